@@ -1,0 +1,46 @@
+"""glasstorch: PyTorch's API over machinery you can read and watch.
+
+    import glasstorch as torch
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .core.dtype import (ALIASES as _ALIASES, bfloat16, bool, can_cast, complex64, complex128,
+                         dtype, finfo, float16, float32, float64, get_default_dtype, iinfo,
+                         int8, int16, int32, int64, is_complex, is_floating_point,
+                         promote_types, result_type, set_default_dtype, uint8)
+from .core.device import device
+from .core.shape import Size, broadcast_shapes
+from .core.storage import UntypedStorage
+from .core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format, layout,
+                          memory_format, preserve_format, strided)
+from . import memory
+
+# Op declarations register themselves with the dispatcher and export their functions.
+from .ops import registry as _registry
+from .ops import copy as _copy, factories as _factories, views as _views  # noqa: F401
+from .ops import pointwise as _pointwise, reduction as _reduction  # noqa: F401
+from .ops import linalg as _linalg, indexing as _indexing, joining as _joining  # noqa: F401
+from .ops import dtype_views as _dtype_views, random as _random_ops  # noqa: F401
+from .ops import ranges as _ranges  # noqa: F401
+from .random import *  # noqa: F401,F403  (Generator, manual_seed, ...)
+from .core.printing import *  # noqa: F401,F403  (set_printoptions)
+from . import library, debug  # noqa: F401
+
+globals().update(_ALIASES)
+globals().update(_registry.functions)
+
+cfloat, cdouble = complex64, complex128
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_storage(obj) -> bool:
+    return isinstance(obj, UntypedStorage)
+
+
+def numel(input) -> int:
+    return input.numel()

@@ -1,0 +1,8 @@
+"""CPU backend: NumPy kernels writing into memory from the CPU allocator."""
+import warnings
+
+# PyTorch computes inf/nan silently; NumPy warns. Silence only warnings raised from
+# glasstorch's own kernels (cheaper than np.errstate around every call).
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"glasstorch\.",
+                        message=r".*(overflow|invalid value|divide by zero|underflow) "
+                                r"encountered")

@@ -1,0 +1,78 @@
+"""Device objects: where a storage's bytes live ('cpu', 'cuda:0', 'meta')."""
+from __future__ import annotations
+
+_KNOWN_TYPES = ("cpu", "cuda", "meta")
+
+
+class device:
+    """torch.device: a device type and an optional index.
+
+    >>> device('cuda:1')
+    device(type='cuda', index=1)
+    """
+
+    __slots__ = ("type", "index", "_str")
+
+    def __new__(cls, type, index=None):
+        if isinstance(type, device):
+            if index is not None:
+                raise TypeError("device(): a device object takes no index")
+            return type
+        if isinstance(type, int) and not isinstance(type, bool):
+            type, index = "cuda", type
+        if not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments - got "
+                            f"({type.__class__.__name__})")
+        text = type.strip()
+        if ":" in text:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index "
+                                   f"was passed explicitly: {text}")
+            text, _, idx = text.partition(":")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            index = int(idx)
+        if text not in _KNOWN_TYPES:
+            raise RuntimeError(
+                f"Expected one of cpu, cuda, meta device type at start of device string: {type}")
+        if index is not None and (not isinstance(index, int) or index < 0):
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        self = object.__new__(cls)
+        self.type = text
+        self.index = index
+        self._str = text if index is None else f"{text}:{index}"
+        return self
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self._str
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self._str == other._str
+
+    def __hash__(self):
+        return hash(self._str)
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
+
+
+CPU = device("cpu")
+META = device("meta")
+
+
+def as_device(d) -> device:
+    """Normalise a device argument (None means the CPU)."""
+    if d is None:
+        return CPU
+    if d.__class__ is device:
+        return d
+    if d == "cpu":
+        return CPU
+    return device(d)

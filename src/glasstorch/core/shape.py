@@ -1,0 +1,371 @@
+"""Shape and stride arithmetic: broadcasting, contiguity, view compatibility, bounds checks.
+
+Pure functions over tuples of ints; no tensors. Strides are in elements, as in PyTorch.
+"""
+from __future__ import annotations
+
+import operator
+from math import prod
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints that prints as `torch.Size([2, 3])`."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        return prod(self)
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+def as_shape(size) -> tuple:
+    """Normalise `(2, 3)`, `[2, 3]`, `Size` or `((2, 3),)` varargs into a tuple of ints."""
+    if len(size) == 1 and not isinstance(size[0], int):
+        size = size[0]
+    try:
+        return tuple(operator.index(s) for s in size)
+    except TypeError:
+        raise TypeError(f"expected a sequence of integers as the size, but got {size!r}") from None
+
+
+def check_nonnegative(shape) -> None:
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(shape)}")
+
+
+_strides_cache: dict = {}
+
+
+def contiguous_strides(shape) -> tuple:
+    """Row-major strides; size-1 and size-0 dimensions still get their computed stride."""
+    r = _strides_cache.get(shape)
+    if r is None:
+        r = _compute_contiguous_strides(shape)
+        if len(_strides_cache) < 4096:
+            _strides_cache[tuple(shape)] = r
+    return r
+
+
+def _compute_contiguous_strides(shape) -> tuple:
+    strides = [1] * len(shape)
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return tuple(strides)
+
+
+def channels_last_strides(shape) -> tuple:
+    """NHWC physical order for an NCHW (or NCDHW) logical shape."""
+    if len(shape) == 4:
+        order = (1, 3, 2, 0)
+    elif len(shape) == 5:
+        order = (1, 4, 3, 2, 0)
+    else:
+        raise RuntimeError("required rank 4 tensor to use channels_last format" if len(shape) < 5
+                           else "required rank 5 tensor to use channels_last_3d format")
+    strides = [0] * len(shape)
+    acc = 1
+    for d in order:
+        strides[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def is_contiguous(shape, strides) -> bool:
+    """PyTorch's rule: empty is contiguous; size-1 dimensions are ignored."""
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size == 0:
+            return True
+        if size != 1:
+            if stride != expected:
+                return False
+            expected *= size
+    return True
+
+
+def is_channels_last(shape, strides) -> bool:
+    """Strides match NHWC order (C, W, H, N from fastest), size-1 dimensions ignored."""
+    if len(shape) not in (4, 5):
+        return False
+    if 0 in shape:
+        return True
+    order = (1, 3, 2, 0) if len(shape) == 4 else (1, 4, 3, 2, 0)
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def is_non_overlapping_and_dense(shape, strides) -> bool:
+    """Some permutation of the dimensions is contiguous (every element has its own byte)."""
+    if len(shape) == 1:
+        return shape[0] < 2 or strides[0] == 1
+    dims = sorted(range(len(shape)), key=lambda d: (strides[d], shape[d]))
+    expected = 1
+    for d in dims:
+        if shape[d] == 1:
+            continue
+        if strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def has_internal_overlap(shape, strides) -> bool:
+    """True when a stride-0 (expanded) dimension makes two elements share memory."""
+    return any(st == 0 and sz > 1 for sz, st in zip(shape, strides))
+
+
+def wrap_dim(dim, ndim: int, *, scalar_ok: bool = True) -> int:
+    """Turn a possibly negative dim into an index, with PyTorch's IndexError when out of range."""
+    dim = operator.index(dim)
+    n = max(ndim, 1) if scalar_ok else ndim
+    if n == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}],"
+                         f" but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def wrap_dims(dims, ndim: int) -> tuple:
+    out = tuple(wrap_dim(d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {out[0]} appears multiple times in the list of dims")
+    return out
+
+
+def broadcast_shapes2(a: tuple, b: tuple) -> tuple:
+    """Broadcast two shapes, with TensorIterator's message naming tensors a and b."""
+    if a == b:
+        return a
+    n = max(len(a), len(b))
+    out = []
+    for i in range(n):
+        sa = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
+        sb = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
+        if sa == sb or sb == 1:
+            out.append(sa)
+        elif sa == 1:
+            out.append(sb)
+        else:
+            raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b "
+                               f"({sb}) at non-singleton dimension {i}")
+    return tuple(out)
+
+
+def broadcast_shapes(*shapes) -> Size:
+    """torch.broadcast_shapes, with its error text."""
+    shapes = [tuple(s) if not isinstance(s, int) else (s,) for s in shapes]
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for idx, s in enumerate(shapes):
+        for i in range(1, len(s) + 1):
+            size = s[-i]
+            if size == 1 or size == out[-i]:
+                continue
+            if out[-i] == 1:
+                out[-i] = size
+            else:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {size} at -{i}! Mismatching"
+                    f" argument at index {idx} had {tuple(s)}; but expected shape should be "
+                    f"broadcastable to {out}")
+    return Size(out)
+
+
+def expand_strides(shape, strides, target) -> tuple:
+    """Strides that expand (shape, strides) to `target`, with expand's errors."""
+    ndim = len(target)
+    if ndim < len(shape):
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(target)}): the number of "
+            f"sizes provided ({ndim}) must be greater or equal to the number of dimensions in "
+            f"the tensor ({len(shape)})")
+    out_shape, out_strides = [], []
+    lead = ndim - len(shape)
+    for i, t in enumerate(target):
+        j = i - lead
+        if j < 0:
+            if t < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({t}) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            out_shape.append(t)
+            out_strides.append(0)
+            continue
+        size, stride = shape[j], strides[j]
+        if t == -1:
+            t = size
+        if size == t:
+            out_shape.append(t)
+            out_strides.append(stride)
+        elif size == 1:
+            out_shape.append(t)
+            out_strides.append(0)
+        else:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({t}) must match the existing size ({size}) "
+                f"at non-singleton dimension {i}.  Target sizes: {list(target)}.  Tensor sizes:"
+                f" {list(shape)}")
+    return tuple(out_shape), tuple(out_strides)
+
+
+def infer_size(shape, numel: int) -> tuple:
+    """Resolve a single -1 in a view/reshape target, with PyTorch's errors."""
+    shape = tuple(shape)
+    infer = None
+    known = 1
+    for i, s in enumerate(shape):
+        if s == -1:
+            if infer is not None:
+                raise RuntimeError("only one dimension can be inferred")
+            infer = i
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s}")
+        else:
+            known *= s
+    if infer is not None:
+        if known == 0 or numel % known != 0:
+            if known == 0:
+                raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)}"
+                                   " because the unspecified dimension size -1 can be any value"
+                                   " and is ambiguous")
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[:infer] + (numel // known,) + shape[infer + 1:]
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def view_strides(old_shape, old_strides, new_shape):
+    """Strides for viewing (old_shape, old_strides) as new_shape, or None if impossible.
+
+    PyTorch's computeStride: the old dimensions split into chunks that are contiguous among
+    themselves, and each chunk must be tiled exactly by a run of new dimensions.
+    """
+    numel = prod(old_shape)
+    if numel == 0:
+        return contiguous_strides(new_shape) if old_shape != new_shape else tuple(old_strides)
+    if not old_shape:
+        return (1,) * len(new_shape) if prod(new_shape) == 1 else None
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_strides[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+def check_in_bounds(shape, strides, offset: int, itemsize: int, storage_nbytes: int) -> None:
+    """Refuse metadata that would reach outside the storage (as_strided, set_, views)."""
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    for st in strides:
+        if st < 0:
+            raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
+                               f"got strides: {list(strides)}")
+    if 0 in shape:
+        return
+    needed = (offset + sum((sz - 1) * st for sz, st in zip(shape, strides)) + 1) * itemsize
+    if needed > storage_nbytes:
+        raise RuntimeError(
+            f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage offset "
+            f"{offset}, and itemsize {itemsize} requiring a storage size of {needed} are out "
+            f"of bounds for storage of size {storage_nbytes}")
+
+
+def dense_strides_like(shape, strides) -> tuple:
+    """Contiguous strides in the same dimension order as `strides` (preserve_format)."""
+    order = sorted(range(len(shape)), key=lambda d: (strides[d], shape[d]), reverse=True)
+    out = [0] * len(shape)
+    acc = 1
+    for d in reversed(order):
+        out[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(out)
+
+
+def iterator_strides(shape, operands) -> tuple:
+    """Output strides for a pointwise op over broadcast operands (TensorIterator).
+
+    The first operand whose strides order two dimensions decides their order, so
+    `x.t() + 1` stays column-major and `channels_last + contiguous` stays channels_last.
+    `operands` is a list of (shape, strides) of the inputs.
+    """
+    ndim = len(shape)
+    if ndim <= 1:
+        return contiguous_strides(shape)
+    bstrides = []
+    for s, st in operands:
+        lead = ndim - len(s)
+        bstrides.append(tuple(0 if i < lead or s[i - lead] == 1 else st[i - lead]
+                              for i in range(ndim)))
+
+    def should_swap(d0, d1):
+        # True: d0 (now inner) must move outside d1; False: keep; None: undecided
+        for st in bstrides:
+            a, b = st[d0], st[d1]
+            if a == 0 or b == 0:
+                continue
+            if a != b:
+                return a > b
+            if shape[d0] > shape[d1]:
+                return True
+        return None
+
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            cmp = should_swap(perm[d0], perm[d1])
+            if cmp is True:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif cmp is False:
+                break
+    out = [0] * ndim
+    acc = 1
+    for d in perm:
+        out[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(out)

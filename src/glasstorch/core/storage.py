@@ -1,0 +1,150 @@
+"""UntypedStorage: bytes on one device, from that device's allocator (c10's StorageImpl).
+
+A storage knows nothing of dtypes or shapes; tensors are views over it. Its bytes go back to
+the allocator when the last reference to the storage goes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..memory.cpu_allocator import cpu_allocator
+from .device import CPU, META, device as Device
+
+
+class UntypedStorage:
+    """A flat run of bytes. `buf` is a uint8 ndarray for CPU storages and None on 'meta'."""
+
+    __slots__ = ("buf", "_nbytes", "device", "_allocator", "resizable", "__weakref__")
+
+    def __init__(self, nbytes: int = 0, *, device=None):
+        dev = CPU if device is None else Device(device)
+        self._init(int(nbytes), dev)
+
+    def _init(self, nbytes, dev):
+        self.device = dev
+        self._nbytes = nbytes
+        self.resizable = True
+        if dev.type == "cpu":
+            self._allocator = cpu_allocator
+            self.buf = cpu_allocator.allocate(nbytes)
+        elif dev.type == "meta":
+            self._allocator = None
+            self.buf = None
+        else:
+            from ..backends import device_allocator  # CUDA is imported only when needed
+            self._allocator = device_allocator(dev)
+            self.buf = self._allocator.allocate(nbytes)
+
+    @classmethod
+    def _new(cls, nbytes: int, dev) -> "UntypedStorage":
+        self = object.__new__(cls)
+        if dev.type == "cpu":   # the hot path: every CPU op output comes through here
+            self.device = dev
+            self._nbytes = nbytes
+            self.resizable = True
+            self._allocator = cpu_allocator
+            self.buf = cpu_allocator.allocate(nbytes)
+        else:
+            self._init(nbytes, dev)
+        return self
+
+    @classmethod
+    def _wrap(cls, buf, dev=CPU) -> "UntypedStorage":
+        """A storage over memory someone else owns (from_numpy): not counted, not resizable."""
+        self = object.__new__(cls)
+        self.device = dev
+        self.buf = buf
+        self._nbytes = buf.nbytes
+        self._allocator = None
+        self.resizable = False
+        return self
+
+    def __del__(self):
+        if self._allocator is not None:
+            self._allocator.free(self._nbytes)
+
+    def nbytes(self) -> int:
+        return self._nbytes
+
+    def size(self) -> int:
+        return self._nbytes
+
+    def __len__(self) -> int:
+        return self._nbytes
+
+    def data_ptr(self) -> int:
+        """The address of the first byte (0 for an empty or meta storage)."""
+        if self.buf is None or self._nbytes == 0:
+            return 0
+        return self.buf.ctypes.data
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    def is_shared(self):
+        return False
+
+    def element_size(self):
+        return 1
+
+    def resize_(self, nbytes: int) -> "UntypedStorage":
+        """Grow or shrink in place, keeping the common prefix of the bytes."""
+        nbytes = int(nbytes)
+        if not self.resizable:
+            raise RuntimeError("Trying to resize storage that is not resizable")
+        if nbytes < 0:
+            raise RuntimeError(f"Trying to resize storage to negative size: {nbytes}")
+        if self.device.type == "meta":
+            self._nbytes = nbytes
+            return self
+        new = self._allocator.allocate(nbytes)
+        keep = min(nbytes, self._nbytes)
+        new[:keep] = self.buf[:keep]
+        self._allocator.free(self._nbytes)
+        self.buf, self._nbytes = new, nbytes
+        return self
+
+    def _check_index(self, idx: int) -> int:
+        if self.buf is None:
+            raise NotImplementedError("Cannot access data of a storage on the 'meta' device")
+        if idx < 0:
+            idx += self._nbytes
+        if not 0 <= idx < self._nbytes:
+            raise IndexError(f"index {idx} out of range for storage of size {self._nbytes}")
+        return idx
+
+    def __getitem__(self, idx: int) -> int:
+        return int(self.buf[self._check_index(int(idx))])
+
+    def __setitem__(self, idx: int, value: int) -> None:
+        self.buf[self._check_index(int(idx))] = value
+
+    def tolist(self) -> list:
+        return [] if self.buf is None else self.buf.tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def copy_(self, src: "UntypedStorage") -> "UntypedStorage":
+        if src.nbytes() != self._nbytes:
+            raise RuntimeError(f"size mismatch, {self._nbytes} vs {src.nbytes()}")
+        if self.buf is not None and src.buf is not None:
+            np.copyto(self.buf, src.buf)
+        return self
+
+    def clone(self) -> "UntypedStorage":
+        new = UntypedStorage._new(self._nbytes, self.device)
+        return new.copy_(self)
+
+    def __repr__(self):
+        if self.buf is None:
+            body = "..."
+        else:
+            body = "\n".join(f" {b}" for b in self.buf[:1000].tolist())
+        return (f"{body}\n[torch.storage.UntypedStorage(device={self.device}) of size "
+                f"{self._nbytes}]")
+
+
+def meta_storage(nbytes: int) -> UntypedStorage:
+    return UntypedStorage._new(nbytes, META)

@@ -1,0 +1,452 @@
+"""Tensor: a strided view (offset, sizes, strides, dtype) over an UntypedStorage.
+
+This module holds the data model only: metadata, the NumPy view used by CPU kernels, and the
+conversions to Python values. Operator methods (`add`, `view`, `__add__`, ...) are attached
+by the op declarations in `glasstorch.ops`, so that each op is written once.
+"""
+from __future__ import annotations
+
+import warnings
+from math import prod
+
+import numpy as np
+
+from ..dispatch.keys import TENSOR_KEYSETS
+from . import dtype as dt
+from .device import CPU
+from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last, is_contiguous,
+                    wrap_dim)
+from .storage import UntypedStorage
+
+
+class VersionCounter:
+    """Shared by a tensor and its views; every in-place op bumps it."""
+
+    __slots__ = ("version",)
+
+    def __init__(self, version: int = 0):
+        self.version = version
+
+
+class memory_format:
+    """torch.contiguous_format, torch.channels_last, ... (compared by identity)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+
+
+class layout:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+strided = layout("strided")
+
+
+class Tensor:
+    """A multi-dimensional array with autograd metadata, viewing part of a storage."""
+
+    __slots__ = ("_storage", "_offset", "_shape", "_stride", "dtype", "_keyset", "_np",
+                 "_vc", "_base", "_requires_grad", "grad_fn", "__weakref__", "__dict__")
+
+    # Rarely set fields live in the instance __dict__ only once set; these are the defaults.
+    _grad = None
+    _output_nr = 0
+    _retains_grad = False
+    _hooks = None
+    _post_acc_hooks = None
+    _inference = False
+    _view_meta = None
+
+    __array_priority__ = 1000  # numpy defers `ndarray + tensor` to Tensor.__radd__
+
+    def __new__(cls, *args, **kwargs):
+        # Legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data.
+        from ..ops.factories import legacy_tensor_new
+        return legacy_tensor_new(cls, *args, **kwargs)
+
+    @classmethod
+    def _make(cls, storage: UntypedStorage, offset: int, shape: tuple, stride: tuple,
+              dtype: dt.dtype, vc: VersionCounter | None = None) -> "Tensor":
+        """Construct without checks; callers guarantee the metadata fits the storage."""
+        self = object.__new__(cls)
+        self._storage = storage
+        self._offset = offset
+        self._shape = shape if shape.__class__ is Size else Size(shape)
+        self._stride = stride
+        self.dtype = dtype
+        self._keyset = TENSOR_KEYSETS[storage.device.type]
+        self._np = None
+        self._vc = VersionCounter() if vc is None else vc
+        self._base = None
+        self._requires_grad = False
+        self.grad_fn = None
+        return self
+
+    @classmethod
+    def _empty(cls, shape: tuple, dtype: dt.dtype, device=CPU, stride: tuple | None = None):
+        """A fresh tensor with its own uninitialised storage (strides default to row-major)."""
+        if stride is None:
+            stride = contiguous_strides(shape)
+            nbytes = prod(shape) * dtype.itemsize
+        elif 0 in shape:
+            nbytes = 0
+        else:
+            nbytes = (sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
+        return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
+
+    # ---- metadata --------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return self._shape
+
+    def size(self, dim=None):
+        if dim is None:
+            return self._shape
+        return self._shape[wrap_dim(dim, len(self._shape))]
+
+    def stride(self, dim=None):
+        if dim is None:
+            return self._stride
+        return self._stride[wrap_dim(dim, len(self._shape))]
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    ndimension = dim
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def numel(self) -> int:
+        return prod(self._shape)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self._shape) * self.dtype.itemsize
+
+    @property
+    def device(self):
+        return self._storage.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._storage.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._storage.device.type == "cpu"
+
+    @property
+    def is_meta(self) -> bool:
+        return self._storage.device.type == "meta"
+
+    @property
+    def layout(self):
+        return strided
+
+    is_sparse = False
+    is_quantized = False
+    is_nested = False
+
+    def get_device(self) -> int:
+        d = self._storage.device
+        return -1 if d.type == "cpu" else (d.index or 0)
+
+    def is_contiguous(self, memory_format=contiguous_format) -> bool:
+        if memory_format is contiguous_format:
+            return is_contiguous(self._shape, self._stride)
+        if memory_format is channels_last or memory_format is channels_last_3d:
+            return is_channels_last(self._shape, self._stride)
+        raise RuntimeError(f"Unsupported memory format {memory_format}")
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.category == dt.FLOAT
+
+    def is_complex(self) -> bool:
+        return self.dtype.category == dt.COMPLEX
+
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
+
+    def data_ptr(self) -> int:
+        """Address of the first element: storage address + offset * element size."""
+        if prod(self._shape) == 0 and self._storage.nbytes() == 0:
+            return 0
+        base = self._storage.data_ptr()
+        return base + self._offset * self.dtype.itemsize if base else 0
+
+    def untyped_storage(self) -> UntypedStorage:
+        return self._storage
+
+    def storage(self) -> UntypedStorage:
+        warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
+                      "UntypedStorage will be the only storage class. This should only "
+                      "matter to you if you are using storages directly.", UserWarning,
+                      stacklevel=2)
+        return self._storage
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    @property
+    def _version(self) -> int:
+        if self._vc is None:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return self._vc.version
+
+    def _bump_version(self) -> None:
+        if self._vc is not None:
+            self._vc.version += 1
+
+    def is_inference(self) -> bool:
+        return self._inference
+
+    # ---- autograd metadata (the engine lives in glasstorch.autograd) -----------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if self.grad_fn is not None and not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use"
+                " a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if requires_grad and self.dtype.category < dt.FLOAT:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+                "mistake, make sure you access the leaf Tensor instead. See "
+                "github.com/pytorch/pytorch/pull/30531 for more information.", UserWarning,
+                stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad "
+                                f"of type {type(value).__name__}")
+            if value._shape != self._shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value._shape)}' to a "
+                    f"tensor of size '{list(self._shape)}'. Please ensure that the gradient "
+                    "and the tensor are the same size")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{value.dtype.np.name}' to a"
+                    f" tensor with dtype '{self.dtype.cname}'. Please ensure that the gradient"
+                    " and the tensor have the same dtype")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    # ---- data access -----------------------------------------------------------------
+    def _array(self) -> np.ndarray:
+        """The NumPy view of this tensor's elements (cached; shares the storage's bytes)."""
+        a = self._np
+        if a is None:
+            buf = self._storage.buf
+            if buf is None:
+                raise NotImplementedError(
+                    f"Cannot access data of a tensor on the '{self.device}' device: it has "
+                    "shapes, dtypes and strides but no data")
+            isz = self.dtype.itemsize
+            if 0 in self._shape:
+                a = np.empty(self._shape, self.dtype.np)
+            else:
+                a = np.ndarray(self._shape, self.dtype.np, buf, self._offset * isz,
+                               tuple(s * isz for s in self._stride))
+            self._np = a
+        return a
+
+    def _set_metadata(self, storage, offset, shape, stride) -> None:
+        """Point this tensor at new metadata (set_, resize_, as_strided_), bounds-checked."""
+        check_in_bounds(shape, stride, offset, self.dtype.itemsize, storage.nbytes())
+        self._storage, self._offset = storage, offset
+        self._shape, self._stride = Size(shape), tuple(stride)
+        self._keyset = TENSOR_KEYSETS[storage.device.type]
+        self._np = None
+
+    def item(self):
+        """The single value as a Python number."""
+        n = prod(self._shape)
+        if n != 1:
+            raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        return self._array().reshape(()).item() if self.dtype is not dt.bfloat16 else float(
+            self._array().reshape(()))
+
+    def tolist(self):
+        a = self._array()
+        if self.dtype is dt.bfloat16 or self.dtype is dt.float16:
+            a = a.astype(np.float64) if self.dtype is dt.bfloat16 else a
+        return a.tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A NumPy array sharing this tensor's memory (bfloat16 as ml_dtypes.bfloat16)."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self.device.type != "cpu":
+            if force:
+                return self.cpu().numpy()
+            raise TypeError(f"can't convert {self.device.type} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        return _KeepAlive.array(self._array(), self._storage)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.detach().numpy() if self._requires_grad else self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        n = prod(self._shape)
+        if n != 1:
+            if n == 0:
+                raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item().real if self.is_complex() else self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.category != dt.INT or prod(self._shape) != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        from .printing import tensor_repr
+        return tensor_repr(self)
+
+    def __str__(self):
+        return self.__repr__()
+
+    def __format__(self, spec):
+        if self.dim() == 0 and spec:
+            return format(self.item(), spec)
+        return object.__format__(self, "") if not spec else format(str(self), spec)
+
+    def __reduce_ex__(self, protocol):
+        from .. import serialization
+        return serialization.reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        new = self.detach().clone()
+        new._requires_grad = self._requires_grad
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        new.__dict__.update(self.__dict__)
+        memo[id(self)] = new
+        return new
+
+    @property
+    def T(self):
+        if self.dim() > 2:
+            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse "
+                          "their shape is deprecated and it will throw an error in a future "
+                          "release.", UserWarning, stacklevel=2)
+        return self.permute(*range(self.dim() - 1, -1, -1))
+
+    @property
+    def mT(self):
+        if self.dim() < 2:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices."
+                               f" Got {self.dim()}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def H(self):
+        if self.dim() > 2:
+            raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self.dim()}-D tensor.")
+        return self.mT.conj() if self.dim() == 2 else self.conj()
+
+    @property
+    def mH(self):
+        return self.mT.conj()
+
+
+class _KeepAlive:
+    """Builds an ndarray over a tensor's memory whose `.base` keeps the storage alive."""
+
+    __slots__ = ("__array_interface__", "storage")
+
+    @classmethod
+    def array(cls, arr: np.ndarray, storage) -> np.ndarray:
+        holder = object.__new__(cls)
+        holder.__array_interface__ = arr.__array_interface__
+        holder.storage = storage
+        out = np.asarray(holder)
+        return out if out.dtype == arr.dtype else out.view(arr.dtype)  # bfloat16 is 'V2' here
+

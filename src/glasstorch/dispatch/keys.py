@@ -1,0 +1,122 @@
+"""Dispatch keys, key sets and the thread-local include/exclude sets (c10/core/DispatchKey.h).
+
+A key set is a plain int bitmask: bit k set means DispatchKey(k) is present, and a higher
+bit means higher priority, so the key to run is `ks.bit_length() - 1`. `DispatchKeySet`
+wraps such an int for display.
+"""
+from __future__ import annotations
+
+import threading
+from enum import IntEnum
+
+
+class DispatchKey(IntEnum):
+    """Dispatch keys from lowest to highest priority."""
+
+    Meta = 0
+    CPU = 1
+    CUDA = 2
+    BackendSelect = 3
+    ADInplaceOrView = 4
+    AutogradMeta = 5
+    AutogradCPU = 6
+    AutogradCUDA = 7
+    AutocastCPU = 8
+    AutocastCUDA = 9
+    Python = 10  # dispatch tracing and compiler capture see every call first
+
+
+NUM_KEYS = len(DispatchKey)
+BACKEND_KEYS = (DispatchKey.Meta, DispatchKey.CPU, DispatchKey.CUDA)
+BACKEND_MASK = sum(1 << k for k in BACKEND_KEYS)
+AUTOGRAD_MASK = sum(1 << k for k in (DispatchKey.AutogradMeta, DispatchKey.AutogradCPU,
+                                     DispatchKey.AutogradCUDA))
+AUTOCAST_MASK = (1 << DispatchKey.AutocastCPU) | (1 << DispatchKey.AutocastCUDA)
+ALL_MASK = (1 << NUM_KEYS) - 1
+
+# Registration-only alias keys and the runtime keys each one stands for.
+ALIAS_KEYS = {
+    "CompositeExplicitAutograd": BACKEND_KEYS,
+    "Autograd": (DispatchKey.AutogradMeta, DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA),
+    "Autocast": (DispatchKey.AutocastCPU, DispatchKey.AutocastCUDA),
+}
+
+# The keys every dense tensor of a device type carries (PyTorch's observed sets).
+TENSOR_KEYSETS = {
+    "cpu": (1 << DispatchKey.CPU) | (1 << DispatchKey.ADInplaceOrView)
+    | (1 << DispatchKey.AutogradCPU) | (1 << DispatchKey.AutocastCPU),
+    "cuda": (1 << DispatchKey.CUDA) | (1 << DispatchKey.ADInplaceOrView)
+    | (1 << DispatchKey.AutogradCUDA) | (1 << DispatchKey.AutocastCUDA),
+    "meta": (1 << DispatchKey.Meta) | (1 << DispatchKey.ADInplaceOrView)
+    | (1 << DispatchKey.AutogradMeta),
+}
+BACKEND_OF_DEVICE = {"cpu": DispatchKey.CPU, "cuda": DispatchKey.CUDA, "meta": DispatchKey.Meta}
+
+
+class DispatchKeySet:
+    """A printable view of a key-set bitmask: `DispatchKeySet(CPU, AutogradCPU)`."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, mask: int = 0):
+        self.mask = mask
+
+    def __iter__(self):
+        return (DispatchKey(k) for k in range(NUM_KEYS) if self.mask >> k & 1)
+
+    def has(self, key: DispatchKey) -> bool:
+        return bool(self.mask >> key & 1)
+
+    def highest(self) -> DispatchKey | None:
+        return DispatchKey(self.mask.bit_length() - 1) if self.mask else None
+
+    def __eq__(self, other):
+        return isinstance(other, DispatchKeySet) and other.mask == self.mask
+
+    def __hash__(self):
+        return hash(self.mask)
+
+    def __repr__(self):
+        return f"DispatchKeySet({', '.join(k.name for k in self)})"
+
+
+class _LocalKeys(threading.local):
+    """Per-thread include/exclude sets; autocast keys start excluded, as in PyTorch."""
+
+    def __init__(self):
+        self.included = 0
+        self.excluded = AUTOCAST_MASK
+
+
+local_keys = _LocalKeys()
+
+
+class _KeyGuard:
+    """Add keys to the thread's include and/or exclude set for the duration of a block."""
+
+    __slots__ = ("include", "exclude", "_saved")
+
+    def __init__(self, include: int = 0, exclude: int = 0):
+        self.include, self.exclude = include, exclude
+
+    def __enter__(self):
+        self._saved = (local_keys.included, local_keys.excluded)
+        local_keys.included = (local_keys.included | self.include) & ~self.exclude
+        local_keys.excluded = (local_keys.excluded | self.exclude) & ~self.include
+        return self
+
+    def __exit__(self, *exc):
+        local_keys.included, local_keys.excluded = self._saved
+
+
+def include_keys(mask: int) -> _KeyGuard:
+    return _KeyGuard(include=mask)
+
+
+def exclude_keys(mask: int) -> _KeyGuard:
+    return _KeyGuard(exclude=mask)
+
+
+def local_keyset() -> tuple:
+    """(included, excluded) of this thread, as DispatchKeySets."""
+    return DispatchKeySet(local_keys.included), DispatchKeySet(local_keys.excluded)

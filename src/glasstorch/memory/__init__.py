@@ -1,0 +1,31 @@
+"""Memory accounting per device (`glasstorch.memory.memory_allocated('cpu')`, ...)."""
+from __future__ import annotations
+
+from ..core.device import as_device
+from .cpu_allocator import cpu_allocator
+
+
+def _allocator(device):
+    d = as_device(device)
+    if d.type == "cpu":
+        return cpu_allocator
+    raise RuntimeError(f"no memory statistics for device '{d}' in this build")
+
+
+def memory_allocated(device="cpu") -> int:
+    """Bytes currently held by live storages on `device`."""
+    return _allocator(device).stats.allocated_bytes
+
+
+def max_memory_allocated(device="cpu") -> int:
+    """The peak of memory_allocated since the start or the last reset_peak_memory_stats."""
+    return _allocator(device).stats.peak_allocated_bytes
+
+
+def reset_peak_memory_stats(device="cpu") -> None:
+    _allocator(device).stats.reset_peak()
+
+
+def memory_stats(device="cpu") -> dict:
+    """Allocator counters under PyTorch's key names (`allocated_bytes.all.current`, ...)."""
+    return _allocator(device).stats.as_dict()

@@ -1,0 +1,298 @@
+"""Factories: tensors made from sizes or data (empty, zeros, full, tensor, from_numpy, ...)."""
+from __future__ import annotations
+
+import builtins
+import warnings
+
+import numpy as np
+
+from ..core import dtype as dt
+from ..core.device import CPU, as_device
+from ..core.shape import as_shape, check_nonnegative, contiguous_strides, check_in_bounds
+from ..core.storage import UntypedStorage
+from ..core.tensor import Tensor, contiguous_format, preserve_format
+from ..dispatch.keys import BACKEND_MASK
+from .copy import assign_array, fill_ as fill_op, strides_for
+from .registry import export
+
+
+def _fill_fresh(t: Tensor, value) -> Tensor:
+    """Fill a tensor this factory just made: straight to the backend, no version bump."""
+    return fill_op.functional.redispatch(t._keyset & BACKEND_MASK, t, value)
+
+
+def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _factory_out(out, shape, dtype):
+    if out.dtype is not dtype and dtype is not None:
+        raise RuntimeError(f"Expected out tensor to have dtype {dtype}, but got {out.dtype} "
+                           "instead")
+    if out._shape != shape:
+        out.resize_(shape)
+    return out
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False, memory_format=contiguous_format):
+    """An uninitialised tensor of the given size (memory is not zeroed)."""
+    shape = as_shape(size)
+    check_nonnegative(shape)
+    if out is not None:
+        return _factory_out(out, shape, dtype)
+    dtype = dt.get_default_dtype() if dtype is None else dtype
+    stride = None if memory_format is contiguous_format else \
+        strides_for(_Shaped(shape), memory_format)
+    return _finish(Tensor._empty(shape, dtype, as_device(device), stride), requires_grad)
+
+
+class _Shaped:
+    """Just enough of a tensor for strides_for on a bare shape."""
+
+    def __init__(self, shape):
+        self._shape = shape
+        self._stride = contiguous_strides(shape)
+
+    def is_contiguous(self):
+        return True
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    """An uninitialised tensor with exactly the given strides."""
+    shape, stride = as_shape((size,)), as_shape((stride,))
+    if len(shape) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    check_nonnegative(shape)
+    dtype = dt.get_default_dtype() if dtype is None else dtype
+    return _finish(Tensor._empty(shape, dtype, as_device(device), stride), requires_grad)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
+         requires_grad=False, pin_memory=False):
+    """A tensor filled with `fill_value`; the dtype follows the value (int64, bool, float)."""
+    if dtype is None:
+        dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor)
+                                else fill_value)
+    t = empty(as_shape((size,)), out=out, dtype=dtype, device=device)
+    return _finish(_fill_fresh(t, fill_value), requires_grad)
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False):
+    """A tensor of zeros."""
+    t = empty(as_shape(size), out=out, dtype=dtype, device=device)
+    return _finish(_fill_fresh(t, 0), requires_grad)
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False):
+    """A tensor of ones."""
+    t = empty(as_shape(size), out=out, dtype=dtype, device=device)
+    return _finish(_fill_fresh(t, 1), requires_grad)
+
+
+# ---- *_like and new_* ------------------------------------------------------------------
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=preserve_format):
+    """An uninitialised tensor shaped like `input` (dense strides preserved by default)."""
+    dtype = input.dtype if dtype is None else dtype
+    device = input.device if device is None else as_device(device)
+    t = Tensor._empty(input._shape, dtype, device, strides_for(input, memory_format))
+    return _finish(t, requires_grad)
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=preserve_format):
+    return _finish(_fill_fresh(empty_like(input, dtype=dtype, device=device,
+                                          memory_format=memory_format), 0),
+                   requires_grad)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=preserve_format):
+    return _finish(_fill_fresh(empty_like(input, dtype=dtype, device=device,
+                                          memory_format=memory_format), 1),
+                   requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None,
+              requires_grad=False, memory_format=preserve_format):
+    return _finish(_fill_fresh(empty_like(input, dtype=dtype, device=device,
+                                          memory_format=memory_format), fill_value),
+                   requires_grad)
+
+
+def _new(factory):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False):
+        return factory(*size, dtype=self.dtype if dtype is None else dtype,
+                       device=self.device if device is None else device,
+                       requires_grad=requires_grad)
+    method.__name__ = method.__qualname__ = "new_" + factory.__name__
+    method.__doc__ = f"{factory.__name__}(...) with self's dtype and device by default."
+    return method
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+             layout=None, pin_memory=False):
+    return full(size, fill_value, dtype=self.dtype if dtype is None else dtype,
+                device=self.device if device is None else device, requires_grad=requires_grad)
+
+
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                      layout=None, pin_memory=False):
+    return empty_strided(size, stride, dtype=self.dtype if dtype is None else dtype,
+                         device=self.device if device is None else device,
+                         requires_grad=requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False):
+    return tensor(data, dtype=self.dtype if dtype is None else dtype,
+                  device=self.device if device is None else device,
+                  requires_grad=requires_grad)
+
+
+# ---- from data -------------------------------------------------------------------------
+
+def _infer_dtype(data, arr: np.ndarray) -> dt.dtype:
+    kind = arr.dtype.kind
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        return dt.from_numpy_dtype(arr.dtype)
+    if kind == "b":
+        return dt.bool
+    if kind in "iu":
+        return dt.int64
+    if kind == "f" or arr.dtype == dt.bfloat16.np:
+        return _float_of_elements(data, arr)
+    if kind == "c":
+        return dt.default_complex_dtype()
+    if arr.size == 0:
+        return dt.get_default_dtype()
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _float_of_elements(data, arr):
+    """Python floats count as the default dtype; tensors inside lists keep their dtype."""
+    first = data
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    if isinstance(first, Tensor):
+        return first.dtype
+    return dt.get_default_dtype()
+
+
+def _to_numpy(data):
+    if isinstance(data, Tensor):
+        return data.detach().cpu()._array()
+    if isinstance(data, (list, tuple)):
+        try:
+            return np.array([_to_numpy(x) if isinstance(x, (Tensor, list, tuple)) else x
+                             for x in data])
+        except ValueError as e:
+            raise ValueError(f"expected sequence of equal lengths at every dimension "
+                             f"(ragged nested sequence): {e}") from None
+    if isinstance(data, (builtins.bool, int, float, complex, np.ndarray, np.generic)):
+        return np.asarray(data)
+    if hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
+        return np.asarray(data)
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _from_data(data, dtype, device) -> Tensor:
+    arr = _to_numpy(data)
+    if arr.dtype == object:
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    if dtype is None:
+        dtype = data.dtype if isinstance(data, Tensor) else _infer_dtype(data, arr)
+    out = Tensor._empty(arr.shape, dtype, CPU)
+    assign_array(out._array(), arr)
+    device = as_device(device)
+    return out if device.type == "cpu" else out.to(device)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor copying `data` (nested lists, numbers, NumPy arrays, tensors)."""
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use "
+            "sourceTensor.detach().clone() or sourceTensor.detach().clone().requires_grad_(True),"
+            " rather than torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
+    return _finish(_from_data(data, dtype, device), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """`data` itself when it already is a matching tensor; shares NumPy memory if it can."""
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device)
+    if isinstance(data, np.ndarray) and (device is None or as_device(device).type == "cpu"):
+        t = from_numpy(data)
+        return t if dtype is None else t.to(dtype)
+    return _from_data(data, dtype, device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    t = as_tensor(obj, dtype=dtype, device=device)
+    if copy:
+        t = t.clone()
+    return _finish(t, requires_grad)
+
+
+class _ArrayHolder:
+    """An object exposing raw bytes of an ndarray's extent while keeping it alive."""
+
+    def __init__(self, interface, owner):
+        self.__array_interface__ = interface
+        self.owner = owner
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor sharing `ndarray`'s memory: writes through either are seen by both."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dtype = dt.from_numpy_dtype(ndarray.dtype)
+    isz = ndarray.itemsize
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and "
+                         "tensors with negative strides are not currently supported. (You can "
+                         "probably work around this by making a copy of your array  with "
+                         "array.copy().) ")
+    if any(s % isz for s in ndarray.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+    shape = ndarray.shape
+    stride = tuple(s // isz for s in ndarray.strides)
+    extent = 0 if ndarray.size == 0 else (
+        sum((n - 1) * s for n, s in zip(shape, stride)) + 1) * isz
+    holder = _ArrayHolder({"data": (ndarray.__array_interface__["data"][0], False),
+                           "shape": (extent,), "typestr": "|u1", "version": 3}, ndarray)
+    raw = np.asarray(holder)
+    storage = UntypedStorage._wrap(raw)
+    check_in_bounds(shape, stride, 0, isz, extent)
+    return Tensor._make(storage, 0, shape, stride, dtype)
+
+
+def legacy_tensor_new(cls, *args, device=None, dtype=None):
+    """torch.Tensor(...): Tensor(2, 3) is uninitialised float, Tensor(data) copies data."""
+    if len(args) == 1 and not isinstance(args[0], int) and not isinstance(args[0], tuple) \
+            or (len(args) == 1 and isinstance(args[0], (list, np.ndarray))):
+        data = args[0]
+        if isinstance(data, Tensor):
+            return data
+        return _from_data(data, dt.get_default_dtype(), device)
+    return empty(*args, device=device)
+
+
+for _f in (empty, empty_strided, full, zeros, ones, empty_like, zeros_like, ones_like,
+           full_like, tensor, as_tensor, asarray, from_numpy):
+    export(_f.__name__, _f)
+for _f in (empty, zeros, ones):
+    export("new_" + _f.__name__, _new(_f), method=True, function=False)
+export("new_full", new_full, method=True, function=False)
+export("new_empty_strided", new_empty_strided, method=True, function=False)
+export("new_tensor", new_tensor, method=True, function=False)

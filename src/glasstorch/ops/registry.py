@@ -1,0 +1,476 @@
+"""Operator declarations: one per op, from which every variant is generated.
+
+`structured(schema, meta)` declares an op whose outputs a meta function can describe from
+input metadata; its kernels only fill a preallocated output, so the functional, in-place
+and `out=` variants and the Meta backend all come from the one declaration (PyTorch's
+structured kernels). `view(schema, meta)` declares a view op: it returns new metadata over
+the same storage on every backend. `kernel_op(schema)` declares an op whose kernels make
+their own outputs (data-dependent shapes, factories). `composite(fn)` exports a function
+written in other ops, which dispatch themselves.
+
+Each declaration generates a Python function with a real signature (the public
+`glasstorch.<name>`), a Tensor method, and dispatcher `Operator`s with their kernels.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ..core import dtype as dt
+from ..core.device import META
+from ..core.shape import Size, has_internal_overlap
+from ..core.tensor import Tensor
+from ..dispatch import dispatcher
+from ..dispatch.dispatcher import define
+from ..dispatch.keys import DispatchKey
+from ..dispatch.schema import Schema, parse_schema
+
+TensorSpec = namedtuple("TensorSpec", "shape dtype stride")
+TensorSpec.__doc__ = "What a meta function says an output will be: shape, dtype, strides."
+
+functions: dict = {}       # public name -> function, exported as glasstorch.<name>
+declarations: dict = {}    # op name -> OpDeclaration
+
+
+class OpDeclaration:
+    """Everything declared about one op: its operators per variant, meta, derivative."""
+
+    def __init__(self, name, schema, kind, meta=None, doc=None, promotes=True):
+        self.name = name
+        self.schema = schema
+        self.kind = kind
+        self.meta = meta
+        self.doc = doc
+        self.promotes = promotes     # out/in-place may downcast within a category
+        self.functional = None       # Operator
+        self.inplace = None          # Operator or None
+        self.out = None              # Operator or None
+        self.derivative = None       # filled by the autograd layer
+        self.impls: dict = {}        # backend key name -> impl(out, *args)
+        self.function = None         # the generated public function
+
+    def __call__(self, *args, **kwargs):
+        return self.function(*args, **kwargs)
+
+    def impl(self, backend: str):
+        """Decorator: register the kernel that fills outputs on `backend` ('CPU', 'CUDA')."""
+        def register(fn):
+            self.impls[backend] = fn
+            key = DispatchKey[backend]
+            if self.kind == "structured":
+                self.functional.register(key, _functional_kernel(self, fn))
+                if self.inplace is not None:
+                    self.inplace.register(key, _inplace_kernel(self, fn))
+                if self.out is not None:
+                    self.out.register(key, _out_kernel(self, fn))
+            else:
+                self.functional.register(key, fn)
+            return fn
+        return register
+
+    def __repr__(self):
+        return f"<OpDeclaration {self.name} ({self.kind})>"
+
+
+# ---- structured kernels ----------------------------------------------------------------
+
+def _device_of(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            return a.device
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], Tensor):
+            return a[0].device
+    return None
+
+
+def _allocate(spec, device):
+    if spec.__class__ is TensorSpec:
+        return Tensor._empty(spec.shape, spec.dtype, device, spec.stride)
+    return tuple(_allocate(s, device) for s in spec)
+
+
+def _functional_kernel(decl, impl):
+    meta = decl.meta
+
+    def kernel(*args):
+        out = _allocate(meta(*args), _device_of(args))
+        impl(out, *args)
+        return out
+    kernel.__qualname__ = f"{impl.__qualname__} (functional)"
+    kernel.__module__ = impl.__module__
+    return kernel
+
+
+def _meta_functional_kernel(decl):
+    meta = decl.meta
+
+    def kernel(*args):
+        return _allocate(meta(*args), META)
+    return kernel
+
+
+def _check_inplace(decl, self, spec):
+    if spec.shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the "
+                           f"broadcast shape {list(spec.shape)}")
+    _check_cast(decl, spec.dtype, self.dtype)
+    if has_internal_overlap(self._shape, self._stride):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a"
+            " single memory location. Please clone() the tensor before performing the "
+            "operation.")
+
+
+def _check_cast(decl, result: dt.dtype, out: dt.dtype):
+    if result is out:
+        return
+    if not decl.promotes or not dt.can_cast(result, out):
+        raise RuntimeError(f"result type {result.cname} can't be cast to the desired output "
+                           f"type {out.cname}")
+
+
+def _inplace_kernel(decl, impl):
+    meta = decl.meta
+
+    def kernel(self, *rest):
+        _check_inplace(decl, self, meta(self, *rest))
+        impl(self, self, *rest)
+        return self
+    kernel.__qualname__ = f"{impl.__qualname__} (in-place)"
+    kernel.__module__ = impl.__module__
+    return kernel
+
+
+def _meta_inplace_kernel(decl):
+    meta = decl.meta
+
+    def kernel(self, *rest):
+        _check_inplace(decl, self, meta(self, *rest))
+        return self
+    return kernel
+
+
+def _prepare_out(decl, spec, out):
+    if spec.__class__ is TensorSpec:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{decl.name}(): argument 'out' must be Tensor, not "
+                            f"{type(out).__name__}")
+        _check_cast(decl, spec.dtype, out.dtype)
+        if out._shape != spec.shape:
+            resize_output(out, spec.shape)
+        return
+    if not isinstance(out, (tuple, list)) or len(out) != len(spec):
+        raise TypeError(f"{decl.name}(): argument 'out' must be a tuple of {len(spec)} "
+                        "Tensors")
+    for s, o in zip(spec, out):
+        _prepare_out(decl, s, o)
+
+
+def resize_output(out: Tensor, shape) -> None:
+    """Resize an `out=` tensor to the result's shape, warning when it held elements."""
+    import warnings
+    if out.numel() != 0:
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape "
+            f"{list(out._shape)}, which does not match the required output shape "
+            f"{list(shape)}. This behavior is deprecated, and in a future PyTorch release "
+            "outputs will not be resized unless they have zero elements. You can explicitly "
+            "reuse an out tensor t by resizing it, inplace, to zero elements with "
+            "t.resize_(0).", UserWarning, stacklevel=5)
+    out.resize_(shape)
+
+
+def _out_kernel(decl, impl):
+    meta = decl.meta
+
+    def kernel(*args):
+        *inputs, out = args
+        _prepare_out(decl, meta(*inputs), out)
+        impl(out if not isinstance(out, list) else tuple(out), *inputs)
+        return out
+    kernel.__qualname__ = f"{impl.__qualname__} (out)"
+    kernel.__module__ = impl.__module__
+    return kernel
+
+
+def _meta_out_kernel(decl):
+    meta = decl.meta
+
+    def kernel(*args):
+        *inputs, out = args
+        _prepare_out(decl, meta(*inputs), out)
+        return out
+    return kernel
+
+
+def _bump_versions_kernel(op, ks, *args):
+    """ADInplaceOrView for mutating ops: run below, then bump the mutated tensors' versions."""
+    result = op.redispatch(ks, *args)
+    for i in op.info["mutated"]:
+        arg = args[i]
+        for t in (arg if isinstance(arg, (tuple, list)) else (arg,)):
+            if t._vc is not None:
+                t._vc.version += 1
+    return result
+
+
+# ---- view kernels ----------------------------------------------------------------------
+
+def _make_alias(self, shape, stride, offset):
+    out = Tensor._make(self._storage, offset, shape, stride, self.dtype, self._vc)
+    out._view_meta = (self, shape, stride, offset)
+    return out
+
+
+def _view_kernel(decl):
+    meta = decl.meta
+
+    def kernel(self, *args):
+        m = meta(self, *args)
+        if isinstance(m, list):
+            return [_make_alias(self, *x) for x in m]
+        return _make_alias(self, *m)
+    kernel.__qualname__ = f"{meta.__qualname__} (view)"
+    kernel.__module__ = meta.__module__
+    return kernel
+
+
+def _set_base(view, self):
+    view._base = self if self._base is None else self._base
+
+
+def _view_bookkeeping_kernel(op, ks, self, *args):
+    """ADInplaceOrView for view ops: the result records its root base."""
+    out = op.redispatch(ks, self, *args)
+    if isinstance(out, list):
+        for v in out:
+            _set_base(v, self)
+    else:
+        _set_base(out, self)
+    return out
+
+
+def _no_view_kernel(op, ks, self, *args):
+    """Outside ADInplaceOrView (inference mode) views share no version counter."""
+    return op.redispatch(ks, self, *args)
+
+
+# ---- Python wrapper generation ---------------------------------------------------------
+
+def _py_default(arg):
+    d = arg.default
+    if isinstance(d, str) and d == "contiguous_format":
+        return "_contiguous_format"
+    return repr(d)
+
+
+def _params(schema: Schema, first_name: str, skip_first: bool, varargs: bool, out: bool):
+    """Python parameter list text and the call-argument list for the dispatcher."""
+    params, call = [], []
+    seen_kw = False
+    args = schema.arguments
+    for i, a in enumerate(args):
+        name = first_name if i == 0 else a.name
+        if name == "self" and i == 0 and not skip_first:
+            name = first_name
+        call.append(name)
+        if i == 0 and skip_first:
+            params.append("self")
+            continue
+        if varargs and i == 1:
+            params.append(f"*{name}")
+            seen_kw = True
+            continue
+        text = name if not a.has_default else f"{name}={_py_default(a)}"
+        if a.kwarg_only and not seen_kw:
+            params.append("*")
+            seen_kw = True
+        params.append(text)
+    if out:
+        if not seen_kw:
+            params.append("*")
+        params.append("out=None")
+    return params, call
+
+
+def _uses_varargs(schema: Schema) -> bool:
+    """Methods like view(*shape): an int list that is the only positional after self."""
+    pos = [a for a in schema.arguments[1:] if not a.kwarg_only]
+    return (len(pos) == 1 and pos[0].type in ("int[]", "SymInt[]") and not pos[0].has_default
+            and pos[0].name in ("size", "shape", "dims", "sizes"))
+
+
+def _normalise_lines(schema: Schema, call_names, varargs: bool):
+    lines = []
+    for a, name in zip(schema.arguments, call_names):
+        if a.type in ("int[]", "SymInt[]", "int[]?"):
+            if varargs and name == call_names[1]:
+                lines.append(f"    {name} = _as_shape({name})")
+            else:
+                lines.append(f"    if {name}.__class__ is int: {name} = ({name},)")
+        elif a.type == "ScalarType?" or a.type == "ScalarType":
+            pass
+    return lines
+
+
+def _keyset_expr(schema: Schema, names) -> str:
+    parts = []
+    for i in schema.tensor_positions:
+        parts.append(f"_ks({names[i]})")
+    return " | ".join(parts) if parts else "0"
+
+
+def _first_tensor_check(schema: Schema, fname: str, pyname: str) -> list:
+    if not schema.arguments or schema.arguments[0].type != "Tensor":
+        return []
+    return [f"    if not isinstance({pyname}, _Tensor): _bad_self({fname!r}, {pyname})"]
+
+
+def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False, doc=None):
+    """Build a Python function with a real signature that dispatches `op`."""
+    first = "self" if method else ("input" if schema.arguments and
+                                   schema.arguments[0].name == "self" else
+                                   (schema.arguments[0].name if schema.arguments else ""))
+    varargs = method and _uses_varargs(schema)
+    params, call = _params(schema, first, method, varargs, out_op is not None)
+    if method:
+        call[0] = "self"
+    lines = [f"def {name}({', '.join(params)}):"]
+    if not method:
+        lines += _first_tensor_check(schema, name, call[0] if call else "")
+    lines += _normalise_lines(schema, call, varargs)
+    ks = _keyset_expr(schema, call)
+    if out_op is not None:
+        lines.append("    if out is not None:")
+        lines.append(f"        return _out_op.dispatch({ks} | _ks(out), {', '.join(call)}, out)")
+    lines.append(f"    return _op.dispatch({ks}, {', '.join(call)})")
+    source = "\n".join(lines)
+    env = {"_op": op, "_out_op": out_op, "_ks": dispatcher.keyset_of, "_Tensor": Tensor,
+           "_bad_self": _bad_self, "_as_shape": _as_varargs_shape,
+           "_contiguous_format": "contiguous_format"}
+    exec(compile(source, f"<glasstorch.ops {schema.qualified_name}>", "exec"), env)
+    fn = env[name]
+    fn.__doc__ = doc or f"{name}: {schema}"
+    fn.__module__ = "glasstorch"
+    fn.__qualname__ = f"Tensor.{name}" if method else name
+    fn._schema = schema
+    return fn
+
+
+def _as_varargs_shape(size):
+    if len(size) == 1 and not isinstance(size[0], int):
+        size = size[0]
+    try:
+        return tuple(int(s) if s.__class__ is not int else s for s in size)
+    except TypeError:
+        raise TypeError(f"expected a sequence of integers, but got {size!r}") from None
+
+
+def _bad_self(fname, value):
+    raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not "
+                    f"{type(value).__name__}")
+
+
+def export(name: str, fn, *, method: bool | str = False, function: bool = True) -> None:
+    """Make `fn` public as glasstorch.<name> and/or as a Tensor method."""
+    if function:
+        functions[name] = fn
+    if method:
+        setattr(Tensor, name if method is True else method, fn)
+
+
+# ---- declaring ops ---------------------------------------------------------------------
+
+def _variant_schema(schema_text: str, new_name: str, mutates_self: bool, out: bool):
+    schema = parse_schema(schema_text)
+    head, _, rest = schema_text.partition("(")
+    overload = schema.overload
+    text = f"{new_name}.{overload}(" if overload else f"{new_name}("
+    args, _, rets = rest.rpartition(") ->")
+    if mutates_self:
+        args = args.replace("Tensor self", "Tensor(a!) self", 1)
+        return f"{text}{args}) -> Tensor(a!)"
+    if out:
+        n_out = max(len(schema.returns), 1)
+        outs = ", ".join(f"Tensor(a!) out{i if n_out > 1 else ''}" for i in range(n_out))
+        sep = ", " if "*" in args else ", *, "
+        overload = f"{overload}_out" if overload else "out"
+        return f"{new_name}.{overload}({args}{sep}{outs if n_out == 1 else 'Tensor[] out'}) ->{rets}"
+    return schema_text
+
+
+def structured(schema_text: str, meta, *, method=True, function=True, inplace=True, out=True,
+               promotes=True, doc=None, tags=()):
+    """Declare a structured op (see the module docstring). Returns its OpDeclaration."""
+    schema = parse_schema(schema_text)
+    name = schema.name
+    decl = OpDeclaration(name, schema, "structured", meta, doc, promotes)
+    decl.functional = define(schema_text, tags=tags)
+    decl.functional.info["decl"] = decl
+    decl.functional.register(DispatchKey.Meta, _meta_functional_kernel(decl))
+    if inplace:
+        decl.inplace = define(_variant_schema(schema_text, name + "_", True, False), tags=tags)
+        decl.inplace.info.update(decl=decl, mutated=(0,))
+        decl.inplace.register(DispatchKey.Meta, _meta_inplace_kernel(decl))
+        decl.inplace.register(DispatchKey.ADInplaceOrView, _bump_versions_kernel)
+    if out:
+        decl.out = define(_variant_schema(schema_text, name, False, True), tags=tags)
+        decl.out.info.update(decl=decl, mutated=(len(schema.arguments),))
+        decl.out.register(DispatchKey.Meta, _meta_out_kernel(decl))
+        decl.out.register(DispatchKey.ADInplaceOrView, _bump_versions_kernel)
+    _export_declaration(decl, method, function)
+    return decl
+
+
+def view(schema_text: str, meta, *, method=True, function=True, doc=None, tags=()):
+    """Declare a view op: `meta(self, *args)` gives (shape, stride, offset) or a list of them."""
+    schema = parse_schema(schema_text)
+    decl = OpDeclaration(schema.name, schema, "view", meta, doc)
+    decl.functional = define(schema_text, tags=tags)
+    decl.functional.info["decl"] = decl
+    decl.functional.register("CompositeExplicitAutograd", _view_kernel(decl))
+    decl.functional.register(DispatchKey.ADInplaceOrView, _view_bookkeeping_kernel)
+    _export_declaration(decl, method, function)
+    return decl
+
+
+def kernel_op(schema_text: str, *, method=True, function=True, inplace_of=None, doc=None,
+              tags=(), mutates=()):
+    """Declare an op whose kernels build their own outputs; register them with `.impl`."""
+    schema = parse_schema(schema_text)
+    decl = OpDeclaration(schema.name, schema, "kernel", None, doc)
+    decl.functional = define(schema_text, tags=tags)
+    decl.functional.info.update(decl=decl, mutated=tuple(mutates))
+    if mutates:
+        decl.functional.register(DispatchKey.ADInplaceOrView, _bump_versions_kernel)
+    _export_declaration(decl, method, function)
+    return decl
+
+
+def composite(name=None, *, method=False, function=True):
+    """Decorator exporting a function written in other ops (CompositeImplicitAutograd)."""
+    def register(fn):
+        export(name or fn.__name__, fn, method=method, function=function)
+        return fn
+    return register
+
+
+def _export_declaration(decl: OpDeclaration, method, function) -> None:
+    schema = decl.schema
+    declarations[decl.name] = decl
+    decl.function = generate_wrapper(decl.name, schema, decl.functional, decl.out, doc=decl.doc)
+    if function:
+        functions[decl.name] = decl.function
+    if method:
+        m = generate_wrapper(decl.name, schema, decl.functional, method=True, doc=decl.doc)
+        setattr(Tensor, decl.name, m)
+    if decl.inplace is not None and method:
+        m = generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace, method=True,
+                             doc=decl.doc)
+        setattr(Tensor, decl.name + "_", m)
+
+
+def spec(shape, dtype, stride=None) -> TensorSpec:
+    """A TensorSpec with row-major strides unless given."""
+    from ..core.shape import contiguous_strides
+    shape = shape if shape.__class__ is Size else Size(shape)
+    return TensorSpec(shape, dtype, contiguous_strides(shape) if stride is None else stride)

@@ -1,0 +1,69 @@
+"""Comparing glasstorch against its references: NumPy always, PyTorch when installed.
+
+`torch = oracle_torch()` skips the calling test cleanly when PyTorch is not installed.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import glasstorch as gt
+
+
+def oracle_torch():
+    return pytest.importorskip("torch")
+
+
+def dtype_name(d) -> str:
+    """'float32' for either library's dtype."""
+    return str(d).replace("torch.", "")
+
+
+def to_torch(t: gt.Tensor):
+    """The same values, dtype, shape and strides as a torch tensor."""
+    torch = oracle_torch()
+    dtype = getattr(torch, dtype_name(t.dtype))
+    base = torch.empty(t.untyped_storage().nbytes() // t.element_size(), dtype=dtype)
+    flat = gt.Tensor._make(t.untyped_storage(), 0, (base.numel(),), (1,), t.dtype)
+    if base.numel():
+        base.view(torch.uint8 if dtype.itemsize == 1 else dtype).copy_(
+            torch.from_numpy(np.array(flat._array()).view(
+                np.uint8 if dtype.itemsize == 1 else flat._array().dtype))
+            if dtype != torch.bfloat16 else
+            torch.from_numpy(np.array(flat._array()).view(np.int16)).view(torch.bfloat16))
+    return base.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
+
+
+def to_numpy(x) -> np.ndarray:
+    """A float64/complex/int/bool NumPy copy of a glasstorch or torch tensor."""
+    if isinstance(x, gt.Tensor):
+        a = np.array(x.detach()._array()) if x.device.type == "cpu" else np.array(
+            x.detach().cpu()._array())
+        return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
+    if hasattr(x, "detach"):  # torch
+        x = x.detach()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+        return x.numpy()
+    return np.asarray(x)
+
+
+def assert_same(actual: gt.Tensor, expected, *, rtol=1e-6, atol=1e-6, check_stride=True,
+                check_dtype=True, equal_nan=True):
+    """Values, dtype, shape and (for torch expectations) strides agree."""
+    assert isinstance(actual, gt.Tensor), f"expected a glasstorch Tensor, got {type(actual)}"
+    if hasattr(expected, "stride") and not isinstance(expected, np.ndarray):
+        assert tuple(actual.shape) == tuple(expected.shape), (actual.shape, expected.shape)
+        if check_dtype:
+            assert dtype_name(actual.dtype) == dtype_name(expected.dtype), (
+                actual.dtype, expected.dtype)
+        if check_stride and actual.numel() > 1:
+            assert actual.stride() == expected.stride(), (actual.stride(), expected.stride())
+    else:
+        expected = np.asarray(expected)
+        assert tuple(actual.shape) == expected.shape, (actual.shape, expected.shape)
+    a, e = to_numpy(actual), to_numpy(expected)
+    if a.dtype.kind in "biu" and e.dtype.kind in "biu":
+        np.testing.assert_array_equal(a, e)
+    else:
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
