@@ -52,8 +52,7 @@ class device:
         return self._str
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
+        # like torch.device, equal only to devices (device('cpu') == 'cpu' is False)
         return isinstance(other, device) and self._str == other._str
 
     def __hash__(self):
@@ -73,6 +72,6 @@ def as_device(d) -> device:
         return CPU
     if d.__class__ is device:
         return d
-    if d == "cpu":
+    if d.__class__ is str and d == "cpu":
         return CPU
     return device(d)

@@ -225,7 +225,7 @@ class finfo:
         self.max = builtins.float(info.max)
         self.min = builtins.float(info.min)
         self.tiny = self.smallest_normal = builtins.float(info.tiny)
-        self.resolution = builtins.float(info.resolution)
+        self.resolution = 10.0 ** -info.precision
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
@@ -237,7 +237,9 @@ class iinfo:
     """Limits of an integer dtype (torch.iinfo)."""
 
     def __init__(self, type: dtype):
-        if type.category not in (INT, BOOL) or type is bool:
+        if type is bool:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if type.category != INT:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo "
                             "to handle 'torch.iinfo'")
         info = np.iinfo(type.np)

@@ -93,10 +93,10 @@ def channels_last_strides(shape) -> tuple:
 
 def is_contiguous(shape, strides) -> bool:
     """PyTorch's rule: empty is contiguous; size-1 dimensions are ignored."""
+    if 0 in shape:
+        return True
     expected = 1
     for size, stride in zip(reversed(shape), reversed(strides)):
-        if size == 0:
-            return True
         if size != 1:
             if stride != expected:
                 return False

@@ -385,7 +385,7 @@ class Tensor:
 
     def __repr__(self, *, tensor_contents=None) -> str:
         from .printing import tensor_repr
-        return tensor_repr(self)
+        return tensor_repr(self, tensor_contents)
 
     def __str__(self):
         return self.__repr__()

@@ -140,7 +140,12 @@ def keyset_of(x) -> int:
 
 
 def check_same_device(op: Operator, args, ks: int) -> int:
-    """Raise PyTorch's device-mismatch error; CPU 0-dim tensors may join any device."""
+    """Raise PyTorch's device-mismatch error; CPU 0-dim tensors may join any device.
+
+    Ops tagged 'cross_device' (copy_) run on the backend of their first argument.
+    """
+    if "cross_device" in op.tags:
+        return (ks & ~BACKEND_MASK) | (keyset_of(args[0]) & BACKEND_MASK)
     devices = []
     cpu_scalars_only = True
     for i in op.tensor_positions:

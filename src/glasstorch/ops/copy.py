@@ -17,7 +17,7 @@ from .registry import composite, export, kernel_op
 # ---- copy_ -----------------------------------------------------------------------------
 
 copy_ = kernel_op("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
-                  function=False, mutates=(0,),
+                  function=False, mutates=(0,), tags=("cross_device",),
                   doc="Copy `src` into self, broadcasting and converting the dtype.")
 
 

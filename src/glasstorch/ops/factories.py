@@ -21,6 +21,14 @@ def _fill_fresh(t: Tensor, value) -> Tensor:
     return fill_op.functional.redispatch(t._keyset & BACKEND_MASK, t, value)
 
 
+def _size_arg(name, size) -> tuple:
+    if not size:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+    shape = as_shape(size)
+    check_nonnegative(shape)
+    return shape
+
+
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     if requires_grad:
         t.requires_grad_(True)
@@ -39,8 +47,7 @@ def _factory_out(out, shape, dtype):
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, memory_format=contiguous_format):
     """An uninitialised tensor of the given size (memory is not zeroed)."""
-    shape = as_shape(size)
-    check_nonnegative(shape)
+    shape = _size_arg("empty", size)
     if out is not None:
         return _factory_out(out, shape, dtype)
     dtype = dt.get_default_dtype() if dtype is None else dtype
@@ -84,14 +91,14 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
     """A tensor of zeros."""
-    t = empty(as_shape(size), out=out, dtype=dtype, device=device)
+    t = empty(_size_arg("zeros", size), out=out, dtype=dtype, device=device)
     return _finish(_fill_fresh(t, 0), requires_grad)
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
     """A tensor of ones."""
-    t = empty(as_shape(size), out=out, dtype=dtype, device=device)
+    t = empty(_size_arg("ones", size), out=out, dtype=dtype, device=device)
     return _finish(_fill_fresh(t, 1), requires_grad)
 
 
@@ -160,60 +167,73 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
 
 # ---- from data -------------------------------------------------------------------------
 
-def _infer_dtype(data, arr: np.ndarray) -> dt.dtype:
-    kind = arr.dtype.kind
-    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        return dt.from_numpy_dtype(arr.dtype)
-    if kind == "b":
-        return dt.bool
-    if kind in "iu":
-        return dt.int64
-    if kind == "f" or arr.dtype == dt.bfloat16.np:
-        return _float_of_elements(data, arr)
-    if kind == "c":
-        return dt.default_complex_dtype()
-    if arr.size == 0:
-        return dt.get_default_dtype()
-    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
-
-
-def _float_of_elements(data, arr):
-    """Python floats count as the default dtype; tensors inside lists keep their dtype."""
-    first = data
-    while isinstance(first, (list, tuple)) and first:
-        first = first[0]
-    if isinstance(first, Tensor):
-        return first.dtype
-    return dt.get_default_dtype()
-
-
-def _to_numpy(data):
-    if isinstance(data, Tensor):
-        return data.detach().cpu()._array()
+def _leaves(data, shape, dim, out):
+    """Collect the scalars of nested sequences into `out`, refusing ragged nesting."""
+    if isinstance(data, Tensor) and data.dim() > 0:
+        data = [data.select(0, i) for i in range(data.shape[0])]
     if isinstance(data, (list, tuple)):
-        try:
-            return np.array([_to_numpy(x) if isinstance(x, (Tensor, list, tuple)) else x
-                             for x in data])
-        except ValueError as e:
-            raise ValueError(f"expected sequence of equal lengths at every dimension "
-                             f"(ragged nested sequence): {e}") from None
-    if isinstance(data, (builtins.bool, int, float, complex, np.ndarray, np.generic)):
-        return np.asarray(data)
-    if hasattr(data, "__array__") or hasattr(data, "__array_interface__"):
-        return np.asarray(data)
-    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        if len(shape) == dim:
+            shape.append(len(data))
+        elif shape[dim] != len(data):
+            raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} "
+                             f"(got {len(data)})")
+        for x in data:
+            _leaves(x, shape, dim + 1, out)
+        return
+    if len(shape) > dim:
+        raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} "
+                         f"(got {type(data).__name__})")
+    out.append(data)
+
+
+def _scalar_kind(x) -> dt.dtype:
+    """The dtype a scalar inside `tensor(...)` data implies."""
+    if isinstance(x, Tensor):
+        return x.dtype
+    if isinstance(x, np.generic):
+        return dt.from_numpy_dtype(x.dtype)
+    if isinstance(x, (builtins.bool, int, float, complex)):
+        return dt.scalar_dtype(x)
+    raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+
+
+def _infer_list_dtype(leaves) -> dt.dtype:
+    if not leaves:
+        return dt.get_default_dtype()
+    result = _scalar_kind(leaves[0])
+    for x in leaves[1:]:
+        k = _scalar_kind(x)
+        if k is not result:
+            result = dt.promote_types(result, k)
+    return result
 
 
 def _from_data(data, dtype, device) -> Tensor:
-    arr = _to_numpy(data)
-    if arr.dtype == object:
-        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
-    if dtype is None:
-        dtype = data.dtype if isinstance(data, Tensor) else _infer_dtype(data, arr)
-    out = Tensor._empty(arr.shape, dtype, CPU)
-    assign_array(out._array(), arr)
+    """Copy nested sequences, scalars, NumPy arrays or tensors into a new tensor."""
+    if isinstance(data, Tensor):
+        src = data.detach()
+        out = Tensor._empty(src._shape, src.dtype if dtype is None else dtype, src.device)
+        out.copy_(src)
+    else:
+        if isinstance(data, (list, tuple)):
+            shape, leaves = [], []
+            _leaves(data, shape, 0, leaves)
+            inferred = _infer_list_dtype(leaves)
+            values = [x.item() if isinstance(x, Tensor) else x for x in leaves]
+            arr = np.array(values, dtype=np.float32 if inferred is dt.bfloat16 else
+                           inferred.np).reshape(shape)
+        elif isinstance(data, (builtins.bool, int, float, complex, np.generic)):
+            inferred = _scalar_kind(data)
+            arr = np.asarray(data)
+        else:
+            arr = np.asarray(data)
+            if arr.dtype == object or arr.dtype.kind in "USV":
+                raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+            inferred = dt.from_numpy_dtype(arr.dtype)
+        out = Tensor._empty(arr.shape, inferred if dtype is None else dtype, CPU)
+        assign_array(out._array(), arr)
     device = as_device(device)
-    return out if device.type == "cpu" else out.to(device)
+    return out if out.device == device else out.to(device)
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):

@@ -1,0 +1,36 @@
+import pickle
+
+import pytest
+
+import glasstorch as gt
+
+
+def test_device_parsing_and_printing():
+    d = gt.device("cuda:1")
+    assert (d.type, d.index) == ("cuda", 1)
+    assert repr(d) == "device(type='cuda', index=1)" and str(d) == "cuda:1"
+    assert gt.device("cuda", 1) == d
+    assert repr(gt.device("cpu")) == "device(type='cpu')" and gt.device("cpu").index is None
+    assert gt.device(d) is d
+    assert gt.device("meta").type == "meta"
+
+
+def test_device_equality_and_hash_like_torch():
+    assert gt.device("cpu") == gt.device("cpu")
+    assert gt.device("cpu") != "cpu"          # torch.device compares unequal to strings
+    assert len({gt.device("cuda:0"), gt.device("cuda", 0)}) == 1
+    assert pickle.loads(pickle.dumps(gt.device("cuda:2"))) == gt.device("cuda:2")
+
+
+@pytest.mark.parametrize("bad,exc", [("gpu", RuntimeError), ("cuda:x", RuntimeError),
+                                     (3.5, TypeError)])
+def test_bad_device_strings_raise(bad, exc):
+    with pytest.raises(exc):
+        gt.device(bad)
+
+
+def test_tensor_device_attributes():
+    t = gt.ones(2)
+    assert t.device == gt.device("cpu") and t.is_cpu and not t.is_cuda and t.get_device() == -1
+    m = gt.empty(2, device="meta")
+    assert m.is_meta and m.device.type == "meta"

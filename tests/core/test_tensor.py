@@ -1,0 +1,209 @@
+"""The data model: metadata, contiguity, storage sharing, NumPy interop, conversions."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import glasstorch as gt
+from glasstorch.core.shape import (is_contiguous, is_non_overlapping_and_dense,
+                                   view_strides)
+from oracle import assert_same, oracle_torch
+
+
+def test_metadata_of_a_fresh_tensor():
+    t = gt.empty(2, 1, 3)
+    assert t.shape == (2, 1, 3) and isinstance(t.shape, gt.Size)
+    assert repr(t.shape) == "torch.Size([2, 1, 3])"
+    assert t.stride() == (3, 3, 1) and t.stride(-1) == 1 and t.size(0) == 2
+    assert t.dim() == t.ndim == 3 and t.numel() == 6 and t.nbytes == 24 and t.itemsize == 4
+    assert t.storage_offset() == 0 and t.is_contiguous()
+
+
+def test_size_slicing_and_arithmetic_stay_sizes():
+    s = gt.Size([2, 3, 4])
+    assert isinstance(s[1:], gt.Size) and s[1:] == (3, 4)
+    assert isinstance(s + (5,), gt.Size) and s.numel() == 24
+
+
+def test_data_ptr_is_storage_address_plus_offset():
+    base = gt.zeros(10)
+    view = base[3:7] if hasattr(gt.Tensor, "__getitem__") else base.narrow(0, 3, 4)
+    assert view.storage_offset() == 3
+    assert view.data_ptr() - base.data_ptr() == 12
+    assert view.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+    assert view.untyped_storage().nbytes() == 40 and view.nbytes == 16
+
+
+def test_cpu_storage_is_64_byte_aligned_and_empty_is_null():
+    for n in (1, 3, 17, 1000):
+        assert gt.empty(n).data_ptr() % 64 == 0
+    assert gt.empty(0).data_ptr() == 0 and gt.empty(0).untyped_storage().nbytes() == 0
+
+
+@pytest.mark.parametrize("shape,stride,expected", [
+    ((0, 5), (7, 3), True), ((2, 1, 3), (3, 100, 1), True), ((3, 4), (0, 1), False),
+    ((3, 1), (1, 0), True), ((1, 4), (1, 1), True), ((2, 3), (1, 2), False)])
+def test_contiguity_rules(shape, stride, expected):
+    assert is_contiguous(shape, stride) is expected
+    t = gt.empty_strided(shape, stride)
+    assert t.is_contiguous() is expected
+    T = oracle_torch()
+    assert T.empty_strided(shape, stride).is_contiguous() is expected
+
+
+def test_channels_last_strides_and_checks_match_torch():
+    T = oracle_torch()
+    for shape in [(2, 3, 4, 5), (2, 3, 1, 1), (2, 1, 4, 5)]:
+        ours = gt.empty(*shape, memory_format=gt.channels_last)
+        theirs = T.empty(*shape, memory_format=T.channels_last)
+        assert ours.stride() == theirs.stride()
+        assert ours.is_contiguous() == theirs.is_contiguous()
+        assert ours.is_contiguous(memory_format=gt.channels_last)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last"):
+        gt.empty(2, 3, memory_format=gt.channels_last)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.data())
+def test_view_strides_agree_with_torch(shape, data):
+    T = oracle_torch()
+    base = T.empty(shape)
+    perm = data.draw(st.permutations(range(len(shape))))
+    src = base.permute(*perm)
+    numel = src.numel()
+    divisors = [d for d in range(1, numel + 1) if numel % d == 0]
+    first = data.draw(st.sampled_from(divisors))
+    target = (first, numel // first)
+    expected = view_strides(tuple(src.shape), src.stride(), target)
+    try:
+        theirs = src.view(target).stride()
+    except RuntimeError:
+        theirs = None
+    assert expected == theirs
+
+
+def test_non_overlapping_and_dense():
+    assert is_non_overlapping_and_dense((2, 3), (1, 2))
+    assert not is_non_overlapping_and_dense((2, 3), (0, 1))
+    assert not is_non_overlapping_and_dense((2, 3), (6, 2))
+
+
+def test_numpy_shares_memory_both_ways():
+    t = gt.tensor([1.0, 2.0, 3.0])
+    a = t.numpy()
+    a[0] = 9
+    assert t.tolist() == [9.0, 2.0, 3.0]
+    n = np.arange(6.0).reshape(2, 3)
+    f = gt.from_numpy(n)
+    assert f.dtype is gt.float64 and f.stride() == (3, 1)
+    n[1, 2] = -1
+    assert f.tolist()[1][2] == -1
+    f.fill_(7)
+    assert (n == 7).all()
+
+
+def test_from_numpy_keeps_strides_and_rejects_negative_strides():
+    n = np.arange(6.0).reshape(2, 3)[:, ::2]
+    assert gt.from_numpy(n).stride() == (3, 2)
+    assert gt.from_numpy(n).tolist() == n.tolist()
+    with pytest.raises(ValueError, match="negative"):
+        gt.from_numpy(np.arange(6.0)[::-1])
+    with pytest.raises(TypeError):
+        gt.from_numpy(np.array(["a"]))
+
+
+def test_bfloat16_roundtrips_through_numpy():
+    import ml_dtypes
+    n = np.array([1.5, -2.25], dtype=ml_dtypes.bfloat16)
+    t = gt.from_numpy(n)
+    assert t.dtype is gt.bfloat16 and t.tolist() == [1.5, -2.25]
+    assert t.numpy().dtype == ml_dtypes.bfloat16
+
+
+def test_numpy_array_outlives_the_tensor():
+    a = gt.tensor([1.0, 2.0]).numpy()
+    import gc
+    gc.collect()
+    assert a.tolist() == [1.0, 2.0]
+
+
+def test_numpy_refuses_tensors_that_require_grad():
+    t = gt.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Use tensor.detach\\(\\).numpy\\(\\)"):
+        t.numpy()
+
+
+def test_item_tolist_and_python_conversions():
+    assert gt.tensor(2.5).item() == 2.5 and type(gt.tensor(3).item()) is int
+    assert gt.tensor([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
+    assert float(gt.tensor([1.5])) == 1.5 and int(gt.tensor(7)) == 7
+    assert bool(gt.tensor([1])) and not bool(gt.tensor(0.0))
+    assert [0, 1, 2][gt.tensor(1)] == 1
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted"):
+        gt.ones(2).item()
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        bool(gt.ones(2))
+    with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"):
+        len(gt.tensor(1.0))
+    assert len(gt.ones(4, 2)) == 4
+
+
+def test_version_counter_is_shared_by_views_and_detach_but_not_data():
+    a = gt.zeros(4)
+    v = a.view(2, 2)
+    d = a.detach()
+    data = a.data
+    assert a._version == 0
+    a.add_(1)
+    assert v._version == d._version == 1
+    assert data._version == 0
+    d.mul_(2)
+    assert a._version == 2
+
+
+def test_views_record_root_base_and_detach_is_not_a_view():
+    a = gt.zeros(12)
+    v = a.view(3, 4).transpose(0, 1)
+    assert v._base is a and v._is_view()
+    assert a.view(12)._base is a
+    assert a.detach()._base is None and not a.detach()._is_view()
+
+
+def test_requires_grad_rules():
+    t = gt.ones(2, requires_grad=True)
+    assert t.requires_grad and t.is_leaf
+    with pytest.raises(RuntimeError, match="floating point and complex dtype"):
+        gt.ones(2, dtype=gt.int64).requires_grad_()
+
+
+def test_grad_assignment_checks_shape_and_dtype():
+    t = gt.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="assign a gradient of size '\\[3\\]'"):
+        t.grad = gt.ones(3)
+    with pytest.raises(RuntimeError, match="dtype"):
+        t.grad = gt.ones(2, dtype=gt.float64)
+    t.grad = gt.zeros(2)
+    assert t.grad.tolist() == [0.0, 0.0]
+
+
+def test_deprecated_storage_warns_and_untyped_storage_does_not():
+    t = gt.ones(3)
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        t.storage()
+    assert t.untyped_storage().nbytes() == 12
+
+
+def test_transpose_properties_match_torch():
+    T = oracle_torch()
+    x, y = gt.ones(2, 3), T.ones(2, 3)
+    assert_same(x.T, y.T)
+    assert_same(x.mT, y.mT)
+    b, c = gt.ones(4, 2, 3), T.ones(4, 2, 3)
+    assert_same(b.mT, c.mT)
+    with pytest.raises(RuntimeError, match="tensor.mT is only supported on matrices"):
+        gt.ones(3).mT
+
+
+def test_type_names_like_torch():
+    assert gt.ones(1).type() == "torch.FloatTensor"
+    assert gt.ones(1).long().type() == "torch.LongTensor"
+    assert gt.ones(1).type(gt.float64).dtype is gt.float64
