@@ -391,9 +391,10 @@ class Tensor:
         return self.__repr__()
 
     def __format__(self, spec):
-        if self.dim() == 0 and spec:
+        # Like torch: a plain 0-dim tensor formats as its Python number (f"{loss}" is "0.25").
+        if not self._shape and type(self) is Tensor and self.device.type != "meta":
             return format(self.item(), spec)
-        return object.__format__(self, "") if not spec else format(str(self), spec)
+        return object.__format__(self, spec)
 
     def __reduce_ex__(self, protocol):
         from .. import serialization
