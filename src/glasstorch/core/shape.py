@@ -155,7 +155,8 @@ def wrap_dim(dim, ndim: int, *, scalar_ok: bool = True) -> int:
 def wrap_dims(dims, ndim: int) -> tuple:
     out = tuple(wrap_dim(d, ndim) for d in dims)
     if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {out[0]} appears multiple times in the list of dims")
+        repeated = next(d for i, d in enumerate(out) if d in out[:i])
+        raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     return out
 
 
@@ -338,8 +339,9 @@ def iterator_strides(shape, operands) -> tuple:
     bstrides = []
     for s, st in operands:
         lead = ndim - len(s)
-        bstrides.append(tuple(0 if i < lead or s[i - lead] == 1 else st[i - lead]
-                              for i in range(ndim)))
+        # broadcast dims count as stride 0; a size-1 dim that stays size 1 keeps its stride
+        bstrides.append(tuple(0 if i < lead or (s[i - lead] == 1 and shape[i] != 1)
+                              else st[i - lead] for i in range(ndim)))
 
     def should_swap(d0, d1):
         # True: d0 (now inner) must move outside d1; False: keep; None: undecided

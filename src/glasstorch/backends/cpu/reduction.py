@@ -1,1 +1,316 @@
-"""(being written)"""
+"""CPU kernels for reductions and scans, over NumPy ufunc reductions.
+
+Each kernel fills a preallocated output. The meta functions in `ops/reduction.py` have
+already checked dims and dtypes, so kernels only normalise dims into NumPy axes. Reductions
+run with `keepdims=True` and are reshaped into the output, which covers keepdim, 0-dim
+inputs and `out=` tensors alike. The op's dtype is the output's: an `out=` tensor of
+another dtype makes the reduction run in that dtype, as in PyTorch. float16 and bfloat16
+accumulate in float32. Ufunc methods are called directly (not np.sum/np.max) so that
+NumPy's floating-point warnings are attributed to this module and silenced like every
+kernel's.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ...core import dtype as dt
+
+_FLOAT32 = np.dtype(np.float32)
+
+
+def axes(ndim: int, dim, all_if_empty: bool = True):
+    """NumPy axes for an already validated `int[]?` dim (None means all dims)."""
+    if dim is None or (all_if_empty and not dim):
+        return None
+    if ndim == 0:
+        return ()
+    return tuple(d % ndim for d in dim)
+
+
+def acc_dtype(d: dt.dtype) -> np.dtype:
+    """The dtype to accumulate in: float32 for float16/bfloat16, else the dtype itself."""
+    return _FLOAT32 if d is dt.float16 or d is dt.bfloat16 else d.np
+
+
+def operand(t, target: dt.dtype) -> np.ndarray:
+    """The tensor's elements as the op's dtype; widening casts are left to the ufunc."""
+    a = t._array()
+    if a.dtype != target.np and not np.can_cast(a.dtype, target.np):
+        a = a.astype(target.np)
+    return a
+
+
+def store(out, result) -> None:
+    """Write a keepdims (or flat) result into `out`, casting to its dtype."""
+    dst = out._array()
+    if result.shape != dst.shape:
+        result = result.reshape(dst.shape)
+    np.copyto(dst, result, casting="unsafe")
+
+
+def _as_1d(a: np.ndarray) -> np.ndarray:
+    return a.reshape(1) if a.ndim == 0 else a
+
+
+def _reduced_count(shape, ax) -> int:
+    return prod(shape) if ax is None else prod(shape[d] for d in ax)
+
+
+def _check_out_dtype(out, dtype) -> None:
+    if dtype is not None and out.dtype is not dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {dtype}, but got {out.dtype} "
+                           "instead")
+
+
+# ---- sums and products -----------------------------------------------------------------
+
+def _ufunc_reduce(ufunc, out, self, dim, keepdim, dtype):
+    _check_out_dtype(out, dtype)
+    a = operand(self, out.dtype)
+    store(out, ufunc.reduce(a, axis=axes(a.ndim, dim), dtype=acc_dtype(out.dtype),
+                            keepdims=True))
+
+
+def sum_kernel(out, self, dim=None, keepdim=False, dtype=None):
+    _ufunc_reduce(np.add, out, self, dim, keepdim, dtype)
+
+
+def prod_kernel(out, self, dim=None, keepdim=False, dtype=None):
+    _ufunc_reduce(np.multiply, out, self, None if dim is None else (dim,), keepdim, dtype)
+
+
+def _without_nan(a: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(a), 0, a) if a.dtype.kind == "f" or a.dtype == dt.bfloat16.np \
+        else a
+
+
+def nansum_kernel(out, self, dim=None, keepdim=False, dtype=None):
+    _check_out_dtype(out, dtype)
+    a = _without_nan(operand(self, out.dtype))
+    store(out, np.add.reduce(a, axis=axes(a.ndim, dim), dtype=acc_dtype(out.dtype),
+                             keepdims=True))
+
+
+def mean_kernel(out, self, dim=None, keepdim=False, dtype=None):
+    _check_out_dtype(out, dtype)
+    a = operand(self, out.dtype)
+    ax = axes(a.ndim, dim)
+    total = np.add.reduce(a, axis=ax, dtype=acc_dtype(out.dtype), keepdims=True)
+    store(out, total / _reduced_count(a.shape, ax))
+
+
+def nanmean_kernel(out, self, dim=None, keepdim=False, dtype=None):
+    _check_out_dtype(out, dtype)
+    a = operand(self, out.dtype)
+    ax = axes(a.ndim, dim)
+    total = np.add.reduce(_without_nan(a), axis=ax, dtype=acc_dtype(out.dtype), keepdims=True)
+    count = np.add.reduce(~np.isnan(a), axis=ax, dtype=np.int64, keepdims=True)
+    store(out, total / count)
+
+
+# ---- extrema ---------------------------------------------------------------------------
+
+def _ordered(t) -> np.ndarray:
+    """Elements in a dtype NumPy orders natively (bfloat16 widens exactly to float32)."""
+    a = t._array()
+    return a.astype(np.float32) if t.dtype is dt.bfloat16 else a
+
+
+def max_all_kernel(out, self):
+    store(out, np.maximum.reduce(_ordered(self), axis=None))
+
+
+def min_all_kernel(out, self):
+    store(out, np.minimum.reduce(_ordered(self), axis=None))
+
+
+def _values_indices(ufunc, arg, outs, self, dim):
+    a = _as_1d(_ordered(self))
+    d = dim % a.ndim
+    store(outs[0], ufunc.reduce(a, axis=d, keepdims=True))   # NaN propagates...
+    store(outs[1], arg(a, axis=d, keepdims=True))             # ...and is the first arg
+
+
+def max_dim_kernel(outs, self, dim, keepdim=False):
+    _values_indices(np.maximum, np.argmax, outs, self, dim)
+
+
+def min_dim_kernel(outs, self, dim, keepdim=False):
+    _values_indices(np.minimum, np.argmin, outs, self, dim)
+
+
+def amax_kernel(out, self, dim=(), keepdim=False):
+    a = _ordered(self)
+    store(out, np.maximum.reduce(a, axis=axes(a.ndim, dim), keepdims=True))
+
+
+def amin_kernel(out, self, dim=(), keepdim=False):
+    a = _ordered(self)
+    store(out, np.minimum.reduce(a, axis=axes(a.ndim, dim), keepdims=True))
+
+
+def aminmax_kernel(outs, self, dim=None, keepdim=False):
+    a = _ordered(self)
+    ax = axes(a.ndim, None if dim is None else (dim,))
+    store(outs[0], np.minimum.reduce(a, axis=ax, keepdims=True))
+    store(outs[1], np.maximum.reduce(a, axis=ax, keepdims=True))
+
+
+def _arg_kernel(arg, out, self, dim, keepdim):
+    a = _ordered(self)
+    if dim is None:
+        store(out, arg(a))                      # over the flattened (row-major) elements
+    else:
+        a = _as_1d(a)
+        store(out, arg(a, axis=dim % a.ndim, keepdims=True))
+
+
+def argmax_kernel(out, self, dim=None, keepdim=False):
+    _arg_kernel(np.argmax, out, self, dim, keepdim)
+
+
+def argmin_kernel(out, self, dim=None, keepdim=False):
+    _arg_kernel(np.argmin, out, self, dim, keepdim)
+
+
+# ---- statistics ------------------------------------------------------------------------
+
+def _var_mean(self, dim, correction):
+    """(variance, mean) with keepdims, in the accumulation dtype (two-pass, stable)."""
+    a = self._array()
+    ax = axes(a.ndim, dim)
+    n = _reduced_count(a.shape, ax)
+    mean = np.add.reduce(a, axis=ax, dtype=acc_dtype(self.dtype), keepdims=True) / n
+    dev = a - mean
+    sq = dev.real * dev.real + dev.imag * dev.imag if dev.dtype.kind == "c" else dev * dev
+    m2 = np.add.reduce(sq, axis=ax, keepdims=True)
+    c = 1 if correction is None else correction
+    return m2 / max(n - c, 0), mean
+
+
+def var_kernel(out, self, dim=None, correction=None, keepdim=False):
+    store(out, _var_mean(self, dim, correction)[0])
+
+
+def std_kernel(out, self, dim=None, correction=None, keepdim=False):
+    store(out, np.sqrt(_var_mean(self, dim, correction)[0]))
+
+
+def var_mean_kernel(outs, self, dim=None, correction=None, keepdim=False):
+    var, mean = _var_mean(self, dim, correction)
+    store(outs[0], var)
+    store(outs[1], mean)
+
+
+def std_mean_kernel(outs, self, dim=None, correction=None, keepdim=False):
+    var, mean = _var_mean(self, dim, correction)
+    store(outs[0], np.sqrt(var))
+    store(outs[1], mean)
+
+
+def _finite_shift(m: np.ndarray) -> np.ndarray:
+    """The max used to shift exponentials; an infinite (or missing) max shifts nothing."""
+    return np.where(np.isinf(m), 0, m)
+
+
+def logsumexp_kernel(out, self, dim, keepdim=False):
+    a = operand(self, out.dtype).astype(acc_dtype(out.dtype), copy=False)
+    ax = axes(a.ndim, dim)
+    real = a.real if a.dtype.kind == "c" else a
+    m = _finite_shift(np.maximum.reduce(real, axis=ax, keepdims=True, initial=-np.inf))
+    store(out, np.log(np.add.reduce(np.exp(a - m), axis=ax, keepdims=True)) + m)
+
+
+def norm_kernel(out, self, p, dim=None, keepdim=False, dtype=None):
+    a = self._array()
+    compute = acc_dtype(self.dtype if dtype is None else dtype)
+    if a.dtype != compute:
+        a = a.astype(compute)
+    x = np.abs(a)
+    ax = axes(x.ndim, dim)
+    p = 2 if p is None else p
+    if p == 2:
+        r = np.sqrt(np.add.reduce(x * x, axis=ax, keepdims=True))
+    elif p == 1:
+        r = np.add.reduce(x, axis=ax, keepdims=True)
+    elif p == np.inf:
+        r = np.maximum.reduce(x, axis=ax, keepdims=True)
+    elif p == -np.inf:
+        r = np.minimum.reduce(x, axis=ax, keepdims=True)
+    elif p == 0:
+        r = np.add.reduce(x != 0, axis=ax, dtype=x.dtype, keepdims=True)
+    else:
+        r = np.add.reduce(x ** p, axis=ax, keepdims=True) ** (1.0 / p)
+    store(out, r)
+
+
+# ---- logical reductions ----------------------------------------------------------------
+
+def _truth(t) -> np.ndarray:
+    a = t._array()
+    return a if a.dtype == np.bool_ else a != 0
+
+
+def _check_logical_out(name, out):
+    if out.dtype is not dt.bool and out.dtype is not dt.uint8:
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: "
+                           f"{out.dtype.cname}")
+
+
+def all_kernel(out, self, dim=None, keepdim=False):
+    _check_logical_out("all", out)
+    b = _truth(self)
+    store(out, np.logical_and.reduce(b, axis=axes(b.ndim, dim, all_if_empty=False),
+                                     keepdims=True))
+
+
+def any_kernel(out, self, dim=None, keepdim=False):
+    _check_logical_out("any", out)
+    b = _truth(self)
+    store(out, np.logical_or.reduce(b, axis=axes(b.ndim, dim, all_if_empty=False),
+                                    keepdims=True))
+
+
+def count_nonzero_kernel(out, self, dim=None):
+    b = _truth(self)
+    store(out, np.add.reduce(b, axis=axes(b.ndim, dim), dtype=np.int64, keepdims=True))
+
+
+# ---- scans -----------------------------------------------------------------------------
+
+def _scan(ufunc, out, self, dim, dtype):
+    _check_out_dtype(out, dtype)
+    a = _as_1d(operand(self, out.dtype))
+    store(out, ufunc.accumulate(a, axis=dim % a.ndim, dtype=acc_dtype(out.dtype)))
+
+
+def cumsum_kernel(out, self, dim, dtype=None):
+    _scan(np.add, out, self, dim, dtype)
+
+
+def cumprod_kernel(out, self, dim, dtype=None):
+    _scan(np.multiply, out, self, dim, dtype)
+
+
+def _complex_logaddexp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """log(exp(x) + exp(y)) shifted by the operand with the larger real part."""
+    big = np.where(x.real >= y.real, x, y)
+    small = np.where(x.real >= y.real, y, x)
+    return big + np.log1p(np.exp(small - big))
+
+
+def logcumsumexp_kernel(out, self, dim):
+    a = _as_1d(self._array().astype(acc_dtype(out.dtype), copy=False))
+    d = dim % a.ndim
+    if a.dtype.kind != "c":
+        store(out, np.logaddexp.accumulate(a, axis=d))
+        return
+    r = np.array(a)                       # complex: NumPy has no complex logaddexp
+    head = [slice(None)] * a.ndim
+    prev = [slice(None)] * a.ndim
+    for i in range(1, a.shape[d]):
+        head[d], prev[d] = i, i - 1
+        r[tuple(head)] = _complex_logaddexp(r[tuple(prev)], a[tuple(head)])
+    store(out, r)
