@@ -67,7 +67,7 @@ def test_contiguous_returns_self_when_already_contiguous_and_copies_otherwise():
     t = a.t()
     c = t.contiguous()
     assert c is not t and c.untyped_storage().data_ptr() != a.untyped_storage().data_ptr()
-    assert c._base is None
+    assert c._base is None and c._version == 0 and a.clone()._version == 0
 
 
 def test_to_returns_self_when_nothing_changes():

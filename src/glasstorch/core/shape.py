@@ -165,14 +165,14 @@ def broadcast_shapes2(a: tuple, b: tuple) -> tuple:
     if a == b:
         return a
     n = max(len(a), len(b))
-    out = []
-    for i in range(n):
+    out = [1] * n
+    for i in range(n - 1, -1, -1):      # from the right: PyTorch reports the last mismatch
         sa = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
         sb = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
         if sa == sb or sb == 1:
-            out.append(sa)
+            out[i] = sa
         elif sa == 1:
-            out.append(sb)
+            out[i] = sb
         else:
             raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b "
                                f"({sb}) at non-singleton dimension {i}")

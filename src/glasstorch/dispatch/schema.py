@@ -64,7 +64,7 @@ class Schema:
 
 
 _ARG_RE = re.compile(
-    r"^(?P<type>[A-Za-z]+(?:\((?P<alias>[a-z]!?)\))?(?:\[\d*\])?\??)\s+(?P<name>\w+)"
+    r"^(?P<type>[A-Za-z]+(?:\((?P<alias>[a-z]\d*!?)\))?\??(?:\[\d*\])?\??)\s+(?P<name>\w+)"
     r"(?:\s*=\s*(?P<default>.+))?$")
 
 
@@ -113,9 +113,12 @@ def _parse_arg(text: str, kwarg_only: bool) -> Argument:
         raise ValueError(f"cannot parse schema argument {text!r}")
     raw_type = m.group("type")
     alias = m.group("alias")
-    type_ = re.sub(r"\([a-z]!?\)", "", raw_type)
+    type_ = re.sub(r"\([a-z]\d*!?\)", "", raw_type)
     type_ = re.sub(r"\[\d+\]", "[]", type_)
     default = _MISSING if m.group("default") is None else _parse_default(m.group("default"), type_)
+    size = re.search(r"\[(\d+)\]", raw_type)
+    if size and isinstance(default, tuple) and not m.group("default").startswith("["):
+        default = default * int(size.group(1))     # int[2] padding=0 means [0, 0]
     return Argument(m.group("name"), type_, default, kwarg_only, alias)
 
 

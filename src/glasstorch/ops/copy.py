@@ -7,6 +7,7 @@ import numpy as np
 
 from ..core import dtype as dt
 from ..core.device import as_device
+from ..dispatch.keys import BACKEND_MASK
 from ..core.shape import (contiguous_strides, channels_last_strides, dense_strides_like,
                           expand_strides, has_internal_overlap, is_channels_last,
                           is_non_overlapping_and_dense)
@@ -59,6 +60,11 @@ def _copy_cpu(self, src, non_blocking=False):
 def _copy_meta(self, src, non_blocking=False):
     _check_copy(self, src)
     return self
+
+
+def copy_fresh(out: Tensor, src: Tensor) -> Tensor:
+    """Copy into a tensor just allocated here: straight to the backend, no version bump."""
+    return copy_.functional.redispatch(out._keyset & BACKEND_MASK, out, src, False)
 
 
 # ---- fill_ / zero_ ---------------------------------------------------------------------
@@ -121,7 +127,7 @@ clone_op = kernel_op("clone(Tensor self, *, MemoryFormat? memory_format=None) ->
 def _clone_impl(self, memory_format=None):
     fmt = preserve_format if memory_format is None else memory_format
     out = Tensor._empty(self._shape, self.dtype, self.device, strides_for(self, fmt))
-    return out.copy_(self)
+    return copy_fresh(out, self)
 
 
 clone_op.impl("CPU")(_clone_impl)
@@ -149,7 +155,7 @@ def _to_copy_impl(self, dtype=None, device=None, non_blocking=False, memory_form
     fmt = preserve_format if memory_format is None else memory_format
     out = Tensor._empty(self._shape, dtype, device, strides_for(self, fmt))
     if device.type == "cpu" or self.device.type == "cpu" or device == self.device:
-        return out.copy_(self)
+        return copy_fresh(out, self)
     from ..backends import copy_between_devices
     return copy_between_devices(out, self)
 
