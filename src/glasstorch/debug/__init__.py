@@ -1,2 +1,29 @@
-"""(being written)"""
-__all__ = []
+"""Seeing the machinery: what the dispatcher did with a call, and the state it reads.
+
+    with glasstorch.debug.dispatch_trace() as trace:
+        x.add_(y)
+    print(trace)                                   # each call's key set, kernels and times
+    print(glasstorch.debug.dispatch_table("add"))  # which kernel serves each key, and why
+    glasstorch.debug.local_keyset()                # this thread's included/excluded keys
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ..dispatch import keys as _keys
+from ..dispatch.keys import DispatchKey, DispatchKeySet
+from ..dispatch.trace import DispatchTrace, TraceEvent, dispatch_table, dispatch_trace
+
+LocalKeySet = namedtuple("LocalKeySet", "included excluded")
+LocalKeySet.__doc__ = "This thread's include and exclude key sets (PyTorch's TLS key sets)."
+
+
+def local_keyset() -> LocalKeySet:
+    """The keys this thread adds to every call's key set, and the keys it removes
+    (torch._C._dispatch_tls_local_include_set / _exclude_set)."""
+    return LocalKeySet(DispatchKeySet(_keys.local_keys.included),
+                       DispatchKeySet(_keys.local_keys.excluded))
+
+
+__all__ = ["DispatchKey", "DispatchKeySet", "DispatchTrace", "LocalKeySet", "TraceEvent",
+           "dispatch_table", "dispatch_trace", "local_keyset"]

@@ -1,43 +1,49 @@
 """The dispatcher: operators, their per-key kernel tables, and the call path.
 
 An `Operator` has one table slot per runtime dispatch key, filled from the kernels
-registered for that key, then alias keys (CompositeExplicitAutograd for backends, Autograd
-for the autograd keys), then per-key fallbacks that serve every operator. A call computes
-the key set from its tensors plus the thread-local include set minus the exclude set, masks
-it with the keys that have a kernel (others fall through), and runs the highest.
+registered for that key, then alias keys (CompositeExplicitAutograd for backends,
+CompositeImplicitAutograd for backends and for autograd keys whose backend has no kernel of
+its own, Autograd for the autograd keys), then per-key fallbacks that serve every operator.
+A call computes the key set from its tensors plus the thread-local include set minus the
+exclude set, masks it with the keys that have a kernel (others fall through), and runs the
+highest.
 
 Backend kernels are plain `kernel(*args)`. Kernels above the backends are
 `kernel(op, keyset, *args)`, where keyset holds only the keys below their own, so that
-`op.redispatch(keyset, *args)` continues the call downwards.
+`op.redispatch(keyset, *args)` continues the call downwards. Kernels get the schema's
+arguments positionally, defaults filled in (`Operator.__call__` binds keywords).
 """
 from __future__ import annotations
 
-from .keys import (ALIAS_KEYS, BACKEND_KEYS, BACKEND_MASK, NUM_KEYS, DispatchKey,
-                   DispatchKeySet, local_keys)
+from .keys import (ALIAS_KEYS, BACKEND_KEYS, BACKEND_MASK, BACKEND_OF_AUTOGRAD, NUM_KEYS,
+                   DispatchKey, DispatchKeySet, local_keys)
 from .schema import Schema, parse_schema
 
 _BELOW = tuple((1 << k) - 1 for k in range(NUM_KEYS))
+_LAST_BACKEND = int(max(BACKEND_KEYS))   # keys up to this one run unboxed kernels
 FALLTHROUGH = object()   # registered for a key to mean "skip this key"
 
 _fallbacks: dict = {}     # DispatchKey -> boxed kernel(op, ks, *args) or FALLTHROUGH
 _operators: dict = {}     # qualified name -> Operator
-_tracers: list = []       # active dispatch traces (see dispatch/trace.py)
+_tracers: list = []       # the dispatch-trace hook while a trace is on (dispatch/trace.py)
 
 
 class Operator:
     """One overload of an operator (`aten::add.Tensor`) and its dispatch table."""
 
     __slots__ = ("schema", "name", "table", "mask", "kernels", "tensor_positions", "tags",
-                 "__weakref__", "info")
+                 "__weakref__", "info", "sources", "nargs")
 
     def __init__(self, schema: Schema, tags=()):
         self.schema = schema
         self.name = schema.qualified_name
         self.kernels: dict = {}          # key or alias name -> kernel
         self.tensor_positions = schema.tensor_positions
+        self.nargs = len(schema.arguments)
         self.tags = tuple(tags)
         self.info: dict = {}             # declaration data (meta function, derivative, ...)
         self.table = [None] * NUM_KEYS
+        self.sources = [None] * NUM_KEYS   # where each slot came from, for dump()
         self.mask = 0
         self._recompute()
 
@@ -57,17 +63,26 @@ class Operator:
         return self.table[key] is not None
 
     def _resolve(self, key: DispatchKey):
-        if key in self.kernels:
-            return self.kernels[key]
+        """(kernel, source) for one runtime key, in PyTorch's order of precedence."""
+        kernels = self.kernels
+        if key in kernels:
+            return kernels[key], "kernel"
         for alias, keys in ALIAS_KEYS.items():
-            if key in keys and alias in self.kernels:
-                return self.kernels[alias]
-        return _fallbacks.get(key)
+            if key in keys and alias in kernels:
+                if alias == "CompositeImplicitAutograd" and key not in BACKEND_KEYS:
+                    # Above a backend with its own kernel, autograd must not decompose.
+                    if (BACKEND_OF_AUTOGRAD[key] in kernels
+                            or "CompositeExplicitAutograd" in kernels):
+                        continue
+                    return _composite_above_backends(kernels[alias]), alias
+                return kernels[alias], alias
+        return _fallbacks.get(key), "fallback"
 
     def _recompute(self) -> None:
         self.mask = 0
         for key in DispatchKey:
-            kernel = self._resolve(key)
+            kernel, source = self._resolve(key)
+            self.sources[key] = source if kernel is not None else None
             if kernel is FALLTHROUGH:
                 kernel = None
             self.table[key] = kernel
@@ -75,7 +90,9 @@ class Operator:
                 self.mask |= 1 << key
 
     # ---- calling ---------------------------------------------------------------------
-    def __call__(self, *args):
+    def __call__(self, /, *args, **kwargs):
+        if kwargs or len(args) != self.nargs:
+            args = bind_arguments(self, args, kwargs)
         ks = 0
         for i in self.tensor_positions:
             ks |= keyset_of(args[i])
@@ -90,17 +107,15 @@ class Operator:
         return self.redispatch(ks, *args)
 
     def redispatch(self, ks: int, *args):
+        if _tracers:
+            return _traced(self, ks, args)
         ks &= self.mask
         key = ks.bit_length() - 1
         if key < 0:
             raise self._missing_kernel_error(args)
-        kernel = self.table[key]
-        if _tracers:
-            for tracer in _tracers:
-                tracer.record(self, DispatchKey(key), ks)
-        if key <= DispatchKey.CUDA:
-            return kernel(*args)
-        return kernel(self, ks & _BELOW[key], *args)
+        if key <= _LAST_BACKEND:
+            return self.table[key](*args)
+        return self.table[key](self, ks & _BELOW[key], *args)
 
     def _missing_kernel_error(self, args):
         backend = next((DispatchKey(k).name for k in BACKEND_KEYS
@@ -113,17 +128,82 @@ class Operator:
             f"only available for these backends: [{', '.join(available)}].")
 
     def dump(self) -> str:
-        """The dispatch table, one line per key, as torch._C._dispatch_dump shows it."""
+        """The computed dispatch table, one line per key with a kernel, highest first, each
+        saying where its kernel came from (torch._C._dispatch_dump_table)."""
         lines = [f"name: {self.name}", f"schema: {self.schema}"]
-        for key in DispatchKey:
-            kernel = self.table[key]
+        for key in reversed(DispatchKey):
+            kernel, source = self.table[key], self.sources[key]
             if kernel is not None:
                 where = getattr(kernel, "__qualname__", type(kernel).__name__)
-                lines.append(f"{key.name}: {where} [{getattr(kernel, '__module__', '')}]")
+                lines.append(f"{key.name}: {where} [{getattr(kernel, '__module__', '')}]"
+                             + ("" if source == "kernel" else f" ({source})"))
+            elif source is not None:
+                lines.append(f"{key.name}: fallthrough ({source})")
         return "\n".join(lines)
 
     def __repr__(self):
         return f"<Operator {self.name}>"
+
+
+def _traced(op: Operator, ks: int, args: tuple):
+    """`redispatch` while a dispatch trace is on: the trace's hook runs the layer. (If the
+    last trace ended since `redispatch` looked, run the layer plainly.)"""
+    for hook in _tracers[:1]:
+        return hook(op, ks, args)
+    return untraced(op, ks, args)
+
+
+def untraced(op: Operator, ks: int, args: tuple):
+    """One `redispatch` step, as the hot path does it (for the trace hook's use)."""
+    ks &= op.mask
+    key = ks.bit_length() - 1
+    if key < 0:
+        raise op._missing_kernel_error(args)
+    if key <= _LAST_BACKEND:
+        return op.table[key](*args)
+    return op.table[key](op, ks & _BELOW[key], *args)
+
+
+def _composite_above_backends(fn):
+    """A CompositeImplicitAutograd kernel seen from an autograd key: ignore the key set and
+    run the decomposition, whose ops dispatch (and record autograd) themselves."""
+    def kernel(op, ks, *args):
+        return fn(*args)
+    kernel.__qualname__ = getattr(fn, "__qualname__", type(fn).__name__)
+    kernel.__module__ = getattr(fn, "__module__", None)
+    return kernel
+
+
+def bind_arguments(op: Operator, args: tuple, kwargs: dict) -> tuple:
+    """The schema's arguments in order, from positional and keyword arguments, defaults
+    filled in: the form every kernel receives. As in PyTorch, positional arguments may also
+    fill keyword-only parameters. Errors name the op and its schema."""
+    params = op.schema.arguments
+    if len(args) > len(params):
+        raise RuntimeError(f"{op.name}() expected at most {len(params)} argument(s) but "
+                           f"received {len(args)} argument(s). Declaration: {op.schema}")
+    for a in params[:len(args)]:
+        if a.name in kwargs:
+            raise RuntimeError(f"{op.name}() got multiple values for argument '{a.name}'. "
+                               f"Declaration: {op.schema}")
+    bound = list(args)
+    for a in params[len(args):]:
+        if a.name in kwargs:
+            value = kwargs[a.name]
+        elif a.has_default:
+            value = a.default
+        else:
+            raise RuntimeError(f"{op.name}() is missing value for argument '{a.name}'. "
+                               f"Declaration: {op.schema}")
+        bound.append(value)
+    for i, a in enumerate(params):
+        if a.type in ("int[]", "SymInt[]", "int[]?", "SymInt[]?") and bound[i].__class__ is int:
+            bound[i] = (bound[i],)
+    unknown = [k for k in kwargs if not any(a.name == k for a in params)]
+    if unknown:
+        raise RuntimeError(f"Unknown keyword argument '{unknown[0]}' for operator "
+                           f"'{op.name}'. Schema: {op.schema}")
+    return tuple(bound)
 
 
 def keyset_of(x) -> int:
@@ -163,10 +243,13 @@ def check_same_device(op: Operator, args, ks: int) -> int:
     first = devices[0][0]
     other = next((d, n) for d, n in devices if d != first)
     if len(kinds) > 1:
-        raise RuntimeError(
+        error = RuntimeError(
             f"Expected all tensors to be on the same device, but got {other[1]} is on "
             f"{other[0]}, different from other tensors on {first} (when checking argument in "
             f"method {op.name})")
+        for hook in _tracers[:1]:
+            hook.failed(op, ks, error)
+        raise error
     return ks
 
 
@@ -179,6 +262,11 @@ def define(schema_text: str, *, namespace: str = "aten", tags=()) -> Operator:
     if op is None:
         op = _operators[schema.qualified_name] = Operator(schema, tags)
     return op
+
+
+def undefine(qualified_name: str) -> None:
+    """Forget an operator (glasstorch.library's Library._destroy)."""
+    _operators.pop(qualified_name, None)
 
 
 def find(qualified_name: str) -> Operator:
@@ -199,12 +287,13 @@ def register_fallback(key: DispatchKey, kernel) -> None:
         op._recompute()
 
 
-def add_tracer(tracer) -> None:
-    _tracers.append(tracer)
+def add_tracer(hook) -> None:
+    """Route every `redispatch` through `hook(op, ks, args)` (dispatch/trace.py)."""
+    _tracers.append(hook)
 
 
-def remove_tracer(tracer) -> None:
-    _tracers.remove(tracer)
+def remove_tracer(hook) -> None:
+    _tracers.remove(hook)
 
 
 def keyset_repr(mask: int) -> DispatchKeySet:

@@ -37,9 +37,16 @@ ALL_MASK = (1 << NUM_KEYS) - 1
 # Registration-only alias keys and the runtime keys each one stands for.
 ALIAS_KEYS = {
     "CompositeExplicitAutograd": BACKEND_KEYS,
+    "CompositeImplicitAutograd": BACKEND_KEYS + (DispatchKey.AutogradMeta,
+                                                 DispatchKey.AutogradCPU,
+                                                 DispatchKey.AutogradCUDA),
     "Autograd": (DispatchKey.AutogradMeta, DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA),
     "Autocast": (DispatchKey.AutocastCPU, DispatchKey.AutocastCUDA),
 }
+# The backend whose kernel an Autograd<Backend> key sits above.
+BACKEND_OF_AUTOGRAD = {DispatchKey.AutogradMeta: DispatchKey.Meta,
+                       DispatchKey.AutogradCPU: DispatchKey.CPU,
+                       DispatchKey.AutogradCUDA: DispatchKey.CUDA}
 
 # The keys every dense tensor of a device type carries (PyTorch's observed sets).
 TENSOR_KEYSETS = {
@@ -53,31 +60,37 @@ TENSOR_KEYSETS = {
 BACKEND_OF_DEVICE = {"cpu": DispatchKey.CPU, "cuda": DispatchKey.CUDA, "meta": DispatchKey.Meta}
 
 
-class DispatchKeySet:
-    """A printable view of a key-set bitmask: `DispatchKeySet(CPU, AutogradCPU)`."""
+class DispatchKeySet(int):
+    """A key-set bitmask that prints its keys: `DispatchKeySet(CPU, AutogradCPU)`.
 
-    __slots__ = ("mask",)
+    It is an int, so it can be passed wherever the dispatcher takes a mask (`redispatch`).
+    """
 
-    def __init__(self, mask: int = 0):
-        self.mask = mask
+    __slots__ = ()
+
+    @property
+    def mask(self) -> int:
+        return int(self)
 
     def __iter__(self):
-        return (DispatchKey(k) for k in range(NUM_KEYS) if self.mask >> k & 1)
+        return (DispatchKey(k) for k in range(NUM_KEYS) if self >> k & 1)
 
     def has(self, key: DispatchKey) -> bool:
-        return bool(self.mask >> key & 1)
+        return bool(self >> key & 1)
 
     def highest(self) -> DispatchKey | None:
-        return DispatchKey(self.mask.bit_length() - 1) if self.mask else None
+        return DispatchKey(self.bit_length() - 1) if self else None
 
-    def __eq__(self, other):
-        return isinstance(other, DispatchKeySet) and other.mask == self.mask
+    def add(self, key: DispatchKey) -> "DispatchKeySet":
+        return DispatchKeySet(self | 1 << key)
 
-    def __hash__(self):
-        return hash(self.mask)
+    def remove(self, key: DispatchKey) -> "DispatchKeySet":
+        return DispatchKeySet(self & ~(1 << key))
 
     def __repr__(self):
         return f"DispatchKeySet({', '.join(k.name for k in self)})"
+
+    __str__ = __repr__
 
 
 class _LocalKeys(threading.local):

@@ -47,6 +47,10 @@ class OpDeclaration:
         self.derivative = None       # filled by the autograd layer
         self.impls: dict = {}        # backend key name -> impl(out, *args)
         self.function = None         # the generated public function
+        self.number_self = False     # torch.add(2, t): a Python number may stand for `self`
+        self.check_inplace = None    # (spec, self, *args): op-specific in-place shape errors
+        self.check_out = None        # (spec, out, *args): op-specific out= dtype errors
+        self.out_meta = None         # (out, *args) -> spec: meta of the out= variant
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
@@ -108,16 +112,18 @@ def _meta_functional_kernel(decl):
     return kernel
 
 
-def _check_inplace(decl, self, spec):
-    if spec.shape != self._shape:
-        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the "
-                           f"broadcast shape {list(spec.shape)}")
-    _check_cast(decl, spec.dtype, self.dtype)
-    if has_internal_overlap(self._shape, self._stride):
+def _check_inplace(decl, self, spec, rest=()):
+    if decl.check_inplace is not None:
+        decl.check_inplace(spec, self, *rest)
+    if has_internal_overlap(self._shape, self._stride):     # checked first, as TensorIterator
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a"
             " single memory location. Please clone() the tensor before performing the "
             "operation.")
+    if spec.shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the "
+                           f"broadcast shape {list(spec.shape)}")
+    _check_cast(decl, spec.dtype, self.dtype)
 
 
 def _check_cast(decl, result: dt.dtype, out: dt.dtype):
@@ -132,7 +138,7 @@ def _inplace_kernel(decl, impl):
     meta = decl.meta
 
     def kernel(self, *rest):
-        _check_inplace(decl, self, meta(self, *rest))
+        _check_inplace(decl, self, meta(self, *rest), rest)
         impl(self, self, *rest)
         return self
     kernel.__qualname__ = f"{impl.__qualname__} (in-place)"
@@ -144,7 +150,7 @@ def _meta_inplace_kernel(decl):
     meta = decl.meta
 
     def kernel(self, *rest):
-        _check_inplace(decl, self, meta(self, *rest))
+        _check_inplace(decl, self, meta(self, *rest), rest)
         return self
     return kernel
 
@@ -157,6 +163,8 @@ def _prepare_out(decl, spec, out):
         _check_cast(decl, spec.dtype, out.dtype)
         if out._shape != spec.shape:
             resize_output(out, spec.shape)
+            if out._stride != spec.stride:   # a resized out takes the result's layout
+                out._set_metadata(out._storage, out._offset, spec.shape, spec.stride)
         return
     if not isinstance(out, (tuple, list)) or len(out) != len(spec):
         raise TypeError(f"{decl.name}(): argument 'out' must be a tuple of {len(spec)} "
@@ -184,7 +192,13 @@ def _out_kernel(decl, impl):
 
     def kernel(*args):
         *inputs, out = args
-        _prepare_out(decl, meta(*inputs), out)
+        if decl.out_meta is not None and isinstance(out, Tensor):
+            spec = decl.out_meta(out, *inputs)
+        else:
+            spec = meta(*inputs)
+        if decl.check_out is not None and isinstance(out, Tensor):
+            decl.check_out(spec, out, *inputs)
+        _prepare_out(decl, spec, out)
         impl(out if not isinstance(out, list) else tuple(out), *inputs)
         return out
     kernel.__qualname__ = f"{impl.__qualname__} (out)"
@@ -197,7 +211,13 @@ def _meta_out_kernel(decl):
 
     def kernel(*args):
         *inputs, out = args
-        _prepare_out(decl, meta(*inputs), out)
+        if decl.out_meta is not None and isinstance(out, Tensor):
+            spec = decl.out_meta(out, *inputs)
+        else:
+            spec = meta(*inputs)
+        if decl.check_out is not None and isinstance(out, Tensor):
+            decl.check_out(spec, out, *inputs)
+        _prepare_out(decl, spec, out)
         return out
     return kernel
 
@@ -215,8 +235,10 @@ def _bump_versions_kernel(op, ks, *args):
 
 # ---- view kernels ----------------------------------------------------------------------
 
-def _make_alias(self, shape, stride, offset):
-    out = Tensor._make(self._storage, offset, shape, stride, self.dtype, self._vc)
+def _make_alias(self, shape, stride, offset, dtype=None):
+    # dtype: for views that reinterpret the elements (view_as_real, view_as_complex)
+    out = Tensor._make(self._storage, offset, shape, stride,
+                       self.dtype if dtype is None else dtype, self._vc)
     out._view_meta = (self, shape, stride, offset)
     return out
 
@@ -319,13 +341,15 @@ def _keyset_expr(schema: Schema, names) -> str:
     return " | ".join(parts) if parts else "0"
 
 
-def _first_tensor_check(schema: Schema, fname: str, pyname: str) -> list:
+def _first_tensor_check(schema: Schema, fname: str, pyname: str, number_self=False) -> list:
     if not schema.arguments or schema.arguments[0].type != "Tensor":
         return []
-    return [f"    if not isinstance({pyname}, _Tensor): _bad_self({fname!r}, {pyname})"]
+    allowed = "_TensorOrNumber" if number_self else "_Tensor"
+    return [f"    if not isinstance({pyname}, {allowed}): _bad_self({fname!r}, {pyname})"]
 
 
-def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False, doc=None):
+def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False, doc=None,
+                     number_self=False):
     """Build a Python function with a real signature that dispatches `op`."""
     first = "self" if method else ("input" if schema.arguments and
                                    schema.arguments[0].name == "self" else
@@ -336,7 +360,7 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
         call[0] = "self"
     lines = [f"def {name}({', '.join(params)}):"]
     if not method:
-        lines += _first_tensor_check(schema, name, call[0] if call else "")
+        lines += _first_tensor_check(schema, name, call[0] if call else "", number_self)
     lines += _normalise_lines(schema, call, varargs)
     ks = _keyset_expr(schema, call)
     if out_op is not None:
@@ -345,6 +369,7 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     lines.append(f"    return _op.dispatch({ks}, {', '.join(call)})")
     source = "\n".join(lines)
     env = {"_op": op, "_out_op": out_op, "_ks": dispatcher.keyset_of, "_Tensor": Tensor,
+           "_TensorOrNumber": (Tensor, int, float, complex),
            "_bad_self": _bad_self, "_as_shape": _as_varargs_shape,
            "_contiguous_format": "contiguous_format"}
     exec(compile(source, f"<glasstorch.ops {schema.qualified_name}>", "exec"), env)
@@ -399,11 +424,14 @@ def _variant_schema(schema_text: str, new_name: str, mutates_self: bool, out: bo
 
 
 def structured(schema_text: str, meta, *, method=True, function=True, inplace=True, out=True,
-               promotes=True, doc=None, tags=()):
+               promotes=True, doc=None, tags=(), number_self=False, check_inplace=None,
+               check_out=None, out_meta=None):
     """Declare a structured op (see the module docstring). Returns its OpDeclaration."""
     schema = parse_schema(schema_text)
     name = schema.name
     decl = OpDeclaration(name, schema, "structured", meta, doc, promotes)
+    decl.number_self = number_self
+    decl.check_inplace, decl.check_out, decl.out_meta = check_inplace, check_out, out_meta
     decl.functional = define(schema_text, tags=tags)
     decl.functional.info["decl"] = decl
     decl.functional.register(DispatchKey.Meta, _meta_functional_kernel(decl))
@@ -457,7 +485,8 @@ def composite(name=None, *, method=False, function=True):
 def _export_declaration(decl: OpDeclaration, method, function) -> None:
     schema = decl.schema
     declarations[decl.name] = decl
-    decl.function = generate_wrapper(decl.name, schema, decl.functional, decl.out, doc=decl.doc)
+    decl.function = generate_wrapper(decl.name, schema, decl.functional, decl.out, doc=decl.doc,
+                                     number_self=decl.number_self)
     if function:
         functions[decl.name] = decl.function
     if method:

@@ -1,0 +1,137 @@
+"""The `glasstorch` command (also `python -m glasstorch`).
+
+    glasstorch info          versions, BLAS, threads and which backends can run here
+    glasstorch info --json   the same as JSON, for scripts and bug reports
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import sys
+
+
+def _blas() -> str:
+    """NumPy's BLAS as its build configuration names it."""
+    import numpy as np
+    try:
+        config = np.show_config(mode="dicts")
+    except TypeError:                       # NumPy < 1.26 only prints its configuration
+        return "unknown (NumPy too old to report it)"
+    blas = (config or {}).get("Build Dependencies", {}).get("blas", {})
+    if not blas.get("found", False):
+        return "none found"
+    return f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip()
+
+
+def _blas_threads() -> str:
+    if importlib.util.find_spec("threadpoolctl") is not None:
+        from threadpoolctl import threadpool_info
+        counts = sorted({p["num_threads"] for p in threadpool_info()
+                         if p.get("user_api") == "blas"})
+        if counts:
+            return ", ".join(map(str, counts))
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if os.environ.get(var):
+            return f"{os.environ[var]} (from {var})"
+    return "library default (install threadpoolctl to see the exact count)"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _cuda() -> tuple:
+    """(available, detail): whether CUDA tensors can work here, and why not if not."""
+    if importlib.util.find_spec("cupy") is None:
+        return False, "cupy not installed"
+    try:
+        cupy = importlib.import_module("cupy")
+    except Exception as e:                  # a broken install: say what broke
+        return False, f"cupy fails to import ({type(e).__name__}: {e})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:                  # CUDARuntimeError without a driver or a GPU
+        return False, f"no CUDA device ({type(e).__name__}: {e})"
+    if count == 0:
+        return False, "no CUDA device"
+    names = []
+    for i in range(count):
+        name = cupy.cuda.runtime.getDeviceProperties(i)["name"]
+        names.append(name.decode() if isinstance(name, bytes) else str(name))
+    return True, f"{count} device(s): {', '.join(names)} (cupy {cupy.__version__})"
+
+
+def collect_info() -> dict:
+    """Everything `glasstorch info` reports, as a dict."""
+    import ml_dtypes
+    import numpy as np
+
+    import glasstorch
+    cuda_ok, cuda_detail = _cuda()
+    return {
+        "glasstorch": glasstorch.__version__,
+        "python": f"{platform.python_version()} ({platform.python_implementation()}, "
+                  f"{sys.executable})",
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
+        "blas": _blas(),
+        "blas_threads": _blas_threads(),
+        "ml_dtypes": getattr(ml_dtypes, "__version__", "unknown"),
+        "backends": {
+            "cpu": {"available": True, "detail": "NumPy kernels"},
+            "cuda": {"available": cuda_ok, "detail": cuda_detail},
+            "meta": {"available": True, "detail": "shapes, dtypes and strides only, no data"},
+        },
+    }
+
+
+def format_info(info: dict) -> str:
+    rows = [("glasstorch", info["glasstorch"]), ("Python", info["python"]),
+            ("platform", info["platform"]), ("CPU", info["cpu"]),
+            ("CPU count", str(info["cpu_count"])), ("NumPy", info["numpy"]),
+            ("BLAS", info["blas"]), ("BLAS threads", info["blas_threads"]),
+            ("ml_dtypes", info["ml_dtypes"])]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
+    lines.append("backends:")
+    for name, b in info["backends"].items():
+        lines.append(f"  {name.ljust(5)} {'yes' if b['available'] else 'no '}  {b['detail']}")
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    import glasstorch
+    parser = argparse.ArgumentParser(
+        prog="glasstorch", description="glasstorch: PyTorch's API over machinery you can "
+                                       "read and watch.")
+    parser.add_argument("--version", action="version",
+                        version=f"glasstorch {glasstorch.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="command")
+    info = commands.add_parser("info", help="versions, BLAS, threads and available backends")
+    info.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        info = collect_info()
+        print(json.dumps(info, indent=2) if args.json else format_info(info))
+        return 0
+    parser.print_help()
+    return 2
