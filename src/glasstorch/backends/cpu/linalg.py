@@ -1,1 +1,141 @@
-"""(being written)"""
+"""CPU kernels for matrix products, over NumPy's matmul (BLAS for float32/float64/complex).
+
+Kernels receive NumPy arrays that view the tensors' memory and write the result into the
+output's array. float32, float64, complex and integer products run in the output's own
+dtype, straight into its memory (`np.matmul(a, b, out=o)`: no copy for large matrices);
+float16 and bfloat16 are computed in float32 and rounded once, as PyTorch's CPU kernels do.
+NumPy's matmul copes with an output that overlaps an input, so only the `beta * input` term
+of the addmm family needs care when the output is the input (in-place calls).
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+_FLOAT32 = np.dtype(np.float32)
+_HALVES = frozenset((np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)))
+
+
+def compute_dtype(np_dtype) -> np.dtype:
+    """The dtype a product runs in: float32 for float16/bfloat16, else the dtype itself."""
+    return _FLOAT32 if np_dtype in _HALVES else np_dtype
+
+
+def _upcast(a: np.ndarray, cd: np.dtype) -> np.ndarray:
+    return a if a.dtype == cd else a.astype(cd)
+
+
+def matmul_into(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """o[...] = a @ b with NumPy's matmul rules for 1-d and batched operands."""
+    if o.dtype not in _HALVES:
+        np.matmul(a, b, out=o)
+    else:
+        np.copyto(o, np.matmul(a.astype(_FLOAT32), b.astype(_FLOAT32)), casting="unsafe")
+
+
+def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b in the compute dtype (a new array)."""
+    cd = compute_dtype(a.dtype)
+    return np.matmul(_upcast(a, cd), _upcast(b, cd))
+
+
+def dot_into(o: np.ndarray, a: np.ndarray, b: np.ndarray, conj_first: bool = False) -> None:
+    """o[()] = sum(a * b) of two vectors (vdot conjugates `a`)."""
+    cd = compute_dtype(o.dtype)
+    a, b = _upcast(a, cd), _upcast(b, cd)
+    r = np.vdot(a, b) if conj_first else np.dot(a, b)
+    np.copyto(o, r, casting="unsafe")
+
+
+def gemm_into(o: np.ndarray, c, a: np.ndarray, b: np.ndarray, beta, alpha,
+              batch_sum: bool = False) -> None:
+    """o = beta * c + alpha * (a @ b), BLAS-style: beta == 0 ignores `c` (NaN included) and
+    alpha == 0 ignores the product. `c` broadcasts to `o`; `batch_sum` sums the batched
+    product over its first dimension (addbmm)."""
+    if batch_sum:
+        a, b = _fold_batches(a, b)
+    cd = compute_dtype(o.dtype)
+    if cd != o.dtype:      # float16 / bfloat16: accumulate in float32, round once
+        r = np.zeros(o.shape, cd) if alpha == 0 else product(a, b)
+        if alpha != 1 and alpha != 0:
+            r *= alpha
+        if beta != 0:
+            r += np.multiply(c, beta, dtype=cd)
+        np.copyto(o, r, casting="unsafe")
+        return
+    alpha, beta = _np_scalar(alpha, cd), _np_scalar(beta, cd)
+    if beta != 0 and (c is o or np.may_share_memory(o, c)):
+        # In place: o already holds the input; scale it, then add the product.
+        prod = None if alpha == 0 else np.matmul(a, b)
+        if beta != 1:
+            np.multiply(o, beta, out=o)
+        if prod is not None:
+            if alpha != 1:
+                prod *= alpha
+            o += prod
+        return
+    if alpha == 0:
+        o[...] = 0
+    else:
+        np.matmul(a, b, out=o)
+        if alpha != 1:
+            np.multiply(o, alpha, out=o)
+    if beta == 1:
+        np.add(o, c, out=o)
+    elif beta != 0:
+        np.add(o, np.multiply(c, beta, dtype=cd), out=o)
+
+
+def _fold_batches(a: np.ndarray, b: np.ndarray):
+    """(B, n, k) and (B, k, m) as (n, B*k) and (B*k, m): one product sums over the batch."""
+    bsz, n, k = a.shape
+    m = b.shape[2]
+    return a.transpose(1, 0, 2).reshape(n, bsz * k), b.reshape(bsz * k, m)
+
+
+def _np_scalar(value, np_dtype):
+    """A NumPy scalar of the compute dtype, so integer arithmetic wraps as in C."""
+    if np_dtype.kind in "iu":
+        return np.array(value).astype(np_dtype)[()]
+    return np_dtype.type(value)
+
+
+def outer_into(o: np.ndarray, v1: np.ndarray, v2: np.ndarray, cd) -> None:
+    np.multiply(v1[:, None], v2[None, :], out=o, dtype=cd, casting="unsafe")
+
+
+def addr_into(o: np.ndarray, c: np.ndarray, v1: np.ndarray, v2: np.ndarray, beta, alpha,
+              cd) -> None:
+    """o = beta * c + alpha * outer(v1, v2) in dtype `cd`; for bool, `and`/`or` instead."""
+    if cd == np.bool_:
+        r = np.logical_and(v1[:, None], v2[None, :]) if alpha else np.zeros(o.shape, bool)
+        if beta:
+            r = np.logical_or(r, c)
+        np.copyto(o, r, casting="unsafe")
+        return
+    alpha, beta = _np_scalar(alpha, cd), _np_scalar(beta, cd)
+    r = np.multiply(np.multiply(v1[:, None], alpha, dtype=cd), v2[None, :], dtype=cd)
+    if beta != 0:
+        r = np.add(np.multiply(c, beta, dtype=cd), r, dtype=cd)
+    np.copyto(o, r, casting="unsafe")
+
+
+# ---- einsum ----------------------------------------------------------------------------
+
+def sum_keepdim(a: np.ndarray, dims, np_dtype) -> np.ndarray:
+    """Sum over `dims` keeping them as size 1, in PyTorch's sum result dtype `np_dtype`."""
+    acc = compute_dtype(np_dtype)
+    r = np.add.reduce(a, axis=tuple(dims), keepdims=True, dtype=acc)
+    return r if r.dtype == np_dtype else r.astype(np_dtype)
+
+
+def multiply(a: np.ndarray, b: np.ndarray, np_dtype) -> np.ndarray:
+    cd = compute_dtype(np_dtype)
+    r = np.multiply(a, b, dtype=cd)
+    return r if r.dtype == np_dtype else r.astype(np_dtype)
+
+
+def batched_product(left: np.ndarray, right: np.ndarray, np_dtype) -> np.ndarray:
+    """bmm of (B, n, k) and (B, k, m) in `np_dtype` (float16/bfloat16 via float32)."""
+    r = product(left, right)
+    return r if r.dtype == np_dtype else r.astype(np_dtype)
