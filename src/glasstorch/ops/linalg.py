@@ -26,9 +26,9 @@ import numpy as np
 from ..backends.cpu import linalg as cpu
 from ..core import dtype as dt
 from ..core.device import META
-from ..core.shape import (Size, broadcast_shapes2, channels_last_strides, contiguous_strides,
-                          expand_strides, is_channels_last, is_contiguous,
-                          is_non_overlapping_and_dense, view_strides, wrap_dim, wrap_dims)
+from ..core.shape import (Size, broadcast_shapes2, contiguous_strides, expand_strides,
+                          is_contiguous, is_non_overlapping_and_dense, iterator_strides,
+                          view_strides, wrap_dim, wrap_dims)
 from ..core.tensor import Tensor
 from .pointwise_meta import common_dtype, opmath, promoting_meta
 from .registry import TensorSpec, export, kernel_op, structured
@@ -74,56 +74,6 @@ def _size0(shape) -> int:
 def _expand_input(self: Tensor, shape) -> None:
     """The broadcast of `self` (the added input) to the product's shape must exist."""
     expand_strides(self._shape, self._stride, shape)
-
-
-def _iterator_strides(shape, operands) -> tuple:
-    """The layout TensorIterator gives a pointwise result over (shape, stride) operands.
-    When every input has the output's shape: contiguous if they all are, channels-last if
-    they all are (4-D), their strides if they share dense strides. Otherwise the inputs'
-    dimension order; unlike `shape.iterator_strides`, a size-1 dim keeps its stride unless
-    it is broadcast, as in TensorIterator, where that stride can decide the order."""
-    if all(s == shape for s, _ in operands):
-        if all(is_contiguous(shape, st) for _, st in operands):
-            return contiguous_strides(shape)
-        if len(shape) == 4 and all(is_channels_last(shape, st) for _, st in operands):
-            return channels_last_strides(shape)
-        first = operands[0][1]
-        if all(st == first for _, st in operands) and \
-                is_non_overlapping_and_dense(shape, first):
-            return tuple(first)
-    n = len(shape)
-    strides = []
-    for s, st in operands:
-        lead = n - len(s)
-        strides.append([0 if i < lead or (s[i - lead] == 1 and shape[i] != 1)
-                        else st[i - lead] for i in range(n)])
-
-    def order(d0, d1):          # > 0: d0 goes outside d1; < 0: keep; 0: undecided
-        for st in strides:
-            s0, s1 = st[d0], st[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 != s1:
-                return 1 if s0 > s1 else -1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-
-    perm = list(range(n - 1, -1, -1))      # innermost first
-    for i in range(1, n):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = order(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    out, acc = [0] * n, 1
-    for d in perm:
-        out[d] = acc
-        acc *= max(shape[d], 1)
-    return tuple(out)
 
 
 # ---- Scalar arguments (alpha, beta) ----------------------------------------------------
@@ -625,7 +575,7 @@ def _addr_meta(self, vec1, vec2, beta=1, alpha=1):
     _addr_scalar(d, alpha, "alpha")
     column = view_strides(vec1._shape, vec1._stride, (shape[0], 1))   # vec1 as (n, 1)
     operands = [(shape, self_strides), ((shape[0], 1), column), (vec2._shape, vec2._stride)]
-    return TensorSpec(Size(shape), d, _iterator_strides(shape, operands))
+    return TensorSpec(Size(shape), d, iterator_strides(shape, operands))
 
 
 def _addr_inplace(spec, self, vec1, vec2, *scalars) -> None:
@@ -870,10 +820,10 @@ def _term_mul(a: _Term, b: _Term) -> _Term:
     shape = broadcast_shapes2(a.shape, b.shape)
     d = dt.promote_types(a.dtype, b.dtype)
     operands = [(t.shape, t.stride) if t.dtype is d or is_non_overlapping_and_dense(
-        t.shape, t.stride) else (t.shape, _iterator_strides(t.shape, [(t.shape, t.stride)]))
+        t.shape, t.stride) else (t.shape, iterator_strides(t.shape, [(t.shape, t.stride)]))
         for t in (a, b)]
     arr = None if a.arr is None else cpu.multiply(a.arr, b.arr, d.np)
-    return _Term(shape, _iterator_strides(shape, operands), d, arr)
+    return _Term(shape, iterator_strides(shape, operands), d, arr)
 
 
 def _sumproduct_pair(left: _Term, right: _Term, sum_dims) -> _Term:
