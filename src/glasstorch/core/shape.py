@@ -332,8 +332,8 @@ def iterator_strides(shape, operands) -> tuple:
     The first operand whose strides order two dimensions decides their order, so
     `x.t() + 1` stays column-major and `channels_last + contiguous` stays channels_last.
     `operands` is a list of (shape, strides) of the inputs. When every input already has the
-    output's shape and they agree (all contiguous, all channels-last, or one dense layout),
-    that layout is kept as is.
+    output's shape and they agree (all contiguous or all channels-last),
+    that layout is kept.
     """
     ndim = len(shape)
     if ndim <= 1:
@@ -343,10 +343,6 @@ def iterator_strides(shape, operands) -> tuple:
             return contiguous_strides(shape)
         if ndim == 4 and all(is_channels_last(shape, st) for _, st in operands):
             return channels_last_strides(shape)
-        first = tuple(operands[0][1])
-        if all(tuple(st) == first for _, st in operands) and \
-                is_non_overlapping_and_dense(shape, first):
-            return first
     bstrides = []
     for s, st in operands:
         lead = ndim - len(s)
