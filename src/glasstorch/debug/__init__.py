@@ -18,6 +18,12 @@ LocalKeySet = namedtuple("LocalKeySet", "included excluded")
 LocalKeySet.__doc__ = "This thread's include and exclude key sets (PyTorch's TLS key sets)."
 
 
+def dispatch_keys(tensor) -> DispatchKeySet:
+    """The dispatch keys a tensor carries (torch._C._dispatch_keys): a CPU tensor has
+    DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU, AutocastCPU)."""
+    return DispatchKeySet(tensor._keyset)
+
+
 def local_keyset() -> LocalKeySet:
     """The keys this thread adds to every call's key set, and the keys it removes
     (torch._C._dispatch_tls_local_include_set / _exclude_set)."""
@@ -26,4 +32,4 @@ def local_keyset() -> LocalKeySet:
 
 
 __all__ = ["DispatchKey", "DispatchKeySet", "DispatchTrace", "LocalKeySet", "TraceEvent",
-           "dispatch_table", "dispatch_trace", "local_keyset"]
+           "dispatch_keys", "dispatch_table", "dispatch_trace", "local_keyset"]

@@ -104,7 +104,16 @@ class Operator:
         backends = ks & BACKEND_MASK
         if backends & (backends - 1):
             ks = check_same_device(self, args, ks)
-        return self.redispatch(ks, *args)
+        if _tracers:
+            return _traced(self, ks, args)
+        # redispatch, inlined: this is every op call's path
+        ks &= self.mask
+        key = ks.bit_length() - 1
+        if key < 0:
+            raise self._missing_kernel_error(args)
+        if key <= _LAST_BACKEND:
+            return self.table[key](*args)
+        return self.table[key](self, ks & _BELOW[key], *args)
 
     def redispatch(self, ks: int, *args):
         if _tracers:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ..core import dtype as dt
-from ..core.device import META
+from ..core.device import CPU, META
 from ..core.shape import Size, has_internal_overlap
 from ..core.tensor import Tensor
 from ..dispatch import dispatcher
@@ -61,7 +61,7 @@ class OpDeclaration:
             self.impls[backend] = fn
             key = DispatchKey[backend]
             if self.kind == "structured":
-                self.functional.register(key, _functional_kernel(self, fn))
+                self.functional.register(key, _functional_kernel(self, fn, backend))
                 if self.inplace is not None:
                     self.inplace.register(key, _inplace_kernel(self, fn))
                 if self.out is not None:
@@ -92,13 +92,18 @@ def _allocate(spec, device):
     return tuple(_allocate(s, device) for s in spec)
 
 
-def _functional_kernel(decl, impl):
+def _functional_kernel(decl, impl, backend):
     meta = decl.meta
-
-    def kernel(*args):
-        out = _allocate(meta(*args), _device_of(args))
-        impl(out, *args)
-        return out
+    if backend == "CPU":       # one CPU device: no need to look at the arguments
+        def kernel(*args):
+            out = _allocate(meta(*args), CPU)
+            impl(out, *args)
+            return out
+    else:
+        def kernel(*args):
+            out = _allocate(meta(*args), _device_of(args))
+            impl(out, *args)
+            return out
     kernel.__qualname__ = f"{impl.__qualname__} (functional)"
     kernel.__module__ = impl.__module__
     return kernel
@@ -334,10 +339,18 @@ def _normalise_lines(schema: Schema, call_names, varargs: bool):
     return lines
 
 
-def _keyset_expr(schema: Schema, names) -> str:
+def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
+    """The call's key set: plain attribute reads where the argument is known to be a
+    Tensor (checked above), `_ks` (lists, None, Python numbers) elsewhere."""
     parts = []
     for i in schema.tensor_positions:
-        parts.append(f"_ks({names[i]})")
+        if i == 0 and first_is_tensor:
+            parts.append(f"{names[i]}._keyset")
+        elif schema.arguments[i].type == "Tensor":
+            n = names[i]
+            parts.append(f"({n}._keyset if {n}.__class__ is _Tensor else _ks({n}))")
+        else:
+            parts.append(f"_ks({names[i]})")
     return " | ".join(parts) if parts else "0"
 
 
@@ -362,7 +375,9 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     if not method:
         lines += _first_tensor_check(schema, name, call[0] if call else "", number_self)
     lines += _normalise_lines(schema, call, varargs)
-    ks = _keyset_expr(schema, call)
+    first_is_tensor = bool(schema.arguments) and schema.arguments[0].type == "Tensor" and (
+        method or not number_self)
+    ks = _keyset_expr(schema, call, first_is_tensor)
     if out_op is not None:
         lines.append("    if out is not None:")
         lines.append(f"        return _out_op.dispatch({ks} | _ks(out), {', '.join(call)}, out)")
@@ -426,7 +441,12 @@ def _variant_schema(schema_text: str, new_name: str, mutates_self: bool, out: bo
 def structured(schema_text: str, meta, *, method=True, function=True, inplace=True, out=True,
                promotes=True, doc=None, tags=(), number_self=False, check_inplace=None,
                check_out=None, out_meta=None):
-    """Declare a structured op (see the module docstring). Returns its OpDeclaration."""
+    """Declare a structured op (see the module docstring). Returns its OpDeclaration.
+
+    Op-specific checks: `check_inplace(spec, self, *args)` runs before the in-place shape
+    check, `check_out(spec, out, *args)` before an out= tensor is resized, and
+    `out_meta(out, *args)` replaces `meta` for out= calls whose checks involve `out`.
+    """
     schema = parse_schema(schema_text)
     name = schema.name
     decl = OpDeclaration(name, schema, "structured", meta, doc, promotes)
