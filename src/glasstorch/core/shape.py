@@ -327,54 +327,64 @@ def dense_strides_like(shape, strides) -> tuple:
 
 
 def iterator_strides(shape, operands) -> tuple:
-    """Output strides for a pointwise op over broadcast operands (TensorIterator).
+    """The strides TensorIterator gives a new output of `shape` over its inputs.
 
-    The first operand whose strides order two dimensions decides their order, so
-    `x.t() + 1` stays column-major and `channels_last + contiguous` stays channels_last.
-    `operands` is a list of (shape, strides) of the inputs. When every input already has the
-    output's shape and they agree (all contiguous or all channels-last),
-    that layout is kept.
+    `operands` lists each input as (shape, strides), or None for a Python number. When
+    every operand has the output's shape: row-major if all are contiguous, channels-last if
+    all are that, their common strides if those are dense. Otherwise the inputs' dimension
+    order, decided by the first operand whose strides tell two dimensions apart, so
+    `x.t() + 1` stays column-major.
     """
-    ndim = len(shape)
-    if ndim <= 1:
-        return contiguous_strides(shape)
-    if operands and all(s == shape for s, _ in operands):
-        if all(is_contiguous(shape, st) for _, st in operands):
-            return contiguous_strides(shape)
-        if ndim == 4 and all(is_channels_last(shape, st) for _, st in operands):
+    contiguous = contiguous_strides(shape)
+    same_shape = all(op is not None and op[0] == shape for op in operands)
+    if same_shape and operands:
+        strides = [tuple(st) for _, st in operands]
+        if all(is_contiguous(shape, st) for st in strides):
+            return contiguous
+        if len(shape) in (4, 5) and all(is_channels_last(shape, st) for st in strides):
             return channels_last_strides(shape)
-    bstrides = []
-    for s, st in operands:
-        lead = ndim - len(s)
-        # broadcast dims count as stride 0; a size-1 dim that stays size 1 keeps its stride
-        bstrides.append(tuple(0 if i < lead or (s[i - lead] == 1 and shape[i] != 1)
-                              else st[i - lead] for i in range(ndim)))
-
-    def should_swap(d0, d1):
-        # True: d0 (now inner) must move outside d1; False: keep; None: undecided
-        for st in bstrides:
-            a, b = st[d0], st[d1]
-            if a == 0 or b == 0:
-                continue
-            if a != b:
-                return a > b
-            if shape[d0] > shape[d1]:
-                return True
-        return None
-
-    perm = list(range(ndim - 1, -1, -1))  # innermost first
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            cmp = should_swap(perm[d0], perm[d1])
-            if cmp is True:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif cmp is False:
-                break
-    out = [0] * ndim
-    acc = 1
+        first = strides[0]
+        if all(st == first for st in strides) and is_non_overlapping_and_dense(shape, first):
+            return first
+    perm = _dimension_order(shape, [op for op in operands if op is not None])
+    out, acc = [0] * len(shape), 1
     for d in perm:
         out[d] = acc
-        acc *= max(shape[d], 1)
+        acc *= shape[d]
     return tuple(out)
+
+
+def _dimension_order(shape, operands) -> list:
+    """Dimensions from innermost to outermost, as TensorIterator's reorder_dimensions sorts
+    them: a dimension moves inside another when the first operand that can tell them apart
+    has a smaller stride there (or an equal stride and a smaller size). Broadcast dimensions
+    (stride 0) tell nothing; a size-1 dimension that is not broadcast keeps its stride."""
+    n = len(shape)
+    strides = []
+    for s, st in operands:
+        lead = n - len(s)
+        strides.append([0 if i < lead or (s[i - lead] == 1 and shape[i] != 1)
+                        else st[i - lead] for i in range(n)])
+
+    def should_swap(d0, d1):      # 1: d0 goes outside d1; -1: keep; 0: undecided
+        for st in strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return 1 if s0 > s1 else -1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(n - 1, -1, -1))
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm

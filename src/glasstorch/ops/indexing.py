@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import dtype as dt
 from ..core.shape import (broadcast_shapes, broadcast_shapes2, is_non_overlapping_and_dense,
-                          iterator_strides, wrap_dim)
+                          iterator_strides, view_strides, wrap_dim)
 from ..core.tensor import Tensor
 from .copy import assign_array
 from .registry import composite, export, kernel_op, spec, structured
@@ -185,8 +185,11 @@ def index_plan(self: Tensor, indices) -> _Plan:
     operands = [(plan.shape, tuple(stride[:before]) + (0,) * len(bshape) +
                  tuple(stride[n - after:]))]
     for i in (i for i, it in enumerate(items) if it is not None):
+        # each index is expanded to the broadcast index shape, then viewed with size-1
+        # dimensions around it (PyTorch's reshape_indexer); those keep view strides
         st = _broadcast_strides(items[i][1], items[i][2], bshape)
-        operands.append((plan.shape, (0,) * before + st + (0,) * after))
+        vshape = (1,) * before + bshape + (1,) * after
+        operands.append((vshape, view_strides(bshape, st, vshape)))
     plan.stride = iterator_strides(plan.shape, operands)
     plan.empty = 0 in plan.shape
     if not plan.empty:      # like PyTorch, an empty result reads no index

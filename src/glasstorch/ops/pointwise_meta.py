@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ..core import dtype as dt
-from ..core.shape import (Size, broadcast_shapes2, channels_last_strides, contiguous_strides,
-                          is_channels_last, is_contiguous, is_non_overlapping_and_dense)
+from ..core.shape import Size, broadcast_shapes2, contiguous_strides, iterator_strides
 from ..core.tensor import Tensor
 from .registry import TensorSpec
 
@@ -41,13 +40,8 @@ def broadcast_operands(operands) -> tuple:
 
 
 def out_strides(shape, operands) -> tuple:
-    """The strides TensorIterator gives a new pointwise output of `shape`.
-
-    When every operand (Python numbers included) has the output's shape: row-major if they
-    are all contiguous, channels-last if they all are that, their common strides if those
-    are dense. Otherwise the operands' dimension order, decided by the first operand whose
-    strides tell two dimensions apart (`_dimension_order`).
-    """
+    """The strides of a new pointwise output: row-major in the common case of row-major
+    inputs, otherwise TensorIterator's rule (core.shape.iterator_strides)."""
     contiguous = contiguous_strides(shape)
     for x in operands:          # the common case: row-major inputs (and 0-dim or numbers)
         if isinstance(x, Tensor) and x._shape and (x._shape != shape or x._stride != contiguous):
@@ -55,68 +49,8 @@ def out_strides(shape, operands) -> tuple:
     else:
         if 0 not in shape:
             return contiguous
-    same_shape = True
-    all_contiguous = True
-    for x in operands:
-        if not isinstance(x, Tensor):
-            same_shape = False
-        elif x._shape != shape:
-            same_shape = False
-        elif all_contiguous and x._stride != contiguous and not is_contiguous(shape, x._stride):
-            all_contiguous = False
-    if same_shape:
-        if all_contiguous:
-            return contiguous
-        strides = [x._stride for x in operands]
-        if len(shape) in (4, 5) and all(is_channels_last(shape, st) for st in strides):
-            return channels_last_strides(shape)
-        first = strides[0]
-        if all(st == first for st in strides) and is_non_overlapping_and_dense(shape, first):
-            return tuple(first)
-    perm = _dimension_order(shape, [x for x in operands if isinstance(x, Tensor)])
-    if perm == list(range(len(shape) - 1, -1, -1)):
-        return contiguous
-    out, acc = [0] * len(shape), 1
-    for d in perm:
-        out[d] = acc
-        acc *= shape[d]
-    return tuple(out)
-
-
-def _dimension_order(shape, tensors) -> list:
-    """Dimensions from innermost to outermost, as TensorIterator's reorder_dimensions sorts
-    them: a dimension moves inside another when the first operand that can tell them apart
-    has a smaller stride there (or an equal stride and a smaller size). Broadcast dimensions
-    (stride 0) tell nothing; a size-1 dimension that is not broadcast keeps its stride."""
-    n = len(shape)
-    strides = []
-    for t in tensors:
-        lead = n - len(t._shape)
-        strides.append([0 if i < lead or (t._shape[i - lead] == 1 and shape[i] != 1)
-                        else t._stride[i - lead] for i in range(n)])
-
-    def should_swap(d0, d1):      # 1: d0 goes outside d1; -1: keep; 0: undecided
-        for st in strides:
-            s0, s1 = st[d0], st[d1]
-            if s0 == 0 or s1 == 0:
-                continue
-            if s0 != s1:
-                return 1 if s0 > s1 else -1
-            if shape[d0] > shape[d1]:
-                return 1
-        return 0
-
-    perm = list(range(n - 1, -1, -1))
-    for i in range(1, n):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    return perm
+    return iterator_strides(shape, [(x._shape, x._stride) if isinstance(x, Tensor) else None
+                                    for x in operands])
 
 
 def pointwise_spec(operands, dtype: dt.dtype) -> TensorSpec:
