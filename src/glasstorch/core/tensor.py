@@ -19,6 +19,9 @@ from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last,
 from .storage import UntypedStorage
 
 
+_BYTE_STRIDES: dict = {}   # (element strides, itemsize) -> byte strides, for _array()
+
+
 class VersionCounter:
     """Shared by a tensor and its views; every in-place op bumps it."""
 
@@ -104,6 +107,8 @@ class Tensor:
         """A fresh tensor with its own uninitialised storage (strides default to row-major)."""
         if stride is None:
             stride = contiguous_strides(shape)
+            nbytes = prod(shape) * dtype.itemsize
+        elif stride == contiguous_strides(shape):
             nbytes = prod(shape) * dtype.itemsize
         elif 0 in shape:
             nbytes = 0
@@ -305,8 +310,14 @@ class Tensor:
             if 0 in self._shape:
                 a = np.empty(self._shape, self.dtype.np)
             else:
+                key = (self._stride, isz)
+                byte_strides = _BYTE_STRIDES.get(key)
+                if byte_strides is None:
+                    byte_strides = tuple(s * isz for s in self._stride)
+                    if len(_BYTE_STRIDES) < 4096:
+                        _BYTE_STRIDES[key] = byte_strides
                 a = np.ndarray(self._shape, self.dtype.np, buf, self._offset * isz,
-                               tuple(s * isz for s in self._stride))
+                               byte_strides)
             self._np = a
         return a
 

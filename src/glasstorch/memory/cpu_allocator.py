@@ -23,15 +23,15 @@ class CPUAllocator:
     def __init__(self):
         self.stats = MemoryStats()
 
-    def allocate(self, nbytes: int) -> np.ndarray:
+    def allocate(self, nbytes: int, _empty=np.empty, _u8=np.uint8) -> np.ndarray:
         """A fresh, uninitialised, 64-byte aligned uint8 buffer of exactly `nbytes`."""
         try:
-            raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+            raw = _empty(nbytes + ALIGNMENT, _u8)
         except (MemoryError, ValueError):
             raise RuntimeError(
                 f"DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} "
                 "bytes.") from None
-        start = -addressof(_byte.from_buffer(raw)) % ALIGNMENT
+        start = -addressof(_byte.from_buffer(raw)) & (ALIGNMENT - 1)
         stats = self.stats
         stats.allocated_bytes += nbytes
         stats.total_allocated_bytes += nbytes

@@ -64,7 +64,8 @@ def operand(x, d: dt.dtype):
 
 
 def operands(xs, d: dt.dtype) -> list:
-    return [operand(x, d) for x in xs]
+    return [x._array() if x.__class__ is Tensor and x.dtype is d else operand(x, d)
+            for x in xs]
 
 
 def computed(xs, d: dt.dtype) -> list:
@@ -107,7 +108,10 @@ def ufunc_kernel(ufunc, dtype_of=common_dtype, allowed=ALL, name=None):
     def kernel(out, *xs):
         d = dtype_of(*xs)
         check_dtype(kname, d, allowed)
-        ufunc(*operands(xs, d), out=out._array(), dtype=opmath(d), casting="unsafe")
+        if _same_dtype(out, xs, d):
+            ufunc(*operands(xs, d), out=out._array())
+        else:
+            ufunc(*operands(xs, d), out=out._array(), dtype=opmath(d), casting="unsafe")
     kernel.__name__ = kernel.__qualname__ = f"cpu_{kname}"
     return kernel
 
@@ -175,18 +179,33 @@ def _scaled(b, alpha, d):
 
 # ---- arithmetic ------------------------------------------------------------------------
 
+def _same_dtype(out, xs, d) -> bool:
+    """Every tensor involved already has the op's dtype (not a 16-bit float): NumPy then
+    computes in it without being told, which saves the casting machinery."""
+    if out.dtype is not d or d in REDUCED:
+        return False
+    for x in xs:
+        if x.__class__ is Tensor and x.dtype is not d:
+            return False
+    return True
+
+
 def add(out, self, other, alpha=1):
     d = common_dtype(self, other)
-    cd = opmath(d)
     a, b = operands((self, other), d)
-    np.add(a, _scaled(b, alpha, d), out=out._array(), dtype=cd, casting="unsafe")
+    if alpha == 1 and not isinstance(alpha, bool) and _same_dtype(out, (self, other), d):
+        np.add(a, b, out=out._array())
+        return
+    np.add(a, _scaled(b, alpha, d), out=out._array(), dtype=opmath(d), casting="unsafe")
 
 
 def sub(out, self, other, alpha=1):
     d = common_dtype(self, other)
-    cd = opmath(d)
     a, b = operands((self, other), d)
-    np.subtract(a, _scaled(b, alpha, d), out=out._array(), dtype=cd, casting="unsafe")
+    if alpha == 1 and not isinstance(alpha, bool) and _same_dtype(out, (self, other), d):
+        np.subtract(a, b, out=out._array())
+        return
+    np.subtract(a, _scaled(b, alpha, d), out=out._array(), dtype=opmath(d), casting="unsafe")
 
 
 def rsub(out, self, other, alpha=1):
