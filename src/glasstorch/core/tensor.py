@@ -92,7 +92,7 @@ class Tensor:
         self._storage = storage
         self._offset = offset
         self._shape = shape if shape.__class__ is Size else Size(shape)
-        self._stride = stride
+        self._stride = stride if stride.__class__ is tuple else tuple(stride)
         self.dtype = dtype
         self._keyset = TENSOR_KEYSETS[storage.device.type]
         self._np = None
