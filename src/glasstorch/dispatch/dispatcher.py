@@ -106,7 +106,7 @@ class Operator:
             ks = check_same_device(self, args, ks)
         if _tracers:
             return _traced(self, ks, args)
-        # redispatch, inlined: this is every op call's path
+        # `untraced`, inlined: this is every op call's path
         ks &= self.mask
         key = ks.bit_length() - 1
         if key < 0:
@@ -116,15 +116,10 @@ class Operator:
         return self.table[key](self, ks & _BELOW[key], *args)
 
     def redispatch(self, ks: int, *args):
+        """Continue a call with key set `ks` (a kernel passes the keys below its own)."""
         if _tracers:
             return _traced(self, ks, args)
-        ks &= self.mask
-        key = ks.bit_length() - 1
-        if key < 0:
-            raise self._missing_kernel_error(args)
-        if key <= _LAST_BACKEND:
-            return self.table[key](*args)
-        return self.table[key](self, ks & _BELOW[key], *args)
+        return untraced(self, ks, args)
 
     def _missing_kernel_error(self, args):
         backend = next((DispatchKey(k).name for k in BACKEND_KEYS
