@@ -16,7 +16,7 @@ arguments positionally, defaults filled in (`Operator.__call__` binds keywords).
 from __future__ import annotations
 
 from .keys import (ALIAS_KEYS, BACKEND_KEYS, BACKEND_MASK, BACKEND_OF_AUTOGRAD, NUM_KEYS,
-                   DispatchKey, DispatchKeySet, local_keys)
+                   DispatchKey, local_keys)
 from .schema import Schema, parse_schema
 
 _BELOW = tuple((1 << k) - 1 for k in range(NUM_KEYS))
@@ -298,7 +298,3 @@ def add_tracer(hook) -> None:
 
 def remove_tracer(hook) -> None:
     _tracers.remove(hook)
-
-
-def keyset_repr(mask: int) -> DispatchKeySet:
-    return DispatchKeySet(mask)

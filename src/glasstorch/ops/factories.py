@@ -72,7 +72,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     """An uninitialised tensor with exactly the given strides."""
     shape, stride = as_shape((size,)), as_shape((stride,))
     if len(shape) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError("mismatch in length of strides and shape")
     check_nonnegative(shape)
     dtype = dt.get_default_dtype() if dtype is None else dtype
     return _finish(Tensor._empty(shape, dtype, as_device(device), stride), requires_grad)

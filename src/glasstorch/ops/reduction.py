@@ -19,9 +19,9 @@ from math import prod as _prod
 from .. import return_types
 from ..backends.cpu import reduction as cpu
 from ..core import dtype as dt
-from ..core.shape import Size, contiguous_strides, wrap_dim, wrap_dims
+from ..core.shape import Size, wrap_dim, wrap_dims
 from ..core.tensor import Tensor
-from .registry import TensorSpec, _bad_self, export, functions, structured
+from .registry import _bad_self, export, functions, spec, structured
 
 # ---- shapes ----------------------------------------------------------------------------
 
@@ -42,12 +42,6 @@ def reduction_dims(name: str, self: Tensor, dim, *, all_if_empty: bool = True) -
                             f"{type(dim).__name__}") from None
     dims = wrap_dims(dim, ndim)
     return dims if ndim else ()
-
-
-def spec(shape, dtype) -> TensorSpec:
-    """A row-major output: PyTorch allocates reduction results fresh, whatever the input."""
-    shape = shape if shape.__class__ is Size else Size(shape)
-    return TensorSpec(shape, dtype, contiguous_strides(shape))
 
 
 def reduced_shape(shape, dims, keepdim: bool) -> Size:

@@ -276,11 +276,6 @@ def _view_bookkeeping_kernel(op, ks, self, *args):
     return out
 
 
-def _no_view_kernel(op, ks, self, *args):
-    """Outside ADInplaceOrView (inference mode) views share no version counter."""
-    return op.redispatch(ks, self, *args)
-
-
 # ---- Python wrapper generation ---------------------------------------------------------
 
 def _py_default(arg):
@@ -334,8 +329,6 @@ def _normalise_lines(schema: Schema, call_names, varargs: bool):
                 lines.append(f"    {name} = _as_shape({name})")
             else:
                 lines.append(f"    if {name}.__class__ is int: {name} = ({name},)")
-        elif a.type == "ScalarType?" or a.type == "ScalarType":
-            pass
     return lines
 
 
@@ -481,7 +474,7 @@ def view(schema_text: str, meta, *, method=True, function=True, doc=None, tags=(
     return decl
 
 
-def kernel_op(schema_text: str, *, method=True, function=True, inplace_of=None, doc=None,
+def kernel_op(schema_text: str, *, method=True, function=True, doc=None,
               tags=(), mutates=()):
     """Declare an op whose kernels build their own outputs; register them with `.impl`."""
     schema = parse_schema(schema_text)
