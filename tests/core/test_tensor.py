@@ -207,3 +207,16 @@ def test_type_names_like_torch():
     assert gt.ones(1).type() == "torch.FloatTensor"
     assert gt.ones(1).long().type() == "torch.LongTensor"
     assert gt.ones(1).type(gt.float64).dtype is gt.float64
+
+
+def test_pickle_and_copy_keep_values_dtype_strides_and_flags():
+    import copy
+    import pickle
+    t = gt.tensor([[1.5, 2.0], [3.0, 4.0]], dtype=gt.bfloat16).t()
+    u = pickle.loads(pickle.dumps(t))
+    assert u.dtype is gt.bfloat16 and u.tolist() == t.tolist() and u.stride() == t.stride()
+    assert u.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
+    g = gt.ones(2, requires_grad=True)
+    assert copy.copy(g).requires_grad and copy.deepcopy(g).requires_grad
+    with pytest.raises(RuntimeError, match="meta"):
+        pickle.dumps(gt.empty(2, device="meta"))

@@ -408,8 +408,12 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __reduce_ex__(self, protocol):
-        from .. import serialization
-        return serialization.reduce_tensor(self)
+        # Plain pickling (copy.copy, multiprocessing) carries the values, dtype, strides and
+        # requires_grad; torch.save-style checkpoints belong to glasstorch.serialization.
+        if self.device.type == "meta":
+            raise RuntimeError("Cannot pickle a meta tensor: it has no data")
+        return (_rebuild_tensor, (np.array(self.detach().cpu()._array()), self.dtype.name,
+                                  self._stride, self._requires_grad))
 
     def __deepcopy__(self, memo):
         if id(self) in memo:
@@ -447,6 +451,14 @@ class Tensor:
     @property
     def mH(self):
         return self.mT.conj()
+
+
+def _rebuild_tensor(values: np.ndarray, dtype_name: str, stride: tuple,
+                    requires_grad: bool) -> Tensor:
+    dtype = getattr(dt, dtype_name)
+    t = Tensor._empty(values.shape, dtype, CPU, stride if values.size else None)
+    t._array()[...] = values
+    return t.requires_grad_(requires_grad) if requires_grad else t
 
 
 class _KeepAlive:
