@@ -91,7 +91,7 @@ class Tensor:
         self = object.__new__(cls)
         self._storage = storage
         self._offset = offset
-        self._shape = shape if shape.__class__ is Size else Size(shape)
+        self._shape = shape if shape.__class__ is tuple else tuple(shape)  # plain: fast [i]
         self._stride = stride if stride.__class__ is tuple else tuple(stride)
         self.dtype = dtype
         self._keyset = TENSOR_KEYSETS[storage.device.type]
@@ -119,11 +119,11 @@ class Tensor:
     # ---- metadata --------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return self._shape
+        return Size(self._shape)
 
     def size(self, dim=None):
         if dim is None:
-            return self._shape
+            return Size(self._shape)
         return self._shape[wrap_dim(dim, len(self._shape))]
 
     def stride(self, dim=None):
@@ -325,7 +325,7 @@ class Tensor:
         """Point this tensor at new metadata (set_, resize_, as_strided_), bounds-checked."""
         check_in_bounds(shape, stride, offset, self.dtype.itemsize, storage.nbytes())
         self._storage, self._offset = storage, offset
-        self._shape, self._stride = Size(shape), tuple(stride)
+        self._shape, self._stride = tuple(shape), tuple(stride)
         self._keyset = TENSOR_KEYSETS[storage.device.type]
         self._np = None
 
