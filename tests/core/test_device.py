@@ -34,3 +34,17 @@ def test_tensor_device_attributes():
     assert t.device == gt.device("cpu") and t.is_cpu and not t.is_cuda and t.get_device() == -1
     m = gt.empty(2, device="meta")
     assert m.is_meta and m.device.type == "meta"
+
+
+def test_devices_without_a_backend_fail_clearly_and_cleanly():
+    import gc
+    before = gt.memory.memory_allocated("cpu")
+    with pytest.raises(RuntimeError, match="no backend for device 'cuda'"):
+        gt.empty(2, device="cuda")
+    gc.collect()
+    assert gt.memory.memory_allocated("cpu") == before
+
+
+def test_copying_out_of_a_meta_tensor_is_refused():
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        gt.empty(2, device="meta").to("cpu")

@@ -24,16 +24,17 @@ class UntypedStorage:
         self.device = dev
         self._nbytes = nbytes
         self.resizable = True
+        self._allocator = None      # set once memory is held, so __del__ never frees twice
         if dev.type == "cpu":
             self._allocator = cpu_allocator
             self.buf = cpu_allocator.allocate(nbytes)
         elif dev.type == "meta":
-            self._allocator = None
             self.buf = None
         else:
             from ..backends import device_allocator  # CUDA is imported only when needed
-            self._allocator = device_allocator(dev)
-            self.buf = self._allocator.allocate(nbytes)
+            allocator = device_allocator(dev)
+            self.buf = allocator.allocate(nbytes)
+            self._allocator = allocator
 
     @classmethod
     def _new(cls, nbytes: int, dev) -> "UntypedStorage":

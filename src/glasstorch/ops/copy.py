@@ -46,11 +46,9 @@ def _check_copy(self, src):
 @copy_.impl("CPU")
 def _copy_cpu(self, src, non_blocking=False):
     _check_copy(self, src)
-    if src.device.type != "cpu":
-        from ..backends import to_host
-        assign_array(self._array(), to_host(src))
-    else:
-        assign_array(self._array(), src._array())
+    if src.device.type == "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    assign_array(self._array(), src._array())
     return self
 
 
@@ -159,10 +157,7 @@ def _to_copy_impl(self, dtype=None, device=None, non_blocking=False, memory_form
     device = self.device if device is None else as_device(device)
     fmt = preserve_format if memory_format is None else memory_format
     out = Tensor._empty(self._shape, dtype, device, strides_for(self, fmt))
-    if device.type == "cpu" or self.device.type == "cpu" or device == self.device:
-        return copy_fresh(out, self)
-    from ..backends import copy_between_devices
-    return copy_between_devices(out, self)
+    return copy_fresh(out, self)
 
 
 to_copy.impl("CPU")(_to_copy_impl)

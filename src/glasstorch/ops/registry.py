@@ -17,7 +17,7 @@ from collections import namedtuple
 
 from ..core import dtype as dt
 from ..core.device import CPU, META
-from ..core.shape import Size, has_internal_overlap
+from ..core.shape import Size, contiguous_strides, has_internal_overlap
 from ..core.tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch.dispatcher import define
@@ -513,6 +513,5 @@ def _export_declaration(decl: OpDeclaration, method, function) -> None:
 
 def spec(shape, dtype, stride=None) -> TensorSpec:
     """A TensorSpec with row-major strides unless given."""
-    from ..core.shape import contiguous_strides
-    shape = shape if shape.__class__ is Size else Size(shape)
+    shape = tuple(shape)
     return TensorSpec(shape, dtype, contiguous_strides(shape) if stride is None else stride)
