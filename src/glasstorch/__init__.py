@@ -28,6 +28,10 @@ from .ops import ranges as _ranges  # noqa: F401
 from .random import *  # noqa: F401,F403  (Generator, manual_seed, ...)
 from .core.printing import *  # noqa: F401,F403  (set_printoptions)
 from . import library, debug  # noqa: F401
+from . import autograd  # noqa: F401  (the Autograd dispatch key and the engine)
+from .ops import derivatives as _derivatives  # noqa: F401
+from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
+                       is_inference_mode_enabled, no_grad, set_grad_enabled)
 
 globals().update(_ALIASES)
 globals().update(_registry.functions)

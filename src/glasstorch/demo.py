@@ -1,7 +1,8 @@
 """A short tour of glasstorch's machinery: `python -m glasstorch.demo`.
 
 It shows what exists so far: tensors as views over storages, the version counter, type
-promotion, the dispatcher's key sets and trace, meta tensors and exact memory accounting.
+promotion, the dispatcher's key sets and trace, the autograd graph, meta tensors and exact
+memory accounting.
 """
 from __future__ import annotations
 
@@ -47,10 +48,23 @@ def main() -> None:
 
     _section("The dispatcher")
     a = torch.randn(2, 3)
-    print(f"  key set of a CPU tensor: {torch.debug.dispatch_keys(a)}")
+    print(f"  key set of a CPU tensor:               {torch.debug.dispatch_keys(a)}")
+    print(f"  key set of one that requires grad:     "
+          f"{torch.debug.dispatch_keys(a.detach().requires_grad_())}")
     with torch.debug.dispatch_trace() as trace:
         b = (a * 2).add_(1).sum()
     print(trace)
+
+    _section("Autograd: the graph a computation records")
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = (w * w).exp().sum()
+    node, depth = loss.grad_fn, 0
+    while node is not None:
+        print(f"  {'  ' * depth}{node.name()}")
+        node = next((n for n, _ in node.next_functions if n is not None), None)
+        depth += 1
+    loss.backward()
+    print(f"  d/dw sum(exp(w*w)) = {w.grad}  (2*w*exp(w*w))")
 
     _section("Meta tensors: shapes and dtypes without data")
     m = torch.empty(64, 128, device="meta")

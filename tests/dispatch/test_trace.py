@@ -34,7 +34,7 @@ def test_inplace_add_goes_through_inplace_or_view_then_cpu():
     (event,) = trace.events
     assert event.op == "aten::add_.Tensor"
     assert event.keyset == expected_keyset(x)
-    assert repr(event.keyset) == "DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU)"
+    assert repr(event.keyset) == "DispatchKeySet(CPU, ADInplaceOrView)"
     assert event.keys == [K.ADInplaceOrView, K.CPU]
     assert event.path == "ADInplaceOrView -> CPU"
     assert event.depth == 0 and event.parent is None and event.error is None
@@ -51,7 +51,16 @@ def test_functional_add_goes_straight_to_the_backend():
     add = [e for e in trace.events if e.op == "aten::add.Tensor"]
     assert len(add) == 1
     assert add[0].keys == [K.Meta]
-    assert repr(add[0].keyset) == "DispatchKeySet(Meta, ADInplaceOrView, AutogradMeta)"
+    assert repr(add[0].keyset) == "DispatchKeySet(Meta, ADInplaceOrView)"
+
+
+def test_calls_on_tensors_that_require_grad_pass_through_autograd_first():
+    x = gt.ones(2, requires_grad=True)
+    with gt.debug.dispatch_trace() as trace:
+        x * 2
+    (event,) = [e for e in trace.events if e.op == "aten::mul.Tensor"]
+    assert repr(event.keyset) == "DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU)"
+    assert event.keys == [K.AutogradCPU, K.CPU]
 
 
 def test_view_records_bookkeeping_then_the_composite_kernel():
@@ -178,7 +187,7 @@ def test_table_is_an_indented_readable_table(capsys):
     assert lines[0].split()[:2] == ["op", "dispatch"]
     assert set(lines[1]) <= {"-", " "}
     assert lines[2].startswith(op.name) and lines[3].startswith("  " + inner.name)
-    assert "DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU)" in lines[2]
+    assert "DispatchKeySet(CPU, ADInplaceOrView)" in lines[2]
     assert lines[2].rstrip().endswith("us") or lines[2].rstrip().endswith("ms")
     trace.print()
     assert capsys.readouterr().out.strip() == str(trace).strip()

@@ -11,7 +11,7 @@ from math import prod
 
 import numpy as np
 
-from ..dispatch.keys import TENSOR_KEYSETS
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS
 from . import dtype as dt
 from .device import CPU
 from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last, is_contiguous,
@@ -254,8 +254,15 @@ class Tensor:
         if requires_grad and self.dtype.category < dt.FLOAT:
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
-        self._requires_grad = bool(requires_grad)
+        self._set_requires_grad(bool(requires_grad))
         return self
+
+    def _set_requires_grad(self, flag: bool) -> None:
+        """Set the flag and the Autograd key with it (a tensor carries the key only while it
+        requires grad, so plain tensors never enter the Autograd kernel)."""
+        self._requires_grad = flag
+        bit = AUTOGRAD_KEY_OF_DEVICE[self._storage.device.type]
+        self._keyset = (self._keyset | bit) if flag else (self._keyset & ~bit)
 
     @property
     def is_leaf(self) -> bool:
@@ -326,7 +333,8 @@ class Tensor:
         check_in_bounds(shape, stride, offset, self.dtype.itemsize, storage.nbytes())
         self._storage, self._offset = storage, offset
         self._shape, self._stride = tuple(shape), tuple(stride)
-        self._keyset = TENSOR_KEYSETS[storage.device.type]
+        self._keyset = TENSOR_KEYSETS[storage.device.type] | (
+            AUTOGRAD_KEY_OF_DEVICE[storage.device.type] if self._requires_grad else 0)
         self._np = None
 
     def item(self):
@@ -419,7 +427,7 @@ class Tensor:
         if id(self) in memo:
             return memo[id(self)]
         new = self.detach().clone()
-        new._requires_grad = self._requires_grad
+        new._set_requires_grad(self._requires_grad)
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
         new.__dict__.update(self.__dict__)

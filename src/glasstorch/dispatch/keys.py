@@ -48,15 +48,19 @@ BACKEND_OF_AUTOGRAD = {DispatchKey.AutogradMeta: DispatchKey.Meta,
                        DispatchKey.AutogradCPU: DispatchKey.CPU,
                        DispatchKey.AutogradCUDA: DispatchKey.CUDA}
 
-# The keys every dense tensor of a device type carries (PyTorch's observed sets).
+# The keys a dense tensor of each device type carries. PyTorch's tensors always carry their
+# Autograd<Backend> key too; glasstorch adds it only while the tensor requires grad
+# (Tensor._set_requires_grad), so calls on plain tensors skip the Autograd layer entirely.
 TENSOR_KEYSETS = {
     "cpu": (1 << DispatchKey.CPU) | (1 << DispatchKey.ADInplaceOrView)
-    | (1 << DispatchKey.AutogradCPU) | (1 << DispatchKey.AutocastCPU),
+    | (1 << DispatchKey.AutocastCPU),
     "cuda": (1 << DispatchKey.CUDA) | (1 << DispatchKey.ADInplaceOrView)
-    | (1 << DispatchKey.AutogradCUDA) | (1 << DispatchKey.AutocastCUDA),
-    "meta": (1 << DispatchKey.Meta) | (1 << DispatchKey.ADInplaceOrView)
-    | (1 << DispatchKey.AutogradMeta),
+    | (1 << DispatchKey.AutocastCUDA),
+    "meta": (1 << DispatchKey.Meta) | (1 << DispatchKey.ADInplaceOrView),
 }
+AUTOGRAD_KEY_OF_DEVICE = {"cpu": 1 << DispatchKey.AutogradCPU,
+                          "cuda": 1 << DispatchKey.AutogradCUDA,
+                          "meta": 1 << DispatchKey.AutogradMeta}
 BACKEND_OF_DEVICE = {"cpu": DispatchKey.CPU, "cuda": DispatchKey.CUDA, "meta": DispatchKey.Meta}
 
 

@@ -680,7 +680,7 @@ def detach_(self):
                            "gradients. To fix this error, please refer to the Optimizer.zero_"
                            "grad() function in torch/optim/optimizer.py as the solution.")
     self.grad_fn = None
-    self._requires_grad = False
+    self._set_requires_grad(False)
     return self
 
 

@@ -1,0 +1,153 @@
+"""Autograd: the define-by-run graph, the backward engine and grad modes.
+
+Ops record a Node (`grad_fn`) when an input requires grad (autograd/recording.py, the
+Autograd dispatch key); `backward`/`grad` walk those nodes (autograd/engine.py).
+"""
+from __future__ import annotations
+
+from ..core.tensor import Tensor
+from . import recording  # noqa: F401  (registers the Autograd kernel)
+from .engine import run_backward
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                        is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .graph import Node, gradient_edge
+from .hooks import RemovableHandle
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, Tensor) else tuple(x)
+
+
+def _root_grads(tensors, grad_tensors):
+    grads = list(_as_tuple(grad_tensors)) or [None] * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
+                           if not grads else
+                           f"got {len(grads)} gradients for {len(tensors)} tensors")
+    out = []
+    for i, (t, g) in enumerate(zip(tensors, grads)):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not "
+                               "have a grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            from ..ops.factories import ones_like
+            g = ones_like(t, memory_format=_contiguous())
+        elif g._shape != t._shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"torch.Size({list(g._shape)}) and output[{i}] has a shape "
+                               f"of torch.Size({list(t._shape)}).")
+        out.append(g)
+    return out
+
+
+def _contiguous():
+    from ..core.tensor import contiguous_format
+    return contiguous_format
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             inputs=None):
+    """Accumulate d(tensors)/d(leaf) into each leaf's .grad."""
+    tensors = _as_tuple(tensors)
+    grads = _root_grads(tensors, grad_tensors)
+    retain = create_graph if retain_graph is None else retain_graph
+    roots = [gradient_edge(t) for t in tensors]
+    capture = [gradient_edge(t) for t in _as_tuple(inputs)] or None
+    if capture is not None:
+        captured = run_backward(roots, grads, retain_graph=retain, create_graph=create_graph,
+                                capture=capture, accumulate=False)
+        from .engine import _accumulate
+        with no_grad():
+            for t, edge in zip(_as_tuple(inputs), capture):
+                g = captured.get(edge)
+                if g is not None:
+                    if t.grad_fn is None:
+                        _accumulate(t, g, create_graph)
+                    else:
+                        t._grad = g if t._grad is None else t._grad + g
+        return
+    run_backward(roots, grads, retain_graph=retain, create_graph=create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
+    outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    grads = _root_grads(outputs, grad_outputs)
+    retain = create_graph if retain_graph is None else retain_graph
+    capture = [gradient_edge(t) for t in inputs]
+    captured = run_backward([gradient_edge(t) for t in outputs], grads, retain_graph=retain,
+                            create_graph=create_graph, capture=capture, accumulate=False)
+    result = []
+    for i, (t, edge) in enumerate(zip(inputs, capture)):
+        g = captured.get(edge)
+        if g is None:
+            if materialize_grads:
+                from ..ops.factories import zeros_like
+                g = zeros_like(t)
+            elif not (allow_unused or materialize_grads):
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not "
+                                   "have been used in the graph. Set allow_unused=True if "
+                                   "this is the desired behavior.")
+        result.append(g)
+    return tuple(result)
+
+
+# ---- Tensor methods --------------------------------------------------------------------
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
+                     inputs=None):
+    """Accumulate the gradient of this tensor into the leaves' .grad."""
+    backward(self, gradient, retain_graph, create_graph, inputs)
+
+
+def _register_hook(self, hook):
+    """hook(grad) runs when this tensor's gradient is computed; it may return a new one."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        hooks = self.grad_fn._tensor_pre_hooks.setdefault(self._output_nr, [])
+        return RemovableHandle(hooks, hook)
+    if self._hooks is None:
+        self._hooks = []
+    return RemovableHandle(self._hooks, hook)
+
+
+def _register_post_accumulate_grad_hook(self, hook):
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                           "tensors")
+    if self._post_acc_hooks is None:
+        self._post_acc_hooks = []
+    return RemovableHandle(self._post_acc_hooks, hook)
+
+
+def _retain_grad(self):
+    """Keep this non-leaf's gradient in .grad after backward (a no-op on leaves)."""
+    if self.grad_fn is None or self._retains_grad:
+        return
+    import weakref
+    ref = weakref.ref(self)
+
+    def keep(g):
+        t = ref()
+        if t is not None:
+            t._grad = g.detach().clone() if t._grad is None else t._grad + g.detach()
+    self.grad_fn._retain_grad_hooks[self._output_nr] = keep   # runs after other hooks
+    self._retains_grad = True
+
+
+Tensor.backward = _tensor_backward
+Tensor.register_hook = _register_hook
+Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook
+Tensor.retain_grad = _retain_grad
+Tensor.retains_grad = property(lambda self: self._retains_grad)
+
+__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
+           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node"]

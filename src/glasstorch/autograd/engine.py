@@ -1,0 +1,184 @@
+"""The backward engine: dependency counting and a ready queue ordered as PyTorch's.
+
+Nodes run when every gradient they wait for has arrived; among ready nodes the one with
+the highest sequence number (the most recently recorded) runs first, and AccumulateGrad
+(the highest of all) as soon as it is ready. Without retain_graph each node frees its saved
+tensors once it has run.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+
+from ..core.tensor import Tensor
+from . import grad_mode
+from .graph import AccumulateGrad
+
+
+def _add(a, b):
+    return b if a is None else (a if b is None else a + b)
+
+
+def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
+    """Add `grad` into var.grad, which keeps the variable's layout and is never aliased."""
+    for hook in (var._hooks or ()):
+        new = hook(grad)
+        if new is not None:
+            grad = new
+    with grad_mode.enable_grad() if create_graph else grad_mode.no_grad():
+        if var._grad is None:
+            if create_graph:
+                var._grad = grad if grad._shape == var._shape else grad.expand(var._shape)
+            else:
+                from ..ops.factories import empty_like
+                var._grad = empty_like(var).copy_(grad.detach())
+        elif create_graph or var._grad._requires_grad:
+            var._grad = var._grad + grad
+        else:
+            var._grad.add_(grad.detach())
+    for hook in (var._post_acc_hooks or ()):
+        hook(var)
+
+
+def _needed(roots, targets: set) -> set:
+    """Nodes that lie on a path from the roots to a target node."""
+    memo: dict = {}
+
+    def visit(node):
+        if node in memo:
+            return memo[node]
+        memo[node] = False
+        hit = node in targets
+        for nxt, _ in node.next_functions:
+            if nxt is not None and visit(nxt):
+                hit = True
+        memo[node] = hit
+        return hit
+
+    import sys
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 100000))
+    try:
+        for r in roots:
+            visit(r)
+    finally:
+        sys.setrecursionlimit(limit)
+    return {n for n, hit in memo.items() if hit}
+
+
+def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
+                 capture=None, accumulate: bool = True):
+    """Propagate root_grads from the (node, input_nr) edges in `roots` through the graph.
+
+    capture: optional list of (node, input_nr) whose incoming gradient is returned instead
+    of (or, with accumulate, as well as) being accumulated; only nodes on a path to them run.
+    """
+    targets = {n for n, _ in capture} if capture else None
+    keep = _needed([n for n, _ in roots], targets) if targets is not None else None
+
+    deps: dict = {}
+    seen = set()
+    stack = [n for n, _ in roots if n is not None]
+    for n in stack:
+        seen.add(n)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None or (keep is not None and nxt not in keep):
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+
+    buffers: dict = {}
+    captured: dict = {}
+    order = itertools.count()
+    ready: list = []
+    for (node, nr), g in zip(roots, root_grads):
+        if node is None:
+            continue
+        buf = buffers.setdefault(node, {})
+        buf[nr] = _add(buf.get(nr), g)
+    for node in buffers:
+        if deps.get(node, 0) == 0:
+            heapq.heappush(ready, (-node._sequence_nr, next(order), node))
+
+    mode = grad_mode.enable_grad() if create_graph else grad_mode.no_grad()
+    with mode:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            buf = buffers.pop(node, {})
+            if targets is not None and node in targets:
+                for cn, cnr in capture:
+                    if cn is node:
+                        captured[(cn, cnr)] = buf.get(cnr)
+                if isinstance(node, AccumulateGrad) or not accumulate:
+                    _release_children(node, deps, buffers, ready, order, keep)
+                    continue
+            if isinstance(node, AccumulateGrad):
+                if accumulate and buf.get(0) is not None:
+                    _accumulate(node.variable, buf[0], create_graph)
+                continue
+            grads = _grads_in(node, buf)
+            outs = _run_node(node, grads) if any(g is not None for g in grads) else ()
+            if not retain_graph:
+                node.release()
+            for (nxt, nr), g in itertools.zip_longest(node.next_functions, outs):
+                if nxt is None or (keep is not None and nxt not in keep):
+                    continue
+                if g is not None:
+                    nb = buffers.setdefault(nxt, {})
+                    nb[nr] = _add(nb.get(nr), g)
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    heapq.heappush(ready, (-nxt._sequence_nr, next(order), nxt))
+    return captured
+
+
+def _release_children(node, deps, buffers, ready, order, keep):
+    for nxt, _ in node.next_functions:
+        if nxt is None or (keep is not None and nxt not in keep):
+            continue
+        deps[nxt] -= 1
+        if deps[nxt] == 0:
+            heapq.heappush(ready, (-nxt._sequence_nr, next(order), nxt))
+
+
+def _grads_in(node, buf: dict) -> tuple:
+    n = max(buf, default=-1) + 1
+    grads = [buf.get(i) for i in range(n)]
+    for nr, hooks in node._tensor_pre_hooks.items():
+        if nr < n and grads[nr] is not None:
+            for hook in hooks:
+                new = hook(grads[nr])
+                if new is not None:
+                    if new._shape != grads[nr]._shape:
+                        raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has "
+                                           "changed the size of value")
+                    grads[nr] = new
+    for nr, hook in node._retain_grad_hooks.items():
+        if nr < n and grads[nr] is not None:
+            hook(grads[nr])
+    for hook in node._pre_hooks:
+        new = hook(tuple(grads))
+        if new is not None:
+            grads = list(new)
+    return tuple(grads)
+
+
+def _run_node(node, grads: tuple) -> tuple:
+    outs = node.apply(grads)
+    metas = getattr(node, "_input_meta", None)
+    if metas is not None:
+        fixed = []
+        for g, meta in zip(outs, metas):
+            if g is not None and meta is not None and g.dtype is not meta[1]:
+                g = g.to(meta[1])
+            fixed.append(g)
+        outs = tuple(fixed)
+    for hook in node._hooks:
+        new = hook(outs, grads)
+        if new is not None:
+            outs = tuple(new)
+    return outs

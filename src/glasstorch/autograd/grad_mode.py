@@ -1,0 +1,123 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode (all thread-local).
+
+Each is a context manager and a decorator, as in PyTorch. Grad mode is read by the
+Autograd kernel; it does not change the dispatch key sets (PyTorch's no_grad doesn't either).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+
+
+class _GradState(threading.local):
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+
+
+state = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    return state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return state.inference
+
+
+class _DecoratorContextManager:
+    """A context manager that can also decorate functions (and generator functions)."""
+
+    def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def generator(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                with self.clone():
+                    value = next(gen)
+                while True:
+                    try:
+                        with self.clone():
+                            sent = yield value
+                            value = gen.send(sent)
+                    except StopIteration as stop:
+                        return stop.value
+            return generator
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    """Ops inside record no graph: outputs have requires_grad=False and no grad_fn."""
+
+    def __enter__(self):
+        self._prev = state.enabled
+        state.enabled = False
+
+    def __exit__(self, *exc):
+        state.enabled = self._prev
+
+
+class enable_grad(_DecoratorContextManager):
+    """Turn recording back on inside no_grad."""
+
+    def __enter__(self):
+        self._prev = state.enabled
+        state.enabled = True
+
+    def __exit__(self, *exc):
+        state.enabled = self._prev
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """set_grad_enabled(False) switches recording off now; as a context manager, for a block."""
+
+    def __init__(self, mode: bool):
+        self._prev = state.enabled
+        self.mode = bool(mode)
+        state.enabled = self.mode
+
+    def __enter__(self):
+        state.enabled = self.mode
+
+    def __exit__(self, *exc):
+        state.enabled = self._prev
+
+    def clone(self):
+        return set_grad_enabled(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Stronger than no_grad: tensors made inside are inference tensors (no version counter,
+    never usable in recorded computations)."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        from ..dispatch.keys import AUTOGRAD_MASK, DispatchKey, exclude_keys
+        self._prev = (state.enabled, state.inference)
+        if self.mode:
+            state.enabled, state.inference = False, True
+            self._keys = exclude_keys(AUTOGRAD_MASK | (1 << DispatchKey.ADInplaceOrView))
+            self._keys.__enter__()
+        else:
+            self._keys = None
+            state.inference = False
+
+    def __exit__(self, *exc):
+        if self._keys is not None:
+            self._keys.__exit__(*exc)
+        state.enabled, state.inference = self._prev
+
+    def clone(self):
+        return inference_mode(self.mode)

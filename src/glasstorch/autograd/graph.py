@@ -1,0 +1,188 @@
+"""The recorded graph: Nodes (one per differentiable op call), edges, saved tensors.
+
+A Node's `next_functions` are `(node, input_nr)` pairs, one per differentiable input, with
+`(None, 0)` for inputs that need no gradient; leaves are reached through their
+`AccumulateGrad` node. Nodes are numbered by a thread-local sequence counter so the engine
+can run later-recorded nodes first, as PyTorch's does.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+
+from ..core.tensor import Tensor
+
+_SAVED_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+ACCUMULATE_GRAD_SEQUENCE_NR = 2 ** 64 - 1
+
+
+class _Sequence(threading.local):
+    def __init__(self):
+        self.counter = itertools.count()
+
+
+_sequence = _Sequence()
+
+
+class SavedTensor:
+    """A tensor kept for backward, with the version it had when saved."""
+
+    __slots__ = ("tensor", "version", "producer")
+
+    def __init__(self, tensor: Tensor, producer: str | None = None):
+        self.tensor = tensor
+        self.version = tensor._vc.version if tensor._vc is not None else 0
+        self.producer = producer
+
+    def unpack(self) -> Tensor:
+        t = self.tensor
+        if t._vc is not None and t._vc.version != self.version:
+            fn = t.grad_fn
+            made_by = (f"output {t._output_nr} of {fn.name().removesuffix('Backward0')}"
+                       if fn is not None else "a leaf")
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.type()} {list(t._shape)}], which is {made_by}, is "
+                f"at version {t._vc.version}; expected version {self.version} instead. Hint: "
+                "enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        return t
+
+
+class Node:
+    """A backward function of the graph: maps output gradients to input gradients."""
+
+    _saved_any = False
+
+    def __init__(self):
+        self._sequence_nr = next(_sequence.counter)
+        self.next_functions: tuple = ()
+        self._pre_hooks: list = []
+        self._hooks: list = []
+        self._tensor_pre_hooks: dict = {}   # output_nr -> [hook]
+        self._retain_grad_hooks: dict = {}  # output_nr -> hook, run after the others
+        self.metadata: dict = {}
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def _sequence(self) -> int:
+        return self._sequence_nr
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) after the node runs; may return new grad_inputs."""
+        from .hooks import RemovableHandle
+        return RemovableHandle(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) before the node runs; may return new grad_outputs."""
+        from .hooks import RemovableHandle
+        return RemovableHandle(self._pre_hooks, fn)
+
+    def apply(self, grads: tuple) -> tuple:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Free saved tensors (after a backward without retain_graph)."""
+
+    def __call__(self, *grads):
+        return self.apply(grads)
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: adds the incoming gradient into `variable.grad`."""
+
+    def __init__(self, variable: Tensor):
+        super().__init__()
+        self._sequence_nr = ACCUMULATE_GRAD_SEQUENCE_NR
+        self.variable = variable
+
+    def apply(self, grads: tuple) -> tuple:
+        return ()
+
+
+class FormulaNode(Node):
+    """A node whose backward is a derivative formula declared beside its op."""
+
+    def __init__(self, formula, saved: dict, input_meta: list):
+        super().__init__()
+        self._formula = formula
+        self._saved = saved            # name -> SavedTensor | value
+        self._input_meta = input_meta  # (shape, dtype) per differentiable input, or None
+        self._released = False
+
+    def apply(self, grads: tuple) -> tuple:
+        if self._released:
+            raise RuntimeError(_SAVED_FREED)
+        values = {k: (v.unpack() if isinstance(v, SavedTensor) else v)
+                  for k, v in self._saved.items()}
+        out = self._formula(grads[0] if len(grads) == 1 else grads, **values)
+        if not isinstance(out, tuple):
+            out = (out,)
+        result = []
+        for g, meta in zip(out, self._input_meta):
+            if g is not None and meta is not None and g._shape != meta[0]:
+                g = sum_to_shape(g, meta[0])
+            result.append(g)
+        return tuple(result)
+
+    def release(self) -> None:
+        if self._saved and any(isinstance(v, SavedTensor) for v in self._saved.values()):
+            self._released = True
+            self._saved = {}
+
+    def __getattr__(self, name):
+        # grad_fn._saved_self, _saved_other, ... as in PyTorch
+        if name.startswith("_saved_"):
+            saved = self.__dict__.get("_saved", {})
+            key = name[len("_saved_"):]
+            if self.__dict__.get("_released"):
+                raise RuntimeError(_SAVED_FREED)
+            if key in saved:
+                v = saved[key]
+                return v.unpack() if isinstance(v, SavedTensor) else v
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+_node_classes: dict = {}
+
+
+def node_class(name: str) -> type:
+    """The FormulaNode subclass called `name` (`MulBackward0`), made once."""
+    cls = _node_classes.get(name)
+    if cls is None:
+        cls = _node_classes[name] = type(name, (FormulaNode,), {"__module__": "torch.autograd"})
+    return cls
+
+
+def sum_to_shape(grad: Tensor, shape: tuple) -> Tensor:
+    """Reduce a broadcast gradient back to an input's shape."""
+    lead = grad.dim() - len(shape)
+    dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
+                                      if s == 1 and grad._shape[i + lead] != 1)
+    if dims:
+        grad = grad.sum(dims, keepdim=True)
+    return grad.view(shape) if grad._shape != tuple(shape) else grad
+
+
+def gradient_edge(t: Tensor):
+    """The (node, input_nr) through which gradient reaches `t`."""
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if t._requires_grad:
+        acc = t.__dict__.get("_accumulator")
+        if acc is None or acc() is None:
+            import weakref
+            node = AccumulateGrad(t)
+            t.__dict__["_accumulator"] = weakref.ref(node)
+            return (node, 0)
+        return (acc(), 0)
+    return (None, 0)

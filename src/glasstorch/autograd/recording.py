@@ -1,0 +1,202 @@
+"""The Autograd dispatch key: record a graph Node for calls whose inputs require grad.
+
+Registered as the fallback for the Autograd keys of every operator. When grad mode is off
+or no input requires grad it only passes the call down. Otherwise it runs the op below
+itself, then gives the outputs a `grad_fn`: a Node built from the derivative formula
+declared for the op (see `derivative`), whose `next_functions` are the inputs' edges.
+"""
+from __future__ import annotations
+
+import inspect
+import weakref
+
+from ..core.tensor import Tensor
+from ..dispatch.dispatcher import register_fallback
+from ..dispatch.keys import DispatchKey
+from ..ops.registry import _check_inplace
+from . import grad_mode
+from .graph import FormulaNode, Node, SavedTensor, gradient_edge, node_class
+
+_state = grad_mode.state
+
+
+class Derivative:
+    """A derivative formula: `formula(grad, **saved)` returns one gradient per Tensor input
+    of the schema (None where there is none). The names it takes after `grad` are the
+    schema arguments it needs, `result` (the output), or `<arg>_shape` (only the shape);
+    only those are saved. `node_name` is the grad_fn's name, or a function of the call's
+    arguments where PyTorch's name depends on the overload used (SumBackward0/1)."""
+
+    __slots__ = ("node_name", "formula", "saves")
+
+    def __init__(self, node_name: str, formula):
+        self.node_name = node_name
+        self.formula = formula
+        self.saves = tuple(inspect.signature(formula).parameters)[1:]
+
+
+def derivative(qualified_name: str, node_name: str):
+    """Decorator: declare the derivative of an operator (`"aten::mul.Tensor"`)."""
+    def register(formula):
+        from ..dispatch.dispatcher import find
+        find(qualified_name).info["derivative"] = Derivative(node_name, formula)
+        return formula
+    return register
+
+
+class NotImplementedNode(Node):
+    """The grad_fn of an op that has no derivative formula yet: backward through it fails."""
+
+    def __init__(self, op_name: str):
+        super().__init__()
+        self.op_name = op_name
+
+    def name(self):
+        return f"NotImplemented({self.op_name})"
+
+    def apply(self, grads):
+        raise RuntimeError(f"the derivative for '{self.op_name}' is not implemented")
+
+
+def _differentiable(t) -> bool:
+    return isinstance(t, Tensor) and t._requires_grad
+
+
+def _any_requires_grad(op, args) -> bool:
+    for i in op.tensor_positions:
+        a = args[i]
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            if a._requires_grad:
+                return True
+        elif isinstance(a, (list, tuple)):
+            if any(_differentiable(t) for t in a):
+                return True
+    return False
+
+
+def autograd_kernel(op, ks, *args):
+    """The Autograd key's kernel for every operator."""
+    if not _state.enabled or not _any_requires_grad(op, args):
+        return op.redispatch(ks, *args)
+    info = op.info
+    if "mutated" in info and info["mutated"] and info["mutated"][0] == len(op.schema.arguments) \
+            - 1 and op.schema.arguments[-1].name.startswith("out"):
+        raise RuntimeError(f"{op.schema.name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    decl = info.get("decl")
+    if decl is not None and decl.inplace is op:
+        return _record_inplace(decl, args)
+    if info.get("mutated"):
+        _check_inplace_target(args[0])
+        raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
+                           "requires grad is not supported for this operator yet")
+    return _record(op, ks, args)
+
+
+def _inputs(op, args):
+    """The schema's Tensor inputs in order (lists flattened), Python numbers as None."""
+    out = []
+    for i in op.tensor_positions:
+        a = args[i]
+        if isinstance(a, (list, tuple)):
+            out.extend(a)
+        else:
+            out.append(a if isinstance(a, Tensor) else None)
+    return out
+
+
+def _record(op, ks, args):
+    result = op.redispatch(ks, *args)
+    outputs = result if isinstance(result, (tuple, list)) else (result,)
+    d = op.info.get("derivative")
+    inputs = _inputs(op, args)
+    if d is None:
+        node = NotImplementedNode(op.name)
+    else:
+        names = [a.name for a in op.schema.arguments]
+        saved = {}
+        for name in d.saves:
+            if name == "result":
+                saved[name] = _SavedOutput(result if not isinstance(result, (tuple, list))
+                                           else result[0])
+            elif name.endswith("_shape") and name[:-6] in names:
+                saved[name] = args[names.index(name[:-6])]._shape   # metadata only
+            else:
+                value = args[names.index(name)]
+                saved[name] = SavedTensor(value) if isinstance(value, Tensor) else value
+        meta = [(t._shape, t.dtype) if isinstance(t, Tensor) else None for t in inputs]
+        name = d.node_name if isinstance(d.node_name, str) else d.node_name(*args)
+        node = node_class(name)(d.formula, saved, meta)
+    node.next_functions = tuple(gradient_edge(t) if _differentiable(t) else (None, 0)
+                                for t in inputs)
+    for nr, out in enumerate(outputs):
+        if isinstance(out, Tensor) and out.dtype.category >= 2:
+            out.grad_fn = node
+            out._output_nr = nr
+            out._set_requires_grad(True)
+    if d is not None:
+        for v in node._saved.values():
+            if v.__class__ is _SavedOutput:
+                v.bind(node)
+    return result
+
+
+class _SavedOutput(SavedTensor):
+    """An op's own output saved for its backward, without a reference cycle: it keeps a
+    grad_fn-less alias and a weak reference to the node, and reattaches it on unpack."""
+
+    __slots__ = ("node", "output_nr")
+
+    def __init__(self, out: Tensor):
+        alias = Tensor._make(out._storage, out._offset, out._shape, out._stride, out.dtype,
+                             out._vc)
+        super().__init__(alias)
+        self.node = None
+        self.output_nr = 0
+
+    def bind(self, node):
+        self.node = weakref.ref(node)
+
+    def unpack(self) -> Tensor:
+        t = super().unpack()
+        node = self.node() if self.node is not None else None
+        if node is not None and _state.enabled:
+            t = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc)
+            t.grad_fn, t._output_nr = node, self.output_nr
+            t._set_requires_grad(True)
+        return t
+
+
+def _check_inplace_target(self: Tensor):
+    if self.grad_fn is None and self._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    base = self._base
+    if base is not None and base.grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    if base is not None and base._requires_grad:
+        raise RuntimeError("in-place operations on views of tensors that require grad are not "
+                           "supported yet (PyTorch rebases the base's history with CopySlices)")
+
+
+def _record_inplace(decl, args):
+    """self.op_(...) while recording: compute op(self, ...) with a graph, store it into self,
+    and give self the new history (the node names are the functional op's, as PyTorch's)."""
+    self = args[0]
+    _check_inplace_target(self)
+    _check_inplace(decl, self, decl.meta(*args), args[1:])   # shape and cast rules first
+    source = self.clone() if self._requires_grad else self
+    result = decl.functional(source, *args[1:])
+    with grad_mode.no_grad():
+        self.copy_(result)
+    if result.grad_fn is not None:
+        self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
+        self._set_requires_grad(True)
+    return self
+
+
+for _key in (DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA, DispatchKey.AutogradMeta):
+    register_fallback(_key, autograd_kernel)
+
+__all__ = ["derivative", "FormulaNode"]
