@@ -23,9 +23,7 @@ def _as_tuple(x):
 def _root_grads(tensors, grad_tensors):
     grads = list(_as_tuple(grad_tensors)) or [None] * len(tensors)
     if len(grads) != len(tensors):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
-                           if not grads else
-                           f"got {len(grads)} gradients for {len(tensors)} tensors")
+        raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
     out = []
     for i, (t, g) in enumerate(zip(tensors, grads)):
         if not t._requires_grad:
