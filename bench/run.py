@@ -38,10 +38,22 @@ def _add_inplace(lib, n):
     return "a.add_(b)", {"lib": lib, "a": a, "b": b}
 
 
+def _forward_backward(lib, n):
+    x = lib.ones(n, dtype=lib.float32, requires_grad=True)
+
+    def step():
+        x.grad = None
+        y = (x * 2 + 1).sum()
+        y.backward()
+        return x.grad
+    return "step()", {"step": step}
+
+
 CASES = [
     ("add, 16 float32", lambda lib: _add(lib, 16)),
     ("add, 1000x1000 float32", lambda lib: _add(lib, (1000, 1000))),
     ("add_ (in-place), 16 float32", lambda lib: _add_inplace(lib, 16)),
+    ("(x*2+1).sum().backward(), 16 float32", lambda lib: _forward_backward(lib, 16)),
 ]
 
 
