@@ -8,8 +8,10 @@ from __future__ import annotations
 from ..core.tensor import Tensor
 from . import recording  # noqa: F401  (registers the Autograd kernel)
 from .engine import run_backward
+from .function import Function, FunctionCtx
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import Node, gradient_edge
 from .hooks import RemovableHandle
 
@@ -148,4 +150,5 @@ Tensor.retain_grad = _retain_grad
 Tensor.retains_grad = property(lambda self: self._retains_grad)
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node"]
+           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node",
+           "gradcheck", "gradgradcheck", "GradcheckError", "Function", "FunctionCtx"]

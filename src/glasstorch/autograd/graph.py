@@ -43,7 +43,8 @@ class SavedTensor:
         t = self.tensor
         if t._vc is not None and t._vc.version != self.version:
             fn = t.grad_fn
-            made_by = (f"output {t._output_nr} of {fn.name().removesuffix('Backward0')}"
+            op = fn.name().removesuffix("Backward0").removesuffix("Backward") if fn else ""
+            made_by = (f"output {t._output_nr} of {op}"
                        if fn is not None else "a leaf")
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
