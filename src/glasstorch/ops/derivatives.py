@@ -237,3 +237,4 @@ def _slice(grad, self_shape, dim, start, end, step):
 @derivative("aten::narrow", "NarrowBackward0")
 def _narrow(grad, self_shape, dim, start, length):
     return _slice(grad, self_shape, dim, start, start + length, 1)
+from . import derivatives_math  # noqa: F401
