@@ -10,7 +10,7 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
-def test_snippets_run(path):
+def test_snippets_run(path, quiet_gc):
     text = path.read_text()
     namespace: dict = {}
     for match in re.finditer(r"```python\n(.*?)```", text, re.S):

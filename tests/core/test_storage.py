@@ -17,7 +17,7 @@ def test_storage_element_access_sees_tensor_bytes():
     assert [t.untyped_storage()[i] for i in range(4)] == [1, 0, 0, 0]
 
 
-def test_resize_keeps_prefix_and_is_counted():
+def test_resize_keeps_prefix_and_is_counted(quiet_gc):
     before = gt.memory.memory_allocated("cpu")
     s = gt.UntypedStorage(4)
     s[1] = 5

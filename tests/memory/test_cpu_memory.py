@@ -1,11 +1,9 @@
 """memory_allocated('cpu') is exact: every CPU storage comes from the CPU allocator."""
-import gc
 
 import glasstorch as gt
 
 
-def test_allocation_and_free_are_counted_exactly():
-    gc.collect()
+def test_allocation_and_free_are_counted_exactly(quiet_gc):
     base = gt.memory.memory_allocated("cpu")
     t = gt.empty(1000)
     assert gt.memory.memory_allocated("cpu") - base == 4000
@@ -17,8 +15,7 @@ def test_allocation_and_free_are_counted_exactly():
     assert gt.memory.memory_allocated("cpu") == base
 
 
-def test_views_do_not_allocate_and_keep_the_storage_alive():
-    gc.collect()
+def test_views_do_not_allocate_and_keep_the_storage_alive(quiet_gc):
     base = gt.memory.memory_allocated("cpu")
     t = gt.zeros(100)
     v = t.view(10, 10).transpose(0, 1)
@@ -29,8 +26,7 @@ def test_views_do_not_allocate_and_keep_the_storage_alive():
     assert gt.memory.memory_allocated("cpu") == base
 
 
-def test_op_outputs_are_counted_and_peak_tracks_the_maximum():
-    gc.collect()
+def test_op_outputs_are_counted_and_peak_tracks_the_maximum(quiet_gc):
     gt.memory.reset_peak_memory_stats("cpu")
     base = gt.memory.memory_allocated("cpu")
     a = gt.ones(256)
@@ -43,9 +39,8 @@ def test_op_outputs_are_counted_and_peak_tracks_the_maximum():
     assert stats["allocated_bytes.all.peak"] == gt.memory.max_memory_allocated("cpu")
 
 
-def test_from_numpy_memory_is_not_ours_to_count():
+def test_from_numpy_memory_is_not_ours_to_count(quiet_gc):
     import numpy as np
-    gc.collect()
     base = gt.memory.memory_allocated("cpu")
     t = gt.from_numpy(np.zeros(1000))
     assert gt.memory.memory_allocated("cpu") == base
