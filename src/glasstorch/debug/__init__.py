@@ -13,6 +13,7 @@ from collections import namedtuple
 from ..dispatch import keys as _keys
 from ..dispatch.keys import DispatchKey, DispatchKeySet
 from ..dispatch.trace import DispatchTrace, TraceEvent, dispatch_table, dispatch_trace
+from .graph import graph_dot, graph_text
 
 LocalKeySet = namedtuple("LocalKeySet", "included excluded")
 LocalKeySet.__doc__ = "This thread's include and exclude key sets (PyTorch's TLS key sets)."
@@ -32,4 +33,5 @@ def local_keyset() -> LocalKeySet:
 
 
 __all__ = ["DispatchKey", "DispatchKeySet", "DispatchTrace", "LocalKeySet", "TraceEvent",
-           "dispatch_keys", "dispatch_table", "dispatch_trace", "local_keyset"]
+           "dispatch_keys", "dispatch_table", "dispatch_trace", "graph_dot", "graph_text",
+           "local_keyset"]
