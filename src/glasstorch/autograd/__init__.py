@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..core.tensor import Tensor
 from . import recording  # noqa: F401  (registers the Autograd kernel)
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .engine import run_backward
 from .function import Function, FunctionCtx
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
@@ -150,5 +151,5 @@ Tensor.retain_grad = _retain_grad
 Tensor.retains_grad = property(lambda self: self._retains_grad)
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node",
+           "detect_anomaly", "set_detect_anomaly", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node",
            "gradcheck", "gradgradcheck", "GradcheckError", "Function", "FunctionCtx"]

@@ -12,6 +12,7 @@ import itertools
 
 from ..core.tensor import Tensor
 from . import grad_mode
+from .anomaly_mode import check_nan, report_failure, state as _anomaly
 from .graph import AccumulateGrad
 
 
@@ -168,7 +169,16 @@ def _grads_in(node, buf: dict) -> tuple:
 
 
 def _run_node(node, grads: tuple) -> tuple:
-    outs = node.apply(grads)
+    if _anomaly.enabled:
+        try:
+            outs = node.apply(grads)
+        except Exception:
+            report_failure(node)
+            raise
+        if _anomaly.check_nan:
+            check_nan(node, outs)
+    else:
+        outs = node.apply(grads)
     metas = getattr(node, "_input_meta", None)
     if metas is not None:
         fixed = []

@@ -29,6 +29,16 @@ class _Sequence(threading.local):
 _sequence = _Sequence()
 
 
+def _version_hint() -> str:
+    from .anomaly_mode import state
+    if state.enabled:
+        return ("Hint: the backtrace further above shows the operation that failed to compute "
+                "its gradient. The variable in question was changed in there or anywhere "
+                "later. Good luck!")
+    return ("Hint: enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
 class SavedTensor:
     """A tensor kept for backward, with the version it had when saved."""
 
@@ -49,9 +59,8 @@ class SavedTensor:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{t.type()} {list(t._shape)}], which is {made_by}, is "
-                f"at version {t._vc.version}; expected version {self.version} instead. Hint: "
-                "enable anomaly detection to find the operation that failed to compute its "
-                "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+                f"at version {t._vc.version}; expected version {self.version} instead. "
+                + _version_hint())
         return t
 
 

@@ -15,6 +15,7 @@ from ..dispatch.dispatcher import register_fallback
 from ..dispatch.keys import DispatchKey
 from ..ops.registry import _check_inplace
 from . import grad_mode
+from .anomaly_mode import record_forward_stack, state as _anomaly
 from .graph import FormulaNode, Node, SavedTensor, gradient_edge, node_class
 
 _state = grad_mode.state
@@ -129,6 +130,8 @@ def _record(op, ks, args):
         node = node_class(name)(d.formula, saved, meta)
     node.next_functions = tuple(gradient_edge(t) if _differentiable(t) else (None, 0)
                                 for t in inputs)
+    if _anomaly.enabled:
+        record_forward_stack(node)
     for nr, out in enumerate(outputs):
         if isinstance(out, Tensor) and out.dtype.category >= 2:
             out.grad_fn = node
