@@ -153,3 +153,5 @@ Tensor.retains_grad = property(lambda self: self._retains_grad)
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "detect_anomaly", "set_detect_anomaly", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node",
            "gradcheck", "gradgradcheck", "GradcheckError", "Function", "FunctionCtx"]
+
+from . import functional  # noqa: E402  (built on grad, defined above)
