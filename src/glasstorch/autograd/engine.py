@@ -42,29 +42,23 @@ def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
 
 
 def _needed(roots, targets: set) -> set:
-    """Nodes that lie on a path from the roots to a target node."""
-    memo: dict = {}
-
-    def visit(node):
-        if node in memo:
-            return memo[node]
-        memo[node] = False
-        hit = node in targets
-        for nxt, _ in node.next_functions:
-            if nxt is not None and visit(nxt):
-                hit = True
-        memo[node] = hit
-        return hit
-
-    import sys
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 100000))
-    try:
-        for r in roots:
-            visit(r)
-    finally:
-        sys.setrecursionlimit(limit)
-    return {n for n, hit in memo.items() if hit}
+    """Nodes that lie on a path from the roots to a target node (iterative post-order, so
+    deep graphs need no recursion)."""
+    hit: dict = {}
+    stack = [(r, False) for r in roots if r is not None]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            hit[node] = node in targets or any(
+                hit.get(n, False) for n, _ in node.next_functions if n is not None)
+            continue
+        if node in hit:
+            continue
+        hit[node] = False          # visiting: a revisit before completion sees False
+        stack.append((node, True))
+        stack.extend((n, False) for n, _ in node.next_functions
+                     if n is not None and n not in hit)
+    return {n for n, h in hit.items() if h}
 
 
 def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
