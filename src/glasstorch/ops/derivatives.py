@@ -238,3 +238,5 @@ def _slice(grad, self_shape, dim, start, end, step):
 def _narrow(grad, self_shape, dim, start, length):
     return _slice(grad, self_shape, dim, start, start + length, 1)
 from . import derivatives_math  # noqa: F401
+from . import derivatives_shape  # noqa: F401,E402
+from . import derivatives_linalg  # noqa: F401,E402
