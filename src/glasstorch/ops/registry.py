@@ -192,18 +192,21 @@ def resize_output(out: Tensor, shape) -> None:
     out.resize_(shape)
 
 
-def _out_kernel(decl, impl):
-    meta = decl.meta
+def _checked_out(decl, inputs, out):
+    """Describe the result, run the op's out= checks, and resize `out` to fit it."""
+    if decl.out_meta is not None and isinstance(out, Tensor):
+        spec = decl.out_meta(out, *inputs)
+    else:
+        spec = decl.meta(*inputs)
+    if decl.check_out is not None and isinstance(out, Tensor):
+        decl.check_out(spec, out, *inputs)
+    _prepare_out(decl, spec, out)
 
+
+def _out_kernel(decl, impl):
     def kernel(*args):
         *inputs, out = args
-        if decl.out_meta is not None and isinstance(out, Tensor):
-            spec = decl.out_meta(out, *inputs)
-        else:
-            spec = meta(*inputs)
-        if decl.check_out is not None and isinstance(out, Tensor):
-            decl.check_out(spec, out, *inputs)
-        _prepare_out(decl, spec, out)
+        _checked_out(decl, inputs, out)
         impl(out if not isinstance(out, list) else tuple(out), *inputs)
         return out
     kernel.__qualname__ = f"{impl.__qualname__} (out)"
@@ -212,17 +215,9 @@ def _out_kernel(decl, impl):
 
 
 def _meta_out_kernel(decl):
-    meta = decl.meta
-
     def kernel(*args):
         *inputs, out = args
-        if decl.out_meta is not None and isinstance(out, Tensor):
-            spec = decl.out_meta(out, *inputs)
-        else:
-            spec = meta(*inputs)
-        if decl.check_out is not None and isinstance(out, Tensor):
-            decl.check_out(spec, out, *inputs)
-        _prepare_out(decl, spec, out)
+        _checked_out(decl, inputs, out)
         return out
     return kernel
 
