@@ -245,3 +245,30 @@ def test_graph_is_freed_when_outputs_are_dropped():
         assert node() is None and saved() is None
     finally:
         gc.enable()
+
+
+def test_inference_tensors_like_torch():
+    T = oracle_torch()
+    for lib in (gt, T):
+        with lib.inference_mode():
+            t = lib.ones(2) * 2
+        assert t.is_inference() and not lib.ones(2).is_inference()
+        with pytest.raises(RuntimeError, match="Inference tensors do not track version counter"):
+            t._version
+        with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside "
+                                               "InferenceMode is not allowed"):
+            t.add_(1)
+        x = lib.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            x * t
+        assert (x + t).requires_grad            # add saves nothing, so it is allowed
+        assert t.clone().is_inference() is False
+        before = t.tolist()     # (PyTorch writes before refusing the add_ above; we don't)
+        with lib.inference_mode():
+            t.add_(1)                           # in place inside inference mode is fine
+        assert t.tolist() == [b + 1 for b in before]
+    with gt.inference_mode():
+        t = gt.ones(2) * 2
+    with pytest.raises(RuntimeError):
+        t.add_(1)
+    assert t.tolist() == [2.0, 2.0]             # a refused update changes nothing

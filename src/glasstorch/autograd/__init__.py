@@ -151,7 +151,8 @@ Tensor.retain_grad = _retain_grad
 Tensor.retains_grad = property(lambda self: self._retains_grad)
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-           "detect_anomaly", "set_detect_anomaly", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "Node",
+           "detect_anomaly", "set_detect_anomaly", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled", "Node",
            "gradcheck", "gradgradcheck", "GradcheckError", "Function", "FunctionCtx"]
 
 from . import functional  # noqa: E402  (built on grad, defined above)

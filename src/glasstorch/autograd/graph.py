@@ -45,6 +45,12 @@ class SavedTensor:
     __slots__ = ("tensor", "version", "producer")
 
     def __init__(self, tensor: Tensor, producer: str | None = None):
+        if tensor._inference:
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. Please do not use Tensors "
+                "created in inference mode in computation tracked by autograd. To work around "
+                "this, you can make a clone to get a normal tensor and use it in autograd, or "
+                "use `torch.no_grad()` instead of `torch.inference_mode()`.")
         self.tensor = tensor
         self.version = tensor._vc.version if tensor._vc is not None else 0
         self.producer = producer

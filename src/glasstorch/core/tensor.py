@@ -11,7 +11,7 @@ from math import prod
 
 import numpy as np
 
-from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS, DispatchKey, local_keys
 from . import dtype as dt
 from .device import CPU
 from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last, is_contiguous,
@@ -19,6 +19,8 @@ from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last,
 from .storage import UntypedStorage
 
 
+# inference_mode excludes ADInplaceOrView for its thread: tensors made then are inference tensors
+_INFERENCE_MODE_MARK = 1 << DispatchKey.ADInplaceOrView
 _BYTE_STRIDES: dict = {}   # (element strides, itemsize) -> byte strides, for _array()
 
 
@@ -96,7 +98,13 @@ class Tensor:
         self.dtype = dtype
         self._keyset = TENSOR_KEYSETS[storage.device.type]
         self._np = None
-        self._vc = VersionCounter() if vc is None else vc
+        if vc is not None:
+            self._vc = vc
+        elif local_keys.excluded & _INFERENCE_MODE_MARK:
+            self._vc = None                 # made inside inference_mode: an inference tensor
+            self._inference = True
+        else:
+            self._vc = VersionCounter()
         self._base = None
         self._requires_grad = False
         self.grad_fn = None

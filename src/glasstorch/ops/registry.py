@@ -222,14 +222,24 @@ def _meta_out_kernel(decl):
     return kernel
 
 
-def _bump_versions_kernel(op, ks, *args):
-    """ADInplaceOrView for mutating ops: run below, then bump the mutated tensors' versions."""
-    result = op.redispatch(ks, *args)
+def _mutated(op, args):
     for i in op.info["mutated"]:
         arg = args[i]
-        for t in (arg if isinstance(arg, (tuple, list)) else (arg,)):
-            if t._vc is not None:
-                t._vc.version += 1
+        yield from (arg if isinstance(arg, (tuple, list)) else (arg,))
+
+
+def _bump_versions_kernel(op, ks, *args):
+    """ADInplaceOrView for mutating ops: run below, then bump the mutated tensors' versions
+    (this key is skipped inside inference_mode, so an inference tensor here is an error)."""
+    for t in _mutated(op, args):
+        if t._inference:
+            raise RuntimeError(
+                "Inplace update to inference tensor outside InferenceMode is not allowed.You "
+                "can make a clone to get a normal tensor before doing inplace update.See "
+                "https://github.com/pytorch/rfcs/pull/17 for more details.")
+    result = op.redispatch(ks, *args)
+    for t in _mutated(op, args):
+        t._vc.version += 1
     return result
 
 
