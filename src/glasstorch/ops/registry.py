@@ -222,23 +222,30 @@ def _meta_out_kernel(decl):
     return kernel
 
 
-def _mutated(op, args):
+def _mutated(op, args) -> list:
+    """The tensors a mutating op writes (its `out` may be a list of tensors)."""
+    out = []
     for i in op.info["mutated"]:
         arg = args[i]
-        yield from (arg if isinstance(arg, (tuple, list)) else (arg,))
+        if isinstance(arg, (tuple, list)):
+            out.extend(arg)
+        else:
+            out.append(arg)
+    return out
 
 
 def _bump_versions_kernel(op, ks, *args):
     """ADInplaceOrView for mutating ops: run below, then bump the mutated tensors' versions
     (this key is skipped inside inference_mode, so an inference tensor here is an error)."""
-    for t in _mutated(op, args):
+    written = _mutated(op, args)
+    for t in written:
         if t._inference:
             raise RuntimeError(
                 "Inplace update to inference tensor outside InferenceMode is not allowed.You "
                 "can make a clone to get a normal tensor before doing inplace update.See "
                 "https://github.com/pytorch/rfcs/pull/17 for more details.")
     result = op.redispatch(ks, *args)
-    for t in _mutated(op, args):
+    for t in written:
         t._vc.version += 1
     return result
 
