@@ -5,6 +5,8 @@ Autograd dispatch key); `backward`/`grad` walk those nodes (autograd/engine.py).
 """
 from __future__ import annotations
 
+import weakref
+
 from ..core.tensor import Tensor
 from . import recording  # noqa: F401  (registers the Autograd kernel)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
@@ -133,7 +135,6 @@ def _retain_grad(self):
     """Keep this non-leaf's gradient in .grad after backward (a no-op on leaves)."""
     if self.grad_fn is None or self._retains_grad:
         return
-    import weakref
     ref = weakref.ref(self)
 
     def keep(g):

@@ -52,7 +52,6 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v): the Jacobian-vector product at `inputs`."""
     from ..ops.factories import ones_like, zeros_like
-    single = isinstance(inputs, Tensor)
     xs = _prepare(inputs, create_graph)
     vs = _tuple(v) if v is not None else tuple(ones_like(x) for x in xs)
     with enable_grad():

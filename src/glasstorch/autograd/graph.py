@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 
 from ..core.tensor import Tensor
 
@@ -196,7 +197,6 @@ def gradient_edge(t: Tensor):
     if t._requires_grad:
         acc = t.__dict__.get("_accumulator")
         if acc is None or acc() is None:
-            import weakref
             node = AccumulateGrad(t)
             t.__dict__["_accumulator"] = weakref.ref(node)
             return (node, 0)
