@@ -86,11 +86,15 @@ def autograd_kernel(op, ks, *args):
                            "automatic differentiation, but one of the arguments requires grad.")
     decl = info.get("decl")
     if decl is not None and decl.inplace is op:
-        return _record_inplace(decl, args)
+        return _record_inplace(decl.functional, args,
+                               lambda: _check_inplace(decl, args[0], decl.meta(*args), args[1:]))
     if info.get("mutated"):
-        _check_inplace_target(args[0])
-        raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
-                           "requires grad is not supported for this operator yet")
+        functional = _FUNCTIONAL_OF.get(op.name)
+        if functional is None:
+            _check_inplace_target(args[0])
+            raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
+                               "requires grad is not supported for this operator yet")
+        return _record_inplace(functional, args)
     return _record(op, ks, args)
 
 
@@ -178,24 +182,101 @@ def _check_inplace_target(self: Tensor):
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
-    if base is not None and base._requires_grad:
-        raise RuntimeError("in-place operations on views of tensors that require grad are not "
-                           "supported yet (PyTorch rebases the base's history with CopySlices)")
 
 
-def _record_inplace(decl, args):
-    """self.op_(...) while recording: compute op(self, ...) with a graph, store it into self,
-    and give self the new history (the node names are the functional op's, as PyTorch's)."""
+def _functional_copy(self, src, non_blocking=False):
+    return src.to(self.dtype).expand(self._shape).clone()
+
+
+def _functional_fill(self, value):
+    if isinstance(value, Tensor):
+        return value.to(self.dtype).expand(self._shape).clone()
+    from ..ops.factories import full
+    return full(self._shape, value, dtype=self.dtype)
+
+
+# What a mutating kernel op computes, written out of place (the in-place forms of
+# structured ops use their functional op instead).
+_FUNCTIONAL_OF = {"aten::copy_": _functional_copy, "aten::fill_.Scalar": _functional_fill}
+
+
+def _record_inplace(functional, args, check=None):
+    """self.op_(...) while recording: compute op(self, ...) out of place with a graph, store
+    it into self, and give self (and, for a view, its base) the new history. Node names are
+    the functional op's, as PyTorch's."""
     self = args[0]
     _check_inplace_target(self)
-    _check_inplace(decl, self, decl.meta(*args), args[1:])   # shape and cast rules first
+    if check is not None:
+        check()                                          # shape and cast rules first
+    if self._base is not None:
+        return _record_inplace_on_view(functional, args)
     source = self.clone() if self._requires_grad else self
-    result = decl.functional(source, *args[1:])
+    result = functional(source, *args[1:])
     with grad_mode.no_grad():
         self.copy_(result)
     if result.grad_fn is not None:
         self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
         self._set_requires_grad(True)
+    return self
+
+
+class CopySlices(Node):
+    """The base's new history after an in-place op on one of its views: the gradient of the
+    view's region goes through the op's node; the rest of the base's gradient passes on."""
+
+    def __init__(self, base: Tensor, view: Tensor, fn, fn_self: int | None):
+        super().__init__()
+        self._base_geometry = (base._shape, base._stride, base._offset)
+        self._view_geometry = (view._shape, view._stride, view._offset - base._offset)
+        self._fn, self._fn_self = fn, fn_self
+
+    def name(self) -> str:
+        return "torch::autograd::CopySlices"     # PyTorch's name for this node
+
+    def apply(self, grads):
+        from ..ops.factories import empty_strided, zeros_like
+        (grad,) = grads[:1]
+        shape, stride, _ = self._base_geometry
+        vshape, vstride, voffset = self._view_geometry
+        with grad_mode.no_grad():
+            result = empty_strided(shape, stride, dtype=grad.dtype).copy_(grad)
+            region = result.as_strided(vshape, vstride, voffset)
+            if self._fn is None:
+                region.fill_(0)
+                return (result,)
+            fn_grads = self._fn.apply((region.clone(),))
+            g_self = fn_grads[self._fn_self] if self._fn_self is not None else None
+            region.copy_(zeros_like(region) if g_self is None else g_self)
+        return (result,) + tuple(g for i, g in enumerate(fn_grads) if i != self._fn_self)
+
+    def release(self):
+        if self._fn is not None:
+            self._fn.release()
+
+
+def _record_inplace_on_view(functional, args):
+    self, base = args[0], args[0]._base
+    snapshot = self.detach().clone().requires_grad_(self.dtype.category >= 2)
+    result = functional(snapshot, *args[1:])
+    base_edge = gradient_edge(base)
+    with grad_mode.no_grad():
+        self.copy_(result)
+    fn = result.grad_fn
+    fn_self = None
+    if fn is not None:
+        for i, (node, _) in enumerate(fn.next_functions):
+            if node is not None and getattr(node, "variable", None) is snapshot:
+                fn_self = i
+    node = CopySlices(base, self, fn, fn_self)
+    extra = () if fn is None else tuple(e for i, e in enumerate(fn.next_functions)
+                                         if i != fn_self)
+    node.next_functions = (base_edge,) + extra
+    base.grad_fn, base._output_nr = node, 0
+    base._set_requires_grad(True)
+    with grad_mode.enable_grad():             # the view now reads the new base
+        regenerated = base.as_strided(self._shape, self._stride, self._offset)
+    self.grad_fn, self._output_nr = regenerated.grad_fn, 0
+    self._set_requires_grad(True)
     return self
 
 
