@@ -56,7 +56,9 @@ def test_modifying_a_saved_output_through_a_view_is_caught():
     a = gt.tensor(W).requires_grad_()
     b = a.exp()                 # ExpBackward0 saves its output
     b[:, 0].fill_(7)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: "
+                                           r"\[torch.DoubleTensor \[2, 3\]\], which is "
+                                           r"output 0 of Exp, is at version 1"):
         b.sum().backward()
 
 

@@ -59,10 +59,9 @@ class SavedTensor:
     def unpack(self) -> Tensor:
         t = self.tensor
         if t._vc is not None and t._vc.version != self.version:
-            fn = t.grad_fn
-            op = fn.name().removesuffix("Backward0").removesuffix("Backward") if fn else ""
-            made_by = (f"output {t._output_nr} of {op}"
-                       if fn is not None else "a leaf")
+            name = t.grad_fn.name() if t.grad_fn is not None else self.producer
+            op = name.removesuffix("Backward0").removesuffix("Backward") if name else ""
+            made_by = f"output {t._output_nr} of {op}" if name else "a leaf"
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{t.type()} {list(t._shape)}], which is {made_by}, is "

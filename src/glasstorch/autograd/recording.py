@@ -163,6 +163,7 @@ class _SavedOutput(SavedTensor):
 
     def bind(self, node):
         self.node = weakref.ref(node)
+        self.producer = node.name()          # names the op in a version error
 
     def unpack(self) -> Tensor:
         t = super().unpack()
