@@ -510,3 +510,42 @@ def _nanmean(grad, self, dim, keepdim):
     nan = self.isnan()
     count = nan.logical_not().sum(_reduced_dims(self.shape, dim), keepdim=True)
     return (_drop(_unreduce(grad, self.shape, dim, keepdim) / count, nan),)
+
+
+def _two_grads(grad):
+    """(first, second) output gradients of a two-output op (either may be None)."""
+    if isinstance(grad, tuple):
+        return (grad + (None, None))[:2]
+    return grad, None
+
+
+@derivative("aten::var_mean.correction", "VarMeanBackward0")
+def _var_mean(grad, self, dim, correction, keepdim):
+    g_var, g_mean = _two_grads(grad)
+    out = 0
+    if g_var is not None:
+        out = _var(g_var, self, dim, correction, keepdim)[0]
+    if g_mean is not None:
+        out = out + _unreduce(g_mean, self.shape, dim, keepdim) / _count(self.shape, dim)
+    return (out,)
+
+
+@derivative("aten::std_mean.correction", "StdMeanBackward0")
+def _std_mean(grad, self, dim, correction, keepdim, result):
+    g_std, g_mean = _two_grads(grad)
+    out = 0
+    if g_std is not None:
+        out = _std(g_std, self, dim, correction, keepdim, result)[0]
+    if g_mean is not None:
+        out = out + _unreduce(g_mean, self.shape, dim, keepdim) / _count(self.shape, dim)
+    return (out,)
+
+
+@derivative("aten::nan_to_num", "NanToNumBackward0")
+def _nan_to_num(grad, self):
+    return (grad * self.isfinite(),)       # replaced values are constants
+
+
+@derivative("aten::angle", "AngleBackward0")
+def _angle(grad, self):
+    return (grad * 0,)                     # piecewise constant for real inputs
