@@ -116,3 +116,11 @@ def test_legacy_tensor_constructor():
 def test_requires_grad_flag_on_factories():
     assert gt.zeros(2, requires_grad=True).requires_grad
     assert gt.tensor([1.0], requires_grad=True).requires_grad
+
+
+def test_legacy_constructor_tells_data_from_sizes_like_torch():
+    T = oracle_torch()
+    for args in [((2, 3),), ([2, 3],), (gt.Size([2, 3]),), (2, 3)]:
+        targs = tuple(T.Size(a) if isinstance(a, gt.Size) else a for a in args)
+        ours, theirs = gt.Tensor(*args), T.Tensor(*targs)
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.dtype is gt.float32

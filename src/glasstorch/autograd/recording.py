@@ -80,8 +80,7 @@ def autograd_kernel(op, ks, *args):
     if not _state.enabled or not _any_requires_grad(op, args):
         return op.redispatch(ks, *args)
     info = op.info
-    if "mutated" in info and info["mutated"] and info["mutated"][0] == len(op.schema.arguments) \
-            - 1 and op.schema.arguments[-1].name.startswith("out"):
+    if info.get("out"):        # set by the op declaration on every out= variant
         raise RuntimeError(f"{op.schema.name}(): functions with out=... arguments don't support "
                            "automatic differentiation, but one of the arguments requires grad.")
     decl = info.get("decl")

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core import dtype as dt
 from ..core.device import CPU, as_device
-from ..core.shape import as_shape, check_nonnegative, contiguous_strides, check_in_bounds
+from ..core.shape import Size, as_shape, check_nonnegative, contiguous_strides, check_in_bounds
 from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor, contiguous_format, preserve_format
 from ..dispatch.keys import BACKEND_MASK
@@ -299,8 +299,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 
 def legacy_tensor_new(cls, *args, device=None, dtype=None):
     """torch.Tensor(...): Tensor(2, 3) is uninitialised float, Tensor(data) copies data."""
-    if len(args) == 1 and not isinstance(args[0], int) and not isinstance(args[0], tuple) \
-            or (len(args) == 1 and isinstance(args[0], (list, np.ndarray))):
+    if len(args) == 1 and not isinstance(args[0], (int, Size)):   # Tensor(Size) is a size
         data = args[0]
         if isinstance(data, Tensor):
             return data

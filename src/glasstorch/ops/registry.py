@@ -467,7 +467,7 @@ def structured(schema_text: str, meta, *, method=True, function=True, inplace=Tr
         decl.inplace.register(DispatchKey.ADInplaceOrView, _bump_versions_kernel)
     if out:
         decl.out = define(_variant_schema(schema_text, name, False, True), tags=tags)
-        decl.out.info.update(decl=decl, mutated=(len(schema.arguments),))
+        decl.out.info.update(decl=decl, mutated=(len(schema.arguments),), out=True)
         decl.out.register(DispatchKey.Meta, _meta_out_kernel(decl))
         decl.out.register(DispatchKey.ADInplaceOrView, _bump_versions_kernel)
     _export_declaration(decl, method, function)
