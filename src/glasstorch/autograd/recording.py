@@ -28,19 +28,32 @@ class Derivative:
     only those are saved. `node_name` is the grad_fn's name, or a function of the call's
     arguments where PyTorch's name depends on the overload used (SumBackward0/1)."""
 
-    __slots__ = ("node_name", "formula", "saves")
+    __slots__ = ("node_name", "formula", "plan")
 
-    def __init__(self, node_name: str, formula):
+    def __init__(self, node_name: str, formula, schema):
         self.node_name = node_name
         self.formula = formula
-        self.saves = tuple(inspect.signature(formula).parameters)[1:]
+        names = [a.name for a in schema.arguments]
+        plan = []   # (saved name, what to keep, argument index), resolved once
+        for name in tuple(inspect.signature(formula).parameters)[1:]:
+            if name == "result":
+                plan.append((name, "result", None))
+            elif name.endswith("_shape") and name[:-6] in names:
+                plan.append((name, "shape", names.index(name[:-6])))
+            elif name in names:
+                plan.append((name, "value", names.index(name)))
+            else:
+                raise ValueError(f"derivative of {schema.qualified_name}: '{name}' is not an "
+                                 f"argument of {schema} (nor 'result' or '<arg>_shape')")
+        self.plan = tuple(plan)
 
 
 def derivative(qualified_name: str, node_name: str):
     """Decorator: declare the derivative of an operator (`"aten::mul.Tensor"`)."""
     def register(formula):
         from ..dispatch.dispatcher import find
-        find(qualified_name).info["derivative"] = Derivative(node_name, formula)
+        op = find(qualified_name)
+        op.info["derivative"] = Derivative(node_name, formula, op.schema)
         return formula
     return register
 
@@ -117,16 +130,15 @@ def _record(op, ks, args):
     if d is None:
         node = NotImplementedNode(op.name)
     else:
-        names = [a.name for a in op.schema.arguments]
         saved = {}
-        for name in d.saves:
-            if name == "result":
+        for name, kind, index in d.plan:
+            if kind == "result":
                 saved[name] = _SavedOutput(result if not isinstance(result, (tuple, list))
                                            else result[0])
-            elif name.endswith("_shape") and name[:-6] in names:
-                saved[name] = args[names.index(name[:-6])]._shape   # metadata only
+            elif kind == "shape":
+                saved[name] = args[index]._shape      # metadata only
             else:
-                value = args[names.index(name)]
+                value = args[index]
                 saved[name] = SavedTensor(value) if isinstance(value, Tensor) else value
         meta = [(t._shape, t.dtype) if isinstance(t, Tensor) else None for t in inputs]
         name = d.node_name if isinstance(d.node_name, str) else d.node_name(*args)

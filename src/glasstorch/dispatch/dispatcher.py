@@ -240,21 +240,18 @@ def check_same_device(op: Operator, args, ks: int) -> int:
             devices.append((t.device, op.schema.arguments[i].name))
             if t.device.type == "cpu" and t.dim() != 0:
                 cpu_scalars_only = False
-    non_cpu = [d for d, _ in devices if d.type != "cpu"]
-    kinds = {d for d, _ in devices}
-    if len({d for d in non_cpu}) == 1 and cpu_scalars_only:
+    # called only when the key set holds two backends, so two device types are present
+    if len({d for d, _ in devices if d.type != "cpu"}) == 1 and cpu_scalars_only:
         return ks & ~(1 << DispatchKey.CPU)   # run on the accelerator, reading CPU scalars
     first = devices[0][0]
     other = next((d, n) for d, n in devices if d != first)
-    if len(kinds) > 1:
-        error = RuntimeError(
-            f"Expected all tensors to be on the same device, but got {other[1]} is on "
-            f"{other[0]}, different from other tensors on {first} (when checking argument in "
-            f"method {op.name})")
-        for hook in _tracers[:1]:
-            hook.failed(op, ks, error)
-        raise error
-    return ks
+    error = RuntimeError(
+        f"Expected all tensors to be on the same device, but got {other[1]} is on "
+        f"{other[0]}, different from other tensors on {first} (when checking argument in "
+        f"method {op.name})")
+    for hook in _tracers[:1]:
+        hook.failed(op, ks, error)
+    raise error
 
 
 # ---- the registry --------------------------------------------------------------------
