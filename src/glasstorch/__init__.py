@@ -25,6 +25,12 @@ from .ops import pointwise as _pointwise, reduction as _reduction  # noqa: F401
 from .ops import linalg as _linalg, indexing as _indexing, joining as _joining  # noqa: F401
 from .ops import dtype_views as _dtype_views, random as _random_ops  # noqa: F401
 from .ops import ranges as _ranges  # noqa: F401
+from .ops import scatter as _scatter, sorting as _sorting  # noqa: F401
+from .ops import construction as _construction, misc_math as _misc_math  # noqa: F401
+from .ops import linalg_decomp as _linalg_decomp  # noqa: F401
+from .ops import convolution as _convolution, pooling as _pooling  # noqa: F401
+from .ops import activation as _activation, normalization as _normalization  # noqa: F401
+from .ops import loss as _loss  # noqa: F401
 from .random import *  # noqa: F401,F403  (Generator, manual_seed, ...)
 from .core.printing import *  # noqa: F401,F403  (set_printoptions)
 from . import library, debug  # noqa: F401
@@ -35,6 +41,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F4
 
 globals().update(_ALIASES)
 globals().update(_registry.functions)
+from . import linalg, nn, special  # noqa: E402,F401
 
 cfloat, cdouble = complex64, complex128
 

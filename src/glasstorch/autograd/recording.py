@@ -8,6 +8,7 @@ declared for the op (see `derivative`), whose `next_functions` are the inputs' e
 from __future__ import annotations
 
 import inspect
+import re
 import weakref
 
 from ..core.tensor import Tensor
@@ -24,8 +25,8 @@ _state = grad_mode.state
 class Derivative:
     """A derivative formula: `formula(grad, **saved)` returns one gradient per Tensor input
     of the schema (None where there is none). The names it takes after `grad` are the
-    schema arguments it needs, `result` (the output), or `<arg>_shape` (only the shape);
-    only those are saved. `node_name` is the grad_fn's name, or a function of the call's
+    schema arguments it needs, `result` (the output; `result0`, `result1`, ... name the
+    outputs of a multi-output op), or `<arg>_shape` (only the shape); only those are saved. `node_name` is the grad_fn's name, or a function of the call's
     arguments where PyTorch's name depends on the overload used (SumBackward0/1)."""
 
     __slots__ = ("node_name", "formula", "plan")
@@ -36,8 +37,8 @@ class Derivative:
         names = [a.name for a in schema.arguments]
         plan = []   # (saved name, what to keep, argument index), resolved once
         for name in tuple(inspect.signature(formula).parameters)[1:]:
-            if name == "result":
-                plan.append((name, "result", None))
+            if name == "result" or re.fullmatch(r"result\d+", name):
+                plan.append((name, "result", int(name[6:] or 0)))
             elif name.endswith("_shape") and name[:-6] in names:
                 plan.append((name, "shape", names.index(name[:-6])))
             elif name in names:
@@ -133,8 +134,7 @@ def _record(op, ks, args):
         saved = {}
         for name, kind, index in d.plan:
             if kind == "result":
-                saved[name] = _SavedOutput(result if not isinstance(result, (tuple, list))
-                                           else result[0])
+                saved[name] = _SavedOutput(outputs[index], index)
             elif kind == "shape":
                 saved[name] = args[index]._shape      # metadata only
             else:
@@ -165,12 +165,13 @@ class _SavedOutput(SavedTensor):
 
     __slots__ = ("node", "output_nr")
 
-    def __init__(self, out: Tensor):
+    def __init__(self, out: Tensor, output_nr: int):
         alias = Tensor._make(out._storage, out._offset, out._shape, out._stride, out.dtype,
                              out._vc)
+        alias._output_nr = output_nr
         super().__init__(alias)
         self.node = None
-        self.output_nr = 0
+        self.output_nr = output_nr
 
     def bind(self, node):
         self.node = weakref.ref(node)
@@ -179,7 +180,7 @@ class _SavedOutput(SavedTensor):
     def unpack(self) -> Tensor:
         t = super().unpack()
         node = self.node() if self.node is not None else None
-        if node is not None and _state.enabled:
+        if node is not None and _state.enabled and t.dtype.category >= 2:
             t = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc)
             t.grad_fn, t._output_nr = node, self.output_nr
             t._set_requires_grad(True)

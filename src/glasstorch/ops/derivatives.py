@@ -240,3 +240,11 @@ def _narrow(grad, self_shape, dim, start, length):
 from . import derivatives_math  # noqa: F401
 from . import derivatives_shape  # noqa: F401,E402
 from . import derivatives_linalg  # noqa: F401,E402
+from . import derivatives_scatter  # noqa: F401,E402
+from . import derivatives_sorting  # noqa: F401,E402
+from . import derivatives_misc  # noqa: F401,E402
+from . import derivatives_linalg_decomp  # noqa: F401,E402
+from . import derivatives_conv  # noqa: F401,E402
+from . import derivatives_activation  # noqa: F401,E402
+from . import derivatives_normalization  # noqa: F401,E402
+from . import derivatives_loss  # noqa: F401,E402

@@ -1,0 +1,1 @@
+"""glasstorch.linalg: the functions of torch.linalg."""

@@ -1,0 +1,2 @@
+"""glasstorch.nn: neural-network building blocks, as torch.nn."""
+from . import functional  # noqa: F401

@@ -1,0 +1,11 @@
+"""glasstorch.nn.functional: torch.nn.functional's functions, one module per family."""
+from .linear import *  # noqa: F401,F403
+from .convolution import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .activation import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403

@@ -1,0 +1,3 @@
+"""Activation functions as in torch.nn.functional."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Dropout variants as in torch.nn.functional."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Loss functions as in torch.nn.functional."""
+
+__all__: list[str] = []

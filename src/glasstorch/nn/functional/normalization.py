@@ -1,0 +1,3 @@
+"""Normalization layers' functions as in torch.nn.functional."""
+
+__all__: list[str] = []

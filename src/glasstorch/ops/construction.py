@@ -1,0 +1,1 @@
+"""Tensors built from others: diagonals, block matrices, rotations, index grids."""

@@ -1,0 +1,1 @@
+"""Convolution and transposed convolution through strided windows (im2col) and BLAS."""

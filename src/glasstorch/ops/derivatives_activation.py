@@ -1,0 +1,1 @@
+"""Derivative formulas of the activations (ops/activation.py)."""

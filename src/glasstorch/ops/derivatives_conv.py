@@ -1,0 +1,1 @@
+"""Derivative formulas of convolution and pooling (ops/convolution.py, ops/pooling.py)."""

@@ -1,0 +1,1 @@
+"""Derivative formulas of the decompositions and solves (ops/linalg_decomp.py)."""

@@ -1,0 +1,1 @@
+"""Derivative formulas of ops/construction.py and ops/misc_math.py."""

@@ -1,0 +1,1 @@
+"""Derivative formulas of the gather/scatter/index_* ops (ops/scatter.py)."""

@@ -1,0 +1,1 @@
+"""Derivative formulas of the sorting and selection ops (ops/sorting.py)."""

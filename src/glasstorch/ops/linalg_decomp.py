@@ -1,0 +1,1 @@
+"""Matrix decompositions, solves, inverses and norms behind glasstorch.linalg."""

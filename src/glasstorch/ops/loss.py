@@ -1,0 +1,1 @@
+"""Softmax, log-softmax, loss functions and scaled dot-product attention."""

@@ -1,0 +1,1 @@
+"""Cumulative extrema, differences, products of structure (kron, trace), comparisons with tolerance."""

@@ -1,0 +1,1 @@
+"""Batch, layer, group, instance and RMS normalization; embeddings."""

@@ -1,0 +1,1 @@
+"""Max, average, adaptive and power-average pooling over strided windows."""

@@ -1,0 +1,1 @@
+"""Sorting and selection: sort, topk, kthvalue, median, mode, unique, searchsorted, histograms."""

@@ -1,0 +1,1 @@
+"""glasstorch.special: the special functions of torch.special."""
