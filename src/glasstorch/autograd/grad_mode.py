@@ -7,16 +7,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 
-
-class _GradState(threading.local):
-    def __init__(self):
-        self.enabled = True
-        self.inference = False
-
-
-state = _GradState()
+from ..core.grad_state import state
 
 
 def is_grad_enabled() -> bool:

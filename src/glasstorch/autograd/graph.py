@@ -59,7 +59,7 @@ class SavedTensor:
     def unpack(self) -> Tensor:
         t = self.tensor
         if t._vc is not None and t._vc.version != self.version:
-            name = t.grad_fn.name() if t.grad_fn is not None else self.producer
+            name = self.producer or (t.grad_fn.name() if t.grad_fn is not None else None)
             op = name.removesuffix("Backward0").removesuffix("Backward") if name else ""
             made_by = f"output {t._output_nr} of {op}" if name else "a leaf"
             raise RuntimeError(

@@ -14,7 +14,7 @@ import weakref
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import register_fallback
 from ..dispatch.keys import DispatchKey
-from ..ops.registry import _check_inplace
+from ..ops.registry import _check_inplace, check_view_write
 from . import grad_mode
 from .anomaly_mode import record_forward_stack, state as _anomaly
 from .graph import FormulaNode, Node, SavedTensor, gradient_edge, node_class
@@ -26,7 +26,8 @@ class Derivative:
     """A derivative formula: `formula(grad, **saved)` returns one gradient per Tensor input
     of the schema (None where there is none). The names it takes after `grad` are the
     schema arguments it needs, `result` (the output; `result0`, `result1`, ... name the
-    outputs of a multi-output op), or `<arg>_shape` (only the shape); only those are saved. `node_name` is the grad_fn's name, or a function of the call's
+    outputs of a multi-output op), `<arg>_shape` (only the shape) or `<arg>_geometry`
+    (shape, stride, storage offset); only those are saved. `node_name` is the grad_fn's name, or a function of the call's
     arguments where PyTorch's name depends on the overload used (SumBackward0/1)."""
 
     __slots__ = ("node_name", "formula", "plan")
@@ -41,11 +42,13 @@ class Derivative:
                 plan.append((name, "result", int(name[6:] or 0)))
             elif name.endswith("_shape") and name[:-6] in names:
                 plan.append((name, "shape", names.index(name[:-6])))
+            elif name.endswith("_geometry") and name[:-9] in names:
+                plan.append((name, "geometry", names.index(name[:-9])))
             elif name in names:
                 plan.append((name, "value", names.index(name)))
             else:
                 raise ValueError(f"derivative of {schema.qualified_name}: '{name}' is not an "
-                                 f"argument of {schema} (nor 'result' or '<arg>_shape')")
+                                 f"argument of {schema} (nor 'result', '<arg>_shape' or '<arg>_geometry')")
         self.plan = tuple(plan)
 
 
@@ -137,6 +140,9 @@ def _record(op, ks, args):
                 saved[name] = _SavedOutput(outputs[index], index)
             elif kind == "shape":
                 saved[name] = args[index]._shape      # metadata only
+            elif kind == "geometry":
+                t = args[index]
+                saved[name] = (t._shape, t._stride, t._offset)
             else:
                 value = args[index]
                 saved[name] = SavedTensor(value) if isinstance(value, Tensor) else value
@@ -188,6 +194,8 @@ class _SavedOutput(SavedTensor):
 
 
 def _check_inplace_target(self: Tensor):
+    if self._view_creation is not None:
+        check_view_write(self)
     if self.grad_fn is None and self._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
@@ -210,7 +218,13 @@ def _functional_fill(self, value):
 
 # What a mutating kernel op computes, written out of place (the in-place forms of
 # structured ops use their functional op instead).
-_FUNCTIONAL_OF = {"aten::copy_": _functional_copy, "aten::fill_.Scalar": _functional_fill}
+def _functional_index_put(self, indices, values, accumulate=False):
+    from ..ops.indexing import index_put_copy_op
+    return index_put_copy_op.functional(self, indices, values, accumulate)
+
+
+_FUNCTIONAL_OF = {"aten::copy_": _functional_copy, "aten::fill_.Scalar": _functional_fill,
+                  "aten::index_put_": _functional_index_put}
 
 
 def _record_inplace(functional, args, check=None):
@@ -251,15 +265,16 @@ class CopySlices(Node):
         (grad,) = grads[:1]
         shape, stride, _ = self._base_geometry
         vshape, vstride, voffset = self._view_geometry
-        with grad_mode.no_grad():
-            result = empty_strided(shape, stride, dtype=grad.dtype).copy_(grad)
-            region = result.as_strided(vshape, vstride, voffset)
-            if self._fn is None:
-                region.fill_(0)
-                return (result,)
-            fn_grads = self._fn.apply((region.clone(),))
-            g_self = fn_grads[self._fn_self] if self._fn_self is not None else None
-            region.copy_(zeros_like(region) if g_self is None else g_self)
+        # Runs in the engine's grad mode: with create_graph these writes are recorded too,
+        # so the gradient it returns can itself be differentiated.
+        result = empty_strided(shape, stride, dtype=grad.dtype).copy_(grad)
+        region = result.as_strided(vshape, vstride, voffset)
+        if self._fn is None:
+            region.fill_(0)
+            return (result,)
+        fn_grads = self._fn.apply((region.clone(),))
+        g_self = fn_grads[self._fn_self] if self._fn_self is not None else None
+        region.copy_(zeros_like(region) if g_self is None else g_self)
         return (result,) + tuple(g for i, g in enumerate(fn_grads) if i != self._fn_self)
 
     def release(self):
@@ -269,7 +284,14 @@ class CopySlices(Node):
 
 def _record_inplace_on_view(functional, args):
     self, base = args[0], args[0]._base
-    snapshot = self.detach().clone().requires_grad_(self.dtype.category >= 2)
+    # The op runs on a copy of the view's old value; the copy keeps the view's history, so
+    # what the op's node saves of it can be differentiated again (double backward).
+    if self._requires_grad:
+        snapshot = self.clone()
+        snapshot_node = snapshot.grad_fn
+    else:
+        snapshot = self.detach().clone().requires_grad_(self.dtype.category >= 2)
+        snapshot_node = None
     result = functional(snapshot, *args[1:])
     base_edge = gradient_edge(base)
     with grad_mode.no_grad():
@@ -278,7 +300,8 @@ def _record_inplace_on_view(functional, args):
     fn_self = None
     if fn is not None:
         for i, (node, _) in enumerate(fn.next_functions):
-            if node is not None and getattr(node, "variable", None) is snapshot:
+            if node is not None and (node is snapshot_node if snapshot_node is not None
+                                     else getattr(node, "variable", None) is snapshot):
                 fn_self = i
     node = CopySlices(base, self, fn, fn_self)
     extra = () if fn is None else tuple(e for i, e in enumerate(fn.next_functions)
@@ -290,7 +313,25 @@ def _record_inplace_on_view(functional, args):
         regenerated = base.as_strided(self._shape, self._stride, self._offset)
     self.grad_fn, self._output_nr = regenerated.grad_fn, 0
     self._set_requires_grad(True)
+    if fn is not None:
+        _save_view_as_output(fn, self)
     return self
+
+
+def _save_view_as_output(fn: Node, view: Tensor) -> None:
+    """The op's node saved its output (computed on the snapshot); the output is now the view
+    itself, whose history runs through CopySlices. Save that instead, so double backward
+    differentiates through the base's new history rather than through `fn` on its own."""
+    saved = getattr(fn, "_saved", None)
+    if not saved:
+        return
+    for name, value in saved.items():
+        if value.__class__ is _SavedOutput:
+            alias = Tensor._make(view._storage, view._offset, view._shape, view._stride,
+                                 view.dtype, view._vc)
+            alias.grad_fn = view.grad_fn
+            alias._set_requires_grad(True)
+            saved[name] = SavedTensor(alias, producer=fn.name())
 
 
 for _key in (DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA, DispatchKey.AutogradMeta):

@@ -78,6 +78,7 @@ class Tensor:
     _post_acc_hooks = None
     _inference = False
     _view_meta = None
+    _view_creation = None      # see ops.registry._view_creation
 
     __array_priority__ = 1000  # numpy defers `ndarray + tensor` to Tensor.__radd__
 

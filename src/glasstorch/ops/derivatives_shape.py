@@ -12,6 +12,7 @@ from ..autograd.recording import derivative
 from ..core import dtype as dt
 from ..core.shape import broadcast_shapes, wrap_dim
 from .derivatives import _slice
+from .indexing import index_op
 from .registry import functions as _fn
 
 
@@ -202,18 +203,27 @@ def _index(grad, self_shape, indices):
 
 
 @derivative("aten::as_strided", "AsStridedBackward0")
-def _as_strided(grad, self, size, stride, storage_offset):
-    """Scatter-add into a zero buffer laid out as self's storage, then view it as self."""
-    start = self.storage_offset() if storage_offset is None else storage_offset
+def _as_strided(grad, self_geometry, size, stride, storage_offset):
+    """Scatter-add into a zero buffer laid out as self's storage, then view it as self
+    (only self's geometry is kept: its values may change without affecting this)."""
+    self_shape, self_stride, self_offset = self_geometry
+    start = self_offset if storage_offset is None else storage_offset
     positions = grad.new_zeros((), dtype=dt.int64) + start
     for k, (n, s) in enumerate(zip(size, stride)):
         shape = [1] * len(size)
         shape[k] = n
         positions = positions + _fn["arange"](n).reshape(shape) * s
-    extent = max([self.storage_offset()
-                  + sum((n - 1) * s for n, s in zip(self._shape, self._stride))]
+    extent = max([self_offset + sum((n - 1) * s for n, s in zip(self_shape, self_stride))]
                  + ([int(positions.max())] if grad.numel() else [0])) + 1
     buf = grad.new_zeros((extent,))
     buf.index_put_((positions.expand(tuple(size)).reshape(-1),), grad.reshape(-1),
                    accumulate=True)
-    return (buf.as_strided(self._shape, self._stride, self.storage_offset()),)
+    return (buf.as_strided(self_shape, self_stride, self_offset),)
+
+
+@derivative("aten::index_put", "IndexPutBackward0")
+def _index_put(grad, indices, values, accumulate):
+    """self's gradient passes except where values were written (unless accumulating);
+    values' gradient is what the written positions received (summed over broadcasting)."""
+    g_self = grad if accumulate else grad.index_put(indices, grad.new_zeros(()))
+    return (g_self,) + (None,) * len(indices) + (index_op.functional(grad, indices),)

@@ -21,7 +21,7 @@ from ..core import dtype as dt
 from ..core.shape import (broadcast_shapes, broadcast_shapes2, is_non_overlapping_and_dense,
                           iterator_strides, view_strides, wrap_dim)
 from ..core.tensor import Tensor
-from .copy import assign_array
+from .copy import _clone_impl, assign_array
 from .registry import composite, export, kernel_op, spec, structured
 from .views import alias, select, slice_op, unsqueeze
 
@@ -347,10 +347,28 @@ def index_put_(input, indices, values, accumulate=False):
     return index_put_op.functional(input, tuple(indices), values, accumulate)
 
 
+# The out-of-place form is an operator of its own: the functional form autograd records for
+# index_put_ (and so for `x[idx] = v` with values that require grad).
+index_put_copy_op = kernel_op("index_put(Tensor self, Tensor?[] indices, Tensor values, "
+                              "bool accumulate=False) -> Tensor", method=False, function=False,
+                              tags=("cross_device",),
+                              doc="A copy of self with self[indices] = values.")
+
+
+@index_put_copy_op.impl("CPU")
+def _index_put_copy_cpu(self, indices, values, accumulate=False):
+    return _index_put_cpu(_clone_impl(self), indices, values, accumulate)
+
+
+@index_put_copy_op.impl("Meta")
+def _index_put_copy_meta(self, indices, values, accumulate=False):
+    return _index_put_meta(_clone_impl(self), indices, values, accumulate)
+
+
 def index_put(input, indices, values, accumulate=False):
     """Out-of-place index_put_: a copy of input with input[indices] = values."""
     _check_put_args("index_put", indices, values, 2)
-    return index_put_op.functional(input.clone(), tuple(indices), values, accumulate)
+    return index_put_copy_op.functional(input, tuple(indices), values, accumulate)
 
 
 def _put_method(fn):
