@@ -106,6 +106,8 @@ def autograd_kernel(op, ks, *args):
                                lambda: _check_inplace(decl, args[0], decl.meta(*args), args[1:]))
     if info.get("mutated"):
         functional = _FUNCTIONAL_OF.get(op.name)
+        if functional is None and op.name in _OVERWRITES:
+            functional = _overwrite_functional(op, _OVERWRITES[op.name])
         if functional is None:
             _check_inplace_target(args[0])
             raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
@@ -213,7 +215,41 @@ def _functional_fill(self, value):
     if isinstance(value, Tensor):
         return value.to(self.dtype).expand(self._shape).clone()
     from ..ops.factories import full
-    return full(self._shape, value, dtype=self.dtype)
+    return _overwritten(self, full(self._shape, value, dtype=self.dtype), "FillBackward2")
+
+
+def _zero_gradient(grad):
+    from ..ops.factories import zeros_like
+    return (zeros_like(grad),)
+
+
+def _overwritten(self: Tensor, result: Tensor, node_name: str) -> Tensor:
+    """`result` replaces every value of self without depending on them: give it a node that
+    passes a zero gradient to self, so that self's old history gets nothing."""
+    node = node_class(node_name)(_zero_gradient, {}, [(self._shape, self.dtype)])
+    node.next_functions = (gradient_edge(self) if _differentiable(self) else (None, 0),)
+    result.grad_fn, result._output_nr = node, 0
+    result._set_requires_grad(True)
+    return result
+
+
+def _overwrite_functional(op, node_name: str):
+    """The out-of-place form of an in-place random fill (uniform_, normal_, ...)."""
+    def functional(self, *args):
+        with grad_mode.no_grad():
+            out = self.detach().clone()
+            op(out, *args)
+        return _overwritten(self, out, node_name)
+    return functional
+
+
+# In-place fills whose result does not depend on self, with PyTorch's node names.
+_OVERWRITES = {"aten::uniform_": "UniformBackward0", "aten::normal_": "NormalBackward0",
+               "aten::exponential_": "ExponentialBackward0", "aten::random_": "RandomBackward2",
+               "aten::random_.from": "RandomBackward0", "aten::random_.to": "RandomBackward1",
+               "aten::bernoulli_.Tensor": "BernoulliBackward1",
+               "aten::bernoulli_.float": "BernoulliBackward2", "aten::cauchy_": "CauchyBackward0",
+               "aten::log_normal_": "LogNormalBackward0", "aten::geometric_": "GeometricBackward0"}
 
 
 # What a mutating kernel op computes, written out of place (the in-place forms of

@@ -141,6 +141,11 @@ def _to_copy(grad):
     return (grad,)      # the engine casts the gradient back to the input's dtype
 
 
+@derivative("aten::alias", "AliasBackward0")
+def _alias(grad):
+    return (grad,)
+
+
 @derivative("aten::view", "ViewBackward0")
 def _view(grad, self_shape):
     return (grad.reshape(self_shape),)

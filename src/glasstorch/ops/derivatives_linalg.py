@@ -160,13 +160,17 @@ def _einsum_name(equation, tensors, path=None):
 @derivative("aten::einsum", _einsum_name)
 def _einsum(grad, equation, tensors):
     ops, out = _einsum_labels(equation, len(tensors))
+    ops, tensors, diagonals = list(ops), list(tensors), {}
+    for k, labels in enumerate(ops):
+        # a repeated subscript reads a diagonal: differentiate with respect to the diagonal
+        unique = tuple(dict.fromkeys(labels))
+        if len(unique) != len(labels):
+            diagonals[k] = (tensors[k], labels)
+            tensors[k] = einsum(f"{_subscripts(labels)}->{_subscripts(unique)}", tensors[k])
+            ops[k] = unique
     grads = []
     for k, t in enumerate(tensors):
         labels = ops[k]
-        plain = [lab for lab in labels if lab != _ELLIPSIS]
-        if len(set(plain)) != len(plain):
-            raise RuntimeError("einsum(): the derivative for an operand with a repeated "
-                               f"subscript (a diagonal) is not implemented: '{equation}'")
         others = [ops[j] for j in range(len(tensors)) if j != k]
         known = set(out).union(*map(set, others))
         # dims of operand k that occur nowhere else were summed away: the gradient is
@@ -181,7 +185,25 @@ def _einsum(grad, equation, tensors):
         if g.dim() != t.dim() or len(kept) != len(labels):
             g = _expand_missing(g, t, labels, kept)
         grads.append(_expand_broadcast(g, t))
+    for k, (t, labels) in diagonals.items():
+        grads[k] = _embed_diagonal(grads[k], t, labels)
     return tuple(grads)
+
+
+def _embed_diagonal(g, t, labels):
+    """The gradient of `t` from that of its diagonal over repeated labels: zeros with `g`
+    written through a strided view whose each label steps along all of its dims at once."""
+    ell = t.dim() - len(labels) + 1
+    per_dim = []
+    for lab in labels:
+        per_dim.extend([(_ELLIPSIS, i) for i in range(ell)] if lab == _ELLIPSIS else [lab])
+    full = g.new_zeros(tuple(t.shape))
+    size, stride = {}, {}
+    for d, lab in enumerate(per_dim):
+        size[lab] = t.shape[d]
+        stride[lab] = stride.get(lab, 0) + full.stride(d)
+    full.as_strided(tuple(size.values()), tuple(stride.values())).copy_(g)
+    return full
 
 
 def _expand_broadcast(g, t):

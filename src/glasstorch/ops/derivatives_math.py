@@ -11,7 +11,9 @@ from ..autograd.recording import derivative
 from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
 from .derivatives import _reduced_dims, _unreduce
-from .joining import where
+from .factories import zeros_like
+from .joining import cat, where
+from .ranges import arange
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -424,7 +426,6 @@ def _at_index(grad, self, dim, keepdim, index):
         grad = grad.unsqueeze(dim)
     positions = [1] * len(shape)
     positions[dim] = shape[dim]
-    from .. import arange
     hit = arange(shape[dim], device=self.device).reshape(positions) == index
     return (where(hit, grad.expand(shape), 0.0),)
 
@@ -496,8 +497,21 @@ def _cumsum(grad, dim):
 
 @derivative("aten::cumprod", "CumprodBackward0")
 def _cumprod(grad, self, dim, result):
-    """Inputs without zeros: d/dx_j sum_i g_i prod_{k<=i} x_k = (sum_{i>=j} g_i y_i) / x_j."""
-    return (_reverse_cumsum(grad * result, dim) / self,)
+    """d/dx_j of sum_i g_i prod_{k<=i} x_k is sum_{i>=j} g_i y_i / x_j when no x is zero.
+    With zeros, the products leaving x_j out are built explicitly (O(n^2) per slice):
+    prod_{k<j} x_k * prod_{j<k<=i} x_k, so that the result stays differentiable."""
+    if not bool((self == 0).any()):
+        return (_reverse_cumsum(grad * result, dim) / self,)
+    x, g = self.movedim(dim, -1), grad.movedim(dim, -1)
+    n = x.shape[-1]
+    ones = x.new_ones(x.shape[:-1] + (1,))
+    before = cat([ones, x[..., :-1]], -1).cumprod(-1)               # prod_{k<j} x_k
+    k = arange(n, device=x.device)
+    later = k.unsqueeze(0) > k.unsqueeze(1)                          # [j, k]: k > j
+    between = where(later, x.unsqueeze(-2), 1.0).cumprod(-1)         # [j, i]: prod_{j<k<=i}
+    upper = later.logical_or(k.unsqueeze(0) == k.unsqueeze(1))       # [j, i]: i >= j
+    out = before * where(upper, g.unsqueeze(-2) * between, 0.0).sum(-1)
+    return (out.movedim(-1, dim),)
 
 
 @derivative("aten::nansum", "NansumBackward0")
@@ -549,3 +563,47 @@ def _nan_to_num(grad, self):
 @derivative("aten::angle", "AngleBackward0")
 def _angle(grad, self):
     return (grad * 0,)                     # piecewise constant for real inputs
+
+
+@derivative("aten::aminmax", "AminmaxBackward0")
+def _aminmax(grad, self, dim, keepdim, result0, result1):
+    g_min, g_max = _two_grads(grad)
+    dims = None if dim is None else (dim,)
+    out = 0
+    if g_min is not None:
+        out = _evenly(g_min, self, result0, dims, keepdim)
+    if g_max is not None:
+        out = out + _evenly(g_max, self, result1, dims, keepdim)
+    return (out,)
+
+
+@derivative("aten::conj_physical", "ConjPhysicalBackward0")
+def _conj_physical(grad):
+    return (grad.conj_physical(),)
+
+
+# ---- random sampling: the samples do not depend differentiably on the parameters -------
+
+@derivative("aten::bernoulli", "BernoulliBackward0")
+def _bernoulli(grad):
+    return (zeros_like(grad),)
+
+
+@derivative("aten::poisson", "PoissonBackward0")
+def _poisson(grad):
+    return (zeros_like(grad),)
+
+
+@derivative("aten::normal.Tensor_float", "NormalBackward1")
+def _normal_mean(grad, mean_shape):
+    return (grad.new_zeros(mean_shape),)
+
+
+@derivative("aten::normal.float_Tensor", "NormalBackward2")
+def _normal_std(grad, std_shape):
+    return (grad.new_zeros(std_shape),)
+
+
+@derivative("aten::normal.Tensor_Tensor", "NormalBackward3")
+def _normal_mean_std(grad, mean_shape, std_shape):
+    return grad.new_zeros(mean_shape), grad.new_zeros(std_shape)
