@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..autograd.recording import derivative
 from ..core.shape import wrap_dim
+from ..core.tensor import Tensor
 
 
 def _sum_name(self, dim=None, *rest):
@@ -50,16 +51,26 @@ def _rsub(grad, alpha):
     return (-grad if alpha == 1 else grad * -alpha), grad
 
 
+def conj(t):
+    """Complex gradients are conjugated (PyTorch's convention: grad * conj(df/dz)); a no-op
+    for real tensors and numbers, which most calls see."""
+    if t.__class__ is complex:
+        return t.conjugate()
+    if isinstance(t, Tensor) and t.dtype.is_complex:
+        return t.conj()
+    return t
+
+
 @derivative("aten::mul.Tensor", "MulBackward0")
 def _mul(grad, self, other):
-    return grad * other, grad * self
+    return grad * conj(other), grad * conj(self)
 
 
 @derivative("aten::div.Tensor_mode", "DivBackward0")
 def _div(grad, self, other, rounding_mode):
     if rounding_mode is not None:
         return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)
-    return grad / other, -grad * self / (other * other)
+    return grad / conj(other), -grad * conj(self / (other * other))
 
 
 @derivative("aten::neg", "NegBackward0")
@@ -71,37 +82,37 @@ def _neg(grad):
             lambda self, exponent: "PowBackward1" if hasattr(exponent, "dtype")
             else "PowBackward0")
 def _pow(grad, self, exponent, result):
-    d_self = grad * exponent * self.pow(exponent - 1)
+    d_self = grad * conj(exponent * self.pow(exponent - 1))
     if not hasattr(exponent, "dtype"):
         return d_self, None
-    return d_self, grad * result * self.log()
+    return d_self, grad * conj(result * self.log())
 
 
 # ---- pointwise functions -----------------------------------------------------------------
 
 @derivative("aten::exp", "ExpBackward0")
 def _exp(grad, result):
-    return (grad * result,)
+    return (grad * conj(result),)
 
 
 @derivative("aten::log", "LogBackward0")
 def _log(grad, self):
-    return (grad / self,)
+    return (grad / conj(self),)
 
 
 @derivative("aten::sqrt", "SqrtBackward0")
 def _sqrt(grad, result):
-    return (grad / (2 * result),)
+    return (grad / (2 * conj(result)),)
 
 
 @derivative("aten::tanh", "TanhBackward0")
 def _tanh(grad, result):
-    return (grad * (1 - result * result),)
+    return (grad * conj(1 - result * result),)
 
 
 @derivative("aten::sigmoid", "SigmoidBackward0")
 def _sigmoid(grad, result):
-    return (grad * result * (1 - result),)
+    return (grad * conj(result * (1 - result)),)
 
 
 @derivative("aten::abs", "AbsBackward0")
@@ -189,12 +200,12 @@ def _squeeze(grad, self_shape):
 
 @derivative("aten::mm", "MmBackward0")
 def _mm(grad, self, mat2):
-    return grad.mm(mat2.t()), self.t().mm(grad)
+    return grad.mm(conj(mat2).t()), conj(self).t().mm(grad)
 
 
 @derivative("aten::bmm", "BmmBackward0")
 def _bmm(grad, self, mat2):
-    return grad.bmm(mat2.transpose(1, 2)), self.transpose(1, 2).bmm(grad)
+    return grad.bmm(conj(mat2).transpose(1, 2)), conj(self).transpose(1, 2).bmm(grad)
 
 
 def _matmul_name(self, other):
@@ -205,7 +216,7 @@ def _matmul_name(self, other):
 
 @derivative("aten::matmul", _matmul_name)
 def _matmul(grad, self, other):
-    a, b = self, other
+    a, b = conj(self), conj(other)
     if a.dim() == 1 and b.dim() == 1:
         return grad * b, grad * a
     a2 = a.unsqueeze(0) if a.dim() == 1 else a

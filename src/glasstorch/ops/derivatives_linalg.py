@@ -10,24 +10,25 @@ from __future__ import annotations
 
 from ..autograd.recording import derivative
 from ..core.shape import wrap_dims
+from .derivatives import conj
 from .linalg import (_ELLIPSIS, _label_char, _label_index, _parse_operands, einsum,
                      tensordot)
 
 
 def _scaled(grad, factor):
-    return grad if factor == 1 else grad * factor
+    return grad if factor == 1 else grad * conj(factor)
 
 
 # ---- vector products -------------------------------------------------------------------
 
 @derivative("aten::mv", "MvBackward0")
 def _mv(grad, self, vec):
-    return grad.outer(vec), self.t().mv(grad)
+    return grad.outer(conj(vec)), conj(self).t().mv(grad)
 
 
 @derivative("aten::dot", "DotBackward0")
 def _dot(grad, self, tensor):
-    return grad * tensor, grad * self
+    return grad * conj(tensor), grad * conj(self)
 
 
 @derivative("aten::vdot", "VdotBackward0")
@@ -40,7 +41,7 @@ def _vdot(grad, self, other):
 
 def _outer(grad, self, vec2):
     # PyTorch computes outer as self[:, None] * vec2 (and so promotes): the same gradients
-    return (grad * vec2).sum(1), (grad * self.unsqueeze(1)).sum(0)
+    return (grad * conj(vec2)).sum(1), (grad * conj(self).unsqueeze(1)).sum(0)
 
 
 derivative("aten::outer", "MulBackward0")(_outer)
@@ -54,7 +55,7 @@ def _inner_name(self, other):
 @derivative("aten::inner", _inner_name)
 def _inner(grad, self, other):
     if self.dim() == 0 or other.dim() == 0:
-        return grad * other, grad * self
+        return grad * conj(other), grad * conj(self)
     return _tensordot_grads(grad, self, other, (self.dim() - 1,), (other.dim() - 1,))
 
 
@@ -62,33 +63,33 @@ def _inner(grad, self, other):
 
 @derivative("aten::addmm", "AddmmBackward0")
 def _addmm(grad, beta, alpha, mat1, mat2):
-    return (_scaled(grad, beta), _scaled(grad.mm(mat2.t()), alpha),
-            _scaled(mat1.t().mm(grad), alpha))
+    return (_scaled(grad, beta), _scaled(grad.mm(conj(mat2).t()), alpha),
+            _scaled(conj(mat1).t().mm(grad), alpha))
 
 
 @derivative("aten::addmv", "AddmvBackward0")
 def _addmv(grad, beta, alpha, mat, vec):
-    return (_scaled(grad, beta), _scaled(grad.outer(vec), alpha),
-            _scaled(mat.t().mv(grad), alpha))
+    return (_scaled(grad, beta), _scaled(grad.outer(conj(vec)), alpha),
+            _scaled(conj(mat).t().mv(grad), alpha))
 
 
 @derivative("aten::addr", "AddrBackward0")
 def _addr(grad, beta, alpha, vec1, vec2):
-    return (_scaled(grad, beta), _scaled(grad.mv(vec2), alpha),
-            _scaled(grad.t().mv(vec1), alpha))
+    return (_scaled(grad, beta), _scaled(grad.mv(conj(vec2)), alpha),
+            _scaled(grad.t().mv(conj(vec1)), alpha))
 
 
 @derivative("aten::baddbmm", "BaddbmmBackward0")
 def _baddbmm(grad, beta, alpha, batch1, batch2):
-    return (_scaled(grad, beta), _scaled(grad.bmm(batch2.transpose(1, 2)), alpha),
-            _scaled(batch1.transpose(1, 2).bmm(grad), alpha))
+    return (_scaled(grad, beta), _scaled(grad.bmm(conj(batch2).transpose(1, 2)), alpha),
+            _scaled(conj(batch1).transpose(1, 2).bmm(grad), alpha))
 
 
 @derivative("aten::addbmm", "AddbmmBackward0")
 def _addbmm(grad, beta, alpha, batch1, batch2):
     g = grad.unsqueeze(0).expand((batch1.shape[0],) + tuple(grad.shape))
-    return (_scaled(grad, beta), _scaled(g.bmm(batch2.transpose(1, 2)), alpha),
-            _scaled(batch1.transpose(1, 2).bmm(g), alpha))
+    return (_scaled(grad, beta), _scaled(g.bmm(conj(batch2).transpose(1, 2)), alpha),
+            _scaled(conj(batch1).transpose(1, 2).bmm(g), alpha))
 
 
 # ---- tensordot ---------------------------------------------------------------------------
@@ -101,12 +102,12 @@ def _tensordot_grads(grad, a, b, c1, c2):
     b_free = [d for d in range(nb) if d not in c2]
     nfa = len(a_free)
     # grad x b over b's free dims -> [a_free..., b's contracted dims in b's order]
-    ga = tensordot(grad, b, dims=(list(range(nfa, grad.dim())), b_free))
+    ga = tensordot(grad, conj(b), dims=(list(range(nfa, grad.dim())), b_free))
     rank_c2 = {d: r for r, d in enumerate(sorted(c2))}
     pos_a = [a_free.index(d) if d in a_free else nfa + rank_c2[c2[c1.index(d)]]
              for d in range(na)]
     # a x grad over a's free dims -> [a's contracted dims in a's order, b_free...]
-    gb = tensordot(a, grad, dims=(a_free, list(range(nfa))))
+    gb = tensordot(conj(a), grad, dims=(a_free, list(range(nfa))))
     rank_c1 = {d: r for r, d in enumerate(sorted(c1))}
     pos_b = [len(c1) + b_free.index(d) if d in b_free else rank_c1[c1[c2.index(d)]]
              for d in range(nb)]
@@ -179,7 +180,7 @@ def _einsum(grad, equation, tensors):
         lhs = ",".join([_subscripts(out)] + [_subscripts(o) for o in others])
         if others:
             g = einsum(lhs + "->" + _subscripts(kept),
-                       grad, *[tensors[j] for j in range(len(tensors)) if j != k])
+                       grad, *[conj(tensors[j]) for j in range(len(tensors)) if j != k])
         else:       # a relabelling of grad: a permute (einsum would return as_strided)
             g = grad.permute(_relabel(out, kept, grad.dim()))
         if g.dim() != t.dim() or len(kept) != len(labels):

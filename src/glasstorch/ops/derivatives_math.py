@@ -10,7 +10,7 @@ import math
 from ..autograd.recording import derivative
 from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
-from .derivatives import _reduced_dims, _unreduce
+from .derivatives import _reduced_dims, _unreduce, conj
 from .factories import zeros_like
 from .joining import cat, where
 from .ranges import arange
@@ -48,97 +48,97 @@ def _reverse_cumsum(g, dim):
 
 @derivative("aten::exp2", "Exp2Backward0")
 def _exp2(grad, result):
-    return (grad * result * _LN2,)
+    return (grad * conj(result * _LN2),)
 
 
 @derivative("aten::expm1", "Expm1Backward0")
 def _expm1(grad, result):
-    return (grad * (result + 1),)
+    return (grad * conj(result + 1),)
 
 
 @derivative("aten::log2", "Log2Backward0")
 def _log2(grad, self):
-    return (grad / (self * _LN2),)
+    return (grad / conj(self * _LN2),)
 
 
 @derivative("aten::log10", "Log10Backward0")
 def _log10(grad, self):
-    return (grad / (self * _LN10),)
+    return (grad / conj(self * _LN10),)
 
 
 @derivative("aten::log1p", "Log1PBackward0")
 def _log1p(grad, self):
-    return (grad / (self + 1),)
+    return (grad / conj(self + 1),)
 
 
 @derivative("aten::rsqrt", "RsqrtBackward0")
 def _rsqrt(grad, result):
-    return (grad * (result * result * result) * -0.5,)
+    return (grad * conj((result * result * result) * -0.5),)
 
 
 @derivative("aten::square", "PowBackward0")
 def _square(grad, self):
-    return (grad * self * 2,)
+    return (grad * conj(self * 2),)
 
 
 @derivative("aten::reciprocal", "ReciprocalBackward0")
 def _reciprocal(grad, result):
-    return (-grad * (result * result),)
+    return (-grad * conj(result * result),)
 
 
 @derivative("aten::sin", "SinBackward0")
 def _sin(grad, self):
-    return (grad * self.cos(),)
+    return (grad * conj(self.cos()),)
 
 
 @derivative("aten::cos", "CosBackward0")
 def _cos(grad, self):
-    return (-grad * self.sin(),)
+    return (-grad * conj(self.sin()),)
 
 
 @derivative("aten::tan", "TanBackward0")
 def _tan(grad, result):
-    return (grad * (result * result + 1),)
+    return (grad * conj(result * result + 1),)
 
 
 @derivative("aten::asin", "AsinBackward0")
 def _asin(grad, self):
-    return (grad / (1 - self * self).sqrt(),)
+    return (grad / conj((1 - self * self).sqrt()),)
 
 
 @derivative("aten::acos", "AcosBackward0")
 def _acos(grad, self):
-    return (-grad / (1 - self * self).sqrt(),)
+    return (-grad / conj((1 - self * self).sqrt()),)
 
 
 @derivative("aten::atan", "AtanBackward0")
 def _atan(grad, self):
-    return (grad / (self * self + 1),)
+    return (grad / conj(self * self + 1),)
 
 
 @derivative("aten::sinh", "SinhBackward0")
 def _sinh(grad, self):
-    return (grad * self.cosh(),)
+    return (grad * conj(self.cosh()),)
 
 
 @derivative("aten::cosh", "CoshBackward0")
 def _cosh(grad, self):
-    return (grad * self.sinh(),)
+    return (grad * conj(self.sinh()),)
 
 
 @derivative("aten::asinh", "AsinhBackward0")
 def _asinh(grad, self):
-    return (grad / (self * self + 1).sqrt(),)
+    return (grad / conj((self * self + 1).sqrt()),)
 
 
 @derivative("aten::acosh", "AcoshBackward0")
 def _acosh(grad, self):
-    return (grad / ((self - 1) * (self + 1)).sqrt(),)
+    return (grad / conj((self - 1).sqrt() * (self + 1).sqrt()),)
 
 
 @derivative("aten::atanh", "AtanhBackward0")
 def _atanh(grad, self):
-    return (grad / (1 - self * self),)
+    return (grad / conj(1 - self * self),)
 
 
 @derivative("aten::logit", "LogitBackward0")
