@@ -31,6 +31,7 @@ from .ops import linalg_decomp as _linalg_decomp  # noqa: F401
 from .ops import convolution as _convolution, pooling as _pooling  # noqa: F401
 from .ops import activation as _activation, normalization as _normalization  # noqa: F401
 from .ops import loss as _loss  # noqa: F401
+from .ops import fft as _fft_ops, sampling as _sampling  # noqa: F401
 from .random import *  # noqa: F401,F403  (Generator, manual_seed, ...)
 from .core.printing import *  # noqa: F401,F403  (set_printoptions)
 from . import library, debug  # noqa: F401
@@ -41,7 +42,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F4
 
 globals().update(_ALIASES)
 globals().update(_registry.functions)
-from . import linalg, nn, special  # noqa: E402,F401
+from . import fft, linalg, nn, special  # noqa: E402,F401
 
 cfloat, cdouble = complex64, complex128
 

@@ -264,3 +264,5 @@ from . import derivatives_conv  # noqa: F401,E402
 from . import derivatives_activation  # noqa: F401,E402
 from . import derivatives_normalization  # noqa: F401,E402
 from . import derivatives_loss  # noqa: F401,E402
+from . import derivatives_fft  # noqa: F401,E402
+from . import derivatives_sampling  # noqa: F401,E402

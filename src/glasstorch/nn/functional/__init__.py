@@ -9,3 +9,4 @@ from .normalization import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
+from .vision import *  # noqa: F401,F403

@@ -1,0 +1,1 @@
+"""glasstorch.fft: the functions of torch.fft."""

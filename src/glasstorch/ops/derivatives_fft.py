@@ -1,0 +1,1 @@
+"""Derivative formulas of the Fourier transforms (ops/fft.py)."""

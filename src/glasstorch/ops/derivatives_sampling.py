@@ -1,0 +1,1 @@
+"""Derivative formulas of ops/sampling.py."""

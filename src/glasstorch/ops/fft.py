@@ -1,0 +1,1 @@
+"""Discrete Fourier transforms behind glasstorch.fft (NumPy's pocketfft)."""

@@ -1,0 +1,1 @@
+"""Resampling and rearranging images: padding, interpolation, grid sampling, pixel shuffle."""
