@@ -165,17 +165,27 @@ to_copy.impl("Meta")(_to_copy_impl)
 
 
 def _parse_to_args(self, args, kwargs):
+    """PyTorch's three forms: to(dtype, non_blocking, copy), to(device, dtype, non_blocking,
+    copy) and to(other, non_blocking, copy); memory_format is keyword-only."""
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
-    for a in args:
-        if isinstance(a, dt.dtype):
-            dtype = a
-        elif isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
-        elif a is not None:
-            device = a
-    non_blocking = kwargs.pop("non_blocking", False)
-    copy = kwargs.pop("copy", False)
+    rest = list(args)
+    if rest:
+        first = rest.pop(0)
+        if isinstance(first, dt.dtype):
+            dtype = first
+        elif isinstance(first, Tensor):
+            dtype, device = first.dtype, first.device
+        else:
+            device = first
+            if rest and (rest[0] is None or isinstance(rest[0], dt.dtype)):
+                dtype = rest.pop(0)
+    if len(rest) > 2 or not all(isinstance(f, bool) for f in rest):
+        raise TypeError(f"to() received an invalid combination of arguments - got "
+                        f"{tuple(type(a).__name__ for a in args)}")
+    flags = dict(zip(("non_blocking", "copy"), rest))
+    non_blocking = kwargs.pop("non_blocking", flags.get("non_blocking", False))
+    copy = kwargs.pop("copy", flags.get("copy", False))
     memory_format = kwargs.pop("memory_format", preserve_format)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")

@@ -135,7 +135,7 @@ def _sum(grad, self_shape, dim, keepdim):
 @derivative("aten::mean.dim", _mean_name)
 def _mean(grad, self_shape, dim, keepdim):
     count = 1
-    for d in _reduced_dims(self_shape, dim):
+    for d in _reduced_dims(self_shape, dim) if self_shape else ():
         count *= self_shape[d]
     return (_unreduce(grad, self_shape, dim, keepdim) / count,)
 
@@ -155,6 +155,11 @@ def _to_copy(grad):
 @derivative("aten::alias", "AliasBackward0")
 def _alias(grad):
     return (grad,)
+
+
+@derivative("aten::_unsafe_view", "UnsafeViewBackward0")
+def _unsafe_view(grad, self_shape):
+    return (grad.reshape(self_shape),)
 
 
 @derivative("aten::view", "ViewBackward0")

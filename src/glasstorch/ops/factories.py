@@ -220,8 +220,10 @@ def _from_data(data, dtype, device) -> Tensor:
             _leaves(data, shape, 0, leaves)
             inferred = _infer_list_dtype(leaves)
             values = [x.item() if isinstance(x, Tensor) else x for x in leaves]
-            arr = np.array(values, dtype=np.float32 if inferred is dt.bfloat16 else
-                           inferred.np).reshape(shape)
+            # Python floats are doubles: keep them so until the one cast to the target dtype
+            wide = (np.complex128 if inferred.is_complex else
+                    np.float64 if inferred.is_floating_point else inferred.np)
+            arr = np.array(values, dtype=wide).reshape(shape)
         elif isinstance(data, (builtins.bool, int, float, complex, np.generic)):
             inferred = _scalar_kind(data)
             arr = np.asarray(data)

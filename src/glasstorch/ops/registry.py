@@ -13,6 +13,7 @@ Each declaration generates a Python function with a real signature (the public
 """
 from __future__ import annotations
 
+import operator
 from collections import namedtuple
 
 from ..core import dtype as dt
@@ -445,10 +446,10 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
 
 
 def _as_varargs_shape(size):
-    if len(size) == 1 and not isinstance(size[0], int):
+    if len(size) == 1 and not hasattr(size[0], "__index__"):
         size = size[0]
     try:
-        return tuple(int(s) if s.__class__ is not int else s for s in size)
+        return tuple(s if s.__class__ is int else operator.index(s) for s in size)
     except TypeError:
         raise TypeError(f"expected a sequence of integers, but got {size!r}") from None
 

@@ -53,7 +53,7 @@ def _copy_self(out: Tensor, self: Tensor, *read) -> np.ndarray:
 # ---- gather / scatter checks -----------------------------------------------------------
 
 def _check_index_dtype(name: str, index: Tensor) -> None:
-    if index.dtype not in _INDEX_DTYPES:
+    if index.dtype not in _INDEX_DTYPES and index.numel():   # an empty index reads nothing
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
@@ -652,17 +652,18 @@ def _masked_scatter_meta(self, mask, source):
     if source.dtype is not self.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
                            f"got{self.dtype.cname} and {source.dtype.cname}")
-    shape = broadcast_shapes2(mask._shape, self._shape)
-    if shape != self._shape:
-        raise RuntimeError(f"masked_scatter: mask of shape {list(mask._shape)} can't be "
-                           f"broadcast to self's shape {list(self._shape)}")
-    return spec(self._shape, self.dtype)
+    try:
+        shape = broadcast_shapes2(mask._shape, self._shape)
+    except RuntimeError:
+        raise RuntimeError(f"masked_scatter: mask of shape {list(mask._shape)} and self of "
+                           f"shape {list(self._shape)} cannot be broadcast together") from None
+    return spec(shape, self.dtype)
 
 
 masked_scatter = structured("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor",
                             _masked_scatter_meta, promotes=False, out=False,
-                            doc="self with source's leading elements, in order, written where "
-                                "mask is True (mask broadcasts to self).")
+                            doc="self (broadcast with mask) with source's leading elements, in "
+                                "order, written where mask is True.")
 
 
 @masked_scatter.impl("CPU")

@@ -15,7 +15,7 @@ from ..core import dtype as dt
 from ..core.shape import (Size, as_shape, check_in_bounds, contiguous_strides,
                           expand_strides, infer_size, view_strides, wrap_dim, wrap_dims)
 from ..core.tensor import Tensor, contiguous_format
-from .registry import composite, export, view
+from .registry import composite, export, kernel_op, view
 
 # ---- view / reshape --------------------------------------------------------------------
 
@@ -55,10 +55,22 @@ def reshape(input, *shape):
     shape = infer_size(as_shape(shape), input.numel())
     if view_strides(input._shape, input._stride, shape) is not None:
         return input.view(shape)
-    # PyTorch's _unsafe_view: the copy is reshaped in place, so the result is not a view.
-    copy = input.clone(memory_format=contiguous_format)
-    copy._set_metadata(copy._storage, 0, shape, contiguous_strides(shape))
-    return copy
+    return unsafe_view_op.functional(input.clone(memory_format=contiguous_format), shape)
+
+
+unsafe_view_op = kernel_op("_unsafe_view(Tensor self, SymInt[] size) -> Tensor", method=False,
+                           function=False, doc="A contiguous tensor's elements under a new "
+                           "shape, as a new tensor rather than a view (reshape's copy).")
+
+
+def _unsafe_view_impl(self, size):
+    shape = infer_size(size, self.numel())
+    return Tensor._make(self._storage, self._offset, shape, contiguous_strides(shape),
+                        self.dtype)
+
+
+unsafe_view_op.impl("CPU")(_unsafe_view_impl)
+unsafe_view_op.impl("Meta")(_unsafe_view_impl)
 
 
 @composite(method=True, function=False)
