@@ -1,3 +1,4 @@
-"""linear and bilinear as in torch.nn.functional."""
+"""linear and bilinear as in torch.nn.functional (composites in ops/normalization.py)."""
+from ...ops.normalization import bilinear, linear
 
-__all__: list[str] = []
+__all__ = ["linear", "bilinear"]
