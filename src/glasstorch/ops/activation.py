@@ -1,1 +1,524 @@
-"""Activation functions and dropout."""
+"""Activation functions (relu, elu, gelu, softplus, hardtanh, glu, prelu, rrelu...) and dropout.
+
+Each activation is one `structured` declaration whose output has the input's dtype; its
+kernel computes in `opmath` (float32 for float16/bfloat16) and rounds once. Formulas are the
+numerically stable ones PyTorch uses (softplus switches to the identity above `threshold`,
+log_sigmoid never exponentiates a positive number). Ops PyTorch keeps in `torch._C._nn`
+(leaky_relu, elu, gelu, ...) are not exported as `glasstorch.<name>`; nn.functional calls
+their generated wrappers, kept here as module attributes.
+
+Dropout: `native_dropout` is the op returning (output, mask); `dropout`, `feature_dropout`,
+`alpha_dropout` and `feature_alpha_dropout` are composites multiplying by a noise tensor, as
+PyTorch's CPU path is (their gradients go through MulBackward0).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.graph import node_class
+from ..backends.cpu import special
+from ..backends.cpu.pointwise import (COMPLEX, FLOATING, INTS, REDUCED, assign, check_dtype,
+                                      scalar)
+from ..core import dtype as dt
+from ..core.shape import (Size, broadcast_shapes2, is_non_overlapping_and_dense, iterator_strides,
+                          wrap_dim)
+from ..core.tensor import Tensor
+from .factories import empty_like, zeros
+from .pointwise_meta import opmath, pointwise_spec
+from .random import _stream, uniform01
+from .registry import (TensorSpec, composite, export, generate_wrapper, kernel_op, spec,
+                       structured)
+
+_POINTWISE = ("pointwise",)
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _same_meta(self, *args):
+    return pointwise_spec((self,), self.dtype)
+
+
+def _inplace_wrapper(decl, node_name=None):
+    """The `name_(input, ...)` function of a declaration that has no Tensor method.
+
+    With `node_name`, a graph node recorded for the call takes that name: PyTorch's in-place
+    leaky_relu_, elu_, celu_, threshold_ and rrelu_ save their result instead of their input,
+    and name their nodes ...Backward1. glasstorch records them as the functional op (on a
+    copy of the input), so only the name differs."""
+    fn = generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace)
+    if node_name is None:
+        return fn
+    functional_name = node_name[:-1] + "0"
+
+    def inplace(input, *args, **kwargs):
+        out = fn(input, *args, **kwargs)
+        node = out.grad_fn
+        if node is not None and type(node).__name__ == functional_name:
+            node.__class__ = node_class(node_name)
+        return out
+    inplace.__name__ = inplace.__qualname__ = fn.__name__
+    inplace.__doc__ = fn.__doc__
+    return inplace
+
+
+def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, **options):
+    """Declare an activation: `fn(x, *params)` maps a NumPy array (in opmath) to the result;
+    `params` are the schema's Scalar arguments, converted to the dtype for integer inputs."""
+    decl = structured(schema, meta, tags=_POINTWISE, **options)
+
+    @decl.impl("CPU")
+    def kernel(out, self, *params):
+        d = self.dtype
+        check_dtype(kname, d, allowed)
+        x = self._array()
+        if d.category == dt.INT or d in REDUCED:     # bounds rounded to the dtype first
+            params = tuple(_rounded(p, d) for p in params)
+        if x.dtype != opmath(d):
+            x = x.astype(opmath(d))
+        with np.errstate(all="ignore"):
+            assign(out, fn(x, *params))
+    kernel.__qualname__ = f"cpu_{decl.name}"
+    return decl
+
+
+def _rounded(p, d):
+    if not isinstance(p, (int, float)) or isinstance(p, bool):
+        return p
+    return scalar(p, d) if d.category == dt.INT else float(d.np.type(p))
+
+
+# ---- formulas on NumPy arrays ----------------------------------------------------------
+
+def _relu(x):
+    return np.maximum(x, x.dtype.type(0))
+
+
+def _leaky_relu(x, negative_slope=0.01):
+    return np.where(x > 0, x, x * negative_slope)
+
+
+def _elu(x, alpha=1, scale=1, input_scale=1):
+    return np.where(x <= 0, np.expm1(x * input_scale) * (alpha * scale), x * scale)
+
+
+def _celu(x, alpha=1.0):
+    return _elu(x, alpha, 1.0, 1.0 / alpha)
+
+
+_SQRT_HALF = math.sqrt(0.5)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _gelu(x, approximate="none"):
+    if approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1 + np.tanh(inner))
+    return (0.5 * x * (1 + special.erf(x.astype(np.float64) * _SQRT_HALF))).astype(x.dtype)
+
+
+def _silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def _softplus_stable(x):
+    """log(1 + exp(x)) without overflow."""
+    return np.logaddexp(x.dtype.type(0), x)
+
+
+def _mish(x):
+    return x * np.tanh(_softplus_stable(x))
+
+
+def _softplus(x, beta=1, threshold=20):
+    bx = x * beta
+    return np.where(bx > threshold, x, np.log1p(np.exp(bx)) / beta)
+
+
+def _hardtanh(x, min_val=-1, max_val=1):
+    return np.minimum(np.maximum(x, min_val), max_val)
+
+
+def _hardsigmoid(x):
+    return np.minimum(np.maximum(x + 3, 0), 6) / 6
+
+
+def _hardswish(x):
+    return x * np.minimum(np.maximum(x + 3, 0), 6) / 6
+
+
+def _softshrink(x, lambd=0.5):
+    return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x * 0))
+
+
+def _hardshrink(x, lambd=0.5):
+    return np.where((x >= -lambd) & (x <= lambd), x.dtype.type(0), x)
+
+
+def _threshold(x, threshold, value):
+    return np.where(x <= threshold, value, x)
+
+
+def _log_sigmoid(x):
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+
+# ---- checks ------------------------------------------------------------------------------
+
+def _relu_meta(self):
+    if self.dtype is dt.bool:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    if self.dtype.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
+    return _same_meta(self)
+
+
+def _hardtanh_meta(self, min_val=-1, max_val=1):
+    if self.dtype is dt.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if self.dtype.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
+    if self.dtype is dt.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    return _empty_like_meta(self)
+
+
+def _empty_like_meta(self, *args):
+    """Ops whose output PyTorch allocates with empty_like(self): a dense input's strides are
+    kept exactly (size-1 dimensions included), others get dense strides in the input's
+    dimension order."""
+    shape = self._shape
+    if is_non_overlapping_and_dense(shape, self._stride):
+        return TensorSpec(shape, self.dtype, self._stride)
+    return TensorSpec(shape, self.dtype, iterator_strides(shape, [(shape, self._stride)]))
+
+
+def _contiguous_meta(self, *args):
+    """Ops whose CPU output PyTorch allocates row-major whatever the input's layout."""
+    return spec(self._shape, self.dtype)
+
+
+def _celu_meta(self, alpha=1.0):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _same_meta(self)
+
+
+def _gelu_meta(self, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return _same_meta(self)
+
+
+def _softshrink_meta(self, lambd=0.5):
+    if self.dtype in FLOATING:
+        highest = dt.finfo(self.dtype).max
+        if not 0 <= lambd <= highest:
+            raise RuntimeError(f"lambda must be in range [0, {highest:g}] for input dtype "
+                               f"{self.dtype.cname}, but found {lambd:g}")
+    return _same_meta(self)
+
+
+# ---- declarations --------------------------------------------------------------------------
+
+_INTEGER_OR_FLOAT = INTS | FLOATING
+
+relu = _pointwise("relu(Tensor self) -> Tensor", _relu, "clamp_min_cpu", _INTEGER_OR_FLOAT,
+                  _relu_meta, out=False, doc="max(input, 0); relu'(0) is 0.")
+leaky_relu = _pointwise("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
+                        _leaky_relu, "leaky_relu_cpu", function=False, method=False,
+                        doc="input where input > 0, else input * negative_slope.")
+elu = _pointwise("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> "
+                 "Tensor", _elu, "elu_cpu", function=False, method=False,
+                 doc="scale * input where input > 0, else alpha * scale * "
+                     "(exp(input * input_scale) - 1).")
+celu = _pointwise("celu(Tensor self, Scalar alpha=1.0) -> Tensor", _celu, "elu_cpu",
+                  meta=_celu_meta, method=False, out=False,
+                  doc="max(0, input) + min(0, alpha * (exp(input / alpha) - 1)).")
+gelu = _pointwise('gelu(Tensor self, *, str approximate="none") -> Tensor', _gelu,
+                  "GeluKernelImpl", meta=_gelu_meta, function=False, method=False,
+                  doc="input * Phi(input) (exact with erf, or the tanh approximation).")
+silu = _pointwise("silu(Tensor self) -> Tensor", _silu, "silu_cpu", FLOATING | COMPLEX,
+                  function=False, method=False, doc="input * sigmoid(input).")
+mish = _pointwise("mish(Tensor self) -> Tensor", _mish, "mish_cpu", function=False,
+                  method=False, doc="input * tanh(softplus(input)).")
+softplus = _pointwise("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+                      _softplus, "softplus_cpu", function=False, method=False, inplace=False,
+                      doc="log(1 + exp(beta * input)) / beta; the identity where beta * input "
+                          "> threshold.")
+hardtanh = _pointwise("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor",
+                      _hardtanh, "hardtanh_cpu", _INTEGER_OR_FLOAT, _hardtanh_meta,
+                      function=False, method=False, doc="input clamped to [min_val, max_val].")
+hardsigmoid = _pointwise("hardsigmoid(Tensor self) -> Tensor", _hardsigmoid, "hardsigmoid_cpu",
+                         function=False, method=False, doc="relu6(input + 3) / 6.")
+hardswish = _pointwise("hardswish(Tensor self) -> Tensor", _hardswish, "hardswish_cpu",
+                       function=False, method=False, doc="input * relu6(input + 3) / 6.")
+softshrink = _pointwise("softshrink(Tensor self, Scalar lambd=0.5) -> Tensor", _softshrink,
+                        "softshrink_check", meta=_softshrink_meta, function=False,
+                        method=False, inplace=False,
+                        doc="input - lambd above lambd, input + lambd below -lambd, else 0.")
+hardshrink = _pointwise("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor", _hardshrink,
+                        "hardshrink_cpu", inplace=False,
+                        doc="input where |input| > lambd, else 0.")
+threshold = _pointwise("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor",
+                       _threshold, "threshold_cpu", _INTEGER_OR_FLOAT, method=False,
+                       doc="value where input <= threshold, else input.")
+log_sigmoid = _pointwise("log_sigmoid(Tensor self) -> Tensor", _log_sigmoid, "log_sigmoid_cpu",
+                         meta=_contiguous_meta, function=False, method=False, inplace=False,
+                         doc="log(sigmoid(input)), stable for large |input|.")
+
+leaky_relu_ = _inplace_wrapper(leaky_relu, "LeakyReluBackward1")
+elu_ = _inplace_wrapper(elu, "EluBackward1")
+gelu_ = _inplace_wrapper(gelu)
+silu_ = _inplace_wrapper(silu)
+mish_ = _inplace_wrapper(mish)
+hardtanh_ = _inplace_wrapper(hardtanh)
+hardsigmoid_ = _inplace_wrapper(hardsigmoid)
+hardswish_ = _inplace_wrapper(hardswish)
+celu_ = _inplace_wrapper(celu, "CeluBackward1")
+threshold_ = _inplace_wrapper(threshold, "ThresholdBackward1")
+export("relu_", Tensor.relu_)
+export("celu_", celu_)
+export("threshold_", threshold_)
+
+
+@composite()
+def selu(input):
+    """scale * elu(input, alpha) with SELU's fixed constants (an EluBackward0 node)."""
+    return elu.function(input, SELU_ALPHA, SELU_SCALE)
+
+
+@composite()
+def selu_(input):
+    return elu_(input, SELU_ALPHA, SELU_SCALE)
+
+
+# ---- glu ---------------------------------------------------------------------------------
+
+def _glu_meta(self, dim=-1):
+    if self.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, self.dim())
+    size = self._shape[d]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
+    shape = Size(self._shape[:d] + (size // 2,) + self._shape[d + 1:])
+    return TensorSpec(shape, self.dtype, iterator_strides(shape, [(shape, self._stride)]))
+
+
+glu = structured("glu(Tensor self, int dim=-1) -> Tensor", _glu_meta, function=False,
+                 method=False, inplace=False,
+                 doc="first half * sigmoid(second half), halving `dim`.")
+
+
+@glu.impl("CPU")
+def _glu_cpu(out, self, dim=-1):
+    check_dtype("glu_cpu", self.dtype, FLOATING)
+    d = wrap_dim(dim, self.dim())
+    a, b = np.split(np.asarray(self._array(), opmath(self.dtype)), 2, axis=d)
+    with np.errstate(all="ignore"):
+        assign(out, a / (1 + np.exp(-b)))
+
+
+# ---- prelu -------------------------------------------------------------------------------
+
+def _prelu_kernel_meta(self, weight):
+    if weight.dtype is not self.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {self.dtype.cname} and "
+                           f"{weight.dtype.cname}")
+    if Size(broadcast_shapes2(self._shape, weight._shape)) != self._shape:
+        return pointwise_spec((self, weight), self.dtype)
+    return _empty_like_meta(self)
+
+
+_prelu_kernel = structured("_prelu_kernel(Tensor self, Tensor weight) -> Tensor",
+                           _prelu_kernel_meta, method=False, inplace=False, out=False,
+                           tags=_POINTWISE,
+                           doc="input where input > 0, else weight * input (broadcast).")
+
+
+@_prelu_kernel.impl("CPU")
+def _prelu_kernel_cpu(out, self, weight):
+    check_dtype("prelu_cpu", self.dtype, FLOATING)
+    cd = opmath(self.dtype)
+    x, w = np.asarray(self._array(), cd), np.asarray(weight._array(), cd)
+    assign(out, np.where(x > 0, x, w * x))
+
+
+@composite(method=True)
+def prelu(input, weight):
+    """input where input > 0, else weight * input; `weight` holds one slope or one per
+    channel (dimension 1 of input)."""
+    if weight.dim() > 1:
+        raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.dim()}")
+    n = weight.numel()
+    ndim = input.dim()
+    if n != 1:
+        if ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if ndim > 1 else 1
+        if channels != n:
+            raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = {channels}.")
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype.cname} and "
+                           f"{weight.dtype.cname}")
+    w = weight
+    if ndim != weight.dim():
+        shape = [1] * ndim
+        if ndim > 1:
+            shape[1] = n
+        w = weight.reshape(shape)
+    return _prelu_kernel.function(input, w)
+
+
+# ---- rrelu -------------------------------------------------------------------------------
+
+def _rrelu_meta(self, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    return _contiguous_meta(self)
+
+
+rrelu_with_noise = structured(
+    "rrelu_with_noise(Tensor self, Tensor noise, Scalar lower=0.125, "
+    "Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor",
+    _rrelu_meta, function=False, method=False, out=False,
+    doc="Training: input * r where input <= 0, r ~ U(lower, upper) (r written to noise, 1 "
+        "elsewhere); eval: leaky_relu with slope (lower + upper) / 2.")
+
+
+@rrelu_with_noise.impl("CPU")
+def _rrelu_with_noise_cpu(out, self, noise, lower=0.125, upper=1.0 / 3.0, training=False,
+                          generator=None):
+    d = self.dtype
+    check_dtype("leaky_relu_cpu" if not training else "rrelu_with_noise_out_cpu", d, FLOATING)
+    cd = opmath(d)
+    x = np.asarray(self._array(), cd)
+    if not training:
+        assign(out, _leaky_relu(x, (lower + upper) / 2))
+        return
+    rng = _stream(generator, self)
+    r = uniform01(rng, x.shape, dt.float64 if d is dt.float64 else dt.float32)
+    r = (r * (upper - lower) + lower).astype(cd)
+    slopes = np.where(x <= 0, r, cd.type(1))
+    assign(noise, slopes)
+    assign(out, x * slopes)
+
+
+rrelu_with_noise_ = _inplace_wrapper(rrelu_with_noise, "RreluWithNoiseBackward1")
+
+
+@composite()
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """Randomized leaky relu: negative inputs scaled by a slope drawn from U(lower, upper)
+    in training, by (lower + upper) / 2 otherwise."""
+    return rrelu_with_noise.function(input, empty_like(input), lower, upper, training,
+                                     generator)
+
+
+@composite()
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    return rrelu_with_noise_(input, empty_like(input), lower, upper, training, generator)
+
+
+# ---- dropout -------------------------------------------------------------------------------
+
+def _dropout_mask(input: Tensor, keep: float) -> np.ndarray:
+    """Bernoulli(keep) draws shaped like `input`, from the default generator."""
+    return _stream(None, input).random(tuple(input._shape)) < keep
+
+
+native_dropout = kernel_op("native_dropout(Tensor input, float p, bool? train) -> "
+                           "(Tensor, Tensor)", method=False,
+                           doc="(input * mask / (1 - p), mask) with mask ~ Bernoulli(1 - p) "
+                               "when training; (a copy of input, all True) otherwise.")
+
+
+def _native_dropout_outputs(input, p, train):
+    """The two outputs, laid out like input; checks p when training."""
+    if input.numel() == 0:
+        return empty_like(input), empty_like(input)
+    if train is None or train:
+        if not 0 <= 1 - p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1 - p:g}")
+    return empty_like(input), empty_like(input, dtype=dt.bool)
+
+
+@native_dropout.impl("CPU")
+def _native_dropout_cpu(input, p, train):
+    out, mask = _native_dropout_outputs(input, p, train)
+    if input.numel() == 0:
+        return out, mask
+    if train is None or train:
+        keep = 1 - p
+        m = _dropout_mask(input, keep)
+        assign(mask, m)
+        x = np.asarray(input._array(), opmath(input.dtype))
+        assign(out, x * m * (0.0 if keep == 0 else 1 / keep))
+    else:
+        assign(mask, True)
+        assign(out, input._array())
+    return out, mask
+
+
+@native_dropout.impl("Meta")
+def _native_dropout_meta(input, p, train):
+    return _native_dropout_outputs(input, p, train)
+
+
+def _check_p(p):
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p:g}")
+
+
+_ALPHA = 1.7580993408473766     # SELU's alpha * scale: the value alpha dropout drops to
+
+
+def _dropout(input, p, train, *, feature=False, alpha=False, inplace=False):
+    """PyTorch's dropout composite: input times a scaled Bernoulli(1 - p) noise (one draw per
+    (batch, channel) for feature dropout); alpha dropout also shifts, to keep SELU's mean
+    and variance. The noise is drawn from the default generator."""
+    _check_p(p)
+    if p == 0 or not train or input.numel() == 0:
+        return input
+    if p == 1:
+        z = zeros((), dtype=input.dtype, device=input.device)
+        return input.mul_(z) if inplace else input * z
+    if feature:
+        if input.dim() < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        noise = input.new_empty((input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2))
+    else:
+        noise = empty_like(input)
+    noise.bernoulli_(1 - p)
+    if not alpha:
+        noise.div_(1 - p)
+        return input.mul_(noise) if inplace else input * noise
+    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+    shift = (noise - 1).mul_(_ALPHA * a).add_(_ALPHA * a * p)
+    noise.mul_(a)
+    return (input.mul_(noise) if inplace else input * noise).add_(shift)
+
+
+def _export_dropout(name, **kind):
+    def functional(input, p, train):
+        return _dropout(input, p, train, **kind)
+
+    def inplace(input, p, train):
+        return _dropout(input, p, train, inplace=True, **kind)
+    functional.__name__, inplace.__name__ = name, name + "_"
+    functional.__doc__ = inplace.__doc__ = _dropout.__doc__
+    export(name, functional)
+    export(name + "_", inplace)
+    return functional, inplace
+
+
+dropout, dropout_ = _export_dropout("dropout")
+feature_dropout, feature_dropout_ = _export_dropout("feature_dropout", feature=True)
+alpha_dropout, alpha_dropout_ = _export_dropout("alpha_dropout", alpha=True)
+feature_alpha_dropout, feature_alpha_dropout_ = _export_dropout("feature_alpha_dropout",
+                                                                feature=True, alpha=True)
+

@@ -1,0 +1,368 @@
+"""Activation functions (ops/activation.py, nn/functional/activation.py) against PyTorch:
+values in every floating dtype, layouts (transposed, stepped, empty, 0-dim), the kink
+gradients, grad_fn names, gradcheck away from the kinks, in-place variants and errors."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import glasstorch as gt
+import glasstorch.nn.functional as GF
+from glasstorch.autograd import gradcheck, gradgradcheck
+from oracle import assert_same, oracle_torch, to_torch
+
+torch = oracle_torch()
+TF = torch.nn.functional
+rng = np.random.default_rng(7)
+
+# name -> (fn(F, lib, x), kinks: points where the derivative jumps)
+ACT = {
+    "relu": (lambda F, L, x: F.relu(x), (0.0,)),
+    "torch.relu": (lambda F, L, x: L.relu(x), (0.0,)),
+    "Tensor.relu": (lambda F, L, x: x.relu(), (0.0,)),
+    "relu6": (lambda F, L, x: F.relu6(x), (0.0, 6.0)),
+    "leaky_relu": (lambda F, L, x: F.leaky_relu(x, 0.2), (0.0,)),
+    "elu": (lambda F, L, x: F.elu(x, 1.3), (0.0,)),
+    "selu": (lambda F, L, x: F.selu(x), (0.0,)),
+    "torch.selu": (lambda F, L, x: L.selu(x), (0.0,)),
+    "celu": (lambda F, L, x: F.celu(x, 0.7), (0.0,)),
+    "torch.celu": (lambda F, L, x: L.celu(x, 1.5), (0.0,)),
+    "gelu": (lambda F, L, x: F.gelu(x), ()),
+    "gelu_tanh": (lambda F, L, x: F.gelu(x, approximate="tanh"), ()),
+    "silu": (lambda F, L, x: F.silu(x), ()),
+    "mish": (lambda F, L, x: F.mish(x), ()),
+    "softplus": (lambda F, L, x: F.softplus(x), ()),
+    "softplus_beta": (lambda F, L, x: F.softplus(x, 2.0, 3.0), (1.5,)),
+    "softsign": (lambda F, L, x: F.softsign(x), ()),
+    "hardtanh": (lambda F, L, x: F.hardtanh(x, -2.0, 1.5), (-2.0, 1.5)),
+    "hardsigmoid": (lambda F, L, x: F.hardsigmoid(x), (-3.0, 3.0)),
+    "hardswish": (lambda F, L, x: F.hardswish(x), (-3.0, 3.0)),
+    "tanhshrink": (lambda F, L, x: F.tanhshrink(x), ()),
+    "softshrink": (lambda F, L, x: F.softshrink(x, 0.5), (-0.5, 0.5)),
+    "hardshrink": (lambda F, L, x: F.hardshrink(x, 0.5), (-0.5, 0.5)),
+    "Tensor.hardshrink": (lambda F, L, x: x.hardshrink(0.3), (-0.3, 0.3)),
+    "threshold": (lambda F, L, x: F.threshold(x, 0.5, 2.0), (0.5,)),
+    "torch.threshold": (lambda F, L, x: L.threshold(x, -0.5, -3.0), (-0.5,)),
+    "logsigmoid": (lambda F, L, x: F.logsigmoid(x), ()),
+    "tanh": (lambda F, L, x: F.tanh(x), ()),
+    "sigmoid": (lambda F, L, x: F.sigmoid(x), ()),
+    "glu": (lambda F, L, x: F.glu(x, 0), ()),
+    "glu_last": (lambda F, L, x: F.glu(x), ()),
+    "prelu_one": (lambda F, L, x: F.prelu(x, L.full((1,), 0.25, dtype=x.dtype)), (0.0,)),
+    "rrelu_eval": (lambda F, L, x: F.rrelu(x, 0.1, 0.3), (0.0,)),
+    "torch.rrelu": (lambda F, L, x: L.rrelu(x), (0.0,)),
+}
+
+
+def data(shape=(4, 6), kinks=(), scale=3.0):
+    a = rng.standard_normal(shape) * scale
+    flat = a.reshape(-1)
+    for i, k in enumerate(kinks):       # hit every kink exactly
+        if i < flat.size:
+            flat[i] = k
+    return a
+
+
+def both(a, dtype="float64", requires_grad=False):
+    t = torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=requires_grad)
+    g = gt.tensor(a, dtype=getattr(gt, dtype), requires_grad=requires_grad)
+    return g, t
+
+
+TOL = {"float64": 1e-12, "float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(ACT))
+def test_values_match_torch(name, dtype):
+    fn, kinks = ACT[name]
+    g, t = both(data(kinks=kinks), dtype)
+    tol = TOL[dtype]
+    assert_same(fn(GF, gt, g), fn(TF, torch, t), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", sorted(ACT))
+def test_layouts(name):
+    """Transposed and stepped inputs, empty and (where defined) 0-dim inputs."""
+    fn, kinks = ACT[name]
+    a = data((8, 8), kinks)
+    g, t = both(a, "float32")
+    assert_same(fn(GF, gt, g.t()), fn(TF, torch, t.t()), rtol=2e-6, atol=2e-6)
+    assert_same(fn(GF, gt, g[::2, 1::2]), fn(TF, torch, t[::2, 1::2]), rtol=2e-6, atol=2e-6)
+    g, t = both(np.zeros((0, 4)), "float32")
+    assert_same(fn(GF, gt, g), fn(TF, torch, t))
+    if not name.startswith("glu"):
+        g, t = both(np.array(-0.7), "float32")
+        assert_same(fn(GF, gt, g), fn(TF, torch, t))
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=4), data=st.data())
+def test_random_layouts(shape, data):
+    """Permuted, stepped and offset views: values and strides as torch's (every op here is
+    elementwise, so a layout bug shows up whatever the activation)."""
+    perm = data.draw(st.permutations(range(len(shape))))
+    steps = [data.draw(st.integers(1, 2)) for _ in shape]
+    base = rng.standard_normal([n * s + 1 for n, s in zip(shape, steps)])
+    g, t = both(base, "float32")
+    key = tuple(slice(1, None, s) for s in steps)
+    g, t = g[key].permute(perm), t[key].permute(perm)
+    name = data.draw(st.sampled_from(sorted(k for k in ACT if not k.startswith("glu"))))
+    fn, _ = ACT[name]
+    assert_same(fn(GF, gt, g), fn(TF, torch, t), rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("name", sorted(ACT))
+def test_gradients_match_torch_including_kinks(name):
+    fn, kinks = ACT[name]
+    a = data(kinks=kinks)
+    g, t = both(a, requires_grad=True)
+    gy, ty = fn(GF, gt, g), fn(TF, torch, t)
+    assert gy.grad_fn.name() == ty.grad_fn.name()
+    w = rng.standard_normal(tuple(ty.shape))
+    gy.backward(gt.tensor(w))
+    ty.backward(torch.tensor(w))
+    np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(ACT))
+def test_gradcheck_away_from_kinks(name):
+    fn, kinks = ACT[name]
+    a = rng.uniform(0.2, 2.5, (2, 4)) * rng.choice([-1.0, 1.0], (2, 4))
+    for k in kinks:                        # stay 0.05 away from every kink
+        a = np.where(np.abs(a - k) < 0.05, a + 0.1, a)
+    x = gt.tensor(a, requires_grad=True)
+    assert gradcheck(lambda x: fn(GF, gt, x), (x,))
+
+
+@pytest.mark.parametrize("name", ["elu", "celu", "gelu", "gelu_tanh", "silu", "mish",
+                                  "softplus", "logsigmoid", "glu", "hardswish"])
+def test_double_backward(name):
+    fn, kinks = ACT[name]
+    a = rng.uniform(0.2, 2.5, (2, 4)) * rng.choice([-1.0, 1.0], (2, 4))
+    for k in kinks:
+        a = np.where(np.abs(a - k) < 0.05, a + 0.1, a)
+    x = gt.tensor(a, requires_grad=True)
+    assert gradgradcheck(lambda x: fn(GF, gt, x), (x,))
+
+
+def test_softplus_threshold_kink_gradient():
+    """Above beta * x > threshold softplus is the identity; at the threshold it is not."""
+    a = np.array([1.5, 1.5 + 1e-9, -40.0, 40.0])
+    g, t = both(a, requires_grad=True)
+    GF.softplus(g, 2.0, 3.0).sum().backward()
+    TF.softplus(t, 2.0, 3.0).sum().backward()
+    np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+
+
+# ---- numerical stability, nan, integer inputs ------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["softplus", "logsigmoid", "silu", "mish", "gelu", "elu",
+                                  "selu", "celu", "glu", "tanhshrink", "softsign"])
+def test_large_magnitudes(name, dtype):
+    fn, _ = ACT[name]
+    a = np.array([-1e4, -800.0, -90.0, -30.0, 30.0, 90.0, 800.0, 1e4])
+    g, t = both(a, dtype, requires_grad=True)
+    gy, ty = fn(GF, gt, g), fn(TF, torch, t)
+    assert_same(gy, ty, rtol=1e-6, atol=1e-30)
+    gy.sum().backward()
+    ty.sum().backward()
+    np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-30)
+
+
+@pytest.mark.parametrize("name", sorted(set(ACT) - {"glu", "glu_last"}))
+def test_nan_and_inf(name):
+    fn, _ = ACT[name]
+    g, t = both(np.array([np.nan, np.inf, -np.inf, 0.0, -0.0]), "float32")
+    assert_same(fn(GF, gt, g), fn(TF, torch, t))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+def test_integer_inputs_keep_their_dtype(dtype):
+    a = np.array([-7, -1, 0, 1, 2, 9]) % (256 if dtype == "uint8" else 1000) - (
+        0 if dtype == "uint8" else 3)
+    g, t = both(a, dtype)
+    assert_same(GF.relu(g), TF.relu(t))
+    assert_same(gt.relu(g), torch.relu(t))
+    low = 0 if dtype == "uint8" else -2
+    assert_same(GF.hardtanh(g, low, 3), TF.hardtanh(t, low, 3))
+    assert_same(GF.relu6(g), TF.relu6(t))
+    assert_same(GF.threshold(g, 1, 5), TF.threshold(t, 1, 5))
+
+
+# ---- in-place variants ---------------------------------------------------------------------
+
+INPLACE = {
+    "relu": (lambda F, L, x: F.relu(x, inplace=True), lambda F, L, x: F.relu(x)),
+    "torch.relu_": (lambda F, L, x: L.relu_(x), lambda F, L, x: L.relu(x)),
+    "Tensor.relu_": (lambda F, L, x: x.relu_(), lambda F, L, x: x.relu()),
+    "F.relu_": (lambda F, L, x: F.relu_(x), lambda F, L, x: F.relu(x)),
+    "relu6": (lambda F, L, x: F.relu6(x, True), lambda F, L, x: F.relu6(x)),
+    "hardtanh": (lambda F, L, x: F.hardtanh(x, -1.5, 0.5, True),
+                 lambda F, L, x: F.hardtanh(x, -1.5, 0.5)),
+    "hardtanh_": (lambda F, L, x: F.hardtanh_(x), lambda F, L, x: F.hardtanh(x)),
+    "leaky_relu": (lambda F, L, x: F.leaky_relu(x, 0.3, True),
+                   lambda F, L, x: F.leaky_relu(x, 0.3)),
+    "leaky_relu_": (lambda F, L, x: F.leaky_relu_(x, 0.3), lambda F, L, x: F.leaky_relu(x, 0.3)),
+    "elu": (lambda F, L, x: F.elu(x, 0.5, True), lambda F, L, x: F.elu(x, 0.5)),
+    "elu_": (lambda F, L, x: F.elu_(x), lambda F, L, x: F.elu(x)),
+    "selu": (lambda F, L, x: F.selu(x, True), lambda F, L, x: F.selu(x)),
+    "torch.selu_": (lambda F, L, x: L.selu_(x), lambda F, L, x: L.selu(x)),
+    "celu": (lambda F, L, x: F.celu(x, 2.0, True), lambda F, L, x: F.celu(x, 2.0)),
+    "torch.celu_": (lambda F, L, x: L.celu_(x), lambda F, L, x: L.celu(x)),
+    "threshold": (lambda F, L, x: F.threshold(x, 0.1, 9.0, True),
+                  lambda F, L, x: F.threshold(x, 0.1, 9.0)),
+    "torch.threshold_": (lambda F, L, x: L.threshold_(x, 0.1, 9.0),
+                         lambda F, L, x: L.threshold(x, 0.1, 9.0)),
+    "hardsigmoid": (lambda F, L, x: F.hardsigmoid(x, True), lambda F, L, x: F.hardsigmoid(x)),
+    "hardswish": (lambda F, L, x: F.hardswish(x, True), lambda F, L, x: F.hardswish(x)),
+    "silu": (lambda F, L, x: F.silu(x, True), lambda F, L, x: F.silu(x)),
+    "mish": (lambda F, L, x: F.mish(x, True), lambda F, L, x: F.mish(x)),
+    "rrelu": (lambda F, L, x: F.rrelu(x, 0.2, 0.4, False, True),
+              lambda F, L, x: F.rrelu(x, 0.2, 0.4)),
+    "rrelu_": (lambda F, L, x: F.rrelu_(x), lambda F, L, x: F.rrelu(x)),
+    "torch.rrelu_": (lambda F, L, x: L.rrelu_(x), lambda F, L, x: L.rrelu(x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace(name):
+    """Same object returned, values written through a non-contiguous view, version bumped,
+    and the gradient through the in-place op (on a non-leaf) equals the functional one's."""
+    inplace, functional = INPLACE[name]
+    a = data((4, 6), (0.0, 0.1, -1.5, 0.5, -3.0, 3.0))
+    g, t = both(a)
+    view = g.t()[1::2]
+    before = view._version
+    assert inplace(GF, gt, view) is view
+    assert view._version > before
+    ref = t.clone()
+    inplace(TF, torch, ref.t()[1::2])
+    assert_same(g, ref, rtol=1e-12, atol=1e-12)
+
+    g, t = both(a, requires_grad=True)
+    gy = inplace(GF, gt, g * 1.0)
+    ty = functional(TF, torch, t * 1.0)
+    assert gy.grad_fn.name() == inplace(TF, torch, t * 1.0).grad_fn.name()
+    w = rng.standard_normal(a.shape)
+    gy.backward(gt.tensor(w))
+    ty.backward(torch.tensor(w))
+    np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_inplace_on_leaf_requiring_grad_is_an_error():
+    x = gt.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        GF.relu(x, inplace=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        GF.elu_(x)
+
+
+def test_out_arguments_where_torch_has_them():
+    g, t = both(np.array([-1.0, 0.0, 2.0]), "float32")
+    out = gt.empty(3)
+    assert gt.threshold(g, 0.0, 5.0, out=out) is out
+    assert_same(out, torch.threshold(t, 0.0, 5.0))
+    assert gt.hardshrink(g, 1.5, out=out) is out
+    assert_same(out, torch.hardshrink(t, 1.5))
+    for lib in (gt, torch):
+        for fn in (lib.relu, lib.celu, lib.selu):
+            with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+                fn(lib.ones(3), out=lib.empty(3))
+
+
+# ---- prelu and rrelu -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,wshape", [((2, 3, 4), (3,)), ((2, 3), (3,)), ((5,), (1,)),
+                                          ((2, 3, 2, 2), (1,)), ((2, 3), ()), ((), (1,)),
+                                          ((4, 3, 2), (3,))])
+def test_prelu_matches_torch(shape, wshape):
+    a = data(shape, (0.0,))
+    w = rng.uniform(-0.5, 0.5, wshape)
+    g, t = both(a, requires_grad=True)
+    gw, tw = both(w, requires_grad=True)
+    gy, ty = GF.prelu(g, gw), TF.prelu(t, tw)
+    assert_same(gy, ty, rtol=1e-12)
+    assert gy.grad_fn.name() == ty.grad_fn.name()
+    assert_same(gt.prelu(g, gw), torch.prelu(t, tw), rtol=1e-12)
+    assert_same(g.prelu(gw), t.prelu(tw), rtol=1e-12)
+    wgt = rng.standard_normal(ty.shape)
+    gy.backward(gt.tensor(wgt))
+    ty.backward(torch.tensor(wgt))
+    np.testing.assert_allclose(g.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gw.grad.numpy(), tw.grad.numpy(), rtol=1e-10, atol=1e-12)
+    assert tuple(gw.grad.shape) == tuple(tw.grad.shape)
+
+
+def test_prelu_gradcheck():
+    x = gt.tensor(rng.uniform(0.2, 2.0, (2, 3, 2)) * rng.choice([-1.0, 1.0], (2, 3, 2)),
+                  requires_grad=True)
+    w = gt.tensor(rng.uniform(-0.5, 0.5, 3), requires_grad=True)
+    assert gradcheck(GF.prelu, (x, w))
+
+
+def test_rrelu_training_draws_slopes_in_range():
+    gt.manual_seed(3)
+    x = -gt.rand(20000, dtype=gt.float64) - 0.5
+    x.requires_grad_()
+    y = GF.rrelu(x, 0.1, 0.3, training=True)
+    assert y.grad_fn.name() == "RreluWithNoiseBackward0"
+    slopes = (y / x).detach().numpy()
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3
+    assert abs(slopes.mean() - 0.2) < 0.005 and abs(slopes.std() - 0.2 / np.sqrt(12)) < 0.005
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), slopes, rtol=1e-12)
+    pos = gt.rand(100) + 0.1
+    assert_same(GF.rrelu(pos, training=True), to_torch(pos))
+    gt.manual_seed(3)
+    again = GF.rrelu(-gt.rand(20000, dtype=gt.float64) - 0.5, 0.1, 0.3, training=True)
+    np.testing.assert_array_equal(again.numpy(), y.detach().numpy())
+
+
+# ---- errors ----------------------------------------------------------------------------------
+
+ERRORS = {
+    "gelu_mode": lambda F, L, x: F.gelu(x, approximate="foo"),
+    "hardtanh_bounds": lambda F, L, x: F.hardtanh(x, 2.0, 1.0),
+    "softshrink_negative": lambda F, L, x: F.softshrink(x, -1.0),
+    "celu_zero": lambda F, L, x: F.celu(x, 0.0),
+    "glu_odd": lambda F, L, x: F.glu(x, 1),
+    "glu_scalar": lambda F, L, x: F.glu(x.sum()),
+    "glu_dim": lambda F, L, x: F.glu(x, 3),
+    "prelu_count": lambda F, L, x: F.prelu(x, L.ones(2)),
+    "prelu_2d_weight": lambda F, L, x: F.prelu(x, L.ones(3, 1)),
+    "prelu_scalar_input": lambda F, L, x: F.prelu(x.sum(), L.ones(3)),
+    "prelu_1d_input": lambda F, L, x: F.prelu(L.ones(3), L.ones(3)),
+    "prelu_dtype": lambda F, L, x: F.prelu(x, L.ones(3, dtype=L.float64)),
+    "rrelu_bounds": lambda F, L, x: F.rrelu(x, 0.5, 0.1, training=True),
+    "rrelu_bounds_eval": lambda F, L, x: F.rrelu(x, 0.5, 0.1),
+    "leaky_int": lambda F, L, x: F.leaky_relu(L.ones(2, dtype=L.int64)),
+    "elu_bool": lambda F, L, x: F.elu(L.ones(2, dtype=L.bool)),
+    "gelu_int": lambda F, L, x: F.gelu(L.ones(2, dtype=L.int32)),
+    "relu_bool": lambda F, L, x: F.relu(L.ones(2, dtype=L.bool)),
+    "relu_complex": lambda F, L, x: F.relu(L.ones(2, dtype=L.complex64)),
+    "hardtanh_bool": lambda F, L, x: F.hardtanh(L.ones(2, dtype=L.bool)),
+    "hardtanh_uint8": lambda F, L, x: F.hardtanh(L.ones(2, dtype=L.uint8)),
+    "threshold_bool": lambda F, L, x: F.threshold(L.ones(2, dtype=L.bool), 0, 1),
+    "softplus_int": lambda F, L, x: F.softplus(L.ones(2, dtype=L.int64)),
+    "glu_bool": lambda F, L, x: F.glu(L.ones(2, dtype=L.bool)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_errors_match_torch(name):
+    fn = ERRORS[name]
+    g, t = both(np.ones((2, 3)), "float32")
+    with pytest.raises(Exception) as expected:
+        fn(TF, torch, t)
+    with pytest.raises(type(expected.value)) as got:
+        fn(GF, gt, g)
+    assert str(got.value) == str(expected.value)
+
+
+def test_module_examples_run():
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module("glasstorch.nn.functional.activation"))
+    assert result.attempted >= 1 and result.failed == 0
