@@ -562,7 +562,20 @@ def _nan_to_num(grad, self):
 
 @derivative("aten::angle", "AngleBackward0")
 def _angle(grad, self):
-    return (grad * 0,)                     # piecewise constant for real inputs
+    if not self.dtype.is_complex:
+        return (grad * 0,)                 # piecewise constant for real inputs
+    return ((grad * self / self.abs().pow(2) * 1j).where(self != 0, 0),)
+
+
+@derivative("aten::complex", "ComplexBackward0")
+def _complex(grad):
+    return grad.real, grad.imag
+
+
+@derivative("aten::polar", "PolarBackward0")
+def _polar(grad, result):
+    g = grad.conj()
+    return (g * result.sgn()).real, (g * result * 1j).real
 
 
 @derivative("aten::aminmax", "AminmaxBackward0")

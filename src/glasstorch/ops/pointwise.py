@@ -70,6 +70,23 @@ def _angle_meta(self):
     return pointwise_spec((self,), d.to_real() if d.is_complex else float_dtype(self))
 
 
+def _complex_parts_meta(name, second):
+    """complex/polar: two tensors of one floating dtype make its complex dtype."""
+    def meta(a, b):
+        _require_tensor(name, second, 2, b)
+        if a.dtype is not b.dtype:
+            raise RuntimeError(f"Expected object of scalar type {a.dtype.cname} but got scalar "
+                               f"type {b.dtype.cname} for second argument")
+        if a.dtype is dt.float16:
+            raise RuntimeError(f"{name}: Half inputs make a complex32 (ComplexHalf) tensor, "
+                               "which glasstorch does not have")
+        if a.dtype not in (dt.float32, dt.float64):
+            raise RuntimeError("Expected both inputs to be Half, Float or Double tensors but got "
+                               f"{a.dtype.cname} and {b.dtype.cname}")
+        return pointwise_spec((a, b), a.dtype.to_complex())
+    return meta
+
+
 def _tensor_other(name, meta):
     """Ops whose `other` must be a tensor (PyTorch has no Scalar overload for them)."""
     def checked(self, other):
@@ -402,6 +419,13 @@ signbit = _declare("signbit(Tensor self) -> Tensor", _unary_bool_meta, cpu.signb
                    doc="True where the sign bit is set (-0.0 included).")
 angle = _declare("angle(Tensor self) -> Tensor", _angle_meta, cpu.angle, inplace=False,
                  doc="The argument of each element: 0 or pi for real inputs.")
+complex_ = _declare("complex(Tensor real, Tensor imag) -> Tensor",
+                    _complex_parts_meta("complex", "imag"), cpu.complex_, inplace=False,
+                    method=False, promotes=False,
+                    doc="The complex tensor real + imag * 1j (inputs broadcast).")
+polar = _declare("polar(Tensor abs, Tensor angle) -> Tensor",
+                 _complex_parts_meta("polar", "angle"), cpu.polar, inplace=False, method=False,
+                 promotes=False, doc="The complex tensor abs * (cos(angle) + sin(angle) * 1j).")
 _conj_physical = _declare("conj_physical(Tensor self) -> Tensor", _same_meta, cpu.conj_physical,
                          check_out=_exact_out, function=False, method=False,
                          doc="The complex conjugate, computed.")

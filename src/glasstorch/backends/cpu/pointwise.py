@@ -507,6 +507,19 @@ def square(out, self):
     np.multiply(a, a, out=out._array(), dtype=cd, casting="unsafe")
 
 
+def complex_(out, real, imag):
+    o = out._array()
+    np.copyto(o.real, real._array())
+    np.copyto(o.imag, imag._array())
+
+
+def polar(out, abs, angle):
+    o = out._array()
+    r, t = abs._array(), angle._array()
+    np.copyto(o.real, r * np.cos(t))
+    np.copyto(o.imag, r * np.sin(t))
+
+
 def angle(out, self):
     if self.dtype in COMPLEX:
         assign(out, np.angle(self._array()))
