@@ -30,10 +30,11 @@ class Derivative:
     (shape, stride, storage offset); only those are saved. `node_name` is the grad_fn's name, or a function of the call's
     arguments where PyTorch's name depends on the overload used (SumBackward0/1)."""
 
-    __slots__ = ("node_name", "formula", "plan")
+    __slots__ = ("node_name", "formula", "plan", "inplace_node_name")
 
-    def __init__(self, node_name: str, formula, schema):
+    def __init__(self, node_name: str, formula, schema, inplace_node_name=None):
         self.node_name = node_name
+        self.inplace_node_name = inplace_node_name
         self.formula = formula
         names = [a.name for a in schema.arguments]
         plan = []   # (saved name, what to keep, argument index), resolved once
@@ -52,12 +53,14 @@ class Derivative:
         self.plan = tuple(plan)
 
 
-def derivative(qualified_name: str, node_name: str):
-    """Decorator: declare the derivative of an operator (`"aten::mul.Tensor"`)."""
+def derivative(qualified_name: str, node_name: str, *, inplace_node_name: str | None = None):
+    """Decorator: declare the derivative of an operator (`"aten::mul.Tensor"`).
+    `inplace_node_name` names the node of its in-place form where PyTorch names it apart
+    (leaky_relu_ records LeakyReluBackward1)."""
     def register(formula):
         from ..dispatch.dispatcher import find
         op = find(qualified_name)
-        op.info["derivative"] = Derivative(node_name, formula, op.schema)
+        op.info["derivative"] = Derivative(node_name, formula, op.schema, inplace_node_name)
         return formula
     return register
 
@@ -102,8 +105,10 @@ def autograd_kernel(op, ks, *args):
                            "automatic differentiation, but one of the arguments requires grad.")
     decl = info.get("decl")
     if decl is not None and decl.inplace is op:
+        d = decl.functional.info.get("derivative")
         return _record_inplace(decl.functional, args,
-                               lambda: _check_inplace(decl, args[0], decl.meta(*args), args[1:]))
+                               lambda: _check_inplace(decl, args[0], decl.meta(*args), args[1:]),
+                               d.inplace_node_name if d is not None else None)
     if info.get("mutated"):
         functional = _FUNCTIONAL_OF.get(op.name)
         if functional is None and op.name in _OVERWRITES:
@@ -263,14 +268,16 @@ _FUNCTIONAL_OF = {"aten::copy_": _functional_copy, "aten::fill_.Scalar": _functi
                   "aten::index_put_": _functional_index_put}
 
 
-def _record_inplace(functional, args, check=None):
+def _record_inplace(functional, args, check=None, node_name=None):
     """self.op_(...) while recording: compute op(self, ...) out of place with a graph, store
     it into self, and give self (and, for a view, its base) the new history. Node names are
-    the functional op's, as PyTorch's."""
+    the functional op's, as PyTorch's, unless the op names its in-place node apart."""
     self = args[0]
     _check_inplace_target(self)
     if check is not None:
         check()                                          # shape and cast rules first
+    if node_name is not None:
+        functional = _renamed(functional, node_name)
     if self._base is not None:
         return _record_inplace_on_view(functional, args)
     source = self.clone() if self._requires_grad else self
@@ -281,6 +288,15 @@ def _record_inplace(functional, args, check=None):
         self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
         self._set_requires_grad(True)
     return self
+
+
+def _renamed(functional, node_name: str):
+    def run(*args):
+        result = functional(*args)
+        if result.grad_fn is not None:
+            result.grad_fn.__class__ = node_class(node_name)
+        return result
+    return run
 
 
 class CopySlices(Node):

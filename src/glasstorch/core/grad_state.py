@@ -5,6 +5,7 @@ a view was made in, so that a later in-place write through it can be refused.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 
 
@@ -15,3 +16,15 @@ class _GradState(threading.local):
 
 
 state = _GradState()
+
+
+@contextlib.contextmanager
+def grad_disabled():
+    """PyTorch's NoGradGuard, for code below autograd that calls ops it must not record (a
+    kernel updating running statistics). The public, decorator-capable form is no_grad."""
+    previous = state.enabled
+    state.enabled = False
+    try:
+        yield
+    finally:
+        state.enabled = previous

@@ -17,7 +17,6 @@ import math
 
 import numpy as np
 
-from ..autograd.graph import node_class
 from ..backends.cpu import special
 from ..backends.cpu.pointwise import (COMPLEX, FLOATING, INTS, REDUCED, assign, check_dtype,
                                       scalar)
@@ -40,27 +39,10 @@ def _same_meta(self, *args):
     return pointwise_spec((self,), self.dtype)
 
 
-def _inplace_wrapper(decl, node_name=None):
-    """The `name_(input, ...)` function of a declaration that has no Tensor method.
-
-    With `node_name`, a graph node recorded for the call takes that name: PyTorch's in-place
-    leaky_relu_, elu_, celu_, threshold_ and rrelu_ save their result instead of their input,
-    and name their nodes ...Backward1. glasstorch records them as the functional op (on a
-    copy of the input), so only the name differs."""
-    fn = generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace)
-    if node_name is None:
-        return fn
-    functional_name = node_name[:-1] + "0"
-
-    def inplace(input, *args, **kwargs):
-        out = fn(input, *args, **kwargs)
-        node = out.grad_fn
-        if node is not None and type(node).__name__ == functional_name:
-            node.__class__ = node_class(node_name)
-        return out
-    inplace.__name__ = inplace.__qualname__ = fn.__name__
-    inplace.__doc__ = fn.__doc__
-    return inplace
+def _inplace_wrapper(decl):
+    """The `name_(input, ...)` function of a declaration that has no Tensor method (the
+    node names PyTorch gives some of them, ...Backward1, are declared with the derivative)."""
+    return generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace)
 
 
 def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, **options):
@@ -268,16 +250,16 @@ log_sigmoid = _pointwise("log_sigmoid(Tensor self) -> Tensor", _log_sigmoid, "lo
                          meta=_contiguous_meta, function=False, method=False, inplace=False,
                          doc="log(sigmoid(input)), stable for large |input|.")
 
-leaky_relu_ = _inplace_wrapper(leaky_relu, "LeakyReluBackward1")
-elu_ = _inplace_wrapper(elu, "EluBackward1")
+leaky_relu_ = _inplace_wrapper(leaky_relu)
+elu_ = _inplace_wrapper(elu)
 gelu_ = _inplace_wrapper(gelu)
 silu_ = _inplace_wrapper(silu)
 mish_ = _inplace_wrapper(mish)
 hardtanh_ = _inplace_wrapper(hardtanh)
 hardsigmoid_ = _inplace_wrapper(hardsigmoid)
 hardswish_ = _inplace_wrapper(hardswish)
-celu_ = _inplace_wrapper(celu, "CeluBackward1")
-threshold_ = _inplace_wrapper(threshold, "ThresholdBackward1")
+celu_ = _inplace_wrapper(celu)
+threshold_ = _inplace_wrapper(threshold)
 export("relu_", Tensor.relu_)
 export("celu_", celu_)
 export("threshold_", threshold_)
@@ -408,7 +390,7 @@ def _rrelu_with_noise_cpu(out, self, noise, lower=0.125, upper=1.0 / 3.0, traini
     assign(out, x * slopes)
 
 
-rrelu_with_noise_ = _inplace_wrapper(rrelu_with_noise, "RreluWithNoiseBackward1")
+rrelu_with_noise_ = _inplace_wrapper(rrelu_with_noise)
 
 
 @composite()

@@ -44,7 +44,7 @@ def _leaky(grad, self, slope):
     return where(self > 0, grad, grad * slope)
 
 
-@derivative("aten::leaky_relu", "LeakyReluBackward0")
+@derivative("aten::leaky_relu", "LeakyReluBackward0", inplace_node_name="LeakyReluBackward1")
 def _leaky_relu(grad, self, negative_slope):
     return (_leaky(grad, self, negative_slope),)
 
@@ -54,12 +54,12 @@ def _elu_grad(grad, self, alpha, scale, input_scale):
     return where(self <= 0, negative, grad * scale)
 
 
-@derivative("aten::elu", "EluBackward0")
+@derivative("aten::elu", "EluBackward0", inplace_node_name="EluBackward1")
 def _elu(grad, self, alpha, scale, input_scale):
     return (_elu_grad(grad, self, alpha, scale, input_scale),)
 
 
-@derivative("aten::celu", "CeluBackward0")
+@derivative("aten::celu", "CeluBackward0", inplace_node_name="CeluBackward1")
 def _celu(grad, self, alpha):
     # PyTorch's backward takes 1/alpha with alpha rounded to float32
     return (_elu_grad(grad, self, alpha, 1.0, 1.0 / _f32(alpha)),)
@@ -131,7 +131,7 @@ def _hardshrink(grad, self, lambd):
     return _shrink(grad, self, lambd)
 
 
-@derivative("aten::threshold", "ThresholdBackward0")
+@derivative("aten::threshold", "ThresholdBackward0", inplace_node_name="ThresholdBackward1")
 def _threshold(grad, self, threshold):
     return (_keep(grad, self > threshold),)
 
@@ -155,7 +155,7 @@ def _prelu_kernel(grad, self, weight):
     return where(positive, grad, grad * weight), where(positive, 0.0, grad * self)
 
 
-@derivative("aten::rrelu_with_noise", "RreluWithNoiseBackward0")
+@derivative("aten::rrelu_with_noise", "RreluWithNoiseBackward0", inplace_node_name="RreluWithNoiseBackward1")
 def _rrelu_with_noise(grad, self, noise, lower, upper, training):
     if training and upper - lower > 1e-6:
         return grad * noise, None

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..autograd.grad_mode import no_grad
+from ..core.grad_state import grad_disabled
 from ..backends.cpu.pointwise import FLOATING, assign, check_dtype
 from ..core import dtype as dt
 from ..core.shape import Size, broadcast_shapes2
@@ -218,7 +218,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     shape = Size(broadcast_shapes2(x1.shape, x2.shape))
     x1, x2 = x1.expand(shape), x2.expand(shape)
     n1, n2 = x1.norm(2, dim, True).clone(), x2.norm(2, dim, True).clone()
-    with no_grad():
+    with grad_disabled():
         n1.clamp_min_(eps)
         n2.clamp_min_(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)

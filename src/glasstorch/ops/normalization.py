@@ -12,7 +12,7 @@ from math import prod
 
 import numpy as np
 
-from ..autograd.grad_mode import no_grad
+from ..core.grad_state import grad_disabled
 from ..core import dtype as dt
 from ..core.shape import Size, channels_last_strides, contiguous_strides, is_contiguous
 from ..core.tensor import Tensor
@@ -307,7 +307,7 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     rv = running_var.repeat(n) if running_var is not None else None
     out = batch_norm(folded, w, b, rm, rv, use_input_stats, momentum, eps, cudnn_enabled)
     if use_input_stats:
-        with no_grad():
+        with grad_disabled():
             if running_mean is not None:
                 running_mean.copy_(rm.view(n, c).mean(0))
             if running_var is not None:
