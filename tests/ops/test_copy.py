@@ -108,3 +108,25 @@ def test_clone_of_meta_tensor():
 def test_out_of_range_float_to_int_cast_is_not_an_error():
     out = gt.tensor([np.nan, np.inf]).long()
     assert out.dtype is gt.int64 and out.shape == (2,)
+
+
+LAYOUTS = {
+    "permuted with a size-1 dim": lambda L: L.empty(3, 1, 4).permute(2, 1, 0),
+    "dense, size-1 dim with a large stride": lambda L: L.empty(2, 3, 4).permute(1, 0, 2)[:, ::2],
+    "transposed size-1 dims": lambda L: L.empty(1, 3, 1, 2).transpose(0, 2),
+    "expanded": lambda L: L.empty(4, 1).expand(4, 3),
+    "sliced then permuted": lambda L: L.empty(2, 3, 4)[:, 1:, :].permute(2, 0, 1),
+    "as_strided size-1 dims": lambda L: L.empty(5, 1, 1).as_strided((5, 1, 1), (1, 7, 9)),
+    "sliced channels_last": lambda L: L.empty(2, 3, 4, 5).to(
+        memory_format=L.channels_last)[:, :, ::2],
+    "stepped transposed": lambda L: L.empty(3, 4).t()[::2],
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_preserve_format_strides_match_torch(name):
+    """Dense inputs keep their exact strides; others get dense strides in their order."""
+    torch = oracle_torch()
+    ours, theirs = LAYOUTS[name](gt), LAYOUTS[name](torch)
+    assert gt.empty_like(ours).stride() == torch.empty_like(theirs).stride()
+    assert ours.clone().stride() == theirs.clone().stride()

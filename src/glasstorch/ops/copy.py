@@ -8,9 +8,9 @@ import numpy as np
 from ..core import dtype as dt
 from ..core.device import as_device
 from ..dispatch.keys import BACKEND_MASK
-from ..core.shape import (contiguous_strides, channels_last_strides, dense_strides_like,
-                          expand_strides, has_internal_overlap, is_channels_last,
-                          is_non_overlapping_and_dense)
+from ..core.shape import (channels_last_strides, contiguous_strides, expand_strides,
+                          has_internal_overlap, is_non_overlapping_and_dense,
+                          iterator_strides)
 from ..core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
                            preserve_format)
 from .registry import composite, export, kernel_op
@@ -108,14 +108,11 @@ def strides_for(t: Tensor, memory_format) -> tuple:
     """Output strides for clone/empty_like under a memory format (preserve keeps layout)."""
     shape = t._shape
     if memory_format is preserve_format:
-        contiguous = contiguous_strides(shape)
-        if t._stride == contiguous:
-            return contiguous
-        if is_non_overlapping_and_dense(shape, t._stride):
-            return dense_strides_like(shape, t._stride)
-        if len(shape) == 4 and is_channels_last(shape, t._stride) and not t.is_contiguous():
-            return channels_last_strides(shape)
-        return contiguous_strides(shape)
+        # dense: the very same strides; otherwise dense ones in the input's dimension order
+        stride = t._stride
+        if stride == contiguous_strides(shape) or is_non_overlapping_and_dense(shape, stride):
+            return stride
+        return iterator_strides(shape, ((shape, stride),))
     if memory_format is contiguous_format:
         return contiguous_strides(shape)
     if memory_format is channels_last or memory_format is channels_last_3d:
