@@ -1,1 +1,122 @@
-"""glasstorch.special: the special functions of torch.special."""
+"""glasstorch.special: the special functions of torch.special.
+
+Most are the top-level operators under SciPy-style names (expit is sigmoid, gammaln is
+lgamma, ...); the ones only torch.special has (i0e, i1, i1e, erfcx, ndtri, log_ndtr, entr,
+xlog1py, zeta, the Bessel functions, the orthogonal polynomials) are `special_*` operators
+declared in `ops/misc_math.py`. Those PyTorch does not differentiate (Airy Ai, Bessel J,
+Y, K, modified I, the polynomials) run without recording a graph, so their results never
+require grad, as in PyTorch.
+"""
+from __future__ import annotations
+
+import math
+
+from .autograd import no_grad as _no_grad
+from .ops import misc_math as _mm
+from .ops import pointwise as _pw
+from .ops import reduction as _red
+
+__all__ = [
+    "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf", "erfc",
+    "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "i0",
+    "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
+    "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1", "sinc", "softmax", "spherical_bessel_j0", "xlog1py", "xlogy",
+    "zeta", *_mm.POLYNOMIALS,
+]
+
+expit = _pw.sigmoid.function
+logit = _pw.logit.function
+erf = _pw.erf.function
+erfc = _pw.erfc.function
+erfinv = _pw.erfinv.function
+exp2 = _pw.exp2.function
+expm1 = _pw.expm1.function
+log1p = _pw.log1p.function
+xlogy = _pw.xlogy.function
+gammaln = _pw.lgamma.function
+gammainc = _mm.igamma.function
+gammaincc = _mm.igammac.function
+digamma = psi = _pw.digamma.function
+round = _pw.round.function
+logsumexp = _red.logsumexp.function
+polygamma = _mm.polygamma
+multigammaln = _mm.mvlgamma.function
+i0 = _mm.i0.function
+sinc = _mm.sinc.function
+i0e = _mm.special_i0e.function
+i1 = _mm.special_i1.function
+i1e = _mm.special_i1e.function
+erfcx = _mm.special_erfcx.function
+ndtri = _mm.special_ndtri.function
+log_ndtr = _mm.special_log_ndtr.function
+entr = _mm.special_entr.function
+xlog1py = _mm.special_xlog1py.function
+zeta = _mm.special_zeta.function
+
+_SQRT1_2 = math.sqrt(0.5)
+
+
+def _not_differentiated(decl, name):
+    """PyTorch records no graph for these: their results never require grad."""
+    op = decl.function
+
+    def fn(input, *, out=None):
+        with _no_grad():
+            return op(input, out=out)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = __name__
+    fn.__doc__ = decl.doc
+    return fn
+
+
+airy_ai = _not_differentiated(_mm.special_airy_ai, "airy_ai")
+bessel_j0 = _not_differentiated(_mm.special_bessel_j0, "bessel_j0")
+bessel_j1 = _not_differentiated(_mm.special_bessel_j1, "bessel_j1")
+bessel_y0 = _not_differentiated(_mm.special_bessel_y0, "bessel_y0")
+bessel_y1 = _not_differentiated(_mm.special_bessel_y1, "bessel_y1")
+spherical_bessel_j0 = _not_differentiated(_mm.special_spherical_bessel_j0,
+                                          "spherical_bessel_j0")
+modified_bessel_i0 = _not_differentiated(_mm.special_modified_bessel_i0, "modified_bessel_i0")
+modified_bessel_i1 = _not_differentiated(_mm.special_modified_bessel_i1, "modified_bessel_i1")
+modified_bessel_k0 = _not_differentiated(_mm.special_modified_bessel_k0, "modified_bessel_k0")
+modified_bessel_k1 = _not_differentiated(_mm.special_modified_bessel_k1, "modified_bessel_k1")
+scaled_modified_bessel_k0 = _not_differentiated(_mm.special_scaled_modified_bessel_k0,
+                                                "scaled_modified_bessel_k0")
+scaled_modified_bessel_k1 = _not_differentiated(_mm.special_scaled_modified_bessel_k1,
+                                                "scaled_modified_bessel_k1")
+
+
+def ndtr(input, *, out=None):
+    """The standard normal CDF, (1 + erf(x / sqrt 2)) / 2, computed as PyTorch does."""
+    return _mm.into_out(out, (1 + erf(input * _SQRT1_2)) * 0.5)
+
+
+def softmax(input, dim, *, dtype=None):
+    """glasstorch.softmax (looked up at call time: it lives with the activations)."""
+    import glasstorch
+    return glasstorch.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """glasstorch.log_softmax (looked up at call time: it lives with the activations)."""
+    import glasstorch
+    return glasstorch.log_softmax(input, dim, dtype=dtype)
+
+
+def _polynomial(decl, name):
+    """PyTorch records no graph for the orthogonal polynomials either."""
+    op = decl.function
+
+    def fn(input, n, *, out=None):
+        with _no_grad():
+            return op(input, n, out=out)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = __name__
+    fn.__doc__ = decl.doc
+    return fn
+
+
+for _name, _decl in _mm.polynomial_ops.items():
+    globals()[_name] = _polynomial(_decl, _name)
