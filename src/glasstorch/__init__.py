@@ -43,7 +43,8 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F4
 
 globals().update(_ALIASES)
 globals().update(_registry.functions)
-from . import fft, linalg, nn, special  # noqa: E402,F401
+from . import fft, linalg, nn, optim, special, utils  # noqa: E402,F401
+from .serialization import *  # noqa: E402,F401,F403  (save, load)
 
 cfloat, cdouble = complex64, complex128
 

@@ -1,0 +1,1 @@
+"""nn.init: in-place initialisation of parameters, as torch.nn.init."""

@@ -1,0 +1,3 @@
+"""Every activation as a module, and Softmax/LogSoftmax/Softmin."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict."""
+
+__all__: list[str] = []

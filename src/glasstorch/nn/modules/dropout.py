@@ -1,0 +1,3 @@
+"""The dropout layers."""
+
+__all__: list[str] = []

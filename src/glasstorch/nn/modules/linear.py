@@ -1,0 +1,3 @@
+"""Identity, Linear, Bilinear, LazyLinear-free: layers over nn.functional.linear/bilinear."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Every loss function as a module."""
+
+__all__: list[str] = []

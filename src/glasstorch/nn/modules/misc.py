@@ -1,0 +1,3 @@
+"""Flatten, Unflatten, padding, PixelShuffle, Upsample, CosineSimilarity, PairwiseDistance."""
+
+__all__: list[str] = []

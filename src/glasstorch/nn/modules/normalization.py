@@ -1,0 +1,3 @@
+"""BatchNorm, LayerNorm, GroupNorm, InstanceNorm, RMSNorm, LocalResponseNorm layers."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""RNN, LSTM, GRU and their cells."""
+
+__all__: list[str] = []

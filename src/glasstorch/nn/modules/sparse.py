@@ -1,0 +1,3 @@
+"""Embedding and EmbeddingBag."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""MultiheadAttention and the Transformer layers."""
+
+__all__: list[str] = []

@@ -1,0 +1,1 @@
+"""nn.utils: gradient clipping, parameter vectors, sequence packing, parametrizations."""

@@ -1,0 +1,1 @@
+"""glasstorch.optim: optimizers and learning-rate schedules, as torch.optim."""

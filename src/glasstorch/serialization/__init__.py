@@ -1,0 +1,3 @@
+"""glasstorch.save / glasstorch.load, safetensors, and reading PyTorch checkpoints."""
+
+__all__: list[str] = []

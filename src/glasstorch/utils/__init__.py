@@ -1,0 +1,2 @@
+"""glasstorch.utils: data loading, checkpointing."""
+from . import data  # noqa: F401

@@ -1,0 +1,1 @@
+"""glasstorch.utils.data: datasets, samplers and the DataLoader, as torch.utils.data."""
