@@ -272,3 +272,15 @@ def test_inference_tensors_like_torch():
     with pytest.raises(RuntimeError):
         t.add_(1)
     assert t.tolist() == [2.0, 2.0]             # a refused update changes nothing
+
+
+def test_two_outputs_of_one_node_as_roots():
+    """Roots sharing a node (both outputs of var_mean) count that node's inputs once."""
+    torch = pytest.importorskip("torch")
+    grads = []
+    for lib in (gt, torch):
+        x = lib.tensor([1.0, 2.0, 4.0], requires_grad=True)
+        v, m = lib.var_mean(x)
+        (g,) = lib.autograd.grad([v, m], [x], [lib.tensor(2.0), lib.tensor(3.0)])
+        grads.append(g.tolist())
+    assert grads[0] == pytest.approx(grads[1])

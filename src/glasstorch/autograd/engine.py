@@ -73,9 +73,8 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
 
     deps: dict = {}
     seen = set()
-    stack = [n for n, _ in roots if n is not None]
-    for n in stack:
-        seen.add(n)
+    stack = list(dict.fromkeys(n for n, _ in roots if n is not None))  # a node once
+    seen.update(stack)
     while stack:
         node = stack.pop()
         for nxt, _ in node.next_functions:
