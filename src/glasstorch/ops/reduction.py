@@ -514,12 +514,13 @@ norm_op.impl("CPU")(cpu.norm_kernel)
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """Vector p-norm over `dim` (all elements by default): 'fro' and 2 are Euclidean, inf
     and -inf the largest and smallest magnitude, 0 the count of non-zeros, others
-    (sum |x|**p) ** (1/p). The nuclear norm ('nuc') belongs to linalg.matrix_norm.
+    (sum |x|**p) ** (1/p); 'nuc' is linalg.matrix_norm's nuclear norm over two dims.
     """
     if isinstance(p, str):
         if p == "nuc":
-            raise NotImplementedError("norm(p='nuc'): the nuclear norm is not supported by "
-                                      "glasstorch.norm; use a vector order or 'fro'")
+            from .linalg_decomp import matrix_norm
+            dims = tuple(range(input.dim())) if dim is None else dim
+            return matrix_norm(input, "nuc", dims, keepdim, dtype=dtype, out=out)
         if p != "fro":
             raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
         if dim is not None and not isinstance(dim, int) and len(dim) > 2:
