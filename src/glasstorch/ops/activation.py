@@ -25,7 +25,8 @@ from ..core.shape import (Size, broadcast_shapes2, is_non_overlapping_and_dense,
                           wrap_dim)
 from ..core.tensor import Tensor
 from .factories import empty_like, zeros
-from .pointwise_meta import opmath, pointwise_spec
+from .pointwise_meta import pointwise_spec
+from ..core.promotion import opmath
 from .random import _stream, uniform01
 from .registry import (TensorSpec, composite, export, generate_wrapper, kernel_op, spec,
                        structured)

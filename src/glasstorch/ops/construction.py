@@ -12,7 +12,7 @@ from ..core.tensor import Tensor
 from .copy import assign_array
 from .joining import flip, meshgrid, stack
 from .misc_math import into_out
-from .pointwise_meta import common_dtype
+from ..core.promotion import common_dtype
 from .registry import TensorSpec, composite, export, spec, structured
 from .views import diagonal
 

@@ -23,7 +23,7 @@ from ..core import dtype as dt
 from ..core.shape import channels_last_strides, is_channels_last, is_contiguous
 from ..core.tensor import Tensor
 from .copy import assign_array
-from .pointwise_meta import opmath
+from ..core.promotion import opmath
 from .registry import composite, spec, structured
 
 # ---- array helpers (shared with pooling) ------------------------------------------------

@@ -16,7 +16,7 @@ from ..core.grad_state import grad_disabled
 from ..backends.cpu.pointwise import FLOATING, assign, check_dtype
 from ..core import dtype as dt
 from ..core.shape import Size, broadcast_shapes2
-from .pointwise_meta import common_dtype, opmath
+from ..core.promotion import common_dtype, opmath
 from .registry import composite, spec, structured
 
 _FULL_FLOATS = frozenset((dt.float32, dt.float64))     # PyTorch's CPU loops have no 16-bit ones

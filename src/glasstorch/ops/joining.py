@@ -21,7 +21,8 @@ from ..core.shape import (Size, as_shape, broadcast_shapes2, channels_last_strid
 from ..core.tensor import Tensor, contiguous_format, preserve_format
 from .copy import assign_array, strides_for
 from .indexing import check_scalar_fits
-from .pointwise_meta import common_dtype, pointwise_spec
+from .pointwise_meta import pointwise_spec
+from ..core.promotion import common_dtype
 from .registry import TensorSpec, composite, export, kernel_op, spec, structured
 
 # ---- tensor lists ----------------------------------------------------------------------

@@ -30,7 +30,8 @@ from ..core.shape import (Size, broadcast_shapes2, contiguous_strides, expand_st
                           is_contiguous, is_non_overlapping_and_dense, iterator_strides,
                           view_strides, wrap_dim, wrap_dims)
 from ..core.tensor import Tensor
-from .pointwise_meta import common_dtype, opmath, promoting_meta
+from .pointwise_meta import promoting_meta
+from ..core.promotion import common_dtype, opmath
 from .registry import TensorSpec, export, kernel_op, structured
 
 # C++ type names in PyTorch's messages: TypeMeta names ("long int") and the target types of

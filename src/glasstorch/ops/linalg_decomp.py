@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd import grad_mode
+from ..core.grad_state import state as _grad_state
 from ..core import dtype as dt
 from ..core.device import CPU, META
 from ..core.shape import broadcast_shapes2, contiguous_strides, wrap_dim
@@ -280,7 +280,7 @@ def _into(result: Tensor, out, op: str | None = None):
     the operator PyTorch's function writes into out=, which refuses to record gradients."""
     if out is None:
         return result
-    if op is not None and grad_mode.state.enabled and any(
+    if op is not None and _grad_state.enabled and any(
             t.requires_grad for t in (result if isinstance(result, tuple) else (result,))):
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
@@ -598,7 +598,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 
 
 def _requires_grad(A: Tensor) -> bool:
-    return A._requires_grad and grad_mode.state.enabled
+    return A._requires_grad and _grad_state.enabled
 
 
 def svdvals(A, *, driver=None, out=None):

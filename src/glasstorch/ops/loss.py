@@ -19,7 +19,8 @@ from ..core import dtype as dt
 from ..core.shape import broadcast_shapes2, wrap_dim
 from ..core.tensor import Tensor
 from .joining import where
-from .pointwise_meta import common_dtype, opmath, pointwise_spec
+from .pointwise_meta import pointwise_spec
+from ..core.promotion import common_dtype, opmath
 from .registry import composite, spec, structured
 
 NONE, MEAN, SUM = 0, 1, 2

@@ -19,7 +19,8 @@ from ..core import dtype as dt
 from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
 from .copy import assign_array
-from .pointwise_meta import common_dtype, float_dtype, opmath, pointwise_spec
+from .pointwise_meta import pointwise_spec
+from ..core.promotion import common_dtype, float_dtype, opmath
 from .registry import composite, export, resize_output, spec, structured
 
 _POINTWISE = ("pointwise",)

@@ -13,8 +13,8 @@ import builtins
 from ..backends.cpu import pointwise as cpu
 from ..core import dtype as dt
 from ..core.tensor import Tensor
-from .pointwise_meta import (bool_meta, common_dtype, float_dtype, float_meta, pointwise_spec,
-                             promoting_meta)
+from .pointwise_meta import bool_meta, float_meta, pointwise_spec, promoting_meta
+from ..core.promotion import common_dtype, float_dtype
 from .registry import composite, export, resize_output, spec, structured
 
 _POINTWISE = ("pointwise",)

@@ -5,29 +5,8 @@ from __future__ import annotations
 from ..core import dtype as dt
 from ..core.shape import Size, broadcast_shapes2, contiguous_strides, iterator_strides
 from ..core.tensor import Tensor
+from ..core.promotion import common_dtype, float_dtype
 from .registry import TensorSpec
-
-_common_cache: dict = {}
-
-
-def _kind(x):
-    """What promotion needs to know of an operand: dtype and 0-dim-ness, or number type."""
-    return (x.dtype, not x._shape) if isinstance(x, Tensor) else x.__class__
-
-
-def common_dtype(*operands) -> dt.dtype:
-    """PyTorch's result type of tensors and Python scalars (cached by operand kinds)."""
-    if len(operands) == 2:
-        a, b = operands
-        if b.__class__ is Tensor and a.__class__ is Tensor and a.dtype is b.dtype:
-            return a.dtype        # same dtype: every promotion rule agrees
-        key = (_kind(a), _kind(b), dt.get_default_dtype())
-    else:
-        key = (*map(_kind, operands), dt.get_default_dtype())
-    r = _common_cache.get(key)
-    if r is None:
-        r = _common_cache[key] = dt.result_type_of(operands)
-    return r
 
 
 def broadcast_operands(operands) -> tuple:
@@ -69,12 +48,6 @@ def promoting_meta(*operands) -> TensorSpec:
     return pointwise_spec(operands, common_dtype(*operands))
 
 
-def float_dtype(*operands) -> dt.dtype:
-    """The promoted dtype, with integer and bool results turned into the default float."""
-    d = common_dtype(*operands)
-    return dt.get_default_dtype() if d.category < dt.FLOAT else d
-
-
 def float_meta(*operands) -> TensorSpec:
     """Integer and bool inputs produce the default float dtype (sqrt, exp, true division)."""
     return pointwise_spec(operands, float_dtype(*operands))
@@ -83,10 +56,3 @@ def float_meta(*operands) -> TensorSpec:
 def bool_meta(*operands) -> TensorSpec:
     """Comparisons and predicates: the output is bool."""
     return pointwise_spec(operands, dt.bool)
-
-
-def opmath(d: dt.dtype):
-    """The NumPy dtype to compute in: float16/bfloat16 compute in float32, as PyTorch does."""
-    if d is dt.float16 or d is dt.bfloat16:
-        return dt.float32.np
-    return d.np

@@ -18,7 +18,7 @@ from ..core.shape import (contiguous_strides, dense_strides_like, is_non_overlap
                           wrap_dim)
 from ..core.tensor import Tensor
 from .indexing import TYPE_META_NAMES
-from .pointwise_meta import common_dtype
+from ..core.promotion import common_dtype
 from .ranges import _linspace_values
 from .registry import _bad_self, export, kernel_op, resize_output, spec, structured
 

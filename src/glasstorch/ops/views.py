@@ -703,8 +703,8 @@ def _data_get(self):
 
 
 def _data_set(self, value):
+    self.dtype = value.dtype    # first: the bounds check uses the new itemsize
     self._set_metadata(value._storage, value._offset, value._shape, value._stride)
-    self.dtype = value.dtype
 
 
 export("detach", detach, method=True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...core import dtype as dt
 from ...core.tensor import Tensor
-from ...ops.pointwise_meta import common_dtype, float_dtype, opmath
+from ...core.promotion import common_dtype, float_dtype, opmath
 from . import special
 
 # ---- dtype groups a kernel supports (PyTorch's AT_DISPATCH lists) -----------------------
