@@ -1,3 +1,97 @@
-"""glasstorch.save / glasstorch.load, safetensors, and reading PyTorch checkpoints."""
+"""glasstorch.save / glasstorch.load, safetensors, and reading PyTorch checkpoints.
 
-__all__: list[str] = []
+Checkpoints use torch.save's zip format (see pytorch_zip.py and pickler.py), so files
+written by either library load in the other. Loading goes through a restricted unpickler
+(unpickler.py): only tensors, storages, containers and plain values come back.
+"""
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+import zipfile
+
+from . import safetensors  # noqa: F401  (glasstorch.serialization.safetensors)
+from .files import describe, is_path, write_to
+from .pickler import pickle_with_storages
+from .pytorch_zip import LEGACY_MAGIC, CorruptFile, read_archive, write_archive
+from .unpickler import (WeightsOnlyUnpicklingError, add_safe_globals,  # noqa: F401
+                        clear_safe_globals, get_safe_globals)
+
+__all__ = ["save", "load"]
+
+DEFAULT_PROTOCOL = 2
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL,
+         _use_new_zipfile_serialization=True, _disable_byteorder_record=False) -> None:
+    """Save `obj` (tensors, state dicts, containers of them, plain values) to a path or a
+    writable binary file in torch.save's zip format. Writes to a path are atomic."""
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError("glasstorch.save supports only the standard pickle module")
+    if not _use_new_zipfile_serialization:
+        raise ValueError("glasstorch.save writes only the zip format "
+                         "(_use_new_zipfile_serialization=True)")
+    pickled, storages = pickle_with_storages(obj, pickle_protocol)
+    write_to(f, lambda fh: write_archive(fh, pickled, storages,
+                                         byteorder_record=not _disable_byteorder_record))
+
+
+def _seekable(f):
+    if not hasattr(f, "read"):
+        raise AttributeError("expected 'f' to be string, path, or a file-like object with a "
+                             f"'read' attribute (got {type(f).__name__})")
+    if hasattr(f, "seekable") and f.seekable():
+        return f
+    return io.BytesIO(f.read())
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
+         **pickle_load_args):
+    """Load an object saved by glasstorch.save or torch.save (zip format).
+
+    map_location: None (where it was saved), 'cpu' / a device, a dict mapping saved
+    locations to new ones, or a callable(storage, location) -> storage or None.
+    weights_only=True (the default) allows only tensors, containers and plain values;
+    any other global in the file raises pickle.UnpicklingError naming it. The storages are
+    always read into memory (`mmap` is accepted for compatibility).
+    """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError("glasstorch.load supports only the standard pickle module")
+    if weights_only is None:
+        weights_only = True
+    if is_path(f):
+        with open(f, "rb") as fh:
+            return _load_from(fh, describe(f), map_location, bool(weights_only),
+                              pickle_load_args)
+    return _load_from(_seekable(f), describe(f), map_location, bool(weights_only),
+                      pickle_load_args)
+
+
+def _load_from(fh, name: str, map_location, weights_only: bool, pickle_load_args: dict):
+    start = fh.tell()
+    head = fh.read(len(LEGACY_MAGIC))
+    fh.seek(start)
+    if not head:
+        raise RuntimeError(f"glasstorch.load: {name} is empty (0 bytes), not a checkpoint")
+    if head == LEGACY_MAGIC:
+        raise RuntimeError(
+            f"glasstorch.load: {name} was written in PyTorch's legacy (pre-1.6, non-zip) "
+            "format, which glasstorch cannot read. Re-save it with a newer PyTorch: "
+            "torch.save(torch.load(path, weights_only=False), path)")
+    if not head.startswith(b"PK"):
+        raise RuntimeError(f"glasstorch.load: {name} is not a checkpoint (it does not start "
+                           "with a zip header as torch.save/glasstorch.save files do)")
+    try:
+        return read_archive(fh, map_location, weights_only, pickle_load_args)
+    except CorruptFile as exc:
+        raise RuntimeError(f"glasstorch.load: cannot read {name}: {exc}") from None
+    except WeightsOnlyUnpicklingError:
+        raise
+    except pickle.UnpicklingError as exc:
+        raise RuntimeError(f"glasstorch.load: cannot read {name}: its data.pkl is invalid "
+                           f"({exc})") from None
+    except (EOFError, ValueError, KeyError, IndexError, OSError, struct.error,
+            zipfile.BadZipFile) as exc:
+        raise RuntimeError(f"glasstorch.load: cannot read {name}: the file is truncated or "
+                           f"corrupt ({type(exc).__name__}: {exc})") from None

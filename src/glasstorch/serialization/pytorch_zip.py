@@ -1,0 +1,174 @@
+"""torch.save's zip container, written and read without torch.
+
+Layout (one top-level folder, `archive/` when we write): `data.pkl` (the pickle),
+`data/<key>` (each storage's raw bytes, 64-byte aligned so they can be memory-mapped),
+`byteorder`, `version`, `.format_version`, `.storage_alignment`. Entries are stored, not
+compressed. Files in PyTorch's legacy (pre-1.6) pickle-stream format are recognised and
+refused with advice, since they would need torch's own legacy reader.
+"""
+from __future__ import annotations
+
+import io
+import os
+import sys
+import zipfile
+
+import numpy as np
+
+from ..core.device import CPU, device as Device
+from ..core.storage import UntypedStorage, meta_storage
+from .unpickler import RestrictedUnpickler
+
+__all__ = ["write_archive", "read_archive", "CorruptFile", "LEGACY_MAGIC"]
+
+ALIGNMENT = 64
+ARCHIVE = "archive"
+# The magic number (as a pickled long) that starts every legacy torch.save file.
+LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
+_LOCAL_HEADER = 30               # fixed size of a zip local file header
+_PAD_ID = b"FB"                  # the extra-field id torch uses for alignment padding
+
+
+def _host_bytes(storage: UntypedStorage):
+    buf = storage.buf
+    if hasattr(buf, "get"):          # a device (CuPy) buffer
+        buf = buf.get()
+    return memoryview(np.ascontiguousarray(buf)).cast("B")
+
+
+def _write_entry(zf: zipfile.ZipFile, name: str, data, align: bool = False) -> None:
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    if align:
+        start = zf.fp.tell() + _LOCAL_HEADER + len(name.encode("utf-8")) + 4
+        pad = -start % ALIGNMENT
+        info.extra = _PAD_ID + pad.to_bytes(2, "little") + b"Z" * pad
+    zf.writestr(info, data)
+
+
+def write_archive(fileobj, pickled: bytes, storages: dict, byteorder_record=True) -> None:
+    """Write the zip to a seekable binary file object."""
+    with zipfile.ZipFile(fileobj, "w", zipfile.ZIP_STORED) as zf:
+        _write_entry(zf, f"{ARCHIVE}/data.pkl", pickled)
+        _write_entry(zf, f"{ARCHIVE}/.format_version", b"1")
+        _write_entry(zf, f"{ARCHIVE}/.storage_alignment", str(ALIGNMENT).encode())
+        if byteorder_record:
+            _write_entry(zf, f"{ARCHIVE}/byteorder", sys.byteorder.encode())
+        for key, storage in storages.items():
+            _write_entry(zf, f"{ARCHIVE}/data/{key}", _host_bytes(storage), align=True)
+        _write_entry(zf, f"{ARCHIVE}/version", b"3\n")
+        _write_entry(zf, f"{ARCHIVE}/.data/serialization_id", os.urandom(16).hex().encode())
+
+
+class CorruptFile(RuntimeError):
+    """Raised with the reason a checkpoint cannot be read; the caller names the file."""
+
+
+def _prefix(zf: zipfile.ZipFile) -> str:
+    pkls = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+    if len(pkls) != 1:
+        raise CorruptFile("it is a zip archive but not a torch.save checkpoint "
+                          f"(expected one '<archive>/data.pkl', found {len(pkls)})")
+    return pkls[0][: -len("data.pkl")]
+
+
+def _cuda_storage(storage: UntypedStorage, dev) -> UntypedStorage:
+    try:
+        new = UntypedStorage._new(storage.nbytes(), dev)
+    except (ImportError, RuntimeError, OSError) as exc:
+        raise RuntimeError(
+            f"Attempting to deserialize object on a CUDA device ({dev}) but CUDA is not "
+            "available to glasstorch. If you are running on a CPU-only machine, please use "
+            "glasstorch.load with map_location=torch.device('cpu') to map your storages to "
+            f"the CPU. ({exc})") from None
+    if hasattr(new.buf, "set"):          # CuPy: copy host -> device
+        new.buf.set(storage.buf)
+    else:
+        new.buf[:] = storage.buf
+    return new
+
+
+def _to_device(storage: UntypedStorage, target) -> UntypedStorage:
+    dev = Device(target)
+    if dev.type == "cpu":
+        return storage
+    if dev.type == "meta":
+        return meta_storage(storage.nbytes())
+    return _cuda_storage(storage, dev)
+
+
+def _place(storage: UntypedStorage, location: str, map_location) -> UntypedStorage:
+    """Apply map_location (None, str/device, dict of location strings, or callable)."""
+    if map_location is None:
+        return _to_device(storage, location)
+    if callable(map_location) and not isinstance(map_location, (str, Device)):
+        moved = map_location(storage, location)
+        if moved is None:
+            return _to_device(storage, location)
+        if not isinstance(moved, UntypedStorage):
+            raise TypeError("map_location callable must return a storage or None, got "
+                            f"{type(moved).__name__}")
+        return moved
+    if isinstance(map_location, dict):
+        return _to_device(storage, map_location.get(location, location))
+    if isinstance(map_location, (str, Device)):
+        return _to_device(storage, map_location)
+    raise TypeError("map_location should be a string, a device, a dict or a callable, "
+                    f"got {type(map_location).__name__}")
+
+
+def _read_into(zf: zipfile.ZipFile, name: str, buf: np.ndarray) -> None:
+    """Stream an entry straight into a storage's bytes (no intermediate copy); reading
+    past the end makes zipfile verify the CRC."""
+    view, done = memoryview(buf), 0
+    with zf.open(name) as src:
+        while done < len(view):
+            n = src.readinto(view[done:])
+            if not n:
+                raise CorruptFile(f"storage record '{name}' ends after {done} bytes")
+            done += n
+        if src.read(1):
+            raise CorruptFile(f"storage record '{name}' is longer than its header says")
+
+
+def read_archive(fileobj, map_location=None, weights_only: bool = True,
+                 pickle_load_args: dict | None = None):
+    """Load the object stored in a torch.save zip (raises CorruptFile on damage)."""
+    try:
+        zf = zipfile.ZipFile(fileobj)
+    except zipfile.BadZipFile as exc:
+        raise CorruptFile(f"it is not a complete zip archive ({exc}); the file is truncated "
+                          "or corrupt") from None
+    with zf:
+        prefix = _prefix(zf)
+        names = set(zf.namelist())
+        order = "little"
+        if prefix + "byteorder" in names:
+            order = zf.read(prefix + "byteorder").decode("ascii", "replace").strip()
+            if order not in ("little", "big"):
+                raise CorruptFile(f"unknown byteorder record {order!r}")
+        loaded: dict = {}
+
+        def load_storage(dtype, key, location, numel):
+            storage = loaded.get(key)
+            if storage is None:
+                name = f"{prefix}data/{key}"
+                if name not in names:
+                    raise CorruptFile(f"storage record '{name}' is missing")
+                itemsize = 1 if dtype is None else dtype.itemsize
+                size = zf.getinfo(name).file_size
+                if size != numel * itemsize:
+                    raise CorruptFile(f"storage record '{name}' holds {size} bytes, "
+                                      f"expected {numel} elements of {itemsize} bytes")
+                storage = UntypedStorage._new(size, CPU)
+                _read_into(zf, name, storage.buf)
+                if order != sys.byteorder and itemsize > 1:
+                    storage.buf.view(dtype.np).byteswap(inplace=True)
+                storage = _place(storage, location, map_location)
+                loaded[key] = storage
+            return storage
+
+        pkl = io.BytesIO(zf.read(prefix + "data.pkl"))
+        return RestrictedUnpickler(pkl, load_storage, weights_only,
+                                   **(pickle_load_args or {})).load()
+

@@ -1,0 +1,298 @@
+"""The restricted unpickler: only allow-listed globals, mapped onto glasstorch objects.
+
+A checkpoint's pickle names PyTorch's functions (`torch._utils._rebuild_tensor_v2`, ...) and
+storage classes (`torch.FloatStorage`). `find_class` answers those names with glasstorch
+stand-ins and refuses every global not on the allow-list, so loading a file never runs code
+the file chose (`os.system`, `builtins.eval`, ...). Storages arrive through
+`persistent_load` and are supplied by the container reader.
+"""
+from __future__ import annotations
+
+import _compat_pickle
+import collections
+import pickle
+
+from ..core import dtype as dt
+from ..core.device import device as Device
+from ..core.shape import Size
+from ..core.storage import UntypedStorage
+from ..core.tensor import Tensor
+
+__all__ = ["RestrictedUnpickler", "WeightsOnlyUnpicklingError", "TypedStorageRef",
+           "STORAGE_CLASS_OF", "DTYPE_OF_STORAGE",
+           "add_safe_globals", "get_safe_globals", "clear_safe_globals"]
+
+# torch.<Name>Storage <-> dtype (PyTorch's legacy typed-storage class names).
+STORAGE_CLASS_OF = {
+    dt.float32: "FloatStorage", dt.float64: "DoubleStorage", dt.float16: "HalfStorage",
+    dt.bfloat16: "BFloat16Storage", dt.int64: "LongStorage", dt.int32: "IntStorage",
+    dt.int16: "ShortStorage", dt.int8: "CharStorage", dt.uint8: "ByteStorage",
+    dt.bool: "BoolStorage", dt.complex64: "ComplexFloatStorage",
+    dt.complex128: "ComplexDoubleStorage",
+}
+DTYPE_OF_STORAGE = {name: d for d, name in STORAGE_CLASS_OF.items()}
+
+
+class TypedStorageRef:
+    """A storage record of a given element type: what a tensor rebuild receives."""
+
+    __slots__ = ("storage", "dtype")
+
+    def __init__(self, storage: UntypedStorage, dtype):
+        self.storage = storage
+        self.dtype = dtype
+
+
+class _StorageType:
+    """Stands in for `torch.FloatStorage` & co. inside persistent storage records."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype     # None for torch.UntypedStorage
+
+
+def _parameter_class():
+    """nn.Parameter when glasstorch.nn provides it (imported late: nn imports us)."""
+    try:
+        from ..nn.parameter import Parameter
+    except ImportError:
+        return None
+    return Parameter
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False,
+                       backward_hooks=None, metadata=None):
+    if not isinstance(storage, TypedStorageRef):
+        raise pickle.UnpicklingError("_rebuild_tensor_v2 expects a typed storage record, "
+                                     f"got {type(storage).__name__}")
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    offset = int(storage_offset)
+    if len(size) != len(stride) or offset < 0 or any(s < 0 for s in size + stride):
+        raise pickle.UnpicklingError(f"invalid tensor metadata: size {size}, stride {stride}, "
+                                     f"storage offset {offset}")
+    itemsize = storage.dtype.itemsize
+    if 0 not in size:
+        last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+        if (last + 1) * itemsize > storage.storage.nbytes():
+            raise pickle.UnpicklingError(
+                f"tensor of size {list(size)}, stride {list(stride)} and storage offset "
+                f"{offset} does not fit its storage of {storage.storage.nbytes()} bytes")
+    t = Tensor._make(storage.storage, offset, size, stride, storage.dtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks,
+                       dtype, metadata=None):
+    """torch's rebuild for dtypes without a typed-storage class: an untyped storage and a
+    separate dtype."""
+    if not isinstance(storage, UntypedStorage) or not isinstance(dtype, dt.dtype):
+        raise pickle.UnpicklingError("_rebuild_tensor_v3 expects an untyped storage and a "
+                                     f"dtype, got {type(storage).__name__} and "
+                                     f"{type(dtype).__name__}")
+    return _rebuild_tensor_v2(TypedStorageRef(storage, dtype), storage_offset, size, stride,
+                              requires_grad)
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride):
+    return _rebuild_tensor_v2(storage, storage_offset, size, stride)
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):
+    param_cls = _parameter_class()
+    if param_cls is None:
+        return data.detach().requires_grad_(bool(requires_grad))
+    param = param_cls(data, requires_grad=bool(requires_grad))
+    _set_python_attributes(param, state)
+    return param
+
+
+def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
+    return _rebuild_parameter(data, requires_grad, backward_hooks, state)
+
+
+class _TensorType:
+    """Stands in for torch.Tensor / torch.nn.Parameter in `_rebuild_from_type_v2`."""
+
+    __slots__ = ("parameter",)
+
+    def __init__(self, parameter: bool):
+        self.parameter = parameter
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    t = func(*args)
+    if not isinstance(new_type, _TensorType):
+        raise pickle.UnpicklingError("_rebuild_from_type_v2 supports torch.Tensor and "
+                                     "torch.nn.Parameter only")
+    param_cls = _parameter_class()
+    if new_type.parameter and not (param_cls is not None and isinstance(t, param_cls)):
+        t = _rebuild_parameter(t, t.requires_grad)
+    _set_python_attributes(t, state)
+    return t
+
+
+def _set_python_attributes(t: Tensor, state) -> None:
+    """Restore user attributes of a saved tensor; never a Tensor field or private name
+    (`_shape`, `_accumulator`, ...), which a crafted file could otherwise point outside the
+    storage or at the wrong autograd node."""
+    if not state:
+        return
+    if not isinstance(state, dict):
+        raise pickle.UnpicklingError(f"tensor state must be a dict, got {type(state).__name__}")
+    for name, value in state.items():
+        if not isinstance(name, str) or name.startswith("_") or hasattr(type(t), name):
+            raise pickle.UnpicklingError(f"refusing to set attribute {name!r} of a loaded "
+                                         "tensor")
+        t.__dict__[name] = value
+
+
+def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad=False):
+    from ..ops.factories import empty_strided
+    return empty_strided(tuple(size), tuple(stride), dtype=dtype, device="meta",
+                         requires_grad=bool(requires_grad))
+
+
+def _make_size(dims=()):
+    return Size(tuple(int(d) for d in dims))
+
+
+def _make_device(kind, index=None):
+    return Device(kind, index)
+
+
+_TORCH_GLOBALS: dict = {
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+    ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
+    ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
+    ("torch._utils", "_rebuild_meta_tensor_no_storage"): _rebuild_meta_tensor_no_storage,
+    ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+    ("torch", "Tensor"): _TensorType(False),
+    ("torch.nn.parameter", "Parameter"): _TensorType(True),
+    ("torch", "Size"): _make_size,
+    ("torch", "device"): _make_device,
+    ("torch", "UntypedStorage"): _StorageType(None),
+    ("torch.storage", "UntypedStorage"): _StorageType(None),
+    ("collections", "OrderedDict"): collections.OrderedDict,
+    ("builtins", "set"): set,
+    ("builtins", "frozenset"): frozenset,
+    ("builtins", "slice"): slice,
+    ("builtins", "complex"): complex,
+    ("builtins", "bytearray"): bytearray,
+}
+_TORCH_GLOBALS.update({("torch", name): _StorageType(d) for name, d in DTYPE_OF_STORAGE.items()})
+_TORCH_GLOBALS.update({("torch", d.name): d for d in dt.ALL_DTYPES})
+
+
+def _codecs_encode(text, encoding="utf-8"):
+    """Protocol-2 pickles spell bytes as _codecs.encode(str, 'latin1'); only that is allowed."""
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError("_codecs.encode is allowed for latin1 text only")
+    return text.encode("latin1")
+
+
+_TORCH_GLOBALS[("_codecs", "encode")] = _codecs_encode
+
+_user_safe_globals: dict = {}
+
+
+def add_safe_globals(safe_globals) -> None:
+    """Allow more classes/functions in weights_only loads (objects or (obj, "mod.name"))."""
+    for entry in safe_globals:
+        obj, name = entry if isinstance(entry, tuple) else (entry, None)
+        if name is None:
+            name = f"{obj.__module__}.{obj.__qualname__}"
+        module, _, attr = name.rpartition(".")
+        _user_safe_globals[(module, attr)] = obj
+
+
+def get_safe_globals() -> list:
+    return list(_user_safe_globals.values())
+
+
+def clear_safe_globals() -> None:
+    _user_safe_globals.clear()
+
+
+class WeightsOnlyUnpicklingError(pickle.UnpicklingError):
+    """A checkpoint names a global that weights_only loading does not allow."""
+
+
+# torch dtypes glasstorch does not have: named in a clearer error than "not allowed"
+_MISSING_TORCH_DTYPES = {"uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
+                         "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "complex32",
+                         "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits8", "bits16"}
+
+
+def _forbidden(module: str, name: str) -> WeightsOnlyUnpicklingError:
+    if module == "torch" and name in _MISSING_TORCH_DTYPES:
+        return WeightsOnlyUnpicklingError(f"Weights only load failed. The checkpoint holds "
+                                          f"tensors of dtype torch.{name}, which glasstorch "
+                                          "does not support")
+    return WeightsOnlyUnpicklingError(
+        f"Weights only load failed. Unsupported global: GLOBAL {module}.{name} was not an "
+        f"allowed global by default. glasstorch never runs code named by a checkpoint; if "
+        f"you trust this file, allow it with "
+        f"glasstorch.serialization.add_safe_globals([{name}]) or load it with "
+        f"weights_only=False.")
+
+
+class RestrictedUnpickler(pickle._Unpickler):
+    """Unpickles data.pkl, resolving globals through the allow-list and storage records
+    through `load_storage(dtype_or_None, key, location, numel)`.
+
+    The pure-Python unpickler is used so that BUILD (setting an object's state) can be
+    restricted too: only an OrderedDict's attributes (a state_dict's `_metadata`) may be
+    set, unless weights_only is off or the object's class was added as a safe global.
+    """
+
+    dispatch = pickle._Unpickler.dispatch.copy()
+
+    def __init__(self, file, load_storage, weights_only: bool = True, **pickle_load_args):
+        super().__init__(file, **pickle_load_args)
+        self._load_storage = load_storage
+        self._weights_only = weights_only
+
+    def find_class(self, module, name):
+        if (module, name) in _compat_pickle.NAME_MAPPING:      # protocol 2's Python 2 names
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
+        obj = _TORCH_GLOBALS.get((module, name))
+        if obj is None:
+            obj = _user_safe_globals.get((module, name))
+        if obj is not None:
+            return obj
+        if self._weights_only or module == "torch" or module.startswith("torch."):
+            raise _forbidden(module, name)    # glasstorch never imports torch itself
+        return super().find_class(module, name)
+
+    def load_build(self):
+        if self._weights_only:
+            state, inst = self.stack[-1], self.stack[-2]
+            if type(inst) in _user_safe_globals.values():
+                pass
+            elif type(inst) is not collections.OrderedDict:
+                raise WeightsOnlyUnpicklingError(
+                    f"Weights only load failed. Setting the state of a {type(inst).__name__} "
+                    "object (pickle BUILD) is not allowed")
+            elif not (isinstance(state, dict) and all(
+                    isinstance(k, str) and not k.startswith("__") for k in state)):
+                raise WeightsOnlyUnpicklingError(
+                    "Weights only load failed. An OrderedDict's pickled state must be a dict "
+                    "of attribute names")
+        super().load_build()
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+    def persistent_load(self, pid):
+        if (not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
+                or not isinstance(pid[1], _StorageType)):
+            raise pickle.UnpicklingError(f"unsupported persistent storage record {pid!r}")
+        _, kind, key, location, numel = pid
+        storage = self._load_storage(kind.dtype, str(key), str(location), int(numel))
+        return storage if kind.dtype is None else TypedStorageRef(storage, kind.dtype)
