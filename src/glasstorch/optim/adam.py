@@ -1,0 +1,87 @@
+"""Adam (and, with decoupled_weight_decay, AdamW): bias-corrected moment estimates."""
+from __future__ import annotations
+
+from ..core.tensor import Tensor
+from .optimizer import (F, Optimizer, _check_betas, _check_lr, _check_nonneg, _closure_loss,
+                        _as_real, _scalar_state, _to_scalar, _use_grad, _zeros_like)
+
+__all__ = ["Adam"]
+
+
+class Adam(Optimizer):
+    """torch.optim.Adam. foreach/fused/capturable select kernels in torch; here every
+    setting runs the same per-parameter update."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach=None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused=None,
+                 decoupled_weight_decay: bool = False) -> None:
+        _check_lr(lr)
+        _check_nonneg(eps, "epsilon value")
+        _check_betas(betas)
+        _check_nonneg(weight_decay, "weight_decay value")
+        if not (all(isinstance(b, float) for b in betas[:2])
+                or all(isinstance(b, Tensor) for b in betas[:2])):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for i in (0, 1):
+            if isinstance(betas[i], Tensor) and betas[i].numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
+        betas = tuple(map(_to_scalar, betas))
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in (("amsgrad", False), ("maximize", False), ("foreach", None),
+                               ("capturable", False), ("differentiable", False),
+                               ("decoupled_weight_decay", False), ("fused", None)):
+                group.setdefault(key, value)
+
+    def _state(self, group: dict, p) -> dict:
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = _scalar_state()
+            state["exp_avg"] = _zeros_like(p)
+            state["exp_avg_sq"] = _zeros_like(p)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = _zeros_like(p)
+        return state
+
+    @_use_grad
+    def step(self, closure=None):
+        """One update per parameter with a gradient (see torch.optim.Adam's algorithm)."""
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            lr = _to_scalar(group["lr"])
+            beta1, beta2 = (_to_scalar(b) for b in group["betas"])
+            wd, eps = group["weight_decay"], group["eps"]
+            for p in self._params_with_grad(group):
+                state = self._state(group, p)
+                grad = -p.grad if group["maximize"] else p.grad
+                state["step"] += 1
+                step = state["step"].item()
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        grad = grad.add(p, alpha=wd)
+                param, grad, exp_avg, exp_avg_sq, vmax = _as_real(
+                    p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"))
+                exp_avg.lerp_(grad, 1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                step_size = lr / (1 - beta1 ** step)
+                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+                if group["amsgrad"]:
+                    F["maximum"](vmax, exp_avg_sq, out=vmax)
+                    denom = (vmax.sqrt() / bias_correction2_sqrt).add_(eps)
+                else:
+                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                param.addcdiv_(exp_avg, denom, value=-step_size)
+        return loss

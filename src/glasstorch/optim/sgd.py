@@ -1,0 +1,71 @@
+"""SGD: stochastic gradient descent with optional momentum, Nesterov and weight decay."""
+from __future__ import annotations
+
+from ..core.tensor import Tensor
+from .optimizer import Optimizer, _check_lr, _closure_loss, _to_scalar, _use_grad
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """torch.optim.SGD; `momentum_buffer` is created from the first gradient."""
+
+    _supports_differentiable = True
+
+    def __init__(self, params, lr=1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay=0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach=None, differentiable: bool = False, fused=None) -> None:
+        _check_lr(lr)
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    @_use_grad
+    def step(self, closure=None):
+        """One update: p -= lr * (momentum-filtered, decayed) gradient."""
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            lr, wd, momentum = group["lr"], group["weight_decay"], group["momentum"]
+            # A tensor lr / weight_decay that requires grad stays in the graph
+            # (differentiable=True); otherwise it is read as a number.
+            lr_tensor = isinstance(lr, Tensor) and lr.requires_grad
+            wd_tensor = isinstance(wd, Tensor) and wd.requires_grad
+            lr, wd = (lr if lr_tensor else _to_scalar(lr)), (wd if wd_tensor else _to_scalar(wd))
+            for p in self._params_with_grad(group):
+                grad = -p.grad if group["maximize"] else p.grad
+                if wd_tensor:
+                    grad = grad.addcmul(p.clone(), wd)
+                elif wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = grad.detach().clone()
+                    else:
+                        buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
+                    state["momentum_buffer"] = buf
+                    grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+                if lr_tensor:
+                    p.addcmul_(grad, lr, value=-1)
+                else:
+                    p.add_(grad, alpha=-lr)
+        return loss
