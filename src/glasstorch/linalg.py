@@ -111,9 +111,10 @@ def matmul(input, other, *, out=None):
 
 def vander(x, *, N=None):
     """Vandermonde matrix: columns x**0, x**1, ..., x**(N-1) (integers give int64)."""
-    n = x.shape[-1] if x.dim() else 1
-    N = n if N is None else N
-    if N <= 1 or x.dim() == 0:
+    if x.dim() == 0:
+        x = x.reshape(1)                   # a number is a one-element vector
+    N = x.shape[-1] if N is None else N
+    if N <= 1:
         raise RuntimeError("N must be greater than 1.")
     powers = x.unsqueeze(-1).expand(tuple(x.shape) + (N - 1,)).cumprod(-1)
     return _cat([_ones(tuple(x.shape) + (1,), dtype=powers.dtype), powers], -1)

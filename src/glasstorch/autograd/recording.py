@@ -30,11 +30,12 @@ class Derivative:
     (shape, stride, storage offset); only those are saved. `node_name` is the grad_fn's name, or a function of the call's
     arguments where PyTorch's name depends on the overload used (SumBackward0/1)."""
 
-    __slots__ = ("node_name", "formula", "plan", "inplace_node_name")
+    __slots__ = ("node_name", "formula", "plan", "inplace_node_name", "outputs")
 
-    def __init__(self, node_name: str, formula, schema, inplace_node_name=None):
+    def __init__(self, node_name: str, formula, schema, inplace_node_name=None, outputs=None):
         self.node_name = node_name
         self.inplace_node_name = inplace_node_name
+        self.outputs = outputs
         self.formula = formula
         names = [a.name for a in schema.arguments]
         plan = []   # (saved name, what to keep, argument index), resolved once
@@ -53,14 +54,17 @@ class Derivative:
         self.plan = tuple(plan)
 
 
-def derivative(qualified_name: str, node_name: str, *, inplace_node_name: str | None = None):
+def derivative(qualified_name: str, node_name: str, *, inplace_node_name: str | None = None,
+               outputs: tuple | None = None):
     """Decorator: declare the derivative of an operator (`"aten::mul.Tensor"`).
     `inplace_node_name` names the node of its in-place form where PyTorch names it apart
-    (leaky_relu_ records LeakyReluBackward1)."""
+    (leaky_relu_ records LeakyReluBackward1); `outputs` lists the differentiable outputs
+    of a multi-output op when some floating ones are not (lstsq's singular values)."""
     def register(formula):
         from ..dispatch.dispatcher import find
         op = find(qualified_name)
-        op.info["derivative"] = Derivative(node_name, formula, op.schema, inplace_node_name)
+        op.info["derivative"] = Derivative(node_name, formula, op.schema, inplace_node_name,
+                                           outputs)
         return formula
     return register
 
@@ -160,8 +164,10 @@ def _record(op, ks, args):
                                 for t in inputs)
     if _anomaly.enabled:
         record_forward_stack(node)
+    differentiable = d.outputs if d is not None else None
     for nr, out in enumerate(outputs):
-        if isinstance(out, Tensor) and out.dtype.category >= 2:
+        if isinstance(out, Tensor) and out.dtype.category >= 2 and (
+                differentiable is None or nr in differentiable):
             out.grad_fn = node
             out._output_nr = nr
             out._set_requires_grad(True)

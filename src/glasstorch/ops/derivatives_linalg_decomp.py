@@ -310,7 +310,7 @@ def _pinv(grad, self, result):
     return (_pinv_backward(grad, result, self),)
 
 
-@derivative("aten::linalg_lstsq", "LinalgLstsqBackward0")
+@derivative("aten::linalg_lstsq", "LinalgLstsqBackward0", outputs=(0, 1))
 def _lstsq(grad, self, b):
     """solution = pinv(A) B: gB = pinv(A)^H g, gA through pinv with g B^H."""
     g = _grads(grad, 4)[0]
@@ -420,7 +420,7 @@ def _tri_sandwich(L, phi, U):
     return linalg_solve_triangular(L.mH, x, upper=True, unitriangular=True)
 
 
-@derivative("aten::linalg_lu", "LinalgLuBackward0")
+@derivative("aten::linalg_lu", "LinalgLuBackward0", outputs=(1, 2))
 def _lu(grad, result0, result1, result2):
     _, gL, gU = _grads(grad, 3)
     if gL is None and gU is None:

@@ -135,7 +135,7 @@ def _per_sample(grad, reduction, self2, batched):
 
 @derivative("aten::multi_margin_loss", "MultiMarginLossBackward0")
 def _multi_margin(grad, self, target, p, margin, weight, reduction):
-    c = self.shape[-1]
+    c = self.shape[-1] if self.dim() else 1
     x = self if self.dim() == 2 else self.reshape(1, c)
     t = target.reshape(-1)
     onehot = _class_onehot(t, c, 1)
@@ -151,7 +151,7 @@ def _multi_margin(grad, self, target, p, margin, weight, reduction):
 
 @derivative("aten::multilabel_margin_loss_forward", "MultilabelMarginLossBackward0")
 def _multilabel_margin(grad, self, target, reduction, result1):
-    c = self.shape[-1]
+    c = self.shape[-1] if self.dim() else 1
     x = self.reshape(-1, c)
     t = target.reshape(-1, c)
     listed = (t >= 0).cumprod(1).bool()

@@ -385,7 +385,7 @@ def _multi_margin_meta(self, target, p=1, margin=1, weight=None, reduction=MEAN)
                            f"got {list(target._shape)}")
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
-    c = self._shape[-1]
+    c = self._shape[-1] if self._shape else 1   # a 0-dim input is one class
     if weight is not None and (weight.dim() > 1 or weight.numel() != c):
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight._shape)}")
@@ -402,7 +402,7 @@ multi_margin_loss = structured(
 
 @multi_margin_loss.impl("CPU")
 def _multi_margin_kernel(out, self, target, p=1, margin=1, weight=None, reduction=MEAN):
-    x = _acc(self).reshape(-1, self._shape[-1])
+    x = _acc(self).reshape(-1, self._shape[-1] if self._shape else 1)
     t = target._array().reshape(-1).astype(np.int64)
     c = x.shape[1]
     if ((t < 0) | (t >= c)).any():
@@ -449,7 +449,7 @@ def multilabel_counts(t: np.ndarray, c: int) -> np.ndarray:
 
 @multilabel_margin_loss_forward.impl("CPU")
 def _multilabel_kernel(outs, self, target, reduction):
-    c = self._shape[-1]
+    c = self._shape[-1] if self._shape else 1
     x = _acc(self).reshape(-1, c)
     counts = multilabel_counts(target._array().reshape(-1, c).astype(np.int64), c)
     is_target = counts > 0
