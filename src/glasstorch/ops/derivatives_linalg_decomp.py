@@ -312,16 +312,27 @@ def _pinv(grad, self, result):
 
 @derivative("aten::linalg_lstsq", "LinalgLstsqBackward0", outputs=(0, 1))
 def _lstsq(grad, self, b):
-    """solution = pinv(A) B: gB = pinv(A)^H g, gA through pinv with g B^H."""
-    g = _grads(grad, 4)[0]
-    if g is None:
-        return None, None
+    """solution = pinv(A) B: gB = pinv(A)^H g, gA through pinv with g B^H. The residuals
+    ||A x - B||^2 are minimal in x, so only their explicit dependence on A and B counts:
+    2 R x^H for A and -2 R for B, with R = A x - B (scaled per column)."""
+    g, g_res = _grads(grad, 4)[:2]
     P = pinv(self)
     vector = b.dim() == self.dim() - 1
-    gm, bm = (g.unsqueeze(-1), b.unsqueeze(-1)) if vector else (g, b)
-    gA = _pinv_backward(gm.matmul(bm.mH), P, self)
-    gB = P.mH.matmul(gm)
-    return gA, (gB.squeeze(-1) if vector else gB)
+    bm = b.unsqueeze(-1) if vector else b
+    gA = gB = None
+    if g is not None:
+        gm = g.unsqueeze(-1) if vector else g
+        gA = _pinv_backward(gm.matmul(bm.mH), P, self)
+        gB = P.mH.matmul(gm)
+    if g_res is not None and g_res.numel():
+        x = P.matmul(bm)
+        weighted = (self.matmul(x) - bm) * (g_res.unsqueeze(-1) if vector else
+                                            g_res.unsqueeze(-2)) * 2
+        gA = weighted.matmul(x.mH) if gA is None else gA + weighted.matmul(x.mH)
+        gB = -weighted if gB is None else gB - weighted
+    if gB is not None and vector:
+        gB = gB.squeeze(-1)
+    return gA, gB
 
 
 # ---- matrix exponential, triangular solve, cross ---------------------------------------------
