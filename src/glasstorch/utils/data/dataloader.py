@@ -196,7 +196,7 @@ class DataLoader:
         if context is not None:
             if self.num_workers == 0:
                 raise ValueError("multiprocessing_context can only be used with multi-process "
-                                 f"loading (num_workers > 0), but got num_workers=0")
+                                 "loading (num_workers > 0), but got num_workers=0")
             if isinstance(context, str):
                 methods = multiprocessing.get_all_start_methods()
                 if context not in methods:
