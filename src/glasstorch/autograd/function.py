@@ -171,8 +171,12 @@ class Function:
         inputs = {id(a) for a in args if isinstance(a, Tensor)}
         if any(isinstance(o, Tensor) and id(o) in inputs for o in outs):
             with grad_mode.no_grad():   # an input returned as is comes back as an alias
-                outs = tuple(o.view_as(o) if isinstance(o, Tensor) and id(o) in inputs
-                             else o for o in outs)
+                aliased = tuple(o.view_as(o) if isinstance(o, Tensor) and id(o) in inputs
+                                else o for o in outs)
+            if ctx._non_differentiable:  # marks made on the inputs apply to their aliases
+                ctx._non_differentiable = set(ctx._non_differentiable) | {
+                    id(a) for o, a in zip(outs, aliased) if id(o) in ctx._non_differentiable}
+            outs = aliased
         if record:
             _connect(ctx, args, outs)
         elif ctx.to_save:

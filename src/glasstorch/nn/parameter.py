@@ -1,3 +1,81 @@
-"""nn.Parameter and nn.Buffer."""
+"""nn.Parameter and nn.Buffer.
 
-__all__: list[str] = []
+A Parameter is a leaf Tensor that Modules register as trainable: it views the same storage
+(and version counter) as the tensor it wraps, so `Parameter(t)` costs no copy. Ops on a
+Parameter return plain Tensors, as in PyTorch. `nn.Buffer` marks a tensor to be registered as
+a buffer when assigned to a Module attribute; like PyTorch it is a plain Tensor carrying a
+flag, so `isinstance(t, Buffer)` is answered by that flag.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from ..core.tensor import Tensor
+
+__all__ = ["Parameter", "Buffer"]
+
+
+def _alias(cls, data: Tensor) -> Tensor:
+    """A `cls` instance over data's storage, sharing its version counter, with no history."""
+    return cls._make(data._storage, data._offset, data._shape, data._stride, data.dtype,
+                     vc=data._vc)
+
+
+class Parameter(Tensor):
+    """A Tensor that is a Module parameter: `Parameter(data=None, requires_grad=True)`."""
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            from ..ops.factories import empty
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter(): argument 'data' must be Tensor, not "
+                            f"{type(data).__name__}")
+        self = _alias(cls, data)
+        if requires_grad:
+            self.requires_grad_(True)   # raises for integer dtypes, as torch
+        return self
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.data.clone(), self._requires_grad)
+        memo[id(self)] = result
+        return result
+
+    def __reduce_ex__(self, protocol):
+        # user attributes travel; autograd fields (grad, hooks) do not, as in torch
+        state = {k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)}
+        return (_rebuild_parameter, (self.data, self._requires_grad, OrderedDict(), state))
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
+    param = Parameter(data, requires_grad)
+    if state:
+        param.__dict__.update(state)
+    return param
+
+
+class _BufferMeta(type):
+    """isinstance(t, Buffer) holds for tensors made by Buffer(...)."""
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+
+
+class Buffer(metaclass=_BufferMeta):
+    """`Buffer(data=None, *, persistent=True)`: a tensor to register as a Module buffer."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            from ..ops.factories import empty
+            data = empty(0)
+        t = data.detach()
+        if data._requires_grad:
+            t.requires_grad_(True)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
