@@ -1,0 +1,1 @@
+"""Runnable examples: `python -m glasstorch.examples.digits`, `python -m glasstorch.examples.chargpt`."""

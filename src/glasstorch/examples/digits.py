@@ -1,0 +1,102 @@
+"""Train a small CNN on handwritten digits: `python -m glasstorch.examples.digits`.
+
+The data are the 1,797 8x8 images of the UCI digits set (vendored in examples/data, no
+download). 80% train a two-convolution network with Adam; the other 20% measure the test
+accuracy printed at the end. Each epoch ends with a checkpoint; `--resume` continues from it.
+The code is what one would write with PyTorch: replace `glasstorch` by `torch` and it runs.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+from importlib import resources
+
+import numpy as np
+
+import glasstorch as torch
+from glasstorch import nn
+from glasstorch.utils.data import DataLoader, TensorDataset
+
+from ._training import Progress, load_checkpoint, save_checkpoint
+
+
+def load_digits():
+    """(images as float32 N x 1 x 8 x 8 scaled to [0, 1], labels as int64 N)."""
+    with resources.files(__package__).joinpath("data/digits.csv.gz").open("rb") as f:
+        table = np.loadtxt(gzip.open(f), delimiter=",")
+    images = torch.tensor(table[:, :64].reshape(-1, 1, 8, 8) / 16.0, dtype=torch.float32)
+    return images, torch.tensor(table[:, 64], dtype=torch.int64)
+
+
+class DigitsNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+            nn.MaxPool2d(2),                                   # 64 x 4 x 4
+        )
+        self.classifier = nn.Sequential(
+            nn.Flatten(), nn.Dropout(0.25), nn.Linear(64 * 4 * 4, 128), nn.ReLU(),
+            nn.Linear(128, 10),
+        )
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+def accuracy(model, images, labels) -> float:
+    model.eval()
+    with torch.no_grad():
+        predicted = model(images).argmax(1)
+    model.train()
+    return (predicted == labels).float().mean().item()
+
+
+def main(argv=None) -> float:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--checkpoint", default="digits-checkpoint.pt")
+    parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    args = parser.parse_args(argv)
+
+    torch.manual_seed(args.seed)
+    images, labels = load_digits()
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(1234))
+    n_test = len(labels) // 5
+    test, train = order[:n_test], order[n_test:]
+    loader = DataLoader(TensorDataset(images[train], labels[train]),
+                        batch_size=args.batch_size, shuffle=True)
+
+    model = DigitsNet()
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    loss_fn = nn.CrossEntropyLoss()
+    first_epoch = 0
+    if args.resume:
+        first_epoch = load_checkpoint(args.checkpoint, model, optimizer)["epoch"]
+        print(f"resumed from {args.checkpoint} after epoch {first_epoch}")
+
+    progress = Progress(total=args.epochs * len(loader), desc="digits CNN",
+                        initial=first_epoch * len(loader))
+    for epoch in range(first_epoch, args.epochs):
+        for x, y in loader:
+            loss = loss_fn(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            progress.step(loss.item(), len(y))
+        save_checkpoint(args.checkpoint, model, optimizer, epoch=epoch + 1)
+    seconds = progress.close()
+
+    result = accuracy(model, images[test], labels[test])
+    print(f"trained {args.epochs - first_epoch} epochs in {seconds:.1f} s; "
+          f"checkpoint: {args.checkpoint}")
+    print(f"test accuracy: {100 * result:.2f}% ({n_test} held-out digits)")
+    return result
+
+
+if __name__ == "__main__":
+    main()
