@@ -1,4 +1,4 @@
-"""The README's first command runs the demo: it must keep running and show the machinery."""
+"""The machinery tour (`python -m glasstorch.demo`) keeps running and shows each layer."""
 from glasstorch import demo
 
 
