@@ -1,3 +1,835 @@
-"""MultiheadAttention and the Transformer layers."""
+"""MultiheadAttention and the Transformer layers, as torch.nn (and the functional
+`multi_head_attention_forward` they run on, torch.nn.functional's).
 
-__all__: list[str] = []
+glasstorch computes PyTorch's reference ("slow") path. In inference (eval mode, no gradient,
+batch_first, an even head count...) PyTorch switches to fused kernels whose results differ
+in a few observable ways (NaN rows where every key is masked, the is_causal hint ignored,
+exact GELU, zeros at the padded positions of an encoder stack); glasstorch notices the same
+conditions and reproduces those results.
+
+    >>> import glasstorch as torch
+    >>> mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    >>> x = torch.randn(3, 5, 8)
+    >>> out, weights = mha(x, x, x)
+    >>> tuple(out.shape), tuple(weights.shape)
+    ((3, 5, 8), (3, 5, 5))
+"""
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+
+from ...autograd.grad_mode import is_grad_enabled
+from ...core import dtype as dt
+from ...core.tensor import Tensor
+from ...ops.factories import empty, full, zeros, zeros_like
+from ...ops.joining import cat
+from .. import functional as F
+from ..functional.activation import gelu, relu
+from ..init import constant_, xavier_normal_, xavier_uniform_
+from ..parameter import Parameter
+from .activation import GELU, ReLU
+from .container import ModuleList
+from .dropout import Dropout
+from .linear import Linear
+from .module import Module
+from .normalization import LayerNorm
+
+__all__ = ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder",
+           "TransformerEncoderLayer", "TransformerDecoderLayer"]
+
+
+# ---- masks ---------------------------------------------------------------------------------
+
+def _none_or_dtype(input):
+    if input is None:
+        return None
+    if isinstance(input, Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A float mask of `target_type` to add to attention scores: a boolean mask (True =
+    blocked) becomes 0 / -inf; a float mask is returned as is."""
+    if mask is None:
+        return None
+    is_float = mask.dtype.is_floating_point
+    if mask.dtype is not dt.bool and not is_float:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype is not other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. "
+                      "Use same type for both instead.", stacklevel=2)
+    if not is_float:
+        mask = zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
+    return mask
+
+
+# ---- multi_head_attention_forward ----------------------------------------------------------
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) -> bool:
+    """Checks the ranks of the inputs and masks; True when the query is batched (3-D)."""
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D "
+                f"but found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                f"but found {attn_mask.dim()}-D tensor instead")
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
+                f"but found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(
+                    "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or "
+                    f"3-D but found {attn_mask.dim()}-D tensor instead")
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if attn_mask.dim() == 3 and tuple(attn_mask.shape) != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                     f"{attn_mask.shape}")
+        return False
+    raise AssertionError("query should be unbatched 2D or batched 3D tensor but received "
+                         f"{query.dim()}-D query tensor")
+
+
+def _split_heads(x, n: int, bh: int, head_dim: int):
+    """(S, N, E) -> (N * heads, S, head_dim): each (batch, head) pair becomes a batch."""
+    return x.view(n, bh, head_dim).transpose(0, 1)
+
+
+def _in_projection_packed(q, k, v, w, b):
+    """q, k and v through the three row blocks of one packed (3E, E) weight; self-attention
+    (and key is value) runs one matmul for the shared inputs."""
+    e = q.size(-1)
+    if k is v:
+        if q is k:
+            proj = F.linear(q, w, b).unflatten(-1, (3, e)).movedim(-2, 0).contiguous()
+            return proj[0], proj[1], proj[2]
+        w_q, w_kv = w.split([e, 2 * e])
+        b_q, b_kv = (None, None) if b is None else b.split([e, 2 * e])
+        kv = F.linear(k, w_kv, b_kv).unflatten(-1, (2, e)).movedim(-2, 0).contiguous()
+        return F.linear(q, w_q, b_q), kv[0], kv[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q, b_k, b_v):
+    """q, k and v through their own weights (key/value widths may differ from the query's)."""
+    eq, ek, ev = q.size(-1), k.size(-1), v.size(-1)
+    for name, w, shape in (("query", w_q, (eq, eq)), ("key", w_k, (eq, ek)),
+                           ("value", w_v, (eq, ev))):
+        if tuple(w.shape) != shape:
+            raise AssertionError(f"expecting {name} weights shape of {shape}, but got "
+                                 f"{w.shape}")
+    for name, b in (("query", b_q), ("key", b_k), ("value", b_v)):
+        if b is not None and tuple(b.shape) != (eq,):
+            raise AssertionError(f"expecting {name} bias shape of {(eq,)}, but got {b.shape}")
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
+def _static_kv(static, name, bh, head_dim):
+    if static.size(0) != bh:
+        raise AssertionError(f"expecting {name}.size(0) of {bh}, but got {static.size(0)}")
+    if static.size(2) != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got "
+                             f"{static.size(2)}")
+    return static
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """Multi-head attention of (L, N, E) queries over (S, N, kdim/vdim) keys and values
+    ((L, E) and (S, *) unbatched): returns the (L, N, E) output and, with `need_weights`,
+    the attention weights, (N, L, S) averaged over heads or (N, heads, L, S).
+
+    Boolean masks mark blocked positions with True; float masks are added to the scores.
+    `attn_mask` is (L, S) or (N * heads, L, S); `key_padding_mask` is (N, S).
+    """
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       _none_or_dtype(attn_mask), "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+            "module method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None            # the hint alone drives the causal attention
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False       # the merged mask is no longer causal
+
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, "
+                             f"but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if key.shape[:2] != value.shape[:2]:
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                                 f"value's {value.shape[:2]}")
+    elif key.shape != value.shape:
+        raise AssertionError(f"key shape {key.shape} does not match value shape "
+                             f"{value.shape}")
+
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is "
+                                 "None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        for name, w in (("q_proj_weight", q_proj_weight), ("k_proj_weight", k_proj_weight),
+                        ("v_proj_weight", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name} is None")
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight,
+                                 v_proj_weight, b_q, b_k, b_v)
+
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
+    bh = bsz * num_heads
+    q = _split_heads(q, tgt_len, bh, head_dim)
+    k = (_split_heads(k, k.shape[0], bh, head_dim) if static_k is None
+         else _static_kv(static_k, "static_k", bh, head_dim))
+    v = (_split_heads(v, v.shape[0], bh, head_dim) if static_v is None
+         else _static_kv(static_v, "static_v", bh, head_dim))
+
+    if add_zero_attn:
+        k = cat([k, zeros((bh, 1, head_dim), dtype=k.dtype, device=k.device)], dim=1)
+        v = cat([v, zeros((bh, 1, head_dim), dtype=v.dtype, device=v.device)], dim=1)
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+    src_len = k.size(1)
+
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len).expand(
+            -1, num_heads, -1, -1).reshape(bh, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        q_scaled = q * math.sqrt(1.0 / float(q.shape[-1]))
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        k_t = k.transpose(-2, -1)
+        scores = q_scaled.bmm(k_t) if attn_mask is None else attn_mask.baddbmm(q_scaled, k_t)
+        weights = F.softmax(scores, dim=-1)
+        if dropout_p > 0.0:
+            weights = F.dropout(weights, p=dropout_p)
+        out = weights.bmm(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = F.linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+# ---- MultiheadAttention --------------------------------------------------------------------
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The Linear MultiheadAttention uses as out_proj (PyTorch names it so to keep dynamic
+    quantization from swapping it out)."""
+
+
+class MultiheadAttention(Module):
+    """Attention of queries over keys/values in `num_heads` subspaces of embed_dim / heads
+    features each, with learned input and output projections."""
+
+    __constants__ = ["batch_first"]
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        factory = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != self.embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), **factory))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        else:
+            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **factory))
+            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), **factory))
+            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), **factory))
+            self.register_parameter("in_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty(3 * embed_dim, **factory))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        **factory)
+        if add_bias_kv:
+            self.bias_k = Parameter(empty((1, 1, embed_dim), **factory))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), **factory))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        """Glorot-uniform projections, zero biases, Glorot-normal bias_k/bias_v."""
+        if self._qkv_same_embed_dim:
+            xavier_uniform_(self.in_proj_weight)
+        else:
+            xavier_uniform_(self.q_proj_weight)
+            xavier_uniform_(self.k_proj_weight)
+            xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            constant_(self.in_proj_bias, 0.0)
+            constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            xavier_normal_(self.bias_v)
+
+    def __setstate__(self, state):
+        state.setdefault("_qkv_same_embed_dim", True)
+        super().__setstate__(state)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        """(attn_output, attn_weights or None); see multi_head_attention_forward."""
+        fused = self._fused_inference(query, key, value, attn_mask, key_padding_mask)
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                           _none_or_dtype(attn_mask), "attn_mask", query.dtype)
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        return self._attend(query, key, value, key_padding_mask, need_weights, attn_mask,
+                            average_attn_weights, is_causal, fused)
+
+    def _attend(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                average_attn_weights, is_causal, fused):
+        """forward's computation (float masks); `fused` gives the results of PyTorch's
+        fused kernel."""
+        is_batched = query.dim() == 3
+        if self.batch_first and is_batched:
+            # keep the identities (q is k is v) that pick the fused projections
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query = query.transpose(1, 0)
+                    key = value = key.transpose(1, 0)
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        separate = not self._qkv_same_embed_dim
+        out, weights = multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights or fused,
+            attn_mask=attn_mask, use_separate_proj_weight=separate,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
+            is_causal=is_causal and not fused)
+        if fused:
+            return out.transpose(1, 0).contiguous(), weights if need_weights else None
+        if self.batch_first and is_batched:
+            out = out.transpose(1, 0)
+        return out, weights
+
+    def _fused_inference(self, query, key, value, attn_mask, key_padding_mask) -> bool:
+        """Whether PyTorch would run its fused inference kernel, whose results differ from
+        the reference path in two ways: rows with every key masked give NaN rather than
+        zeros, and the `is_causal` hint is ignored (only the masks count); its output is
+        contiguous. The same values come from the weights path (plain softmax)."""
+        if (query.dim() != 3 or query is not key or key is not value or self.training
+                or not self.batch_first or self.num_heads % 2
+                or self.in_proj_bias is None or self.in_proj_weight is None
+                or self.bias_k is not None or self.bias_v is not None or self.add_zero_attn
+                or query.dtype is not self.in_proj_weight.dtype
+                or query.dtype is not self.in_proj_bias.dtype):
+            return False
+        if any(m is not None and m.dtype.is_floating_point
+               for m in (attn_mask, key_padding_mask)):
+            return False
+        if not is_grad_enabled():
+            return True
+        args = (query, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
+                self.out_proj.bias)
+        return not any(t is not None and t.requires_grad for t in args)
+
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """One (N, heads, L, S) mask from an attention mask and a padding mask, with its kind
+        (0 attention, 1 padding, 2 merged), as PyTorch's fused kernels take them."""
+        mask_type, merged = None, None
+        if key_padding_mask is not None:
+            mask_type, merged = 1, key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                merged = attn_mask.view(batch_size, -1, seq_len, seq_len)
+            else:
+                merged = attn_mask.view(1, 1, seq_len, seq_len).expand(
+                    batch_size, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                merged = merged + key_padding_mask.view(batch_size, 1, 1, seq_len).expand(
+                    -1, self.num_heads, -1, -1)
+        return merged, mask_type
+
+
+# ---- Transformer layers --------------------------------------------------------------------
+
+def _generate_square_subsequent_mask(sz, device=None, dtype=None):
+    """(sz, sz) float mask: 0 on and below the diagonal, -inf above (no peeking ahead)."""
+    return full((sz, sz), float("-inf"), dtype=dtype, device=device).triu(1)
+
+
+def _get_seq_len(src, batch_first: bool) -> int:
+    if src.dim() == 2:
+        return src.shape[0]
+    return src.shape[1 if batch_first else 0]
+
+
+def _detect_is_causal_mask(mask, is_causal=None, size=None) -> bool:
+    """`is_causal` when given; when None, whether `mask` is exactly the causal float mask."""
+    make_causal = is_causal is True
+    if is_causal is None and mask is not None:
+        sz = size if size is not None else mask.size(-2)
+        causal = _generate_square_subsequent_mask(sz, device=mask.device, dtype=mask.dtype)
+        make_causal = mask.shape == causal.shape and bool((mask == causal).all())
+    return make_causal
+
+
+def _get_clones(module, n):
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+def _get_activation_fn(activation: str):
+    if activation == "relu":
+        return relu
+    if activation == "gelu":
+        return gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a two-layer feed-forward block, each with a residual connection
+    and LayerNorm (after the residual sum, or before the block with `norm_first`)."""
+
+    __constants__ = ["norm_first"]
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=relu,
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None) -> None:
+        factory = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, **factory)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        if isinstance(activation, str):
+            activation = _get_activation_fn(activation)
+        if activation is relu or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif activation is gelu or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
+        self.activation = activation
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not hasattr(self, "activation"):
+            self.activation = relu
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        """src: (S, N, E), (N, S, E) with batch_first, or (S, E)."""
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               _none_or_dtype(src_mask), "src_mask",
+                                               src.dtype)
+        src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype,
+                                   check_other=False)
+        fused = self._fused_inference(src)
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal,
+                                   fused)
+            x = x + self._ff_block(self.norm2(x), fused)
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal,
+                                              fused))
+            x = self.norm2(x + self._ff_block(x, fused))
+        return x
+
+    def _fused_inference(self, src) -> bool:
+        """Whether PyTorch would run its fused encoder-layer kernel (eval, no gradient,
+        batch_first, ...), whose results differ from the reference path: NaN rows for
+        queries with every key masked, the is_causal hint ignored, and any GELU module
+        computed as exact GELU."""
+        attn = self.self_attn
+        if (src.dim() != 3 or self.training or not attn.batch_first
+                or attn.in_proj_bias is None or not attn._qkv_same_embed_dim
+                or not self.activation_relu_or_gelu or self.norm1.eps != self.norm2.eps
+                or attn.num_heads % 2
+                or any(m._forward_hooks or m._forward_pre_hooks for m in self.modules())):
+            return False
+        if not is_grad_enabled():
+            return True
+        args = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                attn.out_proj.bias, self.norm1.weight, self.norm1.bias, self.norm2.weight,
+                self.norm2.bias, self.linear1.weight, self.linear1.bias,
+                self.linear2.weight, self.linear2.bias)
+        return not any(t is not None and t.requires_grad for t in args)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False, fused=False):
+        if fused:       # the fused kernel runs attention itself: no module call, no hooks
+            x = self.self_attn._attend(x, x, x, key_padding_mask, False, attn_mask, True,
+                                       is_causal, True)[0]
+        else:
+            x = self.self_attn(x, x, x, attn_mask=attn_mask,
+                               key_padding_mask=key_padding_mask, need_weights=False,
+                               is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x, fused=False):
+        if fused:
+            act = relu if self.activation_relu_or_gelu == 1 else gelu
+            return self.linear2(act(self.linear1(x)))
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, attention over the encoder's memory, then a feed-forward block, each
+    with a residual connection and LayerNorm (post- or pre-norm as `norm_first`)."""
+
+    __constants__ = ["norm_first"]
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=relu,
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None) -> None:
+        factory = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
+                                            batch_first=batch_first, bias=bias, **factory)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
+                                                 batch_first=batch_first, bias=bias,
+                                                 **factory)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = (_get_activation_fn(activation) if isinstance(activation, str)
+                           else activation)
+
+    def __setstate__(self, state):
+        state.setdefault("activation", relu)
+        super().__setstate__(state)
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        """tgt: (T, N, E) and memory: (S, N, E) ((N, *, E) with batch_first; or unbatched)."""
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask,
+                                   tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
+                                    memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask,
+                                              tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask,
+                                               memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           is_causal=is_causal, need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
+                                key_padding_mask=key_padding_mask, is_causal=is_causal,
+                                need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout3(x)
+
+
+def _left_aligned(valid) -> bool:
+    """Whether every row of the (N, S) `valid` mask is a run of True then only False."""
+    return not bool(valid[:, 1:].logical_and(valid[:, :-1].logical_not()).any())
+
+
+class TransformerEncoder(Module):
+    """`num_layers` deep copies of `encoder_layer` applied in turn, then `norm` if given."""
+
+    __constants__ = ["norm"]
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
+                 mask_check=True) -> None:
+        super().__init__()
+        self.layers = _get_clones(encoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        why_not = self._why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why_not}", stacklevel=2)
+            self.use_nested_tensor = False
+
+    @staticmethod
+    def _why_not_nested(layer) -> str:
+        """Why PyTorch would not run this stack on nested (padding-free) tensors."""
+        name = "encoder_layer"
+        if not isinstance(layer, TransformerEncoderLayer):
+            return f"{name} was not TransformerEncoderLayer"
+        if layer.norm_first:
+            return f"{name}.norm_first was True"
+        if not layer.self_attn.batch_first:
+            return (f"{name}.self_attn.batch_first was not True(use batch_first for better "
+                    "inference performance)")
+        if not layer.self_attn._qkv_same_embed_dim:
+            return f"{name}.self_attn._qkv_same_embed_dim was not True"
+        if layer.self_attn.in_proj_bias is None:
+            return f"{name}.self_attn was passed bias=False"
+        if not layer.activation_relu_or_gelu:
+            return f"{name}.activation_relu_or_gelu was not True"
+        if layer.norm1.eps != layer.norm2.eps:
+            return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+        if layer.self_attn.num_heads % 2 == 1:
+            return f"{name}.self_attn.num_heads is odd"
+        return ""
+
+    def _pads_to_zero(self, src, mask, key_padding_mask) -> bool:
+        """Whether PyTorch would take its nested-tensor inference path, whose output is zero
+        at padded positions (before `norm`)."""
+        first = self.layers[0]
+        if (not getattr(self, "use_nested_tensor", False) or first.training or src.dim() != 3
+                or key_padding_mask is None or mask is not None):
+            return False
+        if getattr(self, "mask_check", True) and not _left_aligned(
+                key_padding_mask.logical_not()):
+            return False
+        if not is_grad_enabled():
+            return True
+        attn, lin1, lin2 = first.self_attn, first.linear1, first.linear2
+        args = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                attn.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+                first.norm2.bias, lin1.weight, lin1.bias, lin2.weight, lin2.bias)
+        return not any(t is not None and t.requires_grad for t in args)
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        """src through every layer (then `norm`); `is_causal=None` detects a causal `mask`."""
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               _none_or_dtype(mask), "mask", src.dtype)
+        mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
+        first = self.layers[0]
+        pads_to_zero = self._pads_to_zero(src, mask, src_key_padding_mask)
+        seq_len = _get_seq_len(src, first.self_attn.batch_first)
+        is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
+        output = src
+        for mod in self.layers:
+            output = mod(output, src_mask=mask, is_causal=is_causal,
+                         src_key_padding_mask=src_key_padding_mask)
+        if pads_to_zero:
+            output = output.masked_fill((src_key_padding_mask != 0).unsqueeze(-1), 0.0)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class TransformerDecoder(Module):
+    """`num_layers` deep copies of `decoder_layer` applied in turn, then `norm` if given."""
+
+    __constants__ = ["norm"]
+
+    def __init__(self, decoder_layer, num_layers, norm=None) -> None:
+        super().__init__()
+        self.layers = _get_clones(decoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        """tgt through every layer, attending to `memory` (then `norm`)."""
+        seq_len = _get_seq_len(tgt, self.layers[0].self_attn.batch_first)
+        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        output = tgt
+        for mod in self.layers:
+            output = mod(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                         tgt_key_padding_mask=tgt_key_padding_mask,
+                         memory_key_padding_mask=memory_key_padding_mask,
+                         tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class Transformer(Module):
+    """The encoder-decoder model of "Attention Is All You Need": an encoder stack over the
+    source and a decoder stack over the target attending to the encoded source."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
+                 dim_feedforward=2048, dropout=0.1, activation=relu, custom_encoder=None,
+                 custom_decoder=None, layer_norm_eps=1e-5, batch_first=False,
+                 norm_first=False, bias=True, device=None, dtype=None) -> None:
+        factory = {"device": device, "dtype": dtype}
+        super().__init__()
+        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                      batch_first, norm_first, bias)
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            self.encoder = TransformerEncoder(
+                TransformerEncoderLayer(*layer_args, **factory), num_encoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            self.decoder = TransformerDecoder(
+                TransformerDecoderLayer(*layer_args, **factory), num_decoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory))
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+                src_key_padding_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        """Encode `src`, then decode `tgt` against it."""
+        is_batched = src.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if is_batched and src.size(batch_dim) != tgt.size(batch_dim):
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """The (sz, sz) causal float mask: -inf above the diagonal, 0 elsewhere."""
+        return _generate_square_subsequent_mask(sz, dtype=dtype, device=device)
+
+    def _reset_parameters(self) -> None:
+        """Glorot-uniform every matrix parameter."""
+        for p in self.parameters():
+            if p.dim() > 1:
+                xavier_uniform_(p)
