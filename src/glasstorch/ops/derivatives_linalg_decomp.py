@@ -449,7 +449,7 @@ def _lu_factor_ex(grad, result0, result1):
     return (_lu_backward(gLU[..., :k].tril(-1), gLU[..., :k, :].triu(), P, L, U),)
 
 
-@derivative("aten::lu_unpack", "LuUnpackBackward0")
+@derivative("aten::lu_unpack", "LuUnpackBackward0", outputs=(1, 2))
 def _lu_unpack(grad, LU_data):
     """L and U are the strictly lower and the upper part of the packed LU."""
     _, gL, gU = _grads(grad, 3)
