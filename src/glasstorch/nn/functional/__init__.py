@@ -10,3 +10,4 @@ from .sparse import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
+from .multi_head_attention import *  # noqa: F401,F403
