@@ -1,5 +1,5 @@
-"""MultiheadAttention and the Transformer layers, as torch.nn (and the functional
-`multi_head_attention_forward` they run on, torch.nn.functional's).
+"""MultiheadAttention and the Transformer layers, as torch.nn, over
+`nn.functional.multi_head_attention_forward`.
 
 glasstorch computes PyTorch's reference ("slow") path. In inference (eval mode, no gradient,
 batch_first, an even head count...) PyTorch switches to fused kernels whose results differ
