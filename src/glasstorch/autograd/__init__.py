@@ -115,7 +115,7 @@ def _register_hook(self, hook):
     if not self._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is not None:
-        hooks = self.grad_fn._tensor_pre_hooks.setdefault(self._output_nr, [])
+        hooks = self.grad_fn._own("_tensor_pre_hooks").setdefault(self._output_nr, [])
         return RemovableHandle(hooks, hook)
     if self._hooks is None:
         self._hooks = []
@@ -141,7 +141,7 @@ def _retain_grad(self):
         t = ref()
         if t is not None:
             t._grad = g.detach().clone() if t._grad is None else t._grad + g.detach()
-    self.grad_fn._retain_grad_hooks[self._output_nr] = keep   # runs after other hooks
+    self.grad_fn._own("_retain_grad_hooks")[self._output_nr] = keep   # after other hooks
     self._retains_grad = True
 
 

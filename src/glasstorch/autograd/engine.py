@@ -142,6 +142,8 @@ def _release_children(node, deps, buffers, ready, order, keep):
 def _grads_in(node, buf: dict) -> tuple:
     n = max(buf, default=-1) + 1
     grads = [buf.get(i) for i in range(n)]
+    if not node._has_grad_hooks():
+        return tuple(grads)
     for nr, hooks in node._tensor_pre_hooks.items():
         if nr < n and grads[nr] is not None:
             for hook in hooks:

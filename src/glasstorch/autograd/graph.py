@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
+from types import MappingProxyType
 
 from ..core.tensor import Tensor
 
@@ -75,14 +76,33 @@ class Node:
 
     _saved_any = False
 
+    # Hooks are rare: until one is registered a node shares these empty, read-only defaults
+    # (recording a node is on every op's path).
+    _pre_hooks: list | tuple = ()
+    _hooks: list | tuple = ()
+    _tensor_pre_hooks = MappingProxyType({})     # output_nr -> [hook]
+    _retain_grad_hooks = MappingProxyType({})    # output_nr -> hook, run after the others
+
     def __init__(self):
         self._sequence_nr = next(_sequence.counter)
         self.next_functions: tuple = ()
-        self._pre_hooks: list = []
-        self._hooks: list = []
-        self._tensor_pre_hooks: dict = {}   # output_nr -> [hook]
-        self._retain_grad_hooks: dict = {}  # output_nr -> hook, run after the others
-        self.metadata: dict = {}
+
+    @property
+    def metadata(self) -> dict:
+        d = self.__dict__.get("_metadata")
+        if d is None:
+            d = self.__dict__["_metadata"] = {}
+        return d
+
+    def _own(self, name: str):
+        """This node's own (mutable) container of hooks `name`, made on first use."""
+        value = self.__dict__.get(name)
+        if value is None:
+            value = self.__dict__[name] = [] if name in ("_pre_hooks", "_hooks") else {}
+        return value
+
+    def _has_grad_hooks(self) -> bool:
+        return bool(self._tensor_pre_hooks or self._retain_grad_hooks or self._pre_hooks)
 
     def name(self) -> str:
         return type(self).__name__
@@ -93,12 +113,12 @@ class Node:
     def register_hook(self, fn):
         """fn(grad_inputs, grad_outputs) after the node runs; may return new grad_inputs."""
         from .hooks import RemovableHandle
-        return RemovableHandle(self._hooks, fn)
+        return RemovableHandle(self._own("_hooks"), fn)
 
     def register_prehook(self, fn):
         """fn(grad_outputs) before the node runs; may return new grad_outputs."""
         from .hooks import RemovableHandle
-        return RemovableHandle(self._pre_hooks, fn)
+        return RemovableHandle(self._own("_pre_hooks"), fn)
 
     def apply(self, grads: tuple) -> tuple:
         raise NotImplementedError

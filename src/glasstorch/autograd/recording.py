@@ -30,10 +30,13 @@ class Derivative:
     (shape, stride, storage offset); only those are saved. `node_name` is the grad_fn's name, or a function of the call's
     arguments where PyTorch's name depends on the overload used (SumBackward0/1)."""
 
-    __slots__ = ("node_name", "formula", "plan", "inplace_node_name", "outputs")
+    __slots__ = ("node_name", "node_class", "formula", "plan", "inplace_node_name", "outputs",
+                 "saves_result")
 
     def __init__(self, node_name: str, formula, schema, inplace_node_name=None, outputs=None):
         self.node_name = node_name
+        # a fixed name's node class is made once; a name that depends on the call is not
+        self.node_class = node_class(node_name) if isinstance(node_name, str) else None
         self.inplace_node_name = inplace_node_name
         self.outputs = outputs
         self.formula = formula
@@ -52,6 +55,7 @@ class Derivative:
                 raise ValueError(f"derivative of {schema.qualified_name}: '{name}' is not an "
                                  f"argument of {schema} (nor 'result', '<arg>_shape' or '<arg>_geometry')")
         self.plan = tuple(plan)
+        self.saves_result = any(kind == "result" for _, kind, _ in plan)
 
 
 def derivative(qualified_name: str, node_name: str, *, inplace_node_name: str | None = None,
@@ -142,26 +146,32 @@ def _record(op, ks, args):
     outputs = result if isinstance(result, (tuple, list)) else (result,)
     d = op.info.get("derivative")
     inputs = _inputs(op, args)
+    edges, meta = [], []
+    for t in inputs:
+        if t is None:
+            edges.append((None, 0))
+            meta.append(None)
+        else:
+            edges.append(gradient_edge(t) if t._requires_grad else (None, 0))
+            meta.append((t._shape, t.dtype))
     if d is None:
         node = NotImplementedNode(op.name)
     else:
         saved = {}
         for name, kind, index in d.plan:
-            if kind == "result":
+            if kind == "value":
+                value = args[index]
+                saved[name] = SavedTensor(value) if isinstance(value, Tensor) else value
+            elif kind == "result":
                 saved[name] = _SavedOutput(outputs[index], index)
             elif kind == "shape":
                 saved[name] = args[index]._shape      # metadata only
-            elif kind == "geometry":
+            else:                                     # geometry
                 t = args[index]
                 saved[name] = (t._shape, t._stride, t._offset)
-            else:
-                value = args[index]
-                saved[name] = SavedTensor(value) if isinstance(value, Tensor) else value
-        meta = [(t._shape, t.dtype) if isinstance(t, Tensor) else None for t in inputs]
-        name = d.node_name if isinstance(d.node_name, str) else d.node_name(*args)
-        node = node_class(name)(d.formula, saved, meta)
-    node.next_functions = tuple(gradient_edge(t) if _differentiable(t) else (None, 0)
-                                for t in inputs)
+        cls = d.node_class or node_class(d.node_name(*args))
+        node = cls(d.formula, saved, meta)
+    node.next_functions = tuple(edges)
     if _anomaly.enabled:
         record_forward_stack(node)
     differentiable = d.outputs if d is not None else None
@@ -171,7 +181,7 @@ def _record(op, ks, args):
             out.grad_fn = node
             out._output_nr = nr
             out._set_requires_grad(True)
-    if d is not None:
+    if d is not None and d.saves_result:
         for v in node._saved.values():
             if v.__class__ is _SavedOutput:
                 v.bind(node)
