@@ -16,6 +16,7 @@ from .core.storage import UntypedStorage
 from .core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format, layout,
                           memory_format, preserve_format, strided)
 from . import memory
+from .memory.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryError)
 from . import return_types
 
 # Op declarations register themselves with the dispatcher and export their functions.

@@ -66,10 +66,13 @@ CPU = device("cpu")
 META = device("meta")
 
 
+default_device = CPU  # where factories put tensors; memory.planning sets 'meta' meanwhile
+
+
 def as_device(d) -> device:
-    """Normalise a device argument (None means the CPU)."""
+    """Normalise a device argument (None means default_device, the CPU)."""
     if d is None:
-        return CPU
+        return default_device
     if d.__class__ is device:
         return d
     if d.__class__ is str and d == "cpu":

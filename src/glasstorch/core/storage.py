@@ -11,6 +11,9 @@ from ..memory.cpu_allocator import cpu_allocator
 from .device import CPU, META, device as Device
 
 
+meta_counter = None  # set by memory.planning.estimate: counts the bytes of meta storages
+
+
 class UntypedStorage:
     """A flat run of bytes. `buf` is a uint8 ndarray for CPU storages and None on 'meta'."""
 
@@ -26,10 +29,13 @@ class UntypedStorage:
         self.resizable = True
         self._allocator = None      # set once memory is held, so __del__ never frees twice
         if dev.type == "cpu":
+            self.buf = cpu_allocator.allocate(nbytes)   # first: if it raises, __del__ frees nothing
             self._allocator = cpu_allocator
-            self.buf = cpu_allocator.allocate(nbytes)
         elif dev.type == "meta":
             self.buf = None
+            if meta_counter is not None:    # memory.planning counts meta bytes while estimating
+                self._allocator = meta_counter
+                meta_counter.allocate(nbytes)
         else:
             from ..backends import device_allocator  # CUDA is imported only when needed
             allocator = device_allocator(dev)
@@ -43,8 +49,9 @@ class UntypedStorage:
             self.device = dev
             self._nbytes = nbytes
             self.resizable = True
+            self._allocator = None
+            self.buf = cpu_allocator.allocate(nbytes)   # first: if it raises, __del__ frees nothing
             self._allocator = cpu_allocator
-            self.buf = cpu_allocator.allocate(nbytes)
         else:
             self._init(nbytes, dev)
         return self
@@ -62,7 +69,7 @@ class UntypedStorage:
 
     def __del__(self):
         if self._allocator is not None:
-            self._allocator.free(self._nbytes)
+            self._allocator.free(self._nbytes, self.buf)
 
     def nbytes(self) -> int:
         return self._nbytes
@@ -97,12 +104,15 @@ class UntypedStorage:
         if nbytes < 0:
             raise RuntimeError(f"Trying to resize storage to negative size: {nbytes}")
         if self.device.type == "meta":
+            if self._allocator is not None:     # a counted meta storage (memory.planning)
+                self._allocator.free(self._nbytes)
+                self._allocator.allocate(nbytes)
             self._nbytes = nbytes
             return self
         new = self._allocator.allocate(nbytes)
         keep = min(nbytes, self._nbytes)
         new[:keep] = self.buf[:keep]
-        self._allocator.free(self._nbytes)
+        self._allocator.free(self._nbytes, self.buf)
         self.buf, self._nbytes = new, nbytes
         return self
 

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from ..core.device import as_device
-from .cpu_allocator import cpu_allocator
 
 
 def _allocator(device):
     d = as_device(device)
     if d.type == "cpu":
-        return cpu_allocator
+        from ..core import storage   # holds the active CPU allocator (set_cpu_allocator)
+        return storage.cpu_allocator
     raise RuntimeError(f"no memory statistics for device '{d}' in this build")
 
 
@@ -29,3 +29,8 @@ def reset_peak_memory_stats(device="cpu") -> None:
 def memory_stats(device="cpu") -> dict:
     """Allocator counters under PyTorch's key names (`allocated_bytes.all.current`, ...)."""
     return _allocator(device).stats.as_dict()
+from .history import _dump_snapshot, _record_memory_history, _snapshot  # noqa: E402,F401
+from .retention import retention_report  # noqa: E402,F401
+from .planning import MemoryEstimate, estimate  # noqa: E402,F401
+from .cpu_switch import (empty_cache, max_memory_reserved, memory_reserved,  # noqa: E402,F401
+                         memory_snapshot, memory_summary, set_cpu_allocator)

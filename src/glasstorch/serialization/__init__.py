@@ -11,6 +11,7 @@ import pickle
 import struct
 import zipfile
 
+from ..memory.retention import _warn_oversized_storages
 from . import safetensors  # noqa: F401  (glasstorch.serialization.safetensors)
 from .files import describe, is_path, write_to
 from .pickler import pickle_with_storages
@@ -26,13 +27,17 @@ DEFAULT_PROTOCOL = 2
 def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL,
          _use_new_zipfile_serialization=True, _disable_byteorder_record=False) -> None:
     """Save `obj` (tensors, state dicts, containers of them, plain values) to a path or a
-    writable binary file in torch.save's zip format. Writes to a path are atomic."""
+    writable binary file in torch.save's zip format. Writes to a path are atomic.
+
+    Like torch.save, it writes each tensor's whole storage, so a small view of a large
+    tensor writes all of it: a UserWarning names such tensors (save a .clone() instead)."""
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("glasstorch.save supports only the standard pickle module")
     if not _use_new_zipfile_serialization:
         raise ValueError("glasstorch.save writes only the zip format "
                          "(_use_new_zipfile_serialization=True)")
     pickled, storages = pickle_with_storages(obj, pickle_protocol)
+    _warn_oversized_storages(obj, storages)
     write_to(f, lambda fh: write_archive(fh, pickled, storages,
                                          byteorder_record=not _disable_byteorder_record))
 
