@@ -32,6 +32,7 @@ from .ops import linalg_decomp as _linalg_decomp  # noqa: F401
 from .ops import convolution as _convolution, pooling as _pooling  # noqa: F401
 from .ops import activation as _activation, normalization as _normalization  # noqa: F401
 from .ops import distance as _distance  # noqa: F401
+from .ops import statistics as _statistics, view_scatter as _view_scatter  # noqa: F401
 from .ops import loss as _loss  # noqa: F401
 from .ops import fft as _fft_ops, sampling as _sampling  # noqa: F401
 from .random import *  # noqa: F401,F403  (Generator, manual_seed, ...)

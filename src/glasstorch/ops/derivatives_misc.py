@@ -1,4 +1,4 @@
-"""Derivative formulas of ops/construction.py and ops/misc_math.py.
+"""Derivative formulas of ops/construction.py, ops/misc_math.py and ops/view_scatter.py.
 
 Also digamma's and logcumsumexp's (ops declared with the other pointwise ops and scans).
 Same conventions as `ops/derivatives.py`: formulas in glasstorch ops, so that double
@@ -13,6 +13,7 @@ from ..core import dtype as dt
 from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
 from . import misc_math as mm
+from . import view_scatter as vs
 from .joining import where
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -44,10 +45,14 @@ def _digamma(grad, self):
 @derivative("aten::logcumsumexp", "LogcumsumexpBackward0")
 def _logcumsumexp(grad, self, dim, result):
     """Sums exp(self_j - result_i) * grad_i over i >= j, split by the sign of grad and
-    kept in log space (reverse logcumsumexp) so that nothing overflows."""
+    kept in log space (reverse logcumsumexp) so that nothing overflows; complex inputs use
+    the plain reverse cumulative sum (the sign split has no complex meaning)."""
     if grad.dim() == 0:
         return (grad,)
     d = wrap_dim(dim, grad.dim())
+    if grad.is_complex():   # holomorphic: conj(exp(self_j)) * sum_{i >= j} grad_i conj(exp(-r_i))
+        tail = (grad * (-result).exp().conj()).flip(d).cumsum(d).flip(d)
+        return (tail * self.exp().conj(),)
     lowest = dt.finfo(grad.dtype).min
     log_abs = grad.abs().log()
     pos = where(grad > 0, log_abs, lowest)
@@ -260,3 +265,97 @@ def _block_diag(grad, tensors):
         out.append(grad[r:r + h, c:c + w].reshape(shape))
         r, c = r + h, c + w
     return tuple(out)
+
+
+# ---- deg2rad, rad2deg, frexp -----------------------------------------------------------------
+
+@derivative("aten::deg2rad", "Deg2RadBackward0")
+def _deg2rad(grad):
+    return (grad * (math.pi / 180.0),)
+
+
+@derivative("aten::rad2deg", "Rad2DegBackward0")
+def _rad2deg(grad):
+    return (grad * (180.0 / math.pi),)
+
+
+@derivative("aten::frexp.Tensor", "FrexpBackward0")
+def _frexp(grad, result1):
+    """mantissa = input / 2**exponent with the exponent piecewise constant."""
+    g = grad[0] if isinstance(grad, tuple) else grad
+    return (None if g is None else g / result1.exp2(),)
+
+
+@derivative("aten::nextafter", "NextafterBackward0")
+def _nextafter(grad, other):
+    """The step is piecewise constant: the identity for input, nothing for other."""
+    return grad, (grad * 0 if isinstance(other, Tensor) else None)
+
+
+# ---- index_reduce ----------------------------------------------------------------------------
+
+@derivative("aten::index_reduce", "IndexReduceBackward0")
+def _index_reduce(grad, self, dim, index, source, reduce, include_self, result):
+    """prod: the product of the other factors (zeros handled without dividing by them);
+    mean: grad over the count; amax/amin: split evenly among the tied extremes. Positions
+    of self replaced (include_self=False) get no gradient (though an equal self still takes
+    its share of an extreme, as in torch)."""
+    if self.dim() == 0:
+        grad, self, source, result = (t.view(1) for t in (grad, self, source, result))
+        dim = 0
+        squeeze = True
+    else:
+        squeeze = False
+    d = wrap_dim(dim, self.dim())
+    touched = None if include_self else \
+        self.new_zeros(self.shape).index_fill(d, index, 1) != 0
+    if reduce == "prod":
+        masked_self = self.masked_fill(self == 0, 1)
+        self_others = masked_self.index_reduce(d, index, source, "prod",
+                                               include_self=include_self)
+        grad_self = grad * self_others / masked_self
+        src_zero = source == 0
+        zeros_in_group = self.new_zeros(self.shape).index_add(
+            d, index, src_zero.to(self.dtype)).index_select(d, index)
+        single_zero = src_zero & (zeros_in_group == 1)
+        src_others = self.index_reduce(d, index, source.masked_fill(single_zero, 1), "prod",
+                                       include_self=include_self)
+        grad_source = where(single_zero, (grad * src_others).index_select(d, index),
+                            (grad * result).index_select(d, index)
+                            / source.masked_fill(src_zero, 1))
+    elif reduce == "mean":
+        counts = (self.new_ones(self.shape) if include_self else self.new_zeros(self.shape))
+        counts = counts.index_add(d, index, source.new_ones(source.shape))
+        counts = counts.masked_fill(counts == 0, 1)
+        grad_self = grad / counts
+        grad_source = (grad / counts).index_select(d, index)
+    else:
+        self_is = (self == result).to(self.dtype)     # counted even when not included, as torch
+        source_is = (source == result.index_select(d, index)).to(self.dtype)
+        shares = grad / self_is.index_add(d, index, source_is)
+        grad_self = self_is * shares
+        grad_source = source_is * shares.index_select(d, index)
+    if touched is not None:
+        grad_self = grad_self.masked_fill(touched, 0)
+    if squeeze:
+        return grad_self.view(()), None, grad_source.view(())
+    return grad_self, None, grad_source
+
+
+# ---- scatters into views (ops/view_scatter.py) ------------------------------------------------
+
+@derivative("aten::diagonal_scatter", "DiagonalScatterBackward0")
+def _diagonal_scatter(grad, src_shape, offset, dim1, dim2):
+    return (grad.diagonal_scatter(grad.new_zeros(src_shape), offset, dim1, dim2),
+            grad.diagonal(offset, dim1, dim2))
+
+
+@derivative("aten::select_scatter", "SelectScatterBackward0")
+def _select_scatter(grad, src_shape, dim, index):
+    return (grad.select_scatter(grad.new_zeros(src_shape), dim, index), grad.select(dim, index))
+
+
+@derivative("aten::slice_scatter", "SliceScatterBackward0")
+def _slice_scatter(grad, src_shape, dim, start, end, step):
+    return (grad.slice_scatter(grad.new_zeros(src_shape), dim, start, end, step),
+            vs._sliced(grad, dim, start, end, step))

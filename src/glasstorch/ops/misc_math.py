@@ -617,3 +617,349 @@ for _name in POLYNOMIALS:
         inplace=False, function=False, method=False, number_self=True, tags=_POINTWISE,
         doc=f"The {_name.replace('_', ' ')} of degree n (truncated; 0 for n < 0) at x.")
     polynomial_ops[_name].impl("CPU")(_polynomial_kernel(_name))
+
+
+# ---- integer and float arithmetic: gcd, lcm, nextafter, frexp, deg2rad, rad2deg ------------
+
+def _integer_binary_meta(name):
+    def meta(self, other):
+        _require_tensor(name, "other", 2, other)
+        d = common_dtype(self, other)
+        if d.category != dt.INT:
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{d.cname}\'')
+        return pointwise_spec((self, other), d)
+    return meta
+
+
+def _integer_binary_kernel(ufunc):
+    def kernel(out, self, other):
+        cpu.assign(out, np.abs(ufunc(*cpu.operands((self, other), common_dtype(self, other)))))
+    return kernel
+
+
+gcd = structured("gcd(Tensor self, Tensor other) -> Tensor", _integer_binary_meta("gcd"),
+                 tags=_POINTWISE, doc="The greatest common divisor (non-negative; gcd(0, 0) "
+                                      "is 0).")
+gcd.impl("CPU")(_integer_binary_kernel(np.gcd))
+lcm = structured("lcm(Tensor self, Tensor other) -> Tensor", _integer_binary_meta("lcm"),
+                 tags=_POINTWISE, doc="The least common multiple (non-negative; 0 if either "
+                                      "is 0).")
+lcm.impl("CPU")(_integer_binary_kernel(np.lcm))
+
+
+def _nextafter_meta(self, other):
+    _require_tensor("nextafter", "other", 2, other)
+    d = common_dtype(self, other)
+    if d.category != dt.FLOAT or d.is_complex:
+        raise NotImplementedError(f'"nextafter_cpu" not implemented for \'{d.cname}\'')
+    return pointwise_spec((self, other), d)
+
+
+def _nextafter_kernel(out, self, other):
+    d = common_dtype(self, other)
+    a, b = cpu.operands((self, other), d)
+    if d is dt.bfloat16:                # no NumPy bfloat16 ufunc: step the bit pattern
+        a, b = np.broadcast_arrays(np.asarray(a, dt.bfloat16.np), np.asarray(b, dt.bfloat16.np))
+        bits = a.view(np.uint16).astype(np.int32)
+        fa, fb = a.astype(np.float32), b.astype(np.float32)
+        bits = bits + np.where((fb > fa) == (fa > 0), 1, -1)
+        bits = np.where(fa == 0, np.where(fb > 0, 0x0001, 0x8001), bits)
+        r = bits.astype(np.uint16).view(dt.bfloat16.np).astype(np.float32)
+        cpu.assign(out, np.where(np.isnan(fa) | np.isnan(fb), np.nan, np.where(fa == fb, fb, r)))
+        return
+    cpu.assign(out, np.nextafter(a, b))
+
+
+nextafter = structured("nextafter(Tensor self, Tensor other) -> Tensor", _nextafter_meta,
+                       tags=_POINTWISE, doc="The next representable value after input "
+                                            "towards other.")
+nextafter.impl("CPU")(_nextafter_kernel)
+
+
+def _frexp_meta(self):
+    if self.dtype.category != dt.FLOAT or self.dtype.is_complex:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    return pointwise_spec((self,), self.dtype), pointwise_spec((self,), dt.int32)
+
+
+def _frexp_kernel(out, self):
+    mantissa, exponent = out
+    a = self._array()
+    m, e = np.frexp(a.astype(np.float32) if self.dtype is dt.bfloat16 else a)
+    assign_array(mantissa._array(), m)
+    assign_array(exponent._array(), e)
+
+
+frexp_op = structured("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)",
+                      _frexp_meta, inplace=False, out=False, function=False, method=False,
+                      promotes=False, tags=_POINTWISE,
+                      doc="input = mantissa * 2**exponent, |mantissa| in [0.5, 1).")
+frexp_op.impl("CPU")(_frexp_kernel)
+
+
+@composite(method=True)
+def frexp(input, *, out=None):
+    """return_types.frexp(mantissa, exponent): input = mantissa * 2**exponent with
+    |mantissa| in [0.5, 1) (0, inf and nan give themselves and exponent 0)."""
+    _require_tensor("frexp", "input", 1, input)
+    mantissa, exponent = frexp_op.function(input)
+    if out is None:
+        return return_types.frexp((mantissa, exponent))
+    into_out(out[0], mantissa)
+    into_out(out[1], exponent)
+    return return_types.frexp_out((out[0], out[1]))
+
+
+def _angle_meta(name):
+    def meta(self):
+        if self.dtype.is_complex:
+            raise RuntimeError(f"{name} is not supported for complex tensors.")
+        return pointwise_spec((self,), float_dtype(self))
+    return meta
+
+
+def _scale_kernel(factor):
+    def kernel(out, self):
+        d = float_dtype(self)
+        (x,) = cpu.computed((self,), d)
+        cpu.assign(out, x * opmath(d).type(factor))
+    return kernel
+
+
+deg2rad = structured("deg2rad(Tensor self) -> Tensor", _angle_meta("deg2rad"), tags=_POINTWISE,
+                     doc="Degrees to radians.")
+deg2rad.impl("CPU")(_scale_kernel(math.pi / 180.0))
+rad2deg = structured("rad2deg(Tensor self) -> Tensor", _angle_meta("rad2deg"), tags=_POINTWISE,
+                     doc="Radians to degrees.")
+rad2deg.impl("CPU")(_scale_kernel(180.0 / math.pi))
+
+
+# ---- composites: ldexp, isin, trapezoid, unravel_index, combinations -----------------------
+
+def _ldexp_factor(fname, input, other):
+    """2**other, computed in the floating promotion of both operands."""
+    _require_tensor(fname, "other", 2, other)
+    d = float_dtype(input, other)
+    return (other if other.dtype is d else other.to(d)).exp2()
+
+
+@composite(method=True)
+def ldexp(input, other, *, out=None):
+    """input * 2**other, in the floating promotion of both."""
+    return into_out(out, input * _ldexp_factor("ldexp", input, other))
+
+
+def _ldexp_(self, other):
+    """In-place input *= 2**other."""
+    return self.mul_(_ldexp_factor("ldexp_", self, other))
+
+
+export("ldexp_", _ldexp_, method=True, function=False)
+
+
+@composite()
+def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
+    """Whether each element of `elements` occurs in `test_elements` (either may be a
+    number; values compared in their promoted dtype)."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin(): expected at least one of 'elements' and 'test_elements' to "
+                        "be a Tensor")
+    d = common_dtype(elements, test_elements)
+    a, b = cpu.operands((elements, test_elements), d)
+    device = (elements if isinstance(elements, Tensor) else test_elements).device
+    result = _bool_tensor(np.isin(np.asarray(a), np.asarray(b).ravel(), assume_unique=assume_unique,
+                                  invert=invert), device)
+    return into_out(out, result)
+
+
+def _along(t: Tensor, dim: int, start, stop) -> Tensor:
+    return t[(slice(None),) * dim + (slice(start, stop),)]
+
+
+def _trapezoid_checks(fname, y, x, dim):
+    _require_tensor(fname, "y", 1, y)
+    if y.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    d = wrap_dim(dim, y.dim())
+    if x is not None:
+        _require_tensor(fname, "x", 2, x)
+        if x.dim() == 1 and x.shape[0] != y.shape[d]:
+            raise RuntimeError(f"{fname}: There must be one `x` value for each sample point")
+    return d
+
+
+def _spacing(x: Tensor, y: Tensor, d: int) -> Tensor:
+    """The differences of x along d, shaped to broadcast against y."""
+    if x.dim() == 1:
+        shape = [1] * y.dim()
+        shape[d] = x.shape[0]
+        x = x.view(shape)
+        return x[(slice(None),) * d + (slice(1, None),)] - _along(x, d, None, -1)
+    dd = d - y.dim() + x.dim() if x.dim() < y.dim() else d
+    if dd < 0:
+        raise RuntimeError(f"trapezoid: x has too few dimensions ({x.dim()}) for y ({y.dim()})")
+    return _along(x, dd, 1, None) - _along(x, dd, None, -1)
+
+
+def _empty_integral(y: Tensor, d: int) -> Tensor:
+    from .factories import zeros
+    shape = list(y.shape)
+    del shape[d]
+    return zeros(shape, dtype=float_dtype(y), device=y.device) + y.sum(d) * 0
+
+
+@composite()
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal rule along `dim`: over sample points x (1-D, or broadcasting with y),
+    or with constant spacing dx (default 1)."""
+    if x is not None and dx is not None:
+        raise TypeError("trapezoid() received an invalid combination of arguments: x and dx "
+                        "cannot both be given")
+    d = _trapezoid_checks("trapezoid", y, x, dim)
+    if y.shape[d] == 0:
+        return _empty_integral(y, d)
+    if x is None:
+        ends = (y.select(d, 0) + y.select(d, -1)) * 0.5
+        return (y.sum(d) - ends) * (1 if dx is None else dx)
+    return (_spacing(x, y, d) * (_along(y, d, 1, None) + _along(y, d, None, -1))).sum(d) / 2.0
+
+
+@composite()
+def trapz(y, x=None, *, dx=None, dim=-1):
+    """An alias of trapezoid (dx is a float, default 1)."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+@composite()
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal integral along `dim` (one value fewer than y)."""
+    if x is not None and dx is not None:
+        raise TypeError("cumulative_trapezoid() received an invalid combination of arguments: "
+                        "x and dx cannot both be given")
+    d = _trapezoid_checks("cumulative_trapezoid", y, x, dim)
+    pairs = _along(y, d, 1, None) + _along(y, d, None, -1)
+    if x is None:
+        return (pairs * ((1 if dx is None else dx) / 2.0)).cumsum(d)
+    return (_spacing(x, y, d) * pairs).cumsum(d) / 2.0
+
+
+@composite()
+def unravel_index(indices, shape):
+    """The coordinates (one tensor per dim of `shape`) of flat indices into a row-major
+    tensor of that shape (indices outside wrap, as torch)."""
+    if not isinstance(indices, Tensor):
+        raise TypeError(f"expected 'indices' to be a Tensor, but got {type(indices).__name__}")
+    if indices.dtype.category != dt.INT:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(not isinstance(s, int) for s in shape):
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {shape}")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    if 0 in shape:
+        raise RuntimeError("ZeroDivisionError")
+    if not shape:
+        return ()
+    from .factories import tensor
+    strides = np.cumprod((1,) + shape[:0:-1])[::-1]
+    coords = indices.unsqueeze(-1).div(tensor(strides.tolist(), device=indices.device),
+                                       rounding_mode="floor")
+    return coords.remainder(tensor(list(shape), device=indices.device)).unbind(-1)
+
+
+@composite()
+def combinations(input, r=2, with_replacement=False):
+    """The length-r combinations of a 1-D tensor's elements, as rows (itertools order)."""
+    import itertools
+    _require_tensor("combinations", "input", 1, input)
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_empty((0,))
+    pick = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    rows = np.array(list(pick(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    from .factories import tensor
+    return input[tensor(rows, device=input.device)]
+
+
+# ---- index_reduce ---------------------------------------------------------------------------
+
+_INDEX_REDUCTIONS = {"prod": (np.multiply, 1), "mean": (np.add, 0),
+                     "amax": (np.maximum, -np.inf), "amin": (np.minimum, np.inf)}
+
+
+def _index_reduce_meta(self, dim, index, source, reduce, include_self=True):
+    _require_tensor("index_reduce", "index", 3, index)
+    _require_tensor("index_reduce", "source", 4, source)
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    d = wrap_dim(dim, self.dim())
+    if index.dim() > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.dim()} with type: {index.dtype.cname} and size: "
+                         f"{list(index.shape)}")
+    if index.dtype not in (dt.int32, dt.int64):
+        raise RuntimeError("index_reduce_(): Expected dtype int32/int64 for index but got: "
+                           f"{index.dtype.cname}")
+    if self.dtype.is_complex and reduce in ("amax", "amin"):
+        raise NotImplementedError(f'"{"maximum" if reduce == "amax" else "minimum"}_cpu" not '
+                                  f"implemented for '{self.dtype.cname}'")
+    if self.dtype is not source.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({self.dtype.cname}) and source "
+                           f"({source.dtype.cname}) must have the same scalar type")
+    src_len = source.shape[d] if source.dim() else 1
+    if index.numel() != src_len:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
+                           f"equal to source.size(dim): ({src_len}), for dim: {d}")
+    self_rest = [s for i, s in enumerate(self.shape) if i != d]
+    src_rest = [s for i, s in enumerate(source.shape) if i != d]
+    if self_rest != src_rest:
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(self.shape)} "
+                           f"source.shape = {list(source.shape)}")
+    if index.numel():
+        idx = index._array()
+        size = self.shape[d] if self.dim() else 1
+        if idx.min() < 0 or idx.max() >= size:
+            raise IndexError("index out of range in self")
+    return spec(self._shape, self.dtype)
+
+
+def _index_reduce_kernel(out, self, dim, index, source, reduce, include_self=True):
+    """Reduce with the ufunc's unbuffered `at` along `dim` moved first; positions that
+    receive no source keep self's value."""
+    if self.numel() == 0:
+        return
+    ufunc, identity = _INDEX_REDUCTIONS[reduce]
+    d = wrap_dim(dim, self.dim()) if self.dim() else 0
+    cd = opmath(self.dtype)
+    a = np.moveaxis(np.atleast_1d(np.array(self._array(), dtype=cd)), d, 0)
+    src = np.moveaxis(np.atleast_1d(np.asarray(source._array(), dtype=cd)), d, 0)
+    idx = np.asarray(index._array(), dtype=np.int64).reshape(-1)
+    touched = np.unique(idx)
+    if not include_self:
+        if cd.kind in "iub" and reduce in ("amax", "amin"):
+            limits = np.iinfo(cd) if cd.kind != "b" else None
+            identity = (False if reduce == "amax" else True) if limits is None else \
+                (limits.min if reduce == "amax" else limits.max)
+        a[touched] = identity
+    ufunc.at(a, idx, src)
+    if reduce == "mean":
+        counts = np.zeros(a.shape[0], dtype=np.int64)
+        np.add.at(counts, idx, 1)
+        counts = counts + (1 if include_self else 0)
+        counts = np.maximum(counts, 1).reshape((-1,) + (1,) * (a.ndim - 1))
+        a = a // counts if cd.kind in "iub" else a / counts.astype(cd)
+    assign_array(out._array(), np.moveaxis(a, 0, d).reshape(out._array().shape))
+
+
+index_reduce = structured("index_reduce(Tensor self, int dim, Tensor index, Tensor source, "
+                          "str reduce, *, bool include_self=True) -> Tensor",
+                          _index_reduce_meta, promotes=False,
+                          doc="self with source's slices reduced (prod, mean, amax, amin) "
+                              "into the slices index names along dim.")
+index_reduce.impl("CPU")(_index_reduce_kernel)
