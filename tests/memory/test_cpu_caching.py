@@ -192,3 +192,19 @@ def test_environment_variable_switches_at_import():
     assert done.stdout.split() == [str(2 * MiB), "512"]
     bad = _run("sometimes", "import glasstorch")
     assert bad.returncode != 0 and "GLASSTORCH_CPU_ALLOCATOR" in bad.stderr
+
+
+def test_memory_history_records_allocations_under_caching(caching):
+    gt.memory._record_memory_history()
+    try:
+        x = gt.zeros(1000, 100)                       # this line is the allocation site
+        line = sys._getframe().f_lineno - 1
+        address = x.data_ptr()
+        del x
+        trace = gt.memory._snapshot()["device_traces"][0]
+    finally:
+        gt.memory._record_memory_history(enabled=None)
+    events = [(e["action"], e["size"]) for e in trace if e["addr"] == address]
+    assert events[:2] == [("alloc", 400_000), ("free_completed", 400_000)]
+    alloc = next(e for e in trace if e["addr"] == address)
+    assert any(f["line"] == line and f["filename"] == __file__ for f in alloc["frames"])

@@ -11,6 +11,8 @@ from typing import Protocol
 
 import numpy as np
 
+from .cpu_allocator import cpu_allocator as _plain   # its `observer` sees every CPU allocation
+
 ALIGNMENT = 512   # segment start alignment: blocks inside stay 512-byte aligned
 
 
@@ -110,12 +112,15 @@ class CapacityLimitedBackend:
 class _BlockOwner:
     """Owns one block while any NumPy view of its bytes lives; returns it when collected."""
 
-    __slots__ = ("allocator", "block", "segment", "__array_interface__")
+    __slots__ = ("allocator", "block", "segment", "nbytes", "__array_interface__")
 
     def __del__(self):
         allocator = self.allocator
         if allocator is not None:
             self.allocator = None
+            observer = _plain.observer if _plain is not None else None
+            if observer is not None:
+                observer("free", self.nbytes, self.block.address)
             allocator.free(self.block)
 
 
@@ -139,9 +144,12 @@ class HostCachingAllocator:
         owner.allocator = self.caching
         owner.block = block
         owner.segment = block.segment.handle     # the segment outlives every view of it
+        owner.nbytes = nbytes
         owner.__array_interface__ = {
             "shape": (nbytes,), "typestr": "|u1", "version": 3,
             "data": (block.address, False)}
+        if _plain.observer is not None:          # memory history records CPU allocations
+            _plain.observer("alloc", nbytes, block.address)
         return np.asarray(owner)
 
     def free(self, nbytes: int, buf=None) -> None:
