@@ -666,12 +666,17 @@ def test_keyboard_interrupt_while_waiting_stops_workers(no_leaks):
     import threading
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("SIGINT reaches only the main thread, and this test runs in another")
+    # a test runner may ignore SIGINT in its workers: use Python's own handler meanwhile
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        for _ in gdata.DataLoader(Failing("sleep"), batch_size=None, num_workers=2):
-            time.sleep(1.0)
-    timer.join()
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            for _ in gdata.DataLoader(Failing("sleep"), batch_size=None, num_workers=2):
+                time.sleep(1.0)
+    finally:
+        timer.join()
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_pin_memory_with_an_accelerator_pins_custom_batches(monkeypatch):
