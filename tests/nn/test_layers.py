@@ -202,7 +202,7 @@ def test_module_matches_torch_float64(name, args, kwargs, inputs, fwd):
 def test_module_matches_torch_float32(name, args, kwargs, inputs):
     gm, tm = build(name, *args, **kwargs)
     copy_state(gm, tm)
-    compare(gm, tm, inputs, "float32", 2e-5)
+    compare(gm, tm, inputs, "float32", 5e-5)
 
 
 def test_non_contiguous_inputs():
@@ -533,7 +533,7 @@ def test_model_print_and_state_dict_roundtrip():
     check_structure(gm, tm)
     copy_state(gm, tm)
     x = _r(2, 3, 8, 8)
-    compare(gm, tm, [x], "float32", 2e-5)
+    compare(gm, tm, [x], "float32", 2e-4)     # float32 sums of ~100 terms, in another order
     back = {k: torch.tensor(to_numpy(v)) for k, v in gm.state_dict().items()}
     tm2 = model(torch.nn)
     tm2.load_state_dict(back)
