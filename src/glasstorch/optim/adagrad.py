@@ -33,12 +33,9 @@ class Adagrad(Optimizer):
                     init = complex(init, init)
                 state["sum"] = F["full_like"](p, init, memory_format=_preserve)
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("foreach", None), ("maximize", False),
-                               ("differentiable", False), ("fused", None)):
-                group.setdefault(key, value)
+    # param-group options older state dicts may lack (filled in by __setstate__)
+    _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),
+                       ("fused", None))
 
     @_use_grad
     def step(self, closure=None):

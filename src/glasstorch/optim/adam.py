@@ -36,13 +36,10 @@ class Adam(Optimizer):
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("amsgrad", False), ("maximize", False), ("foreach", None),
-                               ("capturable", False), ("differentiable", False),
-                               ("decoupled_weight_decay", False), ("fused", None)):
-                group.setdefault(key, value)
+    # param-group options older state dicts may lack (filled in by __setstate__)
+    _group_defaults = (("amsgrad", False), ("maximize", False), ("foreach", None),
+                       ("capturable", False), ("differentiable", False),
+                       ("decoupled_weight_decay", False), ("fused", None))
 
     def _state(self, group: dict, p) -> dict:
         state = self.state[p]

@@ -22,12 +22,9 @@ class ASGD(Optimizer):
                         capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("foreach", None), ("maximize", False),
-                               ("differentiable", False), ("capturable", False)):
-                group.setdefault(key, value)
+    # param-group options older state dicts may lack (filled in by __setstate__)
+    _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),
+                       ("capturable", False))
 
     @_use_grad
     def step(self, closure=None):

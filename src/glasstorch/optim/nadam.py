@@ -26,12 +26,9 @@ class NAdam(Optimizer):
                         foreach=foreach, capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("maximize", False), ("foreach", None), ("capturable", False),
-                               ("differentiable", False), ("decoupled_weight_decay", False)):
-                group.setdefault(key, value)
+    # param-group options older state dicts may lack (filled in by __setstate__)
+    _group_defaults = (("maximize", False), ("foreach", None), ("capturable", False),
+                       ("differentiable", False), ("decoupled_weight_decay", False))
 
     @_use_grad
     def step(self, closure=None):

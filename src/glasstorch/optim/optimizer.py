@@ -144,8 +144,13 @@ class Optimizer:
         return {"defaults": self.defaults, "state": self.state,
                 "param_groups": self.param_groups}
 
+    _group_defaults: tuple = ()     # (option, default) pairs a subclass fills in on unpickling
+
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        for group in self.param_groups:
+            for key, value in self._group_defaults:
+                group.setdefault(key, value)
         for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
                      "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
                      "_optimizer_load_state_dict_pre_hooks",

@@ -29,14 +29,9 @@ class SGD(Optimizer):
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
-    def __setstate__(self, state) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+    # param-group options older state dicts may lack (filled in by __setstate__)
+    _group_defaults = (("nesterov", False), ("maximize", False), ("foreach", None),
+                       ("differentiable", False), ("fused", False))
 
     @_use_grad
     def step(self, closure=None):
