@@ -816,3 +816,4 @@ def test_nested_tensor_warning_matches_torch(layer_kwargs):
             enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, H, FF, **kw), 1)
         return enc.use_nested_tensor, [str(w.message) for w in rec]
     assert build(gt, gnn, GF) == build(torch, tnn, torch.nn.functional)
+

@@ -254,8 +254,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     if need_weights:
         q_scaled = q * math.sqrt(1.0 / float(q.shape[-1]))
-        if is_causal and attn_mask is None:
-            raise AssertionError("FIXME: is_causal not implemented for need_weights")
         k_t = k.transpose(-2, -1)
         scores = q_scaled.bmm(k_t) if attn_mask is None else attn_mask.baddbmm(q_scaled, k_t)
         weights = softmax(scores, dim=-1)
