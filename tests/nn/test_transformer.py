@@ -817,3 +817,15 @@ def test_nested_tensor_warning_matches_torch(layer_kwargs):
         return enc.use_nested_tensor, [str(w.message) for w in rec]
     assert build(gt, gnn, GF) == build(torch, tnn, torch.nn.functional)
 
+
+
+def test_is_causal_without_a_mask_is_refused_as_in_torch():
+    import torch
+    q = np.random.default_rng(0).standard_normal((4, 1, 8))
+    for lib in (torch, gt):
+        mha = lib.nn.MultiheadAttention(8, 2)
+        x = lib.tensor(q, dtype=lib.float32)
+        with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal"):
+            lib.nn.functional.multi_head_attention_forward(
+                x, x, x, 8, 2, mha.in_proj_weight, mha.in_proj_bias, None, None, False, 0.0,
+                mha.out_proj.weight, mha.out_proj.bias, is_causal=True)
