@@ -307,6 +307,8 @@ def _view_bookkeeping_kernel(op, ks, self, *args):
         creation = _view_creation(op, self, True)
         for nr, v in enumerate(out):
             _set_base(v, self, creation and creation + (nr,))
+    elif self._view_creation is None and _grad_state.enabled and not _grad_state.inference:
+        out._base = self if self._base is None else self._base      # the common case
     else:
         _set_base(out, self, _view_creation(op, self, False))
     return out
