@@ -284,3 +284,60 @@ def test_two_outputs_of_one_node_as_roots():
         (g,) = lib.autograd.grad([v, m], [x], [lib.tensor(2.0), lib.tensor(3.0)])
         grads.append(g.tolist())
     assert grads[0] == pytest.approx(grads[1])
+
+
+def test_accumulate_grad_steals_a_fresh_gradient_and_copies_a_shared_one():
+    """As PyTorch's AccumulateGrad: a gradient only the engine holds becomes .grad as it is;
+    one referenced elsewhere (the caller's, or kept by a hook) is copied, never aliased."""
+    x = gt.randn(5, requires_grad=True)
+    y = x * 3
+    seen = []
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append(id(grad_inputs[0])))
+    y.sum().backward()
+    assert id(x.grad) == seen[0]                       # stolen: no copy was made
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(5, 3, np.float32))
+
+    kept = []
+    x.grad = None
+    y = x * 3
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: kept.append(grad_inputs[0]))
+    y.sum().backward()
+    assert x.grad is not kept[0]
+    assert x.grad.data_ptr() != kept[0].data_ptr()
+
+    g = gt.ones(5)
+    x.grad = None
+    x.backward(g)                                      # the caller still holds g
+    assert x.grad is not g and x.grad.data_ptr() != g.data_ptr()
+    x.grad = None
+    (x + 0).backward(g)
+    assert x.grad.data_ptr() != g.data_ptr()
+
+
+def test_accumulate_grad_keeps_the_parameter_layout():
+    torch = oracle_torch()
+    w = gt.randn(2, 3, 4, 5).to(memory_format=gt.channels_last).requires_grad_()
+    tw = torch.from_numpy(w.detach().numpy()).to(memory_format=torch.channels_last)
+    tw.requires_grad_()
+    for a, b in ((w.contiguous() * 2, tw.contiguous() * 2), (w * 2, tw * 2)):
+        w.grad = tw.grad = None
+        a.sum().backward()
+        b.sum().backward()
+        assert_same(w.grad, tw.grad)
+
+
+def test_formulas_skip_gradients_no_input_needs():
+    """grad_input_mask: mm's backward computes only the wanted product (PyTorch's
+    output_mask), so a frozen operand costs no gradient work."""
+    calls = []
+    a = gt.randn(3, 4, requires_grad=True)
+    b = gt.randn(4, 2)
+    out = a.mm(b)
+    mm = gt.Tensor.mm
+    try:
+        gt.Tensor.mm = lambda self, other: calls.append(1) or mm(self, other)
+        out.sum().backward()
+    finally:
+        gt.Tensor.mm = mm
+    assert len(calls) == 1
+    np.testing.assert_allclose(a.grad.numpy(), np.ones((3, 2)) @ b.numpy().T, rtol=1e-6)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from sys import getrefcount
 
 from ..core.tensor import Tensor
 from . import grad_mode
@@ -30,15 +31,33 @@ def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
         if var._grad is None:
             if create_graph:
                 var._grad = grad if grad._shape == var._shape else grad.expand(var._shape)
+            elif _stealable(grad, var):
+                var._grad = grad
             else:
                 from ..ops.factories import empty_like
                 var._grad = empty_like(var).copy_(grad.detach())
         elif create_graph or var._grad._requires_grad:
             var._grad = var._grad + grad
         else:
-            var._grad.add_(grad.detach())
+            var._grad.add_(grad.detach() if grad._requires_grad else grad)
     for hook in (var._post_acc_hooks or ()):
         hook(var)
+
+
+# References to a gradient nobody else holds, when `_stealable` counts them: the engine's
+# local, `_accumulate`'s and `_stealable`'s parameters, and getrefcount's argument.
+_ENGINE_REFS = 4
+
+
+def _stealable(grad: Tensor, var: Tensor) -> bool:
+    """Whether `grad` can become var.grad as it is, without a copy (PyTorch's AccumulateGrad
+    steals a gradient that only the engine references): it must be a fresh, unaliased tensor
+    with var's dtype and layout, referenced by the engine alone."""
+    return (grad.__class__ is Tensor and grad._base is None and not grad._requires_grad
+            and grad.dtype is var.dtype and grad._stride == var._stride
+            and grad._shape == var._shape and grad._offset == 0
+            and grad._storage._nbytes == grad.numel() * grad.dtype.itemsize
+            and getrefcount(grad) <= _ENGINE_REFS and getrefcount(grad._storage) <= 2)
 
 
 def _needed(roots, targets: set) -> set:
@@ -98,11 +117,12 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
         if deps.get(node, 0) == 0:
             heapq.heappush(ready, (-node._sequence_nr, next(order), node))
 
+    pop, push = heapq.heappop, heapq.heappush
     mode = grad_mode.enable_grad() if create_graph else grad_mode.no_grad()
     with mode:
         while ready:
-            _, _, node = heapq.heappop(ready)
-            buf = buffers.pop(node, {})
+            node = pop(ready)[2]
+            buf = buffers.pop(node, None) or {}
             if targets is not None and node in targets:
                 for cn, cnr in capture:
                     if cn is node:
@@ -111,22 +131,30 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                     _release_children(node, deps, buffers, ready, order, keep)
                     continue
             if isinstance(node, AccumulateGrad):
-                if accumulate and buf.get(0) is not None:
-                    _accumulate(node.variable, buf[0], create_graph)
+                grad = buf.pop(0, None)
+                if accumulate and grad is not None:
+                    del buf        # the engine's own references go, so a fresh grad is stolen
+                    _accumulate(node.variable, grad, create_graph)
                 continue
             grads = _grads_in(node, buf)
             outs = _run_node(node, grads) if any(g is not None for g in grads) else ()
             if not retain_graph:
                 node.release()
-            for (nxt, nr), g in itertools.zip_longest(node.next_functions, outs):
+            for i, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None or (keep is not None and nxt not in keep):
                     continue
+                g = outs[i] if i < len(outs) else None
                 if g is not None:
-                    nb = buffers.setdefault(nxt, {})
-                    nb[nr] = _add(nb.get(nr), g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    heapq.heappush(ready, (-nxt._sequence_nr, next(order), nxt))
+                    nb = buffers.get(nxt)
+                    if nb is None:
+                        buffers[nxt] = {nr: g}
+                    else:
+                        nb[nr] = _add(nb.get(nr), g)
+                n = deps[nxt] - 1
+                deps[nxt] = n
+                if n == 0:
+                    push(ready, (-nxt._sequence_nr, next(order), nxt))
+            outs = g = None        # hold no gradient past its node (see _stealable)
     return captured
 
 
@@ -140,6 +168,8 @@ def _release_children(node, deps, buffers, ready, order, keep):
 
 
 def _grads_in(node, buf: dict) -> tuple:
+    if len(buf) == 1 and 0 in buf and not node._has_grad_hooks():
+        return (buf[0],)            # the common case: one output
     n = max(buf, default=-1) + 1
     grads = [buf.get(i) for i in range(n)]
     if not node._has_grad_hooks():
@@ -174,7 +204,7 @@ def _run_node(node, grads: tuple) -> tuple:
             check_nan(node, outs)
     else:
         outs = node.apply(grads)
-    metas = getattr(node, "_input_meta", None)
+    metas = None if node._casts_own_grads else getattr(node, "_input_meta", None)
     if metas is not None:
         fixed = []
         for g, meta in zip(outs, metas):

@@ -74,7 +74,7 @@ class SavedTensor:
 class Node:
     """A backward function of the graph: maps output gradients to input gradients."""
 
-    _saved_any = False
+    _casts_own_grads = False     # True where apply() already gives each input's shape/dtype
 
     # Hooks are rare: until one is registered a node shares these empty, read-only defaults
     # (recording a node is on every op's path).
@@ -148,8 +148,11 @@ class AccumulateGrad(Node):
 class FormulaNode(Node):
     """A node whose backward is a derivative formula declared beside its op."""
 
-    def __init__(self, formula, saved: dict, input_meta: list):
-        super().__init__()
+    _casts_own_grads = True
+
+    def __init__(self, formula, saved: dict, input_meta: list, next_functions: tuple = ()):
+        self._sequence_nr = next(_sequence.counter)     # Node.__init__, inlined: a hot path
+        self.next_functions = next_functions
         self._formula = formula
         self._saved = saved            # name -> SavedTensor | value
         self._input_meta = input_meta  # (shape, dtype) per differentiable input, or None
@@ -165,8 +168,11 @@ class FormulaNode(Node):
             out = (out,)
         result = []
         for g, meta in zip(out, self._input_meta):
-            if g is not None and meta is not None and g._shape != meta[0]:
-                g = sum_to_shape(g, meta[0])
+            if g is not None and meta is not None:
+                if g._shape != meta[0]:
+                    g = sum_to_shape(g, meta[0])
+                if g.dtype is not meta[1]:       # the input's dtype, as PyTorch's engine
+                    g = g.to(meta[1])
             result.append(g)
         return tuple(result)
 

@@ -27,8 +27,11 @@ class Derivative:
     of the schema (None where there is none). The names it takes after `grad` are the
     schema arguments it needs, `result` (the output; `result0`, `result1`, ... name the
     outputs of a multi-output op), `<arg>_shape` (only the shape) or `<arg>_geometry`
-    (shape, stride, storage offset); only those are saved. `node_name` is the grad_fn's name, or a function of the call's
-    arguments where PyTorch's name depends on the overload used (SumBackward0/1)."""
+    (shape, stride, storage offset); only those are saved. A formula that takes
+    `grad_input_mask` gets one bool per Tensor input saying whether its gradient is wanted,
+    and may return None for the others (PyTorch's output_mask). `node_name` is the grad_fn's
+    name, or a function of the call's arguments where PyTorch's name depends on the overload
+    used (SumBackward0/1)."""
 
     __slots__ = ("node_name", "node_class", "formula", "plan", "inplace_node_name", "outputs",
                  "saves_result")
@@ -43,7 +46,9 @@ class Derivative:
         names = [a.name for a in schema.arguments]
         plan = []   # (saved name, what to keep, argument index), resolved once
         for name in tuple(inspect.signature(formula).parameters)[1:]:
-            if name == "result" or re.fullmatch(r"result\d+", name):
+            if name == "grad_input_mask":
+                plan.append((name, "mask", None))
+            elif name == "result" or re.fullmatch(r"result\d+", name):
                 plan.append((name, "result", int(name[6:] or 0)))
             elif name.endswith("_shape") and name[:-6] in names:
                 plan.append((name, "shape", names.index(name[:-6])))
@@ -108,6 +113,8 @@ def autograd_kernel(op, ks, *args):
     if not _state.enabled or not _any_requires_grad(op, args):
         return op.redispatch(ks, *args)
     info = op.info
+    if not info.get("mutated"):            # the common case: a functional op
+        return _record(op, ks, args)
     if info.get("out"):        # set by the op declaration on every out= variant
         raise RuntimeError(f"{op.schema.name}(): functions with out=... arguments don't support "
                            "automatic differentiation, but one of the arguments requires grad.")
@@ -117,46 +124,58 @@ def autograd_kernel(op, ks, *args):
         return _record_inplace(decl.functional, args,
                                lambda: _check_inplace(decl, args[0], decl.meta(*args), args[1:]),
                                d.inplace_node_name if d is not None else None)
-    if info.get("mutated"):
-        functional = _FUNCTIONAL_OF.get(op.name)
-        if functional is None and op.name in _OVERWRITES:
-            functional = _overwrite_functional(op, _OVERWRITES[op.name])
-        if functional is None:
-            _check_inplace_target(args[0])
-            raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
-                               "requires grad is not supported for this operator yet")
-        return _record_inplace(functional, args)
-    return _record(op, ks, args)
+    functional = _FUNCTIONAL_OF.get(op.name)
+    if functional is None and op.name in _OVERWRITES:
+        functional = _overwrite_functional(op, _OVERWRITES[op.name])
+    if functional is None:
+        _check_inplace_target(args[0])
+        raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
+                           "requires grad is not supported for this operator yet")
+    return _record_inplace(functional, args)
 
 
-def _inputs(op, args):
-    """The schema's Tensor inputs in order (lists flattened), Python numbers as None."""
-    out = []
+_NO_EDGE = (None, 0)
+
+
+def _edges_and_meta(op, args):
+    """Per Tensor input of the schema (lists flattened): its gradient edge, and its (shape,
+    dtype) for the engine to check gradients against; Python numbers and None give
+    (None, 0) and None."""
+    edges, meta = [], []
     for i in op.tensor_positions:
         a = args[i]
-        if isinstance(a, (list, tuple)):
-            out.extend(a)
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            items = (a,)
+        elif isinstance(a, (list, tuple)):
+            items = a
         else:
-            out.append(a if isinstance(a, Tensor) else None)
-    return out
+            edges.append(_NO_EDGE)
+            meta.append(None)
+            continue
+        for t in items:
+            if t is None:
+                edges.append(_NO_EDGE)
+                meta.append(None)
+                continue
+            if not t._requires_grad:
+                edges.append(_NO_EDGE)
+            elif t.grad_fn is not None:
+                edges.append((t.grad_fn, t._output_nr))
+            else:
+                edges.append(gradient_edge(t))
+            meta.append((t._shape, t.dtype))
+    return edges, meta
 
 
 def _record(op, ks, args):
     result = op.redispatch(ks, *args)
-    outputs = result if isinstance(result, (tuple, list)) else (result,)
     d = op.info.get("derivative")
-    inputs = _inputs(op, args)
-    edges, meta = [], []
-    for t in inputs:
-        if t is None:
-            edges.append((None, 0))
-            meta.append(None)
-        else:
-            edges.append(gradient_edge(t) if t._requires_grad else (None, 0))
-            meta.append((t._shape, t.dtype))
+    edges, meta = _edges_and_meta(op, args)
     if d is None:
         node = NotImplementedNode(op.name)
+        node.next_functions = tuple(edges)
     else:
+        outputs = result if isinstance(result, (tuple, list)) else (result,)
         saved = {}
         for name, kind, index in d.plan:
             if kind == "value":
@@ -166,23 +185,31 @@ def _record(op, ks, args):
                 saved[name] = _SavedOutput(outputs[index], index)
             elif kind == "shape":
                 saved[name] = args[index]._shape      # metadata only
+            elif kind == "mask":
+                saved[name] = tuple(node is not None for node, _ in edges)
             else:                                     # geometry
                 t = args[index]
                 saved[name] = (t._shape, t._stride, t._offset)
         cls = d.node_class or node_class(d.node_name(*args))
-        node = cls(d.formula, saved, meta)
-    node.next_functions = tuple(edges)
+        node = cls(d.formula, saved, meta, tuple(edges))
     if _anomaly.enabled:
         record_forward_stack(node)
-    differentiable = d.outputs if d is not None else None
-    for nr, out in enumerate(outputs):
-        if isinstance(out, Tensor) and out.dtype.category >= 2 and (
-                differentiable is None or nr in differentiable):
-            out.grad_fn = node
-            out._output_nr = nr
-            out._set_requires_grad(True)
+    if result.__class__ is Tensor:          # one output: the common case
+        if result.dtype.category >= 2 and (d is None or d.outputs is None or 0 in d.outputs):
+            result.grad_fn = node
+            if result._output_nr:
+                result._output_nr = 0
+            result._set_requires_grad(True)
+    else:
+        differentiable = d.outputs if d is not None else None
+        for nr, out in enumerate(result):
+            if isinstance(out, Tensor) and out.dtype.category >= 2 and (
+                    differentiable is None or nr in differentiable):
+                out.grad_fn = node
+                out._output_nr = nr
+                out._set_requires_grad(True)
     if d is not None and d.saves_result:
-        for v in node._saved.values():
+        for v in saved.values():
             if v.__class__ is _SavedOutput:
                 v.bind(node)
     return result

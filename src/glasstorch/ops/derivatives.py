@@ -28,7 +28,7 @@ def _reduced_dims(shape, dim):
 
 def _unreduce(grad, shape, dim, keepdim):
     """Broadcast a reduction's gradient back over the reduced dimensions."""
-    if not keepdim and shape:
+    if not keepdim and grad._shape:      # a 0-dim gradient (all dims reduced) expands as is
         for d in _reduced_dims(shape, dim):
             grad = grad.unsqueeze(d)
     return grad.expand(shape)
@@ -62,15 +62,17 @@ def conj(t):
 
 
 @derivative("aten::mul.Tensor", "MulBackward0")
-def _mul(grad, self, other):
-    return grad * conj(other), grad * conj(self)
+def _mul(grad, self, other, grad_input_mask):
+    return (grad * conj(other) if grad_input_mask[0] else None,
+            grad * conj(self) if grad_input_mask[1] else None)
 
 
 @derivative("aten::div.Tensor_mode", "DivBackward0")
-def _div(grad, self, other, rounding_mode):
+def _div(grad, self, other, rounding_mode, grad_input_mask):
     if rounding_mode is not None:
         return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)
-    return grad / conj(other), -grad * conj(self / (other * other))
+    return (grad / conj(other) if grad_input_mask[0] else None,
+            -grad * conj(self / (other * other)) if grad_input_mask[1] else None)
 
 
 @derivative("aten::neg", "NegBackward0")
@@ -204,13 +206,15 @@ def _squeeze(grad, self_shape):
 # ---- matrix products ---------------------------------------------------------------------
 
 @derivative("aten::mm", "MmBackward0")
-def _mm(grad, self, mat2):
-    return grad.mm(conj(mat2).t()), conj(self).t().mm(grad)
+def _mm(grad, self, mat2, grad_input_mask):
+    return (grad.mm(conj(mat2).t()) if grad_input_mask[0] else None,
+            conj(self).t().mm(grad) if grad_input_mask[1] else None)
 
 
 @derivative("aten::bmm", "BmmBackward0")
-def _bmm(grad, self, mat2):
-    return grad.bmm(conj(mat2).transpose(1, 2)), conj(self).transpose(1, 2).bmm(grad)
+def _bmm(grad, self, mat2, grad_input_mask):
+    return (grad.bmm(conj(mat2).transpose(1, 2)) if grad_input_mask[0] else None,
+            conj(self).transpose(1, 2).bmm(grad) if grad_input_mask[1] else None)
 
 
 def _matmul_name(self, other):
@@ -220,7 +224,7 @@ def _matmul_name(self, other):
 
 
 @derivative("aten::matmul", _matmul_name)
-def _matmul(grad, self, other):
+def _matmul(grad, self, other, grad_input_mask):
     a, b = conj(self), conj(other)
     if a.dim() == 1 and b.dim() == 1:
         return grad * b, grad * a
@@ -231,11 +235,11 @@ def _matmul(grad, self, other):
         g = g.unsqueeze(-2)
     if b.dim() == 1:
         g = g.unsqueeze(-1)
-    ga = g.matmul(b2.transpose(-1, -2))
-    gb = a2.transpose(-1, -2).matmul(g)
-    if a.dim() == 1:
+    ga = g.matmul(b2.transpose(-1, -2)) if grad_input_mask[0] else None
+    gb = a2.transpose(-1, -2).matmul(g) if grad_input_mask[1] else None
+    if a.dim() == 1 and ga is not None:
         ga = ga.squeeze(-2)
-    if b.dim() == 1:
+    if b.dim() == 1 and gb is not None:
         gb = gb.squeeze(-1)
     return ga, gb
 

@@ -62,9 +62,11 @@ def _inner(grad, self, other):
 # ---- add + product -----------------------------------------------------------------------
 
 @derivative("aten::addmm", "AddmmBackward0")
-def _addmm(grad, beta, alpha, mat1, mat2):
-    return (_scaled(grad, beta), _scaled(grad.mm(conj(mat2).t()), alpha),
-            _scaled(conj(mat1).t().mm(grad), alpha))
+def _addmm(grad, beta, alpha, mat1, mat2, grad_input_mask):
+    need_self, need_mat1, need_mat2 = grad_input_mask
+    return (_scaled(grad, beta) if need_self else None,
+            _scaled(grad.mm(conj(mat2).t()), alpha) if need_mat1 else None,
+            _scaled(conj(mat1).t().mm(grad), alpha) if need_mat2 else None)
 
 
 @derivative("aten::addmv", "AddmvBackward0")
@@ -80,9 +82,11 @@ def _addr(grad, beta, alpha, vec1, vec2):
 
 
 @derivative("aten::baddbmm", "BaddbmmBackward0")
-def _baddbmm(grad, beta, alpha, batch1, batch2):
-    return (_scaled(grad, beta), _scaled(grad.bmm(conj(batch2).transpose(1, 2)), alpha),
-            _scaled(conj(batch1).transpose(1, 2).bmm(grad), alpha))
+def _baddbmm(grad, beta, alpha, batch1, batch2, grad_input_mask):
+    need_self, need_batch1, need_batch2 = grad_input_mask
+    return (_scaled(grad, beta) if need_self else None,
+            _scaled(grad.bmm(conj(batch2).transpose(1, 2)), alpha) if need_batch1 else None,
+            _scaled(conj(batch1).transpose(1, 2).bmm(grad), alpha) if need_batch2 else None)
 
 
 @derivative("aten::addbmm", "AddbmmBackward0")
