@@ -44,16 +44,23 @@ class UntypedStorage:
 
     @classmethod
     def _new(cls, nbytes: int, dev) -> "UntypedStorage":
+        if dev.type == "cpu":
+            return cls._new_cpu(nbytes, dev)
         self = object.__new__(cls)
-        if dev.type == "cpu":   # the hot path: every CPU op output comes through here
-            self.device = dev
-            self._nbytes = nbytes
-            self.resizable = True
-            self._allocator = None
-            self.buf = cpu_allocator.allocate(nbytes)   # first: if it raises, __del__ frees nothing
-            self._allocator = cpu_allocator
-        else:
-            self._init(nbytes, dev)
+        self._init(nbytes, dev)
+        return self
+
+    @classmethod
+    def _new_cpu(cls, nbytes: int, dev=CPU) -> "UntypedStorage":
+        """The hot path: every CPU op's output storage is made here."""
+        allocator = cpu_allocator    # module global: memory.set_cpu_allocator replaces it
+        buf = allocator.allocate(nbytes)     # first: if it raises, there is no storage to free
+        self = object.__new__(cls)
+        self.device = dev
+        self._nbytes = nbytes
+        self.resizable = True
+        self.buf = buf
+        self._allocator = allocator
         return self
 
     @classmethod

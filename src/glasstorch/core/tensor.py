@@ -22,6 +22,7 @@ from .storage import UntypedStorage
 # inference_mode excludes ADInplaceOrView for its thread: tensors made then are inference tensors
 _INFERENCE_MODE_MARK = 1 << DispatchKey.ADInplaceOrView
 _BYTE_STRIDES: dict = {}   # (element strides, itemsize) -> byte strides, for _array()
+_CPU_KEYSET = TENSOR_KEYSETS["cpu"]
 
 
 class VersionCounter:
@@ -123,7 +124,22 @@ class Tensor:
             nbytes = 0
         else:
             nbytes = (sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
-        return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
+        if device is not CPU or cls is not Tensor or local_keys.excluded & _INFERENCE_MODE_MARK:
+            return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
+        # Every CPU op's output is made here: _make's work, inlined for the common case.
+        self = object.__new__(Tensor)
+        self._storage = UntypedStorage._new_cpu(nbytes)
+        self._offset = 0
+        self._shape = shape if shape.__class__ is tuple else tuple(shape)
+        self._stride = stride if stride.__class__ is tuple else tuple(stride)
+        self.dtype = dtype
+        self._keyset = _CPU_KEYSET
+        self._np = None
+        self._vc = VersionCounter()
+        self._base = None
+        self._requires_grad = False
+        self.grad_fn = None
+        return self
 
     # ---- metadata --------------------------------------------------------------------
     @property
