@@ -97,8 +97,14 @@ def _allocate(spec, device):
 def _functional_kernel(decl, impl, backend):
     meta = decl.meta
     if backend == "CPU":       # one CPU device: no need to look at the arguments
+        empty = Tensor._empty
+
         def kernel(*args):
-            out = _allocate(meta(*args), CPU)
+            spec = meta(*args)
+            if spec.__class__ is TensorSpec:      # one output: the common case, inlined
+                out = empty(spec.shape, spec.dtype, CPU, spec.stride)
+            else:
+                out = _allocate(spec, CPU)
             impl(out, *args)
             return out
     else:
