@@ -36,6 +36,8 @@ from .ops import statistics as _statistics, view_scatter as _view_scatter  # noq
 from .ops import loss as _loss  # noqa: F401
 from .ops import fft as _fft_ops, sampling as _sampling  # noqa: F401
 from .random import *  # noqa: F401,F403  (Generator, manual_seed, ...)
+from .backends.cpu.parallel import (get_num_interop_threads, get_num_threads,  # noqa: F401
+                                     set_num_interop_threads, set_num_threads)
 from .core.printing import *  # noqa: F401,F403  (set_printoptions)
 from . import library, debug  # noqa: F401
 from . import autograd  # noqa: F401  (the Autograd dispatch key and the engine)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import weakref
 
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, contiguous_format
+from ..ops.factories import ones_like
 from . import recording  # noqa: F401  (registers the Autograd kernel)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .engine import run_backward
@@ -37,19 +38,13 @@ def _root_grads(tensors, grad_tensors):
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            from ..ops.factories import ones_like
-            g = ones_like(t, memory_format=_contiguous())
+            g = ones_like(t, memory_format=contiguous_format)
         elif g._shape != t._shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"torch.Size({list(g._shape)}) and output[{i}] has a shape "
                                f"of torch.Size({list(t._shape)}).")
         out.append(g)
     return out
-
-
-def _contiguous():
-    from ..core.tensor import contiguous_format
-    return contiguous_format
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..autograd.recording import derivative
 from .joining import where
-from .loss import _ctc_loss_backward
+from .loss import _ctc_loss_backward, _log_softmax_backward_data, _softmax_backward_data
 from .ranges import arange
 
 _MEAN = 1
@@ -32,12 +32,28 @@ def _class_onehot(target, n_classes, cdim):
 
 @derivative("aten::_softmax", "SoftmaxBackward0")
 def _softmax(grad, result, dim):
-    return (result * (grad - (grad * result).sum(dim, keepdim=True)),)
+    return (_softmax_backward_data(grad, result, dim, result.dtype),)
 
 
 @derivative("aten::_log_softmax", "LogSoftmaxBackward0")
 def _log_softmax(grad, result, dim):
-    return (grad - result.exp() * grad.sum(dim, keepdim=True),)
+    return (_log_softmax_backward_data(grad, result, dim, result.dtype),)
+
+
+@derivative("aten::_softmax_backward_data", "SoftmaxBackwardDataBackward0")
+def _softmax_backward(grad, grad_output, output, dim):
+    """d[y (g - sum(g y))]: linear in g; in y, grad (g - sum(g y)) - g sum(grad y)."""
+    return (_softmax_backward_data(grad, output, dim, output.dtype),
+            grad * (grad_output - (grad_output * output).sum(dim, keepdim=True))
+            - grad_output * (grad * output).sum(dim, keepdim=True))
+
+
+@derivative("aten::_log_softmax_backward_data", "LogSoftmaxBackwardDataBackward0")
+def _log_softmax_backward(grad, grad_output, output, dim):
+    """d[g - exp(y) sum(g)]: in g, grad - sum(grad exp(y)); in y, -grad exp(y) sum(g)."""
+    e = output.exp()
+    return (grad - (grad * e).sum(dim, keepdim=True),
+            -(grad * e) * grad_output.sum(dim, keepdim=True))
 
 
 # ---- nll_loss ------------------------------------------------------------------------------

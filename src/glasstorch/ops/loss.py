@@ -15,6 +15,7 @@ from math import prod
 
 import numpy as np
 
+from ..backends.cpu import parallel
 from ..core import dtype as dt
 from ..core.shape import broadcast_shapes2, wrap_dim
 from ..core.tensor import Tensor
@@ -63,19 +64,60 @@ def _softmax_meta(name):
     return meta
 
 
-def _shifted(self: Tensor, dim: int):
-    """x - max(x) along dim as a new array (float32 for half types), and the axis."""
-    a = _acc(self)
-    if a.ndim == 0:
-        a = a.reshape(1)
-    ax = dim % a.ndim
-    if a.size == 0:
-        return a.copy(), ax          # callers write into the result
-    m = np.maximum.reduce(a, axis=ax, keepdims=True)
-    finite = np.isfinite(m)
-    if not finite.all():
-        m = np.where(finite, m, 0)              # rows of -inf stay -inf (and give NaN)
-    return a - m, ax
+def _softmax_part(x: np.ndarray, o: np.ndarray, cd: np.dtype, log: bool) -> None:
+    """(log_)softmax over axis 1 of a cache-sized part `x`, written into `o`: the row max
+    is subtracted, then exponentials are summed, in place on one buffer of dtype cd."""
+    m = np.maximum.reduce(x, axis=1, keepdims=True)   # an infinite max gives NaN, as in torch
+    if x.dtype != cd:
+        z = x.astype(cd)
+        z -= m
+    else:
+        z = np.subtract(x, m, out=o if o.dtype == cd else None)
+    if log:
+        s = np.add.reduce(np.exp(z), axis=1, keepdims=True)
+        z -= np.log(s, out=s)
+    else:
+        np.exp(z, out=z)
+        s = np.add.reduce(z, axis=1, keepdims=True)
+        z *= np.reciprocal(s, out=s)            # as PyTorch: one division per row
+    if z is not o:
+        np.copyto(o, z, casting="unsafe")
+
+
+def _softmax_into(out: Tensor, inputs, dim: int, part) -> None:
+    """Call `part(*xs, o)` (a reduction over axis 1 of 2-D or 3-D blocks, written into o)
+    on the inputs and the output seen as (outer, n, inner), n the size of `dim`, in blocks
+    of about BLOCK elements split across threads."""
+    o = out._array()
+    if o.size == 0:
+        return
+    shape = o.shape or (1,)
+    ax = dim % len(shape)
+    n = shape[ax]
+    outer, inner = prod(shape[:ax]), prod(shape[ax + 1:])
+    direct = o.flags.c_contiguous
+    arrays = [t._array().reshape(outer, n, inner) for t in inputs]   # copies only if needed
+    arrays.append(o.reshape(outer, n, inner) if direct else np.empty((outer, n, inner), o.dtype))
+    if inner == 1:
+        arrays = [a[:, :, 0] for a in arrays]
+    per = max(1, parallel.BLOCK // (n * inner))
+    if per > 1 or inner == 1:                   # blocks of whole (n, inner) slabs
+        def run(start, stop):
+            for i in range(start, stop, per):
+                part(*[a[i:i + per] for a in arrays])
+        parallel.parallel_for(outer, run, n * inner)
+    else:                                       # blocks of columns of one slab
+        width = max(parallel.BLOCK // n, 1024)   # long enough inner loops for NumPy
+        cols = -(-inner // width)
+
+        def run(start, stop):
+            for u in range(start, stop):
+                i, c = divmod(u, cols)
+                region = (slice(i, i + 1), slice(None), slice(c * width, (c + 1) * width))
+                part(*[a[region] for a in arrays])
+        parallel.parallel_for(outer * cols, run, n * width)
+    if not direct:
+        np.copyto(o, arrays[-1].reshape(o.shape))
 
 
 _softmax = structured("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
@@ -85,10 +127,9 @@ _softmax = structured("_softmax(Tensor self, int dim, bool half_to_float) -> Ten
 
 @_softmax.impl("CPU")
 def _softmax_kernel(out, self, dim, half_to_float):
-    z, ax = _shifted(self, dim)
-    e = np.exp(z, out=z)
-    e /= np.add.reduce(e, axis=ax, keepdims=True)
-    _store(out, e)
+    cd = opmath(self.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, False))
 
 
 _log_softmax = structured("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
@@ -98,9 +139,75 @@ _log_softmax = structured("_log_softmax(Tensor self, int dim, bool half_to_float
 
 @_log_softmax.impl("CPU")
 def _log_softmax_kernel(out, self, dim, half_to_float):
-    z, ax = _shifted(self, dim)
-    z -= np.log(np.add.reduce(np.exp(z), axis=ax, keepdims=True))
-    _store(out, z)
+    cd = opmath(self.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, True))
+
+
+def _softmax_backward_meta(name):
+    def meta(grad_output, output, dim, input_dtype):
+        wrap_dim(dim, output.dim())
+        if output.dtype is not grad_output.dtype:
+            raise RuntimeError(f"expected scalar type {grad_output.dtype.cname} but found "
+                               f"{output.dtype.cname}")
+        if input_dtype is not grad_output.dtype and input_dtype in (dt.float16, dt.bfloat16):
+            raise RuntimeError(f"expected scalar type {grad_output.dtype.cname} but found "
+                               f"{input_dtype.cname}")     # half-to-float: not on CPU
+        if grad_output._shape != output._shape:
+            raise RuntimeError(f"{name}: grad_output of shape {list(grad_output._shape)} does "
+                               f"not match output of shape {list(output._shape)}")
+        return spec(grad_output._shape, grad_output.dtype)
+    return meta
+
+
+_softmax_backward_data = structured(
+    "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype)"
+    " -> Tensor", _softmax_backward_meta("_softmax_backward_data"), method=False,
+    inplace=False, doc="The gradient of softmax: output * (grad - sum(grad * output)).")
+
+
+def _softmax_backward_part(cd, g, y, o) -> None:
+    if g.dtype != cd:
+        g, y = g.astype(cd), y.astype(cd)
+    s = np.add.reduce(np.multiply(g, y), axis=1, keepdims=True)
+    r = np.subtract(g, s, out=o if o.dtype == cd else None)
+    r *= y
+    if r is not o:
+        np.copyto(o, r, casting="unsafe")
+
+
+@_softmax_backward_data.impl("CPU")
+def _softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
+    cd = opmath(out.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (grad_output, output), dim,
+                      lambda g, y, o: _softmax_backward_part(cd, g, y, o))
+
+
+_log_softmax_backward_data = structured(
+    "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
+    "ScalarType input_dtype) -> Tensor", _softmax_backward_meta("_log_softmax_backward_data"),
+    method=False, inplace=False,
+    doc="The gradient of log_softmax: grad - exp(output) * sum(grad).")
+
+
+def _log_softmax_backward_part(cd, g, y, o) -> None:
+    if g.dtype != cd:
+        g, y = g.astype(cd), y.astype(cd)
+    s = np.add.reduce(g, axis=1, keepdims=True)
+    e = np.exp(y)
+    e *= s
+    r = np.subtract(g, e, out=o if o.dtype == cd else e)
+    if r is not o:
+        np.copyto(o, r, casting="unsafe")
+
+
+@_log_softmax_backward_data.impl("CPU")
+def _log_softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
+    cd = opmath(out.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (grad_output, output), dim,
+                      lambda g, y, o: _log_softmax_backward_part(cd, g, y, o))
 
 
 def _with_dtype(name, input, dtype):

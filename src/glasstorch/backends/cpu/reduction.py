@@ -16,6 +16,7 @@ from math import prod
 import numpy as np
 
 from ...core import dtype as dt
+from . import parallel
 
 _FLOAT32 = np.dtype(np.float32)
 
@@ -64,13 +65,40 @@ def _check_out_dtype(out, dtype) -> None:
                            "instead")
 
 
+def reduce(ufunc, a: np.ndarray, ax, dtype=None) -> np.ndarray:
+    """ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True), split across threads when `a`
+    is large: along a kept axis (each output element computed as NumPy alone would), or,
+    when every axis is reduced, into per-chunk partial results combined by `ufunc` (a
+    pairwise step, as NumPy's own summation)."""
+    if a.size < parallel.GRAIN or parallel.threads_for(a.size) == 1:
+        return ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True)
+    reduced = range(a.ndim) if ax is None else ax
+    split = parallel.split_axis(a.shape, exclude=reduced)
+    if split is not None:
+        lead = (slice(None),) * split
+        parts = parallel.parallel_for(a.shape[split], lambda start, stop: ufunc.reduce(
+            a[lead + (slice(start, stop),)], axis=ax, dtype=dtype, keepdims=True),
+            a.size // a.shape[split])
+        return np.concatenate(parts, axis=split)
+    flat = a.reshape(-1) if a.flags.c_contiguous else None
+    if flat is not None:
+        parts = parallel.parallel_for(flat.size, lambda start, stop: ufunc.reduce(
+            flat[start:stop], dtype=dtype))
+    else:
+        split = parallel.split_axis(a.shape)
+        lead = (slice(None),) * split
+        parts = parallel.parallel_for(a.shape[split], lambda start, stop: ufunc.reduce(
+            a[lead + (slice(start, stop),)], axis=None, dtype=dtype), a.size // a.shape[split])
+    parts = np.array(parts)
+    return ufunc.reduce(parts, dtype=parts.dtype).reshape((1,) * a.ndim)
+
+
 # ---- sums and products -----------------------------------------------------------------
 
 def _ufunc_reduce(ufunc, out, self, dim, keepdim, dtype):
     _check_out_dtype(out, dtype)
     a = operand(self, out.dtype)
-    store(out, ufunc.reduce(a, axis=axes(a.ndim, dim), dtype=acc_dtype(out.dtype),
-                            keepdims=True))
+    store(out, reduce(ufunc, a, axes(a.ndim, dim), acc_dtype(out.dtype)))
 
 
 def sum_kernel(out, self, dim=None, keepdim=False, dtype=None):
@@ -97,7 +125,7 @@ def mean_kernel(out, self, dim=None, keepdim=False, dtype=None):
     _check_out_dtype(out, dtype)
     a = operand(self, out.dtype)
     ax = axes(a.ndim, dim)
-    total = np.add.reduce(a, axis=ax, dtype=acc_dtype(out.dtype), keepdims=True)
+    total = reduce(np.add, a, ax, acc_dtype(out.dtype))
     store(out, total / _reduced_count(a.shape, ax))
 
 
@@ -119,11 +147,11 @@ def _ordered(t) -> np.ndarray:
 
 
 def max_all_kernel(out, self):
-    store(out, np.maximum.reduce(_ordered(self), axis=None))
+    store(out, reduce(np.maximum, _ordered(self), None))
 
 
 def min_all_kernel(out, self):
-    store(out, np.minimum.reduce(_ordered(self), axis=None))
+    store(out, reduce(np.minimum, _ordered(self), None))
 
 
 def _values_indices(ufunc, arg, outs, self, dim):
@@ -143,12 +171,12 @@ def min_dim_kernel(outs, self, dim, keepdim=False):
 
 def amax_kernel(out, self, dim=(), keepdim=False):
     a = _ordered(self)
-    store(out, np.maximum.reduce(a, axis=axes(a.ndim, dim), keepdims=True))
+    store(out, reduce(np.maximum, a, axes(a.ndim, dim)))
 
 
 def amin_kernel(out, self, dim=(), keepdim=False):
     a = _ordered(self)
-    store(out, np.minimum.reduce(a, axis=axes(a.ndim, dim), keepdims=True))
+    store(out, reduce(np.minimum, a, axes(a.ndim, dim)))
 
 
 def aminmax_kernel(outs, self, dim=None, keepdim=False):

@@ -1,0 +1,242 @@
+"""The threaded paths of the CPU kernels (backends/cpu/parallel.py), forced on small tensors
+by lowering the size threshold, against NumPy and PyTorch; and the thread-count API."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import glasstorch as gt
+import glasstorch.nn.functional as GF
+from glasstorch.backends.cpu import parallel
+from oracle import assert_same, oracle_torch, to_torch
+
+
+@pytest.fixture
+def threaded(monkeypatch):
+    """Every kernel takes its threaded path, split over 3 threads (uneven chunks)."""
+    monkeypatch.setattr(parallel, "GRAIN", 1)
+    monkeypatch.setattr(parallel, "BLOCK", 7)
+    gt.set_num_threads(3)
+    yield
+    gt.set_num_threads(parallel._default_threads())
+
+
+def _rand(*shape, dtype=gt.float32, seed=0):
+    return gt.tensor(np.random.default_rng(seed).standard_normal(shape)).to(dtype)
+
+
+def _layouts(shape=(6, 5)):
+    """Contiguous, transposed, stepped slice, offset and broadcast (stride 0) inputs."""
+    base = _rand(shape[0] * 2, shape[1] * 2, seed=1)
+    return {"contiguous": _rand(*shape, seed=2),
+            "transposed": _rand(shape[1], shape[0], seed=3).t(),
+            "stepped": base[::2, 1::2],
+            "broadcast": _rand(1, shape[1], seed=4).expand(*shape)}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "broadcast"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "lt", "exp"])
+def test_pointwise_threaded_layouts(threaded, layout, op):
+    torch = oracle_torch()
+    a = _layouts()[layout]
+    b = _rand(6, 5, seed=5)
+    fn = getattr(gt, op)
+    tfn = getattr(torch, op)
+    got = fn(a) if op == "exp" else fn(a, b)
+    want = tfn(to_torch(a)) if op == "exp" else tfn(to_torch(a), to_torch(b))
+    assert_same(got, want)
+    if op != "exp":                             # broadcast operand on the right, too
+        assert_same(fn(b, a[:1]), tfn(to_torch(b), to_torch(a[:1])))
+
+
+def test_pointwise_threaded_casting_out_and_inplace(threaded):
+    torch = oracle_torch()
+    a = _rand(6, 5)
+    i = gt.arange(30).reshape(6, 5)
+    assert_same(a + i, to_torch(a) + to_torch(i))                       # int promoted
+    h = _rand(6, 5, dtype=gt.float16)
+    assert_same(h * 3.5, to_torch(h) * 3.5)                             # float16 in float32
+    assert_same(gt.add(a, i, alpha=2), torch.add(to_torch(a), to_torch(i), alpha=2))
+    out = gt.empty(6, 5, dtype=gt.float64)
+    gt.mul(a, a, out=out)
+    assert_same(out, torch.mul(to_torch(a), to_torch(a)).double())
+    base = _rand(8, 10)
+    tbase = to_torch(base)
+    view = base[1::2, ::3]                                              # non-contiguous view
+    view.add_(1.5)
+    view.mul_(view)
+    tview = tbase[1::2, ::3]
+    tview.add_(1.5)
+    tview.mul_(tview)
+    assert_same(base, tbase)
+    x = gt.arange(12.0)
+    x[1:].add_(x[:-1])                          # overlapping operands: NumPy's buffering
+    y = np.arange(12.0, dtype=np.float32)
+    np.add(y[1:], y[:-1], out=y[1:])
+    np.testing.assert_array_equal(x.numpy(), y)
+
+
+def test_pointwise_threaded_matches_numpy_on_shapes(threaded):
+    for shape in [(7,), (1, 9), (2, 1, 3), (1, 1, 5)]:
+        a, b = _rand(*shape), _rand(*shape, seed=9)
+        np.testing.assert_array_equal((a * b).numpy(), a.numpy() * b.numpy())
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1), -1])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "broadcast"])
+def test_reductions_threaded(threaded, dim, layout):
+    torch = oracle_torch()
+    a = _layouts()[layout]
+    t = to_torch(a)
+    if dim is None:
+        assert_same(a.sum(), t.sum(), rtol=1e-5)
+        assert_same(a.mean(), t.mean(), rtol=1e-5)
+        assert_same(a.max(), t.max())
+        assert_same(a.amin(), t.amin())
+        return
+    assert_same(a.sum(dim), t.sum(dim), rtol=1e-5)
+    assert_same(a.mean(dim, keepdim=True), t.mean(dim, keepdim=True), rtol=1e-5)
+    assert_same(a.amax(dim), t.amax(dim))
+    assert_same(a.sum(dim, dtype=gt.float64), t.sum(dim, dtype=torch.float64))
+
+
+def test_reductions_threaded_nan_and_ints(threaded):
+    oracle_torch()
+    a = _rand(6, 5)
+    a[4, 3] = float("nan")
+    assert_same(a.amax(), to_torch(a).amax(), equal_nan=True)
+    assert_same(a.amax(1), to_torch(a).amax(1), equal_nan=True)
+    i = gt.arange(60, dtype=gt.int32).reshape(6, 10)
+    assert_same(i.sum(), to_torch(i).sum())
+    assert_same(i.prod(1), to_torch(i).prod(1))
+
+
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64, gt.float16, gt.bfloat16])
+@pytest.mark.parametrize("shape,dim", [((6, 9), -1), ((6, 9), 0), ((3, 4, 5), 1),
+                                       ((2, 40, 3), 1), ((5,), 0), ((), 0), ((0, 3), 1)])
+def test_softmax_threaded(threaded, dtype, shape, dim):
+    torch = oracle_torch()
+    x = _rand(*shape, dtype=dtype) * 3
+    tx = to_torch(x)
+    tol = 1e-6 if dtype in (gt.float32, gt.float64) else 1e-2
+    assert_same(gt.softmax(x, dim), torch.softmax(tx, dim), rtol=tol, atol=tol)
+    assert_same(gt.log_softmax(x, dim), torch.log_softmax(tx, dim), rtol=tol, atol=tol)
+    g = _rand(*shape, dtype=dtype, seed=7)
+    y, ly = torch.softmax(tx, dim), torch.log_softmax(tx, dim)
+    assert_same(gt._softmax_backward_data(g, gt.softmax(x, dim), dim, dtype),
+                torch._softmax_backward_data(to_torch(g), y, dim, y.dtype), rtol=tol, atol=tol)
+    assert_same(gt._log_softmax_backward_data(g, gt.log_softmax(x, dim), dim, dtype),
+                torch._log_softmax_backward_data(to_torch(g), ly, dim, ly.dtype),
+                rtol=tol, atol=tol)
+
+
+def test_softmax_threaded_non_contiguous_inf_and_out(threaded):
+    torch = oracle_torch()
+    x = _rand(9, 6).t()[:, ::2]
+    x[1, :] = float("-inf")
+    x[2, 0] = float("inf")
+    tx = to_torch(x)
+    for dim in (0, 1):
+        assert_same(gt.softmax(x, dim), torch.softmax(tx, dim), equal_nan=True)
+        assert_same(gt.log_softmax(x, dim), torch.log_softmax(tx, dim), equal_nan=True)
+    out = gt.empty(5, 6).t()                     # a non-contiguous out= (torch writes it
+    gt._softmax(x, 1, False, out=out)           # as if contiguous; values by position here)
+    np.testing.assert_allclose(out.numpy(), torch.softmax(tx, 1).numpy(), rtol=1e-6)
+
+
+def test_softmax_backward_data_gradients_and_errors():
+    torch = oracle_torch()
+    from glasstorch.autograd import gradgradcheck
+    x = _rand(3, 4, 5, dtype=gt.float64).requires_grad_()
+    for fn in (lambda a: gt.softmax(a, 1), lambda a: gt.log_softmax(a, -1)):
+        assert gradgradcheck(fn, (x,))
+    tx = to_torch(x.detach()).requires_grad_()
+    (gx,) = gt.autograd.grad(gt.softmax(x, 1), x, gt.ones(3, 4, 5, dtype=gt.float64),
+                             create_graph=True)
+    (tgx,) = torch.autograd.grad(torch.softmax(tx, 1), tx, torch.ones(3, 4, 5,
+                                 dtype=torch.float64), create_graph=True)
+    assert gx.grad_fn.name() == tgx.grad_fn.name() == "SoftmaxBackwardDataBackward0"
+    (gx,) = gt.autograd.grad(gt.log_softmax(x, 1), x, create_graph=True,
+                             grad_outputs=gt.ones(3, 4, 5, dtype=gt.float64))
+    assert gx.grad_fn.name() == "LogSoftmaxBackwardDataBackward0"
+    g, y = gt.ones(2, 3), gt.ones(2, 3, dtype=gt.float64)
+    with pytest.raises(RuntimeError) as ge:
+        gt._softmax_backward_data(g, y, 1, gt.float32)
+    with pytest.raises(RuntimeError) as te:
+        torch._softmax_backward_data(torch.ones(2, 3), torch.ones(2, 3, dtype=torch.float64),
+                                     1, torch.float32)
+    assert str(ge.value) == str(te.value)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Half"):
+        gt._softmax_backward_data(g, gt.ones(2, 3), 1, gt.float16)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64, gt.bfloat16])
+def test_gelu_threaded(threaded, approximate, dtype):
+    torch = oracle_torch()
+    x = gt.linspace(-9, 9, 301).to(dtype).reshape(7, 43)[:, ::2]        # strided
+    tol = {gt.float32: 1e-6, gt.float64: 1e-12, gt.bfloat16: 1e-2}[dtype]
+    want = torch.nn.functional.gelu(to_torch(x), approximate=approximate)
+    assert_same(GF.gelu(x, approximate=approximate), want, rtol=tol, atol=tol)
+    assert_same(GF.gelu(gt.tensor(-5.0), approximate=approximate),
+                torch.nn.functional.gelu(torch.tensor(-5.0), approximate=approximate))
+    assert_same(GF.relu(x), torch.relu(to_torch(x)))
+
+
+def test_parallel_for_chunks_and_errors(threaded):
+    seen = []
+    parallel.parallel_for(10, lambda s, e: seen.append((s, e)))
+    assert sorted(seen) == [(0, 3), (3, 6), (6, 10)]
+
+    def boom(start, stop):
+        if start > 0:
+            raise ValueError(f"chunk {start}")
+    with pytest.raises(ValueError, match="chunk"):
+        parallel.parallel_for(9, boom)
+    main, nested = threading.get_ident(), []
+
+    def record(start, stop):
+        me, inner = threading.get_ident(), []
+        parallel.parallel_for(5, lambda s, e: inner.append((threading.get_ident(), s, e)))
+        if me != main:
+            nested.append(inner == [(me, 0, 5)])
+    for _ in range(20):
+        parallel.parallel_for(3, record)             # a worker's nested call runs inline
+    assert nested and all(nested)
+
+
+def test_one_thread_runs_inline(threaded):
+    gt.set_num_threads(1)
+    assert gt.get_num_threads() == 1
+    idents = set()
+    parallel.parallel_for(100, lambda s, e: idents.add((threading.get_ident(), s, e)))
+    assert idents == {(threading.get_ident(), 0, 100)}
+    a = _rand(6, 5)
+    np.testing.assert_array_equal((a + a).numpy(), a.numpy() * 2)
+
+
+def test_workers_keep_the_callers_error_state(threaded):
+    a = gt.tensor(np.full((6, 5), 1e30, np.float32))
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            parallel.ufunc(np.multiply, (a.numpy(), a.numpy()), np.empty((6, 5), np.float32))
+    assert np.isinf((a * a).numpy()).all()               # kernels stay silent
+
+
+@pytest.mark.parametrize("value", [0, -2, 1.5, "a", True, None])
+def test_thread_count_errors_match_torch(value):
+    torch = oracle_torch()
+    for name in ("set_num_threads",):
+        with pytest.raises(RuntimeError) as te:
+            getattr(torch, name)(value)
+        with pytest.raises(RuntimeError) as ge:
+            getattr(gt, name)(value)
+        assert str(ge.value) == str(te.value)
+
+
+def test_interop_threads():
+    assert gt.get_num_interop_threads() >= 1
+    with pytest.raises(RuntimeError, match="set_num_interop_threads expects a positive"):
+        gt.set_num_interop_threads(0)
