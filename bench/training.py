@@ -1,0 +1,130 @@
+"""Training-step workloads: an MLP with Adam, a small CNN with SGD + momentum, a tiny GPT
+with AdamW.
+
+The model code takes the library module `lib` and uses only what both libraries share
+(`lib.nn` modules and functional calls), so one definition builds both models. The weights
+come from one seeded torch build and are copied into each library's model, so both start
+from identical parameters; the check compares the first step's loss, every gradient and
+every parameter after the optimizer's step. (Adam's first step moves each weight by about
+lr * sign(grad), so a gradient near zero that differs in its last bits can move a weight
+by a visible fraction of lr: the tolerances allow for that, the gradients' check does not
+need to.)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .harness import Case, Target, Workload
+from .workloads import array
+
+
+def mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+
+
+def cnn(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+
+
+VOCAB, D_MODEL, HEADS, BLOCKS, SEQ, GPT_BATCH = 65, 128, 4, 2, 64, 16
+
+
+def gpt(lib):
+    """A pre-norm GPT: token + position embeddings, blocks of causal self-attention and a
+    GELU MLP, a final LayerNorm and a linear head."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(D_MODEL), nn.LayerNorm(D_MODEL)
+            self.qkv = nn.Linear(D_MODEL, 3 * D_MODEL)
+            self.proj = nn.Linear(D_MODEL, D_MODEL)
+            self.fc = nn.Linear(D_MODEL, 4 * D_MODEL)
+            self.out = nn.Linear(4 * D_MODEL, D_MODEL)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = (h.view(b, t, HEADS, c // HEADS).transpose(1, 2)
+                       for h in self.qkv(self.ln1(x)).split(c, dim=2))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(VOCAB, D_MODEL)
+            self.pos = nn.Embedding(SEQ, D_MODEL)
+            self.blocks = nn.Sequential(*[Block() for _ in range(BLOCKS)])
+            self.ln = nn.LayerNorm(D_MODEL)
+            self.head = nn.Linear(D_MODEL, VOCAB)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
+            return self.head(self.ln(self.blocks(x))).flatten(0, 1)
+    return GPT()
+
+
+def reference_state(build) -> dict:
+    """The weights of a seeded torch build, as NumPy arrays."""
+    import torch
+    torch.manual_seed(0)
+    return {k: v.detach().numpy().copy() for k, v in build(torch).state_dict().items()}
+
+
+def copied_model(lib, build):
+    model = build(lib)
+    model.load_state_dict({k: lib.from_numpy(v.copy())
+                           for k, v in reference_state(build).items()})
+    return model
+
+
+def _step(build, make_optimizer, x, y):
+    def setup(lib):
+        model = copied_model(lib, build)
+        optimizer = make_optimizer(lib, model.parameters())
+        inputs, targets = lib.from_numpy(x.copy()), lib.from_numpy(y.copy())
+        cross_entropy = lib.nn.functional.cross_entropy
+
+        def call():
+            optimizer.zero_grad()
+            loss = cross_entropy(model(inputs), targets)
+            loss.backward()
+            optimizer.step()
+            return loss
+        def observe(loss):
+            params = list(model.parameters())
+            return (loss.detach(), *(p.grad for p in params), *(p.detach() for p in params))
+        return Case(call, observe)
+    return setup
+
+
+def _step_atol(i: int, count: int) -> float:
+    """Outputs are (loss, grads..., weights...): tight for the loss and gradients; for the
+    weights after the step 5% of Adam's learning rate (1e-3), see the module's docstring."""
+    return 1e-6 if i <= count // 2 else 5e-5
+
+
+_rng = np.random.default_rng(7)
+WORKLOADS = [
+    Workload("mlp", "MLP step: batch 128, 784-256-256-10, ReLU, cross_entropy, Adam",
+             _step(mlp, lambda lib, p: lib.optim.Adam(p, lr=1e-3), array((128, 784), 3),
+                   _rng.integers(0, 10, 128)),
+             Target(1.2), rtol=1e-4, atol=_step_atol),
+    Workload("cnn", "CNN step: batch 64, 1x28x28, 2 conv + maxpool, linear, SGD momentum 0.9",
+             _step(cnn, lambda lib, p: lib.optim.SGD(p, lr=0.01, momentum=0.9),
+                   array((64, 1, 28, 28), 4), _rng.integers(0, 10, 64)),
+             Target(1.5), rtol=1e-4, atol=_step_atol),
+    Workload("gpt", f"tiny GPT step: {BLOCKS} blocks, d={D_MODEL}, {HEADS} heads, seq {SEQ}, "
+             f"batch {GPT_BATCH}, vocab {VOCAB}, AdamW",
+             _step(gpt, lambda lib, p: lib.optim.AdamW(p, lr=1e-3),
+                   _rng.integers(0, VOCAB, (GPT_BATCH, SEQ)),
+                   _rng.integers(0, VOCAB, GPT_BATCH * SEQ)),
+             Target(1.5), rtol=1e-4, atol=_step_atol),
+]
