@@ -17,8 +17,12 @@ def common_dtype(*operands) -> dt.dtype:
     """PyTorch's result type of tensors and Python scalars (cached by operand kinds)."""
     if len(operands) == 2:
         a, b = operands
-        if b.__class__ is Tensor and a.__class__ is Tensor and a.dtype is b.dtype:
-            return a.dtype        # same dtype: every promotion rule agrees
+        if a.__class__ is Tensor:
+            if b.__class__ is Tensor:
+                if a.dtype is b.dtype:
+                    return a.dtype        # same dtype: every promotion rule agrees
+            elif (b.__class__ is float or b.__class__ is int) and a.dtype.category == dt.FLOAT:
+                return a.dtype            # a real number never changes a float tensor's dtype
         key = (_kind(a), _kind(b), dt.get_default_dtype())
     else:
         key = (*map(_kind, operands), dt.get_default_dtype())

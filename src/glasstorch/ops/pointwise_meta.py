@@ -41,10 +41,13 @@ def promoting_meta(*operands) -> TensorSpec:
     """Output of an op in the promoted dtype of its operands (add, mul, maximum, ...)."""
     if len(operands) == 2:
         a, b = operands
-        if (b.__class__ is Tensor and a.__class__ is Tensor and a.dtype is b.dtype
-                and a._shape == b._shape and a._stride == b._stride and a._shape
-                and a._stride == contiguous_strides(a._shape)):
-            return TensorSpec(a._shape, a.dtype, a._stride)   # the common case, directly
+        if a.__class__ is Tensor and a._shape and a._stride == contiguous_strides(a._shape):
+            # the common cases, directly: two tensors alike, or a float tensor and a number
+            if b.__class__ is Tensor:
+                if a.dtype is b.dtype and a._shape == b._shape and a._stride == b._stride:
+                    return TensorSpec(a._shape, a.dtype, a._stride)
+            elif (b.__class__ is float or b.__class__ is int) and a.dtype.category == dt.FLOAT:
+                return TensorSpec(a._shape, a.dtype, a._stride)
     return pointwise_spec(operands, common_dtype(*operands))
 
 
