@@ -22,6 +22,8 @@ def out_strides(shape, operands) -> tuple:
     """The strides of a new pointwise output: row-major in the common case of row-major
     inputs, otherwise TensorIterator's rule (core.shape.iterator_strides)."""
     contiguous = contiguous_strides(shape)
+    if len(shape) < 2:          # one dimension has one order, whatever the inputs' strides
+        return contiguous
     for x in operands:          # the common case: row-major inputs (and 0-dim or numbers)
         if isinstance(x, Tensor) and x._shape and (x._shape != shape or x._stride != contiguous):
             break
