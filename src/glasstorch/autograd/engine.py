@@ -27,12 +27,19 @@ def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
         new = hook(grad)
         if new is not None:
             grad = new
+    if var._grad is None and not create_graph and _stealable(grad, var):
+        var._grad = grad              # the common case: nothing to compute, in any grad mode
+    else:
+        _accumulate_into(var, grad, create_graph)
+    for hook in (var._post_acc_hooks or ()):
+        hook(var)
+
+
+def _accumulate_into(var: Tensor, grad: Tensor, create_graph: bool) -> None:
     with grad_mode.enable_grad() if create_graph else grad_mode.no_grad():
         if var._grad is None:
             if create_graph:
                 var._grad = grad if grad._shape == var._shape else grad.expand(var._shape)
-            elif _stealable(grad, var):
-                var._grad = grad
             else:
                 from ..ops.factories import empty_like
                 var._grad = empty_like(var).copy_(grad.detach())
@@ -40,8 +47,6 @@ def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
             var._grad = var._grad + grad
         else:
             var._grad.add_(grad.detach() if grad._requires_grad else grad)
-    for hook in (var._post_acc_hooks or ()):
-        hook(var)
 
 
 # References to a gradient nobody else holds, when `_stealable` counts them: the engine's

@@ -177,9 +177,11 @@ class FormulaNode(Node):
         return tuple(result)
 
     def release(self) -> None:
-        if self._saved and any(isinstance(v, SavedTensor) for v in self._saved.values()):
-            self._released = True
-            self._saved = {}
+        for v in self._saved.values():
+            if isinstance(v, SavedTensor):   # only nodes that saved tensors refuse a rerun
+                self._released = True
+                self._saved = {}
+                return
 
     def __getattr__(self, name):
         # grad_fn._saved_self, _saved_other, ... as in PyTorch
