@@ -69,7 +69,8 @@ class Tensor:
     """A multi-dimensional array with autograd metadata, viewing part of a storage."""
 
     __slots__ = ("_storage", "_offset", "_shape", "_stride", "dtype", "_keyset", "_np",
-                 "_vc", "_base", "_requires_grad", "grad_fn", "__weakref__", "__dict__")
+                 "_vc", "_base", "_view_meta", "_requires_grad", "grad_fn", "__weakref__",
+                 "__dict__")
 
     # Rarely set fields live in the instance __dict__ only once set; these are the defaults.
     _grad = None
@@ -78,7 +79,6 @@ class Tensor:
     _hooks = None
     _post_acc_hooks = None
     _inference = False
-    _view_meta = None
     _view_creation = None      # see ops.registry._view_creation
 
     __array_priority__ = 1000  # numpy defers `ndarray + tensor` to Tensor.__radd__
@@ -108,6 +108,7 @@ class Tensor:
         else:
             self._vc = VersionCounter()
         self._base = None
+        self._view_meta = None     # (source, shape, stride, offset) of a view, set by views
         self._requires_grad = False
         self.grad_fn = None
         return self
@@ -137,6 +138,7 @@ class Tensor:
         self._np = None
         self._vc = VersionCounter()
         self._base = None
+        self._view_meta = None
         self._requires_grad = False
         self.grad_fn = None
         return self
