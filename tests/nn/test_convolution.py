@@ -367,3 +367,95 @@ def test_random_convolutions_match_torch(data):
         assert str(actual.value) == str(e)
         return
     assert_same(gt.convolution(x, w, None, *args), expected, rtol=1e-10, atol=1e-10)
+
+
+# ---- convolution_backward and the blocked kernels -------------------------------------------
+
+BACKWARD_CASES = [  # input shape, weight shape, stride, padding, dilation, transposed, out_pad, g
+    ((3, 4, 7, 6), (6, 2, 3, 2), (2, 1), (1, 0), (1, 2), False, (0, 0), 2),
+    ((2, 4, 5, 5), (4, 3, 3, 3), (2, 2), (1, 1), (1, 1), True, (1, 0), 1),
+    ((2, 6, 4, 5), (6, 1, 2, 3), (1, 2), (0, 1), (2, 1), True, (1, 1), 3),
+    ((3, 2, 9), (5, 2, 4), (3,), (2,), (1,), False, (0,), 1),
+]
+
+
+@pytest.mark.parametrize("case", BACKWARD_CASES)
+@pytest.mark.parametrize("mask", [(True, True, True), (True, False, False), (False, True, True)])
+def test_convolution_backward_op_matches_torch(case, mask):
+    """aten::convolution_backward: every requested gradient, None for the others."""
+    torch = oracle_torch()
+    xs, ws, s, p, d, transposed, op, g = case
+    x, w = RNG.standard_normal(xs), RNG.standard_normal(ws)
+    y = torch.convolution(torch.tensor(x), torch.tensor(w), None, s, p, d, transposed, op, g)
+    gy = RNG.standard_normal(tuple(y.shape))
+    bias = [y.shape[1]]
+    expected = torch.ops.aten.convolution_backward(torch.tensor(gy), torch.tensor(x),
+                                                   torch.tensor(w), bias, s, p, d,
+                                                   transposed, op, g, list(mask))
+    got = gt.ops.convolution.convolution_backward(gt.tensor(gy), gt.tensor(x), gt.tensor(w),
+                                                  bias, s, p, d, transposed, op, g, mask)
+    for a, e in zip(got, expected):
+        assert (a is None) == (e is None)
+        if e is not None:
+            assert_same(a, e, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_blocked_batches_match_torch(monkeypatch, transposed):
+    """Batches split into blocks of one sample give the same values and gradients."""
+    torch = oracle_torch()
+    monkeypatch.setattr(gt.ops.convolution, "_BLOCK_BYTES", 1)
+    args = ([2, 1], [1, 1], [1, 2], transposed, [1, 0] if transposed else [0, 0], 2)
+    grads_match(lambda x, w, b: gt.convolution(x, w, b, *args),
+                lambda x, w, b: torch.convolution(x, w, b, *args),
+                [(5, 4, 6, 7), (4, 2, 3, 2), (4,)])
+    x, tx = pair((3, 4, 6, 5))
+    w, tw = pair((4, 2, 3, 3))
+    assert_same(gt.convolution(x, w, None, *args), torch.convolution(tx, tw, None, *args),
+                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_second_order_with_bias_gradcheck(transposed):
+    """Double backward through convolution_backward, the bias gradient included."""
+    x = gt.randn(2, 4, 5, 6, dtype=gt.float64, requires_grad=True)
+    w = gt.randn(4, 2, 2, 3, dtype=gt.float64, requires_grad=True)
+    b = gt.randn(4, dtype=gt.float64, requires_grad=True)     # 4 outputs either way
+    args = ((2, 1), (1, 0), (1, 2), transposed, (1, 0) if transposed else (0, 0), 2)
+    assert gt.autograd.gradgradcheck(lambda x, w, b: gt.convolution(x, w, b, *args),
+                                     (x, w, b))
+    gy = gt.randn(*gt.convolution(x, w, b, *args).shape, dtype=gt.float64)
+    grads = gt.autograd.grad(gt.convolution(x, w, b, *args), (x, w, b), gy,
+                             create_graph=True)
+    assert grads[0].grad_fn.name() == "ConvolutionBackwardBackward0"
+
+
+def test_half_precision_gradients_match_torch():
+    torch = oracle_torch()
+    arrays = [RNG.standard_normal(s).astype(np.float32) for s in [(2, 3, 6, 6), (4, 3, 3, 3)]]
+    results = []
+    for lib in (gt, torch):
+        x, w = (lib.tensor(a).to(lib.bfloat16).requires_grad_() for a in arrays)
+        lib.nn.functional.conv2d(x, w, padding=1).sum().backward()
+        results.append((x.grad, w.grad))
+    for a, e in zip(*results):
+        assert_same(a, e, rtol=2e-2, atol=5e-2, check_stride=False)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_complex_second_order_matches_torch(transposed):
+    torch = oracle_torch()
+    shapes = [(1, 2, 5, 5), (2, 3, 3, 3) if transposed else (3, 2, 3, 3), (3,)]
+    arrays = [RNG.standard_normal(s) + 1j * RNG.standard_normal(s) for s in shapes]
+    results = []
+    for lib in (gt, torch):
+        x, w, b = (lib.tensor(a, requires_grad=True) for a in arrays)
+        F = lib.nn.functional
+        y = F.conv_transpose2d(x, w, b, 2, 1, 1) if transposed else F.conv2d(x, w, b, 2, 1)
+        c = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)) * (1 + 0.5j))
+        grads = lib.autograd.grad((y * c).real.sum() + (y * y).real.sum(), (x, w, b),
+                                  create_graph=True)
+        sum((t * t).real.sum() + (t * (0.3 - 1j)).real.sum() for t in grads).backward()
+        results.append((x.grad, w.grad, b.grad))
+    for a, e in zip(*results):
+        assert_same(a, e, rtol=1e-9, atol=1e-9, check_stride=False)

@@ -358,3 +358,22 @@ def test_empty_batch_forward_and_backward(fn):
     y.sum().backward()
     ty.sum().backward()
     assert_same(x.grad, tx.grad)
+
+
+def test_max_pool_many_kernel_positions_and_shared_maxima():
+    """Kernels of more than 256 positions (a wider offset type), and overlapping windows
+    whose maxima coincide: the gradient accumulates at the shared positions, as torch's."""
+    torch = oracle_torch()
+    x, tx = pair((2, 3, 20, 19))
+    same(GF.max_pool2d(x, 17, 2, return_indices=True),
+         torch.nn.functional.max_pool2d(tx, 17, 2, return_indices=True))
+    a = RNG.integers(-3, 3, (2, 2, 7, 6)).astype(np.float64)
+    results = []
+    for lib in (gt, torch):
+        t = lib.tensor(a, requires_grad=True)
+        out = lib.nn.functional.max_pool2d(t, 3, 1, 1)
+        (out * lib.tensor(np.cos(np.arange(out.numel())).reshape(tuple(out.shape)))).sum() \
+            .backward()
+        results.append((out, t.grad))
+    for g, e in zip(*results):
+        assert_same(g, e, rtol=1e-12, atol=1e-12)

@@ -2,10 +2,13 @@
 
 A convolution reads every output position's receptive field as a window of one strided
 NumPy view over the zero-padded input (no per-element loop), lays the windows out as
-columns (one copy) and multiplies them with the weight in one `np.matmul` per group. A
-transposed convolution is the adjoint: one matmul gives the columns, and col2im adds them
-back over the kernel offsets (a loop over the few kernel positions, each a strided slice
-add). `im2col`/`col2im` (F.unfold/F.fold) are the same two steps on their own.
+columns (one copy) and multiplies them with the weight in one `np.matmul` per group,
+for a block of samples at a time (the block's columns stay in cache). A transposed
+convolution is the adjoint: one matmul gives the columns, and col2im adds them back over
+the kernel offsets (a loop over the few kernel positions, each a strided slice add).
+`convolution_backward` computes the input, weight and bias gradients together, as
+PyTorch's op of that name. `im2col`/`col2im` (F.unfold/F.fold) are the same two steps on
+their own.
 
     >>> x = glasstorch.ones(1, 1, 4, 4); w = glasstorch.ones(1, 1, 3, 3)
     >>> glasstorch.conv2d(x, w, padding=1)[0, 0, 0].tolist()
@@ -20,11 +23,12 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..core import dtype as dt
+from ..core.device import CPU, META
 from ..core.shape import channels_last_strides, is_channels_last, is_contiguous
 from ..core.tensor import Tensor
 from .copy import assign_array
 from ..core.promotion import opmath
-from .registry import composite, spec, structured
+from .registry import composite, kernel_op, spec, structured
 
 # ---- array helpers (shared with pooling) ------------------------------------------------
 
@@ -48,15 +52,6 @@ def windows(a: np.ndarray, kernel, stride, dilation, out_sizes) -> np.ndarray:
     strides = (lead + tuple(st * s for st, s in zip(sp, stride))
                + tuple(st * d for st, d in zip(sp, dilation)))
     return as_strided(a, shape, strides, writeable=False)
-
-
-def split_dim(a: np.ndarray, dim: int, groups: int) -> np.ndarray:
-    """View with dimension `dim` split into (groups, size // groups), never a copy."""
-    size, st = a.shape[dim], a.strides[dim]
-    inner = size // groups
-    shape = a.shape[:dim] + (groups, inner) + a.shape[dim + 1:]
-    strides = a.strides[:dim] + (st * inner, st) + a.strides[dim + 1:]
-    return as_strided(a, shape, strides, writeable=a.flags.writeable)
 
 
 def col2im_add(full: np.ndarray, cols: np.ndarray, kernel, stride, dilation) -> None:
@@ -226,41 +221,155 @@ convolution = structured(
         "conv_transpose*d.")
 
 
-def _conv_forward(x, w, stride, padding, dilation, groups, out_sizes):
-    """(N, g, Og, *out) result of a convolution of arrays x (N, C, *sp), w (O, C/g, *k)."""
-    n, g = x.shape[0], groups
-    kernel = w.shape[2:]
+def columns(x, kernel, stride, dilation, padding, out_sizes) -> np.ndarray:
+    """(C, *kernel, N, *out) copy of every output position's receptive field in x
+    (N, C, *sp), read through one strided view of the zero-padded input. Laid out so that
+    (C*K, N*L) is the right-hand side of one matmul for the whole batch (one large BLAS
+    call rather than one small call per sample), its inner axis running along input rows."""
     nd = len(kernel)
-    cg, og = w.shape[1], w.shape[0] // g
-    win = split_dim(windows(pad_array(x, padding), kernel, stride, dilation, out_sizes), 1, g)
-    # (N, g, Cg, *out, *k) -> (g, N, *out, Cg, *k): rows are output positions
-    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
-    rows = n * math.prod(out_sizes)
-    cols = win.transpose(perm).reshape(g, rows, cg * math.prod(kernel))
-    res = np.matmul(cols, w.reshape(g, og, -1).transpose(0, 2, 1))       # (g, rows, Og)
-    res = res.reshape((g, n) + tuple(out_sizes) + (og,))
-    return res.transpose((1, 0, 2 + nd) + tuple(range(2, 2 + nd)))
+    win = windows(pad_array(x, padding), kernel, stride, dilation, out_sizes)
+    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
+    cols = np.empty((x.shape[1],) + tuple(kernel) + (x.shape[0],) + tuple(out_sizes), x.dtype)
+    np.copyto(cols, win.transpose(perm))
+    return cols
 
 
-def _conv_transpose_forward(x, w, stride, padding, dilation, output_padding, groups,
-                            out_sizes):
-    """(N, g, Og, *out) result of a transposed convolution of x (N, C, *sp), w (C, Og, *k):
-    one matmul makes every kernel position's contribution, col2im adds them in place."""
-    n, g = x.shape[0], groups
-    sp, kernel = x.shape[2:], w.shape[2:]
+def col2im_into(res, cols, kernel, stride, padding, dilation) -> None:
+    """res[..., i*s + k*d - p] += cols[..., k, i] for every kernel offset k and input
+    position i that lands inside res (..., *out): the adjoint of `columns`, added straight
+    into the cropped output (no padded buffer)."""
     nd = len(kernel)
-    cg, og = w.shape[0] // g, w.shape[1]
-    xm = split_dim(x, 1, g).transpose((1, 0) + tuple(range(3, 3 + nd)) + (2,))
-    xm = xm.reshape(g, n * math.prod(sp), cg)
-    cols = np.matmul(xm, w.reshape(g, cg, -1))                         # (g, N*L, Og*K)
-    cols = cols.reshape((g, n) + tuple(sp) + (og,) + tuple(kernel))
-    cols = cols.transpose(tuple(range(3 + nd, 3 + 2 * nd)) + (1, 0, 2 + nd)
-                          + tuple(range(2, 2 + nd)))                    # (*k, N, g, Og, *sp)
-    full_sizes = tuple((i - 1) * s + d * (k - 1) + 1 + op for i, s, d, k, op in
-                       zip(sp, stride, dilation, kernel, output_padding))
-    full = np.zeros((n, g, og) + full_sizes, dtype=cols.dtype)
-    col2im_add(full, cols, kernel, stride, dilation)
-    return full[(Ellipsis,) + tuple(slice(p, p + o) for p, o in zip(padding, out_sizes))]
+    in_sizes, out_sizes = cols.shape[-nd:], res.shape[-nd:]
+    for k in np.ndindex(*kernel):
+        dst, src = [], []
+        for ki, s, p, d, n_in, n_out in zip(k, stride, padding, dilation, in_sizes, out_sizes):
+            off = ki * d - p                    # where input position 0 lands
+            lo = max(0, -(off // s))
+            hi = min(n_in, (n_out - 1 - off) // s + 1)
+            if hi <= lo:
+                break
+            dst.append(slice(lo * s + off, (hi - 1) * s + off + 1, s))
+            src.append(slice(lo, hi))
+        else:
+            res[(Ellipsis,) + tuple(dst)] += cols[(Ellipsis,) + k + tuple(src)]
+
+
+def _channels_first(a, groups):
+    """(g, C/g, N*L) copy of a (N, C, *sp): the batch joins the positions."""
+    n, c = a.shape[:2]
+    return np.ascontiguousarray(a.reshape(n, groups, c // groups, -1).transpose(1, 2, 0, 3)
+                                ).reshape(groups, c // groups, -1)
+
+
+_BLOCK_BYTES = 1 << 21     # columns per matmul of about this size stay in cache
+
+
+def _batch_blocks(n: int, sample_bytes: int):
+    """Slices of the batch whose columns take about _BLOCK_BYTES each: a block's columns
+    and matmul result are reused from cache instead of making full-batch copies."""
+    step = max(1, _BLOCK_BYTES // max(sample_bytes, 1))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def _matmul_to_batch(dst, wm, cols, bias=None) -> None:
+    """dst (B, g*Og, *out) = wm (g, Og, R) @ cols (g, R, B*L), moved from (g, Og, B, L) to
+    the batch-first layout (+ bias (g, Og, 1))."""
+    g, og = wm.shape[:2]
+    r = np.matmul(wm, cols).reshape(g, og, dst.shape[0], -1).transpose(2, 0, 1, 3)
+    d = dst.reshape(r.shape)
+    if bias is None:
+        np.copyto(d, r)
+    else:
+        np.add(r, bias, out=d)
+
+
+def _matmul_col2im(dst, wt, a_cf, kernel, sizes, stride, padding, dilation) -> None:
+    """dst (B, g*Og, *out) += col2im of wt (g, Og*K, Cg) @ a_cf (g, Cg, B*L): every kernel
+    offset's contribution of a block, added where it lands."""
+    g, rows = wt.shape[:2]
+    cols = np.matmul(wt, a_cf).reshape((g * rows // math.prod(kernel),) + tuple(kernel)
+                                       + (dst.shape[0],) + tuple(sizes))
+    col2im_into(dst, np.moveaxis(cols, 1 + len(kernel), 0), kernel, stride, padding,
+                dilation)
+
+
+def _conv_forward(res, x, w, stride, padding, dilation, groups, bias=None) -> None:
+    """res (N, O, *out), C-contiguous, = the convolution of x (N, C, *sp) and w (O, C/g, *k)
+    (+ bias (O,)): per block of samples one matmul (Og, Cg*K) @ (Cg*K, B*L) per group."""
+    g, o, rows = groups, w.shape[0], math.prod(w.shape[1:])
+    wm = w.reshape(g, o // g, rows)
+    if bias is not None:
+        bias = bias.reshape(g, o // g, 1)
+    positions = math.prod(res.shape[2:])
+    for b in _batch_blocks(x.shape[0], rows * g * positions * x.itemsize):
+        cols = columns(x[b], w.shape[2:], stride, dilation, padding, res.shape[2:])
+        _matmul_to_batch(res[b], wm, cols.reshape(g, rows, -1), bias)
+
+
+def _conv_transpose_forward(res, x, w, stride, padding, dilation, groups) -> None:
+    """res (N, g*Og, *out), C-contiguous, = the transposed convolution of x (N, C, *sp) and
+    w (C, Og, *k): per block one matmul per group gives every kernel offset's
+    contribution, col2im adds them into res."""
+    g, kernel = groups, w.shape[2:]
+    wt = w.reshape(g, w.shape[0] // g, math.prod(w.shape[1:])).transpose(0, 2, 1)
+    res.fill(0)
+    sample = math.prod(w.shape[1:]) * g * math.prod(x.shape[2:]) * x.itemsize
+    for b in _batch_blocks(x.shape[0], sample):
+        _matmul_col2im(res[b], wt, _channels_first(x[b], g), kernel, x.shape[2:], stride,
+                       padding, dilation)
+
+
+def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
+                   want_weight):
+    """The input gradient into gx (or None) and the (g, ., .) weight gradient (when
+    `want_weight`) of a (transposed) convolution, block by block, each block's columns
+    or channel-first gradient made once for both."""
+    g, n, kernel = groups, x.shape[0], w.shape[2:]
+    gw = None
+    if transposed:           # gx is a convolution of gy; the weight pairs x with gy's columns
+        rows = math.prod(w.shape[1:])
+        wm = w.reshape(g, w.shape[0] // g, rows)
+        sample = rows * g * math.prod(x.shape[2:]) * x.itemsize
+        for b in _batch_blocks(n, sample):
+            cols = columns(gy[b], kernel, stride, dilation, padding, x.shape[2:]).reshape(
+                g, rows, -1)
+            if gx is not None:
+                _matmul_to_batch(gx[b], wm, cols)
+            if want_weight:
+                part = np.matmul(_channels_first(x[b], g), cols.transpose(0, 2, 1))
+                gw = part if gw is None else np.add(gw, part, out=gw)
+    else:                    # gx is a transposed convolution of gy; the weight pairs x's columns
+        rows = math.prod(w.shape[1:])
+        wt = w.reshape(g, w.shape[0] // g, rows).transpose(0, 2, 1)
+        if gx is not None:
+            gx.fill(0)
+        sample = max(rows, w.shape[0] // g) * g * math.prod(gy.shape[2:]) * x.itemsize
+        for b in _batch_blocks(n, sample):
+            gcf = _channels_first(gy[b], g)
+            if gx is not None:
+                _matmul_col2im(gx[b], wt, gcf, kernel, gy.shape[2:], stride, padding,
+                               dilation)
+            if want_weight:
+                cols = columns(x[b], kernel, stride, dilation, padding, gy.shape[2:])
+                part = np.matmul(gcf, cols.reshape(g, rows, -1).transpose(0, 2, 1))
+                gw = part if gw is None else np.add(gw, part, out=gw)
+    if want_weight and gw is None:      # an empty batch
+        gw = np.zeros(w.shape, w.dtype)
+    return gw
+
+
+def _compute_target(t: Tensor, ct) -> np.ndarray:
+    """t's array when a kernel may write its result there directly (its dtype is the
+    compute dtype and it is C-contiguous), else a new array to copy from."""
+    a = t._array()
+    return a if a.dtype == ct and a.flags.c_contiguous else np.empty(a.shape, ct)
+
+
+def _store(t: Tensor, res) -> None:
+    """Copy a result into t unless it was computed in t's memory."""
+    a = t._array()
+    if res is not a:
+        assign_array(a, res.reshape(a.shape))
 
 
 @convolution.impl("CPU")
@@ -270,15 +379,78 @@ def _convolution_cpu(out, input, weight, bias, stride, padding, dilation, transp
         input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     ct = opmath(input.dtype)
     x, w = compute_array(input, ct), compute_array(weight, ct)
+    res = _compute_target(out, ct)
+    b = None if bias is None else compute_array(bias, ct)
     if transposed:
-        res = _conv_transpose_forward(x, w, stride, padding, dilation, output_padding, groups,
-                                      shape[2:])
+        _conv_transpose_forward(res, x, w, stride, padding, dilation, groups)
+        if b is not None:
+            res += b.reshape((-1,) + (1,) * (len(shape) - 2))
     else:
-        res = _conv_forward(x, w, stride, padding, dilation, groups, shape[2:])
-    if bias is not None:
-        b = compute_array(bias, ct).reshape((groups, -1) + (1,) * (len(shape) - 2))
-        res = res + b
-    assign_array(split_dim(out._array(), 1, groups), res)
+        _conv_forward(res, x, w, stride, padding, dilation, groups, b)
+    _store(out, res)
+
+
+def _convolution_backward_meta(grad_output, input, weight, bias_sizes, stride, padding,
+                               dilation, transposed, output_padding, groups, output_mask):
+    *_, shape = conv_params(input, weight, None, stride, padding, dilation, transposed,
+                            output_padding, groups)
+    if tuple(grad_output._shape) != shape:
+        raise RuntimeError(f"convolution_backward: expected grad_output of size {list(shape)}, "
+                           f"but got {list(grad_output._shape)}")
+    layout = suggest_layout(input._shape, input, weight)
+    return (spec(input._shape, input.dtype, layout) if output_mask[0] else None,
+            spec(weight._shape, weight.dtype, suggest_layout(weight._shape, input, weight))
+            if output_mask[1] else None,
+            spec((shape[1],), input.dtype) if output_mask[2] else None)
+
+
+convolution_backward = kernel_op(
+    "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, "
+    "SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, "
+    "bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> "
+    "(Tensor, Tensor, Tensor)", method=False, function=False,
+    doc="The gradients of convolution for input, weight and bias (None where output_mask "
+        "is False), computed together from one set of columns per operand.")
+
+
+def _allocate_specs(specs, device):
+    return tuple(None if s is None else Tensor._empty(s.shape, s.dtype, device, s.stride)
+                 for s in specs)
+
+
+@convolution_backward.impl("CPU")
+def _convolution_backward_cpu(grad_output, input, weight, bias_sizes, stride, padding,
+                              dilation, transposed, output_padding, groups, output_mask):
+    specs = _convolution_backward_meta(grad_output, input, weight, bias_sizes, stride,
+                                       padding, dilation, transposed, output_padding, groups,
+                                       output_mask)
+    g_input, g_weight, g_bias = _allocate_specs(specs, CPU)
+    stride, padding, dilation, *_ = conv_params(input, weight, None, stride, padding, dilation,
+                                                transposed, output_padding, groups)
+    ct = opmath(input.dtype)
+    gy = compute_array(grad_output, ct)
+    x, w = compute_array(input, ct), compute_array(weight, ct)
+    if x.dtype.kind == "c":     # the adjoint of a complex product conjugates the other factor
+        x, w = x.conj(), w.conj()
+    gx = None if g_input is None else _compute_target(g_input, ct)
+    gw = _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
+                        g_weight is not None)
+    if gx is not None:
+        _store(g_input, gx)
+    if gw is not None:
+        _store(g_weight, gw)
+    if g_bias is not None:
+        _store(g_bias, gy.reshape(gy.shape[0], gy.shape[1], -1).sum(2).sum(0))
+    return g_input, g_weight, g_bias
+
+
+@convolution_backward.impl("Meta")
+def _convolution_backward_meta_kernel(grad_output, input, weight, bias_sizes, stride, padding,
+                                      dilation, transposed, output_padding, groups,
+                                      output_mask):
+    return _allocate_specs(_convolution_backward_meta(
+        grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+        output_padding, groups, output_mask), META)
 
 
 # ---- conv1d/2d/3d and conv_transpose1d/2d/3d --------------------------------------------

@@ -1,81 +1,50 @@
 """Derivative formulas of convolution and pooling (ops/convolution.py, ops/pooling.py).
 
-A convolution's gradients are convolutions again: the input's is the transposed
-convolution of the gradient with the same weight, the weight's is a convolution of the
-input with the gradient (their roles of stride and dilation swapped, batch and channels
-exchanged, groups kept as groups). Written with the `convolution` op, every order of
-derivative records itself.
+A convolution's gradients come from one `convolution_backward` call (input, weight and
+bias together, as PyTorch's ConvolutionBackward0). That op is differentiable in turn:
+with y = conv(x, w) bilinear, the backward's outputs are the partial derivatives of
+<conv(x, w), gy>, so contracting them with (ggx, ggw, ggb) gives
+<conv(ggx, w) + conv(x, ggw) + ggb, gy>, whose gradients are that sum for gy and again
+convolution backwards for x (weight ggw) and w (input ggx). Every order records itself.
 """
 from __future__ import annotations
 
 from ..autograd.recording import derivative
 from . import pooling
-from .convolution import col2im, convolution, im2col
-
-
-def _expand(values, nd):
-    values = tuple(values)
-    return values * nd if len(values) == 1 else values
-
-
-def _regroup(t, groups, order):
-    """(N, g*C, *sp) with its (N, g, C) axes permuted to `order`, then the two axes next to
-    `g` that belong together merged: 'cgn' -> (C, g*N, *sp), 'gcn' -> (g*C, N, *sp)."""
-    n, c = t.shape[0], t.shape[1] // groups
-    sp = tuple(t.shape[2:])
-    axes = {"n": 0, "g": 1, "c": 2}
-    u = t.reshape((n, groups, c) + sp).permute(
-        tuple(axes[k] for k in order) + tuple(range(3, 3 + len(sp))))
-    a, b, d = u.shape[:3]
-    return u.reshape(((a, b * d) if order[1] == "g" else (a * b, d)) + sp)
-
-
-def _narrow_to(t, sizes, first_dim=2):
-    for i, s in enumerate(sizes):
-        if t.shape[first_dim + i] != s:
-            t = t.narrow(first_dim + i, 0, s)
-    return t
-
-
-def _weight_grad(x, gy, kernel, stride, padding, dilation, groups):
-    """d(conv(x, w))/dw contracted with gy: a convolution over the batch (channels become
-    the batch, the batch the channels), stride and dilation exchanged."""
-    inp = _regroup(x, groups, "cgn")          # (Cg, g*N, *sp)
-    wgt = _regroup(gy, groups, "gcn")         # (g*Og, N, *out)
-    nd = len(kernel)
-    r = convolution(inp, wgt, None, dilation, padding, stride, False, (0,) * nd, groups)
-    return _narrow_to(r, kernel).transpose(0, 1)
+from .convolution import col2im, convolution, convolution_backward, im2col
 
 
 @derivative("aten::convolution", "ConvolutionBackward0")
-def _convolution(grad, input, weight, bias, stride, padding, dilation, transposed,
-                 output_padding, groups):
-    nd = weight.dim() - 2
-    stride, padding, dilation = (_expand(v, nd) for v in (stride, padding, dilation))
-    kernel = tuple(weight.shape[2:])
-    in_sizes = tuple(input.shape[2:])
-    g_input = g_weight = g_bias = None
-    need_input, need_weight = input.requires_grad, weight.requires_grad
-    if input.is_complex():       # the adjoint of a complex product conjugates the other factor
-        input, weight = input.conj(), weight.conj()
-    if not transposed:
-        if need_input:
-            out_sizes = grad.shape[2:]
-            leftover = tuple(i - ((o - 1) * s - 2 * p + d * (k - 1) + 1) for i, o, s, p, d, k
-                             in zip(in_sizes, out_sizes, stride, padding, dilation, kernel))
-            g_input = convolution(grad, weight, None, stride, padding, dilation, True,
-                                  leftover, groups)
-        if need_weight:
-            g_weight = _weight_grad(input, grad, kernel, stride, padding, dilation, groups)
-    else:
-        if need_input:
-            g_input = _narrow_to(convolution(grad, weight, None, stride, padding, dilation,
-                                             False, (0,) * nd, groups), in_sizes)
-        if need_weight:
-            g_weight = _weight_grad(grad, input, kernel, stride, padding, dilation, groups)
-    if bias is not None and bias.requires_grad:
-        g_bias = grad.sum((0,) + tuple(range(2, 2 + nd)))
-    return g_input, g_weight, g_bias
+def _convolution(grad, input, weight, stride, padding, dilation, transposed, output_padding,
+                 groups, grad_input_mask):
+    bias_sizes = [grad.shape[1]] if grad_input_mask[2] else None
+    return convolution_backward(grad, input, weight, bias_sizes, stride, padding, dilation,
+                                transposed, output_padding, groups, grad_input_mask)
+
+
+@derivative("aten::convolution_backward", "ConvolutionBackwardBackward0")
+def _convolution_backward(grads, grad_output, input, weight, stride, padding, dilation,
+                          transposed, output_padding, groups, grad_input_mask):
+    # the engine's tuple stops at the last output with a gradient (a lone one is unwrapped)
+    ggx, ggw, ggb = ((grads if isinstance(grads, tuple) else (grads,)) + (None,) * 3)[:3]
+    args = (stride, padding, dilation, transposed, output_padding, groups)
+    g_out = g_input = g_weight = None
+    if grad_input_mask[0]:
+        if ggx is not None:
+            g_out = convolution(ggx, weight, ggb, *args)
+        elif ggb is not None:
+            g_out = ggb.reshape((1, -1) + (1,) * (grad_output.dim() - 2)).expand(
+                grad_output.shape)
+        if ggw is not None:
+            term = convolution(input, ggw, None, *args)
+            g_out = term if g_out is None else g_out + term
+    if grad_input_mask[1] and ggw is not None:
+        g_input = convolution_backward(grad_output, input, ggw, None, *args,
+                                       (True, False, False))[0]
+    if grad_input_mask[2] and ggx is not None:
+        g_weight = convolution_backward(grad_output, ggx, weight, None, *args,
+                                        (False, True, False))[1]
+    return g_out, g_input, g_weight
 
 
 @derivative("aten::im2col", "Im2ColBackward0")

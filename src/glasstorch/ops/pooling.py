@@ -133,18 +133,9 @@ def _lowest(d: np.dtype):
 
 
 def _flat_indices(arg, out, kernel, stride, padding, dilation, in_sizes) -> np.ndarray:
-    """Flat positions in the input plane of the chosen kernel offsets `arg` (..., *out):
-    each output's window start plus the chosen offset (both linear in the position)."""
-    nd = len(kernel)
-    base, offsets = 0, 0
-    for i in range(nd):
-        step = math.prod(in_sizes[i + 1:])
-        shape = [1] * nd
-        shape[i] = out[i]
-        base = base + ((np.arange(out[i]) * stride[i] - padding[i]) * step).reshape(shape)
-        shape[i] = kernel[i]
-        offsets = offsets + (np.arange(kernel[i]) * (dilation[i] * step)).reshape(shape)
-    return base + np.ravel(offsets)[arg]
+    """Flat positions in the input plane of the chosen kernel offsets `arg` (..., *out)."""
+    starts, offsets = _window_starts(out, kernel, stride, padding, dilation, in_sizes)
+    return offsets[arg] + starts
 
 
 def _window_argmax(win: np.ndarray) -> np.ndarray:
@@ -157,17 +148,49 @@ def _window_argmax(win: np.ndarray) -> np.ndarray:
     return arg
 
 
+def _window_starts(osz, kernel, stride, padding, dilation, in_sizes):
+    """(*out) flat input-plane position of each window's first element, and the flat
+    offset of every kernel position from it (in np.ndindex order)."""
+    nd = len(kernel)
+    starts, offsets = 0, 0
+    for i in range(nd):
+        step = math.prod(in_sizes[i + 1:])
+        shape = [1] * nd
+        shape[i] = osz[i]
+        starts = starts + ((np.arange(osz[i]) * stride[i] - padding[i]) * step).reshape(shape)
+        shape[i] = kernel[i]
+        offsets = offsets + (np.arange(kernel[i]) * (dilation[i] * step)).reshape(shape)
+    return np.asarray(starts, np.int64), np.ravel(offsets)
+
+
 def _max_pool_cpu(out, indices, self, nd, kernel, stride, padding, dilation):
+    """The windows copied once to a (K, ...) layout, then one pass per kernel offset over
+    contiguous rows: keep the running maximum (NaN propagates) and the offset where a
+    strictly larger value appears, so ties keep the first position, as PyTorch's loop."""
     x = compute_array(self)
     sizes = x.shape[-nd:]
     osz = out._shape[-nd:]
     xp = _pad_lr(x, padding, _right_pad(sizes, osz, kernel, stride, padding, dilation),
                  _lowest(x.dtype))
     win = windows(xp, kernel, stride, dilation, osz)
-    win = win.reshape(win.shape[:-2 * nd] + tuple(osz) + (math.prod(kernel),))
-    arg = _window_argmax(win)
+    shape = win.shape[:-nd]
+    cols = np.empty((math.prod(kernel),) + shape, x.dtype)
+    np.copyto(cols.reshape(tuple(kernel) + shape),
+              np.moveaxis(win, tuple(range(-nd, 0)), tuple(range(nd))))
+    values = cols[0].copy()
+    # the running offset, kept with arithmetic (masked writes are ~30x slower): a larger
+    # value at offset j sets arg = max(arg, j), as every earlier offset is below j
+    arg = np.zeros(shape, np.uint8 if len(cols) <= 256 else np.intp)
+    larger, step = np.empty(shape, bool), np.empty(shape, arg.dtype)
+    for j in range(1, len(cols)):
+        np.greater(cols[j], values, out=larger)
+        np.maximum(values, cols[j], out=values)
+        np.multiply(larger, arg.dtype.type(j), out=step)
+        np.maximum(arg, step, out=arg)
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        for j in range(len(cols)):      # a NaN wins, the last one as PyTorch's loop
+            np.copyto(arg, j, where=np.isnan(cols[j]))
     flat = _flat_indices(arg, osz, kernel, stride, padding, dilation, sizes)
-    values = win.max(-1)        # NaN propagates, as the argmax picks it
     if any(padding):
         # a window whose maximum is the padding value keeps PyTorch's starting index: its
         # first position that is not before the input
@@ -227,16 +250,20 @@ def _scatter_meta(grad_output, self, indices):
 
 
 def _scatter_add_cpu(out, grad_output, indices, nd):
-    """out's planes get grad_output added at the flat positions `indices`."""
+    """out's planes get grad_output added at the flat positions `indices` (np.add.at on
+    the flattened planes: repeated positions accumulate)."""
     shape = out._shape
     plane = math.prod(shape[-nd:])
     rows = math.prod(shape[:-nd])
     cols = math.prod(indices._shape[-nd:])
     g = compute_array(grad_output).reshape(rows, cols)
-    idx = indices._array().reshape(rows, cols)
-    flat = (idx + (np.arange(rows) * plane)[:, None]).ravel()
-    total = np.bincount(flat, weights=g.ravel(), minlength=rows * plane)
-    assign_array(out._array(), total.reshape(shape))
+    flat = indices._array().reshape(rows, cols) + (np.arange(rows) * plane)[:, None]
+    a = out._array()
+    total = a if a.dtype == g.dtype and a.flags.c_contiguous else np.empty(shape, g.dtype)
+    total.fill(0)
+    np.add.at(total.reshape(-1), flat.reshape(-1), g.reshape(-1))
+    if total is not a:
+        assign_array(a, total)
 
 
 def _make_max_pool_backward(nd: int):
