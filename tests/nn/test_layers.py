@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import glasstorch as gt
-from tests.oracle import oracle_torch, to_numpy
+from tests.oracle import assert_same, oracle_torch, to_numpy
 
 torch = oracle_torch()
 
@@ -566,3 +566,52 @@ def test_every_listed_class_is_exported():
         for name in mod.__all__:
             assert getattr(gt.nn, name) is getattr(mod, name)
             assert hasattr(torch.nn, name), name
+
+
+def _chain(t):
+    names, node = [], t.grad_fn
+    while node is not None:
+        names.append(node.name().split("::")[-1])
+        node = node.next_functions[0][0] if node.next_functions else None
+    return names
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_linear_folds_batched_inputs_as_torch(bias, transposed):
+    """A 3-D input goes through one mm on its rows: torch's values, strides, gradients and
+    node chain (UnsafeView <- Mm <- View, or <- UnsafeView <- Clone for a copied input)."""
+    torch = oracle_torch()
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal((5, 3, 4)), rng.standard_normal((6, 4)),
+              rng.standard_normal(6)]
+    results = []
+    for lib in (gt, torch):
+        x, w, b = (lib.tensor(a, requires_grad=True) for a in arrays)
+        inp = x.transpose(0, 1) if transposed else x
+        y = lib.nn.functional.linear(inp, w, b if bias else None)
+        (y * lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))).sum().backward()
+        results.append((y, x.grad, w.grad, b.grad if bias else None, _chain(y)))
+    (gy, *g_grads, g_chain), (ty, *t_grads, t_chain) = results
+    assert_same(gy, ty, rtol=1e-12, atol=1e-12)
+    for a, e in zip(g_grads, t_grads):
+        if e is not None:
+            assert_same(a, e, rtol=1e-12, atol=1e-12, check_stride=False)
+    assert g_chain == t_chain
+
+
+def test_linear_weight_gradient_layout_and_values_match_torch():
+    """linear's weight gradient (the mat2 of addmm, weight.t()) and a row-major mat2's:
+    torch's values and layouts."""
+    torch = oracle_torch()
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((5, 4)), rng.standard_normal((6, 4)), rng.standard_normal(6),
+              rng.standard_normal((4, 6))]
+    results = []
+    for lib in (gt, torch):
+        x, w, b, m = (lib.tensor(a, requires_grad=True) for a in arrays)
+        lib.nn.functional.linear(x, w, b).pow(2).sum().backward()
+        lib.addmm(b, x, m).pow(2).sum().backward()      # a row-major mat2
+        results.append((x.grad, w.grad, b.grad, m.grad))
+    for a, e in zip(*results):
+        assert_same(a, e, rtol=1e-12, atol=1e-12)

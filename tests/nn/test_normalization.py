@@ -450,3 +450,25 @@ def test_meta_shapes():
     assert tuple(mean.shape) == (2, 3, 1, 1)
     _, mean, _ = gt.native_group_norm(x, None, None, 2, 3, 20, 3, 1e-5)
     assert tuple(mean.shape) == (2, 3)
+
+
+@pytest.mark.parametrize("dtype,param_dtype", [("float16", "float32"), ("bfloat16", "bfloat16"),
+                                               ("float32", "float32")])
+def test_layer_norm_backward_without_graph_matches_recorded_and_torch(dtype, param_dtype):
+    """A plain backward computes the gradients from NumPy directly; they agree with the
+    recorded formula's (create_graph=True) and with torch's, in every dtype mode."""
+    T = oracle_torch()
+    tx = T.randn(3, 4, 8, dtype=getattr(T, dtype), requires_grad=True)
+    tw = T.randn(8, dtype=getattr(T, param_dtype), requires_grad=True)
+    tb = T.randn(8, dtype=getattr(T, param_dtype), requires_grad=True)
+    tg = T.randn(3, 4, 8, dtype=getattr(T, dtype))
+    want = T.autograd.grad(T.nn.functional.layer_norm(tx, (8,), tw, tb), (tx, tw, tb), tg)
+    x, w, b = (to_gt(t.detach()).requires_grad_() for t in (tx, tw, tb))
+    out = F.layer_norm(x, (8,), w, b)
+    plain = gt.autograd.grad(out, (x, w, b), to_gt(tg), retain_graph=True)
+    recorded = gt.autograd.grad(out, (x, w, b), to_gt(tg), create_graph=True)
+    tol = dict(atol=1e-5, rtol=1e-5) if dtype == "float32" else dict(atol=3e-2, rtol=3e-2)
+    for p, r, t in zip(plain, recorded, want):
+        assert p.dtype == r.dtype
+        assert_same(p, r.detach(), **tol)
+        assert_same(p, t, **tol)

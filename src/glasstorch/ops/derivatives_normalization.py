@@ -16,8 +16,12 @@ import numpy as np
 
 from ..autograd.recording import derivative
 from ..core import dtype as dt
+from ..core.device import CPU
+from ..core.grad_state import state as _grad_state
+from ..core.tensor import Tensor
 from .factories import from_numpy
-from .normalization import embedding, embedding_dense_backward, embedding_grad_scale
+from .normalization import (_as, _compute, embedding, embedding_dense_backward,
+                            embedding_grad_scale)
 
 
 def _three(grad) -> tuple:
@@ -68,9 +72,46 @@ def _channel_axes(dim: int) -> tuple:
     return (0,) + tuple(range(2, dim))
 
 
+def _layer_norm_arrays(g, input, normalized_shape, weight, mean, rstd, mask):
+    """The layer norm gradients straight from NumPy, for a backward that is not itself
+    recorded: the closed form above over rows of the normalized size, each term one pass
+    into a preallocated output."""
+    ct = _compute(input.dtype)
+    d = dt.float32 if ct == np.float32 and input.dtype is not dt.float32 else input.dtype
+    n = prod(normalized_shape)
+    x, go = _as(input, ct).reshape(-1, n), _as(g, ct).reshape(-1, n)
+    xhat = x - _as(mean, ct).reshape(-1, 1)
+    r = _as(rstd, ct).reshape(-1, 1)
+    xhat *= r
+    dx = dw = db = None
+    tmp = np.empty_like(xhat)
+    if mask[1] and weight is not None:
+        dw = Tensor._empty(weight._shape, d, CPU)
+        np.add.reduce(np.multiply(go, xhat, out=tmp), axis=0, out=dw._array().reshape(n))
+    if mask[2]:
+        db = Tensor._empty(tuple(normalized_shape), d, CPU)
+        np.add.reduce(go, axis=0, out=db._array().reshape(n))
+    if mask[0]:
+        dx = Tensor._empty(input._shape, d, CPU)
+        out = dx._array().reshape(-1, n)              # gxhat, then dx in place
+        if weight is not None:
+            np.multiply(go, _as(weight, ct).reshape(1, n), out=out)
+        else:
+            np.copyto(out, go)
+        b = np.add.reduce(np.multiply(out, xhat, out=tmp), axis=1, keepdims=True) / n
+        out -= np.add.reduce(out, axis=1, keepdims=True) / n
+        out -= np.multiply(xhat, b, out=tmp)
+        out *= r
+    return dx, dw, db
+
+
 @derivative("aten::native_layer_norm", "NativeLayerNormBackward0")
-def _layer_norm(grads, input, normalized_shape, weight, result1, result2):
+def _layer_norm(grads, input, normalized_shape, weight, result1, result2, grad_input_mask):
     g, g_mean, g_rstd = _three(grads)
+    if (g is not None and g_mean is None and g_rstd is None and not _grad_state.enabled
+            and input.is_cpu):
+        return _layer_norm_arrays(g, input, normalized_shape, weight, result1, result2,
+                                  grad_input_mask)
     x, mean, rstd, w = _up(input), _up(result1), _up(result2), _up(weight)
     lead = x.dim() - len(normalized_shape)
     axes = tuple(range(lead, x.dim()))

@@ -19,13 +19,15 @@ from ..core.tensor import Tensor
 from .joining import cat
 from .linalg import addmm, einsum, matmul
 from .registry import TensorSpec, composite, kernel_op, structured
+from .views import unsafe_view_op
 
 # ---- linear layers ---------------------------------------------------------------------
 
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias: one addmm where PyTorch uses one (a 2-D input, or a
-    contiguous input flattened to 2-D with a 1-D bias), else matmul then the bias."""
+    contiguous input flattened to 2-D with a 1-D bias), else matmul (folded to 2-D as
+    PyTorch's does) then the bias."""
     dim = input.dim()
     if dim == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
@@ -37,7 +39,14 @@ def linear(input, weight, bias=None):
             lead = tuple(input.shape[:-1])
             flat = addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
             return flat.view(lead + (flat.shape[1],))
-    out = matmul(input, weight.t())
+    if dim >= 3 and weight.dim() == 2:
+        # matmul's folding, spelled out: rows of a (copied if need be) 2-D input, one mm,
+        # then the lead dims back, so the weight's gradient is one mm rather than a
+        # batched product summed over the batch
+        flat = matmul(input.reshape(-1, input.shape[-1]), weight.t())
+        out = unsafe_view_op.functional(flat, tuple(input.shape[:-1]) + (flat.shape[1],))
+    else:
+        out = matmul(input, weight.t())
     return out if bias is None else out + bias
 
 
