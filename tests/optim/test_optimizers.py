@@ -595,3 +595,48 @@ def test_required_hyper_parameter():
             Needy(p)
         opt = Needy([{"params": p, "lr": 0.5}])
         assert opt.param_groups[0]["lr"] == 0.5 and opt.param_groups[0]["k"] == 2
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("Adam", dict(lr=0.05)),
+    ("Adam", dict(lr=0.05, betas=(0.3, 0.99), weight_decay=0.1, amsgrad=True, maximize=True)),
+    ("AdamW", dict(lr=0.05, betas=(0.7, 0.9), weight_decay=0.2, amsgrad=True)),
+    ("SGD", dict(lr=0.05)),
+    ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.2, weight_decay=0.1, maximize=True)),
+    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True)),
+])
+def test_array_update_matches_torch_values_and_versions(name, kwargs):
+    """float32 parameters (contiguous and transposed) take the in-place NumPy update;
+    float16 ones the op-by-op one: both as torch, version counters included."""
+    torch = oracle_torch()
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal((4, 3)).astype(np.float32),
+              rng.standard_normal((3, 5)).astype(np.float32),
+              rng.standard_normal(6).astype(np.float16)]
+    results = []
+    for lib in (gt, torch):
+        params = [lib.tensor(arrays[0]).requires_grad_(),
+                  lib.tensor(arrays[1]).t().detach().requires_grad_(),
+                  lib.tensor(arrays[2]).requires_grad_()]
+        opt = getattr(lib.optim, name)(params, **kwargs)
+        for i in range(4):
+            opt.zero_grad()
+            loss = ((params[0] * (i + 1.0)).sin().sum() + (params[1] ** 2).sum()
+                    + params[2].float().cos().sum())
+            loss.backward()
+            opt.step()
+        states = [opt.state[p] for p in params]
+        results.append((params, [p._version for p in params],
+                        [{k: v._version for k, v in s.items()} for s in states], states))
+    (gp, gv, gsv, gs), (tp, tv, tsv, ts) = results
+    assert gv == tv and gsv == tsv
+
+    def close(a, e):        # float16 steps round in half precision: a unit in the last place
+        tol = dict(rtol=2e-3, atol=2e-3) if str(e.dtype) == "torch.float16" else \
+            dict(rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(to_numpy(a).astype(float), to_numpy(e).astype(float), **tol)
+    for a, e in zip(gp, tp):
+        close(a, e)
+    for a, e in zip(gs, ts):
+        for k in e:
+            close(a[k], e[k])

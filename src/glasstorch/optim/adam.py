@@ -1,9 +1,12 @@
 """Adam (and, with decoupled_weight_decay, AdamW): bias-corrected moment estimates."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.tensor import Tensor
-from .optimizer import (F, Optimizer, _check_betas, _check_lr, _check_nonneg, _closure_loss,
-                        _as_real, _scalar_state, _to_scalar, _use_grad, _zeros_like)
+from .optimizer import (F, Optimizer, _bump, _check_betas, _check_lr, _check_nonneg,
+                        _closure_loss, _as_real, _plain_arrays, _scalar_state, _to_scalar,
+                        _use_grad, _zeros_like)
 
 __all__ = ["Adam"]
 
@@ -59,8 +62,15 @@ class Adam(Optimizer):
             lr = _to_scalar(group["lr"])
             beta1, beta2 = (_to_scalar(b) for b in group["betas"])
             wd, eps = group["weight_decay"], group["eps"]
+            plain = not group["differentiable"]
             for p in self._params_with_grad(group):
                 state = self._state(group, p)
+                arrays = _plain_arrays(p, p.grad, state["exp_avg"], state["exp_avg_sq"],
+                                       *(() if not group["amsgrad"] else
+                                         (state["max_exp_avg_sq"],))) if plain else None
+                if arrays is not None and state["step"]._vc is not None:
+                    _adam_arrays(group, state, p, arrays, lr, beta1, beta2, wd, eps)
+                    continue
                 grad = -p.grad if group["maximize"] else p.grad
                 state["step"] += 1
                 step = state["step"].item()
@@ -82,3 +92,52 @@ class Adam(Optimizer):
                     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
                 param.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
+
+
+def _adam_arrays(group, state, p, arrays, lr, beta1, beta2, wd, eps) -> None:
+    """One Adam/AdamW update on the NumPy arrays of p, its gradient and moments, in place:
+    torch's single-tensor algorithm in the same operation order (lerp, mul + addcmul,
+    sqrt / bias correction + eps, addcdiv), each op as one out= pass."""
+    step_t = state["step"]
+    step_t._array()[...] += 1
+    _bump(step_t)
+    _bump(p, 2 if wd != 0 and group["decoupled_weight_decay"] else 1)
+    _bump(state["exp_avg"])
+    _bump(state["exp_avg_sq"], 2)
+    if group["amsgrad"]:
+        _bump(state["max_exp_avg_sq"])
+    if not arrays:                                  # the meta device: only the counts
+        return
+    param, grad, exp_avg, exp_avg_sq = arrays[:4]
+    step = float(step_t._array())
+    if group["maximize"]:
+        grad = np.negative(grad)
+    if wd != 0:
+        if group["decoupled_weight_decay"]:
+            np.multiply(param, 1 - lr * wd, out=param)
+        else:
+            grad = grad + wd * param
+    scratch = np.subtract(grad, exp_avg)            # exp_avg.lerp_(grad, 1 - beta1)
+    weight = 1 - beta1
+    if abs(weight) < 0.5:
+        scratch *= weight
+        exp_avg += scratch
+    else:
+        scratch *= 1 - weight
+        np.subtract(grad, scratch, out=exp_avg)
+    exp_avg_sq *= beta2                             # .mul_(beta2).addcmul_(g, g, 1 - beta2)
+    np.multiply(grad, 1 - beta2, out=scratch)
+    scratch *= grad
+    exp_avg_sq += scratch
+    step_size = lr / (1 - beta1 ** step)
+    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+    second = exp_avg_sq
+    if group["amsgrad"]:
+        second = arrays[4]
+        np.maximum(second, exp_avg_sq, out=second)
+    denom = np.sqrt(second)
+    denom /= bias_correction2_sqrt
+    denom += eps
+    np.multiply(exp_avg, -step_size, out=scratch)   # param.addcdiv_(exp_avg, denom, -step_size)
+    scratch /= denom
+    param += scratch

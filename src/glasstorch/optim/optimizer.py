@@ -385,6 +385,35 @@ def _closure_loss(closure):
         return closure()
 
 
+_PLAIN_DTYPES = (_dt.float32, _dt.float64)
+
+
+def _plain_arrays(*tensors):
+    """Whether an update may run on the tensors' memory directly: all float32 or all float64
+    tensors of one shape on the CPU (or all on the meta device), none an inference tensor or
+    a view whose in-place writes are checked. The element-wise optimizers then update in
+    place with NumPy's out=, as PyTorch's fused CPU kernels do (no per-op dispatch, no
+    tensor temporaries: a scratch array or two, outside the allocator); other tensors take
+    the op-by-op path, with its checks and errors. Returns the NumPy arrays, an empty list
+    on the meta device (there the update only counts its writes, so a memory estimate sees
+    what the CPU run allocates), or None."""
+    first = tensors[0]
+    d, shape, device = first.dtype, first._shape, first.device.type
+    if d not in _PLAIN_DTYPES or device not in ("cpu", "meta"):
+        return None
+    for t in tensors:
+        if (t.__class__ is not Tensor and not isinstance(t, Tensor)) or t.dtype is not d \
+                or t._shape != shape or t._vc is None or t._view_creation is not None \
+                or t.device.type != device:
+            return None
+    return [] if device == "meta" else [t._array() for t in tensors]
+
+
+def _bump(t: Tensor, times: int = 1) -> None:
+    """Count `times` in-place writes on t, as the op-by-op update would."""
+    t._vc.version += times
+
+
 def _as_real(*tensors) -> list:
     """Complex tensors as real (..., 2) views sharing memory: the element-wise adaptive
     optimizers treat real and imaginary parts as separate coordinates, as torch does."""

@@ -1,8 +1,11 @@
 """SGD: stochastic gradient descent with optional momentum, Nesterov and weight decay."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.tensor import Tensor
-from .optimizer import Optimizer, _check_lr, _closure_loss, _to_scalar, _use_grad
+from .optimizer import (Optimizer, _bump, _check_lr, _closure_loss, _plain_arrays, _to_scalar,
+                        _use_grad)
 
 __all__ = ["SGD"]
 
@@ -44,7 +47,14 @@ class SGD(Optimizer):
             lr_tensor = isinstance(lr, Tensor) and lr.requires_grad
             wd_tensor = isinstance(wd, Tensor) and wd.requires_grad
             lr, wd = (lr if lr_tensor else _to_scalar(lr)), (wd if wd_tensor else _to_scalar(wd))
+            plain = not (lr_tensor or wd_tensor or group["differentiable"])
             for p in self._params_with_grad(group):
+                buf = self.state[p].get("momentum_buffer") if momentum != 0 else None
+                arrays = _plain_arrays(p, p.grad, *(() if buf is None else (buf,))) \
+                    if plain and (momentum == 0 or buf is not None) else None
+                if arrays is not None:
+                    _sgd_arrays(group, p, buf, arrays, lr, wd, momentum)
+                    continue
                 grad = -p.grad if group["maximize"] else p.grad
                 if wd_tensor:
                     grad = grad.addcmul(p.clone(), wd)
@@ -64,3 +74,25 @@ class SGD(Optimizer):
                 else:
                     p.add_(grad, alpha=-lr)
         return loss
+
+
+def _sgd_arrays(group, p, buf, arrays, lr, wd, momentum) -> None:
+    """One SGD update on the NumPy arrays of p, its gradient and momentum buffer, in place,
+    in torch's single-tensor order (decay, buffer mul_ + add_, nesterov, add_)."""
+    _bump(p)
+    if buf is not None:
+        _bump(buf, 2)
+    if not arrays:                                  # the meta device: only the counts
+        return
+    param, grad = arrays[:2]
+    if group["maximize"]:
+        grad = np.negative(grad)
+    if wd != 0:
+        grad = grad + wd * param
+    if buf is not None:
+        b = arrays[2]
+        b *= momentum
+        alpha = 1 - group["dampening"]
+        b += grad if alpha == 1 else grad * alpha
+        grad = grad + momentum * b if group["nesterov"] else b
+    param += grad * -lr
