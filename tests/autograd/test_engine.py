@@ -341,3 +341,37 @@ def test_formulas_skip_gradients_no_input_needs():
         gt.Tensor.mm = mm
     assert len(calls) == 1
     np.testing.assert_allclose(a.grad.numpy(), np.ones((3, 2)) @ b.numpy().T, rtol=1e-6)
+
+
+def test_linear_layer_gradients_are_taken_without_copies_and_never_alias():
+    """Weight gradients arrive as a transposed product and bias gradients as a reshaped
+    sum: views of temporaries only the engine holds, so they become .grad without a copy,
+    as plain tensors (no _base), laid out as torch lays them out."""
+    from glasstorch.autograd import engine
+    torch = oracle_torch()
+    copies = []
+    original = engine._accumulate_into
+    engine._accumulate_into = lambda var, *rest: (copies.append(var.shape), original(var, *rest))
+    try:
+        m = gt.nn.Sequential(gt.nn.Linear(8, 4), gt.nn.ReLU(), gt.nn.Linear(4, 3))
+        x = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
+        m(gt.from_numpy(x)).sum().backward()
+    finally:
+        engine._accumulate_into = original
+    assert copies == []
+    tm = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Linear(4, 3))
+    with torch.no_grad():
+        for a, b in zip(tm.parameters(), m.parameters()):
+            a.copy_(torch.from_numpy(b.detach().numpy()))
+    tm(torch.from_numpy(x)).sum().backward()
+    for a, b in zip(tm.parameters(), m.parameters()):
+        assert b.grad._base is None
+        assert_same(b.grad, a.grad, rtol=1e-5, atol=1e-6)
+
+    w = gt.randn(3, 4, requires_grad=True)
+    out = w.t() * 2
+    kept = []
+    out.grad_fn.register_hook(lambda grad_inputs, grad_outputs: kept.append(grad_inputs[0]))
+    out.sum().backward()
+    assert w.grad.data_ptr() != kept[0].data_ptr()     # someone holds it: copied
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 4), 2, np.float32))

@@ -27,8 +27,9 @@ def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
         new = hook(grad)
         if new is not None:
             grad = new
-    if var._grad is None and not create_graph and _stealable(grad, var):
-        var._grad = grad              # the common case: nothing to compute, in any grad mode
+    owned = _owned(grad, var) if var._grad is None and not create_graph else None
+    if owned is not None:
+        var._grad = owned             # the common case: nothing to compute, in any grad mode
     else:
         _accumulate_into(var, grad, create_graph)
     for hook in (var._post_acc_hooks or ()):
@@ -49,20 +50,35 @@ def _accumulate_into(var: Tensor, grad: Tensor, create_graph: bool) -> None:
             var._grad.add_(grad.detach() if grad._requires_grad else grad)
 
 
-# References to a gradient nobody else holds, when `_stealable` counts them: the engine's
-# local, `_accumulate`'s and `_stealable`'s parameters, and getrefcount's argument.
+# References to a gradient nobody else holds, when `_owned` counts them: the engine's
+# local, `_accumulate`'s and `_owned`'s parameters, and getrefcount's argument.
 _ENGINE_REFS = 4
 
 
-def _stealable(grad: Tensor, var: Tensor) -> bool:
-    """Whether `grad` can become var.grad as it is, without a copy (PyTorch's AccumulateGrad
-    steals a gradient that only the engine references): it must be a fresh, unaliased tensor
-    with var's dtype and layout, referenced by the engine alone."""
-    return (grad.__class__ is Tensor and grad._base is None and not grad._requires_grad
-            and grad.dtype is var.dtype and grad._stride == var._stride
-            and grad._shape == var._shape and grad._offset == 0
+def _owned(grad: Tensor, var: Tensor):
+    """`grad` as var's new .grad without a copy, or None (PyTorch's AccumulateGrad steals a
+    gradient only the engine references): it must have var's dtype and layout, fill its
+    whole storage, and nothing else may hold it. A gradient that is a view of temporaries
+    nobody else holds (a transposed product, a reshaped sum) is taken as a plain alias."""
+    if not (grad.__class__ is Tensor and not grad._requires_grad and grad.dtype is var.dtype
+            and grad._stride == var._stride and grad._shape == var._shape
+            and grad._offset == 0
             and grad._storage._nbytes == grad.numel() * grad.dtype.itemsize
-            and getrefcount(grad) <= _ENGINE_REFS and getrefcount(grad._storage) <= 2)
+            and getrefcount(grad) <= _ENGINE_REFS):
+        return None
+    root = grad._base
+    if root is None:
+        return grad if getrefcount(grad._storage) <= 2 else None
+    views, t = 1, grad                # the views from root to grad, each held by the next
+    while t._view_meta is not None and t._view_meta[0] is not root:
+        t = t._view_meta[0]
+        if getrefcount(t) > 3:        # the next view's record, `t`, getrefcount's argument
+            return None
+        views += 1
+    # root: each view's _base, the first view's record, `root`, getrefcount's argument
+    if getrefcount(root) > views + 3 or getrefcount(grad._storage) > views + 2:
+        return None
+    return Tensor._make(grad._storage, 0, grad._shape, grad._stride, grad.dtype)
 
 
 def _needed(roots, targets: set) -> set:
@@ -159,7 +175,7 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                 deps[nxt] = n
                 if n == 0:
                     push(ready, (-nxt._sequence_nr, next(order), nxt))
-            outs = g = None        # hold no gradient past its node (see _stealable)
+            grads = outs = g = None    # hold no gradient past its node (see _owned)
     return captured
 
 

@@ -61,12 +61,21 @@ def _inner(grad, self, other):
 
 # ---- add + product -----------------------------------------------------------------------
 
+def _mat2_grad(grad, mat1, mat2):
+    """mat1^H @ grad, laid out like mat2: a column-major mat2 (linear's weight.t()) gets the
+    transposed product of a row-major one, as PyTorch's mm_mat2_backward, so the weight's
+    gradient arrives contiguous and becomes .grad without a copy."""
+    if mat2._stride[0] == 1 and mat2._stride[1] == mat2._shape[0] and mat2._shape[0] > 1:
+        return grad.t().mm(conj(mat1)).t()
+    return conj(mat1).t().mm(grad)
+
+
 @derivative("aten::addmm", "AddmmBackward0")
 def _addmm(grad, beta, alpha, mat1, mat2, grad_input_mask):
     need_self, need_mat1, need_mat2 = grad_input_mask
     return (_scaled(grad, beta) if need_self else None,
             _scaled(grad.mm(conj(mat2).t()), alpha) if need_mat1 else None,
-            _scaled(conj(mat1).t().mm(grad), alpha) if need_mat2 else None)
+            _scaled(_mat2_grad(grad, mat1, mat2), alpha) if need_mat2 else None)
 
 
 @derivative("aten::addmv", "AddmvBackward0")
