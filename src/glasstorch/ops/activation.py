@@ -26,7 +26,7 @@ from ..core.shape import (Size, broadcast_shapes2, is_non_overlapping_and_dense,
 from ..core.tensor import Tensor
 from .factories import empty_like, zeros
 from .pointwise_meta import pointwise_spec
-from ..core.promotion import opmath
+from ..core.promotion import common_dtype, opmath
 from .random import _stream, uniform01
 from .registry import (TensorSpec, composite, export, generate_wrapper, kernel_op, spec,
                        structured)
@@ -99,6 +99,7 @@ def _celu(x, alpha=1.0):
 
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _gelu(x, approximate="none"):
@@ -299,6 +300,96 @@ threshold = _pointwise("threshold(Tensor self, Scalar threshold, Scalar value) -
 log_sigmoid = _pointwise("log_sigmoid(Tensor self) -> Tensor", _log_sigmoid, "log_sigmoid_cpu",
                          meta=_contiguous_meta, function=False, method=False, inplace=False,
                          doc="log(sigmoid(input)), stable for large |input|.")
+
+# ---- backward kernels (PyTorch's gelu_backward and threshold_backward) --------------------
+
+def _backward_meta(name):
+    def meta(grad_output, self, *args):
+        d = common_dtype(grad_output, self)
+        if name == "gelu_backward" and args[0] not in ("none", "tanh"):
+            raise RuntimeError("approximate argument must be either none or tanh.")
+        return pointwise_spec((grad_output, self), d)
+    return meta
+
+
+def _backward_kernel(decl, kname, allowed, part):
+    """A fused CPU kernel out = part(grad, x, *params), in the op's compute dtype, walked in
+    cache-sized blocks (split across threads when large)."""
+    @decl.impl("CPU")
+    def kernel(out, grad_output, self, *params):
+        d = out.dtype
+        check_dtype(kname, d, allowed)
+        cd = opmath(d)
+        o = out._array()
+        g, x = (np.broadcast_to(t._array(), o.shape) for t in (grad_output, self))
+
+        def run(gp, xp, op):
+            r = part(gp if gp.dtype == cd else gp.astype(cd),
+                     xp if xp.dtype == cd else xp.astype(cd), *params)
+            np.copyto(op, r, casting="unsafe")
+        with np.errstate(all="ignore"):
+            if o.size < parallel.GRAIN:
+                run(g, x, o)
+            else:
+                parallel.chunked(run, [g, x, o], parallel.BLOCK)
+    kernel.__qualname__ = f"cpu_{decl.name}"
+
+
+def _gelu_grad(g, x, approximate):
+    """g * gelu'(x), on temporaries of x's size."""
+    if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
+        return _gelu_grad(g.reshape(1), x.reshape(1), approximate).reshape(())
+    x2 = np.multiply(x, x)
+    if approximate == "tanh":              # 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
+        t = np.multiply(x2, 0.044715)
+        t += 1
+        t *= x
+        t *= _SQRT_2_OVER_PI
+        np.tanh(t, out=t)
+        x2 *= 3 * 0.044715
+        x2 += 1
+        x2 *= _SQRT_2_OVER_PI
+        r = np.multiply(t, t)
+        np.subtract(1, r, out=r)
+        r *= x2
+        r *= x
+        r *= 0.5
+        t += 1
+        t *= 0.5
+        r += t
+    else:                                  # Phi(x) + x phi(x)
+        z = np.multiply(x, x.dtype.type(_SQRT_HALF))
+        r = _erf_float32(z) if x.dtype == np.float32 else special.erf(z)
+        r += 1
+        r *= 0.5
+        x2 *= -0.5
+        np.exp(x2, out=x2)
+        x2 *= _INV_SQRT_2PI
+        x2 *= x
+        r += x2
+    r *= g
+    return r
+
+
+def _threshold_grad(g, x, threshold):
+    """g where x > threshold, else 0 (a NaN x passes g on, as PyTorch's kernel)."""
+    r = np.array(g, copy=True)
+    np.copyto(r, 0, where=np.less_equal(x, threshold))
+    return r
+
+
+gelu_backward = structured(
+    'gelu_backward(Tensor grad_output, Tensor self, *, str approximate="none") -> Tensor',
+    _backward_meta("gelu_backward"), method=False, function=False, inplace=False,
+    tags=_POINTWISE, doc="grad_output * gelu'(self): GELU's gradient in one pass.")
+_backward_kernel(gelu_backward, "GeluBackwardKernelImpl", FLOATING, _gelu_grad)
+
+threshold_backward = structured(
+    "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
+    _backward_meta("threshold_backward"), method=False, function=False, inplace=False,
+    tags=_POINTWISE, doc="grad_output where self > threshold, else 0: relu's gradient.")
+_backward_kernel(threshold_backward, "threshold_backward_cpu", _INTEGER_OR_FLOAT,
+                 _threshold_grad)
 
 leaky_relu_ = _inplace_wrapper(leaky_relu)
 elu_ = _inplace_wrapper(elu)

@@ -16,10 +16,11 @@ import numpy as np
 from ..autograd.recording import derivative
 from ..core.dtype import int64
 from ..core.shape import wrap_dim
+from .activation import gelu_backward, threshold_backward
+from .factories import zeros_like
 from .joining import cat, where
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
@@ -37,7 +38,13 @@ def _keep(grad, mask):
 
 @derivative("aten::relu", "ReluBackward0")
 def _relu(grad, result):
-    return (_keep(grad, result > 0),)
+    return (threshold_backward(grad, result, 0),)
+
+
+@derivative("aten::threshold_backward", "ThresholdBackwardBackward0")
+def _threshold_backward(grad, self, threshold, grad_input_mask):
+    return (threshold_backward(grad, self, threshold),
+            zeros_like(self) if grad_input_mask[1] else None)
 
 
 def _leaky(grad, self, slope):
@@ -67,15 +74,25 @@ def _celu(grad, self, alpha):
 
 @derivative("aten::gelu", "GeluBackward0")
 def _gelu(grad, self, approximate):
-    x = self
-    if approximate == "tanh":
-        inner = (x + x * x * x * 0.044715) * _SQRT_2_OVER_PI
-        t = inner.tanh()
-        d_inner = (x * x * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
-        return (grad * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * d_inner),)
-    cdf = ((x * _SQRT_HALF).erf() + 1) * 0.5
+    return (gelu_backward(grad, self, approximate=approximate),)
+
+
+def _gelu_second_derivative(x, approximate):
+    """gelu''(x), written in ops so that it records (higher-order gradients)."""
+    if approximate == "tanh":   # (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2), u = k (x + c x^3)
+        t = ((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI).tanh()
+        du = (x * x * (3 * 0.044715) + 1) * _SQRT_2_OVER_PI
+        ddu = x * (6 * 0.044715 * _SQRT_2_OVER_PI)
+        return (1 - t * t) * (du + x * (ddu - 2 * t * du * du) * 0.5)
     pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
-    return (grad * (cdf + x * pdf),)
+    return pdf * (2 - x * x)
+
+
+@derivative("aten::gelu_backward", "GeluBackwardBackward0")
+def _gelu_backward(grad, grad_output, self, approximate, grad_input_mask):
+    return (gelu_backward(grad, self, approximate=approximate) if grad_input_mask[0] else None,
+            grad * grad_output * _gelu_second_derivative(self, approximate)
+            if grad_input_mask[1] else None)
 
 
 @derivative("aten::silu", "SiluBackward0")
@@ -133,7 +150,7 @@ def _hardshrink(grad, self, lambd):
 
 @derivative("aten::threshold", "ThresholdBackward0", inplace_node_name="ThresholdBackward1")
 def _threshold(grad, self, threshold):
-    return (_keep(grad, self > threshold),)
+    return (threshold_backward(grad, self, threshold),)
 
 
 @derivative("aten::log_sigmoid", "LogSigmoidBackward0")
