@@ -366,3 +366,64 @@ def test_module_examples_run():
     import importlib
     result = doctest.testmod(importlib.import_module("glasstorch.nn.functional.activation"))
     assert result.attempted >= 1 and result.failed == 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_op_matches_torch(dtype, approximate):
+    torch = oracle_torch()
+    from glasstorch.ops.activation import gelu_backward
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((33, 9)) * 4
+    x[0, :3] = (np.nan, np.inf, -np.inf)
+    g = rng.standard_normal((33, 9))
+    tx, tg = (torch.from_numpy(a).to(getattr(torch, dtype)) for a in (x, g))
+    gx, gg = (gt.from_numpy(a).to(getattr(gt, dtype)) for a in (x, g))
+    expected = torch.ops.aten.gelu_backward(tg, tx, approximate=approximate)
+    tol = 1e-2 if dtype == "bfloat16" else 2e-5
+    assert_same(gelu_backward(gg, gx, approximate=approximate), expected, rtol=tol, atol=tol)
+    # transposed and broadcast operands
+    assert_same(gelu_backward(gg.t(), gx.t(), approximate=approximate),
+                torch.ops.aten.gelu_backward(tg.t(), tx.t(), approximate=approximate),
+                rtol=tol, atol=tol)
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+        gelu_backward(gg, gx, approximate="fast")
+
+
+def test_threshold_backward_op_matches_torch():
+    torch = oracle_torch()
+    from glasstorch.ops.activation import threshold_backward
+    x = np.array([[-1.0, 0.0, 0.5, np.nan], [2.0, -0.0, 1e-8, 3.0]], np.float32)
+    g = np.array([[1.0, 2.0, np.nan, 4.0], [5.0, np.nan, 7.0, 8.0]], np.float32)
+    for thr in (0, 0.5):
+        assert_same(threshold_backward(gt.from_numpy(g), gt.from_numpy(x), thr),
+                    torch.ops.aten.threshold_backward(torch.from_numpy(g), torch.from_numpy(x),
+                                                      thr))
+    # a gradient broadcast against its input (stride 0)
+    gb = gt.ones(4).expand(2, 4)
+    assert_same(threshold_backward(gb, gt.from_numpy(x), 0),
+                torch.ops.aten.threshold_backward(torch.ones(4).expand(2, 4),
+                                                  torch.from_numpy(x), 0))
+
+
+def test_gelu_and_relu_second_order_gradients_match_torch():
+    torch = oracle_torch()
+    x = np.random.default_rng(1).standard_normal(12) * 2
+    for approximate in ("none", "tanh"):
+        gx = gt.from_numpy(x).requires_grad_()
+        tx = torch.from_numpy(x).requires_grad_()
+        (g1,) = gt.autograd.grad(gt.nn.functional.gelu(gx, approximate=approximate).pow(2).sum(),
+                                 gx, create_graph=True)
+        (t1,) = torch.autograd.grad(torch.nn.functional.gelu(tx, approximate=approximate)
+                                    .pow(2).sum(), tx, create_graph=True)
+        assert g1.grad_fn.name() == t1.grad_fn.name()
+        g1.pow(2).sum().backward()
+        t1.pow(2).sum().backward()
+        assert_same(gx.grad, tx.grad, rtol=1e-10, atol=1e-12)
+    gx = gt.from_numpy(x).requires_grad_()
+    tx = torch.from_numpy(x).requires_grad_()
+    (g1,) = gt.autograd.grad(gt.relu(gx).pow(2).sum(), gx, create_graph=True)
+    (t1,) = torch.autograd.grad(torch.relu(tx).pow(2).sum(), tx, create_graph=True)
+    g1.sum().backward()
+    t1.sum().backward()
+    assert_same(gx.grad, tx.grad)
