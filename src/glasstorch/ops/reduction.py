@@ -21,7 +21,7 @@ from ..backends.cpu import reduction as cpu
 from ..core import dtype as dt
 from ..core.shape import Size, wrap_dim, wrap_dims
 from ..core.tensor import Tensor
-from .registry import _bad_self, export, functions, spec, structured
+from .registry import TensorSpec, _bad_self, export, functions, spec, structured
 
 # ---- shapes ----------------------------------------------------------------------------
 
@@ -107,6 +107,8 @@ def _no_complex(name: str, self: Tensor, error=RuntimeError) -> None:
 # ---- sum, nansum, mean, nanmean, prod --------------------------------------------------
 
 def _sum_meta(self, dim=None, keepdim=False, dtype=None):
+    if dim is None and not keepdim:                 # the common total: a 0-dim result
+        return TensorSpec((), dtype or _integral_to_long(self.dtype), ())
     return _reduced_spec("sum", self, dim, keepdim, dtype or _integral_to_long(self.dtype))
 
 

@@ -98,7 +98,12 @@ def reduce(ufunc, a: np.ndarray, ax, dtype=None) -> np.ndarray:
 def _ufunc_reduce(ufunc, out, self, dim, keepdim, dtype):
     _check_out_dtype(out, dtype)
     a = operand(self, out.dtype)
-    store(out, reduce(ufunc, a, axes(a.ndim, dim), acc_dtype(out.dtype)))
+    ax, acc = axes(a.ndim, dim), acc_dtype(out.dtype)
+    dst = out._array()
+    if ax is None and dst.ndim == 0 and acc == dst.dtype and a.size < parallel.GRAIN:
+        ufunc.reduce(a, axis=None, dtype=acc, out=dst)     # a small total: straight into out
+        return
+    store(out, reduce(ufunc, a, ax, acc))
 
 
 def sum_kernel(out, self, dim=None, keepdim=False, dtype=None):
