@@ -371,10 +371,24 @@ def _gelu_grad(g, x, approximate):
     return r
 
 
+_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 def _threshold_grad(g, x, threshold):
-    """g where x > threshold, else 0 (a NaN x passes g on, as PyTorch's kernel)."""
-    r = np.array(g, copy=True)
-    np.copyto(r, 0, where=np.less_equal(x, threshold))
+    """g where x > threshold, else 0 (a NaN x passes g on, as PyTorch's kernel). Floats are
+    masked bitwise: exact (a NaN gradient where x <= threshold still gives 0) and without
+    the per-element branches a select over a random mask costs."""
+    if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
+        return _threshold_grad(g.reshape(1), x.reshape(1), threshold).reshape(())
+    keep = np.less_equal(x, threshold)
+    np.logical_not(keep, out=keep)
+    if g.dtype.kind != "f":
+        return np.multiply(g, keep)
+    bits = _BITS[g.dtype.itemsize]
+    mask = keep.view(np.uint8).astype(bits)
+    np.negative(mask, out=mask)                     # all ones where g is kept
+    r = np.empty(np.broadcast_shapes(g.shape, mask.shape), g.dtype)
+    np.bitwise_and(g.view(bits), mask, out=r.view(bits))
     return r
 
 
