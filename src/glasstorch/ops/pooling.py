@@ -135,7 +135,9 @@ def _lowest(d: np.dtype):
 def _flat_indices(arg, out, kernel, stride, padding, dilation, in_sizes) -> np.ndarray:
     """Flat positions in the input plane of the chosen kernel offsets `arg` (..., *out)."""
     starts, offsets = _window_starts(out, kernel, stride, padding, dilation, in_sizes)
-    return offsets[arg] + starts
+    flat = offsets.take(arg.astype(np.intp, copy=False))   # a uint8 index is 10x slower
+    flat += starts
+    return flat
 
 
 def _window_argmax(win: np.ndarray) -> np.ndarray:
