@@ -114,8 +114,10 @@ def _gelu(x, approximate="none"):
         r += x
         r *= _SQRT_2_OVER_PI
         np.tanh(r, out=r)
-    elif x.dtype == np.float32:
-        r = _erf_float32(np.multiply(x, np.float32(_SQRT_HALF)))
+    elif x.dtype == np.float32:            # x Phi(x)
+        r = _normal_cdf_float32(x)[0]
+        r *= x
+        return r
     else:
         r = special.erf(x * _SQRT_HALF)
     r += 1
@@ -126,29 +128,34 @@ def _gelu(x, approximate="none"):
 
 # Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7): PyTorch's vectorised float erf, so
 # float32 gelu agrees with PyTorch's where it is far from erf's exact value (x < -4).
-_AS_P = np.float32(0.3275911)
-_AS_COEFFS = tuple(np.float32(c) for c in (1.061405429, -1.453152027, 1.421413741,
-                                           -0.284496736, 0.254829592))
+# Taking x (not z = x / sqrt 2), 1 / (1 + p |z|) = q / (q + |x|) with q = sqrt 2 / p; the
+# coefficients (Horner order, a5 first) are halved, which is exact, to give the cdf directly.
+_AS_Q = np.float32(1 / (0.3275911 * _SQRT_HALF))
+_AS_HALF_COEFFS = tuple(np.float32(c / 2) for c in (1.061405429, -1.453152027, 1.421413741,
+                                                    -0.284496736, 0.254829592))
 
 
-def _erf_float32(z: np.ndarray) -> np.ndarray:
-    """erf(z) in place for a float32 array (using one temporary of its size)."""
-    t = np.abs(z)
-    t *= _AS_P
-    t += 1
-    np.reciprocal(t, out=t)
-    e = np.multiply(z, z)
-    np.negative(e, out=e)
-    np.exp(e, out=e)                      # exp(-z^2)
-    e *= t
-    r = _AS_COEFFS[0] * t
-    for c in _AS_COEFFS[1:-1]:
+def _normal_cdf_float32(x: np.ndarray) -> tuple:
+    """(Phi(x) = (1 + erf(x / sqrt 2)) / 2, exp(-x^2 / 2)) for a float32 array x, each a
+    fresh array, rounded as PyTorch's 0.5 (1 + erf) is. The exponential is returned because
+    GELU's gradient needs it too: one np.exp, the costliest pass, instead of two."""
+    t = np.abs(x)
+    t += _AS_Q
+    np.divide(_AS_Q, t, out=t)             # t = 1 / (1 + p |z|)
+    e = np.multiply(x, x)
+    e *= -0.5
+    np.exp(e, out=e)                       # exp(-z^2)
+    r = np.multiply(t, _AS_HALF_COEFFS[0])
+    for c in _AS_HALF_COEFFS[1:-1]:
         r += c
         r *= t
-    r += _AS_COEFFS[-1]
-    e *= r
-    np.subtract(1, e, out=e)
-    return np.copysign(e, z, out=z)
+    r += _AS_HALF_COEFFS[-1]
+    r *= t
+    r *= e
+    np.subtract(0.5, r, out=r)             # |erf(z)| / 2
+    np.copysign(r, x, out=r)
+    r += 0.5
+    return r, e
 
 
 def _silu(x):
@@ -339,8 +346,8 @@ def _gelu_grad(g, x, approximate):
     """g * gelu'(x), on temporaries of x's size."""
     if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
         return _gelu_grad(g.reshape(1), x.reshape(1), approximate).reshape(())
-    x2 = np.multiply(x, x)
     if approximate == "tanh":              # 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
+        x2 = np.multiply(x, x)
         t = np.multiply(x2, 0.044715)
         t += 1
         t *= x
@@ -358,12 +365,15 @@ def _gelu_grad(g, x, approximate):
         t *= 0.5
         r += t
     else:                                  # Phi(x) + x phi(x)
-        z = np.multiply(x, x.dtype.type(_SQRT_HALF))
-        r = _erf_float32(z) if x.dtype == np.float32 else special.erf(z)
-        r += 1
-        r *= 0.5
-        x2 *= -0.5
-        np.exp(x2, out=x2)
+        if x.dtype == np.float32:          # one exp serves Phi and phi
+            r, x2 = _normal_cdf_float32(x)
+        else:
+            r = special.erf(np.multiply(x, _SQRT_HALF))
+            r += 1
+            r *= 0.5
+            x2 = np.multiply(x, x)
+            x2 *= -0.5
+            np.exp(x2, out=x2)
         x2 *= _INV_SQRT_2PI
         x2 *= x
         r += x2
