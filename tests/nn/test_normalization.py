@@ -472,3 +472,32 @@ def test_layer_norm_backward_without_graph_matches_recorded_and_torch(dtype, par
         assert p.dtype == r.dtype
         assert_same(p, r.detach(), **tol)
         assert_same(p, t, **tol)
+
+
+@pytest.mark.parametrize("shift", [0.0, 50.0])
+def test_layer_norm_float32_transformer_rows_match_torch(shift):
+    """The row kernels (normalization in place in the output, einsum sums) on rows of a
+    transformer's width, including rows whose mean is far from zero."""
+    T = oracle_torch()
+    data = np.random.default_rng(5).standard_normal((4, 16, 128)) + shift
+    tx = T.from_numpy(data.astype(np.float32)).requires_grad_()
+    tw, tb = T.randn(128, requires_grad=True), T.randn(128, requires_grad=True)
+    tg = T.randn(4, 16, 128)
+    want = T.native_layer_norm(tx, (128,), tw, tb, 1e-5)
+    wgrads = T.autograd.grad(want[0], (tx, tw, tb), tg)
+    x, w, b = (gt.from_numpy(t.detach().numpy().copy()).requires_grad_() for t in (tx, tw, tb))
+    got = gt.native_layer_norm(x, (128,), w, b, 1e-5)
+    tol = 2e-5 if shift == 0 else 2e-4           # float32 holds x ~ 50 to 4e-6 only
+    for a, e in zip(got, want):
+        assert_same(a, e.detach(), rtol=1e-4, atol=tol)
+    for a, e in zip(gt.autograd.grad(got[0], (x, w, b), gt.from_numpy(tg.numpy().copy())),
+                    wgrads):
+        assert_same(a, e, rtol=1e-4, atol=10 * tol)
+
+
+def test_layer_norm_zero_width_rows_match_torch():
+    T = oracle_torch()
+    for shape, normalized in (((3, 0), (0,)), ((2, 3, 0), (3, 0))):
+        for got, want in zip(gt.native_layer_norm(gt.ones(shape), normalized, None, None, 1e-5),
+                             T.native_layer_norm(T.ones(shape), normalized, None, None, 1e-5)):
+            assert_same(got, want)

@@ -316,3 +316,28 @@ def test_one_hot_errors():
         F.one_hot(gt.tensor([], dtype=gt.int64))
     with pytest.raises(RuntimeError, match="only applicable to index tensor of type LongTensor"):
         F.one_hot(gt.tensor([1], dtype=gt.int32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("kwargs", [dict(padding_idx=-1, scale_grad_by_freq=False),
+                                    dict(padding_idx=2, scale_grad_by_freq=False),
+                                    dict(padding_idx=-1, scale_grad_by_freq=True),
+                                    dict(padding_idx=0, scale_grad_by_freq=True)])
+def test_embedding_dense_backward_many_repeats(dtype, kwargs):
+    """Rows of repeated indices are summed by a sort and np.add.reduceat: against torch, with
+    unused rows, a padding row and frequency scaling, and for no indices at all. bfloat16
+    sums in float32 (torch's CPU kernel adds in bfloat16): compared with torch's float32
+    sums rounded to bfloat16."""
+    T = oracle_torch()
+    r = np.random.default_rng(2)
+    idx = r.integers(0, 9, (6, 40))              # 9 rows, row 9 and 10 never used
+    g = r.standard_normal((6, 40, 5))
+    low = dtype == "bfloat16"
+    for i, go in ((idx, g), (idx[:, :0], g[:, :0])):
+        tgo = T.from_numpy(go).to(getattr(T, dtype))
+        want = T.ops.aten.embedding_dense_backward(tgo.float() if low else tgo,
+                                                   T.from_numpy(i), 11, **kwargs)
+        got = gt.ops.aten.embedding_dense_backward(
+            gt.from_numpy(go).to(getattr(gt, dtype)), gt.from_numpy(i), 11, **kwargs)
+        tol = 1e-2 if low else 1e-5
+        assert_same(got, want.to(tgo.dtype), rtol=tol, atol=tol)

@@ -75,7 +75,8 @@ def _channel_axes(dim: int) -> tuple:
 def _layer_norm_arrays(g, input, normalized_shape, weight, mean, rstd, mask):
     """The layer norm gradients straight from NumPy, for a backward that is not itself
     recorded: the closed form above over rows of the normalized size, each term one pass
-    into a preallocated output."""
+    into a preallocated output, the row and column sums (of products) by einsum, which
+    needs no temporary for a product."""
     ct = _compute(input.dtype)
     d = dt.float32 if ct == np.float32 and input.dtype is not dt.float32 else input.dtype
     n = prod(normalized_shape)
@@ -84,10 +85,9 @@ def _layer_norm_arrays(g, input, normalized_shape, weight, mean, rstd, mask):
     r = _as(rstd, ct).reshape(-1, 1)
     xhat *= r
     dx = dw = db = None
-    tmp = np.empty_like(xhat)
     if mask[1] and weight is not None:
         dw = Tensor._empty(weight._shape, d, CPU)
-        np.add.reduce(np.multiply(go, xhat, out=tmp), axis=0, out=dw._array().reshape(n))
+        np.einsum("ij,ij->j", go, xhat, out=dw._array().reshape(n))
     if mask[2]:
         db = Tensor._empty(tuple(normalized_shape), d, CPU)
         np.add.reduce(go, axis=0, out=db._array().reshape(n))
@@ -98,9 +98,11 @@ def _layer_norm_arrays(g, input, normalized_shape, weight, mean, rstd, mask):
             np.multiply(go, _as(weight, ct).reshape(1, n), out=out)
         else:
             np.copyto(out, go)
-        b = np.add.reduce(np.multiply(out, xhat, out=tmp), axis=1, keepdims=True) / n
-        out -= np.add.reduce(out, axis=1, keepdims=True) / n
-        out -= np.multiply(xhat, b, out=tmp)
+        a = np.einsum("ij->i", out)[:, None]
+        a /= n
+        xhat *= np.einsum("ij,ij->i", out, xhat)[:, None] / n
+        out -= xhat
+        out -= a
         out *= r
     return dx, dw, db
 

@@ -196,11 +196,28 @@ native_layer_norm = structured(
 
 @native_layer_norm.impl("CPU")
 def _layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
+    """Rows of the normalized size, normalized in place in the (contiguous) output when it
+    has the compute dtype: no temporaries of the input's size, and the centred rows' sum of
+    squares by einsum, which needs none either."""
     compute = _compute(input.dtype)
-    x = _as(input, compute)
-    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    y, mean, rstd, _ = _normalize(x, axes, eps)
-    _store(outs[0], _affine(y, weight, bias, tuple(normalized_shape), compute))
+    n = prod(normalized_shape)
+    rows = prod(input._shape[:input.dim() - len(normalized_shape)])
+    x = _as(input, compute).reshape(rows, n)
+    out = outs[0]._array().reshape(rows, n)
+    y = out if out.dtype == compute else np.empty(out.shape, compute)
+    with np.errstate(all="ignore"):
+        mean = np.einsum("ij->i", x)[:, None]
+        mean /= max(n, 1)                  # PyTorch's mean of no elements is 0 (rstd nan)
+        np.subtract(x, mean, out=y)
+        var = np.einsum("ij,ij->i", y, y)[:, None]
+        var /= n
+        var += eps
+        rstd = np.sqrt(var, out=var)
+        np.divide(1, rstd, out=rstd)
+        y *= rstd
+    _affine(y, weight, bias, (n,), compute)
+    if y is not out:
+        np.copyto(out, y, casting="unsafe")
     _store(outs[1], mean)
     _store(outs[2], rstd)
 
@@ -493,11 +510,28 @@ def _embedding_grad_cpu(out, grad_output, indices, num_weights, padding_idx,
                         scale_grad_by_freq):
     compute = _compute(grad_output.dtype)
     idx = indices._array().astype(np.int64, copy=False).reshape(-1)
-    rows = _as(grad_output, compute).reshape(idx.size, -1)
-    acc = np.zeros((num_weights, rows.shape[1]), compute)
-    scale = embedding_grad_scale(idx, num_weights, padding_idx, scale_grad_by_freq, compute)
-    np.add.at(acc, idx, rows * scale[:, None])
-    _store(out, acc)
+    rows = _as(grad_output, compute).reshape(idx.size, grad_output._shape[-1])
+    if scale_grad_by_freq:
+        rows = rows * embedding_grad_scale(idx, num_weights, padding_idx, True, compute)[:, None]
+    else:
+        keep = idx != padding_idx
+        if not keep.all():
+            idx, rows = idx[keep], rows[keep]
+    _store(out, _sum_rows(idx, rows, num_weights))
+
+
+def _sum_rows(idx: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+    """A (count, width) array whose row k is the sum of the rows i with idx[i] == k. Sorting
+    groups equal indices so that np.add.reduceat sums each group: far cheaper than np.add.at,
+    which handles one element at a time (the sums may round differently, as PyTorch's
+    parallel kernel's do)."""
+    acc = np.zeros((count, rows.shape[1]), rows.dtype)
+    if idx.size:
+        order = np.argsort(idx, kind="stable")
+        ordered = idx[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        acc[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+    return acc
 
 
 embedding_renorm_ = kernel_op(
@@ -622,8 +656,7 @@ def _embedding_bag_cpu(weight, indices, offsets, scale_grad_by_freq=False, mode=
     else:
         if per_sample_weights is not None:
             rows = rows * _as(per_sample_weights, compute)[where][:, None]
-        acc = np.zeros((bags, dim), compute)
-        np.add.at(acc, into, rows)
+        acc = _sum_rows(into, rows, bags)
         if mode == 1:
             acc /= np.maximum(bag_size, 1)[:, None]
     out = Tensor._empty((bags, dim), weight.dtype, weight.device)
