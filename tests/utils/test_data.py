@@ -762,3 +762,43 @@ def test_worker_collation_goes_straight_to_shared_memory(monkeypatch):
     _sharing.created.clear()
     assert_same(again, gt.stack(rows))
     assert our_segments() == []
+
+
+class _PlainTensorDataset(gt.utils.data.TensorDataset):
+    """A subclass: the DataLoader takes the per-sample path for it."""
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_tensor_dataset_batches_are_gathered_exactly_as_collated(workers):
+    """The TensorDataset shortcut (one index_select per tensor and batch) gives the batches
+    the per-sample path gives: values, dtypes, shapes, strides, batch types."""
+    rng = np.random.default_rng(0)
+    x = gt.from_numpy(rng.standard_normal((37, 2, 3)).astype(np.float32))
+    y = gt.from_numpy(rng.integers(0, 5, 37))
+    for cls in (gt.utils.data.TensorDataset, _PlainTensorDataset):
+        gt.manual_seed(3)
+        loader = gt.utils.data.DataLoader(cls(x, y), batch_size=8, shuffle=True,
+                                          num_workers=workers)
+        batches = [b for b in loader]
+        if cls is gt.utils.data.TensorDataset:
+            fast = batches
+    assert len(fast) == len(batches) == 5
+    from glasstorch.utils.data._worker import MapFetcher
+    fetcher = MapFetcher(gt.utils.data.TensorDataset(x, y), True, gdata.default_collate, False)
+    assert fetcher.rows_of is not None                          # the shortcut is taken
+    for a, b in zip(fast, batches):
+        assert type(a) is type(b) is list
+        for s, t in zip(a, b):
+            assert s.dtype is t.dtype and s.shape == t.shape and s.stride() == t.stride()
+            np.testing.assert_array_equal(s.numpy(), t.numpy())
+
+
+def test_tensor_dataset_shortcut_steps_aside_where_results_would_differ():
+    from glasstorch.utils.data._collate import collate_rows
+    x = gt.arange(12.).reshape(4, 3)
+    assert collate_rows((x,), [-1, 0]) is None                  # negative index
+    assert collate_rows((x.t(),), [0, 1]) is None               # a view, not contiguous
+    w = gt.ones(4, 3, requires_grad=True)
+    assert collate_rows((w,), [0, 1]) is None                   # records gradients
+    batch = next(iter(gt.utils.data.DataLoader(gt.utils.data.TensorDataset(w), batch_size=2)))
+    assert batch[0].grad_fn.name() == "StackBackward0"          # the per-sample path

@@ -22,6 +22,7 @@ import numpy as np
 from ...core import dtype as dt
 from ...core.tensor import Tensor
 from ...ops.factories import as_tensor, tensor
+from ...ops.indexing import index_select
 from ...ops.joining import stack
 from ._sharing import empty_shared, shared_memory_enabled
 
@@ -161,6 +162,27 @@ def collate(batch, *, collate_fn_map=None):
             return columns
         return _rebuild_sequence(elem, columns)
     raise TypeError(default_collate_err_msg_format.format(elem_type))
+
+
+def collate_rows(tensors, index) -> list | None:
+    """default_collate of samples `index` of a TensorDataset over `tensors`, with one
+    index_select per tensor instead of a select per sample and a stack: the same batch
+    (contiguous, in shared memory inside a worker). None where that shortcut does not give
+    exactly the same result (views, tensors that record gradients, negative indices)."""
+    if not index or min(index) < 0:
+        return None
+    for t in tensors:
+        if t.requires_grad or t.device.type != "cpu" or not t.is_contiguous():
+            return None
+    rows = tensor(list(index), dtype=dt.int64)
+    batch = []
+    for t in tensors:
+        shape = (len(index),) + tuple(t.shape[1:])
+        if shared_memory_enabled(prod(shape) * t.dtype.itemsize):
+            batch.append(index_select(t, 0, rows, out=empty_shared(shape, t.dtype)))
+        else:
+            batch.append(index_select(t, 0, rows))
+    return batch
 
 
 def default_collate(batch):

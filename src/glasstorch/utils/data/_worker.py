@@ -22,6 +22,8 @@ import numpy as np
 
 from ...random import manual_seed
 from . import _sharing
+from ._collate import collate_rows, default_collate
+from .dataset import TensorDataset
 
 __all__ = ["get_worker_info", "WorkerInfo", "ExceptionWrapper"]
 
@@ -108,7 +110,9 @@ class ResumeIteration:
 
 
 class MapFetcher:
-    """Reads one key, or a batch of keys (through `__getitems__` when the dataset has it)."""
+    """Reads one key, or a batch of keys (through `__getitems__` when the dataset has it).
+    A TensorDataset batched by the default collate is gathered one index_select per tensor
+    (`collate_rows`): the same batch without a select per sample."""
 
     def __init__(self, dataset, auto_collation, collate_fn, drop_last):
         self.dataset = dataset
@@ -116,12 +120,18 @@ class MapFetcher:
         self.collate_fn = collate_fn
         getitems = getattr(dataset, "__getitems__", None)
         self.getitems = getitems if callable(getitems) else None
+        self.rows_of = (dataset.tensors if type(dataset) is TensorDataset
+                        and collate_fn is default_collate else None)
 
     def fetch(self, index):
         if not self.auto_collation:
             return self.collate_fn(self.dataset[index])
         if self.getitems is not None:
             return self.collate_fn(self.getitems(index))
+        if self.rows_of is not None:
+            batch = collate_rows(self.rows_of, index)
+            if batch is not None:
+                return batch
         return self.collate_fn([self.dataset[i] for i in index])
 
 
