@@ -158,7 +158,8 @@ class LRScheduler:
                     "scheduler initialization. Please, make sure to call `optimizer.step()` "
                     "before `lr_scheduler.step()`. " + _ORDER_HELP, UserWarning,
                     stacklevel=2)
-            elif not getattr(self.optimizer, "_opt_called", False):
+            elif not (getattr(self.optimizer, "_opt_called", False)  # stepped or amp-skipped
+                      or getattr(self.optimizer, "_step_skipped_by_scaler", False)):
                 warnings.warn(
                     "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In "
                     "PyTorch 1.1.0 and later, you should call them in the opposite order: "

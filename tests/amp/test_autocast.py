@@ -1,0 +1,142 @@
+"""autocast against torch.autocast on the CPU: the dtype every policy gives, the cases left
+alone (float64, unlisted ops, nested disabled regions), the weight cast cache, gradients,
+the decorator form and the warnings."""
+import warnings
+
+import numpy as np
+import pytest
+
+import glasstorch as gt
+from glasstorch.amp import autocast_mode
+from oracle import oracle_torch
+
+torch = oracle_torch()
+rng = np.random.default_rng(0)
+
+
+def _pair(*shape, dtype=np.float32):
+    a = rng.standard_normal(shape).astype(dtype)
+    return gt.from_numpy(a.copy()), torch.from_numpy(a.copy())
+
+
+def _cases():
+    """(name, fn(lib, inputs...)) for ops of every CPU policy and a few unlisted ones."""
+    F = lambda lib: lib.nn.functional  # noqa: E731
+    return {
+        "mm": lambda L, a, b: L.mm(a, b.t()),
+        "matmul": lambda L, a, b: a @ b.t(),
+        "bmm": lambda L, a, b: L.bmm(a.unsqueeze(0), b.t().unsqueeze(0)),
+        "addmm": lambda L, a, b: L.addmm(a[:, :1], a, b.t()),
+        "linear": lambda L, a, b: F(L).linear(a, b),
+        "conv1d": lambda L, a, b: F(L).conv1d(a.unsqueeze(0), b.t().unsqueeze(-1)),
+        "mse_loss": lambda L, a, b: F(L).mse_loss(a, b),
+        "cross_entropy": lambda L, a, b: F(L).cross_entropy(a, L.zeros(a.shape[0],
+                                                                        dtype=L.int64)),
+        "cat": lambda L, a, b: L.cat([a.to(L.bfloat16), b]),
+        "stack": lambda L, a, b: L.stack([a.to(L.bfloat16), b]),
+        "softmax (unlisted)": lambda L, a, b: L.softmax(a, -1),
+        "add (unlisted)": lambda L, a, b: a + b,
+        "exp (unlisted)": lambda L, a, b: a.exp(),
+        "sum (unlisted)": lambda L, a, b: a.sum(),
+    }
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", list(_cases()))
+def test_output_dtypes_match_torch(name, dtype):
+    if name in ("cat", "stack") and dtype == "float16":
+        pytest.skip("torch refuses a bfloat16 input to a promoting op under float16 autocast")
+    fn = _cases()[name]
+    (ga, ta), (gb, tb) = _pair(3, 5), _pair(3, 5)
+    with gt.autocast("cpu", dtype=getattr(gt, dtype)):
+        out = fn(gt, ga, gb)
+    with torch.autocast("cpu", dtype=getattr(torch, dtype)):
+        expected = fn(torch, ta, tb)
+    assert str(out.dtype) == str(expected.dtype), (name, out.dtype, expected.dtype)
+    np.testing.assert_allclose(out.float().detach().numpy(), expected.float().detach().numpy(),
+                               rtol=2e-2, atol=2e-2)
+
+
+def test_float64_and_disabled_regions_are_left_alone():
+    a = gt.ones(2, 2, dtype=gt.float64)
+    x = gt.ones(2, 2)
+    with gt.autocast("cpu"):
+        assert gt.mm(a, a).dtype is gt.float64
+        assert gt.is_autocast_enabled("cpu")
+        with gt.autocast("cpu", enabled=False):
+            assert not gt.is_autocast_enabled("cpu")
+            assert gt.mm(x, x).dtype is gt.float32
+        assert gt.mm(x, x).dtype is gt.bfloat16
+    assert not gt.is_autocast_enabled("cpu")
+    assert gt.mm(x, x).dtype is gt.float32
+
+
+def test_weight_casts_are_cached_inside_a_region_and_dropped_after():
+    w = gt.randn(4, 4, requires_grad=True)
+    x = gt.randn(2, 4)
+    with gt.autocast("cpu"):
+        y1 = gt.mm(x, w)
+        y2 = gt.mm(x, w)
+        # both products read the one cached cast of w: the same node feeds them
+        assert y1.grad_fn.next_functions[1][0] is y2.grad_fn.next_functions[1][0]
+        assert len(autocast_mode._state.cache) == 1
+        with gt.autocast("cpu"):
+            gt.mm(x, w)
+        assert len(autocast_mode._state.cache) == 1      # nested exit keeps it
+    assert autocast_mode._state.cache == {}              # the outermost exit clears it
+    with gt.autocast("cpu", cache_enabled=False):
+        gt.mm(x, w)
+        assert autocast_mode._state.cache == {}
+
+
+def test_gradients_reach_float32_parameters_as_torch():
+    (gx, tx), (gw, tw) = _pair(3, 4), _pair(5, 4)
+    gw.requires_grad_()
+    tw.requires_grad_()
+    with gt.autocast("cpu"):
+        gt.nn.functional.linear(gx, gw).float().pow(2).sum().backward()
+    with torch.autocast("cpu"):
+        torch.nn.functional.linear(tx, tw).float().pow(2).sum().backward()
+    assert gw.grad.dtype is gt.float32
+    np.testing.assert_allclose(gw.grad.numpy(), tw.grad.numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_decorator_and_queries():
+    @gt.autocast("cpu")
+    def product(a, b):
+        return a @ b
+
+    assert product(gt.ones(2, 2), gt.ones(2, 2)).dtype is gt.bfloat16
+    assert gt.get_autocast_dtype("cpu") is gt.bfloat16
+    assert gt.amp.is_autocast_available("cpu") and not gt.amp.is_autocast_available("xpu2")
+    with pytest.raises(RuntimeError, match="unsupported autocast device_type"):
+        gt.autocast("tpu")
+
+
+def test_unsupported_dtype_and_missing_cuda_warn_and_disable():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with gt.autocast("cpu", dtype=gt.float32):
+            assert not gt.is_autocast_enabled("cpu")
+        with gt.autocast("cuda"):
+            assert not gt.is_autocast_enabled("cuda")
+    texts = [str(w.message) for w in caught]
+    assert texts[0].startswith("In CPU autocast, but the target dtype is not supported")
+    assert texts[1] == "CUDA is not available or torch_xla is imported. Disabling autocast."
+
+
+def test_cuda_policy_tables_name_real_ops_with_one_policy_each():
+    """Without a GPU the CUDA tables are data: each op is listed once, and the ones
+    glasstorch has carry an AutocastCUDA kernel."""
+    from glasstorch.dispatch import dispatcher
+    from glasstorch.dispatch.keys import DispatchKey
+    for device, policies in autocast_mode.POLICIES.items():
+        names = [n for group in policies.values() for n in group]
+        assert len(names) == len(set(names)), device
+        key = DispatchKey.AutocastCPU if device == "cpu" else DispatchKey.AutocastCUDA
+        for name in names:
+            try:
+                op = dispatcher.find(name)
+            except RuntimeError:
+                continue
+            assert op.has_kernel_for(key), (device, name)
