@@ -16,6 +16,12 @@ def test_digits_learns_and_resumes(tmp_path, capsys):
     assert resumed > 0.85
 
 
+def test_digits_learns_under_bfloat16_autocast(tmp_path):
+    accuracy = digits.main(["--epochs", "2", "--amp", "--checkpoint",
+                            str(tmp_path / "digits.pt")])
+    assert accuracy > 0.85
+
+
 def test_digits_resume_without_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(SystemExit, match="no checkpoint"):
         digits.main(["--checkpoint", str(tmp_path / "missing.pt"), "--resume"])

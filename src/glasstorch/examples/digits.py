@@ -2,7 +2,8 @@
 
 The data are the 1,797 8x8 images of the UCI digits set (vendored in examples/data, no
 download). 80% train a two-convolution network with Adam; the other 20% measure the test
-accuracy printed at the end. Each epoch ends with a checkpoint; `--resume` continues from it.
+accuracy printed at the end. Each epoch ends with a checkpoint; `--resume` continues from it;
+`--amp` runs the forward passes under bfloat16 autocast (float32 weights and gradients).
 The code is what one would write with PyTorch: replace `glasstorch` by `torch` and it runs.
 """
 from __future__ import annotations
@@ -61,6 +62,8 @@ def main(argv=None) -> float:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checkpoint", default="digits-checkpoint.pt")
     parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    parser.add_argument("--amp", action="store_true",
+                        help="mixed precision: forward passes under bfloat16 autocast")
     args = parser.parse_args(argv)
 
     torch.manual_seed(args.seed)
@@ -83,7 +86,8 @@ def main(argv=None) -> float:
                         initial=first_epoch * len(loader))
     for epoch in range(first_epoch, args.epochs):
         for x, y in loader:
-            loss = loss_fn(model(x), y)
+            with torch.autocast("cpu", enabled=args.amp):
+                loss = loss_fn(model(x), y)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
