@@ -32,6 +32,23 @@ def _cases():
         "mse_loss": lambda L, a, b: F(L).mse_loss(a, b),
         "cross_entropy": lambda L, a, b: F(L).cross_entropy(a, L.zeros(a.shape[0],
                                                                         dtype=L.int64)),
+        "baddbmm": lambda L, a, b: L.baddbmm(a[:, :3].unsqueeze(0), a.unsqueeze(0),
+                                             b.t().unsqueeze(0)),
+        "addbmm": lambda L, a, b: L.addbmm(a[:, :3], a.unsqueeze(0), b.t().unsqueeze(0)),
+        "prelu": lambda L, a, b: F(L).prelu(a, L.ones(1) * 0.25),
+        "nll_loss": lambda L, a, b: F(L).nll_loss(a, L.zeros(a.shape[0], dtype=L.int64)),
+        "huber_loss": lambda L, a, b: F(L).huber_loss(a, b),
+        "smooth_l1_loss": lambda L, a, b: F(L).smooth_l1_loss(a, b),
+        "soft_margin_loss": lambda L, a, b: F(L).soft_margin_loss(a, b.sign()),
+        "multi_margin_loss": lambda L, a, b: F(L).multi_margin_loss(
+            a, L.zeros(a.shape[0], dtype=L.int64)),
+        "binary_cross_entropy": lambda L, a, b: F(L).binary_cross_entropy(a.sigmoid(),
+                                                                         b.sigmoid()),
+        "binary_cross_entropy_with_logits": lambda L, a, b:
+            F(L).binary_cross_entropy_with_logits(a, b.sigmoid()),
+        "prod": lambda L, a, b: (a * 0.1 + 1).prod(1),
+        "trace": lambda L, a, b: a[:, :3].trace(),
+        "index_copy": lambda L, a, b: a.to(L.bfloat16).index_copy(0, L.tensor([1]), b[:1]),
         "cat": lambda L, a, b: L.cat([a.to(L.bfloat16), b]),
         "stack": lambda L, a, b: L.stack([a.to(L.bfloat16), b]),
         "softmax (unlisted)": lambda L, a, b: L.softmax(a, -1),
@@ -44,7 +61,7 @@ def _cases():
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("name", list(_cases()))
 def test_output_dtypes_match_torch(name, dtype):
-    if name in ("cat", "stack") and dtype == "float16":
+    if name in ("cat", "stack", "index_copy") and dtype == "float16":
         pytest.skip("torch refuses a bfloat16 input to a promoting op under float16 autocast")
     fn = _cases()[name]
     (ga, ta), (gb, tb) = _pair(3, 5), _pair(3, 5)
@@ -140,3 +157,21 @@ def test_cuda_policy_tables_name_real_ops_with_one_policy_each():
             except RuntimeError:
                 continue
             assert op.has_kernel_for(key), (device, name)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", ["sum", "mean", "matmul", "softmax", "layer_norm", "norm"])
+def test_half_precision_kernels_accumulate_in_float32_as_torch(name, dtype):
+    """Long reductions in bfloat16/float16: accumulating in the 16-bit type would drift far
+    from torch, which accumulates in float32 and rounds once."""
+    x = rng.random((8, 4096)).astype(np.float32) + 0.5
+    g = gt.from_numpy(x).to(getattr(gt, dtype))
+    t = torch.from_numpy(x).to(getattr(torch, dtype))
+    fns = {"sum": lambda L, v: v.sum(1), "mean": lambda L, v: v.mean(1),
+           "matmul": lambda L, v: v @ v.t(), "softmax": lambda L, v: L.softmax(v, 1),
+           "layer_norm": lambda L, v: L.nn.functional.layer_norm(v, (4096,)),
+           "norm": lambda L, v: L.linalg.vector_norm(v, dim=1)}
+    out, expected = fns[name](gt, g), fns[name](torch, t)
+    assert str(out.dtype) == str(expected.dtype)
+    np.testing.assert_allclose(out.float().numpy(), expected.float().numpy(), rtol=1e-2,
+                               atol=1e-3)
