@@ -175,3 +175,25 @@ def test_half_precision_kernels_accumulate_in_float32_as_torch(name, dtype):
     assert str(out.dtype) == str(expected.dtype)
     np.testing.assert_allclose(out.float().numpy(), expected.float().numpy(), rtol=1e-2,
                                atol=1e-3)
+
+
+def test_per_device_spellings_warn_as_torch_and_fix_the_device():
+    cases = [(gt.cpu.amp.autocast, torch.cpu.amp.autocast, ()),
+             (gt.cuda.amp.autocast, torch.cuda.amp.autocast, ()),
+             (gt.cpu.amp.GradScaler, torch.cpu.amp.GradScaler, ()),
+             (gt.cuda.amp.GradScaler, torch.cuda.amp.GradScaler, ())]
+    for ours, theirs, args in cases:
+        with warnings.catch_warnings(record=True) as mine:
+            warnings.simplefilter("always")
+            ours(*args)
+        with warnings.catch_warnings(record=True) as reference:
+            warnings.simplefilter("always")
+            theirs(*args)
+        assert [(w.category, str(w.message)) for w in mine] == \
+            [(w.category, str(w.message)) for w in reference]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        with gt.cpu.amp.autocast():
+            assert gt.mm(gt.ones(2, 2), gt.ones(2, 2)).dtype is gt.bfloat16
+    assert gt.cuda.is_available() == torch.cuda.is_available() is False
+    assert gt.cuda.device_count() == 0
