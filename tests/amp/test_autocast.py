@@ -197,3 +197,39 @@ def test_per_device_spellings_warn_as_torch_and_fix_the_device():
             assert gt.mm(gt.ones(2, 2), gt.ones(2, 2)).dtype is gt.bfloat16
     assert gt.cuda.is_available() == torch.cuda.is_available() is False
     assert gt.cuda.device_count() == 0
+
+
+def _product_function(lib, cast_inputs):
+    amp = lib.amp
+
+    class Product(lib.autograd.Function):
+        @staticmethod
+        @amp.custom_fwd(device_type="cpu", cast_inputs=cast_inputs)
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            ctx.inner_dtype = (a @ b).dtype
+            return a @ b
+
+        @staticmethod
+        @amp.custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            ctx.backward_autocast = lib.is_autocast_enabled("cpu")
+            return grad @ b.t(), a.t() @ grad
+    return Product
+
+
+@pytest.mark.parametrize("cast_inputs", [None, "float32"])
+def test_custom_fwd_and_custom_bwd_match_torch(cast_inputs):
+    results = []
+    for lib in (gt, torch):
+        fn = _product_function(lib, None if cast_inputs is None else lib.float32)
+        a = lib.ones(2, 3, requires_grad=True)
+        b = lib.ones(3, 2, requires_grad=True)
+        with lib.autocast("cpu"):
+            out = fn.apply(a, b)
+        node = out.grad_fn                    # the ctx: its records of each phase
+        out.float().sum().backward()
+        results.append((str(out.dtype), str(a.grad.dtype), str(node.inner_dtype),
+                        node.backward_autocast))
+    assert results[0] == results[1]

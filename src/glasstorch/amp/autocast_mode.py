@@ -252,9 +252,10 @@ _register_policies()
 # ---- custom Functions ----------------------------------------------------------------------
 
 def custom_fwd(fwd=None, *, device_type: str = "cpu", cast_inputs=None):
-    """Decorate a custom Function's forward: with `cast_inputs`, floating tensor inputs are
-    cast to it and the forward runs with autocast off; otherwise it runs in the caller's
-    autocast state, which custom_bwd then restores for backward."""
+    """Decorate a custom Function's forward: with `cast_inputs` (inside an autocast region),
+    floating tensor inputs are cast to it and the forward runs with autocast off; otherwise
+    it runs in the caller's autocast state. custom_bwd gives backward the state forward ran
+    in."""
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
 
@@ -264,6 +265,7 @@ def custom_fwd(fwd=None, *, device_type: str = "cpu", cast_inputs=None):
         ctx._fwd_autocast = (is_autocast_enabled(device_type), get_autocast_dtype(device_type))
         if cast_inputs is None or not ctx._fwd_autocast[0]:
             return fwd(*args, **kwargs)
+        ctx._fwd_autocast = (False, ctx._fwd_autocast[1])   # the forward ran with it off
         with autocast(device_type, enabled=False):
             cast = _cast_args(args[1:], cast_inputs)
             return fwd(ctx, *cast, **{k: _cast(v, cast_inputs) for k, v in kwargs.items()})
