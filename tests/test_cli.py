@@ -27,6 +27,7 @@ def test_info_reports_versions_and_backends(capsys):
     assert rows["ml_dtypes"] == ml_dtypes.__version__
     assert rows["Python"].split()[0] == platform.python_version()
     assert rows["CPU count"] == str(os.cpu_count())
+    assert rows["threads"].startswith(f"{gt.get_num_threads()} ")
     assert rows["BLAS threads"]
     backends = {line.split()[0]: line.split()[1] for line in out.splitlines()
                 if line.startswith("  ")}

@@ -86,6 +86,7 @@ def collect_info() -> dict:
         "platform": platform.platform(),
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
+        "threads": glasstorch.get_num_threads(),
         "numpy": np.__version__,
         "blas": _blas(),
         "blas_threads": _blas_threads(),
@@ -101,7 +102,10 @@ def collect_info() -> dict:
 def format_info(info: dict) -> str:
     rows = [("glasstorch", info["glasstorch"]), ("Python", info["python"]),
             ("platform", info["platform"]), ("CPU", info["cpu"]),
-            ("CPU count", str(info["cpu_count"])), ("NumPy", info["numpy"]),
+            ("CPU count", str(info["cpu_count"])),
+            ("threads", f"{info['threads']} (kernels split large work across them; "
+                        "glasstorch.set_num_threads)"),
+            ("NumPy", info["numpy"]),
             ("BLAS", info["blas"]), ("BLAS threads", info["blas_threads"]),
             ("ml_dtypes", info["ml_dtypes"])]
     width = max(len(k) for k, _ in rows)
