@@ -59,16 +59,11 @@ def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, **options):
         if d.category == dt.INT or d in REDUCED:     # bounds rounded to the dtype first
             params = tuple(_rounded(p, d) for p in params)
         cd = opmath(d)
-        o = out._array()
+        def part(xp, op):
+            np.copyto(op, fn(xp if xp.dtype == cd else xp.astype(cd), *params),
+                      casting="unsafe")
         with np.errstate(all="ignore"):
-            if o.size < parallel.GRAIN:
-                assign(out, fn(x if x.dtype == cd else x.astype(cd), *params))
-                return
-
-            def part(xp, op):
-                np.copyto(op, fn(xp if xp.dtype == cd else xp.astype(cd), *params),
-                          casting="unsafe")
-            parallel.chunked(part, [x, o], parallel.BLOCK)
+            parallel.chunked(part, [x, out._array()], parallel.BLOCK)
     kernel.__qualname__ = f"cpu_{decl.name}"
     return decl
 
@@ -335,10 +330,7 @@ def _backward_kernel(decl, kname, allowed, part):
                      xp if xp.dtype == cd else xp.astype(cd), *params)
             np.copyto(op, r, casting="unsafe")
         with np.errstate(all="ignore"):
-            if o.size < parallel.GRAIN:
-                run(g, x, o)
-            else:
-                parallel.chunked(run, [g, x, o], parallel.BLOCK)
+            parallel.chunked(run, [g, x, o], parallel.BLOCK)
     kernel.__qualname__ = f"cpu_{decl.name}"
 
 

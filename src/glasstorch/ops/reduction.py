@@ -51,6 +51,8 @@ def reduced_shape(shape, dims, keepdim: bool) -> Size:
 
 
 def _reduced_spec(name, self, dim, keepdim, dtype, **kw):
+    if dim is None and not keepdim:                 # the common total: a 0-dim result
+        return TensorSpec((), dtype, ())
     dims = reduction_dims(name, self, dim, **kw)
     return spec(reduced_shape(self._shape, dims, keepdim), dtype)
 
@@ -107,8 +109,6 @@ def _no_complex(name: str, self: Tensor, error=RuntimeError) -> None:
 # ---- sum, nansum, mean, nanmean, prod --------------------------------------------------
 
 def _sum_meta(self, dim=None, keepdim=False, dtype=None):
-    if dim is None and not keepdim:                 # the common total: a 0-dim result
-        return TensorSpec((), dtype or _integral_to_long(self.dtype), ())
     return _reduced_spec("sum", self, dim, keepdim, dtype or _integral_to_long(self.dtype))
 
 

@@ -168,8 +168,9 @@ def _alias_hazard(args, out: np.ndarray) -> bool:
 
 def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
     """fn(*args, out=out, **kwargs) for an elementwise ufunc, split across threads when
-    `out` is large. Operands broadcast against `out` and are sliced like it."""
-    if threads_for(out.size) == 1 or _alias_hazard(args, out):
+    `out` is large. Operands broadcast against `out` and are sliced like it. Small outputs
+    (every op on small tensors comes here) cost one comparison before the ufunc runs."""
+    if out.size < GRAIN or threads_for(out.size) == 1 or _alias_hazard(args, out):
         fn(*args, out=out, **kwargs)
         return
     shape = out.shape
@@ -200,8 +201,12 @@ def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
 def chunked(fn, arrays, block: int | None = None) -> None:
     """fn(*parts) over matching parts of arrays of one shape (typically inputs and the
     output), split across threads; each thread walks its share in parts of about `block`
-    elements, so that a chain of NumPy passes over a part stays in cache."""
+    elements, so that a chain of NumPy passes over a part stays in cache. Arrays under
+    `GRAIN` elements go to fn whole, on this thread."""
     shape = arrays[0].shape
+    if arrays[0].size < GRAIN:          # small: one call on the whole arrays
+        fn(*arrays)
+        return
     if all(a.flags.c_contiguous for a in arrays):
         views = [a.reshape(-1) for a in arrays]
         ax = 0

@@ -108,16 +108,11 @@ def ufunc_kernel(ufunc, dtype_of=common_dtype, allowed=ALL, name=None):
     def kernel(out, *xs):
         d = dtype_of(*xs)
         check_dtype(kname, d, allowed)
-        o = out._array()
-        if o.size < parallel.GRAIN:
-            if _same_dtype(out, xs, d):
-                ufunc(*operands(xs, d), out=o)
-            else:
-                ufunc(*operands(xs, d), out=o, dtype=opmath(d), casting="unsafe")
-        elif _same_dtype(out, xs, d):
-            parallel.ufunc(ufunc, operands(xs, d), o)
+        if _same_dtype(out, xs, d):
+            parallel.ufunc(ufunc, operands(xs, d), out._array())
         else:
-            parallel.ufunc(ufunc, operands(xs, d), o, dtype=opmath(d), casting="unsafe")
+            parallel.ufunc(ufunc, operands(xs, d), out._array(), dtype=opmath(d),
+                           casting="unsafe")
     kernel.__name__ = kernel.__qualname__ = f"cpu_{kname}"
     return kernel
 
@@ -145,13 +140,8 @@ def compare_kernel(ufunc, allowed=ALL, name=None):
         d = common_dtype(self, other)
         check_dtype(kname, d, allowed)
         cd = opmath(d)
-        o = out._array()
-        if o.size < parallel.GRAIN:
-            ufunc(*operands((self, other), d), out=o, signature=(cd, cd, np.bool_),
-                  casting="unsafe")
-        else:
-            parallel.ufunc(ufunc, operands((self, other), d), o,
-                           signature=(cd, cd, np.bool_), casting="unsafe")
+        parallel.ufunc(ufunc, operands((self, other), d), out._array(),
+                       signature=(cd, cd, np.bool_), casting="unsafe")
     kernel.__name__ = kernel.__qualname__ = f"cpu_{kname}"
     return kernel
 
@@ -204,35 +194,21 @@ def _same_dtype(out, xs, d) -> bool:
 def add(out, self, other, alpha=1):
     d = common_dtype(self, other)
     a, b = operands((self, other), d)
-    o = out._array()
     if alpha == 1 and not isinstance(alpha, bool) and _same_dtype(out, (self, other), d):
-        if o.size < parallel.GRAIN:
-            np.add(a, b, out=o)
-        else:
-            parallel.ufunc(np.add, (a, b), o)
-        return
-    b = _scaled(b, alpha, d)
-    if o.size < parallel.GRAIN:
-        np.add(a, b, out=o, dtype=opmath(d), casting="unsafe")
+        parallel.ufunc(np.add, (a, b), out._array())
     else:
-        parallel.ufunc(np.add, (a, b), o, dtype=opmath(d), casting="unsafe")
+        parallel.ufunc(np.add, (a, _scaled(b, alpha, d)), out._array(), dtype=opmath(d),
+                       casting="unsafe")
 
 
 def sub(out, self, other, alpha=1):
     d = common_dtype(self, other)
     a, b = operands((self, other), d)
-    o = out._array()
     if alpha == 1 and not isinstance(alpha, bool) and _same_dtype(out, (self, other), d):
-        if o.size < parallel.GRAIN:
-            np.subtract(a, b, out=o)
-        else:
-            parallel.ufunc(np.subtract, (a, b), o)
-        return
-    b = _scaled(b, alpha, d)
-    if o.size < parallel.GRAIN:
-        np.subtract(a, b, out=o, dtype=opmath(d), casting="unsafe")
+        parallel.ufunc(np.subtract, (a, b), out._array())
     else:
-        parallel.ufunc(np.subtract, (a, b), o, dtype=opmath(d), casting="unsafe")
+        parallel.ufunc(np.subtract, (a, _scaled(b, alpha, d)), out._array(),
+                       dtype=opmath(d), casting="unsafe")
 
 
 def rsub(out, self, other, alpha=1):
@@ -241,12 +217,8 @@ def rsub(out, self, other, alpha=1):
 
 def mul(out, self, other):
     d = common_dtype(self, other)
-    o = out._array()
-    if o.size < parallel.GRAIN:
-        np.multiply(*_exact_second((self, other), d), out=o, dtype=opmath(d), casting="unsafe")
-    else:
-        parallel.ufunc(np.multiply, _exact_second((self, other), d), o, dtype=opmath(d),
-                       casting="unsafe")
+    parallel.ufunc(np.multiply, _exact_second((self, other), d), out._array(),
+                   dtype=opmath(d), casting="unsafe")
 
 
 def _trunc_divide_ints(a, b):
@@ -259,13 +231,8 @@ def _trunc_divide_ints(a, b):
 def div(out, self, other, rounding_mode=None):
     if rounding_mode is None:
         d = float_dtype(self, other)
-        o = out._array()
-        if o.size < parallel.GRAIN:
-            np.true_divide(*_exact_second((self, other), d), out=o, dtype=opmath(d),
-                           casting="unsafe")
-        else:
-            parallel.ufunc(np.true_divide, _exact_second((self, other), d), o,
-                           dtype=opmath(d), casting="unsafe")
+        parallel.ufunc(np.true_divide, _exact_second((self, other), d), out._array(),
+                       dtype=opmath(d), casting="unsafe")
         return
     d = common_dtype(self, other)
     name = "div_trunc_cpu" if rounding_mode == "trunc" else "div_floor_cpu"
