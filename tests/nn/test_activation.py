@@ -452,3 +452,22 @@ def test_gelu_float32_erf_tail_and_gradient_match_torch(monkeypatch):
         assert_same(gelu_backward(gt.ones(1).expand(x.size)[::3], gx[::3]),
                     torch.ops.aten.gelu_backward(torch.ones(1).expand(x.size)[::3], tx[::3]),
                     rtol=2e-6, atol=2e-6)
+
+
+def test_backward_ops_gradcheck_on_non_contiguous_float64():
+    """gelu_backward, threshold_backward and the softmax backward ops, differentiated
+    through their own derivatives (double backward of the activations), on transposed
+    float64 inputs."""
+    from glasstorch.ops.activation import gelu_backward, threshold_backward
+    from glasstorch.ops.loss import _log_softmax_backward_data, _softmax_backward_data
+    g = gt.randn(5, 4, dtype=gt.float64).t().requires_grad_()
+    x = (gt.randn(5, 4, dtype=gt.float64) * 2).t().requires_grad_()
+    assert not g.is_contiguous() and not x.is_contiguous()
+    for approximate in ("none", "tanh"):
+        assert gradcheck(lambda a, b: gelu_backward(a, b, approximate=approximate), (g, x))
+    x_away = (x.detach() + 0.5 * x.detach().sign()).requires_grad_()   # off the kink
+    assert gradcheck(lambda a, b: threshold_backward(a, b, 0.0), (g, x_away))
+    y = gt.softmax(x.detach(), 1).requires_grad_()
+    assert gradcheck(lambda a, b: _softmax_backward_data(a, b, 1, gt.float64), (g, y))
+    ly = gt.log_softmax(x.detach(), 1).requires_grad_()
+    assert gradcheck(lambda a, b: _log_softmax_backward_data(a, b, 1, gt.float64), (g, ly))
