@@ -11,15 +11,18 @@ from .report import markdown_section, text_table, write_section
 WORKLOAD_HELP = "comma-separated workload names (see --list)"
 
 
-def all_workloads() -> list:
+def all_workloads(device: str = "cpu") -> list:
+    if device == "cuda":
+        from . import gpu
+        return gpu.workloads()
     from . import peak_memory, training, workloads
     memory = Workload("memory", "peak RSS growth of the CNN training step, fresh process per "
                       "library", target=Target(1.2), run=peak_memory.run)
     return workloads.OPERATORS + training.WORKLOADS + workloads.LOADERS + [memory]
 
 
-def select(names: str | None) -> list:
-    chosen = all_workloads()
+def select(names: str | None, device: str = "cpu") -> list:
+    chosen = all_workloads(device)
     if not names:
         return chosen
     wanted = [n.strip() for n in names.split(",") if n.strip()]
@@ -33,6 +36,9 @@ def select(names: str | None) -> list:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cuda: the GPU suite (bench/gpu.py); without a usable GPU it says why "
+                   "and exits 0")
     p.add_argument("--only", metavar="NAME[,NAME]", help=WORKLOAD_HELP)
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--rounds", type=int, help="timing rounds per library (default 7)")
@@ -59,12 +65,18 @@ def settings_from(args) -> Settings:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
-    chosen = select(args.only)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.write and args.device == "cuda":
+        parser.error("--write records CPU runs in BENCHMARKS.md; it does not take --device cuda")
+    chosen = select(args.only, args.device)
     if args.list:
         for w in chosen:
             print(f"{w.name:<11} {w.description}")
         return 0
+    if args.device == "cuda":
+        from . import gpu
+        return gpu.main(chosen, settings_from(args))
     import numpy as np
     import torch
 

@@ -7,6 +7,8 @@ an error instead of a time. Timing: a warm-up that also calibrates how many call
 `min_time` seconds, then rounds A B A B ..., each timing that many calls; the reported time
 is the median per-call time over the rounds, so a noisy neighbour that slows one round
 slows both libraries' neighbouring rounds rather than one library's whole measurement.
+On a GPU, calls only queue work: a case's `sync` (the library's cuda.synchronize) is called
+before and after each timed loop, so the time is that of the work done, not of queueing it.
 """
 from __future__ import annotations
 
@@ -20,12 +22,17 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 
+def _no_sync() -> None:
+    """A CPU library's calls have finished when they return."""
+
+
 @dataclass
 class Case:
     """One library's prepared workload: `call()` is what is timed; `observe(out)` turns the
     first call's output into the values compared across libraries."""
     call: Callable[[], object]
     observe: Callable[[object], Sequence] = lambda out: (out,)
+    sync: Callable[[], None] = _no_sync
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,7 @@ class Row:
     metric: Optional[float] = None
     extra: str = ""
     error: str = ""
-    unit: str = "s"              # "s" (per call) or "bytes"
+    unit: str = "s"              # "s" (per call), "bytes" or "fraction" (a rate, 0 to 1)
 
     @property
     def ratio(self) -> Optional[float]:
@@ -101,9 +108,10 @@ def _short(e: BaseException) -> str:
 
 
 def to_numpy(value) -> np.ndarray:
-    """A tensor of either library, an ndarray or a Python number, as an ndarray."""
+    """A tensor of either library (on any device), an ndarray or a Python number, as an
+    ndarray."""
     if hasattr(value, "detach"):
-        return value.detach().numpy()
+        return value.detach().cpu().numpy()
     return np.asarray(value)
 
 
@@ -130,28 +138,34 @@ def compare(ours: Sequence, reference: Sequence, rtol: float, atol) -> str:
     return ""
 
 
-def _calibrate(call: Callable, settings: Settings) -> int:
+def _calibrate(call: Callable, settings: Settings, sync: Callable = _no_sync) -> int:
     """Warm up and return how many calls fill about `min_time` seconds (at least one)."""
+    sync()
     count, start = 0, time.perf_counter()
     while True:
         call()
         count += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min(settings.warmup_time, settings.min_time):
+        if time.perf_counter() - start >= min(settings.warmup_time, settings.min_time):
             break
+    sync()                            # work still queued on a device belongs to these calls
+    elapsed = time.perf_counter() - start
     return max(1, math.ceil(settings.min_time / (elapsed / count)))
 
 
-def _timed(call: Callable, number: int) -> float:
+def _timed(call: Callable, number: int, sync: Callable = _no_sync) -> float:
+    sync()
     start = time.perf_counter()
     for _ in range(number):
         call()
+    sync()
     return (time.perf_counter() - start) / number
 
 
-def time_interleaved(calls: dict, settings: Settings) -> dict:
-    """{library: median seconds per call} over `settings.rounds` interleaved rounds."""
-    numbers = {lib: _calibrate(call, settings) for lib, call in calls.items()}
+def time_interleaved(calls: dict, settings: Settings, syncs: Optional[dict] = None) -> dict:
+    """{library: median seconds per call} over `settings.rounds` interleaved rounds;
+    `syncs` maps a library to the function that waits for its queued device work."""
+    syncs = {lib: (syncs or {}).get(lib, _no_sync) for lib in calls}
+    numbers = {lib: _calibrate(call, settings, syncs[lib]) for lib, call in calls.items()}
     samples = {lib: [] for lib in calls}
     gc.collect()
     gc.freeze()                       # the collections below then visit only new objects
@@ -159,7 +173,7 @@ def time_interleaved(calls: dict, settings: Settings) -> dict:
         for _ in range(settings.rounds):
             for lib, call in calls.items():
                 gc.collect()          # one library's garbage is not collected on the other's time
-                samples[lib].append(_timed(call, numbers[lib]))
+                samples[lib].append(_timed(call, numbers[lib], syncs[lib]))
     finally:
         gc.unfreeze()
     return {lib: statistics.median(s) for lib, s in samples.items()}
@@ -196,7 +210,8 @@ def measure(workload: Workload, modules: dict, settings: Settings) -> Row:
         return row
     observed.clear()                  # the check's outputs need not stay alive while timing
     try:
-        row.times = time_interleaved({lib: c.call for lib, c in cases.items()}, settings)
+        row.times = time_interleaved({lib: c.call for lib, c in cases.items()}, settings,
+                                     {lib: c.sync for lib, c in cases.items()})
     except Exception as e:            # a call that worked once can still fail later
         row.error = f"error: while timing: {_short(e)}"
         return row

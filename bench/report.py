@@ -15,6 +15,8 @@ MIN_WIDTHS = (10, 10, 10, 6, 12, 5)   # lines printed one by one as workloads fi
 def _amount(value, unit: str) -> str:
     if unit == "bytes":
         return f"{value / 2**20:.1f} MiB"
+    if unit == "fraction":
+        return f"{value:.1%}"
     if value >= 1:
         return f"{value:.2f} s"
     return f"{value * 1e3:.2f} ms" if value >= 1e-3 else f"{value * 1e6:.1f} us"

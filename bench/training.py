@@ -66,7 +66,7 @@ def gpt(lib):
             self.head = nn.Linear(D_MODEL, VOCAB)
 
         def forward(self, idx):
-            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
+            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1], device=idx.device))
             return self.head(self.ln(self.blocks(x))).flatten(0, 1)
     return GPT()
 
@@ -85,11 +85,12 @@ def copied_model(lib, build):
     return model
 
 
-def _step(build, make_optimizer, x, y):
+def _step(build, make_optimizer, x, y, device="cpu"):
     def setup(lib):
-        model = copied_model(lib, build)
+        model = copied_model(lib, build).to(device)
         optimizer = make_optimizer(lib, model.parameters())
-        inputs, targets = lib.from_numpy(x.copy()), lib.from_numpy(y.copy())
+        inputs = lib.from_numpy(x.copy()).to(device)
+        targets = lib.from_numpy(y.copy()).to(device)
         cross_entropy = lib.nn.functional.cross_entropy
 
         def call():
@@ -112,19 +113,27 @@ def _step_atol(i: int, count: int) -> float:
 
 
 _rng = np.random.default_rng(7)
+STEPS = {   # name: (model, optimizer, inputs, targets)
+    "mlp": (mlp, lambda lib, p: lib.optim.Adam(p, lr=1e-3), array((128, 784), 3),
+            _rng.integers(0, 10, 128)),
+    "cnn": (cnn, lambda lib, p: lib.optim.SGD(p, lr=0.01, momentum=0.9),
+            array((64, 1, 28, 28), 4), _rng.integers(0, 10, 64)),
+    "gpt": (gpt, lambda lib, p: lib.optim.AdamW(p, lr=1e-3),
+            _rng.integers(0, VOCAB, (GPT_BATCH, SEQ)), _rng.integers(0, VOCAB, GPT_BATCH * SEQ)),
+}
+
+
+def step_setup(name: str, device="cpu"):
+    """The setup of training step `name` (a key of STEPS) with model and data on `device`."""
+    return _step(*STEPS[name], device)
+
+
 WORKLOADS = [
     Workload("mlp", "MLP step: batch 128, 784-256-256-10, ReLU, cross_entropy, Adam",
-             _step(mlp, lambda lib, p: lib.optim.Adam(p, lr=1e-3), array((128, 784), 3),
-                   _rng.integers(0, 10, 128)),
-             Target(1.2), rtol=1e-4, atol=_step_atol),
+             step_setup("mlp"), Target(1.2), rtol=1e-4, atol=_step_atol),
     Workload("cnn", "CNN step: batch 64, 1x28x28, 2 conv + maxpool, linear, SGD momentum 0.9",
-             _step(cnn, lambda lib, p: lib.optim.SGD(p, lr=0.01, momentum=0.9),
-                   array((64, 1, 28, 28), 4), _rng.integers(0, 10, 64)),
-             Target(1.5), rtol=1e-4, atol=_step_atol),
+             step_setup("cnn"), Target(1.5), rtol=1e-4, atol=_step_atol),
     Workload("gpt", f"tiny GPT step: {BLOCKS} blocks, d={D_MODEL}, {HEADS} heads, seq {SEQ}, "
              f"batch {GPT_BATCH}, vocab {VOCAB}, AdamW",
-             _step(gpt, lambda lib, p: lib.optim.AdamW(p, lr=1e-3),
-                   _rng.integers(0, VOCAB, (GPT_BATCH, SEQ)),
-                   _rng.integers(0, VOCAB, GPT_BATCH * SEQ)),
-             Target(1.5), rtol=1e-4, atol=_step_atol),
+             step_setup("gpt"), Target(1.5), rtol=1e-4, atol=_step_atol),
 ]

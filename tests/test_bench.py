@@ -1,7 +1,10 @@
 """The benchmark harness (`python -m bench`): a few cheap workloads through the real check
-and timing code with tiny settings, and the check's refusal of results that differ."""
+and timing code with tiny settings, and the check's refusal of results that differ; the GPU
+suite's timing, workloads (on the CPU, at small sizes), allocator arithmetic and skipping."""
 import os
 import sys
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,7 +16,7 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import glasstorch  # noqa: E402
-from bench import cli, harness, report  # noqa: E402
+from bench import cli, gpu, harness, report, training  # noqa: E402
 
 MODULES = {"glasstorch": glasstorch, "torch": torch, "numpy": np}
 TINY = harness.Settings(rounds=1, min_time=0.001, warmup_time=0.001, quick=True)
@@ -92,3 +95,130 @@ def test_list_and_unknown_names(capsys):
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["add", "sum16"]
     with pytest.raises(SystemExit, match="unknown workload"):
         cli.select("add,nonsense")
+
+
+# ---- the GPU suite (bench/gpu.py): what can be checked without a GPU ----------------------
+
+SMALL = gpu.Sizes(launch=16, elementwise=1000, matmul=32, copy_bytes=16384, upload_bytes=16384)
+
+
+class _FakeDevice:
+    """Calls that return almost at once and leave `work` seconds for a device, as CUDA
+    launches do; `synchronize` waits until the device is done."""
+
+    def __init__(self, work):
+        self.work, self.free_at = work, 0.0
+
+    def launch(self):
+        time.sleep(self.work / 5)                   # the host's share: a launch's overhead
+        self.free_at = max(time.perf_counter(), self.free_at) + self.work
+
+    def synchronize(self):
+        time.sleep(max(0.0, self.free_at - time.perf_counter()))
+
+
+def test_timing_counts_the_device_work_the_calls_queued():
+    work = 1e-3
+
+    def setup(lib):
+        device, out = _FakeDevice(work), lib.ones(1)
+
+        def call():
+            device.launch()
+            return out
+        return harness.Case(call, sync=device.synchronize)
+    row = harness.measure(harness.Workload("w", "d", setup, harness.Target(1.0)), MODULES, TINY)
+    assert row.error == ""
+    assert all(t >= work for t in row.times.values())  # not the host's 0.2 ms per launch
+
+
+@pytest.mark.parametrize("name", ["add", "fma_relu", "matmul_f32", "matmul_f16", "copy_d2d",
+                                  "copy_h2d"])
+def test_gpu_workloads_check_and_time_on_the_cpu_at_small_sizes(name):
+    (workload,) = [w for w in gpu.workloads("cpu", SMALL) if w.name == name]
+    row = harness.measure(workload, MODULES, TINY)
+    assert row.error == ""
+    assert set(row.times) == {"glasstorch", "torch"}
+    assert row.met is workload.target.met(row.metric)
+
+
+def test_copy_workloads_report_bandwidth_ratios():
+    (copy,) = [w for w in gpu.workloads("cpu", SMALL) if w.name == "copy_d2d"]
+    assert copy.metric({"glasstorch": 2.0, "torch": 1.0}) == 0.5     # half torch's GB/s
+    assert copy.extra({"glasstorch": 1e-6}) == "GB/s copied: glasstorch 16.4"
+
+
+def test_allocator_hit_rate_counts_new_segments_per_block_allocation():
+    counts = iter([{"allocation.all.allocated": 10, "segment.all.allocated": 2},
+                   {"allocation.all.allocated": 30, "segment.all.allocated": 3,
+                    "num_alloc_retries": 0}])
+    calls = []
+    case = harness.Case(lambda: calls.append(1))
+    assert gpu.allocator_hit_rate(case, lambda: next(counts), warm_steps=2) == (0.95, 20, 1, 0)
+    assert len(calls) == 3                          # two warm steps, then the counted one
+    frozen = {"allocation.all.allocated": 5, "segment.all.allocated": 1}
+    with pytest.raises(RuntimeError, match="0 block allocations"):
+        gpu.allocator_hit_rate(case, lambda: frozen)
+
+
+def test_allocator_hit_rate_of_a_warm_step_on_glasstorchs_caching_allocator():
+    from glasstorch.memory import memory_stats, set_cpu_allocator
+    set_cpu_allocator("caching")
+    try:
+        case = training.step_setup("mlp")(glasstorch)
+        rate, blocks, segments, retries = gpu.allocator_hit_rate(
+            case, lambda: memory_stats("cpu"))
+    finally:
+        set_cpu_allocator("default")
+    assert blocks > 0 and retries == 0
+    assert rate == 1 - segments / blocks and rate > 0.95
+
+
+def _cuda(available):
+    def is_available():
+        if isinstance(available, Exception):
+            raise available
+        return available
+    return SimpleNamespace(is_available=is_available)
+
+
+def test_unavailable_says_which_library_sees_no_gpu():
+    ours = SimpleNamespace(cuda=_cuda(True))
+    theirs = SimpleNamespace(cuda=_cuda(True), version=SimpleNamespace(cuda="13.0"),
+                             __version__="2.11.0+cu130")
+    assert gpu.unavailable(theirs, ours) == ""
+    ours.cuda = _cuda(RuntimeError("CuPy found no driver"))
+    theirs.cuda, theirs.version.cuda, theirs.__version__ = _cuda(False), None, "2.13.0+cpu"
+    assert gpu.unavailable(theirs, ours) == (
+        "glasstorch.cuda.is_available() raised RuntimeError: CuPy found no driver; "
+        "torch.cuda.is_available() is False (torch 2.13.0+cpu is built without CUDA)")
+
+
+@pytest.mark.skipif(glasstorch.cuda.is_available() and torch.cuda.is_available(),
+                    reason="both libraries see a GPU: the suite would run, not skip")
+def test_gpu_suite_without_a_gpu_says_why_and_exits_0(capsys):
+    assert cli.main(["--device", "cuda"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("skipped the GPU benchmarks: ") and "is_available() is False" in line
+
+
+def test_gpu_suite_list_and_write(capsys):
+    assert cli.main(["--device", "cuda", "--list", "--only", "matmul_f16,copy_h2d"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [
+        "matmul_f16", "copy_h2d"]
+    with pytest.raises(SystemExit):
+        cli.main(["--device", "cuda", "--write"])
+    assert "--write records CPU runs" in capsys.readouterr().err
+
+
+def test_hit_rate_rows_and_the_verdict_line():
+    hits = harness.Row("alloc_hits", "d", {"glasstorch": 0.99, "torch": 1.0},
+                       harness.Target(0.95, "min", "hit rate"), metric=0.99, unit="fraction")
+    assert report.cells(hits)[1:6] == ("99.0%", "100.0%", "0.99x", "hit rate >= 0.95 (0.99)",
+                                       "yes")
+    slow = harness.Row("gpt", "d", {"glasstorch": 2.0, "torch": 1.0}, harness.Target(1.5),
+                       metric=2.0)
+    broken = harness.Row("copy_h2d", "d", target=harness.Target(0.9), error="error: x")
+    assert gpu.verdict([hits, slow, broken]) == (
+        "targets: 1 met, 1 missed (gpt), 1 error (copy_h2d) of 3")
+    assert gpu.verdict([hits]) == "targets: 1 met of 1"

@@ -15,7 +15,8 @@ meta_counter = None  # set by memory.planning.estimate: counts the bytes of meta
 
 
 class UntypedStorage:
-    """A flat run of bytes. `buf` is a uint8 ndarray for CPU storages and None on 'meta'."""
+    """A flat run of bytes. `buf` is a uint8 array: NumPy's for CPU storages, CuPy's on a
+    GPU, None on 'meta'."""
 
     __slots__ = ("buf", "_nbytes", "device", "_allocator", "resizable", "__weakref__")
 
@@ -37,7 +38,8 @@ class UntypedStorage:
                 self._allocator = meta_counter
                 meta_counter.allocate(nbytes)
         else:
-            from ..backends import device_allocator  # CUDA is imported only when needed
+            from ..backends import device_allocator, resolve_device  # CUDA: only when needed
+            self.device = dev = resolve_device(dev)
             allocator = device_allocator(dev)
             self.buf = allocator.allocate(nbytes)
             self._allocator = allocator
@@ -55,6 +57,18 @@ class UntypedStorage:
         """The hot path: every CPU op's output storage is made here."""
         allocator = cpu_allocator    # module global: memory.set_cpu_allocator replaces it
         buf = allocator.allocate(nbytes)     # first: if it raises, there is no storage to free
+        self = object.__new__(cls)
+        self.device = dev
+        self._nbytes = nbytes
+        self.resizable = True
+        self.buf = buf
+        self._allocator = allocator
+        return self
+
+    @classmethod
+    def _new_from(cls, allocator, nbytes: int, dev=CPU) -> "UntypedStorage":
+        """A storage from a given allocator (pinned host memory, say)."""
+        buf = allocator.allocate(nbytes)
         self = object.__new__(cls)
         self.device = dev
         self._nbytes = nbytes
@@ -89,9 +103,10 @@ class UntypedStorage:
 
     def data_ptr(self) -> int:
         """The address of the first byte (0 for an empty or meta storage)."""
-        if self.buf is None or self._nbytes == 0:
+        buf = self.buf
+        if buf is None or self._nbytes == 0:
             return 0
-        return self.buf.ctypes.data
+        return buf.ctypes.data if buf.__class__ is np.ndarray else buf.data.ptr
 
     @property
     def is_cuda(self):
@@ -99,6 +114,10 @@ class UntypedStorage:
 
     def is_shared(self):
         return False
+
+    def is_pinned(self, device="cuda") -> bool:
+        """Whether the bytes are page-locked host memory (for asynchronous GPU copies)."""
+        return getattr(self._allocator, "pinned", False)
 
     def element_size(self):
         return 1
@@ -133,7 +152,7 @@ class UntypedStorage:
         return idx
 
     def __getitem__(self, idx: int) -> int:
-        return int(self.buf[self._check_index(int(idx))])
+        return int(self.buf[self._check_index(int(idx))])   # a GPU byte comes home as int
 
     def __setitem__(self, idx: int, value: int) -> None:
         self.buf[self._check_index(int(idx))] = value
@@ -147,8 +166,17 @@ class UntypedStorage:
     def copy_(self, src: "UntypedStorage") -> "UntypedStorage":
         if src.nbytes() != self._nbytes:
             raise RuntimeError(f"size mismatch, {self._nbytes} vs {src.nbytes()}")
-        if self.buf is not None and src.buf is not None:
+        if self.buf is None or src.buf is None:
+            return self
+        if self.buf.__class__ is np.ndarray and src.buf.__class__ is np.ndarray:
             np.copyto(self.buf, src.buf)
+        else:                   # a GPU on either side: bytes are copied as a uint8 tensor
+            from .tensor import Tensor
+            from ..backends.cuda.copy import copy_between
+            from . import dtype as dt
+            n = (self._nbytes,)
+            copy_between(Tensor._make(self, 0, n, (1,), dt.uint8),
+                         Tensor._make(src, 0, n, (1,), dt.uint8))
         return self
 
     def clone(self) -> "UntypedStorage":
@@ -159,7 +187,7 @@ class UntypedStorage:
         if self.buf is None:
             body = "..."
         else:
-            body = "\n".join(f" {b}" for b in self.buf[:1000].tolist())
+            body = "\n".join(f" {b}" for b in self.buf[:1000].tolist())   # NumPy or CuPy
         return (f"{body}\n[torch.storage.UntypedStorage(device={self.device}) of size "
                 f"{self._nbytes}]")
 

@@ -332,7 +332,8 @@ class Tensor:
 
     # ---- data access -----------------------------------------------------------------
     def _array(self) -> np.ndarray:
-        """The NumPy view of this tensor's elements (cached; shares the storage's bytes)."""
+        """The NumPy view of this tensor's elements (cached; shares the storage's bytes).
+        On a GPU it is a CuPy array; bfloat16 there is a uint16 array of bit patterns."""
         a = self._np
         if a is None:
             buf = self._storage.buf
@@ -341,7 +342,10 @@ class Tensor:
                     f"Cannot access data of a tensor on the '{self.device}' device: it has "
                     "shapes, dtypes and strides but no data")
             isz = self.dtype.itemsize
-            if 0 in self._shape:
+            if buf.__class__ is not np.ndarray:    # a GPU storage: a CuPy array
+                from ..backends.cuda.arrays import device_array
+                a = device_array(buf, self._shape, self.dtype, self._offset, self._stride)
+            elif 0 in self._shape:
                 a = np.empty(self._shape, self.dtype.np)
             else:
                 key = (self._stride, isz)
@@ -369,10 +373,14 @@ class Tensor:
         n = prod(self._shape)
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        if self._storage.device.type == "cuda":
+            return self.cpu().item()           # waits for the GPU, as in PyTorch
         return self._array().reshape(()).item() if self.dtype is not dt.bfloat16 else float(
             self._array().reshape(()))
 
     def tolist(self):
+        if self._storage.device.type == "cuda":
+            return self.cpu().tolist()
         a = self._array()
         if self.dtype is dt.bfloat16 or self.dtype is dt.float16:
             a = a.astype(np.float64) if self.dtype is dt.bfloat16 else a

@@ -1,12 +1,115 @@
-"""glasstorch.cuda: the CUDA device's namespace (torch.cuda). Without a GPU (and until the
-CUDA backend exists) `is_available()` is False and nothing here touches CuPy."""
+"""glasstorch.cuda: the CUDA device's namespace (torch.cuda).
+
+Nothing here imports CuPy until a call needs the GPU: without CuPy, a driver or a GPU,
+`is_available()` is False and `device_count()` is 0, never an exception.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
 from . import amp  # noqa: F401
-from ..backends import cuda_available
+from ..backends.cuda import runtime
+from ..memory.errors import OutOfMemoryError  # noqa: F401
+from .streams import (Event, Stream, StreamContext, current_stream,  # noqa: F401
+                      default_stream, set_stream, stream)
+from .random import (default_generators, get_rng_state, get_rng_state_all,  # noqa: F401
+                     initial_seed, manual_seed, manual_seed_all, seed, seed_all,
+                     set_rng_state, set_rng_state_all)
+from .memory import (empty_cache, max_memory_allocated, max_memory_reserved,  # noqa: F401
+                     mem_get_info, memory_allocated, memory_reserved, memory_snapshot,
+                     memory_stats, memory_summary, reset_accumulated_memory_stats,
+                     reset_peak_memory_stats, set_per_process_memory_fraction)
 
 
 def is_available() -> bool:
-    return cuda_available()
+    """Whether CuPy is installed and sees at least one GPU."""
+    return runtime.is_available()
 
 
 def device_count() -> int:
-    return 0 if not cuda_available() else 1
+    return runtime.device_count()
+
+
+def is_initialized() -> bool:
+    return runtime._cupy is not None and runtime.is_available()
+
+
+def init() -> None:
+    runtime.require()
+
+
+def current_device() -> int:
+    return runtime.current_device()
+
+
+def set_device(device) -> None:
+    """Make `device` (an index, 'cuda:N' or a device) the current GPU of this thread."""
+    index = runtime.index_of(device)
+    runtime.set_device(index)
+
+
+class device:
+    """Context manager: make `device` the current GPU for a block (None or -1: no change)."""
+
+    def __init__(self, device):
+        self.idx = -1 if device is None else (device if isinstance(device, int)
+                                             else runtime.index_of(device))
+
+    def __enter__(self):
+        if self.idx != -1:
+            self._guard = runtime.DeviceGuard(runtime.index_of(self.idx))
+            self._guard.__enter__()
+
+    def __exit__(self, *exc):
+        if self.idx != -1:
+            self._guard.__exit__(*exc)
+        return False
+
+
+class device_of(device):
+    """Context manager: make the GPU of tensor `obj` current (no change for a CPU tensor)."""
+
+    def __init__(self, obj):
+        super().__init__(obj.get_device() if obj.is_cuda else -1)
+
+
+def synchronize(device=None) -> None:
+    """Wait until every stream of `device` (the current GPU by default) has finished."""
+    index = runtime.index_of(device)
+    with runtime.DeviceGuard(index):
+        runtime.cupy().cuda.runtime.deviceSynchronize()
+
+
+_CudaDeviceProperties = namedtuple(
+    "_CudaDeviceProperties", "name major minor total_memory multi_processor_count "
+    "L2_cache_size warp_size max_threads_per_block is_integrated is_multi_gpu_board uuid")
+_CudaDeviceProperties.__doc__ = "What get_device_properties reports (torch's field names)."
+
+
+def get_device_properties(device=None) -> _CudaDeviceProperties:
+    index = runtime.index_of(device)
+    p = runtime.cupy().cuda.runtime.getDeviceProperties(index)
+    name = p["name"]
+    return _CudaDeviceProperties(
+        name.decode() if isinstance(name, bytes) else str(name), int(p["major"]),
+        int(p["minor"]), int(p["totalGlobalMem"]), int(p["multiProcessorCount"]),
+        int(p.get("l2CacheSize", 0)), int(p.get("warpSize", 32)),
+        int(p.get("maxThreadsPerBlock", 1024)), bool(p.get("integrated", 0)),
+        bool(p.get("isMultiGpuBoard", 0)), p.get("uuid", b""))
+
+
+def get_device_name(device=None) -> str:
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None) -> tuple:
+    p = get_device_properties(device)
+    return p.major, p.minor
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bfloat16 tensors work on every GPU here (stored as bits, computed in float32);
+    native bfloat16 arithmetic needs compute capability 8.0 (Ampere) or later."""
+    if not is_available():
+        return False
+    return including_emulation or get_device_capability()[0] >= 8

@@ -41,11 +41,12 @@ def save_checkpoint(path: str, model, optimizer, scheduler=None, **extra) -> Non
     torch.save(state, path)
 
 
-def load_checkpoint(path: str, model, optimizer, scheduler=None) -> dict:
-    """Restore what save_checkpoint wrote; returns the extra entries."""
+def load_checkpoint(path: str, model, optimizer, scheduler=None, map_location=None) -> dict:
+    """Restore what save_checkpoint wrote (tensors onto `map_location`); returns the extra
+    entries."""
     if not os.path.exists(path):
         raise SystemExit(f"--resume: no checkpoint at {path!r}; run once without --resume")
-    state = torch.load(path)
+    state = torch.load(path, map_location=map_location)
     model.load_state_dict(state.pop("model"))
     optimizer.load_state_dict(state.pop("optimizer"))
     if scheduler is not None:

@@ -111,7 +111,9 @@ def main(argv=None) -> float:
     parser.add_argument("--sample-length", type=int, default=300)
     parser.add_argument("--checkpoint", default="chargpt-checkpoint.pt")
     parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
 
     torch.manual_seed(args.seed)
     text = load_text()
@@ -124,17 +126,18 @@ def main(argv=None) -> float:
     def batch(source):
         starts = torch.randint(0, len(source) - args.block_size - 1, (args.batch_size,))
         rows = starts.unsqueeze(1) + torch.arange(args.block_size + 1)
-        chunk = source[rows]
+        chunk = source[rows].to(device)
         return chunk[:, :-1], chunk[:, 1:]
 
-    model = GPT(len(chars), args.block_size)
+    model = GPT(len(chars), args.block_size).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1,
                                   betas=(0.9, 0.95))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer,
                                                  warmup_cosine(args.steps // 10, args.steps))
     first = 0
     if args.resume:
-        first = load_checkpoint(args.checkpoint, model, optimizer, schedule)["step"]
+        first = load_checkpoint(args.checkpoint, model, optimizer, schedule,
+                                map_location=device)["step"]
         print(f"resumed from {args.checkpoint} at step {first}")
 
     progress = Progress(total=args.steps, desc="char GPT", initial=first)
@@ -154,7 +157,7 @@ def main(argv=None) -> float:
     with torch.no_grad():
         x, y = batch(valid)
         valid_loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
-    prompt = torch.tensor([[index[c] for c in "def "]])
+    prompt = torch.tensor([[index[c] for c in "def "]], device=device)
     sample = "".join(chars[i] for i in model.generate(prompt, args.sample_length)[0].tolist())
     print(f"trained {args.steps - first} steps in {seconds:.1f} s; checkpoint: {args.checkpoint}")
     print(f"validation loss: {valid_loss:.3f} nats/char ({len(chars)} distinct characters)")

@@ -3,7 +3,8 @@
 The data are the 1,797 8x8 images of the UCI digits set (vendored in examples/data, no
 download). 80% train a two-convolution network with Adam; the other 20% measure the test
 accuracy printed at the end. Each epoch ends with a checkpoint; `--resume` continues from it;
-`--amp` runs the forward passes under bfloat16 autocast (float32 weights and gradients).
+`--amp` runs the forward passes under autocast (bfloat16 on the CPU, float16 on a GPU, with
+float32 weights and gradients); `--device cuda` trains on a GPU.
 The code is what one would write with PyTorch: replace `glasstorch` by `torch` and it runs.
 """
 from __future__ import annotations
@@ -63,30 +64,34 @@ def main(argv=None) -> float:
     parser.add_argument("--checkpoint", default="digits-checkpoint.pt")
     parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     parser.add_argument("--amp", action="store_true",
-                        help="mixed precision: forward passes under bfloat16 autocast")
+                        help="mixed precision: forward passes under autocast")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
 
     torch.manual_seed(args.seed)
     images, labels = load_digits()
-    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(1234))
+    images, labels = images.to(device), labels.to(device)
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(1234)).to(device)
     n_test = len(labels) // 5
     test, train = order[:n_test], order[n_test:]
     loader = DataLoader(TensorDataset(images[train], labels[train]),
                         batch_size=args.batch_size, shuffle=True)
 
-    model = DigitsNet()
+    model = DigitsNet().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
     first_epoch = 0
     if args.resume:
-        first_epoch = load_checkpoint(args.checkpoint, model, optimizer)["epoch"]
+        first_epoch = load_checkpoint(args.checkpoint, model, optimizer,
+                                      map_location=device)["epoch"]
         print(f"resumed from {args.checkpoint} after epoch {first_epoch}")
 
     progress = Progress(total=args.epochs * len(loader), desc="digits CNN",
                         initial=first_epoch * len(loader))
     for epoch in range(first_epoch, args.epochs):
         for x, y in loader:
-            with torch.autocast("cpu", enabled=args.amp):
+            with torch.autocast(device.type, enabled=args.amp):
                 loss = loss_fn(model(x), y)
             optimizer.zero_grad()
             loss.backward()

@@ -9,7 +9,10 @@ def _allocator(device):
     if d.type == "cpu":
         from ..core import storage   # holds the active CPU allocator (set_cpu_allocator)
         return storage.cpu_allocator
-    raise RuntimeError(f"no memory statistics for device '{d}' in this build")
+    if d.type == "cuda":
+        from ..backends.cuda import allocator, runtime
+        return allocator.device_allocator(runtime.index_of(d))
+    raise RuntimeError(f"no memory statistics for device '{d}'")
 
 
 def memory_allocated(device="cpu") -> int:

@@ -42,8 +42,7 @@ def set_cpu_allocator(kind: str, backend=None) -> None:
 
 def _caching(device):
     from . import _allocator
-    allocator = _allocator(device)
-    return allocator.caching if isinstance(allocator, HostCachingAllocator) else None
+    return getattr(_allocator(device), "caching", None)    # None: the plain CPU allocator
 
 
 def memory_reserved(device="cpu") -> int:

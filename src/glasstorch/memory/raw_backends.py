@@ -136,10 +136,10 @@ class HostCachingAllocator:
         self.caching = caching
         self.stats = _StatsView(caching)
 
-    def allocate(self, nbytes: int) -> np.ndarray:
+    def allocate(self, nbytes: int, stream=0) -> np.ndarray:
         if nbytes == 0:
             return np.empty(0, np.uint8)     # like PyTorch: no block for zero bytes
-        block = self.caching.malloc(nbytes)
+        block = self.caching.malloc(nbytes, stream)
         owner = _BlockOwner()
         owner.allocator = self.caching
         owner.block = block

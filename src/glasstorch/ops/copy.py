@@ -48,8 +48,20 @@ def _copy_cpu(self, src, non_blocking=False):
     _check_copy(self, src)
     if src.device.type == "meta":
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    if src.device.type == "cuda":
+        return _copy_cuda(self, src, non_blocking)
     assign_array(self._array(), src._array())
     return self
+
+
+@copy_.impl("CUDA")
+def _copy_cuda(self, src, non_blocking=False):
+    """Copies with a GPU on either side (backends/cuda/copy.py)."""
+    from ..backends.cuda.copy import copy_between
+    _check_copy(self, src)
+    if src.device.type == "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    return copy_between(self, src, non_blocking)
 
 
 @copy_.impl("Meta")
@@ -86,6 +98,13 @@ def scalar_value(value):
 @fill_.impl("CPU")
 def _fill_cpu(self, value):
     assign_array(self._array(), np.asarray(scalar_value(value)))
+    return self
+
+
+@fill_.impl("CUDA")
+def _fill_cuda(self, value):
+    from ..backends.cuda.copy import fill
+    fill(self, scalar_value(value))
     return self
 
 
@@ -131,6 +150,7 @@ def _clone_impl(self, memory_format=None):
 
 
 clone_op.impl("CPU")(_clone_impl)
+clone_op.impl("CUDA")(_clone_impl)
 clone_op.impl("Meta")(_clone_impl)
 
 
@@ -158,6 +178,7 @@ def _to_copy_impl(self, dtype=None, device=None, non_blocking=False, memory_form
 
 
 to_copy.impl("CPU")(_to_copy_impl)
+to_copy.impl("CUDA")(_to_copy_impl)
 to_copy.impl("Meta")(_to_copy_impl)
 
 
@@ -236,6 +257,35 @@ def cuda(self, device=None, non_blocking=False, memory_format=preserve_format):
         memory_format=memory_format)
 
 
+def pin_memory(self, device=None):
+    """A copy in page-locked host memory, which GPU copies can read asynchronously (self
+    if already pinned)."""
+    from ..backends.cuda import pinned
+    if self.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    if self.is_pinned():
+        return self
+    out = Tensor._make(pinned.new_storage(self.nbytes), 0, self._shape,
+                       strides_for(self, preserve_format), self.dtype)
+    assign_array(out._array(), self._array())
+    return out
+
+
+def is_pinned(self, device=None) -> bool:
+    """Whether the tensor lives in page-locked host memory (Tensor.pin_memory())."""
+    return self._storage.is_pinned()
+
+
+def record_stream(self, stream) -> None:
+    """Tell the caching allocator that `stream` uses this tensor's memory, so that its block
+    is not reused before the work queued on `stream` so far has finished."""
+    if self.device.type != "cuda":
+        raise RuntimeError("record_stream: expected a CUDA tensor")
+    storage = self._storage
+    if storage.buf is not None and storage.nbytes():
+        storage._allocator.record_stream(storage.buf, stream.cuda_stream)
+
+
 def type_(self, dtype=None, non_blocking=False):
     """With no argument, the legacy type name ('torch.FloatTensor'); else a cast."""
     if dtype is None:
@@ -255,4 +305,7 @@ _LEGACY_NAMES = {dt.float32: "FloatTensor", dt.float64: "DoubleTensor",
 export("type_as", type_as, method=True, function=False)
 export("cpu", cpu, method=True, function=False)
 export("cuda", cuda, method=True, function=False)
+export("pin_memory", pin_memory, method=True, function=False)
+export("is_pinned", is_pinned, method=True, function=False)
+export("record_stream", record_stream, method=True, function=False)
 export("type", type_, method=True, function=False)

@@ -53,6 +53,8 @@ class OpDeclaration:
         self.check_inplace = None    # (spec, self, *args): op-specific in-place shape errors
         self.check_out = None        # (spec, out, *args): op-specific out= dtype errors
         self.out_meta = None         # (out, *args) -> spec: meta of the out= variant
+        self.on_cuda = None          # "shared" (the array kernel runs on CuPy too), "host"
+        #                              (runs on the CPU, copies), None: by kind (ops/gpu_kernels)
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)

@@ -10,7 +10,9 @@ their turn (unless `in_order=False`). The main process waits on the result pipe 
 workers' process sentinels together, so a worker that dies is noticed at once. Workers are
 stopped (None on each index queue, a bounded join, then terminate) when the epoch ends, the
 iterator is deleted or collected, or a worker dies; with `persistent_workers` they live on
-and are reset for the next epoch instead.
+and are reset for the next epoch instead. With `pin_memory`, a thread reads the result pipe
+instead and hands pinned batches over through a queue, so pinning overlaps with the
+training step (`_pin_memory`); without workers, batches are pinned inline.
 
     >>> import glasstorch as torch
     >>> from glasstorch.utils.data import DataLoader, TensorDataset
@@ -21,11 +23,11 @@ and are reset for the next epoch instead.
 from __future__ import annotations
 
 import atexit
-import collections.abc
 import itertools
 import math
 import multiprocessing
 import os
+import queue
 import secrets
 import signal
 import time
@@ -38,7 +40,8 @@ from multiprocessing.reduction import ForkingPickler
 from ...core import dtype as dt
 from ...ops.factories import empty
 from . import _sharing
-from ._collate import _rebuild_mapping, _rebuild_sequence, default_collate, default_convert
+from ._collate import default_collate, default_convert
+from ._pin_memory import PinMemoryThread, WorkerExited, pin_memory
 from ._worker import (ExceptionWrapper, IterableDatasetStopIteration, IterableFetcher,
                       MapFetcher, ResumeIteration, worker_loop)
 from .dataset import IterableDataset
@@ -74,23 +77,6 @@ def _accelerator_available() -> bool:
     except ImportError:
         return False
     return bool(cuda.is_available())
-
-
-def _pin_memory(data):
-    """Copy the tensors (and custom batches defining `pin_memory()`) of `data` to pinned memory."""
-    if hasattr(data, "pin_memory"):
-        return data.pin_memory()
-    if isinstance(data, (str, bytes)):
-        return data
-    if isinstance(data, collections.abc.Mapping):
-        return _rebuild_mapping(data, {k: _pin_memory(v) for k, v in data.items()})
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(_pin_memory(d) for d in data))
-    if isinstance(data, tuple):
-        return [_pin_memory(d) for d in data]
-    if isinstance(data, collections.abc.Sequence):
-        return _rebuild_sequence(data, [_pin_memory(d) for d in data])
-    return data
 
 
 class DataLoader:
@@ -346,7 +332,7 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def _next_data(self):
         index = self._next_index()
         data = self._dataset_fetcher.fetch(index)
-        return _pin_memory(data) if self._pin_memory else data
+        return pin_memory(data) if self._pin_memory else data
 
 
 def _death_message(pid: int, exitcode) -> str:
@@ -373,6 +359,7 @@ def _shutdown_live_iterators():
 
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     _shutdown = True        # until workers exist, there is nothing to shut down
+    _pin_thread = None      # a PinMemoryThread while pinning
 
     def __init__(self, loader):
         super().__init__(loader)
@@ -405,6 +392,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 w.start()
                 self._index_queues.append(index_queue)
                 self._workers.append(w)
+            if self._pin_memory:
+                from ... import cuda
+                self._pin_thread = PinMemoryThread(
+                    self._reader, [w.sentinel for w in self._workers], cuda.current_device())
             self._reset(loader, first_iter=True)
         except BaseException:
             self._shutdown_workers()
@@ -436,6 +427,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _get_data(self):
         """The next (task_id, data) from any worker; raises if a worker died or on timeout."""
         timeout = self._timeout if self._timeout > 0 else None
+        if self._pin_thread is not None:
+            return self._get_pinned_data(timeout)
         while True:
             alive = [w for w, up in zip(self._workers, self._workers_status) if up]
             ready = wait([self._reader] + [w.sentinel for w in alive], timeout)
@@ -449,6 +442,24 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     if w.exitcode is not None:
                         self._shutdown_workers()
                         raise RuntimeError(_death_message(w.pid, w.exitcode))
+
+    def _get_pinned_data(self, timeout):
+        """`_get_data` when the pinning thread reads the pipe and watches the workers."""
+        while True:
+            try:
+                item = self._pin_thread.get(timeout)
+            except queue.Empty:
+                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds") \
+                    from None
+            if type(item) is tuple:
+                return item
+            if type(item) is not WorkerExited:      # a message that could not be received
+                item.reraise()
+            if self._workers_status[item.worker_id]:    # else it was stopped: no news
+                w = self._workers[item.worker_id]
+                w.join()
+                self._shutdown_workers()
+                raise RuntimeError(_death_message(w.pid, w.exitcode))
 
     def _next_data(self):
         if self._shutdown:          # stopped after a worker died: nothing more will come
@@ -514,15 +525,18 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._try_put_index()
         if isinstance(data, ExceptionWrapper):
             data.reraise()
-        return _pin_memory(data) if self._pin_memory else data
+        return data
 
-    def _drain_while_joining(self, deadline: float) -> None:
-        """Discard results (so no worker blocks writing one) until every worker has exited."""
-        try:
-            os.set_blocking(self._reader.fileno(), False)
-            reader = [self._reader]
-        except OSError:         # already closed by the garbage collector
-            reader = []
+    def _drain_while_joining(self, deadline: float, read: bool) -> None:
+        """Discard results (so no worker blocks writing one) until every worker has exited;
+        `read=False` only waits (the pipe still has another reader)."""
+        reader = []
+        if read:
+            try:
+                os.set_blocking(self._reader.fileno(), False)
+                reader = [self._reader]
+            except OSError:         # already closed by the garbage collector
+                pass
         while True:
             alive = [w for w in self._workers if w.is_alive()]
             left = deadline - time.monotonic()
@@ -542,10 +556,12 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             return
         self._shutdown = True
         try:
+            # The pinning thread first: then this thread alone reads the pipe.
+            read = self._pin_thread is None or self._pin_thread.stop(_JOIN_TIMEOUT)
             self._done_event.set()
             for q in self._index_queues:
                 q.put(None)
-            self._drain_while_joining(time.monotonic() + _JOIN_TIMEOUT)
+            self._drain_while_joining(time.monotonic() + _JOIN_TIMEOUT, read)
         finally:
             for w in self._workers:
                 if w.is_alive():
