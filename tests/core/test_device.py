@@ -49,3 +49,14 @@ def test_cuda_without_a_gpu_fails_clearly_and_cleanly(quiet_gc):
 def test_copying_out_of_a_meta_tensor_is_refused():
     with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
         gt.empty(2, device="meta").to("cpu")
+
+
+def test_torch_backends_switches_that_gpu_scripts_set_exist():
+    # Training scripts set these before anything else; they must not fail here.
+    gt.backends.cudnn.benchmark = True
+    gt.backends.cudnn.deterministic = False
+    gt.backends.cuda.matmul.allow_tf32 = False
+    assert gt.backends.cudnn.is_available() is False      # convolutions are matmuls here
+    import importlib.util
+    assert gt.backends.cuda.is_built() == (importlib.util.find_spec("cupy") is not None)
+    gt.backends.cudnn.benchmark = False

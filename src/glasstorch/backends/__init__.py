@@ -1,5 +1,7 @@
 """Backends: where kernels run. `cpu` (NumPy) is always there; `cuda` (CuPy) is imported
-the first time a CUDA tensor or query needs it."""
+the first time a CUDA tensor or query needs it. As `torch.backends`, this package also has
+the switches scripts set: `cudnn.benchmark`, `cuda.matmul.allow_tf32`."""
+from . import cudnn  # noqa: F401
 
 
 def device_allocator(device):

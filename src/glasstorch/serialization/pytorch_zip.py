@@ -75,7 +75,7 @@ def _prefix(zf: zipfile.ZipFile) -> str:
 def _cuda_storage(storage: UntypedStorage, dev) -> UntypedStorage:
     try:
         new = UntypedStorage._new(storage.nbytes(), dev)
-    except (ImportError, RuntimeError, OSError) as exc:
+    except (ImportError, RuntimeError, OSError, AssertionError) as exc:   # no CuPy/GPU
         raise RuntimeError(
             f"Attempting to deserialize object on a CUDA device ({dev}) but CUDA is not "
             "available to glasstorch. If you are running on a CPU-only machine, please use "
