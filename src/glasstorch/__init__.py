@@ -54,6 +54,7 @@ from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F4
                                 is_autocast_cache_enabled, is_autocast_enabled,
                                 set_autocast_cache_enabled, set_autocast_dtype)
 from .serialization import *  # noqa: E402,F401,F403  (save, load)
+from .ops import cuda_fused as _cuda_fused  # noqa: E402,F401  (native CUDA kernels first)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
 
 _gpu_kernels.register()

@@ -97,7 +97,8 @@ class Adam(Optimizer):
 def _adam_arrays(group, state, p, arrays, lr, beta1, beta2, wd, eps) -> None:
     """One Adam/AdamW update on the NumPy arrays of p, its gradient and moments, in place:
     torch's single-tensor algorithm in the same operation order (lerp, mul + addcmul,
-    sqrt / bias correction + eps, addcdiv), each op as one out= pass."""
+    sqrt / bias correction + eps, addcdiv), each op as one out= pass (on a GPU, one fused
+    kernel launch where _fused_adam can take the arrays)."""
     step_t = state["step"]
     step_t._array()[...] += 1
     _bump(step_t)
@@ -110,6 +111,9 @@ def _adam_arrays(group, state, p, arrays, lr, beta1, beta2, wd, eps) -> None:
         return
     param, grad, exp_avg, exp_avg_sq = arrays[:4]
     step = float(step_t._array())
+    if param.__class__ is not np.ndarray and _fused_adam(group, p, arrays, lr, beta1, beta2,
+                                                         wd, eps, step):
+        return
     if group["maximize"]:
         grad = np.negative(grad)
     if wd != 0:
@@ -141,3 +145,26 @@ def _adam_arrays(group, state, p, arrays, lr, beta1, beta2, wd, eps) -> None:
     np.multiply(exp_avg, -step_size, out=scratch)   # param.addcdiv_(exp_avg, denom, -step_size)
     scratch /= denom
     param += scratch
+
+
+def _fused_adam(group, p, arrays, lr, beta1, beta2, wd, eps, step) -> bool:
+    """The update as one launch of glasstorch's CUDA C Adam kernel, which follows the NumPy
+    path's operation order (so the same results), when the arrays are CuPy arrays on real
+    CuPy and the written ones C-contiguous; False (nothing done) otherwise."""
+    from ..backends.cuda import fused, runtime
+    if not runtime.runs_cuda_c():
+        return False
+    param, grad, exp_avg, exp_avg_sq = arrays[:4]
+    written = (param, exp_avg, exp_avg_sq) + tuple(arrays[4:])
+    if not all(a.flags.c_contiguous for a in written):
+        return False
+    with runtime.DeviceGuard(p.device.index):
+        if not grad.flags.c_contiguous:
+            grad = runtime.cupy().ascontiguousarray(grad)
+        fused.adam_step_(param, grad, exp_avg, exp_avg_sq,
+                         arrays[4] if group["amsgrad"] else None, lr=lr, beta1=beta1,
+                         beta2=beta2, eps=eps, weight_decay=wd,
+                         decoupled=group["decoupled_weight_decay"],
+                         maximize=group["maximize"], bias_correction1=1 - beta1 ** step,
+                         bias_correction2_sqrt=(1 - beta2 ** step) ** 0.5)
+    return True

@@ -424,18 +424,21 @@ def log_softmax_rows_backward(grad_output, output, out=None):
     return _backward("log_softmax_rows_backward", 3, grad_output, output, out)
 
 
-def layer_norm_rows(x, weight=None, bias=None, eps: float = 1e-5):
+def layer_norm_rows(x, weight=None, bias=None, eps: float = 1e-5, out=None):
     """layer_norm over the last dimension, as torch.native_layer_norm(x, [n], weight, bias,
     eps): returns (out, mean, rstd), the statistics shaped x.shape[:-1] + (1,) in the
-    compute dtype (float32 for float16/float32 inputs, float64 for float64)."""
+    compute dtype (float32 for float16/float32 inputs, float64 for float64). `out` (x's
+    shape and dtype; may be x itself) receives the normalized rows when given."""
     cp = runtime.cupy()
-    _check("layer_norm_rows", cp, dict(input=x), FLOATS)
+    _check("layer_norm_rows", cp, dict(input=x) if out is None else dict(input=x, out=out),
+           FLOATS)
     rows, n = _rows_of("layer_norm_rows", x)
     params = {k: v for k, v in (("weight", weight), ("bias", bias)) if v is not None}
     if params:
         _check("layer_norm_rows", cp, params, (x.dtype.name,), (n,))
     stats_dtype = _MATH[x.dtype.name]
-    out = cp.empty(x.shape, x.dtype)
+    if out is None:
+        out = cp.empty(x.shape, x.dtype)
     mean = cp.empty(x.shape[:-1] + (1,), stats_dtype)
     rstd = cp.empty(x.shape[:-1] + (1,), stats_dtype)
     if rows:
