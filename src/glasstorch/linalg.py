@@ -117,7 +117,7 @@ def vander(x, *, N=None):
     if N <= 1:
         raise RuntimeError("N must be greater than 1.")
     powers = x.unsqueeze(-1).expand(tuple(x.shape) + (N - 1,)).cumprod(-1)
-    return _cat([_ones(tuple(x.shape) + (1,), dtype=powers.dtype), powers], -1)
+    return _cat([_ones(tuple(x.shape) + (1,), dtype=powers.dtype, device=x.device), powers], -1)
 
 
 def _prod(shape) -> int:

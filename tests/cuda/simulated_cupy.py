@@ -31,7 +31,22 @@ import numpy as _np
 
 _API = _json.loads(_pathlib.Path(__file__).with_name("cupy_api_14.2.0.json").read_text())
 _CUPY_NAMES = frozenset(_API["cupy"])
-_UFUNC_METHODS = _API["ufunc_methods"]
+# Which ufunc methods real CuPy 14.2 implements (cupy/_core/_kernel.pyx,
+# _routines_indexing.pyx): every ufunc has `outer`; reduce/accumulate only add and multiply,
+# reduceat only add, at only add, subtract, maximum, minimum and the bitwise ones.
+_REAL_METHODS = {"add": ("reduce", "accumulate", "reduceat", "at", "outer"),
+                 "multiply": ("reduce", "accumulate", "outer"),
+                 "subtract": ("at", "outer"), "maximum": ("at", "outer"),
+                 "minimum": ("at", "outer"), "bitwise_and": ("at", "outer"),
+                 "bitwise_or": ("at", "outer"), "bitwise_xor": ("at", "outer")}
+_UFUNC_METHODS = {name: [m for m in methods if m in _REAL_METHODS.get(name, ("outer",))]
+                  for name, methods in _API["ufunc_methods"].items()}
+_KEYWORDS = {"__call__": {"out", "dtype", "casting"},          # no where=, no signature=
+             "reduce": {"axis", "dtype", "out", "keepdims"},     # no initial=, no where=
+             "accumulate": {"axis", "dtype", "out"}}
+_AT_DTYPES = {"add": set("ilqILQefd"), "subtract": set("iI"),     # cupy.<ufunc>.at dtypes
+              "maximum": set("ilqILQfd"), "minimum": set("ilqILQfd")}
+_COMPARISONS = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal"}
 _this = _sys.modules[__name__]
 _NO_CUDA_C = "the simulated CuPy cannot run CUDA C; run this on a GPU"
 _SUPPORTED_CHARS = frozenset("?bhilqBHILQefdFD")    # CuPy's dtypes (_core/_dtype.pyx)
@@ -668,7 +683,10 @@ def _wrap(result, sources):
                 return s
         if result.size:
             addr = result.__array_interface__["data"][0]
-            for s in sources:
+            # the source whose own memory holds the view keeps it alive (arrays from a
+            # caching allocator share one block), else any source over the same block
+            for s in sorted(sources, key=lambda s: not s._data.mem.ptr <= addr <
+                            s._data.mem.ptr + s._data.mem.size):
                 block = s._rec
                 if block is not None and block.addr <= addr < block.addr + block.size:
                     return _view_of(s, result, addr)
@@ -698,16 +716,29 @@ def _unwrap(value, sources, host=False):
 
 
 def _operand(value, sources):
-    """An operand of an elementwise operation: a device array or a scalar, nothing else."""
+    """An operand of an elementwise operation: a device array or a scalar, nothing else
+    (a 0-d NumPy array is refused too, as CuPy's scalar conversion refuses it)."""
     if isinstance(value, ndarray):
         sources.append(value)
         return value._inner()
-    if isinstance(value, _SCALARS) or isinstance(value, _np.ndarray) and value.ndim == 0:
+    if isinstance(value, _SCALARS):
         return value
     raise _unsupported(value)
 
 
 def _apply_ufunc(function, method, inputs, kwargs):
+    if function.__name__ in _COMPARISONS or method == "at":     # CuPy takes .item() of these
+        inputs = tuple(x.item() if isinstance(x, _np.ndarray) and x.ndim == 0 else x
+                       for x in inputs)
+    extra = set(kwargs) - _KEYWORDS.get(method, set(kwargs))
+    if extra:
+        raise TypeError(f"cupy.{function.__name__}.{method}() got unexpected keyword "
+                        f"argument(s) {sorted(extra)}")
+    if method == "at":
+        allowed = _AT_DTYPES.get(function.__name__)
+        if allowed is not None and inputs[0].dtype.char not in allowed:
+            raise TypeError(f"cupy.{function.__name__}.at does not support dtype "
+                            f"{inputs[0].dtype}")
     sources = []
     args = [_unwrap(x, sources) if i == 1 and method in ("at", "reduceat")
             else _operand(x, sources) for i, x in enumerate(inputs)]

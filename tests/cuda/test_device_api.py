@@ -180,3 +180,36 @@ def test_storage_of_a_gpu_tensor():
     host = gt.UntypedStorage(3)
     host.copy_(s)
     assert host.tolist() == [1, 2, 3]
+
+
+@pytest.fixture
+def two_gpus(cuda_backend):
+    """Two GPUs: the simulation grows a second one; a real machine needs two."""
+    if cuda_backend == "real":
+        if gt.cuda.device_count() < 2:
+            pytest.skip("needs two GPUs")
+        yield
+        return
+    import simulated_cupy
+    simulated_cupy.reset(device_count=2)
+    runtime.use_cupy(simulated_cupy)
+    try:
+        yield
+    finally:
+        simulated_cupy.reset()
+        runtime.use_cupy(simulated_cupy)
+
+
+def test_ops_run_on_their_tensors_gpu_whatever_the_current_one(two_gpus):
+    assert gt.cuda.current_device() == 0
+    x = gt.arange(6.0).view(2, 3).to("cuda:1")
+    y = (x * 2).sum(0)                         # shared kernels launch on cuda:1
+    assert y.device == gt.device("cuda:1") and y.tolist() == [6.0, 10.0, 14.0]
+    assert gt.cuda.current_device() == 0
+    z = x.to("cuda:0")                          # a copy between GPUs
+    assert z.device == gt.device("cuda:0") and z.tolist() == x.tolist()
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        x + z
+    with gt.cuda.device(1):
+        assert gt.zeros(1, device="cuda").device == gt.device("cuda:1")
+    assert gt.cuda.memory_allocated(1) > 0

@@ -401,9 +401,12 @@ def test_numpy_arrays_cannot_be_mixed_in():
             mix()
     with pytest.raises(TypeError, match="Output arguments must be cupy.ndarray"):
         np.add(d, d, out=host)
-    # NumPy scalars, 0-d NumPy arrays and Python numbers are fine, either side
-    for ok in (d + np.float32(2), np.float64(2) * d, d + np.array(2.0), 3 - d, d ** 2):
+    # NumPy scalars and Python numbers are fine, either side; a 0-d NumPy array is not
+    # (CuPy's scalar conversion refuses it), except in comparisons, which take its .item()
+    for ok in (d + np.float32(2), np.float64(2) * d, 3 - d, d ** 2, d > np.array(1.0)):
         assert isinstance(ok, cp.ndarray)
+    with pytest.raises(TypeError, match=r"Unsupported type <class 'numpy.ndarray'>"):
+        d + np.array(2.0)
     d[1] = np.float32(5)
     d[[0, 2]] = 7                        # list and NumPy index arrays are indices
     d[np.array([0])] = 1
@@ -598,3 +601,18 @@ def test_reset_clears_everything():
     del kept
     gc.collect()
     assert cp.live_allocations() == 0
+
+
+def test_ufunc_methods_and_keywords_are_real_cupys():
+    # Real CuPy 14.2: reduce/accumulate only for add and multiply, reduceat only add, `at`
+    # for add/subtract/maximum/minimum/bitwise in some dtypes; no initial=/where= keywords.
+    d = cp.arange(6.0)
+    assert float(np.add.reduce(d)) == 15.0 and float(np.multiply.reduce(d + 1)) == 720.0
+    for refused in (lambda: np.maximum.reduce(d), lambda: np.logical_and.reduce(d > 0),
+                    lambda: np.maximum.accumulate(d), lambda: np.multiply.at(d, [0], 2.0),
+                    lambda: np.add.reduce(d, initial=1.0), lambda: np.add(d, 1, where=d > 2),
+                    lambda: np.add.at(cp.zeros(3, cp.int8), [0], 1)):
+        with pytest.raises((TypeError, AttributeError, NotImplementedError)):
+            refused()
+    np.add.at(d, cp.asarray([0, 0]), 1.0)
+    assert d.get().tolist()[:2] == [2.0, 1.0]

@@ -263,7 +263,8 @@ def _functional_fill(self, value):
     if isinstance(value, Tensor):
         return value.to(self.dtype).expand(self._shape).clone()
     from ..ops.factories import full
-    return _overwritten(self, full(self._shape, value, dtype=self.dtype), "FillBackward2")
+    return _overwritten(self, full(self._shape, value, dtype=self.dtype, device=self.device),
+                        "FillBackward2")
 
 
 def _zero_gradient(grad):
@@ -362,7 +363,7 @@ class CopySlices(Node):
         vshape, vstride, voffset = self._view_geometry
         # Runs in the engine's grad mode: with create_graph these writes are recorded too,
         # so the gradient it returns can itself be differentiated.
-        result = empty_strided(shape, stride, dtype=grad.dtype).copy_(grad)
+        result = empty_strided(shape, stride, dtype=grad.dtype, device=grad.device).copy_(grad)
         region = result.as_strided(vshape, vstride, voffset)
         if self._fn is None:
             region.fill_(0)

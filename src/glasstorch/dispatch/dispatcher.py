@@ -26,6 +26,9 @@ FALLTHROUGH = object()   # registered for a key to mean "skip this key"
 _fallbacks: dict = {}     # DispatchKey -> boxed kernel(op, ks, *args) or FALLTHROUGH
 _operators: dict = {}     # qualified name -> Operator
 _tracers: list = []       # the dispatch-trace hook while a trace is on (dispatch/trace.py)
+several_gpus = False      # set by the CUDA runtime when it sees more than one GPU: then a
+#                           call on CUDA tensors checks that they share one
+_CUDA_ONLY = 1 << DispatchKey.CUDA
 
 
 class Operator:
@@ -104,6 +107,8 @@ class Operator:
         backends = ks & BACKEND_MASK
         if backends & (backends - 1):
             ks = check_same_device(self, args, ks)
+        elif several_gpus and backends == _CUDA_ONLY:
+            check_same_device(self, args, ks)
         if _tracers:
             return _traced(self, ks, args)
         # `untraced`, inlined: this is every op call's path
@@ -240,7 +245,7 @@ def check_same_device(op: Operator, args, ks: int) -> int:
             devices.append((t.device, op.schema.arguments[i].name))
             if t.device.type == "cpu" and t.dim() != 0:
                 cpu_scalars_only = False
-    # called only when the key set holds two backends, so two device types are present
+    # called when the key set holds two backends (or CUDA tensors of several GPUs)
     if len({d for d, _ in devices if d.type != "cpu"}) == 1 and cpu_scalars_only:
         return ks & ~(1 << DispatchKey.CPU)   # run on the accelerator, reading CPU scalars
     first = devices[0][0]

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ..backends import arrays
 from ..backends.cpu import parallel, special
 from ..backends.cpu.pointwise import (COMPLEX, FLOATING, INTS, REDUCED, assign, check_dtype,
                                       scalar)
@@ -389,7 +390,7 @@ def _threshold_grad(g, x, threshold):
     bits = _BITS[g.dtype.itemsize]
     mask = keep.view(np.uint8).astype(bits)
     np.negative(mask, out=mask)                     # all ones where g is kept
-    r = np.empty(np.broadcast_shapes(g.shape, mask.shape), g.dtype)
+    r = arrays.module_of(g).empty(np.broadcast_shapes(g.shape, mask.shape), g.dtype)
     np.bitwise_and(g.view(bits), mask, out=r.view(bits))
     return r
 
@@ -455,7 +456,7 @@ glu = structured("glu(Tensor self, int dim=-1) -> Tensor", _glu_meta, function=F
 def _glu_cpu(out, self, dim=-1):
     check_dtype("glu_cpu", self.dtype, FLOATING)
     d = wrap_dim(dim, self.dim())
-    a, b = np.split(np.asarray(self._array(), opmath(self.dtype)), 2, axis=d)
+    a, b = np.split(self._array().astype(opmath(self.dtype), copy=False), 2, axis=d)
     with np.errstate(all="ignore"):
         assign(out, a / (1 + np.exp(-b)))
 
@@ -481,7 +482,7 @@ _prelu_kernel = structured("_prelu_kernel(Tensor self, Tensor weight) -> Tensor"
 def _prelu_kernel_cpu(out, self, weight):
     check_dtype("prelu_cpu", self.dtype, FLOATING)
     cd = opmath(self.dtype)
-    x, w = np.asarray(self._array(), cd), np.asarray(weight._array(), cd)
+    x, w = self._array().astype(cd, copy=False), weight._array().astype(cd, copy=False)
     assign(out, np.where(x > 0, x, w * x))
 
 
@@ -535,13 +536,13 @@ def _rrelu_with_noise_cpu(out, self, noise, lower=0.125, upper=1.0 / 3.0, traini
     d = self.dtype
     check_dtype("leaky_relu_cpu" if not training else "rrelu_with_noise_out_cpu", d, FLOATING)
     cd = opmath(d)
-    x = np.asarray(self._array(), cd)
+    x = self._array().astype(cd, copy=False)
     if not training:
         assign(out, _leaky_relu(x, (lower + upper) / 2))
         return
     rng = _stream(generator, self)
     r = uniform01(rng, x.shape, dt.float64 if d is dt.float64 else dt.float32)
-    r = (r * (upper - lower) + lower).astype(cd)
+    r = arrays.asarray((r * (upper - lower) + lower).astype(cd), like=x)   # host draws
     slopes = np.where(x <= 0, r, cd.type(1))
     assign(noise, slopes)
     assign(out, x * slopes)
@@ -593,14 +594,17 @@ def _native_dropout_cpu(input, p, train):
         return out, mask
     if train is None or train:
         keep = 1 - p
-        m = _dropout_mask(input, keep)
+        x = input._array().astype(opmath(input.dtype), copy=False)
+        m = arrays.asarray(_dropout_mask(input, keep), like=x)     # drawn on the host
         assign(mask, m)
-        x = np.asarray(input._array(), opmath(input.dtype))
         assign(out, x * m * (0.0 if keep == 0 else 1 / keep))
     else:
         assign(mask, True)
         assign(out, input._array())
     return out, mask
+
+
+native_dropout.on_cuda = "shared"
 
 
 @native_dropout.impl("Meta")

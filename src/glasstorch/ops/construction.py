@@ -5,6 +5,7 @@ import operator
 
 import numpy as np
 
+from ..backends import arrays
 from ..core import dtype as dt
 from ..core.device import as_device
 from ..core.shape import Size, wrap_dim
@@ -85,7 +86,7 @@ def _diag_embed_kernel(out, self, offset=0, dim1=-2, dim2=-1):
     o[...] = 0
     if o.size == 0:
         return
-    i = np.arange(self._shape[-1])
+    i = arrays.module_of(o).arange(self._shape[-1])
     moved = np.moveaxis(o, (d1, d2), (-2, -1))      # a view: writes land in `o`
     moved[..., i + max(-offset, 0), i + max(offset, 0)] = self._array()
 
@@ -184,7 +185,8 @@ def _tri_indices(name, lower: bool):
         keep = (c - r <= offset) if lower else (c - r >= offset)
         values = np.stack((r[keep], c[keep]))
         out = Tensor._empty(values.shape, dtype, as_device(device))
-        assign_array(out._array(), values)
+        o = out._array()
+        assign_array(o, arrays.asarray(values, like=o))      # made on the host
         return out
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = "glasstorch"

@@ -8,7 +8,8 @@ convolution is the adjoint: one matmul gives the columns, and col2im adds them b
 the kernel offsets (a loop over the few kernel positions, each a strided slice add).
 `convolution_backward` computes the input, weight and bias gradients together, as
 PyTorch's op of that name. `im2col`/`col2im` (F.unfold/F.fold) are the same two steps on
-their own.
+their own. The kernels run on NumPy and CuPy arrays alike (on a GPU the batch is split
+into far larger blocks: the columns need not fit a cache there).
 
     >>> x = glasstorch.ones(1, 1, 4, 4); w = glasstorch.ones(1, 1, 3, 3)
     >>> glasstorch.conv2d(x, w, padding=1)[0, 0, 0].tolist()
@@ -22,8 +23,9 @@ import warnings
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..backends.arrays import module_of
 from ..core import dtype as dt
-from ..core.device import CPU, META
+from ..core.device import META
 from ..core.shape import channels_last_strides, is_channels_last, is_contiguous
 from ..core.tensor import Tensor
 from .copy import assign_array
@@ -39,7 +41,7 @@ def pad_array(a: np.ndarray, padding, value=0) -> np.ndarray:
         return a
     nd = len(padding)
     shape = a.shape[:-nd] + tuple(s + 2 * p for s, p in zip(a.shape[-nd:], padding))
-    out = np.full(shape, value, dtype=a.dtype)
+    out = module_of(a).full(shape, value, dtype=a.dtype)
     out[(Ellipsis,) + tuple(slice(p, p + s) for s, p in zip(a.shape[-nd:], padding))] = a
     return out
 
@@ -51,7 +53,9 @@ def windows(a: np.ndarray, kernel, stride, dilation, out_sizes) -> np.ndarray:
     shape = a.shape[:-nd] + tuple(out_sizes) + tuple(kernel)
     strides = (lead + tuple(st * s for st, s in zip(sp, stride))
                + tuple(st * d for st, d in zip(sp, dilation)))
-    return as_strided(a, shape, strides, writeable=False)
+    if a.__class__ is np.ndarray:
+        return as_strided(a, shape, strides, writeable=False)
+    return module_of(a).lib.stride_tricks.as_strided(a, shape, strides)
 
 
 def col2im_add(full: np.ndarray, cols: np.ndarray, kernel, stride, dilation) -> None:
@@ -229,7 +233,8 @@ def columns(x, kernel, stride, dilation, padding, out_sizes) -> np.ndarray:
     nd = len(kernel)
     win = windows(pad_array(x, padding), kernel, stride, dilation, out_sizes)
     perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
-    cols = np.empty((x.shape[1],) + tuple(kernel) + (x.shape[0],) + tuple(out_sizes), x.dtype)
+    cols = module_of(x).empty((x.shape[1],) + tuple(kernel) + (x.shape[0],) + tuple(out_sizes),
+                              x.dtype)
     np.copyto(cols, win.transpose(perm))
     return cols
 
@@ -257,17 +262,21 @@ def col2im_into(res, cols, kernel, stride, padding, dilation) -> None:
 def _channels_first(a, groups):
     """(g, C/g, N*L) copy of a (N, C, *sp): the batch joins the positions."""
     n, c = a.shape[:2]
-    return np.ascontiguousarray(a.reshape(n, groups, c // groups, -1).transpose(1, 2, 0, 3)
-                                ).reshape(groups, c // groups, -1)
+    return module_of(a).ascontiguousarray(
+        a.reshape(n, groups, c // groups, -1).transpose(1, 2, 0, 3)).reshape(groups, c // groups,
+                                                                              -1)
 
 
 _BLOCK_BYTES = 1 << 21     # columns per matmul of about this size stay in cache
+_DEVICE_BLOCK_BYTES = 1 << 28   # on a GPU: few large matmuls, the columns' memory bounded
 
 
-def _batch_blocks(n: int, sample_bytes: int):
+def _batch_blocks(n: int, sample_bytes: int, like):
     """Slices of the batch whose columns take about _BLOCK_BYTES each: a block's columns
-    and matmul result are reused from cache instead of making full-batch copies."""
-    step = max(1, _BLOCK_BYTES // max(sample_bytes, 1))
+    and matmul result are reused from cache instead of making full-batch copies. For a
+    CuPy array `like`, blocks of _DEVICE_BLOCK_BYTES."""
+    block = _BLOCK_BYTES if like.__class__ is np.ndarray else _DEVICE_BLOCK_BYTES
+    step = max(1, block // max(sample_bytes, 1))
     return [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
 
@@ -301,7 +310,7 @@ def _conv_forward(res, x, w, stride, padding, dilation, groups, bias=None) -> No
     if bias is not None:
         bias = bias.reshape(g, o // g, 1)
     positions = math.prod(res.shape[2:])
-    for b in _batch_blocks(x.shape[0], rows * g * positions * x.itemsize):
+    for b in _batch_blocks(x.shape[0], rows * g * positions * x.itemsize, x):
         cols = columns(x[b], w.shape[2:], stride, dilation, padding, res.shape[2:])
         _matmul_to_batch(res[b], wm, cols.reshape(g, rows, -1), bias)
 
@@ -314,7 +323,7 @@ def _conv_transpose_forward(res, x, w, stride, padding, dilation, groups) -> Non
     wt = w.reshape(g, w.shape[0] // g, math.prod(w.shape[1:])).transpose(0, 2, 1)
     res.fill(0)
     sample = math.prod(w.shape[1:]) * g * math.prod(x.shape[2:]) * x.itemsize
-    for b in _batch_blocks(x.shape[0], sample):
+    for b in _batch_blocks(x.shape[0], sample, x):
         _matmul_col2im(res[b], wt, _channels_first(x[b], g), kernel, x.shape[2:], stride,
                        padding, dilation)
 
@@ -330,7 +339,7 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
         rows = math.prod(w.shape[1:])
         wm = w.reshape(g, w.shape[0] // g, rows)
         sample = rows * g * math.prod(x.shape[2:]) * x.itemsize
-        for b in _batch_blocks(n, sample):
+        for b in _batch_blocks(n, sample, x):
             cols = columns(gy[b], kernel, stride, dilation, padding, x.shape[2:]).reshape(
                 g, rows, -1)
             if gx is not None:
@@ -344,7 +353,7 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
         if gx is not None:
             gx.fill(0)
         sample = max(rows, w.shape[0] // g) * g * math.prod(gy.shape[2:]) * x.itemsize
-        for b in _batch_blocks(n, sample):
+        for b in _batch_blocks(n, sample, x):
             gcf = _channels_first(gy[b], g)
             if gx is not None:
                 _matmul_col2im(gx[b], wt, gcf, kernel, gy.shape[2:], stride, padding,
@@ -354,7 +363,7 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
                 part = np.matmul(gcf, cols.reshape(g, rows, -1).transpose(0, 2, 1))
                 gw = part if gw is None else np.add(gw, part, out=gw)
     if want_weight and gw is None:      # an empty batch
-        gw = np.zeros(w.shape, w.dtype)
+        gw = module_of(w).zeros(w.shape, w.dtype)
     return gw
 
 
@@ -362,7 +371,9 @@ def _compute_target(t: Tensor, ct) -> np.ndarray:
     """t's array when a kernel may write its result there directly (its dtype is the
     compute dtype and it is C-contiguous), else a new array to copy from."""
     a = t._array()
-    return a if a.dtype == ct and a.flags.c_contiguous else np.empty(a.shape, ct)
+    if a.dtype == ct and a.flags.c_contiguous:
+        return a
+    return module_of(a).empty(a.shape, ct)
 
 
 def _store(t: Tensor, res) -> None:
@@ -411,6 +422,7 @@ convolution_backward = kernel_op(
     "(Tensor, Tensor, Tensor)", method=False, function=False,
     doc="The gradients of convolution for input, weight and bias (None where output_mask "
         "is False), computed together from one set of columns per operand.")
+convolution_backward.on_cuda = "shared"
 
 
 def _allocate_specs(specs, device):
@@ -424,7 +436,7 @@ def _convolution_backward_cpu(grad_output, input, weight, bias_sizes, stride, pa
     specs = _convolution_backward_meta(grad_output, input, weight, bias_sizes, stride,
                                        padding, dilation, transposed, output_padding, groups,
                                        output_mask)
-    g_input, g_weight, g_bias = _allocate_specs(specs, CPU)
+    g_input, g_weight, g_bias = _allocate_specs(specs, input.device)
     stride, padding, dilation, *_ = conv_params(input, weight, None, stride, padding, dilation,
                                                 transposed, output_padding, groups)
     ct = opmath(input.dtype)
@@ -642,7 +654,8 @@ def _col2im_cpu(out, self, output_size, kernel_size, dilation, padding, stride):
     cols = cols.reshape(lead + tuple(kernel_size) + blocks)
     n = len(lead)
     cols = cols.transpose((n, n + 1) + tuple(range(n)) + (n + 2, n + 3))
-    full = np.zeros(lead + tuple(o + 2 * p for o, p in zip(output_size, padding)), dtype=ct)
+    full = module_of(cols).zeros(lead + tuple(o + 2 * p for o, p in zip(output_size, padding)),
+                                 dtype=ct)
     col2im_add(full, cols, kernel_size, stride, dilation)
     ph, pw = padding
     assign_array(out._array(), full[..., ph:ph + output_size[0], pw:pw + output_size[1]])

@@ -24,11 +24,11 @@ from .linalg_decomp import (_is_vector_rhs, _linalg_svd, cholesky_solve_op, lina
 
 def _diag(v, n):
     """diag_embed of the last dim of `v`."""
-    return v.unsqueeze(-1) * eye(n, dtype=v.dtype)
+    return v.unsqueeze(-1) * eye(n, dtype=v.dtype, device=v.device)
 
 
 def _off_diagonal(x, n):
-    return x * (1 - eye(n, dtype=x.dtype.to_real()))
+    return x * (1 - eye(n, dtype=x.dtype.to_real(), device=x.device))
 
 
 _PHASE = ("The {} in the complex case are specified up to multiplication by e^{{i phi}}. The "
@@ -215,7 +215,7 @@ def _svd(grad, A, full_matrices, compute_uv, result0, result1, result2):
             return (None,)
         return ((U * gS.unsqueeze(-2).to(U.dtype)).matmul(Vh),)
     S2 = S * S
-    E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye(k, dtype=S.dtype)
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye(k, dtype=S.dtype, device=S.device)
     core = 0
     if gU is not None:
         UhgU = U.mH.matmul(gU)
@@ -251,7 +251,7 @@ def _eigh(grad, result0, result1):
     n = L.shape[-1]
     core = 0
     if gV is not None:
-        E = L.unsqueeze(-2) - L.unsqueeze(-1) + eye(n, dtype=L.dtype)
+        E = L.unsqueeze(-2) - L.unsqueeze(-1) + eye(n, dtype=L.dtype, device=L.device)
         VhgV = V.mH.matmul(gV)
         if V.dtype.is_complex:
             _check_phase(VhgV.diagonal(0, -2, -1).imag, None, "linalg_eigh_backward: " +
@@ -280,7 +280,7 @@ def _eig(grad, self, result0, result1):
         _check_phase(VhgV.diagonal(0, -2, -1).imag, None, "linalg_eig_backward: " +
                      _PHASE.format("eigenvectors", "quantity, so it is ill-defined."))
         H = VhgV - Vh.matmul(V * VhgV.diagonal(0, -2, -1).real.unsqueeze(-2))
-        E = (L.unsqueeze(-2) - L.unsqueeze(-1)).conj() + eye(n, dtype=L.dtype)
+        E = (L.unsqueeze(-2) - L.unsqueeze(-1)).conj() + eye(n, dtype=L.dtype, device=L.device)
         K = _off_diagonal(H / E, n)
     if gL is not None:
         K = K + _diag(gL, n)

@@ -212,7 +212,7 @@ def _as_strided(grad, self_geometry, size, stride, storage_offset):
     for k, (n, s) in enumerate(zip(size, stride)):
         shape = [1] * len(size)
         shape[k] = n
-        positions = positions + _fn["arange"](n).reshape(shape) * s
+        positions = positions + _fn["arange"](n, device=grad.device).reshape(shape) * s
     extent = max([self_offset + sum((n - 1) * s for n, s in zip(self_shape, self_stride))]
                  + ([int(positions.max())] if grad.numel() else [0])) + 1
     buf = grad.new_zeros((extent,))

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..backends import arrays
 from ..core.grad_state import grad_disabled
 from ..backends.cpu.pointwise import FLOATING, assign, check_dtype
 from ..core import dtype as dt
@@ -43,7 +44,7 @@ def pairwise_p_distances(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
     broadcast: (..., r1, r2)."""
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     r1, r2, m = a.shape[-2], b.shape[-2], a.shape[-1]
-    out = np.zeros(batch + (r1, r2), a.dtype)
+    out = arrays.module_of(a).zeros(batch + (r1, r2), a.dtype)
     if m == 0 or out.size == 0:
         return out
     step = max(1, _CHUNK // max(1, r2 * m * max(1, math.prod(batch))))
@@ -123,7 +124,7 @@ cdist_forward = structured(
 def _cdist_forward_cpu(out, x1, x2, p, compute_mode):
     check_dtype("cdist", x1.dtype, _FULL_FLOATS)
     cd = opmath(x1.dtype)
-    a, b = np.asarray(x1._array(), cd), np.asarray(x2._array(), cd)
+    a, b = x1._array().astype(cd, copy=False), x2._array().astype(cd, copy=False)
     assign(out, pairwise_p_distances(a, b, p))
 
 
@@ -137,7 +138,7 @@ euclidean_dist = structured(
 @euclidean_dist.impl("CPU")
 def _euclidean_dist_cpu(out, x1, x2):
     cd = opmath(x1.dtype)
-    a, b = np.asarray(x1._array(), cd), np.asarray(x2._array(), cd)
+    a, b = x1._array().astype(cd, copy=False), x2._array().astype(cd, copy=False)
     an = (a * a).sum(-1, keepdims=True)
     bn = (b * b).sum(-1, keepdims=True)
     left = np.concatenate([a * cd.type(-2), an, np.ones_like(an)], -1)
@@ -157,9 +158,9 @@ def _pdist_forward_cpu(out, self, p=2.0):
     n = self.shape[0]
     if n < 2:
         return
-    x = np.asarray(self._array(), opmath(self.dtype))
+    x = self._array().astype(opmath(self.dtype), copy=False)
     full = pairwise_p_distances(x, x, p)
-    assign(out, full[np.triu_indices(n, 1)])
+    assign(out, full[arrays.module_of(x).triu_indices(n, 1)])
 
 
 @composite()

@@ -18,6 +18,7 @@ import operator
 
 import numpy as np
 
+from ..backends.arrays import asarray
 from ..core import dtype as dt
 from ..core.device import as_device
 from ..core.grad_state import state as _grad_state
@@ -512,7 +513,7 @@ def _frequencies(fname, values, scale, out, dtype, device, requires_grad):
     compute = np.dtype(np.float32) if dtype.itemsize < 4 else dtype.np
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         a = a.astype(compute) * compute.type(scale)
-    assign_array(out._array(), a)
+    assign_array(out._array(), asarray(a, like=out._array()))
     if requires_grad:
         out.requires_grad_(True)
     return out

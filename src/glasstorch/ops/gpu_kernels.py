@@ -26,6 +26,8 @@ from ..core.device import CPU
 from ..core.tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch.keys import DispatchKey
+from ..backends.cuda import runtime
+from ..return_types import _StructSeq
 from . import registry
 
 _warned: set = set()
@@ -128,14 +130,49 @@ def _widen(x):
     return x
 
 
+def _cpu_scalars_to(device, args):
+    """A CPU 0-dim tensor in a GPU op (allowed, as in PyTorch) as a 0-dim GPU tensor: CuPy
+    takes no host arrays next to device arrays."""
+    if not any(a.__class__ is Tensor and a._storage.device.type == "cpu" for a in args):
+        return args
+    return tuple(_to_device(a, device) if a.__class__ is Tensor else a for a in args)
+
+
+def _bfloat16_number(x):
+    """A Python number as a bfloat16 op sees it: rounded to bfloat16 (TensorIterator casts
+    scalar operands to the op's dtype), kept exact as float32 by mul/div."""
+    return float(dt.bfloat16.np.type(x)) if isinstance(x, (int, float)) and \
+        not isinstance(x, bool) else x
+
+
 def _shared_structured(decl, cpu_impl):
+    tensor_positions = tuple(i for i, a in enumerate(decl.schema.arguments)
+                             if a.type.startswith("Tensor"))
+    exact_scalars = decl.name in ("mul", "div")
+
     def kernel(out, *args):
+        first = out[0] if isinstance(out, tuple) else out
+        args = _cpu_scalars_to(first.device, args)
+        index = first._storage.device.index
+        if index != runtime.cupy().cuda.runtime.getDevice():    # CuPy launches on the
+            with runtime.DeviceGuard(index):                     # current GPU: the tensors'
+                return run(out, *args)
+        return run(out, *args)
+
+    def run(out, *args):
         if not _has_bfloat16(out, args):
             cpu_impl(out, *args)
             return
         outs = out if isinstance(out, tuple) else (out,)
         wide = tuple(_widen(o) if o.dtype is dt.bfloat16 else o for o in outs)
-        cpu_impl(wide if isinstance(out, tuple) else wide[0], *[_widen(a) for a in args])
+        floats = [a.dtype for a in args if a.__class__ is Tensor and a.dtype.category == dt.FLOAT]
+        computes_in_bfloat16 = floats and all(d is dt.bfloat16 for d in floats)
+        args = [_widen(a) for a in args]
+        if computes_in_bfloat16 and not exact_scalars:
+            for i in tensor_positions:
+                if i < len(args):
+                    args[i] = _bfloat16_number(args[i])
+        cpu_impl(wide if isinstance(out, tuple) else wide[0], *args)
         for o, w in zip(outs, wide):
             if w is not o:
                 _copy(o, w)              # rounds to bfloat16 once, to nearest even
@@ -191,6 +228,12 @@ def _shared_operator(op, cpu_kernel, name):
     def kernel(*args):
         if _has_bfloat16((), args):
             return host(*args)
+        device = _cuda_device(args)
+        args = _cpu_scalars_to(device, args)
+        index = device.index
+        if index != runtime.cupy().cuda.runtime.getDevice():
+            with runtime.DeviceGuard(index):
+                return cpu_kernel(*args)
         return cpu_kernel(*args)
     kernel.__qualname__ = f"{getattr(cpu_kernel, '__qualname__', name)} (CUDA)"
     kernel.__module__ = getattr(cpu_kernel, "__module__", __name__)
@@ -206,6 +249,8 @@ def _restore(result, args, host_args, device):
         return _to_device(result, device) if device is not None else result
     if isinstance(result, tuple):
         restored = tuple(_restore(r, args, host_args, device) for r in result)
+        if isinstance(result, _StructSeq):       # torch.return_types: built from a sequence
+            return type(result)(restored)
         return type(result)(*restored) if hasattr(result, "_fields") else restored
     if isinstance(result, list):
         return [_restore(r, args, host_args, device) for r in result]
@@ -217,7 +262,11 @@ def _restore(result, args, host_args, device):
 def register() -> None:
     """Give every op with a CPU kernel a CUDA kernel (native ones are kept)."""
     declared = set()
-    for decl in list(registry.declarations.values()):
+    decls = {id(d): d for d in registry.declarations.values()}
+    for op in dispatcher.all_operators():       # overloads sharing a name (max, max.dim)
+        decls.setdefault(id(op.info.get("decl")), op.info.get("decl"))
+    decls.pop(id(None), None)
+    for decl in list(decls.values()):
         if decl.kind != "structured":
             continue
         for op in (decl.functional, decl.inplace, decl.out):

@@ -9,6 +9,9 @@ together, and when the indexed dimensions are not adjacent the result's index di
 go first (NumPy's rule). __setitem__ walks the same path and ends in one in-place op
 (copy_/fill_ for basic indices, index_put_ for advanced ones), so the version counter
 moves once.
+
+The kernels run on NumPy and CuPy arrays alike (CUDA tensors run them on the GPU); index
+tensors may be on the CPU whatever the indexed tensor's device, and are moved to it.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from ..backends.arrays import module_of
 from ..core import dtype as dt
 from ..core.shape import (broadcast_shapes, broadcast_shapes2, is_non_overlapping_and_dense,
                           iterator_strides, view_strides, wrap_dim)
@@ -129,18 +133,44 @@ def _expand_masks(self, indices):
                 raise NotImplementedError(
                     "indexing with a boolean mask on the 'meta' device: the result's shape "
                     "depends on the mask's values")
-            for a in np.nonzero(_host(idx)):
+            for a in np.nonzero(index_data(idx, self)):
                 items.append((a, (a.size,), (1,)))
         else:
-            data = None if idx.device.type == "meta" else _host(idx)
+            data = None if idx.device.type == "meta" else index_data(idx, self)
             items.append((data, idx._shape, idx._stride))
     if len(items) > self.dim():
         raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
     return items
 
 
-def _host(t: Tensor) -> np.ndarray:
-    return t._array() if t.device.type == "cpu" else t.cpu()._array()
+def index_data(t: Tensor, self: Tensor):
+    """The elements of `t`, an index (or value) for `self`, as an array beside self's: index
+    tensors may be on the CPU whatever self's device (as in PyTorch), and a CPU (or meta)
+    self reads a GPU index on the host."""
+    kind = t._storage.device.type
+    if kind == "cpu":
+        return t._array() if self._storage.device.type != "cuda" else t.to(self.device)._array()
+    return t._array() if kind == self._storage.device.type else t.cpu()._array()
+
+
+# CuPy's scatter-add (`add.at`) takes these dtypes only.
+_DEVICE_ADD_AT = frozenset(np.dtype(c) for c in "ilqILQefd")
+
+
+def add_at(arr, key, values) -> None:
+    """np.add.at(arr, key, values): duplicate positions add up. On a CuPy array of a dtype
+    CuPy's scatter-add lacks, complex numbers add as two real parts and narrow integers and
+    bools add in int64 (wrapping, and saturating to True, as PyTorch's kernels do)."""
+    if arr.__class__ is np.ndarray or arr.dtype in _DEVICE_ADD_AT:
+        np.add.at(arr, key, values)
+    elif arr.dtype.kind == "c":
+        values = arr.dtype.type(values) if np.isscalar(values) else values
+        np.add.at(arr.real, key, values.real)
+        np.add.at(arr.imag, key, values.imag)
+    else:
+        work = arr.astype(np.int64)
+        np.add.at(work, key, values if np.isscalar(values) else values.astype(np.int64))
+        assign_array(arr, work != 0 if arr.dtype == np.bool_ else work)
 
 
 def _broadcast_strides(shape, stride, target):
@@ -200,8 +230,14 @@ def index_plan(self: Tensor, indices) -> _Plan:
 
 
 def _check_bounds(a: np.ndarray, k: int, size: int) -> None:
-    if a.size and (a.min() < -size or a.max() >= size):
-        bad = a[(a < -size) | (a >= size)].flat[0]
+    if not a.size:
+        return
+    if a.__class__ is np.ndarray:
+        wrong = a.min() < -size or a.max() >= size
+    else:                               # a GPU array: one synchronisation, not two
+        wrong = bool(((a < -size) | (a >= size)).any())
+    if wrong:
+        bad = int(a[(a < -size) | (a >= size)].ravel()[0])
         raise IndexError(f"index {bad} is out of bounds for dimension {k} with size {size}")
 
 
@@ -209,6 +245,7 @@ def _check_bounds(a: np.ndarray, k: int, size: int) -> None:
 index_op = kernel_op("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", method=False,
                      function=False, tags=("cross_device",),
                      doc="self[indices] for advanced (tensor) indices: a copy.")
+index_op.on_cuda = "shared"
 
 
 @index_op.impl("CPU")
@@ -232,11 +269,12 @@ index_put_op = kernel_op("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor 
                          "bool accumulate=False) -> Tensor(a!)", mutates=(0,), method=False,
                          function=False, tags=("cross_device",),
                          doc="self[indices] = values (or += with accumulate=True), in place.")
+index_put_op.on_cuda = "shared"
 
 
 def _single_mask(self, indices, values):
     """The broadcastable mask when `self[mask] = one_value` can be a masked fill."""
-    if values.numel() != 1 or values.device.type != "cpu":
+    if values.numel() != 1 or values.device.type == "meta":
         return None
     mask, before = None, 0
     for idx in indices:
@@ -255,7 +293,7 @@ def _single_mask(self, indices, values):
                 f"The shape of the mask {list(mask._shape)} at index {j} does not match the "
                 f"shape of the indexed tensor {list(self._shape)} at index {before + j}")
     trailing = self.dim() - before - mask.dim()
-    return _host(mask).astype(bool).reshape(mask._shape + (1,) * trailing)
+    return index_data(mask, self).astype(bool).reshape(mask._shape + (1,) * trailing)
 
 
 def _check_values(self, plan, values):
@@ -312,9 +350,9 @@ def _index_put_cpu(self, indices, values, accumulate=False):
         return self
     if plan.empty:
         return self
-    v = np.broadcast_to(_host(values), plan.shape)
+    v = np.broadcast_to(index_data(values, self), plan.shape)
     if accumulate:
-        np.add.at(arr, plan.key, v)
+        add_at(arr, plan.key, v)
     else:
         arr[plan.key] = v
     return self
@@ -353,6 +391,7 @@ index_put_copy_op = kernel_op("index_put(Tensor self, Tensor?[] indices, Tensor 
                               "bool accumulate=False) -> Tensor", method=False, function=False,
                               tags=("cross_device",),
                               doc="A copy of self with self[indices] = values.")
+index_put_copy_op.on_cuda = "shared"
 
 
 @index_put_copy_op.impl("CPU")
@@ -636,7 +675,7 @@ index_select = structured("index_select(Tensor self, int dim, Tensor index) -> T
 
 @index_select.impl("CPU")
 def _index_select_cpu(out, self, dim, index):
-    idx = _host(index).reshape(-1)
+    idx = index._array().reshape(-1)
     arr = self._array()
     size = arr.shape[wrap_dim(dim, self.dim())] if arr.ndim else 1
     if idx.size and (idx.min() < -size or idx.max() >= size):
@@ -661,10 +700,10 @@ take = structured("take(Tensor self, Tensor index) -> Tensor", _take_meta, inpla
 
 @take.impl("CPU")
 def _take_cpu(out, self, index):
-    idx = _host(index)
+    idx = index._array()
     n = self.numel()
     if idx.size and (idx.min() < -n or idx.max() >= n):
-        bad = idx[(idx < -n) | (idx >= n)].flat[0]
+        bad = int(idx[(idx < -n) | (idx >= n)].ravel()[0])
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
                          "elements.")
     assign_array(out._array(), self._array().reshape(-1)[idx])
@@ -694,11 +733,12 @@ def _masked_fill_cpu(out, self, mask, value):
     arr = out._array()
     if out is not self:
         assign_array(arr, np.broadcast_to(self._array(), arr.shape))
-    _copyto_where(arr, _scalar(value), np.broadcast_to(_host(mask), arr.shape))
+    _copyto_where(arr, _scalar(value), np.broadcast_to(mask._array(), arr.shape))
 
 
 masked_select = kernel_op("masked_select(Tensor self, Tensor mask) -> Tensor",
                           doc="The elements of self where mask is True, as a 1-D copy.")
+masked_select.on_cuda = "shared"
 
 
 @masked_select.impl("CPU")
@@ -706,7 +746,8 @@ def _masked_select_cpu(self, mask):
     if mask.dtype is not dt.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = broadcast_shapes2(mask._shape, self._shape)
-    values = np.broadcast_to(self._array(), shape)[np.broadcast_to(_host(mask), shape)]
+    values = np.broadcast_to(self._array(), shape)[np.broadcast_to(index_data(mask, self),
+                                                                    shape)]
     out = Tensor._empty(values.shape, self.dtype, self.device)
     assign_array(out._array(), values)
     return out
@@ -716,12 +757,14 @@ def _masked_select_cpu(self, mask):
 
 nonzero_op = kernel_op("nonzero(Tensor self) -> Tensor", method=False, function=False,
                        doc="Indices of the nonzero elements, one row per element (int64).")
+nonzero_op.on_cuda = "shared"
 
 
 @nonzero_op.impl("CPU")
 def _nonzero_cpu(self):
     arr = self._array()
-    found = np.nonzero(arr) if arr.ndim else ((np.zeros(int(arr != 0), np.int64)),)
+    found = np.nonzero(arr) if arr.ndim else \
+        ((module_of(arr).zeros(int(arr != 0), np.int64)),)
     n = found[0].size
     ndim = self.dim()
     out = Tensor._empty((n, ndim), dt.int64, self.device, (1, n))   # column-major, as torch

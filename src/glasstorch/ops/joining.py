@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ..backends.arrays import module_of
 from ..backends.cpu.pointwise import scalar as np_scalar
 from ..core import dtype as dt
 from ..core.shape import (Size, as_shape, broadcast_shapes2, channels_last_strides,
@@ -300,11 +301,12 @@ def _tri_meta(name):
 def _tri_kernel(lower: bool):
     def kernel(out, self, diagonal=0):
         m, n = self._shape[-2:]
-        if lower:
-            drop = ~np.tri(m, n, diagonal, dtype=bool)
-        else:
-            drop = np.tri(m, n, diagonal - 1, dtype=bool)
         arr = out._array()
+        tri = np.tri if arr.__class__ is np.ndarray else module_of(arr).tri
+        if lower:
+            drop = ~tri(m, n, diagonal, dtype=bool)
+        else:
+            drop = tri(m, n, diagonal - 1, dtype=bool)
         if out is not self:
             assign_array(arr, self._array())
         np.copyto(arr, np.zeros((), arr.dtype), where=drop)
@@ -422,6 +424,7 @@ export("tile", _tile_method, method=True, function=False)
 _repeat_counts = kernel_op("repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size="
                            "None) -> Tensor", method=False, function=False,
                            doc="[0]*r0 + [1]*r1 + ...: each index repeated repeats[i] times.")
+_repeat_counts.on_cuda = "shared"
 
 
 @_repeat_counts.impl("CPU")
@@ -434,7 +437,13 @@ def _repeat_counts_cpu(repeats, output_size=None):
     r = repeats._array()
     if r.size and r.min() < 0:
         raise RuntimeError("repeats can not be negative")
-    values = np.repeat(np.arange(r.size, dtype=r.dtype), r)
+    if r.__class__ is np.ndarray:
+        values = np.repeat(np.arange(r.size, dtype=r.dtype), r)
+    else:       # CuPy's repeat takes host counts: position k belongs to the i whose run holds k
+        xp = module_of(r)
+        ends = xp.cumsum(r)
+        total = int(ends[-1]) if r.size else 0
+        values = xp.searchsorted(ends, xp.arange(total), side="right").astype(r.dtype)
     if output_size is not None and output_size != values.size:
         raise RuntimeError("allocated size does not match required size")
     out = Tensor._empty(values.shape, repeats.dtype, repeats.device)

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..backends.arrays import module_of
 from ..backends.cpu import linalg as cpu
 from ..core import dtype as dt
 from ..core.device import META
@@ -525,7 +526,30 @@ def _gemm_kernel(batch_sum=False):
 addmm.impl("CPU")(_gemm_kernel())
 addmv.impl("CPU")(_gemm_kernel())
 baddbmm.impl("CPU")(_gemm_kernel())
-addbmm.impl("CPU")(_gemm_kernel(batch_sum=True))
+_addbmm_kernel = _gemm_kernel(batch_sum=True)
+addbmm.impl("CPU")(_addbmm_kernel)
+
+
+@addbmm.impl("CUDA")
+def _addbmm_cuda(out, self, batch1, batch2, beta=1, alpha=1):
+    """bfloat16 (bit patterns on the GPU) as PyTorch computes it, one addmm per batch each
+    rounded to bfloat16 (cpu.batch_sum_rounded); other dtypes by the CPU kernel on CuPy
+    arrays. Runs on the output's GPU."""
+    from ..backends.cuda.bfloat16 import from_float32, to_float32
+    from ..backends.cuda.runtime import DeviceGuard
+    with DeviceGuard(out._storage.device.index):
+        if out.dtype is not dt.bfloat16:
+            _addbmm_kernel(out, self, batch1, batch2, beta, alpha)
+            return
+        beta, alpha = _gemm_scalars(out.dtype, beta, alpha)
+        xp = module_of(out._array())
+
+        def wide(t):
+            a = t._array()
+            return to_float32(xp, a) if t.dtype is dt.bfloat16 else a.astype(np.float32)
+        result = cpu.batch_sum_rounded(wide(self), wide(batch1), wide(batch2), beta, alpha,
+                                       lambda r: to_float32(xp, from_float32(xp, r)))
+        out._array()[...] = from_float32(xp, result)
 
 
 # ---- outer / ger / addr / inner ----------------------------------------------------------
@@ -1079,6 +1103,7 @@ def _einsum_run(equation: str, operands, path=None, compute=False):
 einsum_op = kernel_op("einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor",
                       method=False, function=False,
                       doc="Einstein summation over the operands' labelled dimensions.")
+einsum_op.on_cuda = "shared"
 
 
 def _einsum_kernel(device):

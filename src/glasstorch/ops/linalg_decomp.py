@@ -97,10 +97,10 @@ def fortran_strides(shape) -> tuple:
     return batch + (1, max(m, 1))
 
 
-def new_tensor(arr, dtype: dt.dtype, fortran: bool = False) -> Tensor:
+def new_tensor(arr, dtype: dt.dtype, fortran: bool = False, device=CPU) -> Tensor:
     """A fresh tensor holding `arr` (cast to `dtype`), column-major matrices if `fortran`."""
     shape = tuple(arr.shape)
-    out = Tensor._empty(shape, dtype, CPU, fortran_strides(shape) if fortran else None)
+    out = Tensor._empty(shape, dtype, device, fortran_strides(shape) if fortran else None)
     if out.numel():
         assign_array(out._array(), arr)
     return out
@@ -615,8 +615,9 @@ def _svd_legacy(input, some=True, compute_uv=True):
         S = svdvals(input)
         m, n = input._shape[-2:]
         batch = tuple(input._shape[:-2])
-        return return_types.svd((new_tensor(np.zeros(batch + (m, m)), input.dtype), S,
-                                 new_tensor(np.zeros(batch + (n, n)), input.dtype, True)))
+        return return_types.svd((new_tensor(np.zeros(batch + (m, m)), input.dtype).to(
+            input.device), S, new_tensor(np.zeros(batch + (n, n)), input.dtype, True).to(
+            input.device)))
     U, S, Vh = _linalg_svd(input, not some)
     return return_types.svd((U, S, Vh.mH))
 
@@ -845,14 +846,14 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     if tol is not None:
         atol, rtol = tol, 0.0
     atol, rtol = _tolerances(name, A, atol, rtol)
-    a = A._array()
+    a = A.cpu()._array()            # LAPACK's decompositions run on the host
     if not a.size:
         s = np.zeros(a.shape[:-2] + (0,))
     elif hermitian:
         s = np.abs(np.linalg.eigvalsh(a))
     else:
         s = svd_arrays(a, compute_uv=False)
-    return _into(new_tensor(_rank_arrays(s, atol, rtol), dt.int64), out)
+    return _into(new_tensor(_rank_arrays(s, atol, rtol), dt.int64).to(A.device), out)
 
 
 # ---- matrix functions ----------------------------------------------------------------------
@@ -866,7 +867,8 @@ def matrix_power(A, n, *, out=None):
                         f"{type(n).__name__}")
     if n == 0:
         m = A._shape[-1]
-        return _into(eye(m, dtype=A.dtype).expand(A._shape).clone(), out, "matmul")
+        return _into(eye(m, dtype=A.dtype, device=A.device).expand(A._shape).clone(), out,
+                     "matmul")
     if n < 0:
         A, n = inv(A), -n
     if n == 1:
@@ -1010,6 +1012,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 linalg_cross = kernel_op("linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor",
                          method=False, doc="Cross product of 3-vectors along `dim`.")
+linalg_cross.on_cuda = "shared"
 
 
 def _cross_checks(self, other, dim):
@@ -1033,7 +1036,7 @@ def _cross_cpu(self, other, dim=-1):
     shape, d = _cross_checks(self, other, dim)
     a = np.broadcast_to(self._array(), shape)
     b = np.broadcast_to(other._array(), shape)
-    return new_tensor(np.cross(a, b, axis=d), self.dtype)
+    return new_tensor(np.cross(a, b, axis=d), self.dtype, device=self.device)
 
 
 def cross(input, other, dim=None, *, out=None):

@@ -15,6 +15,7 @@ from math import prod
 
 import numpy as np
 
+from ..backends import arrays
 from ..backends.cpu import parallel
 from ..core import dtype as dt
 from ..core.shape import broadcast_shapes2, wrap_dim
@@ -38,7 +39,8 @@ def _acc(t: Tensor) -> np.ndarray:
 
 
 def _store(out: Tensor, result) -> None:
-    np.copyto(out._array(), np.asarray(result).reshape(out._array().shape), casting="unsafe")
+    o = out._array()
+    np.copyto(o, arrays.asarray(result).reshape(o.shape), casting="unsafe")
 
 
 def _reduce(loss: np.ndarray, reduction: int):
@@ -67,7 +69,9 @@ def _softmax_meta(name):
 def _softmax_part(x: np.ndarray, o: np.ndarray, cd: np.dtype, log: bool) -> None:
     """(log_)softmax over axis 1 of a cache-sized part `x`, written into `o`: the row max
     is subtracted, then exponentials are summed, in place on one buffer of dtype cd."""
-    m = np.maximum.reduce(x, axis=1, keepdims=True)   # an infinite max gives NaN, as in torch
+    # an infinite max gives NaN, as in torch (CuPy's maximum has no reduce: its max)
+    m = np.maximum.reduce(x, axis=1, keepdims=True) if x.__class__ is np.ndarray else \
+        x.max(axis=1, keepdims=True)
     if x.dtype != cd:
         z = x.astype(cd)
         z -= m
@@ -96,15 +100,18 @@ def _softmax_into(out: Tensor, inputs, dim: int, part) -> None:
     n = shape[ax]
     outer, inner = prod(shape[:ax]), prod(shape[ax + 1:])
     direct = o.flags.c_contiguous
-    arrays = [t._array().reshape(outer, n, inner) for t in inputs]   # copies only if needed
-    arrays.append(o.reshape(outer, n, inner) if direct else np.empty((outer, n, inner), o.dtype))
+    parts = [t._array().reshape(outer, n, inner) for t in inputs]   # copies only if needed
+    parts.append(o.reshape(outer, n, inner) if direct else
+                 arrays.module_of(o).empty((outer, n, inner), o.dtype))
     if inner == 1:
-        arrays = [a[:, :, 0] for a in arrays]
+        parts = [a[:, :, 0] for a in parts]
     per = max(1, parallel.BLOCK // (n * inner))
-    if per > 1 or inner == 1:                   # blocks of whole (n, inner) slabs
+    if o.__class__ is not np.ndarray:           # on a GPU: one pass over everything
+        part(*parts)
+    elif per > 1 or inner == 1:                 # blocks of whole (n, inner) slabs
         def run(start, stop):
             for i in range(start, stop, per):
-                part(*[a[i:i + per] for a in arrays])
+                part(*[a[i:i + per] for a in parts])
         parallel.parallel_for(outer, run, n * inner)
     else:                                       # blocks of columns of one slab
         width = max(parallel.BLOCK // n, 1024)   # long enough inner loops for NumPy
@@ -114,10 +121,10 @@ def _softmax_into(out: Tensor, inputs, dim: int, part) -> None:
             for u in range(start, stop):
                 i, c = divmod(u, cols)
                 region = (slice(i, i + 1), slice(None), slice(c * width, (c + 1) * width))
-                part(*[a[region] for a in arrays])
+                part(*[a[region] for a in parts])
         parallel.parallel_for(outer * cols, run, n * width)
     if not direct:
-        np.copyto(o, arrays[-1].reshape(o.shape))
+        np.copyto(o, parts[-1].reshape(o.shape))
 
 
 _softmax = structured("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
@@ -285,7 +292,7 @@ def _nll_kernel(outs, self, target, weight, reduction, ignore_index):
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= n_classes))
     if bad.any():
-        raise IndexError(f"Target {t[bad].flat[0]} is out of bounds.")
+        raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
     safe = np.where(valid, t, 0)
     picked = np.take_along_axis(x, np.expand_dims(safe, cdim), cdim)
     picked = picked.reshape(safe.shape)
@@ -367,7 +374,7 @@ def _pointwise_loss_meta(name):
 def _pair(out, self, target):
     """Both operands in the op's compute dtype (float32 for float16/bfloat16)."""
     c = opmath(out.dtype)
-    return np.asarray(self._array(), c), np.asarray(target._array(), c)
+    return self._array().astype(c, copy=False), target._array().astype(c, copy=False)
 
 
 def _pointwise_loss(schema, name, elementwise, doc):
@@ -514,7 +521,7 @@ def _multi_margin_kernel(out, self, target, p=1, margin=1, weight=None, reductio
     c = x.shape[1]
     if ((t < 0) | (t >= c)).any():
         raise RuntimeError("target out of range")
-    rows = np.arange(len(t))
+    rows = arrays.module_of(t).arange(len(t))
     z = margin - x[rows, t][:, None] + x
     h = np.maximum(z, 0) ** p
     h[rows, t] = 0
@@ -548,10 +555,9 @@ def multilabel_counts(t: np.ndarray, c: int) -> np.ndarray:
     listed = np.cumprod(t >= 0, axis=-1).astype(bool)
     if listed.any() and (t[listed] >= c).any():
         raise RuntimeError("argument #2 'target' is out of range")
-    counts = np.zeros(t.shape, np.int64)
-    rows = np.broadcast_to(np.arange(t.shape[0])[:, None], t.shape)
-    np.add.at(counts, (rows[listed], t[listed]), 1)
-    return counts
+    rows = np.broadcast_to(arrays.module_of(t).arange(t.shape[0])[:, None], t.shape)
+    flat = rows[listed] * c + t[listed]
+    return np.bincount(flat, minlength=t.size).reshape(t.shape)
 
 
 @multilabel_margin_loss_forward.impl("CPU")
@@ -845,6 +851,7 @@ _ctc_loss = structured(
     inplace=False, out=False,
     doc="Connectionist temporal classification loss per sample, and the log-alphas.")
 _ctc_loss.impl("CPU")(_ctc_kernel)
+_ctc_loss.on_cuda = "host"     # a recursion over time steps built from host length lists
 
 
 def _ctc_backward_meta(grad, log_probs, targets, input_lengths, target_lengths,
@@ -857,6 +864,7 @@ _ctc_loss_backward = structured(
     "int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, "
     "bool zero_infinity=False) -> Tensor", _ctc_backward_meta, method=False, function=False,
     inplace=False, out=False, doc="The gradient of _ctc_loss by the beta recursion (PyTorch's formula).")
+_ctc_loss_backward.on_cuda = "host"     # as _ctc_loss
 
 
 @_ctc_loss_backward.impl("CPU")
@@ -925,7 +933,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if unbatched:
         nll = nll.squeeze(0)
     if reduction == MEAN:
-        lengths = Tensor._empty((len(tl),), nll.dtype, nll.device)
-        lengths._array()[...] = np.maximum(tl, 1)
+        lengths = nll.new_tensor([max(v, 1) for v in tl])
         return (nll / (lengths.squeeze(0) if unbatched else lengths)).mean()
     return nll.sum() if reduction == SUM else nll

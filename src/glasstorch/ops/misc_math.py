@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .. import return_types
+from ..backends import arrays
 from ..backends.cpu import pointwise as cpu
 from ..backends.cpu import special as sp
 from ..core import dtype as dt
@@ -56,7 +57,7 @@ def _cum_extremum_meta(name):
     return meta
 
 
-def _cum_extremum_kernel(accumulate):
+def _cum_extremum_kernel(ufunc):
     def kernel(out, self, dim):
         values, indices = out
         if self.numel() == 0:
@@ -69,23 +70,36 @@ def _cum_extremum_kernel(accumulate):
         d = wrap_dim(dim, a.ndim)
         if a.dtype == dt.bfloat16.np:
             a = a.astype(np.float32)
-        v = accumulate(a, axis=d)
+        v = _accumulate(ufunc, a, d)
         shape = [1] * a.ndim
         shape[d] = a.shape[d]
-        positions = np.arange(a.shape[d]).reshape(shape)
+        positions = arrays.module_of(a).arange(a.shape[d]).reshape(shape)
         hit = (a == v) | (np.isnan(a) if a.dtype.kind in "fc" else False)
-        idx = np.maximum.accumulate(np.where(hit, positions, 0), axis=d)
+        idx = _accumulate(np.maximum, np.where(hit, positions, 0), d)
         assign_array(values._array(), v)
         assign_array(indices._array(), idx)
     return kernel
 
 
-def _cum_extremum(name, accumulate, result_type, result_out_type):
+def _accumulate(ufunc, a, axis: int):
+    """ufunc.accumulate(a, axis) for maximum or minimum; CuPy's ufuncs accumulate only add
+    and multiply, so on a GPU a scan of ceil(log2 n) elementwise passes."""
+    if a.__class__ is np.ndarray:
+        return ufunc.accumulate(a, axis=axis)
+    v = np.moveaxis(a, axis, -1).copy()
+    step = 1
+    while step < v.shape[-1]:
+        v[..., step:] = ufunc(v[..., step:], v[..., :-step])
+        step *= 2
+    return np.moveaxis(v, -1, axis)
+
+
+def _cum_extremum(name, ufunc, result_type, result_out_type):
     decl = structured(f"{name}(Tensor self, int dim) -> (Tensor values, Tensor indices)",
                       _cum_extremum_meta(name), inplace=False, function=False, method=False,
                       promotes=False,
                       doc=f"The running {name[3:]} along `dim` and where it was last reached.")
-    decl.impl("CPU")(_cum_extremum_kernel(accumulate))
+    decl.impl("CPU")(_cum_extremum_kernel(ufunc))
     op = decl.function
 
     def fn(input, dim, *, out=None):
@@ -100,10 +114,8 @@ def _cum_extremum(name, accumulate, result_type, result_out_type):
     return decl
 
 
-cummax = _cum_extremum("cummax", np.maximum.accumulate, return_types.cummax,
-                       return_types.cummax_out)
-cummin = _cum_extremum("cummin", np.minimum.accumulate, return_types.cummin,
-                       return_types.cummin_out)
+cummax = _cum_extremum("cummax", np.maximum, return_types.cummax, return_types.cummax_out)
+cummin = _cum_extremum("cummin", np.minimum, return_types.cummin, return_types.cummin_out)
 
 
 # ---- binary pointwise: logaddexp, logaddexp2, heaviside ------------------------------------
@@ -249,7 +261,7 @@ def _mvlgamma_meta(self, p):
 
 
 def _mvlgamma_kernel(out, self, p):
-    x = np.asarray(cpu.operand(self, float_dtype(self)), np.float64)
+    x = cpu.as_type(cpu.operand(self, float_dtype(self)), np.float64)
     r = p * (p - 1) / 4 * math.log(math.pi)
     for i in range(p):
         r = r + sp.lgamma(x - i / 2)
@@ -302,10 +314,12 @@ def _renorm_meta(self, p, dim, maxnorm):
 def renorm_factor(a: np.ndarray, p, dim: int, maxnorm):
     """Per slice along `dim`: maxnorm / (norm + 1e-7) where the slice's p-norm exceeds
     maxnorm, else 1 (PyTorch's rule, with its 1e-7)."""
+    if not a.size:
+        return 1.0                                  # nothing to scale
     others = tuple(i for i in range(a.ndim) if i != dim)
     mag = np.abs(a)
     if p == math.inf:
-        norm = mag.max(axis=others, keepdims=True, initial=0.0)
+        norm = mag.max(axis=others, keepdims=True)
     elif p == 1:
         norm = mag.sum(axis=others, keepdims=True)
     elif p == 2:
@@ -386,6 +400,16 @@ def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
     return into_out(out, x)
 
 
+def _compared(xs, d: dt.dtype) -> list:
+    """Arrays to compare in dtype d, the operands' common dtype: a GPU holds bfloat16 as bit
+    patterns (what the structured kernels are spared by ops/gpu_kernels), so there they are
+    compared as float32 (exact)."""
+    if d is dt.bfloat16 and any(isinstance(x, Tensor) and x.device.type == "cuda" for x in xs):
+        return cpu.operands([x.float() if isinstance(x, Tensor) else x for x in xs],
+                            dt.float32)
+    return cpu.operands(xs, d)
+
+
 def _bool_tensor(values: np.ndarray, device) -> Tensor:
     out = Tensor._empty(values.shape, dt.bool, device)
     assign_array(out._array(), values)
@@ -407,14 +431,14 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other| elementwise (equal values, infinities
     included, are always close; nan only with equal_nan)."""
     _check_close_args("isclose", input, other, rtol, atol)
-    a, b = input._array(), other._array()
+    a, b = _compared((input, other), input.dtype)
     if input.dtype is dt.bool:
         return _bool_tensor(np.equal(a, b), input.device)
     if input.dtype.category == dt.INT:
         cd = dt.get_default_dtype().np
         a, b = a.astype(cd), b.astype(cd)
     elif input.dtype in cpu.REDUCED:
-        a, b = a.astype(np.float32), b.astype(np.float32)
+        a, b = a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)
     with np.errstate(all="ignore"):
         close = (a == b) | (np.isfinite(a) & np.isfinite(b)
                             & (np.abs(a - b) <= atol + rtol * np.abs(b)))
@@ -435,8 +459,7 @@ def equal(input, other):
     _require_tensor("equal", "other", 2, other)
     if input._shape != other._shape:
         return False
-    d = common_dtype(input, other)
-    a, b = cpu.operands((input, other), d)
+    a, b = _compared((input, other), common_dtype(input, other))
     return bool(np.array_equal(a, b))
 
 
@@ -474,6 +497,7 @@ special_bessel_j1 = _special_unary("bessel_j1", sp.bessel_j1, "bessel_j1_cpu",
                                    "The Bessel function J1.", reduced=False)
 special_airy_ai = _special_unary("airy_ai", sp.airy_ai, "airy_ai_cpu",
                                  "The Airy function Ai.", reduced=False)
+special_airy_ai.on_cuda = "host"    # its series sums in long double, which CuPy lacks
 special_bessel_y0 = _special_unary("bessel_y0", sp.bessel_y0, "bessel_y0_cpu",
                                    "The Bessel function of the second kind Y0.", reduced=False)
 special_bessel_y1 = _special_unary("bessel_y1", sp.bessel_y1, "bessel_y1_cpu",
@@ -503,7 +527,7 @@ special_scaled_modified_bessel_k1 = _special_unary(
 
 
 def _entr(x):
-    x = np.asarray(x, np.float64)
+    x = arrays.asarray(x, np.float64)
     with np.errstate(all="ignore"):
         r = np.where(x > 0, -x * np.log(x), np.where(x == 0, 0.0, -np.inf))
     return np.where(np.isnan(x), x, r)
@@ -674,6 +698,7 @@ nextafter = structured("nextafter(Tensor self, Tensor other) -> Tensor", _nextaf
                        tags=_POINTWISE, doc="The next representable value after input "
                                             "towards other.")
 nextafter.impl("CPU")(_nextafter_kernel)
+nextafter.on_cuda = "host"     # a bfloat16 step needs its bit pattern, not a float32 widening
 
 
 def _frexp_meta(self):
@@ -765,10 +790,11 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
         raise TypeError("isin(): expected at least one of 'elements' and 'test_elements' to "
                         "be a Tensor")
     d = common_dtype(elements, test_elements)
-    a, b = cpu.operands((elements, test_elements), d)
+    a, b = _compared((elements, test_elements), d)
     device = (elements if isinstance(elements, Tensor) else test_elements).device
-    result = _bool_tensor(np.isin(np.asarray(a), np.asarray(b).ravel(), assume_unique=assume_unique,
-                                  invert=invert), device)
+    xp = arrays.module_of(a, b)
+    result = _bool_tensor(xp.isin(xp.asarray(a), xp.asarray(b).ravel(),
+                                  assume_unique=assume_unique, invert=invert), device)
     return into_out(out, result)
 
 
@@ -929,6 +955,24 @@ def _index_reduce_meta(self, dim, index, source, reduce, include_self=True):
     return spec(self._shape, self.dtype)
 
 
+def _at(ufunc, a, idx, values) -> None:
+    """ufunc.at(a, idx, values) along a's first axis: unbuffered, so repeated indices all
+    count. CuPy has `at` for few ufuncs and dtypes: on a GPU the repeats are applied in
+    rounds over distinct indices, in the order NumPy applies them."""
+    if a.__class__ is np.ndarray:
+        ufunc.at(a, idx, values)
+        return
+    xp = arrays.module_of(a)
+    order = xp.argsort(idx, kind="stable")
+    ordered = idx[order]
+    rank = xp.arange(idx.size) - xp.searchsorted(ordered, ordered, side="left")
+    values = xp.broadcast_to(xp.asarray(values, a.dtype), idx.shape + a.shape[1:])
+    for r in range(int(rank.max()) + 1 if idx.size else 0):
+        pick = order[rank == r]
+        rows = idx[pick]
+        a[rows] = ufunc(a[rows], values[pick])
+
+
 def _index_reduce_kernel(out, self, dim, index, source, reduce, include_self=True):
     """Reduce with the ufunc's unbuffered `at` along `dim` moved first; positions that
     receive no source keep self's value."""
@@ -937,9 +981,9 @@ def _index_reduce_kernel(out, self, dim, index, source, reduce, include_self=Tru
     ufunc, identity = _INDEX_REDUCTIONS[reduce]
     d = wrap_dim(dim, self.dim()) if self.dim() else 0
     cd = opmath(self.dtype)
-    a = np.moveaxis(np.atleast_1d(np.array(self._array(), dtype=cd)), d, 0)
-    src = np.moveaxis(np.atleast_1d(np.asarray(source._array(), dtype=cd)), d, 0)
-    idx = np.asarray(index._array(), dtype=np.int64).reshape(-1)
+    a = np.moveaxis(np.atleast_1d(self._array().astype(cd)), d, 0)
+    src = np.moveaxis(np.atleast_1d(source._array().astype(cd, copy=False)), d, 0)
+    idx = index._array().astype(np.int64, copy=False).reshape(-1)
     touched = np.unique(idx)
     if not include_self:
         if cd.kind in "iub" and reduce in ("amax", "amin"):
@@ -947,10 +991,10 @@ def _index_reduce_kernel(out, self, dim, index, source, reduce, include_self=Tru
             identity = (False if reduce == "amax" else True) if limits is None else \
                 (limits.min if reduce == "amax" else limits.max)
         a[touched] = identity
-    ufunc.at(a, idx, src)
+    _at(ufunc, a, idx, src)
     if reduce == "mean":
-        counts = np.zeros(a.shape[0], dtype=np.int64)
-        np.add.at(counts, idx, 1)
+        counts = arrays.module_of(a).zeros(a.shape[0], dtype=np.int64)
+        _at(np.add, counts, idx, 1)
         counts = counts + (1 if include_self else 0)
         counts = np.maximum(counts, 1).reshape((-1,) + (1,) * (a.ndim - 1))
         a = a // counts if cd.kind in "iub" else a / counts.astype(cd)

@@ -12,6 +12,7 @@ from math import prod
 
 import numpy as np
 
+from ..backends import arrays
 from ..core.grad_state import grad_disabled
 from ..core import dtype as dt
 from ..core.shape import Size, channels_last_strides, contiguous_strides, is_contiguous
@@ -204,7 +205,7 @@ def _layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
     rows = prod(input._shape[:input.dim() - len(normalized_shape)])
     x = _as(input, compute).reshape(rows, n)
     out = outs[0]._array().reshape(rows, n)
-    y = out if out.dtype == compute else np.empty(out.shape, compute)
+    y = out if out.dtype == compute else arrays.module_of(out).empty(out.shape, compute)
     with np.errstate(all="ignore"):
         mean = np.einsum("ij->i", x)[:, None]
         mean /= max(n, 1)                  # PyTorch's mean of no elements is 0 (rstd nan)
@@ -497,7 +498,7 @@ def embedding_grad_scale(idx: np.ndarray, num_weights: int, padding_idx: int,
                          scale_grad_by_freq: bool, dtype) -> np.ndarray:
     """Per-index factor of an embedding gradient: 0 at padding_idx, else 1 or
     1/occurrences when scaling by frequency."""
-    scale = np.ones(idx.shape, dtype)
+    scale = np.ones_like(idx, dtype=dtype)
     if scale_grad_by_freq:
         counts = np.bincount(idx.reshape(-1), minlength=num_weights)
         scale /= counts[idx]
@@ -525,11 +526,12 @@ def _sum_rows(idx: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
     groups equal indices so that np.add.reduceat sums each group: far cheaper than np.add.at,
     which handles one element at a time (the sums may round differently, as PyTorch's
     parallel kernel's do)."""
-    acc = np.zeros((count, rows.shape[1]), rows.dtype)
+    xp = arrays.module_of(rows)
+    acc = xp.zeros((count, rows.shape[1]), rows.dtype)
     if idx.size:
         order = np.argsort(idx, kind="stable")
         ordered = idx[order]
-        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        starts = np.flatnonzero(np.concatenate((xp.ones(1, bool), ordered[1:] != ordered[:-1])))
         acc[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
     return acc
 
@@ -546,8 +548,9 @@ def _embedding_renorm_cpu(self, indices, max_norm, norm_type):
     rows = np.unique(_rows(indices, self._shape[0]))
     compute = _compute(self.dtype)
     picked = w[rows].astype(compute)
-    if norm_type == float("inf"):
-        norms = np.abs(picked).max(axis=1, initial=0)
+    if norm_type == float("inf"):        # (CuPy's max has no `initial` for empty rows)
+        norms = np.abs(picked).max(axis=1) if picked.shape[1] else np.zeros_like(
+            picked, shape=picked.shape[:1])
     elif norm_type == 0:
         norms = (picked != 0).sum(axis=1).astype(compute)
     else:
@@ -556,6 +559,9 @@ def _embedding_renorm_cpu(self, indices, max_norm, norm_type):
     scale = max_norm / (norms[big] + 1e-7)
     w[rows[big]] = (picked[big] * scale[:, None]).astype(w.dtype)
     return self
+
+
+embedding_renorm_.on_cuda = "shared"
 
 
 @embedding_renorm_.impl("Meta")
@@ -664,6 +670,9 @@ def _embedding_bag_cpu(weight, indices, offsets, scale_grad_by_freq=False, mode=
     return (out, _long(bag_of), _long(bag_size), _long(max_indices.copy()))
 
 
+_embedding_bag.on_cuda = "host"   # bag layout and max_indices built from host-side index scans
+
+
 @_embedding_bag.impl("Meta")
 def _embedding_bag_meta(weight, indices, offsets, scale_grad_by_freq=False, mode=0,
                         sparse=False, per_sample_weights=None, include_last_offset=False,
@@ -716,7 +725,10 @@ def _one_hot_cpu(self, num_classes=-1):
             raise RuntimeError("Class values must be smaller than num_classes.")
     elif num_classes < 0:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    out = Tensor._empty(tuple(self._shape) + (num_classes,), dt.int64)
-    _store(out, (a[..., None] == np.arange(num_classes)).astype(np.int64))
+    out = Tensor._empty(tuple(self._shape) + (num_classes,), dt.int64, self.device)
+    _store(out, (a[..., None] == arrays.module_of(a).arange(num_classes)).astype(np.int64))
     return out
+
+
+one_hot.on_cuda = "shared"
 

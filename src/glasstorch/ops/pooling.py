@@ -6,7 +6,9 @@ indices are flat positions in the input's spatial plane, as PyTorch's. Adaptive 
 pools are one small averaging matrix per spatial dim (separable, BLAS); adaptive max pools
 gather each window, padded to the longest window by repeating its last element. The
 gradients of max pools scatter-add through the indices; average pools add back through
-col2im. 1-d pools are 2-d pools over an inserted dim, as in PyTorch.
+col2im. 1-d pools are 2-d pools over an inserted dim, as in PyTorch. The kernels run on
+NumPy and CuPy arrays alike; small index and weight tables are made on the host and moved
+to the GPU with the data.
 
     >>> x = glasstorch.arange(16.).reshape(1, 1, 4, 4)
     >>> glasstorch.max_pool2d(x, 2).flatten().tolist()
@@ -18,10 +20,12 @@ import math
 
 import numpy as np
 
+from ..backends.arrays import asarray, module_of
 from ..core import dtype as dt
 from ..core.tensor import Tensor
 from .convolution import col2im_add, compute_array, suggest_layout, windows
 from .copy import assign_array
+from .indexing import add_at
 from .registry import composite, spec, structured
 
 _AXES = {2: ("H", "W"), 3: ("T", "H", "W")}
@@ -33,8 +37,8 @@ def _pad_lr(a: np.ndarray, left, right, value) -> np.ndarray:
         return a
     nd = len(left)
     sizes = a.shape[-nd:]
-    out = np.full(a.shape[:-nd] + tuple(n + l + r for n, l, r in zip(sizes, left, right)),
-                  value, dtype=a.dtype)
+    out = module_of(a).full(a.shape[:-nd] + tuple(n + l + r for n, l, r in
+                                                  zip(sizes, left, right)), value, dtype=a.dtype)
     out[(Ellipsis,) + tuple(slice(l, l + n) for n, l in zip(sizes, left))] = a
     return out
 
@@ -135,6 +139,8 @@ def _lowest(d: np.dtype):
 def _flat_indices(arg, out, kernel, stride, padding, dilation, in_sizes) -> np.ndarray:
     """Flat positions in the input plane of the chosen kernel offsets `arg` (..., *out)."""
     starts, offsets = _window_starts(out, kernel, stride, padding, dilation, in_sizes)
+    if arg.__class__ is not np.ndarray:
+        starts, offsets = asarray(starts, like=arg), asarray(offsets, like=arg)
     flat = offsets.take(arg.astype(np.intp, copy=False))   # a uint8 index is 10x slower
     flat += starts
     return flat
@@ -176,14 +182,15 @@ def _max_pool_cpu(out, indices, self, nd, kernel, stride, padding, dilation):
                  _lowest(x.dtype))
     win = windows(xp, kernel, stride, dilation, osz)
     shape = win.shape[:-nd]
-    cols = np.empty((math.prod(kernel),) + shape, x.dtype)
+    am = module_of(x)
+    cols = am.empty((math.prod(kernel),) + shape, x.dtype)
     np.copyto(cols.reshape(tuple(kernel) + shape),
               np.moveaxis(win, tuple(range(-nd, 0)), tuple(range(nd))))
     values = cols[0].copy()
     # the running offset, kept with arithmetic (masked writes are ~30x slower): a larger
     # value at offset j sets arg = max(arg, j), as every earlier offset is below j
-    arg = np.zeros(shape, np.uint8 if len(cols) <= 256 else np.intp)
-    larger, step = np.empty(shape, bool), np.empty(shape, arg.dtype)
+    arg = am.zeros(shape, np.uint8 if len(cols) <= 256 else np.intp)
+    larger, step = am.empty(shape, bool), am.empty(shape, arg.dtype)
     for j in range(1, len(cols)):
         np.greater(cols[j], values, out=larger)
         np.maximum(values, cols[j], out=values)
@@ -200,7 +207,7 @@ def _max_pool_cpu(out, indices, self, nd, kernel, stride, padding, dilation):
         if bad.any():
             first = _flat_indices(_not_before(osz, kernel, stride, padding, dilation).argmax(-1),
                                   osz, kernel, stride, padding, dilation, sizes)
-            flat = np.where(bad, first, flat)
+            flat = np.where(bad, asarray(first, like=flat), flat)
     assign_array(out._array(), values)
     assign_array(indices._array(), flat)
 
@@ -259,11 +266,12 @@ def _scatter_add_cpu(out, grad_output, indices, nd):
     rows = math.prod(shape[:-nd])
     cols = math.prod(indices._shape[-nd:])
     g = compute_array(grad_output).reshape(rows, cols)
-    flat = indices._array().reshape(rows, cols) + (np.arange(rows) * plane)[:, None]
+    am = module_of(g)
+    flat = indices._array().reshape(rows, cols) + (am.arange(rows) * plane)[:, None]
     a = out._array()
-    total = a if a.dtype == g.dtype and a.flags.c_contiguous else np.empty(shape, g.dtype)
+    total = a if a.dtype == g.dtype and a.flags.c_contiguous else am.empty(shape, g.dtype)
     total.fill(0)
-    np.add.at(total.reshape(-1), flat.reshape(-1), g.reshape(-1))
+    add_at(total.reshape(-1), flat.reshape(-1), g.reshape(-1))
     if total is not a:
         assign_array(a, total)
 
@@ -381,10 +389,15 @@ def _avg_divisor(sizes, out, kernel, stride, padding, count_include_pad, divisor
     return div
 
 
+def _beside(div, like):
+    """A divisor array on the device of `like` (an int divisor_override stays an int)."""
+    return div if isinstance(div, int) else asarray(div, like=like)
+
+
 def _divide(total: np.ndarray, div):
     if total.dtype.kind in "iu":       # integer pools divide as C++ does (toward zero)
         q = np.abs(total) // np.abs(div)
-        return np.where((total < 0) != (np.asarray(div) < 0), -q, q)
+        return np.where((total < 0) != (div < 0), -q, q)
     return total / div
 
 
@@ -424,7 +437,8 @@ def _make_avg_pool(nd: int):
         ones = (1,) * nd
         xp = _pad_lr(x, p, _right_pad(sizes, osz, k, s, p, ones), 0)
         total = windows(xp, k, s, ones, osz).sum(tuple(range(-nd, 0)))
-        div = _avg_divisor(sizes, osz, k, s, p, count_include_pad, divisor_override)
+        div = _beside(_avg_divisor(sizes, osz, k, s, p, count_include_pad, divisor_override),
+                      total)
         assign_array(out._array(), _divide(total, div))
 
     def backward_meta(grad_output, self, kernel_size, stride, padding, ceil_mode,
@@ -448,9 +462,10 @@ def _make_avg_pool(nd: int):
         sizes, osz = self._shape[-nd:], g.shape[-nd:]
         ones = (1,) * nd
         right = _right_pad(sizes, osz, k, s, p, ones)
-        share = g / _avg_divisor(sizes, osz, k, s, p, count_include_pad, divisor_override)
-        full = np.zeros(g.shape[:-nd] + tuple(n + a + b for n, a, b in zip(sizes, p, right)),
-                        dtype=share.dtype)
+        share = g / _beside(_avg_divisor(sizes, osz, k, s, p, count_include_pad,
+                                         divisor_override), g)
+        full = module_of(g).zeros(g.shape[:-nd] + tuple(n + a + b for n, a, b in
+                                                        zip(sizes, p, right)), dtype=share.dtype)
         col2im_add(full, np.broadcast_to(share, tuple(k) + share.shape), k, s, ones)
         assign_array(out._array(), full[(Ellipsis,) + tuple(slice(a, a + n) for a, n in
                                                             zip(p, sizes))])
@@ -499,6 +514,7 @@ def _along_dims(a: np.ndarray, mats) -> np.ndarray:
     """Multiply the last len(mats) dims of `a` by one matrix each (a separable map)."""
     nd = len(mats)
     for i, m in enumerate(mats):
+        m = asarray(m, like=a)
         axis = a.ndim - nd + i
         a = np.moveaxis(np.moveaxis(a, axis, -1) @ m, -1, axis)
     return a
@@ -628,7 +644,8 @@ def _make_adaptive_max(nd: int):
         for i, (n, o) in enumerate(zip(sizes, output_size)):
             start, end = _adaptive_bounds(n, o)
             k = int((end - start).max())
-            pos = np.minimum(start[:, None] + np.arange(k)[None, :], (end - 1)[:, None])
+            pos = asarray(np.minimum(start[:, None] + np.arange(k)[None, :], (end - 1)[:, None]),
+                          like=x)
             positions.append(pos)
             shape = [1] * (2 * nd)
             shape[2 * i], shape[2 * i + 1] = o, k
@@ -642,11 +659,12 @@ def _make_adaptive_max(nd: int):
         win = win.reshape(win.shape[:-nd] + (math.prod(kernel),))
         arg = _window_argmax(win)
         offsets = np.unravel_index(arg, kernel)
-        flat = np.zeros(arg.shape, dtype=np.int64)
+        am = module_of(x)
+        flat = am.zeros(arg.shape, dtype=np.int64)
         for i in range(nd):
             shape = [1] * nd
             shape[i] = output_size[i]
-            rows = np.arange(output_size[i]).reshape(shape)
+            rows = am.arange(output_size[i]).reshape(shape)
             flat = flat * sizes[i] + positions[i][rows, offsets[i]]
         assign_array(out[0]._array(), win.max(-1))
         assign_array(out[1]._array(), flat)
@@ -728,10 +746,11 @@ def _make_max_unpool(nd: int):
         idx = indices._array().reshape(rows, cols)
         bad = (idx < 0) | (idx >= plane)
         if bad.any():
-            raise RuntimeError(f"Found an invalid max index: {idx[bad][0]} (output volumes are "
-                               f"of size {_x(output_size)})")
-        flat = np.zeros(rows * plane, dtype=out._array().dtype)
-        flat[(idx + (np.arange(rows) * plane)[:, None]).ravel()] = (
+            raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes "
+                               f"are of size {_x(output_size)})")
+        am = module_of(idx)
+        flat = am.zeros(rows * plane, dtype=out._array().dtype)
+        flat[(idx + (am.arange(rows) * plane)[:, None]).ravel()] = (
             self._array().reshape(rows, cols).ravel())
         assign_array(out._array(), flat.reshape(out._shape))
     return decl

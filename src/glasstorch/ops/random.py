@@ -15,6 +15,10 @@ strided view, so a view is filled in place and nothing outside it changes.
 
 Floating samples keep as many random bits as the dtype has mantissa digits, so `rand` is in
 [0, 1) for every dtype; float16/bfloat16 are computed in float32 and rounded.
+
+CUDA tensors draw the same way, on the host, from their GPU's generator (its NumPy stream),
+and the samples are copied to the GPU: the numbers do not depend on whether a sampler runs
+here or on the host path. multinomial and poisson take the host path.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import operator
 
 import numpy as np
 
+from ..backends.arrays import asarray
 from ..core import dtype as dt
 from ..core.device import META, as_device
 from ..core.shape import broadcast_shapes2, expand_strides, has_internal_overlap
@@ -31,8 +36,7 @@ from ..dispatch.keys import BACKEND_MASK
 from ..random import Generator, default_generator
 from .factories import _finish, _size_arg, empty_like
 from .registry import export, kernel_op, resize_output
-from .ranges import (LIMITS, check_out_dtype, converted, fmt, store_values, warn_user,
-                     write)
+from .ranges import LIMITS, check_out_dtype, converted, fmt, store_values, warn_user, write
 
 # PyTorch's C++ names for dtypes, used verbatim in its sampler errors.
 CTYPE = {dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half",
@@ -49,8 +53,12 @@ def _compute(real: dt.dtype):
 
 
 def _stream(generator, t: Tensor) -> np.random.Generator:
-    """The NumPy generator to draw from, checked against the tensor's device."""
+    """The NumPy generator to draw from, checked against the tensor's device (a CUDA
+    tensor's default is its GPU's generator)."""
     if generator is None:
+        if t._storage.device.type == "cuda":
+            from ..cuda.random import default_generators
+            return default_generators[t.device.index]._numpy
         return default_generator._numpy
     if not isinstance(generator, Generator):
         raise TypeError(f"expected a glasstorch.Generator as 'generator', but got "
@@ -70,6 +78,14 @@ def _floating_or_complex(name: str, t: Tensor) -> dt.dtype:
     if t.dtype.category < dt.FLOAT:
         raise _not_implemented(name, t.dtype)
     return t.dtype.to_real()
+
+
+def _write(t: Tensor, values) -> None:
+    """ranges.write on any device: host samples go to a CUDA tensor's GPU first."""
+    a = t._array()
+    if a.__class__ is not np.ndarray:
+        values = asarray(values, like=a)
+    np.copyto(a, values, casting="unsafe")
 
 
 def _check_writable(t: Tensor) -> None:
@@ -114,6 +130,7 @@ def _inplace_sampler(schema: str, check, draw, doc: str, *, method=True):
     """Declare an in-place sampler: `check(self, *params)` validates and returns the params
     (on every backend); `draw(rng, shape, dtype, *params)` makes the values (CPU)."""
     decl = kernel_op(schema, function=False, method=method, mutates=(0,), doc=doc)
+    decl.on_cuda = "shared"
 
     @decl.impl("CPU")
     def cpu(self, *args):
@@ -121,7 +138,7 @@ def _inplace_sampler(schema: str, check, draw, doc: str, *, method=True):
         _check_writable(self)
         rng = _stream(args[-1], self)
         if self.numel():
-            write(self, draw(rng, self._shape, self.dtype, *params))
+            _write(self, draw(rng, self._shape, self.dtype, *params))
         return self
 
     @decl.impl("Meta")
@@ -234,7 +251,7 @@ def _probabilities(name: str, p: Tensor) -> None:
     if p.device.type != "meta" and p.numel():
         a = p._array()
         if not ((a >= 0) & (a <= 1)).all():
-            bad = a[~((a >= 0) & (a <= 1))].flat[0]
+            bad = a[~((a >= 0) & (a <= 1))].ravel()[0]
             raise RuntimeError(f"{name} expects all probabilities in p to be in [0, 1], but "
                                f"found p={fmt(float(bad))}")
 
@@ -248,7 +265,8 @@ def _check_bernoulli_tensor(self, p):
 
 
 def _draw_bernoulli_tensor(rng, shape, d, p):
-    return rng.random(shape) < np.broadcast_to(p._array(), shape)
+    a = p._array()
+    return asarray(rng.random(shape), like=a) < np.broadcast_to(a, shape)
 
 
 bernoulli_tensor_op = _inplace_sampler(
@@ -493,6 +511,7 @@ def _contiguous_like(t: Tensor, d: dt.dtype | None = None) -> Tensor:
 bernoulli_op = kernel_op("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor",
                          function=False, method=False,
                          doc="1 with probability input (elementwise), else 0.")
+bernoulli_op.on_cuda = "shared"
 
 
 @bernoulli_op.impl("CPU")
@@ -501,7 +520,8 @@ def _bernoulli_cpu(self, generator=None):
     rng = _stream(generator, self)
     out = _contiguous_like(self)
     if out.numel():
-        write(out, rng.random(self._shape) < self._array())
+        a = self._array()
+        _write(out, asarray(rng.random(self._shape), like=a) < a)
     return out
 
 
@@ -675,8 +695,8 @@ def _normal_result(shape, d, device) -> Tensor:
 def _normal_values(rng, out: Tensor, mean, std) -> Tensor:
     """out = N(0, 1) * std + mean, broadcasting the operands (arrays or floats)."""
     if out.numel():
-        z = standard_normal(rng, out._shape, out.dtype)
-        write(out, z * std + mean)
+        z = asarray(standard_normal(rng, out._shape, out.dtype), like=out._array())
+        _write(out, z * std + mean)
     return out
 
 
@@ -691,6 +711,7 @@ def _normal_overload(schema, result_spec):
     """Declare one tensor overload of normal; `result_spec(mean, std)` -> (shape, dtype, t)."""
     decl = kernel_op(schema, function=False, method=False,
                      doc="Normal samples with elementwise means and standard deviations.")
+    decl.on_cuda = "shared"
 
     @decl.impl("CPU")
     def cpu(mean, std, generator=None):

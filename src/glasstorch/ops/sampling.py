@@ -14,6 +14,10 @@ reads, per output point, a few input taps whose flat positions, masks and weight
 the grid; its first gradients are a fused kernel, and when the backward is itself recorded
 they are written in differentiable ops instead. Pixel and channel shuffles are reshapes and
 transposes of the array.
+
+The kernels run on NumPy and CuPy arrays alike. Taps are computed on the host from the sizes
+and moved to the GPU with the data; there the backward passes scatter with atomic adds
+(`add.at`), as PyTorch's CUDA kernels do, instead of sorting.
 """
 from __future__ import annotations
 
@@ -21,12 +25,14 @@ import math
 
 import numpy as np
 
+from ..backends.arrays import asarray, module_of
 from ..core import dtype as dt
 from ..core.shape import iterator_strides
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import define
 from .convolution import suggest_layout
 from .copy import assign_array
+from .indexing import add_at
 from ..core.promotion import opmath
 from .registry import composite, spec, structured
 
@@ -37,9 +43,18 @@ def _along(w: np.ndarray, axis: int, ndim: int) -> np.ndarray:
     return w.reshape((-1,) + (1,) * (ndim - 1 - axis))
 
 
+def _plan_beside(plan, a):
+    """The plan with its index and weight vectors on the GPU of the CuPy array `a`."""
+    xp = module_of(a)
+    return [(axis, [(xp.asarray(i), None if w is None else xp.asarray(w)) for i, w in taps])
+            for axis, taps in plan]
+
+
 def gather_axes(a: np.ndarray, plan) -> np.ndarray:
     """Apply `plan` [(axis, taps)], taps being [(index, weight or None)], to `a`: along each
     axis out[j] = sum_k weight_k[j] * a[index_k[j]]."""
+    if a.__class__ is not np.ndarray:
+        plan = _plan_beside(plan, a)
     for axis, taps in plan:
         out = None
         for idx, w in taps:
@@ -54,16 +69,24 @@ def gather_axes(a: np.ndarray, plan) -> np.ndarray:
 def scatter_axes(g: np.ndarray, plan, in_shape) -> np.ndarray:
     """The adjoint of `gather_axes`: every gradient element is added back to the input
     positions (of an input shaped `in_shape`) it was read from, with its weight. Runs of
-    equal positions are summed by `add.reduceat` (sorted first unless already monotone)."""
+    equal positions are summed by `add.reduceat` (sorted first unless already monotone), on
+    a GPU by atomic adds."""
+    device = g.__class__ is not np.ndarray
+    if device:
+        plan = _plan_beside(plan, g)
     for axis, taps in reversed(plan):
         shape = list(g.shape)
         shape[axis] = in_shape[axis]
-        out = np.zeros(shape, dtype=g.dtype)
+        out = module_of(g).zeros(shape, dtype=g.dtype) if device else np.zeros(shape, g.dtype)
         key = [slice(None)] * g.ndim
         for idx, w in taps:
             if not idx.size or not g.size:
                 continue
             vals = g if w is None else g * _along(w, axis, g.ndim)
+            if device:
+                key[axis] = idx
+                add_at(out, tuple(key), vals)
+                continue
             if np.any(idx[1:] < idx[:-1]):
                 order = np.argsort(idx, kind="stable")
                 idx, vals = idx[order], np.take(vals, order, axis=axis)
@@ -767,7 +790,7 @@ def _const(a: np.ndarray, like: Tensor) -> Tensor:
 def _linearised(src, g, m, grid_t, d):
     """The source coordinate as a function of grid_t (N, P, k): exact in value and slope,
     the padding fold being piecewise linear."""
-    m = np.broadcast_to(m, src.shape)
+    m = np.broadcast_to(asarray(m, like=src), src.shape)
     return grid_t[..., d] * _const(m, grid_t) + _const(src - g[..., d] * m, grid_t)
 
 
@@ -784,7 +807,7 @@ def _grid_taps_quiet(grid, sizes, mode, padding_mode, align_corners, need_grad, 
     ct = g.dtype.type
     dims = list(reversed(sizes))            # grid dim d indexes input dim -1-d
     strides = [math.prod(dims[:d]) for d in range(k)]
-    lift = (lambda a: a) if grid_t is None else (lambda a: _const(np.asarray(a), grid_t))
+    lift = (lambda a: a) if grid_t is None else (lambda a: _const(asarray(a), grid_t))
     taps = []
     if mode == _BICUBIC:
         src, mult = zip(*(_unnormalise(g[..., d], dims[d], align_corners) for d in range(k)))
@@ -816,7 +839,7 @@ def _grid_taps_quiet(grid, sizes, mode, padding_mode, align_corners, need_grad, 
     for d in range(k):
         s, m = _unnormalise(g[..., d], dims[d], align_corners)
         s, m = _pad_coordinates(s, dims[d], padding_mode, align_corners,
-                                np.full(s.shape, m, dtype=s.dtype))
+                                module_of(s).full(s.shape, m, dtype=s.dtype))
         src.append(s if k == 2 else _safe(s))
         mult.append(m)
     if grid_t is not None and mode != _NEAREST:
@@ -920,19 +943,20 @@ def _sample_backward(grads, grad_output, input, grid, nd, mode, padding_mode, al
     go = grad_output._array().astype(a.dtype).reshape(n, c, -1)
     want_grid = output_mask[1] and mode != _NEAREST
     taps = _grid_taps(grid._array(), sizes, mode, padding_mode, align_corners, want_grid)
+    xp = module_of(a)
     if output_mask[0]:
-        rows = (np.arange(n * c) * total).reshape(n, c, 1)
+        rows = (xp.arange(n * c) * total).reshape(n, c, 1)
         keys, vals = [], []
         for flat, valid, w, _ in taps:
             wt = valid.astype(go.dtype) if w is None else np.where(valid, w, 0)
             keys.append((rows + flat[:, None, :]).ravel())
             vals.append((go * wt[:, None, :]).ravel())
         summed = np.bincount(np.concatenate(keys), np.concatenate(vals),
-                             minlength=n * c * total) if n * c * total else np.zeros(0)
+                             minlength=n * c * total) if n * c * total else xp.zeros(0)
         assign_array(grad_input._array(), summed.reshape(grad_input._shape))
     if output_mask[1]:
         k = grid._shape[-1]
-        gg = np.zeros(grid._shape[:1] + (go.shape[2], k), dtype=go.dtype)
+        gg = xp.zeros(grid._shape[:1] + (go.shape[2], k), dtype=go.dtype)
         if want_grid:
             flat_in = a.reshape(n, c, -1)
             for flat, valid, w, dw in taps:
@@ -1058,7 +1082,7 @@ def base_grid_tensor(theta: Tensor, sizes, align_corners: bool) -> Tensor:
     """base_grid as a tensor of theta's dtype (for the gradient formula)."""
     arr = base_grid(sizes, align_corners, opmath(theta.dtype).type)
     out = Tensor._empty(arr.shape, theta.dtype, theta.device)
-    assign_array(out._array(), arr)
+    assign_array(out._array(), asarray(arr, like=out._array()))
     return out
 
 
@@ -1089,5 +1113,5 @@ affine_grid_generator = structured(
 @affine_grid_generator.impl("CPU")
 def _affine_grid_cpu(out, theta, size, align_corners):
     th = _compute(theta._array(), theta.dtype)
-    base = base_grid(tuple(size)[2:], align_corners, th.dtype.type)
+    base = asarray(base_grid(tuple(size)[2:], align_corners, th.dtype.type), like=th)
     assign_array(out._array(), np.matmul(base, th.transpose(0, 2, 1)).reshape(out._shape))

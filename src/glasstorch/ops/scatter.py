@@ -7,6 +7,10 @@ slices. put/take_along_dim/masked_scatter complete the family. Writes go through
 fancy assignment, and accumulating writes through `ufunc.at`, so duplicate indices add up
 (or multiply, or take the max/min) as in PyTorch. Index values are checked before anything
 is written, so a bad index leaves the destination unchanged.
+
+The kernels run on NumPy and CuPy arrays alike. CuPy's `ufunc.at` scatters only with add
+(and max/min for some dtypes), so on a GPU the other accumulating writes combine the values
+bound for each position first (`_combine_at`) and then write every position once.
 """
 from __future__ import annotations
 
@@ -14,11 +18,12 @@ import warnings
 
 import numpy as np
 
+from ..backends.arrays import module_of
 from ..core import dtype as dt
 from ..core.shape import broadcast_shapes2, wrap_dim
 from ..core.tensor import Tensor, preserve_format
 from .copy import assign_array, strides_for
-from .indexing import (_assert_no_overlap, _host, _masked_fill_cpu, _masked_fill_meta,
+from .indexing import (_assert_no_overlap, _masked_fill_cpu, _masked_fill_meta, add_at,
                        check_scalar_fits, masked_fill as _masked_fill_scalar)
 from .registry import _bad_self, composite, export, generate_wrapper, spec, structured
 
@@ -92,20 +97,61 @@ def _check_bounds(idx: np.ndarray, d: int, size: int, *, negative=False, error=R
     if not idx.size:
         return
     low = -size if negative else 0
-    lo, hi = idx.min(), idx.max()
-    if lo < low or hi >= size:
-        bad = idx[(idx < low) | (idx >= size)].flat[0]
+    if idx.__class__ is np.ndarray:
+        wrong = idx.min() < low or idx.max() >= size
+    else:                               # a GPU array: one synchronisation, not two
+        wrong = bool(((idx < low) | (idx >= size)).any())
+    if wrong:
+        bad = int(idx[(idx < low) | (idx >= size)].ravel()[0])
         raise error(f"{prefix}index {bad} is out of bounds for dimension {d} with size {size}")
 
 
 def _scatter_key(idx: np.ndarray, d: int) -> tuple:
     """The fancy index that sends element p of `idx` to position p with p[d] = idx[p]."""
-    n = idx.ndim
-    return tuple(idx if k == d else np.arange(s).reshape((s,) + (1,) * (n - 1 - k))
+    n, xp = idx.ndim, module_of(idx)
+    return tuple(idx if k == d else xp.arange(s).reshape((s,) + (1,) * (n - 1 - k))
                  for k, s in enumerate(idx.shape))
 
 
 _HALF = (dt.float16.np, dt.bfloat16.np)
+
+
+def _ufunc_at(ufunc, arr, key, values) -> None:
+    """ufunc.at(arr, key, values) for add, multiply, maximum or minimum, on NumPy or CuPy
+    arrays (key: index arrays; slices too for add)."""
+    if arr.__class__ is np.ndarray:
+        ufunc.at(arr, key, values)
+    elif ufunc is np.add:
+        add_at(arr, key, values)
+    else:
+        _combine_at(ufunc, arr, key, values)
+
+
+def _combine_at(ufunc, arr, key, values) -> None:
+    """ufunc.at on a CuPy array: the values are sorted by the position they go to, combined
+    per position by a segmented scan (log2(n) whole-array steps, each combining a value with
+    the partial result `step` places before it when both go to the same position), and each
+    position is then combined once with its values' result. NaN propagates as in ufunc.at."""
+    xp = module_of(arr)
+    idx = xp.broadcast_arrays(*key)
+    flat = xp.zeros(idx[0].shape, np.int64)
+    for i, size in zip(idx, arr.shape):
+        flat = flat * size + i
+    flat = flat.ravel()
+    if not flat.size:
+        return
+    order = xp.argsort(flat, kind="stable")
+    where = flat[order]
+    v = xp.broadcast_to(xp.asarray(values, arr.dtype), idx[0].shape).ravel()[order]
+    step, n = 1, where.size
+    while step < n:
+        same = where[step:] == where[:-step]
+        v[step:] = xp.where(same, ufunc(v[step:], v[:-step]), v[step:])
+        step *= 2
+    last = xp.ones(n, bool)
+    last[:-1] = where[1:] != where[:-1]
+    pos = xp.unravel_index(where[last], arr.shape)
+    arr[pos] = ufunc(arr[pos], v[last])
 
 
 def _accumulate(ufunc, arr: np.ndarray, key, values) -> None:
@@ -113,10 +159,10 @@ def _accumulate(ufunc, arr: np.ndarray, key, values) -> None:
     PyTorch's scatter/index_add kernels do."""
     if arr.dtype in _HALF:
         work = arr.astype(np.float32)
-        ufunc.at(work, key, np.asarray(values, np.float32))
+        _ufunc_at(ufunc, work, key, values.astype(np.float32))
         assign_array(arr, work)
     else:
-        ufunc.at(arr, key, values)
+        _ufunc_at(ufunc, arr, key, values)
 
 
 def _leading(a: np.ndarray, shape) -> np.ndarray:
@@ -125,7 +171,7 @@ def _leading(a: np.ndarray, shape) -> np.ndarray:
 
 
 def _read_index(index: Tensor, d: int, size: int) -> np.ndarray:
-    idx = _as_nd(_host(index))
+    idx = _as_nd(index._array())
     _check_bounds(idx, d, size)
     return idx
 
@@ -193,7 +239,7 @@ def _scatter_into(out, self, dim, index, values, reduce, src=None):
     if idx is None:
         return
     key = _scatter_key(idx, d)
-    if isinstance(values, np.ndarray):
+    if src is not None:
         values = _leading(_as_nd(values), idx.shape)
     else:
         values = np.asarray(values).astype(arr.dtype)
@@ -204,7 +250,7 @@ def _scatter_into(out, self, dim, index, values, reduce, src=None):
 
 
 def _scatter_src_kernel(out, self, dim, index, src, reduce=None):
-    _scatter_into(out, self, dim, index, _host(src), reduce, src)
+    _scatter_into(out, self, dim, index, src._array(), reduce, src)
 
 
 def _scatter_value_kernel(out, self, dim, index, value, reduce=None):
@@ -310,7 +356,7 @@ scatter_add = structured("scatter_add(Tensor self, int dim, Tensor index, Tensor
 
 @scatter_add.impl("CPU")
 def _scatter_add_cpu(out, self, dim, index, src):
-    _scatter_into(out, self, dim, index, _host(src), "add", src)
+    _scatter_into(out, self, dim, index, src._array(), "add", src)
 
 
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
@@ -362,17 +408,17 @@ def _scatter_reduce_cpu(out, self, dim, index, src, reduce, include_self=True):
     if idx is None:
         return
     key = _scatter_key(idx, d)
-    values = _leading(_as_nd(_host(src)), idx.shape)
+    values = _leading(_as_nd(src._array()), idx.shape)
     work = arr.astype(np.float32) if arr.dtype in _HALF else arr    # round once at the end
     if not include_self:
         work[key] = _identity(reduce, work.dtype)
-    _REDUCE_UFUNC[reduce].at(work, key, values)
+    _ufunc_at(_REDUCE_UFUNC[reduce], work, key, values)
     if reduce == "mean":
         if work is not arr:             # PyTorch rounds the sum before dividing it
             assign_array(arr, work)
             work = arr.astype(np.float32)
-        count = np.full(work.shape, 1 if include_self else 0, np.int64)
-        np.add.at(count, key, 1)
+        count = module_of(work).full(work.shape, 1 if include_self else 0, np.int64)
+        _ufunc_at(np.add, count, key, 1)
         hit = count > 0
         if work.dtype.kind in "iu":
             work[hit] = np.floor_divide(work[hit], count[hit])
@@ -425,12 +471,12 @@ index_add = structured("index_add(Tensor self, int dim, Tensor index, Tensor sou
 @index_add.impl("CPU")
 def _index_add_cpu(out, self, dim, index, source, alpha=1):
     d = wrap_dim(dim, self.dim())
-    idx = _host(index).reshape(-1)
+    idx = index._array().reshape(-1)
     _check_bounds(idx, d, _size(self, d))
     arr = _copy_self(out, self, index, source)
-    values = _as_nd(_host(source))
+    values = _as_nd(source._array())
     if alpha != 1:
-        values = values * np.asarray(alpha).astype(arr.dtype)
+        values = values * np.asarray(alpha).astype(arr.dtype)[()]
     _accumulate(np.add, arr, _slice_key(d, idx), values)
 
 
@@ -471,10 +517,10 @@ index_copy = structured("index_copy(Tensor self, int dim, Tensor index, Tensor s
 @index_copy.impl("CPU")
 def _index_copy_cpu(out, self, dim, index, source):
     d = wrap_dim(dim, self.dim())
-    idx = _host(index).reshape(-1)
+    idx = index._array().reshape(-1)
     _check_bounds(idx, d, _size(self, d), error=IndexError, prefix="index_copy_(): ")
     arr = _copy_self(out, self, index, source)
-    arr[_slice_key(d, idx)] = _as_nd(_host(source)).reshape(
+    arr[_slice_key(d, idx)] = _as_nd(source._array()).reshape(
         arr.shape[:d] + (idx.size,) + arr.shape[d + 1:])
 
 
@@ -496,7 +542,7 @@ def _index_fill_meta(self, dim, index, value):
 def _index_fill_cpu(out, self, dim, index, value):
     d = wrap_dim(dim, self.dim())
     size = _size(self, d)
-    idx = _host(index).reshape(-1)
+    idx = index._array().reshape(-1)
     _check_bounds(idx, d, size, negative=True, error=IndexError)
     arr = _copy_self(out, self, index, value)
     fill = value.item() if isinstance(value, Tensor) else value
@@ -596,20 +642,20 @@ put = structured("put(Tensor self, Tensor index, Tensor source, bool accumulate=
 
 @put.impl("CPU")
 def _put_cpu(out, self, index, source, accumulate=False):
-    idx = _host(index).reshape(-1)
+    idx = index._array().reshape(-1)
     n = self.numel()
     if idx.size and (idx.min() < -n or idx.max() >= n):
-        bad = idx[(idx < -n) | (idx >= n)].flat[0]
+        bad = int(idx[(idx < -n) | (idx >= n)].ravel()[0])
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
                          "elements.")
     arr = _copy_self(out, self, index, source).reshape(out._shape)
     flat = arr.reshape(-1)                  # a copy unless arr is row-major contiguous
-    values = _host(source).reshape(-1)
+    values = source._array().reshape(-1)
     if accumulate:
-        np.add.at(flat, idx, values)
+        add_at(flat, idx, values)
     else:
         flat[idx] = values
-    if not np.shares_memory(flat, arr):
+    if not arr.flags.c_contiguous:          # flat is a copy
         arr[...] = flat.reshape(arr.shape)
 
 
@@ -669,9 +715,9 @@ masked_scatter = structured("masked_scatter(Tensor self, Tensor mask, Tensor sou
 @masked_scatter.impl("CPU")
 def _masked_scatter_cpu(out, self, mask, source):
     arr = out._array()
-    where = np.broadcast_to(_host(mask), arr.shape)
+    where = np.broadcast_to(mask._array(), arr.shape)
     count = int(np.count_nonzero(where))
-    values = _host(source).reshape(-1)
+    values = source._array().reshape(-1)
     if count > values.size:
         raise RuntimeError("Number of elements of source < number of ones in mask")
     arr = _copy_self(out, self, mask, source).reshape(out._shape)

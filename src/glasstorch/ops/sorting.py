@@ -5,6 +5,7 @@ then gathers. NaN sorts as the largest value, as in PyTorch; float16/bfloat16 ar
 as float32 (exactly) and the values gathered from the input itself. Ops whose output shapes
 are known from the arguments are `structured` (so out= comes for free); unique, bincount and
 friends build their outputs. Multi-output ops return `glasstorch.return_types` named tuples.
+The kernels run on NumPy and CuPy arrays alike (CUDA tensors sort on the GPU).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import operator
 import numpy as np
 
 from .. import return_types
+from ..backends.arrays import asarray, module_of
 from ..core import dtype as dt
 from ..core.shape import (contiguous_strides, dense_strides_like, is_non_overlapping_and_dense,
                           wrap_dim)
@@ -256,7 +258,9 @@ def _topk_cpu(outs, self, k, dim=-1, largest=True, sorted=True):
     d = wrap_dim(dim, a.ndim)
     keys = _keys(a, self.dtype)
     n = a.shape[d]
-    if 0 < k <= n // 8:           # few of many: partition (NaN last), then sort just those
+    # few of many: partition (NaN last), then sort just those; a GPU sorts (CuPy's partition
+    # does not order NaN)
+    if 0 < k <= n // 8 and a.__class__ is np.ndarray:
         cut = (slice(None),) * d + ((slice(n - k, None) if largest else slice(0, k)),)
         chosen = np.argpartition(keys, n - k if largest else k - 1, axis=d)[cut]
         picked = np.take_along_axis(keys, chosen, d)
@@ -297,7 +301,10 @@ def _kthvalue_cpu(outs, self, k, dim=-1, keepdim=False):
     a, keys = _rows(self, wrap_dim(dim, self.dim()))
     if not a.size:
         return
-    pos = np.argpartition(keys, k - 1, axis=1)[:, k - 1:k]      # NaN partitions last
+    if keys.__class__ is np.ndarray:
+        pos = np.argpartition(keys, k - 1, axis=1)[:, k - 1:k]      # NaN partitions last
+    else:                       # CuPy's partition does not order NaN: a stable sort does
+        pos = _argsort(keys, 1, False)[:, k - 1:k]
     _store(outs[1], pos)
     _store(outs[0], np.take_along_axis(a, pos, 1))
 
@@ -328,7 +335,7 @@ def _median_positions(keys: np.ndarray, ignore_nan: bool):
         else:
             pos = np.where(nans > 0, n - nans, (n - 1) // 2)
     else:
-        pos = np.full((keys.shape[0], 1), (n - 1) // 2)
+        pos = module_of(keys).full((keys.shape[0], 1), (n - 1) // 2)
     return np.take_along_axis(order, pos, 1)
 
 
@@ -445,22 +452,27 @@ def _mode_cpu(outs, self, dim=-1, keepdim=False):
     if not a.size:
         return
     rows, n = keys.shape
+    xp = module_of(keys)
     order = np.argsort(keys, axis=1, kind="stable")
     s = np.take_along_axis(keys, order, 1)
-    start = np.ones((rows, n), dtype=bool)
+    start = xp.ones((rows, n), dtype=bool)
     start[:, 1:] = s[:, 1:] != s[:, :-1]
     starts = np.flatnonzero(start)                   # runs of equal values, row after row
     ends = np.append(starts[1:], rows * n) - 1
     counts = ends - starts + 1
     run_row = starts // n
-    best = np.maximum.reduceat(counts, np.searchsorted(run_row, np.arange(rows)))
+    if xp is np:
+        best = np.maximum.reduceat(counts, np.searchsorted(run_row, np.arange(rows)))
+    else:                           # CuPy's maximum has no reduceat: a scatter-max per row
+        best = xp.zeros(rows, counts.dtype)
+        xp.maximum.at(best, run_row, counts)
     candidates = np.flatnonzero(counts == best[run_row])
     rows_of = run_row[candidates]
-    first = np.ones(candidates.size, dtype=bool)     # each row's first (smallest) candidate
+    first = xp.ones(candidates.size, dtype=bool)     # each row's first (smallest) candidate
     first[1:] = rows_of[1:] != rows_of[:-1]
     pos = order.reshape(-1)[ends[candidates[first]]]     # the run's last input index
     _store(outs[1], pos)
-    _store(outs[0], a[np.arange(rows), pos])
+    _store(outs[0], a[xp.arange(rows), pos])
 
 
 def mode(input, dim=-1, keepdim=False, *, out=None):
@@ -487,7 +499,7 @@ def _flat_unique(self: Tensor, consecutive: bool):
     keys = _keys(a, self.dtype)
     order = None if consecutive else np.argsort(keys, kind="stable")
     s = keys if consecutive else keys[order]
-    new = np.empty(s.shape, dtype=bool)
+    new = module_of(a).empty(s.shape, dtype=bool)
     new[:1] = True
     np.not_equal(s[1:], s[:-1], out=new[1:])
     starts = np.flatnonzero(new)
@@ -509,13 +521,14 @@ def _dim_unique(self: Tensor, d: int, consecutive: bool):
         raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
                            "cannot be applied")
     moved = np.moveaxis(self._array(), d, 0)
+    xp = module_of(moved)
     keys = _keys(moved.reshape(n, moved[0].size if n else 0), self.dtype)
     if consecutive or n == 0:
-        order = np.arange(n)
+        order = xp.arange(n)
     else:
-        order = np.lexsort(keys.T[::-1]) if keys.shape[1] else np.arange(n)
+        order = np.lexsort(keys.T[::-1]) if keys.shape[1] else xp.arange(n)
     s = keys[order]
-    new = np.empty(n, dtype=bool)
+    new = xp.empty(n, dtype=bool)
     new[:1] = True
     np.any(s[1:] != s[:-1], axis=1, out=new[1:])
     starts = np.flatnonzero(new)
@@ -547,6 +560,7 @@ def _tensors(self: Tensor, values, inverse, counts, return_inverse, return_count
 unique2_op = kernel_op("_unique2(Tensor self, bool sorted=True, bool return_inverse=False, "
                        "bool return_counts=False) -> (Tensor, Tensor, Tensor)", method=False,
                        function=False)
+unique2_op.on_cuda = "shared"
 
 
 @unique2_op.impl("CPU")
@@ -558,6 +572,7 @@ def _unique2_cpu(self, sorted=True, return_inverse=False, return_counts=False):
 unique_dim_op = kernel_op("unique_dim(Tensor self, int dim, bool sorted=True, "
                           "bool return_inverse=False, bool return_counts=False) -> "
                           "(Tensor, Tensor, Tensor)", method=False, function=False)
+unique_dim_op.on_cuda = "shared"
 
 
 @unique_dim_op.impl("CPU")
@@ -570,6 +585,7 @@ def _unique_dim_cpu(self, dim, sorted=True, return_inverse=False, return_counts=
 unique_consecutive_op = kernel_op(
     "unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, "
     "int? dim=None) -> (Tensor, Tensor, Tensor)", method=False, function=False)
+unique_consecutive_op.on_cuda = "shared"
 
 
 @unique_consecutive_op.impl("CPU")
@@ -685,17 +701,18 @@ def _search(boundaries: np.ndarray, values: np.ndarray, right: bool) -> np.ndarr
     if boundaries.ndim == 1:
         return np.searchsorted(boundaries, values, side)
     m = boundaries.shape[-1]
+    xp = module_of(boundaries)
     if m == 0 or values.size == 0:
-        return np.zeros(values.shape, dtype=np.int64)
+        return xp.zeros(values.shape, dtype=np.int64)
     b = boundaries.reshape(-1, m)
     v = values.reshape(b.shape[0], -1)
     # One search over every row: replace the keys by their ranks among all keys (order and
     # ties kept) and shift each row's ranks past the previous row's.
     _, ranks = np.unique(np.concatenate([b.ravel(), v.ravel()]), return_inverse=True)
-    shift = (ranks.max(initial=0) + 1) * np.arange(b.shape[0])[:, None]
+    shift = (ranks.max() + 1) * xp.arange(b.shape[0])[:, None]      # ranks is not empty
     rb = ranks[:b.size].reshape(b.shape) + shift
     rv = ranks[b.size:].reshape(v.shape) + shift
-    found = np.searchsorted(rb.ravel(), rv, side) - m * np.arange(b.shape[0])[:, None]
+    found = np.searchsorted(rb.ravel(), rv, side) - m * xp.arange(b.shape[0])[:, None]
     return found.reshape(values.shape)
 
 
@@ -713,7 +730,7 @@ def _searchsorted_fill(out, boundaries_t, values, right, sorter):
     if isinstance(values, Tensor):
         v = values._array().astype(compute, copy=False)
     else:
-        v = np.asarray(values, dtype=compute)
+        v = asarray(values, compute, like=boundaries)
     np.copyto(out._array(), _search(boundaries, v, right), casting="unsafe")
 
 
@@ -915,7 +932,7 @@ def _histogram_cpu(outs, self, bins=100, range=None, weight=None, density=False)
         lo, hi = lo - 0.5, hi + 0.5
     lo, hi = (float(v) for v in np.array([lo, hi], dtype=x.dtype))
     edges = _linspace_values(lo, hi, bins + 1, self.dtype)       # torch.linspace's edges
-    _histogram_fill(outs, self, edges, weight, density)
+    _histogram_fill(outs, self, asarray(edges, like=x), weight, density)
 
 
 histogram_bins_op = structured(
@@ -954,6 +971,7 @@ bincount_op = kernel_op("bincount(Tensor self, Tensor? weights=None, SymInt minl
                         "non-negative integer tensor (int64), or the sums of `weights` per "
                         "value (float32 weights give float32, others float64); at least "
                         "`minlength` bins.")
+bincount_op.on_cuda = "shared"
 
 
 @bincount_op.impl("CPU")

@@ -1,7 +1,8 @@
 """Statistics over samples: covariance, correlation, quantiles, multi-dimensional histograms.
 
 cov, corrcoef and the quantiles are composites over sort/gather/lerp and matrix products, as
-PyTorch's are, so their gradients come from those ops; histogramdd counts in NumPy.
+PyTorch's are, so their gradients come from those ops; histogramdd counts in NumPy, on the
+host for a GPU's tensors too (its results are copied back).
 """
 from __future__ import annotations
 
@@ -209,7 +210,7 @@ def _histogramdd_edges(points: np.ndarray, bins, range, d: dt.dtype) -> list:
             if b.numel() < 2:
                 raise RuntimeError(f"torch.histogram(): bins must be > 0, but got "
                                    f"{b.numel() - 1} for dimension {i}")
-            edges.append(np.asarray(b._array()))
+            edges.append(b.detach().cpu()._array())
             continue
         if b < 0:
             raise RuntimeError("number of steps must be non-negative")
@@ -254,7 +255,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
                                "shape as the input tensor excluding its innermost dimension, "
                                f"but got input with shape {list(input.shape)} and weight with "
                                f"shape {list(weight.shape)}")
-    points = np.asarray(input.detach()._array()).reshape(-1, input.shape[-1])
+    points = input.detach().cpu()._array().reshape(-1, input.shape[-1])
     edges = _histogramdd_edges(points, bins, range, input.dtype)
     sizes = [e.size - 1 for e in edges]
     inside = np.ones(points.shape[0], dtype=bool)
@@ -265,7 +266,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
         cells.append(np.minimum(np.searchsorted(e, x, "right") - 1, sizes[i] - 1))
     flat = np.ravel_multi_index([np.clip(c[inside], 0, None) for c in cells], sizes) \
         if sizes else np.zeros(0, np.int64)
-    w = None if weight is None else np.asarray(weight.detach()._array()).reshape(-1)[inside]
+    w = None if weight is None else weight.detach().cpu()._array().reshape(-1)[inside]
     hist = np.bincount(flat, w, minlength=int(np.prod(sizes))).reshape(sizes)
     if density:
         total = hist.sum()

@@ -70,6 +70,7 @@ def _unsafe_view_impl(self, size):
 
 
 unsafe_view_op.impl("CPU")(_unsafe_view_impl)
+unsafe_view_op.impl("CUDA")(_unsafe_view_impl)          # metadata only: any device
 unsafe_view_op.impl("Meta")(_unsafe_view_impl)
 
 

@@ -5,7 +5,8 @@ output's array. float32, float64, complex and integer products run in the output
 dtype, straight into its memory (`np.matmul(a, b, out=o)`: no copy for large matrices);
 float16 and bfloat16 are computed in float32 and rounded once, as PyTorch's CPU kernels do.
 NumPy's matmul copes with an output that overlaps an input, so only the `beta * input` term
-of the addmm family needs care when the output is the input (in-place calls).
+of the addmm family needs care when the output is the input (in-place calls). The same
+kernels run on CuPy arrays (CUDA tensors: cuBLAS).
 """
 from __future__ import annotations
 
@@ -52,11 +53,17 @@ def gemm_into(o: np.ndarray, c, a: np.ndarray, b: np.ndarray, beta, alpha,
     """o = beta * c + alpha * (a @ b), BLAS-style: beta == 0 ignores `c` (NaN included) and
     alpha == 0 ignores the product. `c` broadcasts to `o`; `batch_sum` sums the batched
     product over its first dimension (addbmm)."""
+    cd = compute_dtype(o.dtype)
+    if batch_sum and cd != o.dtype:
+        narrow = o.dtype
+        np.copyto(o, batch_sum_rounded(c.astype(cd), a.astype(cd), b.astype(cd), beta, alpha,
+                                       lambda r: r.astype(narrow).astype(cd)),
+                  casting="unsafe")
+        return
     if batch_sum:
         a, b = _fold_batches(a, b)
-    cd = compute_dtype(o.dtype)
     if cd != o.dtype:      # float16 / bfloat16: accumulate in float32, round once
-        r = np.zeros(o.shape, cd) if alpha == 0 else product(a, b)
+        r = np.zeros_like(o, dtype=cd) if alpha == 0 else product(a, b)
         if alpha != 1 and alpha != 0:
             r *= alpha
         if beta != 0:
@@ -86,6 +93,25 @@ def gemm_into(o: np.ndarray, c, a: np.ndarray, b: np.ndarray, beta, alpha,
         np.add(o, np.multiply(c, beta, dtype=cd), out=o)
 
 
+def batch_sum_rounded(c, a, b, beta, alpha, rounded):
+    """beta * c + alpha * sum_i a[i] @ b[i] in float32 as PyTorch's addbmm computes float16
+    and bfloat16: one addmm per batch, its result rounded to the narrow type (`rounded`:
+    float32 values to the nearest narrow ones, kept as float32) before the next adds to it.
+    NumPy or CuPy arrays; beta == 0 ignores `c`, alpha == 0 the products."""
+    shape = (a.shape[1], b.shape[2])
+    acc = np.broadcast_to(c * np.float32(beta), shape) if beta != 0 else None
+    if not a.shape[0]:
+        return np.zeros_like(c, shape=shape) if acc is None else rounded(acc)
+    for i in range(a.shape[0]):
+        p = np.matmul(a[i], b[i])
+        if alpha == 0:
+            p[...] = 0
+        elif alpha != 1:
+            p *= np.float32(alpha)
+        acc = rounded(p if acc is None else acc + p)
+    return acc
+
+
 def _fold_batches(a: np.ndarray, b: np.ndarray):
     """(B, n, k) and (B, k, m) as (n, B*k) and (B*k, m): one product sums over the batch."""
     bsz, n, k = a.shape
@@ -108,7 +134,7 @@ def addr_into(o: np.ndarray, c: np.ndarray, v1: np.ndarray, v2: np.ndarray, beta
               cd) -> None:
     """o = beta * c + alpha * outer(v1, v2) in dtype `cd`; for bool, `and`/`or` instead."""
     if cd == np.bool_:
-        r = np.logical_and(v1[:, None], v2[None, :]) if alpha else np.zeros(o.shape, bool)
+        r = np.logical_and(v1[:, None], v2[None, :]) if alpha else np.zeros_like(o, dtype=bool)
         if beta:
             r = np.logical_or(r, c)
         np.copyto(o, r, casting="unsafe")

@@ -6,6 +6,7 @@ Work runs inline (on the calling thread) when it is small (fewer than `GRAIN` el
 dispatching a chunk costs tens of microseconds), when one thread is configured, or when
 the caller is itself a worker (no nested parallelism, so a worker never waits on the pool).
 NumPy's floating-point error state is per thread: workers run under the caller's.
+Device (CuPy) arrays are never split: their ufunc is one kernel launch on the GPU.
 """
 from __future__ import annotations
 
@@ -170,7 +171,8 @@ def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
     """fn(*args, out=out, **kwargs) for an elementwise ufunc, split across threads when
     `out` is large. Operands broadcast against `out` and are sliced like it. Small outputs
     (every op on small tensors comes here) cost one comparison before the ufunc runs."""
-    if out.size < GRAIN or threads_for(out.size) == 1 or _alias_hazard(args, out):
+    if (out.size < GRAIN or out.__class__ is not np.ndarray or threads_for(out.size) == 1
+            or _alias_hazard(args, out)):
         fn(*args, out=out, **kwargs)
         return
     shape = out.shape
@@ -204,8 +206,8 @@ def chunked(fn, arrays, block: int | None = None) -> None:
     elements, so that a chain of NumPy passes over a part stays in cache. Arrays under
     `GRAIN` elements go to fn whole, on this thread."""
     shape = arrays[0].shape
-    if arrays[0].size < GRAIN:          # small: one call on the whole arrays
-        fn(*arrays)
+    if arrays[0].size < GRAIN or arrays[0].__class__ is not np.ndarray:
+        fn(*arrays)                     # small, or on a GPU: one call on the whole arrays
         return
     if all(a.flags.c_contiguous for a in arrays):
         views = [a.reshape(-1) for a in arrays]

@@ -6,6 +6,11 @@ as PyTorch's TensorIterator hands them to its kernels: Python numbers converted 
 op's dtype (integers wrap as a C cast does), tensors of another dtype rounded to float16 or
 bfloat16 first when that is the op's dtype, and float16/bfloat16 arithmetic done in
 float32 (`opmath`) and rounded once when stored.
+
+The kernels also run on CuPy arrays (CUDA tensors, ops/gpu_kernels.py): NumPy's functions
+dispatch to CuPy, operands that are not arrays are NumPy scalars (CuPy takes those beside
+device arrays, not host arrays), and ufunc keywords stay within what CuPy's ufuncs accept
+(out, dtype, casting: no `where=` or `signature=` on a device array).
 """
 from __future__ import annotations
 
@@ -69,10 +74,26 @@ def operands(xs, d: dt.dtype) -> list:
 
 
 def computed(xs, d: dt.dtype) -> list:
-    """Operands as arrays of the type d computes in, for kernels made of several NumPy calls
-    (copies only the operands whose dtype differs; integers wrap as C casts do)."""
+    """Operands in the type d computes in, for kernels made of several NumPy calls (copies
+    only the operands whose dtype differs; integers wrap as C casts do): arrays of the
+    tensors' array module, NumPy scalars for numbers and 0-dim CPU tensors."""
     cd = opmath(d)
-    return [np.asarray(operand(x, d), cd) for x in xs]
+    result = []
+    for x in xs:
+        a = operand(x, d)
+        result.append(np.asarray(a, cd) if a.__class__ is np.ndarray and a.ndim else
+                      as_type(a, cd))
+    return result
+
+
+def as_type(a, cd):
+    """A NumPy/CuPy array or NumPy scalar as dtype cd (no copy when it already is one); a
+    0-d NumPy array becomes a NumPy scalar, which CuPy also accepts beside device arrays."""
+    if a.__class__ is np.ndarray:
+        return a.astype(cd, copy=False) if a.ndim else a.astype(cd)[()]
+    if a.dtype == cd:
+        return a
+    return cd.type(a) if isinstance(a, np.generic) else a.astype(cd)
 
 
 def _exact_second(xs, d: dt.dtype) -> list:
@@ -140,8 +161,12 @@ def compare_kernel(ufunc, allowed=ALL, name=None):
         d = common_dtype(self, other)
         check_dtype(kname, d, allowed)
         cd = opmath(d)
-        parallel.ufunc(ufunc, operands((self, other), d), out._array(),
-                       signature=(cd, cd, np.bool_), casting="unsafe")
+        o = out._array()
+        if o.__class__ is np.ndarray:
+            parallel.ufunc(ufunc, operands((self, other), d), o,
+                           signature=(cd, cd, np.bool_), casting="unsafe")
+        else:                           # CuPy's ufuncs take no signature: cast the operands
+            ufunc(*computed((self, other), d), out=o)
     kernel.__name__ = kernel.__qualname__ = f"cpu_{kname}"
     return kernel
 
@@ -267,9 +292,12 @@ def remainder(out, self, other):
         np.remainder(a, b, out=out._array(), casting="unsafe")
         return
     # fmod, moved into the divisor's sign (keeps fmod's signed zero, unlike NumPy)
-    m = np.asarray(np.fmod(a, b))
+    m = np.fmod(a, b)
     fix = np.not_equal(m, 0) & (np.less(b, 0) != np.less(m, 0))
-    np.add(m, b, out=m, where=fix)
+    if m.__class__ is np.ndarray:
+        np.add(m, b, out=m, where=fix)
+    else:                               # a scalar, or a CuPy array (ufuncs without where=)
+        m = np.where(fix, m + b, m)
     assign(out, m)
 
 
@@ -325,10 +353,10 @@ def xlogy(out, self, other):
     check_dtype("xlogy_cpu", d, REAL)
     cd = opmath(d)
     x, y = operands((self, other), d)
-    r = np.asarray(np.multiply(x, np.log(y, dtype=cd), dtype=cd))
-    # 0 * log(y) is 0 unless y is nan
-    np.copyto(r, 0, where=np.equal(x, 0) & ~np.isnan(np.asarray(y, cd)))
+    r = np.multiply(x, np.log(y, dtype=cd), dtype=cd)
+    zero = np.equal(x, 0) & ~np.isnan(as_type(y, cd))     # 0 * log(y) is 0 unless y is nan
     assign(out, r)
+    np.copyto(out._array(), 0, where=zero)
 
 
 def lerp(out, self, end, weight):
@@ -336,7 +364,7 @@ def lerp(out, self, end, weight):
     name = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
     check_dtype(name, d, FLOATING | COMPLEX)
     cd = opmath(d)
-    s, e = (np.asarray(x._array(), cd) for x in (self, end))
+    s, e = (x._array().astype(cd, copy=False) for x in (self, end))
     w = weight._array().astype(cd) if isinstance(weight, Tensor) else cd.type(weight)
     diff = e - s
     small = np.abs(w) < 0.5
@@ -427,7 +455,7 @@ def round(out, self, decimals=None):
         check_dtype("round_cpu", d, FLOATING)
         cd = opmath(d)
         ten = cd.type(10.0 ** builtins.abs(decimals))
-        a = np.asarray(self._array(), cd)
+        a = self._array().astype(cd, copy=False)
         if decimals < 0:
             assign(out, np.rint(a / ten) * ten)
         else:
@@ -444,7 +472,7 @@ def frac(out, self):
     d = self.dtype
     check_dtype("frac_cpu", d, FLOATING)
     cd = opmath(d)
-    a = np.asarray(self._array(), cd)
+    a = self._array().astype(cd, copy=False)
     assign(out, a - np.trunc(a))
 
 
@@ -497,7 +525,7 @@ def logit(out, self, eps=None):
     d = float_dtype(self)
     check_dtype("logit_cpu", d, REAL)
     cd = opmath(d)
-    x = np.asarray(operand(self, d), cd)
+    x = as_type(operand(self, d), cd)
     if eps is not None:
         x = np.clip(x, cd.type(eps), cd.type(1 - eps))
     assign(out, np.log(x / (1 - x)))
@@ -528,7 +556,7 @@ def angle(out, self):
         assign(out, np.angle(self._array()))
         return
     d = float_dtype(self)
-    a = np.asarray(operand(self, d), opmath(d))
+    a = as_type(operand(self, d), opmath(d))
     assign(out, np.where(np.isnan(a), a, np.where(a < 0, np.pi, 0)))
 
 

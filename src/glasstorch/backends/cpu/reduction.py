@@ -8,6 +8,11 @@ another dtype makes the reduction run in that dtype, as in PyTorch. float16 and 
 accumulate in float32. Ufunc methods are called directly (not np.sum/np.max) so that
 NumPy's floating-point warnings are attributed to this module and silenced like every
 kernel's.
+
+The kernels also run on CuPy arrays (CUDA tensors). CuPy's ufuncs reduce and accumulate
+only with add and multiply, so other reductions of a device array go through the array's
+own methods (`_device_reduce`), and its scans through `_device_scan`; device arrays never
+go through the thread pool.
 """
 from __future__ import annotations
 
@@ -65,11 +70,25 @@ def _check_out_dtype(out, dtype) -> None:
                            "instead")
 
 
+_DEVICE_METHODS = {np.maximum: "max", np.minimum: "min", np.logical_and: "all",
+                   np.logical_or: "any"}
+
+
+def _device_reduce(ufunc, a, ax, dtype=None):
+    """ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True) on a CuPy array."""
+    method = _DEVICE_METHODS.get(ufunc)
+    if method is None:
+        return ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True)
+    return getattr(a, method)(axis=ax, keepdims=True)
+
+
 def reduce(ufunc, a: np.ndarray, ax, dtype=None) -> np.ndarray:
     """ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True), split across threads when `a`
     is large: along a kept axis (each output element computed as NumPy alone would), or,
     when every axis is reduced, into per-chunk partial results combined by `ufunc` (a
-    pairwise step, as NumPy's own summation)."""
+    pairwise step, as NumPy's own summation). A CuPy array is reduced by one kernel."""
+    if a.__class__ is not np.ndarray:
+        return _device_reduce(ufunc, a, ax, dtype)
     if a.size < parallel.GRAIN or parallel.threads_for(a.size) == 1:
         return ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True)
     reduced = range(a.ndim) if ax is None else ax
@@ -162,7 +181,8 @@ def min_all_kernel(out, self):
 def _values_indices(ufunc, arg, outs, self, dim):
     a = _as_1d(_ordered(self))
     d = dim % a.ndim
-    store(outs[0], ufunc.reduce(a, axis=d, keepdims=True))   # NaN propagates...
+    store(outs[0], ufunc.reduce(a, axis=d, keepdims=True) if a.__class__ is np.ndarray
+          else _device_reduce(ufunc, a, d))                   # NaN propagates...
     store(outs[1], arg(a, axis=d, keepdims=True))             # ...and is the first arg
 
 
@@ -187,8 +207,12 @@ def amin_kernel(out, self, dim=(), keepdim=False):
 def aminmax_kernel(outs, self, dim=None, keepdim=False):
     a = _ordered(self)
     ax = axes(a.ndim, None if dim is None else (dim,))
-    store(outs[0], np.minimum.reduce(a, axis=ax, keepdims=True))
-    store(outs[1], np.maximum.reduce(a, axis=ax, keepdims=True))
+    if a.__class__ is np.ndarray:
+        store(outs[0], np.minimum.reduce(a, axis=ax, keepdims=True))
+        store(outs[1], np.maximum.reduce(a, axis=ax, keepdims=True))
+    else:
+        store(outs[0], a.min(axis=ax, keepdims=True))
+        store(outs[1], a.max(axis=ax, keepdims=True))
 
 
 def _arg_kernel(arg, out, self, dim, keepdim):
@@ -252,7 +276,10 @@ def logsumexp_kernel(out, self, dim, keepdim=False):
     a = operand(self, out.dtype).astype(acc_dtype(out.dtype), copy=False)
     ax = axes(a.ndim, dim)
     real = a.real if a.dtype.kind == "c" else a
-    m = _finite_shift(np.maximum.reduce(real, axis=ax, keepdims=True, initial=-np.inf))
+    if a.__class__ is np.ndarray:
+        m = _finite_shift(np.maximum.reduce(real, axis=ax, keepdims=True, initial=-np.inf))
+    else:           # CuPy's max has no `initial`: an empty input needs no shift
+        m = _finite_shift(real.max(axis=ax, keepdims=True)) if real.size else 0
     store(out, np.log(np.add.reduce(np.exp(a - m), axis=ax, keepdims=True)) + m)
 
 
@@ -269,9 +296,9 @@ def norm_kernel(out, self, p, dim=None, keepdim=False, dtype=None):
     elif p == 1:
         r = np.add.reduce(x, axis=ax, keepdims=True)
     elif p == np.inf:
-        r = np.maximum.reduce(x, axis=ax, keepdims=True)
+        r = reduce(np.maximum, x, ax)
     elif p == -np.inf:
-        r = np.minimum.reduce(x, axis=ax, keepdims=True)
+        r = reduce(np.minimum, x, ax)
     elif p == 0:
         r = np.add.reduce(x != 0, axis=ax, dtype=x.dtype, keepdims=True)
     else:
@@ -295,15 +322,17 @@ def _check_logical_out(name, out):
 def all_kernel(out, self, dim=None, keepdim=False):
     _check_logical_out("all", out)
     b = _truth(self)
-    store(out, np.logical_and.reduce(b, axis=axes(b.ndim, dim, all_if_empty=False),
-                                     keepdims=True))
+    ax = axes(b.ndim, dim, all_if_empty=False)
+    store(out, np.logical_and.reduce(b, axis=ax, keepdims=True) if b.__class__ is np.ndarray
+          else b.all(axis=ax, keepdims=True))
 
 
 def any_kernel(out, self, dim=None, keepdim=False):
     _check_logical_out("any", out)
     b = _truth(self)
-    store(out, np.logical_or.reduce(b, axis=axes(b.ndim, dim, all_if_empty=False),
-                                    keepdims=True))
+    ax = axes(b.ndim, dim, all_if_empty=False)
+    store(out, np.logical_or.reduce(b, axis=ax, keepdims=True) if b.__class__ is np.ndarray
+          else b.any(axis=ax, keepdims=True))
 
 
 def count_nonzero_kernel(out, self, dim=None):
@@ -337,6 +366,10 @@ def _complex_logaddexp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def logcumsumexp_kernel(out, self, dim):
     a = _as_1d(self._array().astype(acc_dtype(out.dtype), copy=False))
     d = dim % a.ndim
+    if a.__class__ is not np.ndarray:
+        store(out, _device_scan(np.logaddexp if a.dtype.kind != "c" else _complex_logaddexp,
+                                a, d))
+        return
     if a.dtype.kind != "c":
         store(out, np.logaddexp.accumulate(a, axis=d))
         return
@@ -347,3 +380,17 @@ def logcumsumexp_kernel(out, self, dim):
         head[d], prev[d] = i, i - 1
         r[tuple(head)] = _complex_logaddexp(r[tuple(prev)], a[tuple(head)])
     store(out, r)
+
+
+def _device_scan(combine, a, d: int):
+    """The inclusive scan of `a` along `d` with an associative elementwise `combine`, on a
+    CuPy array: log2(n) whole-array steps (Hillis-Steele), each combining every element
+    with the partial result `step` places before it."""
+    r = a.copy()
+    n, step = a.shape[d], 1
+    lead = (slice(None),) * d
+    while step < n:
+        r[lead + (slice(step, None),)] = combine(r[lead + (slice(step, None),)],
+                                                 r[lead + (slice(None, n - step),)])
+        step *= 2
+    return r

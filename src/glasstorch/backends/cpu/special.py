@@ -1,12 +1,16 @@
 """Special functions NumPy lacks (erf, erfc, erfinv, lgamma, digamma), vectorised.
 
 Each takes and returns float64 arrays; kernels for narrower dtypes compute here and round.
+They are written once for NumPy and CuPy arrays (CUDA tensors): arrays are made with the
+argument's array module (`_float64`, `arrays.module_of`), everything else dispatches.
 Edge values follow PyTorch: lgamma is +inf at poles and +-inf, digamma is nan at negative
 integers and -inf/+inf at +0/-0, erfinv is +-inf at +-1 and nan outside [-1, 1].
 """
 from __future__ import annotations
 
 import numpy as np
+
+from .. import arrays
 
 _SQRT_PI_INV = 0.56418958354775628695    # 1 / sqrt(pi)
 _TWO_OVER_SQRT_PI = 1.1283791670955126
@@ -28,6 +32,11 @@ _ERFC_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-
            6.05183413124413191e-2, 2.33520497626869185e-3)
 _ERF_SMALL = 0.46875
 _ERFC_ZERO = 27.3            # erfc is below half the smallest subnormal beyond this
+
+
+def _float64(x, like=None):
+    """x as a float64 array on its device (numbers go where `like` is)."""
+    return arrays.asarray(x, np.float64, like)
 
 
 def _erf_small(x):
@@ -72,7 +81,7 @@ def _erfc_positive(y):
 
 def erf(x: np.ndarray) -> np.ndarray:
     """The error function, accurate to a few ulp in float64."""
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     out = np.empty_like(x)
     y = np.abs(x)
     small = y <= _ERF_SMALL
@@ -84,7 +93,7 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 def erfc(x: np.ndarray) -> np.ndarray:
     """The complementary error function 1 - erf(x), without cancellation for large x."""
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     out = np.empty_like(x)
     y = np.abs(x)
     small = y <= _ERF_SMALL
@@ -113,7 +122,7 @@ def _horner(coeffs, w):
 
 def erfinv(y: np.ndarray) -> np.ndarray:
     """Inverse error function: Giles' approximation refined against erf (or erfc)."""
-    y = np.asarray(y, np.float64)
+    y = _float64(y)
     a = np.abs(y)
     x = np.empty_like(a)
     with np.errstate(all="ignore"):
@@ -195,7 +204,7 @@ _ROOT_RADIUS = 0.25
 
 def lgamma(x: np.ndarray) -> np.ndarray:
     """log |Gamma(x)|, with reflection below 0.5 and +inf at the poles 0, -1, -2, ..."""
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     out = np.empty_like(x)
     with np.errstate(all="ignore"):
         pos = (x >= 0.5) | np.isnan(x)
@@ -220,7 +229,7 @@ _DIGAMMA_SHIFT = 10.0
 
 def digamma(x: np.ndarray) -> np.ndarray:
     """psi(x) = d/dx log Gamma(x): recurrence up to x >= 10, then the asymptotic series."""
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     with np.errstate(all="ignore"):
         neg = x < 0
         r = np.where(neg, 1.0 - x, x)
@@ -271,7 +280,7 @@ def _bessel_scaled_asymptotic(y, order: int):
 
 
 def _bessel_i(x, order: int, scaled: bool):
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     y = np.abs(x)
     out = np.empty_like(y)
     with np.errstate(all="ignore"):
@@ -334,7 +343,7 @@ def _erfcx_positive(y):
 
 def erfcx(x):
     """exp(x*x) * erfc(x), without overflow for large x (inf for x below about -26.6)."""
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     out = np.empty_like(x)
     y = np.abs(x)
     with np.errstate(all="ignore"):
@@ -356,7 +365,7 @@ def ndtri(p):
     """The quantile of the standard normal: x with ndtr(x) = p, from Newton steps on
     log erfc (log-concave, so they converge from erfinv's guess), written with erfcx so the
     far tails (p down to the smallest subnormal) keep full relative accuracy."""
-    p = np.asarray(p, np.float64)
+    p = _float64(p)
     with np.errstate(all="ignore"):
         upper = p > 0.5
         q = 2.0 * np.where(upper, 1.0 - p, p)          # erfc(x) = q, x >= 0
@@ -374,7 +383,7 @@ def ndtri(p):
 
 def log_ndtr(x):
     """log of the standard normal CDF, accurate far into both tails."""
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     t = x / _SQRT2
     with np.errstate(all="ignore"):
         low = x < -1.0
@@ -396,7 +405,7 @@ _EPS = np.finfo(np.float64).eps / 2
 def zeta(s, q):
     """The Hurwitz zeta function sum_k (q + k)^-s (s > 1), with Cephes' conventions: inf for
     s == 1 or at the poles q = 0, -1, ...; nan for s < 1 or a negative q with non-integer s."""
-    s, q = np.broadcast_arrays(np.asarray(s, np.float64), np.asarray(q, np.float64))
+    s, q = np.broadcast_arrays(_float64(s, q), _float64(q, s))
     shape = q.shape
     s, q = s.ravel(), q.ravel()
     out = np.empty_like(q)
@@ -404,7 +413,7 @@ def zeta(s, q):
         total = np.power(q, -s)
         a = q.copy()
         b = np.zeros_like(q)
-        done = np.zeros(q.shape, bool)
+        done = np.zeros_like(q, dtype=bool)
         running = ~np.isnan(total)
         i = 0
         while running.any():
@@ -443,7 +452,7 @@ def zeta(s, q):
 def trigamma(x):
     """psi'(x): reflection below 1/2, six recurrence steps, then the asymptotic series (the
     same evaluation as PyTorch's, so values next to the poles agree)."""
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     with np.errstate(all="ignore"):
         reflect = x < 0.5
         s = np.sin(np.pi * x)
@@ -464,10 +473,10 @@ def polygamma(n: int, x):
         return digamma(x)
     if n == 1:
         return trigamma(x)
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     sign = 1.0 if n % 2 else -1.0
     with np.errstate(all="ignore"):
-        return sign * np.exp(lgamma(np.array(n + 1.0))) * zeta(np.float64(n + 1), x)
+        return sign * float(np.exp(lgamma(np.array(n + 1.0)))) * zeta(np.float64(n + 1), x)
 
 
 # ---- Bessel functions of the first kind, J0 and J1 ----------------------------------------
@@ -520,7 +529,7 @@ def _bessel_j_hankel(y, order: int):
 
 
 def _bessel_j(x, order: int):
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     y = np.abs(x)
     out = np.empty_like(y)
     with np.errstate(all="ignore"):
@@ -546,7 +555,7 @@ def bessel_j1(x):
 
 def spherical_bessel_j0(x):
     """sin(x) / x: 1 at 0 and 0 at +-inf."""
-    x = np.asarray(x, np.float64)
+    x = _float64(x)
     with np.errstate(all="ignore"):
         r = np.sin(x) / x
     return np.where(x == 0, 1.0, np.where(np.isinf(x), 0.0, r))
@@ -591,7 +600,7 @@ def _igam_factor(a, x):
 def _igam_series(a, x):
     """P(a, x) = factor / a * sum_n x^n / ((a+1)...(a+n))."""
     total, term, r = np.ones_like(a), np.ones_like(a), a.copy()
-    live = np.arange(a.size)
+    live = arrays.module_of(a).arange(a.size)
     for _ in range(_IGAM_MAXITER):
         if live.size == 0:
             break
@@ -610,7 +619,7 @@ def _igamc_fraction(a, x):
     pkm2, qkm2 = np.ones_like(a), x.copy()
     pkm1, qkm1 = x + 1.0, z * x
     ans = pkm1 / qkm1
-    live = np.arange(a.size)
+    live = arrays.module_of(a).arange(a.size)
     for _ in range(_IGAM_MAXITER):
         if live.size == 0:
             break
@@ -643,7 +652,7 @@ def _lgamma1p(a):
 def _igamc_series(a, x):
     """Q(a, x) for x <= 1.1 where P is close to 1."""
     fac, total = np.ones_like(a), np.zeros_like(a)
-    live = np.arange(a.size)
+    live = arrays.module_of(a).arange(a.size)
     for n in range(1, _IGAM_MAXITER):
         if live.size == 0:
             break
@@ -670,7 +679,7 @@ def _igamc_regular(a, x):
 
 def _igamma_edges(a, x, complement: bool):
     """Values at the edges (nan, 0, inf) and a mask of the elements still to compute."""
-    out = np.full(a.shape, np.nan)
+    out = np.full_like(a, np.nan)
     regular = (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
     p_value = np.where(x > 0, 1.0, np.nan)                 # a == 0
     for mask, p in (((a == 0), p_value), ((x == 0) & (a > 0), 0.0),
@@ -682,7 +691,7 @@ def _igamma_edges(a, x, complement: bool):
 
 def igamma(a, x):
     """The regularized lower incomplete gamma function P(a, x)."""
-    a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    a, x = np.broadcast_arrays(_float64(a, x), _float64(x, a))
     with np.errstate(all="ignore"):
         out, regular = _igamma_edges(a, x, False)
         ar, xr = a[regular], x[regular]
@@ -696,7 +705,7 @@ def igamma(a, x):
 
 def igammac(a, x):
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
-    a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    a, x = np.broadcast_arrays(_float64(a, x), _float64(x, a))
     with np.errstate(all="ignore"):
         out, regular = _igamma_edges(a, x, True)
         out[regular] = _igamc_regular(a[regular], x[regular])
@@ -745,7 +754,7 @@ def _chebyshev(kind: str, y, n):
 
 def orthogonal_polynomial(name: str, x, n):
     """torch.special's `<name>_polynomial_<kind>(x, n)` for x and n broadcast together."""
-    x, n = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(n, np.float64))
+    x, n = np.broadcast_arrays(_float64(x, n), _float64(n, x))
     with np.errstate(all="ignore"):
         degree = np.where(np.isfinite(n), np.trunc(n), -1).astype(np.int64)
         x = x.astype(np.float64).ravel()
@@ -804,7 +813,7 @@ def _bessel_k_series(x, order: int):
 
 
 def _bessel_k_scaled_integral(x, order: int):
-    t = _K_NODES[:, None]
+    t = _float64(_K_NODES, x)[:, None]
     weights = np.cosh(t) if order else np.ones_like(t)
     f = np.exp(-x[None, :] * (np.cosh(t) - 1.0)) * weights
     return 0.1 * (f.sum(axis=0) - 0.5 * f[0])
@@ -820,8 +829,8 @@ def _bessel_k_scaled_asymptotic(x, order: int):
 
 
 def _bessel_k(x, order: int, scaled: bool):
-    x = np.asarray(x, np.float64)
-    out = np.full(x.shape, np.nan)
+    x = _float64(x)
+    out = np.full_like(x, np.nan)
     with np.errstate(all="ignore"):
         small = (x > 0) & (x <= _K_SERIES_END)
         xs = x[small]
@@ -885,7 +894,7 @@ def _bessel_y_series(x, order: int):
 def _bessel_j_all(y):
     """J_0 .. J_70 at y (Miller's recurrence, normalised), one row per order."""
     n = _J_MILLER_START
-    j = np.empty((n + 2,) + y.shape)
+    j = arrays.module_of(y).empty((n + 2,) + y.shape)
     j[n + 1], j[n] = 0.0, 1e-30
     inv = 1.0 / y
     for k in range(n, 0, -1):
@@ -896,7 +905,7 @@ def _bessel_j_all(y):
 
 def _bessel_y_neumann(y, order: int):
     j = _bessel_j_all(y)
-    k = np.arange(1, _J_MILLER_START // 2)[:, None]
+    k = arrays.module_of(y).arange(1, _J_MILLER_START // 2)[:, None]
     sign = np.where(k % 2, -1.0, 1.0)
     log_term = np.log(0.5 * y) + _EULER_GAMMA
     if order == 0:
@@ -922,8 +931,8 @@ def _bessel_y_hankel(y, order: int):
 
 
 def _bessel_y(x, order: int):
-    x = np.asarray(x, np.float64)
-    out = np.full(x.shape, np.nan)
+    x = _float64(x)
+    out = np.full_like(x, np.nan)
     with np.errstate(all="ignore"):
         for mask, fn in (((x > 0) & (x < _J_SERIES_END), _bessel_y_series),
                          ((x >= _J_SERIES_END) & (x < _J_MILLER_END), _bessel_y_neumann),
@@ -998,9 +1007,10 @@ def _airy_negative(x):
 
 
 def airy_ai(x):
-    """The Airy function of the first kind."""
-    x = np.asarray(x, np.float64)
-    out = np.full(x.shape, np.nan)
+    """The Airy function of the first kind (NumPy arrays only: the series sums in long
+    double, which CuPy lacks; a GPU's airy_ai runs on the host)."""
+    x = _float64(x)
+    out = np.full_like(x, np.nan)
     with np.errstate(all="ignore"):
         series = (x >= _AIRY_SERIES[0]) & (x <= _AIRY_SERIES[1])
         out[series] = _airy_series(x[series])

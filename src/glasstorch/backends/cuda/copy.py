@@ -49,14 +49,17 @@ def copy_between(dst, src, non_blocking: bool = False):
     cp = runtime.cupy()
     shape = dst._shape
     if dst.device.type == "cuda" and src.device.type == "cuda":
-        with runtime.DeviceGuard(dst.device.index):
-            values = _device_values(src, dst.dtype)
-            if src.device != dst.device:        # peer copy of a contiguous staging array
+        if src.device != dst.device:    # convert on src's GPU, then one peer copy
+            with runtime.DeviceGuard(src.device.index):
+                values = cp.ascontiguousarray(_broadcast(cp, _device_values(src, dst.dtype),
+                                                         shape))
+            with runtime.DeviceGuard(dst.device.index):
                 staged = cp.empty(values.shape, values.dtype)
-                contiguous = cp.ascontiguousarray(values)
-                staged.data.copy_from_device(contiguous.data, contiguous.nbytes)
-                values = staged
-            cp.copyto(dst._array(), _broadcast(cp, values, shape))
+                staged.data.copy_from_device(values.data, values.nbytes)
+                cp.copyto(dst._array(), staged)
+            return dst
+        with runtime.DeviceGuard(dst.device.index):
+            cp.copyto(dst._array(), _broadcast(cp, _device_values(src, dst.dtype), shape))
         return dst
     if dst.device.type == "cuda":               # upload
         host = np.broadcast_to(_host_values(src, dst.dtype), shape)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 
 from ...core.device import device as Device
+from ...dispatch import dispatcher
 
 ERROR_MEMORY_ALLOCATION = 2  # cudaErrorMemoryAllocation: CUDARuntimeError.status of an OOM
 
@@ -49,6 +50,7 @@ def use_cupy(module) -> None:
             hook()
         _cupy = module
         _device_count = None
+        dispatcher.several_gpus = False
 
 
 def on_reset(hook):
@@ -72,6 +74,7 @@ def device_count() -> int:
         except Exception:       # no CuPy, no driver, driver too old: all mean no CUDA here
             count = 0
         _device_count = count
+        dispatcher.several_gpus = count > 1
     return _device_count
 
 
