@@ -49,15 +49,17 @@ def _warn_host(name: str) -> None:
 
 # ---- moving arguments ----------------------------------------------------------------------
 
-def _to_host(x):
+def _moved(x, device):
+    """x with its tensors (alone or in a list) on `device`: copies with the same dense
+    strides; tensors already there, and other values, as they are."""
     if isinstance(x, Tensor):
-        if x._storage.device.type != "cuda":
+        if x._storage.device.type == device.type:
             return x
-        host = Tensor._empty(x._shape, x.dtype, CPU, x._stride if _dense(x) else None)
-        _copy(host, x)
-        return host
+        moved = Tensor._empty(x._shape, x.dtype, device, x._stride if _dense(x) else None)
+        _copy(moved, x)
+        return moved
     if isinstance(x, (list, tuple)) and x and any(isinstance(t, Tensor) for t in x):
-        return type(x)(_to_host(t) for t in x)
+        return type(x)(_moved(t, device) for t in x)
     return x
 
 
@@ -69,18 +71,6 @@ def _dense(t: Tensor) -> bool:
 def _copy(dst: Tensor, src: Tensor) -> None:
     from ..backends.cuda.copy import copy_between
     copy_between(dst, src)
-
-
-def _to_device(x, device):
-    if isinstance(x, Tensor):
-        if x._storage.device.type != "cpu":
-            return x
-        out = Tensor._empty(x._shape, x.dtype, device, x._stride if _dense(x) else None)
-        _copy(out, x)
-        return out
-    if isinstance(x, (list, tuple)) and x and any(isinstance(t, Tensor) for t in x):
-        return type(x)(_to_device(t, device) for t in x)
-    return x
 
 
 def _cuda_device(args):
@@ -100,7 +90,7 @@ def _host_structured(decl, cpu_impl):
         host_outs = tuple(Tensor._empty(o._shape, o.dtype, CPU, o._stride if _dense(o)
                                         else None) for o in outs)
         cpu_impl(host_outs if isinstance(out, tuple) else host_outs[0],
-                 *[_to_host(a) for a in args])
+                 *[_moved(a, CPU) for a in args])
         for o, h in zip(outs, host_outs):
             _copy(o, h)
     kernel.__qualname__ = f"{cpu_impl.__qualname__} (CUDA via host)"
@@ -135,7 +125,7 @@ def _cpu_scalars_to(device, args):
     takes no host arrays next to device arrays."""
     if not any(a.__class__ is Tensor and a._storage.device.type == "cpu" for a in args):
         return args
-    return tuple(_to_device(a, device) if a.__class__ is Tensor else a for a in args)
+    return tuple(_moved(a, device) if a.__class__ is Tensor else a for a in args)
 
 
 def _bfloat16_number(x):
@@ -207,7 +197,7 @@ def _host_operator(op, cpu_kernel, name):
     def kernel(*args):
         _warn_host(name)
         device = _cuda_device(args)
-        host_args = [_to_host(a) for a in args]
+        host_args = [_moved(a, CPU) for a in args]
         for i in generators:
             host_args[i] = _host_generator(args[i], device)
         result = cpu_kernel(*host_args)
@@ -246,7 +236,7 @@ def _restore(result, args, host_args, device):
         for a, h in zip(args, host_args):
             if result is h:
                 return a
-        return _to_device(result, device) if device is not None else result
+        return _moved(result, device) if device is not None else result
     if isinstance(result, tuple):
         restored = tuple(_restore(r, args, host_args, device) for r in result)
         if isinstance(result, _StructSeq):       # torch.return_types: built from a sequence

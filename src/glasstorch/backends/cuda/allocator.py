@@ -47,6 +47,18 @@ def current_stream_ptr() -> int:
     return runtime.cupy().cuda.get_current_stream().ptr
 
 
+def driver_allocation(call, *args) -> int:
+    """call(*args) (cudaMalloc, cudaHostAlloc): the address; the driver's out-of-memory
+    error as RawAllocationError, which makes the cache free itself and retry."""
+    cuda = runtime.cupy().cuda
+    try:
+        return int(call(*args))
+    except cuda.runtime.CUDARuntimeError as error:
+        if getattr(error, "status", None) == runtime.ERROR_MEMORY_ALLOCATION:
+            raise RawAllocationError(str(error)) from None
+        raise
+
+
 class CudaMallocBackend:
     """Segments from cudaMalloc on one device; a segment's handle is its device address."""
 
@@ -55,14 +67,8 @@ class CudaMallocBackend:
         self.name = f"cudaMalloc (device {index})"
 
     def malloc(self, nbytes: int) -> int:
-        cuda = runtime.cupy().cuda
         with runtime.DeviceGuard(self.index):
-            try:
-                return int(cuda.runtime.malloc(nbytes))
-            except cuda.runtime.CUDARuntimeError as error:
-                if getattr(error, "status", None) == runtime.ERROR_MEMORY_ALLOCATION:
-                    raise RawAllocationError(str(error)) from None
-                raise
+            return driver_allocation(runtime.cupy().cuda.runtime.malloc, nbytes)
 
     def address(self, handle: int) -> int:
         return handle

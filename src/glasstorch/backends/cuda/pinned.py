@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from ...memory.alloc_conf import parse_alloc_conf
 from ...memory.caching_allocator import CachingAllocator
-from ...memory.raw_backends import HostBackend, HostCachingAllocator, RawAllocationError
+from ...memory.raw_backends import HostBackend, HostCachingAllocator
 from . import runtime
-from .allocator import _StreamEvent, cupy_stream
+from .allocator import _StreamEvent, cupy_stream, driver_allocation
 
 HOST_STREAM = -1   # pinned blocks belong to no stream: every stream that used one is recorded
 
@@ -22,13 +22,7 @@ class PinnedHostBackend:
     name = "cudaHostAlloc"
 
     def malloc(self, nbytes: int) -> int:
-        cuda = runtime.cupy().cuda
-        try:
-            return int(cuda.runtime.hostAlloc(nbytes, 0))
-        except cuda.runtime.CUDARuntimeError as error:
-            if getattr(error, "status", None) == runtime.ERROR_MEMORY_ALLOCATION:
-                raise RawAllocationError(str(error)) from None
-            raise
+        return driver_allocation(runtime.cupy().cuda.runtime.hostAlloc, nbytes, 0)
 
     def address(self, handle: int) -> int:
         return handle
