@@ -213,3 +213,12 @@ def test_autocast_and_grad_scaler_on_the_gpu():
     scaler.update()
     assert scaler.step_skipped is True and scaler.get_scale() == scale / 2
     assert gt.equal(model.weight.detach(), weight)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_gpu_tensors_print_like_cpu_tensors_with_their_device(dtype):
+    host = _sample(dtype, (2, 3))
+    shown = repr(host.cuda())
+    assert "device='cuda:0'" in shown
+    # the suffix may push `dtype=` onto the next line, as in PyTorch: compare words
+    assert shown.replace(", device='cuda:0'", "").split() == repr(host).split()

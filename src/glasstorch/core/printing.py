@@ -169,7 +169,9 @@ def _block(cells: np.ndarray, cut: list, depth: int, indent: int, element_length
 
 def _host_array(t) -> np.ndarray:
     a = t._array()
-    return a if isinstance(a, np.ndarray) else a.get()  # a device array (CuPy) comes home
+    # a device array (CuPy) comes home through a copy, which also turns bfloat16's bit
+    # patterns (CuPy has no bfloat16) back into values
+    return a if isinstance(a, np.ndarray) else t.detach().cpu()._array()
 
 
 def _contents(t, indent: int) -> str:
