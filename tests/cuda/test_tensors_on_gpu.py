@@ -222,3 +222,11 @@ def test_gpu_tensors_print_like_cpu_tensors_with_their_device(dtype):
     assert "device='cuda:0'" in shown
     # the suffix may push `dtype=` onto the next line, as in PyTorch: compare words
     assert shown.replace(", device='cuda:0'", "").split() == repr(host).split()
+
+
+def test_gradcheck_and_gradgradcheck_take_gpu_inputs():
+    x = gt.randn(3, 4, dtype=gt.float64, device="cuda", requires_grad=True)
+    w = gt.randn(4, 2, dtype=gt.float64, device="cuda", requires_grad=True)
+    fn = lambda x, w: (x @ w).tanh().sum(0)       # noqa: E731
+    assert gt.autograd.gradcheck(fn, (x, w))
+    assert gt.autograd.gradgradcheck(fn, (x, w))

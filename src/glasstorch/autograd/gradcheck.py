@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ..backends.arrays import module_of
 from ..core.tensor import Tensor
 
 
@@ -32,7 +33,10 @@ def _differentiable_outputs(outputs):
 
 def _flat(t: Tensor) -> np.ndarray:
     """A tensor's elements in logical (row-major) order, as a float64/complex copy."""
-    return np.array(t.detach()._array(), copy=True).reshape(-1)
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()                         # GPU tensors come home for the comparison
+    return np.array(t._array(), copy=True).reshape(-1)
 
 
 def _check_inputs(inputs) -> list:
@@ -57,6 +61,7 @@ def _evaluate(func, inputs) -> list:
 def _perturbed(func, inputs, tensor: Tensor, direction: np.ndarray, eps: float) -> list:
     """(f(x + eps*d) - f(x - eps*d)) / (2 eps) per output, d shaped like `tensor`."""
     arr = tensor._array()
+    direction = module_of(arr).asarray(direction)      # onto the GPU of a CUDA input
     orig = arr.copy()
     try:
         arr[...] = orig + eps * direction
@@ -74,7 +79,7 @@ def _numerical_jacobians(func, inputs, wanted, n_outputs, eps) -> list:
     for j in wanted:
         t = inputs[j]
         cols = None
-        direction = np.zeros(tuple(t.shape), dtype=t._array().dtype)
+        direction = np.zeros(tuple(t.shape), dtype=t.dtype.np)
         flat_dir = direction.reshape(-1)
         for k in range(t.numel()):
             flat_dir[k] = 1
@@ -215,7 +220,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         rng = np.random.default_rng(0)
         outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
         grad_outputs = tuple(
-            tensor(rng.uniform(-9, 9, tuple(o.shape)), dtype=o.dtype).requires_grad_()
+            tensor(rng.uniform(-9, 9, tuple(o.shape)), dtype=o.dtype,
+                   device=o.device).requires_grad_()
             for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
