@@ -80,7 +80,7 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         t = idx.shape[1]
-        x = self.drop(self.tok(idx) + self.pos(torch.arange(t)))
+        x = self.drop(self.tok(idx) + self.pos(torch.arange(t, device=idx.device)))
         return self.head(self.ln_f(self.blocks(x)))
 
     @torch.no_grad()

@@ -3,8 +3,8 @@
 The data are the 1,797 8x8 images of the UCI digits set (vendored in examples/data, no
 download). 80% train a two-convolution network with Adam; the other 20% measure the test
 accuracy printed at the end. Each epoch ends with a checkpoint; `--resume` continues from it;
-`--amp` runs the forward passes under autocast (bfloat16 on the CPU, float16 on a GPU, with
-float32 weights and gradients); `--device cuda` trains on a GPU.
+`--amp` runs the forward passes under autocast (bfloat16 on the CPU; float16 on a GPU, with a
+GradScaler), weights and gradients staying float32; `--device cuda` trains on a GPU.
 The code is what one would write with PyTorch: replace `glasstorch` by `torch` and it runs.
 """
 from __future__ import annotations
@@ -81,6 +81,8 @@ def main(argv=None) -> float:
     model = DigitsNet().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
+    # float16 (a GPU's autocast dtype) needs loss scaling; bfloat16 does not
+    scaler = torch.amp.GradScaler(device.type, enabled=args.amp and device.type == "cuda")
     first_epoch = 0
     if args.resume:
         first_epoch = load_checkpoint(args.checkpoint, model, optimizer,
@@ -94,8 +96,9 @@ def main(argv=None) -> float:
             with torch.autocast(device.type, enabled=args.amp):
                 loss = loss_fn(model(x), y)
             optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
             progress.step(loss.item(), len(y))
         save_checkpoint(args.checkpoint, model, optimizer, epoch=epoch + 1)
     seconds = progress.close()
