@@ -10,7 +10,7 @@ from .core.dtype import (ALIASES as _ALIASES, bfloat16, bool, can_cast, complex6
                          dtype, finfo, float16, float32, float64, get_default_dtype, iinfo,
                          int8, int16, int32, int64, is_complex, is_floating_point,
                          promote_types, result_type, set_default_dtype, uint8)
-from .core.device import device
+from .core.device import device, get_default_device, set_default_device  # noqa: F401
 from .core.shape import Size, broadcast_shapes
 from .core.storage import UntypedStorage
 from .core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format, layout,

@@ -60,3 +60,16 @@ def test_torch_backends_switches_that_gpu_scripts_set_exist():
     import importlib.util
     assert gt.backends.cuda.is_built() == (importlib.util.find_spec("cupy") is not None)
     gt.backends.cudnn.benchmark = False
+
+
+def test_set_default_device_moves_factories():
+    assert gt.get_default_device() == gt.device("cpu")
+    gt.set_default_device("meta")
+    try:
+        assert gt.get_default_device() == gt.device("meta")
+        for t in (gt.zeros(2), gt.ones(2, 3), gt.empty(1), gt.arange(3), gt.full((2,), 1.0),
+                  gt.randn(2), gt.tensor([1.0, 2.0]), gt.eye(2)):
+            assert t.device == gt.device("meta"), t
+    finally:
+        gt.set_default_device(None)
+    assert gt.zeros(1).device == gt.device("cpu")

@@ -213,3 +213,15 @@ def test_ops_run_on_their_tensors_gpu_whatever_the_current_one(two_gpus):
     with gt.cuda.device(1):
         assert gt.zeros(1, device="cuda").device == gt.device("cuda:1")
     assert gt.cuda.memory_allocated(1) > 0
+
+
+def test_set_default_device_cuda_puts_new_tensors_on_the_gpu():
+    gt.set_default_device("cuda")
+    try:
+        assert gt.get_default_device() == gt.device("cuda", 0)
+        assert gt.zeros(2).device == gt.device("cuda:0")
+        assert gt.randn(3).device.type == "cuda"
+        assert gt.tensor([1, 2]).device.type == "cuda"
+    finally:
+        gt.set_default_device(None)
+    assert gt.zeros(1).device == gt.device("cpu")

@@ -69,6 +69,20 @@ META = device("meta")
 default_device = CPU  # where factories put tensors; memory.planning sets 'meta' meanwhile
 
 
+def set_default_device(d) -> None:
+    """Where factories put tensors given no device (torch.set_default_device); None: CPU."""
+    global default_device
+    default_device = CPU if d is None else device(d)
+
+
+def get_default_device() -> device:
+    """The device factories use when given none ('cuda' as the current GPU, 'cuda:N')."""
+    if default_device.type == "cuda" and default_device.index is None:
+        from ..backends.cuda import runtime      # the current GPU, as torch reports it
+        return device("cuda", runtime.current_device())
+    return default_device
+
+
 def as_device(d) -> device:
     """Normalise a device argument (None means default_device, the CPU)."""
     if d is None:
