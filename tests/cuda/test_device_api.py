@@ -1,6 +1,8 @@
 """glasstorch.cuda's device, stream, event, seed and memory API, checked on the GPU (or on
 simulated CuPy) against what the same calls report through CuPy itself."""
 import gc
+import inspect
+import pickle
 
 import numpy as np
 import pytest
@@ -225,3 +227,26 @@ def test_set_default_device_cuda_puts_new_tensors_on_the_gpu():
     finally:
         gt.set_default_device(None)
     assert gt.zeros(1).device == gt.device("cpu")
+
+
+def test_memory_history_on_the_gpu_names_the_line_that_allocated(tmp_path):
+    gt.cuda.memory._record_memory_history(max_entries=1000)
+    try:
+        kept = gt.empty(1 << 18, device="cuda")           # the line a snapshot must name
+        kept_line = inspect.currentframe().f_lineno - 1
+        freed = gt.empty(100, device="cuda")
+        del freed
+        snap = gt.cuda.memory._snapshot()
+    finally:
+        gt.cuda.memory._record_memory_history(enabled=None)
+    blocks = [b for s in snap["segments"] for b in s["blocks"]
+              if b["address"] == kept.data_ptr()]
+    assert blocks and blocks[0]["state"] == "active_allocated"
+    assert any(f["line"] == kept_line and f["filename"] == __file__
+               for f in blocks[0]["frames"])
+    actions = [e["action"] for e in snap["device_traces"][0]]
+    assert actions.count("alloc") >= 2 and "free_completed" in actions
+    assert all(s["device"] == "cuda:0" for s in snap["segments"])
+    gt.cuda.memory._dump_snapshot(str(tmp_path / "snap.pickle"))
+    with open(tmp_path / "snap.pickle", "rb") as f:
+        assert "segments" in pickle.load(f)

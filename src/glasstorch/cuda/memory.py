@@ -5,7 +5,10 @@ Before CUDA is first used (or without a GPU) there is nothing allocated: the cou
 """
 from __future__ import annotations
 
+import sys
+
 from .. import memory as _memory
+from ..memory import history as _history
 from ..backends.cuda import allocator as _allocator, runtime
 
 
@@ -81,3 +84,20 @@ def mem_get_info(device=None) -> tuple:
     with runtime.DeviceGuard(index):
         free, total = runtime.cupy().cuda.runtime.memGetInfo()
     return int(free), int(total)
+
+
+def _record_memory_history(enabled="all", context="all", stacks="all",
+                           max_entries: int = sys.maxsize, device=None, **kwargs) -> None:
+    """Record every allocation on the GPU with its Python stack (torch.cuda.memory's)."""
+    _history._record_memory_history(enabled, context, stacks, max_entries,
+                                     device=_cuda(device), **kwargs)
+
+
+def _snapshot(device=None) -> dict:
+    """The GPU's segments and blocks (live ones with the stack that allocated them) and the
+    recorded trace, in torch's layout."""
+    return _history._snapshot(_cuda(device))
+
+
+def _dump_snapshot(filename: str = "dump_snapshot.pickle") -> None:
+    _history._dump_snapshot(filename, _cuda(None))

@@ -7,7 +7,10 @@ one attribute check and nothing else.
 
 The CPU allocator does not cache, so each live allocation is its own segment with one
 block, and a free completes the moment it is requested (the trace holds "alloc" and
-"free_completed" entries only).
+"free_completed" entries only). A GPU's allocator caches: its snapshot is the caching
+allocator's segments and blocks, each live block with the stack that allocated it. Each
+device records separately (`device='cuda:0'`; glasstorch.cuda.memory's functions default
+to the current GPU).
 """
 from __future__ import annotations
 
@@ -77,12 +80,26 @@ class _Recorder:
                               _stack(2) if self.stack_free else (), now))
 
 
-_recorder: _Recorder | None = None
+_recorders: dict = {}       # device string -> _Recorder, while that device records
 
 
-def _check_device(device):
-    if device is not None and as_device(device).type != "cpu":
-        raise RuntimeError(f"no memory history for device '{as_device(device)}' in this build")
+def _device_key(device) -> str:
+    """'cpu' or 'cuda:N' (None means the CPU here; glasstorch.cuda.memory passes its GPU)."""
+    d = as_device("cpu" if device is None else device)
+    if d.type == "cpu":
+        return "cpu"
+    if d.type == "cuda":
+        from ..backends.cuda import runtime
+        return f"cuda:{runtime.index_of(d)}"
+    raise RuntimeError(f"no memory history for device '{d}'")
+
+
+def _allocator_of(key: str):
+    """The allocator whose `observer` attribute sees that device's allocations."""
+    if key == "cpu":
+        return cpu_allocator
+    from ..backends.cuda.allocator import device_allocator
+    return device_allocator(int(key.split(":")[1]))
 
 
 def _record_memory_history(enabled: str | None = "all", context: str | None = "all",
@@ -102,7 +119,6 @@ def _record_memory_history(enabled: str | None = "all", context: str | None = "a
     clear_history forgets the trace. Allocations made while recording was off have no
     entry; their frees are traced.
     """
-    global _recorder
     if enabled not in _ENABLED:
         raise ValueError(f"_record_memory_history: enabled must be one of {_ENABLED}, "
                          f"got {enabled!r}")
@@ -116,17 +132,19 @@ def _record_memory_history(enabled: str | None = "all", context: str | None = "a
     if max_entries < 1:
         raise ValueError(f"_record_memory_history: max_entries must be positive, "
                          f"got {max_entries}")
-    _check_device(device)
+    key = _device_key(device)
+    allocator = _allocator_of(key)
     if enabled is None:
-        cpu_allocator.observer = None
-        _recorder = None
+        allocator.observer = None
+        _recorders.pop(key, None)
         return
-    if _recorder is None:
-        _recorder = _Recorder()
-    elif clear_history and _recorder.trace is not None:
-        _recorder.trace.clear()             # the live allocations keep their stacks
-    _recorder.configure(enabled, context, max_entries, frozenset(skip_actions or ()))
-    cpu_allocator.observer = _recorder
+    recorder = _recorders.get(key)
+    if recorder is None:
+        recorder = _recorders[key] = _Recorder()
+    elif clear_history and recorder.trace is not None:
+        recorder.trace.clear()              # the live allocations keep their stacks
+    recorder.configure(enabled, context, max_entries, frozenset(skip_actions or ()))
+    allocator.observer = recorder
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -148,7 +166,7 @@ def _frames(frames) -> list:
 
 def _allocation_frames(address: int) -> list | None:
     """The stack that allocated the live memory at `address`, when it was recorded."""
-    rec = _recorder
+    rec = _recorders.get("cpu")
     entry = None if rec is None else rec.live.get(address)
     return None if entry is None else _frames(entry[1])
 
@@ -159,8 +177,10 @@ def _snapshot(device=None) -> dict:
     Each live allocation made while recording is a segment holding one 'active_allocated'
     block; trace entries have action, addr, size, stream, frames and time_us.
     """
-    _check_device(device)
-    rec = _recorder
+    key = _device_key(device)
+    rec = _recorders.get(key)
+    if key != "cpu":
+        return _cached_snapshot(_allocator_of(key).caching, rec)
     if rec is None:
         return {"segments": [], "device_traces": [[]]}
     segments = []
@@ -174,14 +194,30 @@ def _snapshot(device=None) -> dict:
                          "segment_type": "small" if size <= 1 << 20 else "large",
                          "segment_pool_id": (0, 0), "is_expandable": False,
                          "frames": fr, "blocks": [block]})
-    entries = () if rec.trace is None else rec.trace.copy()
-    trace = [{"action": action, "addr": addr, "size": size, "stream": 0,
-              "frames": _frames(frames), "time_us": t}
-             for action, addr, size, frames, t in entries]
-    return {"segments": segments, "device_traces": [trace]}
+    return {"segments": segments, "device_traces": [_trace(rec)]}
 
 
-def _dump_snapshot(filename: str = "dump_snapshot.pickle") -> None:
-    """Pickle `_snapshot()` to `filename` (as torch does; load it with pickle.load)."""
+def _trace(rec) -> list:
+    entries = () if rec is None or rec.trace is None else rec.trace.copy()
+    return [{"action": action, "addr": addr, "size": size, "stream": 0,
+             "frames": _frames(frames), "time_us": t}
+            for action, addr, size, frames, t in entries]
+
+
+def _cached_snapshot(caching, rec) -> dict:
+    """A caching allocator's segments and blocks, live blocks with their recorded stacks."""
+    snap = caching.snapshot()
+    live = {} if rec is None else rec.live.copy()
+    for segment in snap["segments"]:
+        for block in segment["blocks"]:
+            entry = live.get(block["address"])
+            if entry is not None and block["state"] == "active_allocated":
+                block["frames"] = _frames(entry[1])
+    snap["device_traces"] = [_trace(rec)]
+    return snap
+
+
+def _dump_snapshot(filename: str = "dump_snapshot.pickle", device=None) -> None:
+    """Pickle `_snapshot(device)` to `filename` (as torch does; load it with pickle.load)."""
     with open(filename, "wb") as f:
-        pickle.dump(_snapshot(), f)
+        pickle.dump(_snapshot(device), f)

@@ -91,18 +91,21 @@ class CudaMallocBackend:
 
 
 class _BlockOwner:
-    """Owns one block while any CuPy array over its bytes lives; returns it when collected."""
+    """Owns one block while any CuPy array over its bytes lives; returns it when collected
+    (telling the allocator's observer, memory history, when one is set)."""
 
-    __slots__ = ("caching", "block", "__weakref__")
+    __slots__ = ("allocator", "block", "nbytes", "__weakref__")
 
-    def __init__(self, caching, block):
-        self.caching, self.block = caching, block
+    def __init__(self, allocator, block, nbytes):
+        self.allocator, self.block, self.nbytes = allocator, block, nbytes
 
     def __del__(self):
-        caching = self.caching
-        if caching is not None:
-            self.caching = None
-            caching.free(self.block)
+        allocator = self.allocator
+        if allocator is not None:
+            self.allocator = None
+            if allocator.observer is not None:
+                allocator.observer("free", self.nbytes, self.block.address)
+            allocator.caching.free(self.block)
 
 
 class DeviceAllocator:
@@ -113,12 +116,15 @@ class DeviceAllocator:
         self.caching = CachingAllocator(CudaMallocBackend(index), f"cuda:{index}",
                                         parse_alloc_conf())
         self.stats = _StatsView(self.caching)
+        self.observer = None        # memory history's recorder, while it records
 
     def memory_pointer(self, nbytes: int):
         """A CuPy MemoryPointer to a fresh block of `nbytes` on the current stream."""
         cuda = runtime.cupy().cuda
         block = self.caching.malloc(nbytes, current_stream_ptr())
-        owner = _BlockOwner(self.caching, block)
+        owner = _BlockOwner(self, block, nbytes)
+        if self.observer is not None:
+            self.observer("alloc", nbytes, block.address)
         memory = cuda.UnownedMemory(block.address, nbytes, owner, self.index)
         return cuda.MemoryPointer(memory, 0)
 
