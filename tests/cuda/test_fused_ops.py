@@ -462,3 +462,25 @@ def test_bfloat16_tensors_round_trip_on_cuda_as_on_the_cpu(launches):
                                       expected.view(gt.int16).numpy())
         np.testing.assert_array_equal(back.cpu().numpy().view(np.uint32),
                                       expected.float().numpy().view(np.uint32))
+
+
+def test_half_to_float_softmax_is_a_cuda_option():
+    # PyTorch's CUDA softmax may take float16 and give float32 (and its backward the
+    # reverse); its CPU kernel refuses, and so does glasstorch's on the CPU.
+    x = gt.randn(4, 7).half()
+    for op in (gt.ops.aten._softmax, gt.ops.aten._log_softmax):
+        y = op(x.cuda(), -1, True)
+        assert y.dtype is gt.float32 and y.device.type == "cuda"
+        expected = op(x.float(), -1, False)
+        np.testing.assert_allclose(y.cpu().numpy(), expected.numpy(), rtol=1e-6, atol=1e-7)
+        with pytest.raises(RuntimeError, match="not supported on CPU"):
+            op(x, -1, True)
+        with pytest.raises(RuntimeError, match="Half type only"):
+            op(x.float().cuda(), -1, True)
+    y = gt.ops.aten._softmax(x.cuda(), -1, True)
+    g = gt.randn(4, 7).cuda()
+    grad = gt.ops.aten._softmax_backward_data(g, y, -1, gt.float16)
+    assert grad.dtype is gt.float16
+    expected = gt.ops.aten._softmax_backward_data(g.cpu(), y.cpu(), -1, gt.float32)
+    np.testing.assert_allclose(grad.cpu().float().numpy(), expected.numpy(), rtol=2e-3,
+                               atol=2e-3)

@@ -56,8 +56,13 @@ def _reduce(loss: np.ndarray, reduction: int):
 def _softmax_meta(name):
     def meta(self, dim, half_to_float):
         wrap_dim(dim, self.dim())
-        if half_to_float:
-            raise RuntimeError(f"{name} with half to float conversion is not supported on CPU")
+        if half_to_float:                   # float16 in, float32 out: a CUDA kernel's option
+            if self.device.type != "cuda":
+                raise RuntimeError(f"{name} with half to float conversion is not supported "
+                                   "on CPU")
+            if self.dtype is not dt.float16:
+                raise RuntimeError("conversion is supported for Half type only")
+            return spec(self._shape, dt.float32)
         if self.dtype.category != dt.FLOAT:
             kernel = f"{name}_lastdim_kernel_impl" if wrap_dim(dim, self.dim()) == \
                 max(self.dim() - 1, 0) else f"{name}_kernel_impl"
@@ -158,8 +163,13 @@ def _softmax_backward_meta(name):
             raise RuntimeError(f"expected scalar type {grad_output.dtype.cname} but found "
                                f"{output.dtype.cname}")
         if input_dtype is not grad_output.dtype and input_dtype in (dt.float16, dt.bfloat16):
-            raise RuntimeError(f"expected scalar type {grad_output.dtype.cname} but found "
-                               f"{input_dtype.cname}")     # half-to-float: not on CPU
+            if grad_output.device.type != "cuda":    # half-to-float: not on CPU
+                raise RuntimeError(f"expected scalar type {grad_output.dtype.cname} but found "
+                                   f"{input_dtype.cname}")
+            if grad_output.dtype is not dt.float32 or input_dtype is not dt.float16:
+                raise RuntimeError("expected input and grad types to match, or input to be "
+                                   "at::Half and grad to be at::Float")
+            return spec(grad_output._shape, dt.float16)   # the float16 input's gradient
         if grad_output._shape != output._shape:
             raise RuntimeError(f"{name}: grad_output of shape {list(grad_output._shape)} does "
                                f"not match output of shape {list(output._shape)}")
