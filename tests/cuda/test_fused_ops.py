@@ -329,6 +329,8 @@ def test_layer_norm_fused(launches, monkeypatch, layout, dtype, affine):
     input is copied) are the CPU's, in the dtypes and strides the meta gives."""
     cpu, cuda = _layer_norm_inputs(layout, dtype, affine)
     expected = gt.native_layer_norm(*cpu)
+    if dtype in ("float16", "bfloat16"):    # on a GPU mean and rstd stay float32 (torch's)
+        expected = (expected[0],) + tuple(e.float() for e in expected[1:])
     shared = _shared_path(monkeypatch, lambda: gt.native_layer_norm(*cuda))
     for s, e in zip(shared, expected):
         _assert_close(s, e, dtype)
@@ -484,3 +486,19 @@ def test_half_to_float_softmax_is_a_cuda_option():
     expected = gt.ops.aten._softmax_backward_data(g.cpu(), y.cpu(), -1, gt.float32)
     np.testing.assert_allclose(grad.cpu().float().numpy(), expected.numpy(), rtol=2e-3,
                                atol=2e-3)
+
+
+@pytest.mark.parametrize("dtype", [gt.float16, gt.bfloat16], ids=str)
+def test_layer_norm_statistics_stay_float32_on_the_gpu(dtype):
+    # PyTorch's CUDA layer_norm returns its mean and rstd in the accumulation type
+    x = gt.randn(3, 8).to(dtype)
+    w, b = gt.randn(8).to(dtype), gt.randn(8).to(dtype)
+    out, mean, rstd = gt.ops.aten.native_layer_norm(x.cuda(), [8], w.cuda(), b.cuda(), 1e-5)
+    assert out.dtype is dtype and mean.dtype is gt.float32 and rstd.dtype is gt.float32
+    ref_out, ref_mean, ref_rstd = gt.ops.aten.native_layer_norm(x.float(), [8], w.float(),
+                                                                b.float(), 1e-5)
+    np.testing.assert_allclose(mean.cpu().numpy(), ref_mean.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd.cpu().numpy(), ref_rstd.numpy(), rtol=1e-5, atol=1e-6)
+    xr = x.cuda().requires_grad_()
+    gt.nn.functional.layer_norm(xr, (8,), w.cuda(), b.cuda()).float().sum().backward()
+    assert xr.grad.dtype is dtype and xr.grad.device.type == "cuda"

@@ -181,7 +181,10 @@ def _layer_norm_checks(input, normalized_shape, weight, bias) -> None:
 def _layer_norm_meta(input, normalized_shape, weight, bias, eps):
     _layer_norm_checks(input, normalized_shape, weight, bias)
     _check_float("LayerNormKernelImpl", input)
-    stats = _stats_dtype(input, weight, bias)
+    if input.device.type == "cuda" and input.dtype in (dt.float16, dt.bfloat16):
+        stats = dt.float32              # PyTorch's CUDA kernel keeps its accumulation type
+    else:
+        stats = _stats_dtype(input, weight, bias)
     k = input.dim() - len(normalized_shape)
     stat_shape = Size(tuple(input._shape[:k]) + (1,) * len(normalized_shape))
     return (TensorSpec(input._shape, input.dtype, contiguous_strides(input._shape)),
