@@ -73,3 +73,42 @@ def test_set_default_device_moves_factories():
     finally:
         gt.set_default_device(None)
     assert gt.zeros(1).device == gt.device("cpu")
+
+
+def test_a_broken_cupy_install_means_no_cuda_with_a_clear_reason(monkeypatch):
+    import sys
+    import types
+    from glasstorch.backends.cuda import runtime
+
+    class Broken(types.ModuleType):
+        def __getattr__(self, name):
+            raise OSError("libcudart.so.13: cannot open shared object file")
+
+    broken = Broken("cupy")
+    monkeypatch.setitem(sys.modules, "cupy", None)       # `import cupy` raises ImportError
+    runtime.use_cupy(None)
+    try:
+        assert gt.cuda.is_available() is False and gt.cuda.device_count() == 0
+        with pytest.raises(AssertionError, match="needs CuPy, which is not installed"):
+            gt.zeros(1, device="cuda")
+        monkeypatch.setitem(sys.modules, "cupy", broken)
+        runtime.use_cupy(None)
+        assert gt.cuda.is_available() is False        # never raises
+        with pytest.raises((AssertionError, RuntimeError), match="CUDA|NVIDIA"):
+            gt.zeros(1, device="cuda")
+
+        class FailingImport:                           # the wheel's CUDA libraries missing
+            def find_spec(self, name, path=None, target=None):
+                if name == "cupy":
+                    raise OSError("libcudart.so.13: cannot open shared object file")
+
+        monkeypatch.delitem(sys.modules, "cupy")
+        monkeypatch.setattr(sys, "meta_path", [FailingImport()] + sys.meta_path)
+        runtime.use_cupy(None)
+        assert gt.cuda.is_available() is False
+        with pytest.raises(AssertionError, match="CuPy is installed but fails to import "
+                                                 r"\(OSError: libcudart"):
+            gt.zeros(1, device="cuda")
+    finally:
+        monkeypatch.undo()
+        runtime.use_cupy(None)

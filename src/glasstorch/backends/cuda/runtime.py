@@ -37,6 +37,10 @@ def cupy():
                         "glasstorch's CUDA backend needs CuPy, which is not installed: "
                         "pip install 'glasstorch[cuda]' (or the cupy-cudaXXx wheel for your "
                         f"CUDA version) ({error})") from None
+                except Exception as error:      # a broken install: a missing CUDA library
+                    raise CudaUnavailableError(
+                        f"CuPy is installed but fails to import ({type(error).__name__}: "
+                        f"{error}); check that its wheel matches your CUDA version") from None
                 _cupy = module
     return _cupy
 
