@@ -230,3 +230,19 @@ def test_gradcheck_and_gradgradcheck_take_gpu_inputs():
     fn = lambda x, w: (x @ w).tanh().sum(0)       # noqa: E731
     assert gt.autograd.gradcheck(fn, (x, w))
     assert gt.autograd.gradgradcheck(fn, (x, w))
+
+
+def test_non_blocking_copies_are_asynchronous_only_from_the_pinned_bytes(monkeypatch):
+    # a copy that converts the dtype reads a temporary in pageable memory: it must not be
+    # handed to the stream, which could read it after it is freed
+    from glasstorch.backends.cuda import pinned
+    uses = []
+    monkeypatch.setattr(pinned, "record_use", lambda t, stream: uses.append(t))
+    host = _sample(gt.float32).pin_memory()
+    converted = host.to("cuda", gt.float64, non_blocking=True)
+    assert uses == []
+    same = host.to("cuda", non_blocking=True)
+    assert len(uses) == 1
+    gt.cuda.synchronize()
+    assert_same(converted.cpu(), host.double().numpy())
+    assert_same(same.cpu(), host.numpy())

@@ -28,7 +28,7 @@ def asarray(x, dtype=None, like=None):
     """x as an array of `dtype` (no copy when it already is one): a device array stays on
     its GPU, and host data (numbers, NumPy arrays) goes to the GPU of `like` if that is a
     device array, else stays a NumPy array (np.asarray)."""
-    if x.__class__ is not np.ndarray and is_device_array(x):
+    if is_device_array(x):
         return x if dtype is None else x.astype(dtype, copy=False)
     if like is not None and is_device_array(like):
         return module_of(like).asarray(x, dtype)

@@ -13,8 +13,7 @@ from ..backends.cuda import allocator as _allocator, runtime
 
 
 def _initialized(device) -> bool:
-    return bool(runtime.is_available() and _allocator.initialized_allocators()
-                and runtime.index_of(device) in _allocator.initialized_allocators())
+    return runtime.is_available() and _allocator.is_initialized(runtime.index_of(device))
 
 
 def _cuda(device) -> str:

@@ -46,21 +46,23 @@ def _check_copy(self, src):
 @copy_.impl("CPU")
 def _copy_cpu(self, src, non_blocking=False):
     _check_copy(self, src)
-    if src.device.type == "meta":
-        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-    if src.device.type == "cuda":
-        return _copy_cuda(self, src, non_blocking)
+    if src.device.type != "cpu":
+        return _copy_across(self, src, non_blocking)
     assign_array(self._array(), src._array())
     return self
 
 
 @copy_.impl("CUDA")
 def _copy_cuda(self, src, non_blocking=False):
-    """Copies with a GPU on either side (backends/cuda/copy.py)."""
-    from ..backends.cuda.copy import copy_between
     _check_copy(self, src)
+    return _copy_across(self, src, non_blocking)
+
+
+def _copy_across(self, src, non_blocking):
+    """Copies with a GPU on either side (backends/cuda/copy.py)."""
     if src.device.type == "meta":
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    from ..backends.cuda.copy import copy_between
     return copy_between(self, src, non_blocking)
 
 
@@ -70,13 +72,13 @@ def _copy_meta(self, src, non_blocking=False):
     return self
 
 
-def copy_fresh(out: Tensor, src: Tensor) -> Tensor:
+def copy_fresh(out: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy into a tensor just allocated here with src's shape: no checks to make, no
     version to bump, so CPU copies go straight to NumPy."""
     if out._storage.device.type == "cpu" and src._storage.device.type == "cpu":
         assign_array(out._array(), src._array())
         return out
-    return copy_.functional.redispatch(out._keyset & BACKEND_MASK, out, src, False)
+    return copy_.functional.redispatch(out._keyset & BACKEND_MASK, out, src, non_blocking)
 
 
 # ---- fill_ / zero_ ---------------------------------------------------------------------
@@ -174,7 +176,7 @@ def _to_copy_impl(self, dtype=None, device=None, non_blocking=False, memory_form
     device = self.device if device is None else as_device(device)
     fmt = preserve_format if memory_format is None else memory_format
     out = Tensor._empty(self._shape, dtype, device, strides_for(self, fmt))
-    return copy_fresh(out, self)
+    return copy_fresh(out, self, non_blocking)
 
 
 to_copy.impl("CPU")(_to_copy_impl)

@@ -23,10 +23,12 @@ import warnings
 
 from ..core import dtype as dt
 from ..core.device import CPU
+from ..core.shape import is_non_overlapping_and_dense
 from ..core.tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch.keys import DispatchKey
 from ..backends.cuda import runtime
+from ..backends.cuda.copy import copy_between
 from ..return_types import _StructSeq
 from . import registry
 
@@ -56,7 +58,7 @@ def _moved(x, device):
         if x._storage.device.type == device.type:
             return x
         moved = Tensor._empty(x._shape, x.dtype, device, x._stride if _dense(x) else None)
-        _copy(moved, x)
+        copy_between(moved, x)
         return moved
     if isinstance(x, (list, tuple)) and x and any(isinstance(t, Tensor) for t in x):
         return type(x)(_moved(t, device) for t in x)
@@ -64,13 +66,7 @@ def _moved(x, device):
 
 
 def _dense(t: Tensor) -> bool:
-    from ..core.shape import is_non_overlapping_and_dense
     return is_non_overlapping_and_dense(t._shape, t._stride)
-
-
-def _copy(dst: Tensor, src: Tensor) -> None:
-    from ..backends.cuda.copy import copy_between
-    copy_between(dst, src)
 
 
 def _cuda_device(args):
@@ -92,7 +88,7 @@ def _host_structured(decl, cpu_impl):
         cpu_impl(host_outs if isinstance(out, tuple) else host_outs[0],
                  *[_moved(a, CPU) for a in args])
         for o, h in zip(outs, host_outs):
-            _copy(o, h)
+            copy_between(o, h)
     kernel.__qualname__ = f"{cpu_impl.__qualname__} (CUDA via host)"
     kernel.__module__ = cpu_impl.__module__
     return kernel
@@ -112,7 +108,7 @@ def _widen(x):
     """A float32 copy of a bfloat16 GPU tensor (exact), other values as they are."""
     if x.__class__ is Tensor and x.dtype is dt.bfloat16:
         wide = Tensor._empty(x._shape, dt.float32, x.device)
-        _copy(wide, x)
+        copy_between(wide, x)
         return wide
     if isinstance(x, (list, tuple)) and any(getattr(t, "dtype", None) is dt.bfloat16
                                             for t in x):
@@ -141,13 +137,9 @@ def _shared_structured(decl, cpu_impl):
     exact_scalars = decl.name in ("mul", "div")
 
     def kernel(out, *args):
-        first = out[0] if isinstance(out, tuple) else out
-        args = _cpu_scalars_to(first.device, args)
-        index = first._storage.device.index
-        if index != runtime.cupy().cuda.runtime.getDevice():    # CuPy launches on the
-            with runtime.DeviceGuard(index):                     # current GPU: the tensors'
-                return run(out, *args)
-        return run(out, *args)
+        device = (out[0] if isinstance(out, tuple) else out)._storage.device
+        with runtime.DeviceGuard(device.index):     # CuPy launches on the current GPU
+            run(out, *_cpu_scalars_to(device, args))
 
     def run(out, *args):
         if not _has_bfloat16(out, args):
@@ -165,7 +157,7 @@ def _shared_structured(decl, cpu_impl):
         cpu_impl(wide if isinstance(out, tuple) else wide[0], *args)
         for o, w in zip(outs, wide):
             if w is not o:
-                _copy(o, w)              # rounds to bfloat16 once, to nearest even
+                copy_between(o, w)              # rounds to bfloat16 once, to nearest even
     kernel.__qualname__ = f"{cpu_impl.__qualname__} (CUDA)"
     kernel.__module__ = cpu_impl.__module__
     return kernel
@@ -203,7 +195,7 @@ def _host_operator(op, cpu_kernel, name):
         result = cpu_kernel(*host_args)
         for i in mutated:
             if host_args[i] is not args[i] and isinstance(args[i], Tensor):
-                _copy(args[i], host_args[i])
+                copy_between(args[i], host_args[i])
         return _restore(result, args, host_args, device)
     kernel.__qualname__ = f"{getattr(cpu_kernel, '__qualname__', name)} (CUDA via host)"
     kernel.__module__ = getattr(cpu_kernel, "__module__", __name__)
@@ -219,12 +211,8 @@ def _shared_operator(op, cpu_kernel, name):
         if _has_bfloat16((), args):
             return host(*args)
         device = _cuda_device(args)
-        args = _cpu_scalars_to(device, args)
-        index = device.index
-        if index != runtime.cupy().cuda.runtime.getDevice():
-            with runtime.DeviceGuard(index):
-                return cpu_kernel(*args)
-        return cpu_kernel(*args)
+        with runtime.DeviceGuard(device.index):
+            return cpu_kernel(*_cpu_scalars_to(device, args))
     kernel.__qualname__ = f"{getattr(cpu_kernel, '__qualname__', name)} (CUDA)"
     kernel.__module__ = getattr(cpu_kernel, "__module__", __name__)
     return kernel

@@ -141,8 +141,7 @@ class DeviceAllocator:
 
     def record_stream(self, buf, stream_ptr: int) -> None:
         """Mark the block under `buf` as used on another stream (Tensor.record_stream)."""
-        mem = buf.data.mem
-        owner = getattr(mem, "_owner", None) or getattr(mem, "owner", None)
+        owner = getattr(buf.data.mem, "_owner", None)     # UnownedMemory's owner
         if isinstance(owner, _BlockOwner):
             self.caching.record_stream(owner.block, stream_ptr)
 
@@ -168,6 +167,11 @@ def _cupy_malloc(nbytes: int):
 
 def initialized_allocators() -> dict:
     return dict(_allocators)
+
+
+def is_initialized(index: int) -> bool:
+    """Whether GPU `index` has allocated anything yet (its allocator exists)."""
+    return index in _allocators
 
 
 @runtime.on_reset

@@ -66,7 +66,7 @@ def copy_between(dst, src, non_blocking: bool = False):
         target = dst._array()
         with runtime.DeviceGuard(dst.device.index):
             if target.flags.c_contiguous and host.flags.c_contiguous:
-                if non_blocking and pinned.is_pinned(src):
+                if non_blocking and src.dtype is dst.dtype and pinned.is_pinned(src):
                     stream = cp.cuda.get_current_stream()
                     target.data.copy_from_host_async(host.ctypes.data, host.nbytes, stream)
                     pinned.record_use(src, stream.ptr)

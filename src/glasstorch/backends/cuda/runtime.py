@@ -140,7 +140,9 @@ def resolve(device: Device) -> Device:
 
 
 class DeviceGuard:
-    """Make `index` the current device for a block, restoring the previous one after."""
+    """Make `index` the current device for a block, restoring the previous one after. With
+    one GPU there is nothing to switch, and the guard asks the driver nothing (every GPU
+    kernel runs under one)."""
 
     __slots__ = ("index", "_previous")
 
@@ -148,6 +150,9 @@ class DeviceGuard:
         self.index = index
 
     def __enter__(self):
+        if _device_count == 1:
+            self._previous = self.index
+            return self
         runtime = cupy().cuda.runtime
         self._previous = runtime.getDevice()
         if self.index != self._previous:
