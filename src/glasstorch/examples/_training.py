@@ -1,20 +1,40 @@
-"""What both examples do around their models: a progress bar with loss and throughput, and a
-checkpoint that a later run resumes from."""
+"""What both examples do around their models: a command line that explains itself, a
+progress bar with loss and throughput, and a checkpoint that a later run resumes from."""
 from __future__ import annotations
 
+import argparse
 import os
 import time
 
-from tqdm import tqdm
-
 import glasstorch as torch
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter,
+                     argparse.ArgumentDefaultsHelpFormatter):
+    """The module docstring as written, and every option's default."""
+
+
+def example_parser(name: str, doc: str) -> argparse.ArgumentParser:
+    """A parser for `python -m glasstorch.examples.<name>` whose --help is the example's
+    docstring followed by its options."""
+    return argparse.ArgumentParser(prog=f"python -m glasstorch.examples.{name}",
+                                   description=doc.strip(), formatter_class=_HelpFormatter)
+
+
+def _tqdm():
+    try:
+        from tqdm import tqdm
+    except ModuleNotFoundError:
+        raise SystemExit("the examples draw their progress bar with tqdm, which is not "
+                         "installed: pip install 'glasstorch[examples]'") from None
+    return tqdm
 
 
 class Progress:
     """A tqdm bar over training steps showing the running loss and samples per second."""
 
     def __init__(self, total: int, desc: str, initial: int = 0):
-        self.bar = tqdm(total=total, initial=initial, desc=desc, unit="step",
+        self.bar = _tqdm()(total=total, initial=initial, desc=desc, unit="step",
                         dynamic_ncols=True)
         self.start = time.perf_counter()
         self.samples = 0
@@ -26,6 +46,10 @@ class Progress:
         rate = self.samples / max(time.perf_counter() - self.start, 1e-9)
         self.bar.set_postfix(loss=f"{self.loss:.4f}", samples_per_s=f"{rate:,.0f}")
         self.bar.update(1)
+
+    def write(self, line: str) -> None:
+        """Print a line above the bar without breaking it."""
+        self.bar.write(line)
 
     def close(self) -> float:
         """Close the bar; the seconds it was open."""

@@ -9,7 +9,6 @@ text; `--resume` continues from the checkpoint. Written as one would with PyTorc
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 
@@ -17,7 +16,7 @@ import glasstorch as torch
 import glasstorch.nn.functional as F
 from glasstorch import nn
 
-from ._training import Progress, load_checkpoint, save_checkpoint
+from ._training import Progress, example_parser, load_checkpoint, save_checkpoint
 
 SOURCES = ("textwrap.py", "string.py", "heapq.py", "bisect.py", "fnmatch.py", "shlex.py",
            "colorsys.py", "glob.py", "keyword.py", "numbers.py")
@@ -102,15 +101,21 @@ def warmup_cosine(warmup: int, total: int):
 
 
 def main(argv=None) -> float:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=250)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--block-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sample-length", type=int, default=300)
-    parser.add_argument("--checkpoint", default="chargpt-checkpoint.pt")
-    parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    parser = example_parser("chargpt", __doc__)
+    parser.add_argument("--steps", type=int, default=250,
+                        help="total optimizer steps to have taken, counting those in a "
+                             "resumed checkpoint")
+    parser.add_argument("--batch-size", type=int, default=16, help="sequences per step")
+    parser.add_argument("--block-size", type=int, default=64,
+                        help="context length in characters")
+    parser.add_argument("--lr", type=float, default=3e-3, help="AdamW's peak learning rate")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weights and batches")
+    parser.add_argument("--sample-length", type=int, default=300,
+                        help="characters generated at the end")
+    parser.add_argument("--checkpoint", default="chargpt-checkpoint.pt",
+                        help="file written when training ends")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from --checkpoint up to --steps in all")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
@@ -139,8 +144,12 @@ def main(argv=None) -> float:
         first = load_checkpoint(args.checkpoint, model, optimizer, schedule,
                                 map_location=device)["step"]
         print(f"resumed from {args.checkpoint} at step {first}")
+        if first >= args.steps:
+            print(f"the checkpoint has already taken {first} steps and --steps {args.steps} "
+                  f"is the total: nothing to train (pass --steps {first + 100}, say, to "
+                  f"train 100 more)")
 
-    progress = Progress(total=args.steps, desc="char GPT", initial=first)
+    progress = Progress(total=max(args.steps, first), desc="char GPT", initial=first)
     for step in range(first, args.steps):
         x, y = batch(train)
         loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
@@ -151,7 +160,7 @@ def main(argv=None) -> float:
         schedule.step()
         progress.step(loss.item(), x.numel())
     seconds = progress.close()
-    save_checkpoint(args.checkpoint, model, optimizer, schedule, step=args.steps)
+    save_checkpoint(args.checkpoint, model, optimizer, schedule, step=max(args.steps, first))
 
     model.eval()
     with torch.no_grad():
@@ -159,7 +168,7 @@ def main(argv=None) -> float:
         valid_loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
     prompt = torch.tensor([[index[c] for c in "def "]], device=device)
     sample = "".join(chars[i] for i in model.generate(prompt, args.sample_length)[0].tolist())
-    print(f"trained {args.steps - first} steps in {seconds:.1f} s; checkpoint: {args.checkpoint}")
+    print(f"trained {max(args.steps - first, 0)} steps in {seconds:.1f} s; checkpoint: {args.checkpoint}")
     print(f"validation loss: {valid_loss:.3f} nats/char ({len(chars)} distinct characters)")
     print("sample:\n" + sample)
     return valid_loss

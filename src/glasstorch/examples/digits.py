@@ -2,14 +2,14 @@
 
 The data are the 1,797 8x8 images of the UCI digits set (vendored in examples/data, no
 download). 80% train a two-convolution network with Adam; the other 20% measure the test
-accuracy printed at the end. Each epoch ends with a checkpoint; `--resume` continues from it;
-`--amp` runs the forward passes under autocast (bfloat16 on the CPU; float16 on a GPU, with a
-GradScaler), weights and gradients staying float32; `--device cuda` trains on a GPU.
-The code is what one would write with PyTorch: replace `glasstorch` by `torch` and it runs.
+accuracy printed after every epoch. Each epoch ends with a checkpoint; `--resume` continues
+from it up to `--epochs` in all. `--amp` runs the forward passes under autocast (bfloat16 on
+the CPU; float16 on a GPU, with a GradScaler), weights and gradients staying float32;
+`--device cuda` trains on a GPU. The code is what one would write with PyTorch: replace
+`glasstorch` by `torch` and it runs.
 """
 from __future__ import annotations
 
-import argparse
 import gzip
 from importlib import resources
 
@@ -19,7 +19,7 @@ import glasstorch as torch
 from glasstorch import nn
 from glasstorch.utils.data import DataLoader, TensorDataset
 
-from ._training import Progress, load_checkpoint, save_checkpoint
+from ._training import Progress, example_parser, load_checkpoint, save_checkpoint
 
 
 def load_digits():
@@ -56,13 +56,17 @@ def accuracy(model, images, labels) -> float:
 
 
 def main(argv=None) -> float:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--checkpoint", default="digits-checkpoint.pt")
-    parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
+    parser = example_parser("digits", __doc__)
+    parser.add_argument("--epochs", type=int, default=10,
+                        help="total epochs to have trained, counting those in a resumed "
+                             "checkpoint")
+    parser.add_argument("--batch-size", type=int, default=64, help="images per step")
+    parser.add_argument("--lr", type=float, default=3e-3, help="Adam's learning rate")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weights and shuffling")
+    parser.add_argument("--checkpoint", default="digits-checkpoint.pt",
+                        help="file written after every epoch")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from --checkpoint up to --epochs in all")
     parser.add_argument("--amp", action="store_true",
                         help="mixed precision: forward passes under autocast")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -88,8 +92,12 @@ def main(argv=None) -> float:
         first_epoch = load_checkpoint(args.checkpoint, model, optimizer,
                                       map_location=device)["epoch"]
         print(f"resumed from {args.checkpoint} after epoch {first_epoch}")
+        if first_epoch >= args.epochs:
+            print(f"the checkpoint has already trained {first_epoch} epochs and --epochs "
+                  f"{args.epochs} is the total: nothing to train (pass --epochs "
+                  f"{first_epoch + 5}, say, to train 5 more)")
 
-    progress = Progress(total=args.epochs * len(loader), desc="digits CNN",
+    progress = Progress(total=max(args.epochs, first_epoch) * len(loader), desc="digits CNN",
                         initial=first_epoch * len(loader))
     for epoch in range(first_epoch, args.epochs):
         for x, y in loader:
@@ -101,11 +109,13 @@ def main(argv=None) -> float:
             scaler.update()
             progress.step(loss.item(), len(y))
         save_checkpoint(args.checkpoint, model, optimizer, epoch=epoch + 1)
+        progress.write(f"epoch {epoch + 1}/{args.epochs}: loss {progress.loss:.4f}, "
+                       f"test accuracy {100 * accuracy(model, images[test], labels[test]):.2f}%")
     seconds = progress.close()
 
     result = accuracy(model, images[test], labels[test])
-    print(f"trained {args.epochs - first_epoch} epochs in {seconds:.1f} s; "
-          f"checkpoint: {args.checkpoint}")
+    trained = max(args.epochs - first_epoch, 0)
+    print(f"trained {trained} epochs in {seconds:.1f} s; checkpoint: {args.checkpoint}")
     print(f"test accuracy: {100 * result:.2f}% ({n_test} held-out digits)")
     return result
 
