@@ -21,7 +21,8 @@ LocalKeySet.__doc__ = "This thread's include and exclude key sets (PyTorch's TLS
 
 def dispatch_keys(tensor) -> DispatchKeySet:
     """The dispatch keys a tensor carries (torch._C._dispatch_keys): a CPU tensor has
-    DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU, AutocastCPU)."""
+    DispatchKeySet(CPU, ADInplaceOrView, AutocastCPU), and AutogradCPU too while it requires
+    grad (PyTorch's tensors carry their Autograd key always)."""
     return DispatchKeySet(tensor._keyset)
 
 
