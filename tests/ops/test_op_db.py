@@ -6,7 +6,9 @@ must agree in values, dtype and shape, and in float64 the gradients of a weighte
 the outputs must agree too. A sample PyTorch itself rejects is skipped. Entries glasstorch
 lacks are skipped as such; entries known to differ are in SKIP with the reason. Which of
 several tied elements an index output names is left to each library's algorithm (TIES):
-there only the values are compared, and the indices by shape and dtype.
+there only the values are compared, and the indices by shape and dtype. Samples holding
+±inf or nan, where PyTorch's answer can depend on the CPU, are left out but for entries
+exact there (EXACT_AT_SPECIAL_VALUES).
 """
 from __future__ import annotations
 
@@ -53,6 +55,16 @@ SKIP_BACKWARD: dict[str, str] = {
 
 # Entries whose float32 results are compared with a looser (rtol, atol).
 TOLERANCE = {"matrix_exp": (1e-4, 1e-2), "linalg.matrix_exp": (1e-4, 1e-2)}
+
+# A sample whose tensors hold ±inf or nan is compared only for these entries, whose result
+# there is exact by definition. Elsewhere PyTorch's answer at such points can depend on the
+# CPU (its vectorised exp, erf, tanh, ... differ between AVX-512, AVX2 and the scalar path),
+# so it is no oracle there: such samples are left out (the pointwise and activation tests
+# check those points against the IEEE answer). Of OpInfo's sample_inputs (its extremal
+# values are in reference_inputs, not walked here) only these entries' hold any today.
+EXACT_AT_SPECIAL_VALUES = {
+    "addr": "the samples with beta=0 put nan in the input, which beta=0 ignores by definition",
+}
 
 # Entries whose integer outputs are positions among possibly tied values.
 TIES = {"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
@@ -195,11 +207,21 @@ def compare(ours, theirs, what: str, ties: bool = False, tolerance=None):
                 (isinstance(b, float) and math.isnan(a) and math.isnan(b)), f"{what}[{i}]"
 
 
+def _holds_special_values(sample) -> bool:
+    """Whether a floating tensor among the sample's arguments holds ±inf or nan."""
+    return any(isinstance(t, torch.Tensor) and t.layout == torch.strided
+               and (t.is_floating_point() or t.is_complex())
+               and not bool(torch.isfinite(t.detach()).all())
+               for t in _flat([sample.input, list(sample.args), list(sample.kwargs.values())]))
+
+
 def _samples(info, dtype, requires_grad=False):
     if not info.supports_dtype(dtype, "cpu"):
         return []
     out = []
     for sample in info.sample_inputs("cpu", dtype, requires_grad=requires_grad):
+        if _key(info) not in EXACT_AT_SPECIAL_VALUES and _holds_special_values(sample):
+            continue
         out.append(sample)
         if len(out) == (GRAD_SAMPLES if requires_grad else SAMPLES):
             break

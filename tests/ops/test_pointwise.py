@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import glasstorch as gt
-from oracle import assert_same, oracle_torch
+from oracle import assert_same, oracle_torch, to_numpy
 
 torch = oracle_torch()
 # inf and nan results are expected here; NumPy reports them as RuntimeWarnings
@@ -120,8 +120,10 @@ def same(actual, expected, computed_in=None):
     assert_same(actual, expected, rtol=rtol, atol=atol)
 
 
-def run_both(gfn, tfn):
-    """Run the call in torch; glasstorch must agree on the result or on the error."""
+def run_both(gfn, tfn, name=None, operands=(), kwargs=None):
+    """Run the call in torch; glasstorch must agree on the result or on the error.
+    With the op's `name` and its glasstorch `operands`, the result at ±inf and nan inputs is
+    checked against the IEEE answer (REFERENCE), not against torch's."""
     try:
         expected = tfn()
     except Exception as e:  # noqa: BLE001 - the oracle decides what is an error
@@ -134,10 +136,69 @@ def run_both(gfn, tfn):
         return None                               # glasstorch has no complex32
     actual = gfn()
     if isinstance(expected, torch.Tensor):
-        same(actual, expected)
+        same(actual, at_specials(expected, name, operands, kwargs), computed_in=expected.dtype)
     else:
         assert actual == expected
     return expected
+
+
+# PyTorch's CPU kernels for these ops are vectorised approximations (SLEEF, or its own
+# polynomials such as erf's), and the scalar path calls libm: at ±inf and nan inputs their
+# answers depend on the CPU (AVX-512, AVX2, scalar), e.g. a clamped exp that drops nan. There
+# the expected value is the C99/IEEE one, computed by NumPy in float64; PyTorch stays the
+# oracle on every finite input.
+def _xlogy(x, y):
+    with np.errstate(all="ignore"):
+        return np.where(np.isnan(y), np.nan, np.where(x == 0, 0.0, x * np.log(y)))
+
+
+def _logit(x, eps=None):
+    x = x if eps is None else np.clip(x, eps, 1 - eps)
+    with np.errstate(all="ignore"):
+        return np.log(x / (1 - x))
+
+
+REFERENCE = {
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "asin": np.arcsin, "acos": np.arccos,
+    "atanh": np.arctanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "logit": _logit,
+    "erf": np.vectorize(math.erf, otypes=[float]),
+    "erfc": np.vectorize(math.erfc, otypes=[float]),
+    "atan2": np.arctan2, "hypot": np.hypot, "xlogy": _xlogy, "pow": np.power,
+    "float_power": np.power,
+}
+REFERENCE.update({"arc" + n[1:]: REFERENCE[n] for n in ("atan", "asinh", "acosh", "asin",
+                                                         "acos", "atanh", "atan2")})
+REFERENCE.update({f"__{n}__": REFERENCE["pow"] for n in ("pow", "ipow")})
+
+
+def at_specials(expected, name, operands, kwargs=None):
+    """torch's `expected`, with the IEEE answer (REFERENCE) where an input is ±inf or nan."""
+    fn = REFERENCE.get("pow" if name == "__rpow__" else name)
+    if fn is None or not expected.dtype.is_floating_point or expected.numel() == 0:
+        return expected
+    if any(o.is_complex() if isinstance(o, gt.Tensor) else isinstance(o, complex)
+           for o in operands):
+        return expected
+    if "pow" in name and not all(isinstance(o, gt.Tensor) for o in operands):
+        return expected       # number exponents take torch's sqrt/square/reciprocal shortcuts
+    values = [to_numpy(o).astype(np.float64) if isinstance(o, gt.Tensor) else float(o)
+              for o in operands]
+    special = np.zeros(tuple(expected.shape), dtype=bool)
+    for v in values:
+        special |= ~np.isfinite(v)
+    if not special.any():
+        return expected
+    with np.errstate(all="ignore"):
+        ref = np.broadcast_to(fn(*(values[::-1] if name == "__rpow__" else values),
+                                 **(kwargs or {})), special.shape)
+    patched = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype)
+    patched.copy_(expected)
+    patched[torch.from_numpy(special)] = torch.from_numpy(
+        np.ascontiguousarray(ref[special])).to(expected.dtype)
+    return patched
 
 
 # ---- the op table ----------------------------------------------------------------------
@@ -222,7 +283,8 @@ def test_functional_matches_torch(case):
             gs, ts = _operands(case, dtype, layouts)
             with where(dtype=dtype, layouts=layouts):
                 run_both(lambda: getattr(gt, case.name)(*gs, **case.kwargs),
-                         lambda: getattr(torch, case.name)(*ts, **case.kwargs))
+                         lambda: getattr(torch, case.name)(*ts, **case.kwargs),
+                         case.name, gs, case.kwargs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
@@ -238,12 +300,13 @@ def _check_variants(case, dtype):
     if hasattr(torch.Tensor, name):
         gs, ts = _operands(case, dtype, layouts)
         run_both(lambda: getattr(gs[0], name)(*gs[1:], **case.kwargs),
-                 lambda: getattr(ts[0], name)(*ts[1:], **case.kwargs))
+                 lambda: getattr(ts[0], name)(*ts[1:], **case.kwargs), name, gs, case.kwargs)
     if hasattr(torch.Tensor, name + "_"):
         for lay in (layouts, ("expanded",) + layouts[1:]):
             gs, ts = _operands(case, dtype, lay)
             run_both(lambda: getattr(gs[0], name + "_")(*gs[1:], **case.kwargs),
-                     lambda: getattr(ts[0], name + "_")(*ts[1:], **case.kwargs))
+                     lambda: getattr(ts[0], name + "_")(*ts[1:], **case.kwargs),
+                     name, [g.clone() for g in gs], case.kwargs)
             # the in-place result is the input itself, and its version counter moved on
             if ts[0].dtype == getattr(torch, dtype) and not lay[0] == "expanded":
                 try:
@@ -279,7 +342,8 @@ def _check_out_variants(case, dtype, layouts):
                 continue
             g = getattr(gt, case.name)(*gs, **case.kwargs, out=g_out)
             assert g is g_out and r is t_out
-            same(g_out, t_out, computed_in=expected.dtype)
+            same(g_out, at_specials(t_out, case.name, gs, case.kwargs),
+                 computed_in=expected.dtype)
 
 
 def _escape(text):
@@ -306,7 +370,8 @@ def test_mixed_dtypes_match_torch(case):
         gs, ts = [g for g, _ in pairs], [t for _, t in pairs]
         with where(dtypes=dts, layouts=layouts):
             run_both(lambda: getattr(gt, case.name)(*gs, **case.kwargs),
-                     lambda: getattr(torch, case.name)(*ts, **case.kwargs))
+                     lambda: getattr(torch, case.name)(*ts, **case.kwargs),
+                     case.name, gs, case.kwargs)
 
 
 # ---- Python numbers as operands ----------------------------------------------------------
@@ -327,8 +392,10 @@ def test_python_numbers_on_either_side(name):
             if isinstance(s, complex) and name not in ("add", "mul", "eq", "sub"):
                 continue
             with where(dtype=dtype, layout=layout, number=s):
-                run_both(lambda: getattr(gt, name)(g, s), lambda: getattr(torch, name)(t, s))
-                run_both(lambda: getattr(gt, name)(s, g), lambda: getattr(torch, name)(s, t))
+                run_both(lambda: getattr(gt, name)(g, s), lambda: getattr(torch, name)(t, s),
+                         name, (g, s))
+                run_both(lambda: getattr(gt, name)(s, g), lambda: getattr(torch, name)(s, t),
+                         name, (s, g))
 
 
 OPERATORS = ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
@@ -356,7 +423,8 @@ def test_python_operators(name):
             g, t = make(dtype, "transposed")
             go, to = make(other_dtype, "contiguous", kind, seed=1)
             with where(dtype=dtype, other=other_dtype):
-                run_both(lambda: _call_operator(g, name, go), lambda: _call_operator(t, name, to))
+                run_both(lambda: _call_operator(g, name, go), lambda: _call_operator(t, name, to),
+                         name, (g.clone(), go))
         for s in (2, 0.5, True):
             g, t = make(dtype, "stepped", kind)
             with where(dtype=dtype, number=s):
@@ -737,15 +805,22 @@ def _unit_inputs():
                            [0.0, -0.0, 1.0, -1.0, 1.5, -1.5, math.nan, 0.5, -0.5, 1e-300]])
 
 
+# f(inf), f(-inf), f(nan): stated, not taken from torch, whose vectorised erf/erfc differ by
+# CPU at the infinities (see REFERENCE above)
+AT_INFINITIES = {"erf": (1.0, -1.0), "erfc": (0.0, 2.0), "lgamma": (math.inf, math.inf),
+                 "digamma": (math.inf, math.nan), "erfinv": (math.nan, math.nan)}
+
+
 @pytest.mark.parametrize("name", ["erf", "erfc", "lgamma", "digamma", "erfinv"])
 def test_special_functions_are_accurate(name):
     x = _unit_inputs() if name == "erfinv" else _special_inputs()
-    expected = getattr(torch, name)(torch.from_numpy(x)).numpy()
-    actual = getattr(gt, name)(gt.from_numpy(x)).numpy()
-    np.testing.assert_allclose(actual, expected, rtol=1e-10, atol=1e-13)
-    np.testing.assert_array_equal(np.signbit(actual[np.isinf(actual)]),
-                                  np.signbit(expected[np.isinf(expected)]))
-    x32 = x.astype(np.float32)
-    expected = getattr(torch, name)(torch.from_numpy(x32)).numpy()
-    actual = getattr(gt, name)(gt.from_numpy(x32)).numpy()
-    np.testing.assert_allclose(actual, expected, rtol=2e-5, atol=2e-6)
+    for x, rtol, atol in ((x, 1e-10, 1e-13), (x.astype(np.float32), 2e-5, 2e-6)):
+        actual = getattr(gt, name)(gt.from_numpy(x)).numpy()
+        finite = np.isfinite(x)
+        expected = getattr(torch, name)(torch.from_numpy(x[finite])).numpy()
+        np.testing.assert_allclose(actual[finite], expected, rtol=rtol, atol=atol)
+        np.testing.assert_array_equal(np.signbit(actual[finite][np.isinf(expected)]),
+                                      np.signbit(expected[np.isinf(expected)]))
+        at_inf, at_minus_inf = AT_INFINITIES[name]
+        stated = np.select([x == math.inf, x == -math.inf], [at_inf, at_minus_inf], math.nan)
+        np.testing.assert_array_equal(actual[~finite], stated[~finite].astype(x.dtype))
