@@ -21,6 +21,7 @@ from . import return_types
 
 # Op declarations register themselves with the dispatcher and export their functions.
 from .ops import registry as _registry
+from .dispatch import modes as _modes  # noqa: F401  (the Python key's kernel)
 from .ops import copy as _copy, factories as _factories, views as _views  # noqa: F401
 from .ops import pointwise as _pointwise, reduction as _reduction  # noqa: F401
 from .ops import linalg as _linalg, indexing as _indexing, joining as _joining  # noqa: F401

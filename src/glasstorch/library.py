@@ -54,6 +54,7 @@ import typing
 import warnings
 from collections import namedtuple
 
+from ._ops import OpOverload
 from .core.device import device as _device
 from .core.dtype import dtype as _dtype
 from .core.tensor import Tensor
@@ -447,6 +448,8 @@ def _resolve(op, api: str):
     """A CustomOpDef, or the qualified name of the operator `op` names."""
     if isinstance(op, CustomOpDef):
         return op
+    if isinstance(op, OpOverload):
+        op = op._op
     if isinstance(op, Operator):
         op = op.name
     elif hasattr(op, "_namespace") and hasattr(op, "_name") and not isinstance(op, str):

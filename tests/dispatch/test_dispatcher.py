@@ -130,7 +130,7 @@ def test_fallthrough_kernel_is_skipped():
 def test_fallback_serves_every_operator_and_a_fallthrough_fallback_is_skipped():
     op, log = fresh_op(), []
     op.register(DispatchKey.CPU, recorder(log, "CPU", boxed=False))
-    key = DispatchKey.Python
+    key = DispatchKey.BackendSelect       # a key no kernel uses
     saved = dispatcher._fallbacks.get(key)
     try:
         dispatcher.register_fallback(key, recorder(log, "fallback"))

@@ -11,16 +11,15 @@ from math import prod
 
 import numpy as np
 
-from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS, DispatchKey, local_keys
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS
 from . import dtype as dt
 from .device import CPU
+from .grad_state import state as grad_state
 from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last, is_contiguous,
                     wrap_dim)
 from .storage import UntypedStorage
 
 
-# inference_mode excludes ADInplaceOrView for its thread: tensors made then are inference tensors
-_INFERENCE_MODE_MARK = 1 << DispatchKey.ADInplaceOrView
 _BYTE_STRIDES: dict = {}   # (element strides, itemsize) -> byte strides, for _array()
 _CPU_KEYSET = TENSOR_KEYSETS["cpu"]
 
@@ -102,7 +101,7 @@ class Tensor:
         self._np = None
         if vc is not None:
             self._vc = vc
-        elif local_keys.excluded & _INFERENCE_MODE_MARK:
+        elif grad_state.inference:
             self._vc = None                 # made inside inference_mode: an inference tensor
             self._inference = True
         else:
@@ -125,7 +124,7 @@ class Tensor:
             nbytes = 0
         else:
             nbytes = (sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
-        if device is not CPU or cls is not Tensor or local_keys.excluded & _INFERENCE_MODE_MARK:
+        if device is not CPU or cls is not Tensor or grad_state.inference:
             return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
         # Every CPU op's output is made here: _make's work, inlined for the common case.
         self = object.__new__(Tensor)

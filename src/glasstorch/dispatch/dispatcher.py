@@ -25,6 +25,7 @@ FALLTHROUGH = object()   # registered for a key to mean "skip this key"
 
 _fallbacks: dict = {}     # DispatchKey -> boxed kernel(op, ks, *args) or FALLTHROUGH
 _operators: dict = {}     # qualified name -> Operator
+_packets: dict = {}       # "ns::name" -> {overload name ('' for the default): Operator}
 _tracers: list = []       # the dispatch-trace hook while a trace is on (dispatch/trace.py)
 several_gpus = False      # set by the CUDA runtime when it sees more than one GPU: then a
 #                           call on CUDA tensors checks that they share one
@@ -35,7 +36,7 @@ class Operator:
     """One overload of an operator (`aten::add.Tensor`) and its dispatch table."""
 
     __slots__ = ("schema", "name", "table", "mask", "kernels", "tensor_positions", "tags",
-                 "__weakref__", "info", "sources", "nargs")
+                 "__weakref__", "info", "sources", "nargs", "overload")
 
     def __init__(self, schema: Schema, tags=()):
         self.schema = schema
@@ -48,6 +49,7 @@ class Operator:
         self.table = [None] * NUM_KEYS
         self.sources = [None] * NUM_KEYS   # where each slot came from, for dump()
         self.mask = 0
+        self.overload = None             # its glasstorch._ops.OpOverload, made on demand
         self._recompute()
 
     # ---- registration ----------------------------------------------------------------
@@ -70,6 +72,13 @@ class Operator:
         kernels = self.kernels
         if key in kernels:
             return kernels[key], "kernel"
+        if key == DispatchKey.Python and "CompositeImplicitAutograd" in kernels and not (
+                "CompositeExplicitAutograd" in kernels
+                or any(k in kernels for k in BACKEND_KEYS)):
+            # PyTorch decomposes such an op at the Autograd key, which every tensor has there,
+            # so a mode never sees it; here tensors skip autograd unless they need grad.
+            return _composite_above_backends(kernels["CompositeImplicitAutograd"]), \
+                "CompositeImplicitAutograd"
         for alias, keys in ALIAS_KEYS.items():
             if key in keys and alias in kernels:
                 if alias == "CompositeImplicitAutograd" and key not in BACKEND_KEYS:
@@ -267,12 +276,23 @@ def define(schema_text: str, *, namespace: str = "aten", tags=()) -> Operator:
     op = _operators.get(schema.qualified_name)
     if op is None:
         op = _operators[schema.qualified_name] = Operator(schema, tags)
+        _packets.setdefault(f"{schema.namespace}::{schema.name}", {})[schema.overload] = op
     return op
 
 
 def undefine(qualified_name: str) -> None:
     """Forget an operator (glasstorch.library's Library._destroy)."""
-    _operators.pop(qualified_name, None)
+    op = _operators.pop(qualified_name, None)
+    if op is not None:
+        packet = f"{op.schema.namespace}::{op.schema.name}"
+        _packets[packet].pop(op.schema.overload, None)
+        if not _packets[packet]:
+            del _packets[packet]
+
+
+def overloads_of(packet_name: str) -> dict:
+    """{overload name ('' for the default): Operator} of "ns::name"; empty if none."""
+    return _packets.get(packet_name, {})
 
 
 def find(qualified_name: str) -> Operator:

@@ -17,13 +17,13 @@ class DispatchKey(IntEnum):
     CPU = 1
     CUDA = 2
     BackendSelect = 3
-    ADInplaceOrView = 4
-    AutogradMeta = 5
-    AutogradCPU = 6
-    AutogradCUDA = 7
-    AutocastCPU = 8
-    AutocastCUDA = 9
-    Python = 10  # dispatch tracing and compiler capture see every call first
+    Python = 4  # TorchDispatchMode: below autograd, so a mode sees the ops autograd runs
+    ADInplaceOrView = 5
+    AutogradMeta = 6
+    AutogradCPU = 7
+    AutogradCUDA = 8
+    AutocastCPU = 9
+    AutocastCUDA = 10
 
 
 NUM_KEYS = len(DispatchKey)

@@ -1,0 +1,136 @@
+"""`torch._ops`: the Python objects that name operators.
+
+`glasstorch.ops.aten` is an `OpNamespace`; `glasstorch.ops.aten.add` the `OpOverloadPacket`
+of add's overloads; `glasstorch.ops.aten.add.Tensor` an `OpOverload`, the object a
+`TorchDispatchMode` receives as `func`. There is one OpOverload per dispatcher `Operator`,
+so `func is glasstorch.ops.aten.add.Tensor` holds, as tools expect. Lookups are dictionary
+reads in the dispatcher's index by name, cached on the namespace and packet objects.
+"""
+from __future__ import annotations
+
+from .dispatch import dispatcher
+
+
+class OpOverload:
+    """One overload of an operator: `aten.add.Tensor`. Calling it dispatches through every
+    key, like the op's function."""
+
+    __slots__ = ("_op", "_schema", "_overloadname", "overloadpacket", "__weakref__")
+
+    def __init__(self, op: dispatcher.Operator, packet: "OpOverloadPacket"):
+        self._op = op
+        self._schema = op.schema
+        self._overloadname = op.schema.overload or "default"
+        self.overloadpacket = packet
+
+    def __call__(self, /, *args, **kwargs):
+        return self._op(*args, **kwargs)
+
+    def redispatch(self, keyset, /, *args):
+        """Continue the call below the keys a kernel took off `keyset`."""
+        return self._op.redispatch(keyset, *args)
+
+    def __getattr__(self, name: str):
+        # The dispatcher's view of the op (dump, has_kernel_for, table, info) shows through.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._op, name)
+
+    def name(self) -> str:
+        """The qualified name, `aten::add.Tensor` (no `.default` for the default)."""
+        return self._op.name
+
+    @property
+    def namespace(self) -> str:
+        return self._schema.namespace
+
+    @property
+    def tags(self) -> list:
+        return list(self._op.tags)
+
+    def __str__(self):
+        return f"{self.overloadpacket}.{self._overloadname}"
+
+    def __repr__(self):
+        return (f"<OpOverload(op='{self.overloadpacket}', "
+                f"overload='{self._overloadname}')>")
+
+
+def overload_of(op: dispatcher.Operator) -> OpOverload:
+    """The OpOverload naming a dispatcher Operator (made once, then cached on it)."""
+    overload = op.overload
+    if overload is None:
+        schema = op.schema
+        packet = getattr(ops_namespace(schema.namespace), schema.name)
+        overload = op.overload = OpOverload(op, packet)
+    return overload
+
+
+class OpOverloadPacket:
+    """All overloads of one op name; calling it runs the default (or only) overload."""
+
+    def __init__(self, namespace: str, name: str):
+        self._namespace, self._name = namespace, name
+        self._qualified_op_name = f"{namespace}::{name}"
+
+    def _overloads(self) -> dict:
+        """{overload name ('default' for the default): Operator}, live from the dispatcher."""
+        return dispatcher.overloads_of(self._qualified_op_name)
+
+    def overloads(self) -> list:
+        return [name or "default" for name in self._overloads()]
+
+    def __getattr__(self, overload: str) -> OpOverload:
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        op = self._overloads().get("" if overload == "default" else overload)
+        if op is None:
+            raise AttributeError(f"The underlying op of '{self}' has no overload name "
+                                 f"'{overload}'")
+        return overload_of(op)
+
+    def __call__(self, /, *args, **kwargs):
+        overloads = self._overloads()
+        op = overloads.get("") or next(iter(overloads.values()), None)
+        if op is None:
+            raise RuntimeError(f"No such operator {self._qualified_op_name}")
+        return op(*args, **kwargs)
+
+    def __str__(self):
+        return f"{self._namespace}.{self._name}"
+
+    def __repr__(self):
+        return f"<OpOverloadPacket(op='{self}')>"
+
+
+class OpNamespace:
+    """`glasstorch.ops.aten`, `glasstorch.ops.mylib`: attribute access finds op packets."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._packets: dict = {}
+
+    def __getattr__(self, op_name: str) -> OpOverloadPacket:
+        if op_name.startswith("__"):
+            raise AttributeError(op_name)
+        if not dispatcher.overloads_of(f"{self.name}::{op_name}"):
+            raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute "
+                                 f"'{op_name}'")
+        packet = self._packets.get(op_name)
+        if packet is None:
+            packet = self._packets[op_name] = OpOverloadPacket(self.name, op_name)
+        return packet
+
+    def __repr__(self):
+        return f"glasstorch.ops.{self.name}"
+
+
+_namespaces: dict = {}
+
+
+def ops_namespace(name: str) -> OpNamespace:
+    """The one OpNamespace object for `name`."""
+    namespace = _namespaces.get(name)
+    if namespace is None:
+        namespace = _namespaces[name] = OpNamespace(name)
+    return namespace

@@ -1,0 +1,178 @@
+"""Dispatch modes (`torch.utils._python_dispatch.TorchDispatchMode`) and the Python key.
+
+A mode is an object whose `__torch_dispatch__(func, types, args, kwargs)` receives every
+operator call the thread makes while the mode is on the stack. The stack lives per thread.
+While it is not empty the thread's include set holds the Python key, which sits just above
+the backends: below Autograd, ADInplaceOrView and Autocast, so a mode sees the calls those
+layers make (the backward pass's ops, a composite op's decomposition), as in PyTorch.
+
+The Python key's kernel pops the top mode for the duration of its handler, so a call the
+handler makes goes to the mode below it, or to the backend when none is left. Keys above
+Python are excluded meanwhile: autograd has already recorded the call on its way down.
+`func` is the op's OpOverload; `args` and `kwargs` are split as PyTorch splits them
+(keyword-only arguments by name; arguments left at their defaults omitted).
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from .. import _ops
+from ..core.tensor import Tensor
+from . import dispatcher
+from .keys import ALL_MASK, DispatchKey, local_keys
+
+_PYTHON = 1 << DispatchKey.Python
+_ABOVE_PYTHON = ALL_MASK & ~((_PYTHON << 1) - 1)
+
+
+class _ModeStack(threading.local):
+    def __init__(self):
+        self.modes: list = []
+
+
+_stack = _ModeStack()
+
+
+def _sync_python_key() -> None:
+    """The Python key is on in this thread exactly while some mode is on the stack."""
+    if _stack.modes:
+        local_keys.included |= _PYTHON
+    else:
+        local_keys.included &= ~_PYTHON
+
+
+class TorchDispatchMode:
+    """Subclass and define `__torch_dispatch__(self, func, types, args=(), kwargs=None)`;
+    `with MyMode():` puts it on the thread's mode stack."""
+
+    def __init__(self, _dispatch_key=None):
+        if _dispatch_key is not None:
+            raise NotImplementedError("TorchDispatchMode(_dispatch_key=...): glasstorch "
+                                      "modes always run at the Python key")
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        raise NotImplementedError()
+
+    def __enter__(self):
+        _push_mode(self)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        _pop_mode()
+
+    @classmethod
+    def push(cls, *args, **kwargs):
+        return cls(*args, **kwargs)
+
+    @classmethod
+    def is_infra_mode(cls) -> bool:
+        return False
+
+
+def _push_mode(mode) -> None:
+    _stack.modes.append(mode)
+    _sync_python_key()
+
+
+def _pop_mode(k=None):
+    """Remove and return the top mode (`k` must be None: one stack, no per-key modes)."""
+    if k is not None:
+        raise NotImplementedError("_pop_mode(k): glasstorch has one mode stack")
+    if not _stack.modes:
+        raise AssertionError("Trying to pop from an empty mode stack")
+    mode = _stack.modes.pop()
+    _sync_python_key()
+    return mode
+
+
+def _get_current_dispatch_mode():
+    """The mode a call would reach now (the top of the stack), or None."""
+    return _stack.modes[-1] if _stack.modes else None
+
+
+def _get_current_dispatch_mode_stack() -> list:
+    return list(_stack.modes)
+
+
+def _len_torch_dispatch_stack() -> int:
+    return len(_stack.modes)
+
+
+@contextlib.contextmanager
+def _pop_mode_temporarily(k=None):
+    mode = _pop_mode(k)
+    try:
+        yield mode
+    finally:
+        _push_mode(mode)
+
+
+@contextlib.contextmanager
+def _disable_current_modes():
+    """Take every mode off the stack for a block (they return afterwards, in order)."""
+    saved = _stack.modes
+    _stack.modes = []
+    _sync_python_key()
+    try:
+        yield saved
+    finally:
+        _stack.modes = saved
+        _sync_python_key()
+
+
+def _is_default(argument, value) -> bool:
+    if not argument.has_default or hasattr(value, "_keyset"):
+        return False
+    default = argument.default
+    if default is None or value is None:
+        return default is value
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple)) and tuple(value) == tuple(default)
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return False
+
+
+def python_arguments(schema, bound: tuple) -> tuple:
+    """(args, kwargs) of a call as `__torch_dispatch__` receives them: positional arguments
+    up to the last one not at its default, keyword-only ones by name unless at default."""
+    arguments = schema.arguments
+    positional = len(arguments)
+    while positional and arguments[positional - 1].kwarg_only:
+        positional -= 1
+    kwargs = {a.name: v for a, v in zip(arguments[positional:], bound[positional:])
+              if not _is_default(a, v)}
+    while positional and _is_default(arguments[positional - 1], bound[positional - 1]):
+        positional -= 1
+    return tuple(bound[:positional]), kwargs
+
+
+def _subclass_types(op, bound: tuple) -> tuple:
+    """The distinct tensor subclasses among the arguments (empty for plain tensors)."""
+    types = []
+    for i in op.tensor_positions:
+        for t in bound[i] if isinstance(bound[i], (list, tuple)) else (bound[i],):
+            kind = type(t)
+            if isinstance(t, Tensor) and kind is not Tensor and kind not in types:
+                types.append(kind)
+    return tuple(types)
+
+
+def _python_key_kernel(op, ks, *bound):
+    """The Python key: hand the call to the top mode, with that mode off the stack."""
+    if not _stack.modes:            # the key was included by hand: nothing to hand it to
+        return op.redispatch(ks, *bound)
+    args, kwargs = python_arguments(op.schema, bound)
+    excluded = local_keys.excluded
+    local_keys.excluded = excluded | _ABOVE_PYTHON
+    try:
+        with _pop_mode_temporarily() as mode:
+            return mode.__torch_dispatch__(_ops.overload_of(op), _subclass_types(op, bound),
+                                           args, kwargs)
+    finally:
+        local_keys.excluded = excluded
+
+
+dispatcher.register_fallback(DispatchKey.Python, _python_key_kernel)

@@ -1,0 +1,185 @@
+"""TorchDispatchMode (dispatch/modes.py) and OpOverload (_ops.py), run side by side with
+PyTorch's: what a mode sees for a call (names, the args/kwargs split), nesting, the stack
+inside a handler, autograd under a mode, per-thread stacks and errors in a handler."""
+import threading
+
+import numpy as np
+import pytest
+
+import glasstorch as gt
+from oracle import assert_same, oracle_torch
+
+
+@pytest.fixture(params=["glasstorch", "torch"])
+def T(request):
+    return gt if request.param == "glasstorch" else oracle_torch()
+
+
+def dispatch_module(T):
+    if T is gt:
+        from glasstorch.utils import _python_dispatch
+    else:
+        from torch.utils import _python_dispatch
+    return _python_dispatch
+
+
+def logging_mode(T, log):
+    class Logging(dispatch_module(T).TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            log.append((str(func), len(args), tuple(sorted(kwargs))))
+            return func(*args, **kwargs)
+    return Logging()
+
+
+# Programs whose ATen-level calls glasstorch already names as PyTorch does.
+PROGRAMS = {
+    "add": lambda T, x, w: T.add(x, x),
+    "add_alpha": lambda T, x, w: T.add(x, x, alpha=2),
+    "view": lambda T, x, w: x.view(12),
+    "linear_2d": lambda T, x, w: T.nn.functional.linear(x, w, w[:, 0]),
+    "softmax": lambda T, x, w: T.nn.functional.softmax(x, -1),
+    "relu": lambda T, x, w: x.relu(),
+    "sum_dim": lambda T, x, w: x.sum(1, keepdim=True),
+    "add_": lambda T, x, w: x.clone().add_(1),
+    "mse_loss": lambda T, x, w: T.nn.functional.mse_loss(x, x * 2),
+    "index": lambda T, x, w: (x[0], x[:, 1:3]),
+    "t": lambda T, x, w: x.t(),
+    "cat": lambda T, x, w: T.cat([x, x], 1),
+    "where": lambda T, x, w: T.where(x.gt(x * 0), x, -x),
+}
+
+
+def run_logged(T, program):
+    x = T.tensor(np.arange(12.0).reshape(3, 4) - 5, dtype=T.float32)
+    w = T.tensor(np.ones((5, 4)), dtype=T.float32)
+    log = []
+    with logging_mode(T, log):
+        program(T, x, w)
+    return log
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_a_mode_sees_the_calls_pytorch_makes(name):
+    torch = oracle_torch()
+    assert run_logged(gt, PROGRAMS[name]) == run_logged(torch, PROGRAMS[name])
+
+
+def test_a_mode_sees_autograd_run_below_it(T):
+    """The mode sits below autograd: the forward ops once, and the backward pass's ops."""
+    log = []
+    x = T.tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+    with logging_mode(T, log):
+        y = (x * 3).relu()
+        y.backward(T.ones(2, 2))
+    names = [n for n, _, _ in log]
+    assert names[:2] == ["aten.mul.Tensor", "aten.relu.default"]
+    assert "aten.threshold_backward.default" in names
+    assert_same(gt.tensor(x.grad.numpy()), [[3.0, 0.0], [3.0, 3.0]])
+    assert y.grad_fn is not None
+
+
+def test_modes_nest_and_a_handler_call_goes_to_the_mode_below(T):
+    pd = dispatch_module(T)
+    order = []
+
+    class Named(pd.TorchDispatchMode):
+        def __init__(self, name):
+            super().__init__()
+            self.name = name
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            below = pd._get_current_dispatch_mode()
+            order.append((self.name, str(func), below.name if below else None))
+            return func(*args, **(kwargs or {}))
+
+    x = T.ones(2)
+    with Named("outer"), Named("inner") as inner:
+        assert pd._get_current_dispatch_mode() is inner
+        out = T.neg(x)
+    assert order == [("inner", "aten.neg.default", "outer"),
+                     ("outer", "aten.neg.default", None)]
+    assert pd._get_current_dispatch_mode() is None
+    assert out.tolist() == [-1.0, -1.0]
+
+
+def test_a_mode_can_change_what_an_op_returns(T):
+    class AddIsSub(dispatch_module(T).TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is T.ops.aten.add.Tensor:
+                func = T.ops.aten.sub.Tensor
+            return func(*args, **(kwargs or {}))
+
+    with AddIsSub():
+        assert (T.ones(2) + T.ones(2)).tolist() == [0.0, 0.0]
+    assert (T.ones(2) + T.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_pop_mode_temporarily_and_disable_current_modes(T):
+    pd = dispatch_module(T)
+    log = []
+    mode = logging_mode(T, log)
+    x = T.ones(2)
+    with mode:
+        with pd._pop_mode_temporarily() as popped:
+            assert popped is mode and pd._get_current_dispatch_mode() is None
+            x.neg()
+        assert pd._get_current_dispatch_mode() is mode
+        x.neg()
+    assert [n for n, _, _ in log] == ["aten.neg.default"]
+
+
+def test_an_error_in_a_handler_leaves_the_stack_and_keys_as_they_were(T):
+    pd = dispatch_module(T)
+
+    class Refuses(pd.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            raise ValueError(f"no {func}")
+
+    x = T.ones(2, requires_grad=True)
+    with pytest.raises(ValueError, match="no aten.mul.Tensor"):
+        with Refuses():
+            x * 2
+    assert pd._get_current_dispatch_mode() is None
+    y = (x * 2).sum()
+    y.backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    if T is gt:
+        assert gt.debug.local_keyset() == gt.debug.local_keyset()   # printable
+        included, excluded = gt.debug.local_keyset()
+        assert "Python" not in repr(included) and "Autograd" not in repr(excluded)
+
+
+def test_modes_are_per_thread():
+    log, other = [], []
+    with logging_mode(gt, log):
+        thread = threading.Thread(target=lambda: other.append(gt.ones(2).neg()))
+        thread.start()
+        thread.join()
+    assert log == [] and other[0].tolist() == [-1.0, -1.0]
+
+
+# ---- OpOverload and OpOverloadPacket ----------------------------------------------------
+
+def test_op_overload_names_as_pytorch(T):
+    add = T.ops.aten.add.Tensor
+    assert str(add) == "aten.add.Tensor" and add.name() == "aten::add.Tensor"
+    assert repr(add) == "<OpOverload(op='aten.add', overload='Tensor')>"
+    assert add.overloadpacket is T.ops.aten.add and str(T.ops.aten.add) == "aten.add"
+    assert repr(T.ops.aten.add) == "<OpOverloadPacket(op='aten.add')>"
+    assert add._overloadname == "Tensor" and add is T.ops.aten.add.Tensor
+    assert str(T.ops.aten.neg.default) == "aten.neg.default"
+    assert T.ops.aten.neg.default.name() == "aten::neg"
+    assert [(a.name, a.kwarg_only) for a in add._schema.arguments] == [
+        ("self", False), ("other", False), ("alpha", True)]
+    assert {"Tensor", "out"} <= set(T.ops.aten.add.overloads()) or T is gt
+    assert (add(T.ones(2), T.ones(2), alpha=3)).tolist() == [4.0, 4.0]
+    with pytest.raises(AttributeError, match="no overload name 'nope'"):
+        T.ops.aten.add.nope
+
+
+def test_op_overload_is_the_dispatchers_operator_underneath():
+    op = gt.ops.aten.add.Tensor
+    assert op._op is gt.dispatch.dispatcher.find("aten::add.Tensor")
+    assert "CPU:" in gt.debug.dispatch_table(op)
+    assert gt.ops.aten is gt.ops.aten                         # one namespace object
