@@ -183,3 +183,33 @@ def test_op_overload_is_the_dispatchers_operator_underneath():
     assert op._op is gt.dispatch.dispatcher.find("aten::add.Tensor")
     assert "CPU:" in gt.debug.dispatch_table(op)
     assert gt.ops.aten is gt.ops.aten                         # one namespace object
+
+
+def test_a_composite_op_reaches_a_mode_decomposed(T):
+    """CompositeImplicitAutograd decomposes above the Python key, as PyTorch does at its
+    Autograd key: a mode sees the ops the decomposition calls, not the op itself."""
+    ns = f"modes_test_{T.__name__}"
+    with T.library._scoped_library(ns, "DEF") as lib:
+        lib.define("twice_plus_one(Tensor x) -> Tensor")
+        lib.impl("twice_plus_one", lambda x: x * 2 + 1, "CompositeImplicitAutograd")
+        log, x = [], T.ones(2)
+        with logging_mode(T, log):
+            out = getattr(T.ops, ns).twice_plus_one(x)
+    assert [n for n, _, _ in log] == ["aten.mul.Tensor", "aten.add.Tensor"]
+    assert out.tolist() == [3.0, 3.0]
+
+
+def test_disable_current_modes_and_popping_an_empty_stack(T):
+    pd = dispatch_module(T)
+    log = []
+    outer, inner = logging_mode(T, log), logging_mode(T, log)
+    x = T.ones(2)
+    with outer, inner:
+        with pd._disable_current_modes() as saved:
+            assert saved == [inner, outer] and pd._get_current_dispatch_mode() is None
+            assert pd._len_torch_dispatch_stack() == 0
+            x.neg()
+        assert pd._get_current_dispatch_mode_stack() == [outer, inner]
+    assert log == []
+    with pytest.raises(RuntimeError, match="pop from empty mode stack"):
+        pd._pop_mode()

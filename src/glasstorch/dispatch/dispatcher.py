@@ -15,7 +15,7 @@ arguments positionally, defaults filled in (`Operator.__call__` binds keywords).
 """
 from __future__ import annotations
 
-from .keys import (ALIAS_KEYS, BACKEND_KEYS, BACKEND_MASK, BACKEND_OF_AUTOGRAD, NUM_KEYS,
+from .keys import (ALIAS_KEYS, BACKEND_KEYS, BACKEND_MASK, BACKENDS_BELOW, NUM_KEYS,
                    DispatchKey, local_keys)
 from .schema import Schema, parse_schema
 
@@ -72,18 +72,11 @@ class Operator:
         kernels = self.kernels
         if key in kernels:
             return kernels[key], "kernel"
-        if key == DispatchKey.Python and "CompositeImplicitAutograd" in kernels and not (
-                "CompositeExplicitAutograd" in kernels
-                or any(k in kernels for k in BACKEND_KEYS)):
-            # PyTorch decomposes such an op at the Autograd key, which every tensor has there,
-            # so a mode never sees it; here tensors skip autograd unless they need grad.
-            return _composite_above_backends(kernels["CompositeImplicitAutograd"]), \
-                "CompositeImplicitAutograd"
         for alias, keys in ALIAS_KEYS.items():
             if key in keys and alias in kernels:
                 if alias == "CompositeImplicitAutograd" and key not in BACKEND_KEYS:
-                    # Above a backend with its own kernel, autograd must not decompose.
-                    if (BACKEND_OF_AUTOGRAD[key] in kernels
+                    # Above a backend with its own kernel, the op must not decompose.
+                    if (any(b in kernels for b in BACKENDS_BELOW[key])
                             or "CompositeExplicitAutograd" in kernels):
                         continue
                     return _composite_above_backends(kernels[alias]), alias

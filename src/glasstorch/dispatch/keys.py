@@ -37,16 +37,20 @@ ALL_MASK = (1 << NUM_KEYS) - 1
 # Registration-only alias keys and the runtime keys each one stands for.
 ALIAS_KEYS = {
     "CompositeExplicitAutograd": BACKEND_KEYS,
-    "CompositeImplicitAutograd": BACKEND_KEYS + (DispatchKey.AutogradMeta,
+    "CompositeImplicitAutograd": BACKEND_KEYS + (DispatchKey.Python, DispatchKey.AutogradMeta,
                                                  DispatchKey.AutogradCPU,
                                                  DispatchKey.AutogradCUDA),
     "Autograd": (DispatchKey.AutogradMeta, DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA),
     "Autocast": (DispatchKey.AutocastCPU, DispatchKey.AutocastCUDA),
 }
-# The backend whose kernel an Autograd<Backend> key sits above.
-BACKEND_OF_AUTOGRAD = {DispatchKey.AutogradMeta: DispatchKey.Meta,
-                       DispatchKey.AutogradCPU: DispatchKey.CPU,
-                       DispatchKey.AutogradCUDA: DispatchKey.CUDA}
+# The backends below each key CompositeImplicitAutograd serves above them: the op decomposes
+# there unless one of these has a kernel of its own. Python is among them because PyTorch
+# decomposes at the Autograd key, which all its tensors carry, so a dispatch mode never sees
+# such an op; glasstorch's tensors skip autograd unless they need grad.
+BACKENDS_BELOW = {DispatchKey.Python: BACKEND_KEYS,
+                  DispatchKey.AutogradMeta: (DispatchKey.Meta,),
+                  DispatchKey.AutogradCPU: (DispatchKey.CPU,),
+                  DispatchKey.AutogradCUDA: (DispatchKey.CUDA,)}
 
 # The keys a dense tensor of each device type carries. PyTorch's tensors always carry their
 # Autograd<Backend> key too; glasstorch adds it only while the tensor requires grad

@@ -80,7 +80,7 @@ def _pop_mode(k=None):
     if k is not None:
         raise NotImplementedError("_pop_mode(k): glasstorch has one mode stack")
     if not _stack.modes:
-        raise AssertionError("Trying to pop from an empty mode stack")
+        raise RuntimeError("trying to pop from empty mode stack")
     mode = _stack.modes.pop()
     _sync_python_key()
     return mode
@@ -110,12 +110,13 @@ def _pop_mode_temporarily(k=None):
 
 @contextlib.contextmanager
 def _disable_current_modes():
-    """Take every mode off the stack for a block (they return afterwards, in order)."""
+    """Take every mode off the stack for a block; yields them as popped, top first (they
+    return afterwards, in order)."""
     saved = _stack.modes
     _stack.modes = []
     _sync_python_key()
     try:
-        yield saved
+        yield saved[::-1]
     finally:
         _stack.modes = saved
         _sync_python_key()

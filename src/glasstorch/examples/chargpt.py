@@ -149,7 +149,8 @@ def main(argv=None) -> float:
                   f"is the total: nothing to train (pass --steps {first + 100}, say, to "
                   f"train 100 more)")
 
-    progress = Progress(total=max(args.steps, first), desc="char GPT", initial=first)
+    last = max(args.steps, first)
+    progress = Progress(total=last, desc="char GPT", initial=first)
     for step in range(first, args.steps):
         x, y = batch(train)
         loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
@@ -160,7 +161,7 @@ def main(argv=None) -> float:
         schedule.step()
         progress.step(loss.item(), x.numel())
     seconds = progress.close()
-    save_checkpoint(args.checkpoint, model, optimizer, schedule, step=max(args.steps, first))
+    save_checkpoint(args.checkpoint, model, optimizer, schedule, step=last)
 
     model.eval()
     with torch.no_grad():
@@ -168,7 +169,7 @@ def main(argv=None) -> float:
         valid_loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
     prompt = torch.tensor([[index[c] for c in "def "]], device=device)
     sample = "".join(chars[i] for i in model.generate(prompt, args.sample_length)[0].tolist())
-    print(f"trained {max(args.steps - first, 0)} steps in {seconds:.1f} s; checkpoint: {args.checkpoint}")
+    print(f"trained {last - first} steps in {seconds:.1f} s; checkpoint: {args.checkpoint}")
     print(f"validation loss: {valid_loss:.3f} nats/char ({len(chars)} distinct characters)")
     print("sample:\n" + sample)
     return valid_loss

@@ -97,8 +97,10 @@ def main(argv=None) -> float:
                   f"{args.epochs} is the total: nothing to train (pass --epochs "
                   f"{first_epoch + 5}, say, to train 5 more)")
 
-    progress = Progress(total=max(args.epochs, first_epoch) * len(loader), desc="digits CNN",
+    last_epoch = max(args.epochs, first_epoch)
+    progress = Progress(total=last_epoch * len(loader), desc="digits CNN",
                         initial=first_epoch * len(loader))
+    result = None
     for epoch in range(first_epoch, args.epochs):
         for x, y in loader:
             with torch.autocast(device.type, enabled=args.amp):
@@ -109,13 +111,15 @@ def main(argv=None) -> float:
             scaler.update()
             progress.step(loss.item(), len(y))
         save_checkpoint(args.checkpoint, model, optimizer, epoch=epoch + 1)
+        result = accuracy(model, images[test], labels[test])
         progress.write(f"epoch {epoch + 1}/{args.epochs}: loss {progress.loss:.4f}, "
-                       f"test accuracy {100 * accuracy(model, images[test], labels[test]):.2f}%")
+                       f"test accuracy {100 * result:.2f}%")
     seconds = progress.close()
 
-    result = accuracy(model, images[test], labels[test])
-    trained = max(args.epochs - first_epoch, 0)
-    print(f"trained {trained} epochs in {seconds:.1f} s; checkpoint: {args.checkpoint}")
+    if result is None:                     # nothing trained: the checkpoint's accuracy
+        result = accuracy(model, images[test], labels[test])
+    print(f"trained {last_epoch - first_epoch} epochs in {seconds:.1f} s; "
+          f"checkpoint: {args.checkpoint}")
     print(f"test accuracy: {100 * result:.2f}% ({n_test} held-out digits)")
     return result
 
