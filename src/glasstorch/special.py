@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .autograd import no_grad as _no_grad
-from .ops import misc_math as _mm
+from .ops import loss as _loss, misc_math as _mm
 from .ops import pointwise as _pw
 from .ops import reduction as _red
 
@@ -94,15 +94,13 @@ def ndtr(input, *, out=None):
 
 
 def softmax(input, dim, *, dtype=None):
-    """glasstorch.softmax (looked up at call time: it lives with the activations)."""
-    import glasstorch
-    return glasstorch.softmax(input, dim, dtype=dtype)
+    """glasstorch.softmax, with dtype keyword-only as in torch.special."""
+    return _loss.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
-    """glasstorch.log_softmax (looked up at call time: it lives with the activations)."""
-    import glasstorch
-    return glasstorch.log_softmax(input, dim, dtype=dtype)
+    """glasstorch.log_softmax, with dtype keyword-only as in torch.special."""
+    return _loss.log_softmax(input, dim, dtype=dtype)
 
 
 def _polynomial(decl, name):

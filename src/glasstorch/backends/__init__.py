@@ -1,23 +1,50 @@
 """Backends: where kernels run. `cpu` (NumPy) is always there; `cuda` (CuPy) is imported
 the first time a CUDA tensor or query needs it. As `torch.backends`, this package also has
-the switches scripts set: `cudnn.benchmark`, `cuda.matmul.allow_tf32`."""
+the switches scripts set: `cudnn.benchmark`, `cuda.matmul.allow_tf32`.
+
+Importing this package registers the CUDA backend with core/device.py's registry, through
+which storages and tensors reach the GPU without importing this layer."""
+from ..core.device import register_device_backend
 from . import cudnn  # noqa: F401
 
 
-def device_allocator(device):
-    """The allocator that owns a device's memory."""
-    if device.type == "cuda":
-        from .cuda.allocator import device_allocator as cuda_allocator
-        return cuda_allocator(device.index)
-    raise RuntimeError(f"glasstorch has no backend for device '{device}'")
+class _CudaBackend:
+    """core's entry to the CUDA backend: each call imports the module it needs, so CuPy
+    loads only when a CUDA tensor or query first needs it."""
 
+    @staticmethod
+    def current_device() -> int:
+        from .cuda import runtime
+        return runtime.current_device()
 
-def resolve_device(device):
-    """The device a new storage goes on: 'cuda' means the current GPU."""
-    if device.type == "cuda":
+    @staticmethod
+    def index_of(device) -> int:
+        from .cuda import runtime
+        return runtime.index_of(device)
+
+    @staticmethod
+    def resolve(device):
+        """The device a new storage goes on: 'cuda' means the current GPU."""
         from .cuda import runtime
         return runtime.resolve(device)
-    return device
+
+    @staticmethod
+    def allocator(index: int):
+        from .cuda.allocator import device_allocator
+        return device_allocator(index)
+
+    @staticmethod
+    def array(buf, shape, dtype, offset, stride):
+        from .cuda.arrays import device_array
+        return device_array(buf, shape, dtype, offset, stride)
+
+    @staticmethod
+    def copy_between(dst, src):
+        from .cuda.copy import copy_between
+        return copy_between(dst, src)
+
+
+register_device_backend("cuda", _CudaBackend())
 
 
 def cuda_available() -> bool:

@@ -68,6 +68,26 @@ META = device("meta")
 
 default_device = CPU  # where factories put tensors; memory.planning sets 'meta' meanwhile
 
+# Accelerators plug in here: glasstorch.backends registers one object per device type when it
+# is imported, so core/ and memory/ reach a GPU's runtime, allocator and arrays without
+# importing the layer above them. An entry answers current_device(), index_of(device),
+# resolve(device), allocator(index), array(buf, shape, dtype, offset, stride) and
+# copy_between(dst, src).
+_device_backends: dict = {}
+
+
+def register_device_backend(device_type: str, backend) -> None:
+    """Make `backend` serve tensors and storages of `device_type` ('cuda')."""
+    _device_backends[device_type] = backend
+
+
+def device_backend(device_type: str):
+    """The registered backend of a device type; a clear error if there is none."""
+    try:
+        return _device_backends[device_type]
+    except KeyError:
+        raise RuntimeError(f"glasstorch has no backend for device type '{device_type}'") from None
+
 
 def set_default_device(d) -> None:
     """Where factories put tensors given no device (torch.set_default_device); None: CPU."""
@@ -78,8 +98,7 @@ def set_default_device(d) -> None:
 def get_default_device() -> device:
     """The device factories use when given none ('cuda' as the current GPU, 'cuda:N')."""
     if default_device.type == "cuda" and default_device.index is None:
-        from ..backends.cuda import runtime      # the current GPU, as torch reports it
-        return device("cuda", runtime.current_device())
+        return device("cuda", device_backend("cuda").current_device())
     return default_device
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.cpu_allocator import cpu_allocator
-from .device import CPU, META, device as Device
+from .device import CPU, META, device as Device, device_backend
 
 
 meta_counter = None  # set by memory.planning.estimate: counts the bytes of meta storages
@@ -38,9 +38,9 @@ class UntypedStorage:
                 self._allocator = meta_counter
                 meta_counter.allocate(nbytes)
         else:
-            from ..backends import device_allocator, resolve_device  # CUDA: only when needed
-            self.device = dev = resolve_device(dev)
-            allocator = device_allocator(dev)
+            backend = device_backend(dev.type)
+            self.device = dev = backend.resolve(dev)
+            allocator = backend.allocator(dev.index)
             self.buf = allocator.allocate(nbytes)
             self._allocator = allocator
 
@@ -172,10 +172,9 @@ class UntypedStorage:
             np.copyto(self.buf, src.buf)
         else:                   # a GPU on either side: bytes are copied as a uint8 tensor
             from .tensor import Tensor
-            from ..backends.cuda.copy import copy_between
             from . import dtype as dt
             n = (self._nbytes,)
-            copy_between(Tensor._make(self, 0, n, (1,), dt.uint8),
+            device_backend("cuda").copy_between(Tensor._make(self, 0, n, (1,), dt.uint8),
                          Tensor._make(src, 0, n, (1,), dt.uint8))
         return self
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS
 from . import dtype as dt
-from .device import CPU
+from .device import CPU, device_backend
 from .grad_state import state as grad_state
 from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last, is_contiguous,
                     wrap_dim)
@@ -342,8 +342,7 @@ class Tensor:
                     "shapes, dtypes and strides but no data")
             isz = self.dtype.itemsize
             if buf.__class__ is not np.ndarray:    # a GPU storage: a CuPy array
-                from ..backends.cuda.arrays import device_array
-                a = device_array(buf, self._shape, self.dtype, self._offset, self._stride)
+                a = device_backend(self._storage.device.type).array(buf, self._shape, self.dtype, self._offset, self._stride)
             elif 0 in self._shape:
                 a = np.empty(self._shape, self.dtype.np)
             else:

@@ -1,7 +1,7 @@
 """Memory accounting per device (`glasstorch.memory.memory_allocated('cpu')`, ...)."""
 from __future__ import annotations
 
-from ..core.device import as_device
+from ..core.device import as_device, device_backend
 
 
 def _allocator(device):
@@ -10,8 +10,8 @@ def _allocator(device):
         from ..core import storage   # holds the active CPU allocator (set_cpu_allocator)
         return storage.cpu_allocator
     if d.type == "cuda":
-        from ..backends.cuda import allocator, runtime
-        return allocator.device_allocator(runtime.index_of(d))
+        backend = device_backend("cuda")
+        return backend.allocator(backend.index_of(d))
     raise RuntimeError(f"no memory statistics for device '{d}'")
 
 

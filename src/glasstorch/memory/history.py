@@ -20,7 +20,7 @@ import pickle
 import sys
 import time
 
-from ..core.device import as_device
+from ..core.device import as_device, device_backend
 from .cpu_allocator import cpu_allocator
 
 __all__ = ["_record_memory_history", "_snapshot", "_dump_snapshot"]
@@ -89,8 +89,7 @@ def _device_key(device) -> str:
     if d.type == "cpu":
         return "cpu"
     if d.type == "cuda":
-        from ..backends.cuda import runtime
-        return f"cuda:{runtime.index_of(d)}"
+        return f"cuda:{device_backend('cuda').index_of(d)}"
     raise RuntimeError(f"no memory history for device '{d}'")
 
 
@@ -98,8 +97,7 @@ def _allocator_of(key: str):
     """The allocator whose `observer` attribute sees that device's allocations."""
     if key == "cpu":
         return cpu_allocator
-    from ..backends.cuda.allocator import device_allocator
-    return device_allocator(int(key.split(":")[1]))
+    return device_backend("cuda").allocator(int(key.split(":")[1]))
 
 
 def _record_memory_history(enabled: str | None = "all", context: str | None = "all",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ..autograd.recording import derivative
 from ..core.shape import wrap_dim
+from .joining import where
+from .ranges import arange
 
 
 def _scatter_back(grad, shape, dim, indices, keepdim=True):
@@ -19,7 +21,6 @@ def _scatter_back(grad, shape, dim, indices, keepdim=True):
         return None
     if not shape:
         return grad.reshape(())
-    from .. import arange
     d = wrap_dim(dim, len(shape))
     if not keepdim:
         grad, indices = grad.unsqueeze(d), indices.unsqueeze(d)
@@ -72,7 +73,6 @@ def _mode(grad, self_shape, dim, keepdim, result1):
 
 def _evenly(grad, self, result):
     """The gradient shared equally among the elements equal to `result` (NaN: the NaNs)."""
-    from .. import where
     mask = (self == result).logical_or(self.isnan().logical_and(result.isnan()))
     return where(mask, grad / mask.sum(), 0.0)
 

@@ -15,6 +15,7 @@ from ..core import dtype as dt
 from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
 from .misc_math import _require_tensor, into_out
+from .pointwise import complex_
 from .registry import composite, export
 
 
@@ -87,8 +88,7 @@ def corrcoef(input):
     c = c / stddev.view(-1, 1)
     c = c / stddev.view(1, -1)
     if c.is_complex():
-        from .. import complex as make_complex
-        return make_complex(c.real.clip(-1, 1), c.imag.clip(-1, 1))
+        return complex_.function(c.real.clip(-1, 1), c.imag.clip(-1, 1))
     return c.clip(-1, 1)
 
 
