@@ -405,7 +405,8 @@ def test_schema_round_trip(spec):
     name, overload, args, star, returns = spec
     text = _format(*spec)
     schema = parse_schema(text)
-    assert str(schema) == text
+    assert str(schema) == f"aten::{text}"         # printed qualified, as PyTorch prints it
+    assert str(parse_schema(f"mylib::{text}")) == f"mylib::{text}"
     assert (schema.name, schema.overload) == (name, overload)
     assert [a.name for a in schema.arguments] == [a[1] for a in args]
     assert [a.type for a in schema.arguments] == [a[0] for a in args]

@@ -203,7 +203,7 @@ def test_dispatch_table_by_name_operator_or_function(target):
     text = gt.debug.dispatch_table(target() if callable(target) else target)
     lines = text.splitlines()
     assert lines[0] == "name: aten::add.Tensor"
-    assert lines[1].startswith("schema: add.Tensor(Tensor self, Tensor other")
+    assert lines[1].startswith("schema: aten::add.Tensor(Tensor self, Tensor other")
     keys = [line.split(":")[0] for line in lines[2:]]
     assert "CPU" in keys and "Meta" in keys
     assert keys == sorted(keys, key=lambda k: -DispatchKey[k])

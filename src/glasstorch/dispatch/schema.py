@@ -59,8 +59,19 @@ class Schema:
     def is_view(self) -> bool:
         return any(r.alias and not r.alias.endswith("!") for r in self.returns)
 
+    @property
+    def overload_name(self) -> str:
+        """FunctionSchema's name for the overload ('' for the default)."""
+        return self.overload
+
+    @property
+    def is_mutable(self) -> bool:
+        return any(a.is_mutated for a in self.arguments)
+
     def __str__(self):
-        return self.text
+        """As PyTorch prints a FunctionSchema: `aten::add.Tensor(Tensor self, ...) -> Tensor`."""
+        text = self.text.strip()
+        return text if "::" in text.partition("(")[0] else f"{self.namespace}::{text}"
 
 
 _ARG_RE = re.compile(
