@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-from .autograd import no_grad as _no_grad
 from .ops import loss as _loss, misc_math as _mm
 from .ops import pointwise as _pw
 from .ops import reduction as _red
@@ -58,34 +57,19 @@ zeta = _mm.special_zeta.function
 _SQRT1_2 = math.sqrt(0.5)
 
 
-def _not_differentiated(decl, name):
-    """PyTorch records no graph for these: their results never require grad."""
-    op = decl.function
-
-    def fn(input, *, out=None):
-        with _no_grad():
-            return op(input, out=out)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = __name__
-    fn.__doc__ = decl.doc
-    return fn
-
-
-airy_ai = _not_differentiated(_mm.special_airy_ai, "airy_ai")
-bessel_j0 = _not_differentiated(_mm.special_bessel_j0, "bessel_j0")
-bessel_j1 = _not_differentiated(_mm.special_bessel_j1, "bessel_j1")
-bessel_y0 = _not_differentiated(_mm.special_bessel_y0, "bessel_y0")
-bessel_y1 = _not_differentiated(_mm.special_bessel_y1, "bessel_y1")
-spherical_bessel_j0 = _not_differentiated(_mm.special_spherical_bessel_j0,
-                                          "spherical_bessel_j0")
-modified_bessel_i0 = _not_differentiated(_mm.special_modified_bessel_i0, "modified_bessel_i0")
-modified_bessel_i1 = _not_differentiated(_mm.special_modified_bessel_i1, "modified_bessel_i1")
-modified_bessel_k0 = _not_differentiated(_mm.special_modified_bessel_k0, "modified_bessel_k0")
-modified_bessel_k1 = _not_differentiated(_mm.special_modified_bessel_k1, "modified_bessel_k1")
-scaled_modified_bessel_k0 = _not_differentiated(_mm.special_scaled_modified_bessel_k0,
-                                                "scaled_modified_bessel_k0")
-scaled_modified_bessel_k1 = _not_differentiated(_mm.special_scaled_modified_bessel_k1,
-                                                "scaled_modified_bessel_k1")
+# No graph is recorded for these (their ops are declared not differentiable), as in PyTorch.
+airy_ai = _mm.special_airy_ai.function
+bessel_j0 = _mm.special_bessel_j0.function
+bessel_j1 = _mm.special_bessel_j1.function
+bessel_y0 = _mm.special_bessel_y0.function
+bessel_y1 = _mm.special_bessel_y1.function
+spherical_bessel_j0 = _mm.special_spherical_bessel_j0.function
+modified_bessel_i0 = _mm.special_modified_bessel_i0.function
+modified_bessel_i1 = _mm.special_modified_bessel_i1.function
+modified_bessel_k0 = _mm.special_modified_bessel_k0.function
+modified_bessel_k1 = _mm.special_modified_bessel_k1.function
+scaled_modified_bessel_k0 = _mm.special_scaled_modified_bessel_k0.function
+scaled_modified_bessel_k1 = _mm.special_scaled_modified_bessel_k1.function
 
 
 def ndtr(input, *, out=None):
@@ -103,18 +87,5 @@ def log_softmax(input, dim, *, dtype=None):
     return _loss.log_softmax(input, dim, dtype=dtype)
 
 
-def _polynomial(decl, name):
-    """PyTorch records no graph for the orthogonal polynomials either."""
-    op = decl.function
-
-    def fn(input, n, *, out=None):
-        with _no_grad():
-            return op(input, n, out=out)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = __name__
-    fn.__doc__ = decl.doc
-    return fn
-
-
 for _name, _decl in _mm.polynomial_ops.items():
-    globals()[_name] = _polynomial(_decl, _name)
+    globals()[_name] = _decl.function      # (x, n), as PyTorch names them

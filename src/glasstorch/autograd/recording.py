@@ -12,7 +12,7 @@ import re
 import weakref
 
 from ..core.tensor import Tensor
-from ..dispatch.dispatcher import register_fallback
+from ..dispatch.dispatcher import find, register_fallback
 from ..dispatch.keys import DispatchKey
 from ..ops.registry import _check_inplace, check_view_write
 from . import grad_mode
@@ -70,12 +70,26 @@ def derivative(qualified_name: str, node_name: str, *, inplace_node_name: str | 
     (leaky_relu_ records LeakyReluBackward1); `outputs` lists the differentiable outputs
     of a multi-output op when some floating ones are not (lstsq's singular values)."""
     def register(formula):
-        from ..dispatch.dispatcher import find
         op = find(qualified_name)
         op.info["derivative"] = Derivative(node_name, formula, op.schema, inplace_node_name,
                                            outputs)
         return formula
     return register
+
+
+def not_differentiable(*qualified_names: str) -> None:
+    """Declare operators whose outputs never require grad (PyTorch's non_differentiable):
+    comparisons, bit tests, counts, and the functions PyTorch gives no gradient at all
+    (histc, the Bessel functions). No graph is recorded for them."""
+    for name in qualified_names:
+        find(name).info["autograd"] = "not differentiable"
+
+
+def derivative_not_implemented(*qualified_names: str) -> None:
+    """Declare operators whose outputs require grad but whose backward raises, as
+    PyTorch's do (floor_divide, heaviside): the graph gets a NotImplemented node."""
+    for name in qualified_names:
+        find(name).info["autograd"] = "not implemented"
 
 
 class NotImplementedNode(Node):
@@ -116,6 +130,9 @@ def autograd_kernel(op, ks, *args):
     if not info.get("mutated"):            # the common case: a functional op
         return _record(op, ks, args)
     if info.get("out"):        # set by the op declaration on every out= variant
+        decl = info.get("decl")
+        if decl is not None and decl.functional.info.get("autograd") == "not differentiable":
+            return op.redispatch(ks, *args)
         raise RuntimeError(f"{op.schema.name}(): functions with out=... arguments don't support "
                            "automatic differentiation, but one of the arguments requires grad.")
     decl = info.get("decl")
@@ -170,6 +187,8 @@ def _edges_and_meta(op, args):
 def _record(op, ks, args):
     result = op.redispatch(ks, *args)
     d = op.info.get("derivative")
+    if d is None and op.info.get("autograd") == "not differentiable":
+        return result
     edges, meta = _edges_and_meta(op, args)
     if d is None:
         node = NotImplementedNode(op.name)

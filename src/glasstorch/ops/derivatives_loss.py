@@ -5,7 +5,7 @@ Written in glasstorch ops so that double backward records them. Class weights an
 """
 from __future__ import annotations
 
-from ..autograd.recording import derivative
+from ..autograd.recording import derivative, derivative_not_implemented
 from .joining import where
 from .loss import _ctc_loss_backward, _log_softmax_backward_data, _softmax_backward_data
 from .ranges import arange
@@ -188,3 +188,6 @@ def _ctc(grad, log_probs, targets, input_lengths, target_lengths, blank, zero_in
     g = _first(grad)
     return _ctc_loss_backward(g, log_probs, targets, input_lengths, target_lengths,
                               result0.detach(), result1.detach(), blank, zero_infinity), None
+
+# ctc_loss's double backward: PyTorch has no formula either.
+derivative_not_implemented("aten::_ctc_loss_backward")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.recording import derivative
+from ..autograd.recording import derivative, derivative_not_implemented, not_differentiable
 from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
 from .derivatives import _reduced_dims, _unreduce, conj
@@ -620,3 +620,25 @@ def _normal_std(grad, std_shape):
 @derivative("aten::normal.Tensor_Tensor", "NormalBackward3")
 def _normal_mean_std(grad, mean_shape, std_shape):
     return grad.new_zeros(mean_shape), grad.new_zeros(std_shape)
+
+# Results that are bools, integers or bit tests: no gradient flows through them.
+not_differentiable(
+    "aten::signbit", "aten::isnan", "aten::isinf", "aten::isfinite", "aten::isreal",
+    "aten::isposinf", "aten::isneginf", "aten::bitwise_and.Tensor", "aten::bitwise_or.Tensor",
+    "aten::bitwise_xor.Tensor", "aten::bitwise_left_shift.Tensor",
+    "aten::bitwise_right_shift.Tensor", "aten::bitwise_not", "aten::logical_and",
+    "aten::logical_or", "aten::logical_xor", "aten::logical_not", "aten::eq.Tensor",
+    "aten::ne.Tensor", "aten::lt.Tensor", "aten::le.Tensor", "aten::gt.Tensor",
+    "aten::ge.Tensor", "aten::gcd", "aten::lcm")
+# PyTorch gives the special functions below no gradient: their results never require grad.
+not_differentiable(*(f"aten::special_{name}" for name in (
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "spherical_bessel_j0", "airy_ai",
+    "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p")))
+# Differentiable in principle, but PyTorch has no formula: backward raises there too.
+derivative_not_implemented("aten::floor_divide", "aten::heaviside")

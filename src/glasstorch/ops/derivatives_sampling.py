@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 
-from ..autograd.recording import derivative
+from ..autograd.recording import derivative, not_differentiable
 from ..core.grad_state import state as _grad_state
 from . import sampling as _s
 
@@ -103,3 +103,6 @@ def _affine_grid(grad, theta, size, align_corners):
     base = _s.base_grid_tensor(theta, tuple(size)[2:], align_corners)
     k = len(size) - 2
     return (grad.reshape(size[0], -1, k).transpose(1, 2).matmul(base),)
+
+# Draws: sample indices carry no gradient.
+not_differentiable("aten::multinomial")

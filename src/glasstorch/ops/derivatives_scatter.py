@@ -9,7 +9,7 @@ in derivatives_shape.py.
 """
 from __future__ import annotations
 
-from ..autograd.recording import derivative
+from ..autograd.recording import derivative, derivative_not_implemented
 from ..core import dtype as dt
 from .registry import functions as _fn
 
@@ -152,3 +152,6 @@ def _masked_scatter(grad, mask, source_shape):
     rest = grad.new_zeros((total - picked.numel(),))
     return (grad.masked_fill(mask, 0), None,
             _fn["cat"]([picked, rest]).reshape(source_shape))
+
+# scatter with reduce=: PyTorch has no formula either.
+derivative_not_implemented("aten::scatter.reduce", "aten::scatter.value_reduce")

@@ -8,7 +8,7 @@ with `index_put_(accumulate=True)` into zeros, and views that pick a sub-lattice
 """
 from __future__ import annotations
 
-from ..autograd.recording import derivative
+from ..autograd.recording import derivative, not_differentiable
 from ..core import dtype as dt
 from ..core.shape import broadcast_shapes, wrap_dim
 from .derivatives import _slice
@@ -227,3 +227,6 @@ def _index_put(grad, indices, values, accumulate):
     values' gradient is what the written positions received (summed over broadcasting)."""
     g_self = grad if accumulate else grad.index_put(indices, grad.new_zeros(()))
     return (g_self,) + (None,) * len(indices) + (index_op.functional(grad, indices),)
+
+# Integer results or reinterpreted bits: no gradient flows through them.
+not_differentiable("aten::view.dtype", "aten::repeat_interleave.Tensor", "aten::one_hot")

@@ -6,7 +6,7 @@ too. median()/nanmedian() share the gradient among the elements equal to the res
 """
 from __future__ import annotations
 
-from ..autograd.recording import derivative
+from ..autograd.recording import derivative, derivative_not_implemented, not_differentiable
 from ..core.shape import wrap_dim
 from .joining import where
 from .ranges import arange
@@ -97,3 +97,13 @@ derivative("aten::_unique2", "Unique2Backward0")(_not_differentiable("_unique2")
 derivative("aten::unique_dim", "UniqueDimBackward0")(_not_differentiable("unique_dim"))
 derivative("aten::unique_consecutive", "UniqueConsecutiveBackward0")(
     _not_differentiable("unique_consecutive"))
+
+# Indices and positions: no gradient flows through them.
+not_differentiable("aten::argmax", "aten::argmin", "aten::searchsorted.Tensor",
+                   "aten::bucketize.Tensor", "aten::all.dims", "aten::any.dims",
+                   "aten::count_nonzero.dim_IntList", "aten::nonzero")
+# Counts of values: histc's result never requires grad; bincount's and histogram's do (with
+# float weights), and their backward raises, as PyTorch's.
+not_differentiable("aten::histc")
+derivative_not_implemented("aten::bincount", "aten::histogram.bin_ct",
+                           "aten::histogram.bins_tensor")
