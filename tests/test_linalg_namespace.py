@@ -742,6 +742,45 @@ def test_meta_backend():
         At, Bt, upper=True).stride()
 
 
+@pytest.mark.parametrize("shapes", [
+    dict(A=(2, 3, 3), b=(2, 3, 4), lu=(2, 3, 3)), dict(A=(3, 3), b=(5, 3, 2), lu=(4, 2, 3)),
+    dict(A=(2, 3, 3), b=(3, 4), lu=(3, 5))])
+def test_meta_backend_of_the_deprecated_forms_and_lu_solve(shapes):
+    """Compared with PyTorch's meta kernels: shapes, strides (column-major solutions) and
+    dtypes of torch.cholesky, triangular_solve, cholesky_solve, cholesky_inverse, lu_unpack
+    and linalg.lu_solve."""
+    def results(lib):
+        A, b, lu = (lib.empty(*shapes[k], device="meta") for k in ("A", "b", "lu"))
+        piv = lib.empty(*shapes["lu"][:-1], dtype=lib.int32, device="meta")
+        square_piv = lib.empty(*shapes["A"][:-1], dtype=lib.int32, device="meta")
+        aten = lib.ops.aten
+        calls = [lambda: aten.cholesky(A), lambda: aten.triangular_solve(b, A),
+                 lambda: aten.cholesky_solve(b, A, True), lambda: aten.cholesky_inverse(A),
+                 lambda: aten.lu_unpack(lu, piv), lambda: aten.lu_unpack(lu, piv, False),
+                 lambda: aten.linalg_lu_solve(A, square_piv, b),
+                 lambda: aten.linalg_lu_solve(A, square_piv, b.mT, left=False)]
+        out = []
+        for call in calls:
+            r = call()
+            out.append([(tuple(x.shape), x.stride(), str(x.dtype)) for x in
+                        (r if isinstance(r, tuple) else (r,))])
+        return out
+    assert results(gt) == results(torch)
+
+
+def test_lu_solve_checks_its_pivots():
+    LU, B = gt.eye(3).expand(2, 3, 3), gt.ones(2, 3, 1)
+    for device in ("cpu", "meta"):
+        LU, B = LU.to(device), B.to(device)
+        _raises(RuntimeError, "pivots should be a Tensor of scalar type torch.int32",
+                lambda: gt.linalg.lu_solve(LU, gt.ones(2, 3, dtype=gt.int64, device=device), B))
+        _raises(RuntimeError, "Number of pivots per batch should be same as the dimension",
+                lambda: gt.linalg.lu_solve(LU, gt.ones(2, 2, dtype=gt.int32, device=device), B))
+        _raises(RuntimeError, "Expected LU.shape[:-1] and pivots.shape to be the same, but "
+                "got pivots with shape [3] instead",
+                lambda: gt.linalg.lu_solve(LU, gt.ones(3, dtype=gt.int32, device=device), B))
+
+
 def test_tensor_functions_and_vander():
     a, b = _random((2, 3, 6)), _random((2, 3))
     (g, t), (h, u) = _both(a), _both(b)

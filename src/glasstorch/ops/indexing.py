@@ -737,7 +737,8 @@ def _masked_fill_cpu(out, self, mask, value):
 
 
 masked_select = kernel_op("masked_select(Tensor self, Tensor mask) -> Tensor",
-                          doc="The elements of self where mask is True, as a 1-D copy.")
+                          doc="The elements of self where mask is True, as a 1-D copy.",
+                          tags=("dynamic_output_shape",))
 masked_select.on_cuda = "shared"
 
 
@@ -756,7 +757,8 @@ def _masked_select_cpu(self, mask):
 # ---- nonzero / argwhere ----------------------------------------------------------------
 
 nonzero_op = kernel_op("nonzero(Tensor self) -> Tensor", method=False, function=False,
-                       doc="Indices of the nonzero elements, one row per element (int64).")
+                       doc="Indices of the nonzero elements, one row per element (int64).",
+                       tags=("dynamic_output_shape",))
 nonzero_op.on_cuda = "shared"
 
 

@@ -423,7 +423,8 @@ export("tile", _tile_method, method=True, function=False)
 
 _repeat_counts = kernel_op("repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size="
                            "None) -> Tensor", method=False, function=False,
-                           doc="[0]*r0 + [1]*r1 + ...: each index repeated repeats[i] times.")
+                           doc="[0]*r0 + [1]*r1 + ...: each index repeated repeats[i] times.",
+                           tags=("dynamic_output_shape",))
 _repeat_counts.on_cuda = "shared"
 
 

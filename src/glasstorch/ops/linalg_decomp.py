@@ -771,7 +771,7 @@ linalg_lstsq = kernel_op(
     "linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> "
     "(Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)", method=False,
     doc="Least-squares solution of A X = B with residuals, rank and singular values where "
-        "the driver computes them ('gelsy' by default).")
+        "the driver computes them ('gelsy' by default).", tags=("dynamic_output_shape",))
 
 
 @linalg_lstsq.impl("CPU")
@@ -1272,6 +1272,11 @@ def _cholesky_legacy_cpu(self, upper=False):
     return L
 
 
+@cholesky_op.impl("Meta")
+def _cholesky_legacy_meta(self, upper=False):
+    return _cholesky_ex_meta(self, upper)[0]
+
+
 _CHOLESKY_DEPRECATED = (
     "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
     "future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = "
@@ -1383,6 +1388,15 @@ def _triangular_solve_cpu(self, A, upper=True, transpose=False, unitriangular=Fa
     return return_types.triangular_solve((new_tensor(x, A.dtype, True), clone))
 
 
+@triangular_solve_op.impl("Meta")
+def _triangular_solve_meta(self, A, upper=True, transpose=False, unitriangular=False):
+    _legacy_solve_checks(self, A, "torch.triangular_solve: ")
+    check_float("triangular_solve", A, kernel="triangular_solve_cpu")
+    batch = broadcast_shapes2(_batch(self), _batch(A))
+    return return_types.triangular_solve((_meta(batch + self._shape[-2:], A.dtype, True),
+                                          _meta(batch + A._shape[-2:], A.dtype, True)))
+
+
 cholesky_solve_op = kernel_op(
     "cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor",
     doc="X with (L L^H) X = B, from the Cholesky factor L (U^H U with upper=True).")
@@ -1401,6 +1415,14 @@ def _cholesky_solve_cpu(self, input2, upper=False):
     return new_tensor(x, self.dtype, True)
 
 
+@cholesky_solve_op.impl("Meta")
+def _cholesky_solve_meta(self, input2, upper=False):
+    _legacy_solve_checks(self, input2)
+    check_float("cholesky_solve", input2, kernel="cholesky_solve_cpu")
+    batch = broadcast_shapes2(_batch(self), _batch(input2))
+    return _meta(batch + self._shape[-2:], self.dtype, True)
+
+
 cholesky_inverse_op = kernel_op(
     "cholesky_inverse(Tensor self, bool upper=False) -> Tensor",
     doc="(L L^H)^-1 from the Cholesky factor L (U^H U with upper=True).")
@@ -1415,6 +1437,13 @@ def _cholesky_inverse_cpu(self, upper=False):
     if identity.numel():
         assign_array(identity._array(), np.broadcast_to(np.eye(n), self._shape))
     return _cholesky_solve_cpu(identity, self, upper)
+
+
+@cholesky_inverse_op.impl("Meta")
+def _cholesky_inverse_meta(self, upper=False):
+    check_square("cholesky_inverse", self)
+    check_float("cholesky_inverse", self, kernel="cholesky_inverse_out_cpu")
+    return _meta(self._shape, self.dtype, True)
 
 
 # ---- LU ------------------------------------------------------------------------------------
@@ -1530,16 +1559,32 @@ lu_unpack_op = kernel_op(
     doc="(P, L, U) from lu_factor's packed LU and pivots.")
 
 
-@lu_unpack_op.impl("CPU")
-def _lu_unpack_cpu(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+def _check_pivots(LU_pivots):
     if LU_pivots.dtype is not dt.int32:
         raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
                            "torch.int32 dtype. Note: this function is intended to be used with "
                            "the output produced by torch.linalg.lu_factor")
+
+
+@lu_unpack_op.impl("CPU")
+def _lu_unpack_cpu(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    _check_pivots(LU_pivots)
     P, L, U = _unpack_arrays(LU_data._array(), LU_pivots._array(), unpack_data, unpack_pivots)
     d = LU_data.dtype
     return return_types.lu_unpack(tuple(_empty(d) if x is None else new_tensor(x, d)
                                         for x in (P, L, U)))
+
+
+@lu_unpack_op.impl("Meta")
+def _lu_unpack_meta(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    _check_pivots(LU_pivots)
+    (m, n), batch, d = LU_data._shape[-2:], _batch(LU_data), LU_data.dtype
+    k = min(m, n)
+    none = _meta((0,), d)
+    return return_types.lu_unpack((
+        _meta(batch + (m, m), d) if unpack_pivots else none,
+        _meta(batch + (m, k), d) if unpack_data else none,
+        _meta(batch + (k, n), d) if unpack_data else none))
 
 
 linalg_lu_solve = kernel_op(
@@ -1548,8 +1593,7 @@ linalg_lu_solve = kernel_op(
     doc="X with A X = B (X A = B if not left; A^H if adjoint) from A's lu_factor.")
 
 
-@linalg_lu_solve.impl("CPU")
-def _lu_solve_cpu(LU, pivots, B, left=True, adjoint=False):
+def _lu_solve_checks(LU, pivots, B, left):
     name = "linalg.lu_solve"
     check_square(name, LU, "LU")
     check_matrix(name, B, "B")
@@ -1559,6 +1603,19 @@ def _lu_solve_cpu(LU, pivots, B, left=True, adjoint=False):
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
                            f"{B._shape[-2]}x{B._shape[-1]})")
     _same_dtype(name, "LU", LU, "B", B)
+    if pivots.dtype is not dt.int32:
+        raise RuntimeError(f"{name}: pivots should be a Tensor of scalar type torch.int32")
+    if pivots.dim() == 0 or pivots._shape[-1] != n:
+        raise RuntimeError(f"{name}: Number of pivots per batch should be same as the "
+                           "dimension of the matrix")
+    if pivots._shape != LU._shape[:-1]:
+        raise RuntimeError(f"{name}: Expected LU.shape[:-1] and pivots.shape to be the same, "
+                           f"but got pivots with shape {list(pivots._shape)} instead")
+
+
+@linalg_lu_solve.impl("CPU")
+def _lu_solve_cpu(LU, pivots, B, left=True, adjoint=False):
+    _lu_solve_checks(LU, pivots, B, left)
     P, L, U = _unpack_arrays(LU._array(), pivots._array())
     A = P @ L @ U                            # solved again, as one batched LAPACK solve
     if adjoint:
@@ -1570,6 +1627,13 @@ def _lu_solve_cpu(LU, pivots, B, left=True, adjoint=False):
         x, _ = _solve_arrays(np.swapaxes(A, -1, -2), np.swapaxes(b, -1, -2))
         x = np.swapaxes(x, -1, -2)
     return new_tensor(x, LU.dtype, fortran=left)
+
+
+@linalg_lu_solve.impl("Meta")
+def _lu_solve_meta(LU, pivots, B, left=True, adjoint=False):
+    _lu_solve_checks(LU, pivots, B, left)
+    batch = broadcast_shapes2(_batch(LU), _batch(B))
+    return _meta(batch + B._shape[-2:], LU.dtype, fortran=left)
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):

@@ -709,7 +709,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
 # ---- one_hot -----------------------------------------------------------------------------
 
 one_hot = kernel_op("one_hot(Tensor self, int num_classes=-1) -> Tensor", method=False,
-                    function=False)
+                    function=False, tags=("dynamic_output_shape",))
 
 
 @one_hot.impl("CPU")

@@ -559,7 +559,7 @@ def _tensors(self: Tensor, values, inverse, counts, return_inverse, return_count
 
 unique2_op = kernel_op("_unique2(Tensor self, bool sorted=True, bool return_inverse=False, "
                        "bool return_counts=False) -> (Tensor, Tensor, Tensor)", method=False,
-                       function=False)
+                       function=False, tags=("dynamic_output_shape",))
 unique2_op.on_cuda = "shared"
 
 
@@ -571,7 +571,8 @@ def _unique2_cpu(self, sorted=True, return_inverse=False, return_counts=False):
 
 unique_dim_op = kernel_op("unique_dim(Tensor self, int dim, bool sorted=True, "
                           "bool return_inverse=False, bool return_counts=False) -> "
-                          "(Tensor, Tensor, Tensor)", method=False, function=False)
+                          "(Tensor, Tensor, Tensor)", method=False, function=False,
+                          tags=("dynamic_output_shape",))
 unique_dim_op.on_cuda = "shared"
 
 
@@ -584,7 +585,8 @@ def _unique_dim_cpu(self, dim, sorted=True, return_inverse=False, return_counts=
 
 unique_consecutive_op = kernel_op(
     "unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, "
-    "int? dim=None) -> (Tensor, Tensor, Tensor)", method=False, function=False)
+    "int? dim=None) -> (Tensor, Tensor, Tensor)", method=False, function=False,
+    tags=("dynamic_output_shape",))
 unique_consecutive_op.on_cuda = "shared"
 
 
@@ -970,7 +972,7 @@ bincount_op = kernel_op("bincount(Tensor self, Tensor? weights=None, SymInt minl
                         "Tensor", doc="Occurrences of each value 0..max(input) of a 1-D "
                         "non-negative integer tensor (int64), or the sums of `weights` per "
                         "value (float32 weights give float32, others float64); at least "
-                        "`minlength` bins.")
+                        "`minlength` bins.", tags=("dynamic_output_shape",))
 bincount_op.on_cuda = "shared"
 
 
