@@ -2,6 +2,8 @@
 
     glasstorch info          versions, BLAS, threads and which backends can run here
     glasstorch info --json   the same as JSON, for scripts and bug reports
+    glasstorch ops           every operator's facets: meta, autograd, CPU and CUDA kernels
+    glasstorch ops --missing only the facets operators lack
 """
 from __future__ import annotations
 
@@ -126,6 +128,12 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="command")
     info = commands.add_parser("info", help="versions, BLAS, threads and available backends")
     info.add_argument("--json", action="store_true", help="print the report as JSON")
+    ops = commands.add_parser("ops", help="every operator's facets: meta kernel, autograd, "
+                                          "CPU and CUDA kernels")
+    ops.add_argument("--missing", action="store_true",
+                     help="list only operators that lack a facet they need")
+    ops.add_argument("--namespace", default="aten", help="operator namespace (default: aten)")
+    ops.add_argument("--json", action="store_true", help="print the table as JSON")
     return parser
 
 
@@ -136,6 +144,16 @@ def main(argv=None) -> int:
     if args.command == "info":
         info = collect_info()
         print(json.dumps(info, indent=2) if args.json else format_info(info))
+        return 0
+    if args.command == "ops":
+        from glasstorch.debug import coverage
+        rows = coverage.operator_coverage(args.namespace)
+        text = (coverage.coverage_json(rows) if args.json
+                else coverage.format_coverage(rows, missing_only=args.missing))
+        try:
+            print(text)
+        except BrokenPipeError:         # `glasstorch ops | head`: the reader has had enough
+            sys.stdout = open(os.devnull, "w")
         return 0
     parser.print_help()
     return 2

@@ -331,6 +331,12 @@ _FUNCTIONAL_OF = {"aten::copy_": _functional_copy, "aten::fill_.Scalar": _functi
                   "aten::index_put_": _functional_index_put}
 
 
+def records_inplace(op) -> bool:
+    """Whether an in-place op outside the structured declarations (copy_, fill_, the
+    random fills) is recorded through a functional equivalent."""
+    return op.name in _FUNCTIONAL_OF or op.name in _OVERWRITES
+
+
 def _record_inplace(functional, args, check=None, node_name=None):
     """self.op_(...) while recording: compute op(self, ...) out of place with a graph, store
     it into self, and give self (and, for a view, its base) the new history. Node names are

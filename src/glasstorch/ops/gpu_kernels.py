@@ -34,6 +34,13 @@ from . import registry
 
 _warned: set = set()
 _host_ops: set = set()
+_kinds: dict = {}       # operator name -> "shared" or "host", for the ops register() served
+
+
+def cuda_kernel_kind(op) -> str:
+    """How an operator runs on a GPU: "native" (a CUDA kernel of its own), "shared" (its
+    array kernel on CuPy arrays) or "host" (on the CPU, on copies)."""
+    return _kinds.get(op.name, "native")
 
 
 def host_fallback_ops() -> list:
@@ -253,11 +260,15 @@ def register() -> None:
         cpu_impl = decl.impls.get("CPU")
         if cpu_impl is None or "CUDA" in decl.impls:
             continue
-        if decl.on_cuda == "host":
+        kind = "host" if decl.on_cuda == "host" else "shared"
+        if kind == "host":
             _host_ops.add(decl.name)
             decl.impl("CUDA")(_host_structured(decl, cpu_impl))
         else:
             decl.impl("CUDA")(_shared_structured(decl, cpu_impl))
+        for op in (decl.functional, decl.inplace, decl.out):
+            if op is not None:
+                _kinds[op.name] = kind
     for op in dispatcher.all_operators():
         if op.name in declared or DispatchKey.CUDA in op.kernels:
             continue
@@ -267,7 +278,9 @@ def register() -> None:
         decl = op.info.get("decl")
         name = op.name.split("::")[-1]
         if decl is not None and decl.on_cuda == "shared":
+            _kinds[op.name] = "shared"
             op.register(DispatchKey.CUDA, _shared_operator(op, cpu_kernel, name))
         else:
+            _kinds[op.name] = "host"
             _host_ops.add(name)
             op.register(DispatchKey.CUDA, _host_operator(op, cpu_kernel, name))
