@@ -56,9 +56,11 @@ def _recording(orig_fn: Callable) -> Callable:
     """`orig_fn`, except that a call with a Proxy among its arguments is recorded."""
     @functools.wraps(orig_fn)
     def wrapped(*args, **kwargs):
-        proxy = _first_proxy(args) or _first_proxy(tuple(kwargs.values()))
+        proxy = _first_proxy(args + tuple(kwargs.values()))
         if proxy is not None:
-            return proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
+            result = proxy.tracer.create_proxy("call_function", orig_fn, args, kwargs)
+            result.node.meta["is_wrapped"] = True
+            return result
         return orig_fn(*args, **kwargs)
     return wrapped
 
@@ -111,7 +113,7 @@ class Tracer(TracerBase):
             id(value) for module in autowrap_modules for name, value in vars(module).items()
             if not name.startswith("_") and callable(value)}
         self._autowrap_function_ids.update(id(f) for f in autowrap_functions)
-        self._autowrap_search = list(autowrap_functions)
+        self._autowrap_modules = list(autowrap_modules)
         self.param_shapes_constant = param_shapes_constant
         self.module_stack: dict = {}
 
@@ -219,9 +221,10 @@ class Tracer(TracerBase):
             else:
                 original = frame_dict[name]
             patcher.patch(frame_dict, name, _recording(original), is_dict=True)
-        for name, value in list(fn_globals.items()):
-            if not name.startswith("_") and id(value) in self._autowrap_function_ids:
-                patcher.patch(fn_globals, name, _recording(value), is_dict=True)
+        for namespace in [fn_globals] + [vars(m) for m in self._autowrap_modules]:
+            for name, value in list(namespace.items()):
+                if not name.startswith("_") and id(value) in self._autowrap_function_ids:
+                    patcher.patch(namespace, name, _recording(value), is_dict=True)
 
     def _create_args_for_root(self, fn: Callable, is_module: bool,
                               concrete_args: dict | None) -> list:

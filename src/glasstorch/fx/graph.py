@@ -486,9 +486,6 @@ def _generate(graph: Graph, root_module: str) -> PythonCode:
     def add_global(name_hint: str, obj) -> str:
         if name_hint.startswith("torch.") or name_hint == "torch":
             return name_hint
-        if name_hint.startswith("operator."):
-            globals_["operator"] = operator
-            return name_hint
         if name_hint.startswith("builtins."):
             return name_hint[len("builtins."):]
         for existing, value in globals_.items():
@@ -517,6 +514,7 @@ def _generate(graph: Graph, root_module: str) -> PythonCode:
 
     params: list = []
     body: list = []
+    wrapped: dict = {}        # globals to re-register with wrap() (a dict keeps the order)
     output_type = ""
     for node in graph.nodes:
         if node.op == "placeholder":
@@ -532,6 +530,8 @@ def _generate(graph: Graph, root_module: str) -> PythonCode:
             body.append(f"return {fmt(node.args[0])}")
             continue
         body.append(f"{node.name} = {_expression(node, fmt, add_global)}")
+        if node.meta.get("is_wrapped") and node.op == "call_function":
+            wrapped.setdefault(add_global(_get_qualified_name(node.target), node.target))
         dead = [n.name for n in frees.get(node, []) if n.op != "output"]
         if not node.users:
             dead.append(node.name)
@@ -541,7 +541,8 @@ def _generate(graph: Graph, root_module: str) -> PythonCode:
         body.append("pass")
     signature = ", ".join([root_module] + params)
     code = "\n".join("    " + line for line in body)
-    src = f"\n\n\ndef forward({signature}){output_type}:\n{code}\n    "
+    wrap_stmts = "\n".join(f'torch.fx._symbolic_trace.wrap("{name}")' for name in wrapped)
+    src = f"\n{wrap_stmts}\n\ndef forward({signature}){output_type}:\n{code}\n    "
     return PythonCode(src, globals_)
 
 
@@ -566,5 +567,7 @@ def _expression(node: Node, fmt: Callable, add_global: Callable) -> str:
     if (target is builtins.getattr and len(args) == 2 and isinstance(args[1], str)
             and args[1].isidentifier() and not kwargs):
         return f"{fmt(args[0])}.{args[1]}"
+    if getattr(target, "__module__", None) == "_operator":
+        return f"{add_global(f'_operator.{name}', target)}({call_args(args)})"
     return f"{add_global(_get_qualified_name(target), target)}({call_args(args)})"
 

@@ -133,7 +133,8 @@ class GraphModule(Module):
 
     def _readable(self, class_name: str) -> str:
         body = self.code.strip().splitlines()
-        body.insert(1, "    # No stacktrace found for following nodes")
+        signature = next(i for i, line in enumerate(body) if line.startswith("def forward"))
+        body.insert(signature + 1, "    # No stacktrace found for following nodes")
         lines = [f"class {class_name}(torch.nn.Module):"] + ["    " + line for line in body]
         for name, sub in self.named_children():
             if isinstance(sub, GraphModule):

@@ -158,10 +158,10 @@ class Proxy:
         frame = inspect.currentframe().f_back
         instructions = list(dis.get_instructions(frame.f_code))
         for i, inst in enumerate(instructions):
-            if inst.offset == frame.f_lasti and i + 1 < len(instructions):
-                following = instructions[i + 1]
-                if following.opname == "UNPACK_SEQUENCE":
-                    return (self[i] for i in range(following.argval))
+            if inst.offset == frame.f_lasti:
+                for candidate in instructions[i:i + 2]:
+                    if candidate.opname == "UNPACK_SEQUENCE":
+                        return (self[k] for k in range(candidate.argval))
                 break
         return self.tracer.iter(self)
 
