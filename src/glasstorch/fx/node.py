@@ -7,7 +7,7 @@ mention) and, on each of those, `users`. So assigning `node.args` rewires the gr
 """
 from __future__ import annotations
 
-import builtins
+import operator
 import types
 from typing import Any, Callable
 
@@ -16,7 +16,7 @@ from .immutable_collections import immutable_dict, immutable_list
 OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
 
 # Functions whose calls must not be removed by dead-code elimination even if unused.
-_side_effectful_functions: set = {builtins.print}
+_side_effectful_functions: set = {operator.setitem}
 
 
 def has_side_effect(fn: Callable) -> Callable:
@@ -211,13 +211,11 @@ class Node:
         if self.op == "call_function":
             if self.target in _side_effectful_functions:
                 return True
-            tags = getattr(self.target, "tags", ())
-            schema = getattr(self.target, "_schema", None)
-            if schema is not None and getattr(schema, "is_mutable", False):
+            schema = getattr(self.target, "_schema", None)       # an OpOverload
+            if schema is not None and any(a.is_mutated for a in schema.arguments):
                 return True
-            return "nondeterministic_seeded" in [str(t) for t in tags] and impure_random
-        if self.op == "call_method":
-            return self.target.endswith("_") and not self.target.endswith("__")
+            tags = getattr(self.target, "tags", ())
+            return impure_random and "nondeterministic_seeded" in [str(t) for t in tags]
         if self.op == "call_module":
             module = self.graph.owning_module
             if module is None:

@@ -18,7 +18,7 @@ from .node import Node, map_arg
 
 
 class Match(NamedTuple):
-    anchor: Node            # the node in the original graph that matched the pattern output
+    anchor: Node            # the pattern node the match was found from (its returned node)
     nodes_map: dict         # pattern node -> graph node
 
 
@@ -98,7 +98,8 @@ def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule,
                     replacement: Callable | GraphModule) -> list:
     """Replace each non-overlapping occurrence of `pattern` in `gm.graph` with
     `replacement` (same arguments, same number of results); recompiles `gm` and returns
-    the matches found, in graph order."""
+    the matches found, in graph order (each maps pattern nodes to the graph nodes they
+    matched, which are erased)."""
     pattern_graph = _graph_of(pattern)
     replacement_graph = _graph_of(replacement)
     matcher = _Matcher(pattern_graph)
@@ -116,13 +117,13 @@ def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule,
         if any(n in claimed for n in inner):
             continue
         claimed.update(inner)
-        matches.append(Match(anchor=node, nodes_map=nodes_map))
+        matches.append(Match(anchor=matcher.anchors[-1], nodes_map=nodes_map))
 
     replacement_placeholders = [n for n in replacement_graph.nodes if n.op == "placeholder"]
     for match in matches:
         inputs = [match.nodes_map.get(p) for p in matcher.placeholders]
         val_map = dict(zip(replacement_placeholders, inputs))
-        with graph.inserting_before(match.anchor):
+        with graph.inserting_before(match.nodes_map[match.anchor]):
             results = graph.graph_copy(replacement_graph, val_map)
         new_outputs: list = []
         map_arg(results, new_outputs.append)
