@@ -41,6 +41,8 @@ from .backends.cpu.parallel import (get_num_interop_threads, get_num_threads,  #
                                      set_num_interop_threads, set_num_threads)
 from .core.printing import *  # noqa: F401,F403  (set_printoptions)
 from . import library, debug  # noqa: F401
+from . import _C, overrides  # noqa: F401  (torch._C's protocol names, torch.overrides)
+from .overrides import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
 from . import autograd  # noqa: F401  (the Autograd dispatch key and the engine)
 from .ops import derivatives as _derivatives  # noqa: F401
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
