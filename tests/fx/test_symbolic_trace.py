@@ -53,8 +53,23 @@ def define_modules(T):
         def forward(self, x):
             return 1 - x, 2 * x, 2 ** x, 1 / (x + 3), -x, abs(x), x > 0, x == x
 
+    class Functions(nn.Module):
+        """glasstorch functions reach Proxy through __torch_function__."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 2, 2)
+
+        def forward(self, x):
+            F = T.nn.functional
+            a = T.relu(x) + T.add(x, 1, alpha=2)
+            b = F.relu(a)
+            c = T.cat([a, b], 1)
+            d = T.flatten(self.conv(x.reshape(1, 1, 2, 3)), 1)
+            return F.softmax(c, dim=-1), T.sum(d), T.matmul(x, T.ones(3, 2))
+
     return {"methods_and_operators": MethodsAndOperators, "shapes": Shapes,
-            "nested": Nested, "reflected": Reflected}
+            "nested": Nested, "reflected": Reflected, "functions": Functions}
 
 
 def copy_weights(torch_module, gt_module):
@@ -98,7 +113,8 @@ def assert_trees_close(a, b):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["methods_and_operators", "shapes", "nested", "reflected"])
+@pytest.mark.parametrize("name", ["methods_and_operators", "shapes", "nested", "reflected",
+                                  "functions"])
 def test_same_graph_code_and_outputs_as_torch_fx(name):
     torch = oracle_torch()
     torch.manual_seed(0)
