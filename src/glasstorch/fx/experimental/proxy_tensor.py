@@ -94,6 +94,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                 return decomposition(*args, **kwargs)
         out = func(*args, **kwargs)
         tracer = self.tracer
+        args, kwargs = _lists_as_lists(func._schema, args, kwargs)
         node = tracer.create_node("call_function", func, tracer.create_arg(tuple(args)),
                                   tracer.create_arg(dict(kwargs)),
                                   name=_target_name(func.overloadpacket._name))
@@ -105,6 +106,16 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                 if isinstance(item, Tensor):
                     tracer.track(item, tracer.graph.call_function(operator.getitem, (node, i)))
         return out
+
+
+def _lists_as_lists(schema, args: tuple, kwargs: dict) -> tuple:
+    """List arguments (`int[]`, `Tensor[]`) as lists, as PyTorch records them (the
+    dispatcher hands glasstorch's over as tuples)."""
+    def fix(argument, value):
+        return list(value) if "[" in argument.type and isinstance(value, tuple) else value
+    by_name = {a.name: a for a in schema.arguments}
+    return (tuple(fix(a, v) for a, v in zip(schema.arguments, args)),
+            {k: fix(by_name[k], v) for k, v in kwargs.items()})
 
 
 def _placeholder_names(f: Callable, count: int) -> list:
