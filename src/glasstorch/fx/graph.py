@@ -67,10 +67,15 @@ def _public_function_paths() -> dict:
         namespaces = [("torch", torch), ("torch.nn.functional", torch.nn.functional),
                       ("torch.special", torch.special), ("torch.linalg", torch.linalg),
                       ("torch.fft", torch.fft), ("torch.nn.init", torch.nn.init)]
-        for prefix, namespace in reversed(namespaces):
-            for name, value in vars(namespace).items():
-                if callable(value) and not isinstance(value, type) and not name.startswith("__"):
-                    _public_paths[id(value)] = (value, f"{prefix}.{name}")
+        exports = [(prefix, name, value) for prefix, namespace in namespaces
+                   for name, value in vars(namespace).items()
+                   if callable(value) and not isinstance(value, type)
+                   and not name.startswith("__")]
+        # A function exported under several names (mul, multiply) is known by its own
+        # name, in the first namespace that has it.
+        exports.sort(key=lambda e: e[1] != getattr(e[2], "__name__", None))
+        for prefix, name, value in exports:
+            _public_paths.setdefault(id(value), (value, f"{prefix}.{name}"))
     return _public_paths
 
 
