@@ -195,3 +195,17 @@ def test_print_tabular_lists_every_node(capsys):
     assert [line.split()[:3] for line in lines[2:]] == [
         ["placeholder", "x", "x"], ["call_method", "relu", "relu"], ["output", "output",
                                                                       "output"]]
+
+
+def test_deepcopy_of_a_graph_keeps_names_and_structure():
+    import copy
+    for T, fx in libraries():
+        g = fx.Graph()
+        x = g.placeholder("x")
+        g.call_method("neg", (x,))
+        partial = copy.deepcopy(g)                 # no output yet
+        assert [n.name for n in partial.nodes] == ["x", "neg"]
+        g.output(g.call_function(operator.add, (x, 1)))
+        copied = copy.deepcopy(g)
+        assert str(copied) == str(g)
+        assert all(a is not b for a, b in zip(copied.nodes, g.nodes))

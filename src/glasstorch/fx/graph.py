@@ -151,9 +151,6 @@ class _Namespace:
     def associate_name_with_obj(self, name: str, obj) -> None:
         self._obj_to_name[id(obj)] = (obj, name)
 
-    def _rename_object(self, obj, name: str) -> None:
-        self._obj_to_name[id(obj)] = (obj, name)
-
     @staticmethod
     def _is_illegal_name(name: str, obj) -> bool:
         if name in keyword.kwlist:
@@ -463,9 +460,10 @@ class Graph:
     def __deepcopy__(self, memo) -> "Graph":
         """A copy with new Nodes of the same names; meta is shared, not copied."""
         copy = Graph(tracer_cls=self._tracer_cls, tracer_extras=self._tracer_extras)
-        val_map: dict = {}
-        rv, output = copy.graph_copy(self, val_map, return_output_node=True)
-        copy.output(rv, output.type)
+        copied = copy.graph_copy(self, {}, return_output_node=True)
+        if copied is not None:                    # the graph has an output
+            rv, output = copied
+            copy.output(rv, output.type)
         memo[id(self)] = copy
         return copy
 

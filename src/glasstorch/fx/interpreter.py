@@ -27,7 +27,6 @@ class Interpreter:
         self.submodules = dict(module.named_modules())
         self.graph = graph if graph is not None else module.graph
         self.env: dict = {}
-        self.name = "Interpreter"
         self.garbage_collect_values = garbage_collect_values
         self.extra_traceback = True
         self.current_node: Node | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 import types
-from typing import Any, Callable
+from typing import Callable
 
 from .immutable_collections import immutable_dict, immutable_list
 
@@ -54,7 +54,7 @@ def _qualified_name(target) -> str:
     return _get_qualified_name(target)
 
 
-def _format_arg(arg, max_list_len: float = float("inf")) -> str:
+def _format_arg(arg) -> str:
     """How an argument reads in `Graph.__str__`: Nodes as `%name`, keys unquoted."""
     if isinstance(arg, Node):
         return "%" + arg.name

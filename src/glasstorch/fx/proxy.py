@@ -25,10 +25,7 @@ class TracerBase:
     answers to the questions a Proxy cannot answer itself."""
 
     graph: Graph
-    record_stack_traces = False
-    check_mutable_operations = False
     module_stack: dict
-    scope = None
 
     def create_node(self, kind: str, target, args: tuple, kwargs: dict,
                     name: str | None = None, type_expr=None) -> Node:
