@@ -155,5 +155,21 @@ def test_autograd_grad_is_recorded():
 def test_modes_that_are_not_supported_say_so():
     with pytest.raises(NotImplementedError, match="symbolic"):
         make_fx(lambda x: x, tracing_mode="symbolic")(gt.ones(1))
+    with pytest.raises(NotImplementedError, match="list, tuple or dict of tensors"):
+        make_fx(lambda xs: xs[0])([gt.ones(1)])
     with pytest.raises(AssertionError, match="Unexpected tracing type: bogus"):
         make_fx(lambda x: x, tracing_mode="bogus")
+
+
+def test_fake_mode_runs_under_fake_tensor_mode_or_says_it_is_missing():
+    try:
+        from glasstorch._subclasses.fake_tensor import FakeTensor
+    except ImportError:
+        with pytest.raises(NotImplementedError, match="FakeTensorMode"):
+            make_fx(lambda x: x.relu(), tracing_mode="fake")(gt.ones(2))
+        return
+    gm = make_fx(lambda x: x.relu() + 1, tracing_mode="fake")(gt.ones(2, 3))
+    ops = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    assert ops == ["aten.relu.default", "aten.add.Tensor"]
+    assert isinstance(next(iter(gm.graph.nodes)).meta["val"], FakeTensor)
+    assert gm(gt.tensor([[-1.0, 2.0, 0.5]])).tolist() == [[1.0, 3.0, 1.5]]

@@ -108,6 +108,12 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         return out
 
 
+def _holds_tensor(tree) -> bool:
+    found = []
+    map_aggregate(tree, lambda v: found.append(v) if isinstance(v, Tensor) else None)
+    return bool(found)
+
+
 def _lists_as_lists(schema, args: tuple, kwargs: dict) -> tuple:
     """List arguments (`int[]`, `Tensor[]`) as lists, as PyTorch records them (the
     dispatcher hands glasstorch's over as tuples)."""
@@ -145,6 +151,12 @@ def make_fx(f: Callable, decomposition_table: dict | None = None,
         raise NotImplementedError("make_fx(pre_dispatch=True) is not supported in glasstorch")
 
     def wrapped(*args):
+        for a in args:
+            if isinstance(a, (list, tuple, dict)) and _holds_tensor(a):
+                raise NotImplementedError(
+                    "make_fx: an argument that is a list, tuple or dict of tensors is not "
+                    "supported in glasstorch yet (PyTorch flattens it with pytree); pass "
+                    "the tensors as separate arguments")
         fake_mode = _fake_mode_for(tracing_mode, _allow_non_fake_inputs)
         if fake_mode is not None:
             args = tuple(fake_mode.from_tensor(a) if isinstance(a, Tensor) else a
