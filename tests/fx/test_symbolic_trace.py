@@ -297,3 +297,19 @@ def test_graph_module_from_a_dict_root():
     with pytest.raises(RuntimeError, match="referenced target params.w but that target was "
                                            "not provided"):
         gfx.GraphModule({}, g)
+
+
+def test_annotations_defaults_and_keyword_only_parameters_match_torch():
+    torch = oracle_torch()
+    from typing import Optional
+
+    def define(T):
+        def f(x: T.Tensor, n: int = 2, *, scale: Optional[float] = None, k=None):
+            return x * n
+        return f
+
+    ours = gfx.symbolic_trace(define(gt))
+    theirs = torch.fx.symbolic_trace(define(torch))
+    assert ours.code == theirs.code
+    assert str(ours.graph) == str(theirs.graph)
+    assert ours(gt.ones(2), 3).tolist() == [3.0, 3.0]

@@ -192,7 +192,7 @@ class Tracer(TracerBase):
                 if isinstance(value, Tensor):
                     self._tensor_paths.setdefault(id(value), f"{name}.{attr}" if name else attr)
         is_module = isinstance(root, Module)
-        args = self._create_args_for_root(fn, is_module, concrete_args)
+        args, kwargs = self._create_args_for_root(fn, is_module, concrete_args)
         parameter_proxy_cache: dict = {}
         tracer = self
         original_getattr = Module.__getattr__
@@ -209,9 +209,8 @@ class Tracer(TracerBase):
             patcher.patch(Module, "__getattr__", module_getattr_wrapper)
             patcher.patch(Module, "__call__", module_call_wrapper)
             self._patch_wrapped_functions(patcher, fn.__globals__)
-            result = fn(self.root, *args) if is_module else fn(*args)
-        self.create_node("output", "output", (self.create_arg(result),), {},
-                         type_expr=fn.__annotations__.get("return"))
+            result = fn(self.root, *args, **kwargs) if is_module else fn(*args, **kwargs)
+        self.create_node("output", "output", (self.create_arg(result),), {})
         return self.graph
 
     def _patch_wrapped_functions(self, patcher: _Patcher, fn_globals: dict) -> None:
@@ -227,15 +226,15 @@ class Tracer(TracerBase):
                     patcher.patch(namespace, name, _recording(value), is_dict=True)
 
     def _create_args_for_root(self, fn: Callable, is_module: bool,
-                              concrete_args: dict | None) -> list:
+                              concrete_args: dict | None) -> tuple:
         """One placeholder per parameter of `fn` (after `self`), named by it; a parameter in
-        `concrete_args` is fixed to its value."""
+        `concrete_args` is fixed to its value. Returns fn's (args, kwargs)."""
         signature = inspect.signature(fn)
         parameters = list(signature.parameters.values())
         if is_module:
             parameters = parameters[1:]
         concrete_args = dict(concrete_args or {})
-        args = []
+        args, kwargs = [], {}
         for p in parameters:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise NotImplementedError(
@@ -243,13 +242,18 @@ class Tracer(TracerBase):
                     "supported in glasstorch yet")
             if p.name in concrete_args and concrete_args[p.name] is not PH:
                 self.graph.placeholder(f"{p.name}_1")
-                args.append(concrete_args[p.name])
-                continue
-            default = p.default if p.default is not p.empty else inspect.Signature.empty
-            type_expr = p.annotation if p.annotation is not p.empty else None
-            node = self.graph.placeholder(p.name, type_expr=type_expr, default_value=default)
-            args.append(self.proxy(node))
-        return args
+                value = concrete_args[p.name]
+            else:
+                default = p.default if p.default is not p.empty else inspect.Signature.empty
+                type_expr = p.annotation if p.annotation is not p.empty else None
+                node = self.graph.placeholder(p.name, type_expr=type_expr,
+                                              default_value=default)
+                value = self.proxy(node)
+            if p.kind == p.KEYWORD_ONLY:
+                kwargs[p.name] = value
+            else:
+                args.append(value)
+        return args, kwargs
 
 
 def symbolic_trace(root, concrete_args: dict | None = None) -> GraphModule:

@@ -14,6 +14,7 @@ import keyword
 import math
 import operator
 import re
+import typing
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -521,7 +522,8 @@ def _generate(graph: Graph, root_module: str) -> PythonCode:
     output_type = ""
     for node in graph.nodes:
         if node.op == "placeholder":
-            annotation = f": {_type_repr(node.type)}" if node.type is not None else ""
+            annotation = (f" : {_annotation_source(node.type, add_global)}"
+                          if node.type is not None else "")
             default = f" = {fmt(node.args[0])}" if node.args else ""
             params.append(f"{node.target}{annotation}{default}")
             if node.target != node.name:          # a placeholder renamed after tracing
@@ -529,7 +531,7 @@ def _generate(graph: Graph, root_module: str) -> PythonCode:
             continue
         if node.op == "output":
             if node.type is not None:
-                output_type = f" -> {_type_repr(node.type)}"
+                output_type = f" -> {_annotation_source(node.type, add_global)}"
             body.append(f"return {fmt(node.args[0])}")
             continue
         body.append(f"{node.name} = {_expression(node, fmt, add_global)}")
@@ -547,6 +549,23 @@ def _generate(graph: Graph, root_module: str) -> PythonCode:
     wrap_stmts = "\n".join(f'torch.fx._symbolic_trace.wrap("{name}")' for name in wrapped)
     src = f"\n{wrap_stmts}\n\ndef forward({signature}){output_type}:\n{code}\n    "
     return PythonCode(src, globals_)
+
+
+def _annotation_source(t, add_global: Callable) -> str:
+    """A type annotation as source: builtins by name, glasstorch types as `torch.X`,
+    typing constructs through globals (`typing_Union[float,NoneType]`), as PyTorch."""
+    if t is type(None):
+        return "NoneType"
+    origin = typing.get_origin(t)
+    if origin is None:
+        text = _type_repr(t)
+        if isinstance(t, type) and not text.startswith("torch.") and "." in text:
+            return add_global(text, t)
+        return text
+    name = "typing.Union" if origin is typing.Union else f"typing.{getattr(t, '_name', None)}"
+    head = add_global(name, getattr(typing, name.split(".")[1], origin))
+    args = ",".join(_annotation_source(a, add_global) for a in typing.get_args(t))
+    return f"{head}[{args}]"
 
 
 def _expression(node: Node, fmt: Callable, add_global: Callable) -> str:

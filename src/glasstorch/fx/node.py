@@ -256,10 +256,14 @@ class Node:
 
 
 def _type_repr(t) -> str:
+    """How a type annotation prints in a graph: `int`, `torch.Tensor`,
+    `typing.Optional[float]`."""
     if isinstance(t, type) and not isinstance(t, types.GenericAlias):
         if t.__module__ == "builtins":
             return t.__qualname__
+        import glasstorch
+        if getattr(glasstorch, t.__name__, None) is t:
+            return f"torch.{t.__name__}"
         module = t.__module__.replace("glasstorch", "torch", 1)
         return f"{module}.{t.__qualname__}"
     return repr(t)
-
