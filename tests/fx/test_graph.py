@@ -180,7 +180,7 @@ def test_map_arg_and_map_aggregate():
     nested = (x, [y, 1], {"a": slice(x, None)})
     names = gfx.map_arg(nested, lambda n: n.name)
     assert names == ("x", ["y", 1], {"a": slice("x", None, None)})
-    assert gfx.map_aggregate((1, [2]), lambda v: v * 10) == (10, [20])
+    assert gfx.node.map_aggregate((1, [2]), lambda v: v * 10) == (10, [20])
     with pytest.raises(TypeError, match="does not support mutation"):
         g.call_function(operator.add, ([x],)).args[0].append(y)
 

@@ -170,7 +170,7 @@ def test_control_flow_errors_match_torch():
             gfx.symbolic_trace(program)
         assert type(actual.value).__name__ == type(expected.value).__name__
         assert str(actual.value) == str(expected.value)
-    assert issubclass(gfx.TraceError, ValueError)
+    assert issubclass(gfx.proxy.TraceError, ValueError)
 
 
 def test_tuple_unpacking_of_a_proxy_is_traced():
@@ -313,3 +313,17 @@ def test_annotations_defaults_and_keyword_only_parameters_match_torch():
     assert ours.code == theirs.code
     assert str(ours.graph) == str(theirs.graph)
     assert ours(gt.ones(2), 3).tolist() == [3.0, 3.0]
+
+
+def test_add_and_delete_submodules_as_torch():
+    torch = oracle_torch()
+    for T, fx in ((gt, gfx), (torch, torch.fx)):
+        gm = fx.symbolic_trace(define_modules(T)["methods_and_operators"]())
+        assert gm.add_submodule("extra.deep", T.nn.ReLU())
+        assert not gm.add_submodule("p.child", T.nn.ReLU())     # p is a Parameter
+        assert gm.delete_submodule("extra.deep") and not gm.delete_submodule("extra.deep")
+        assert not gm.delete_submodule("p")
+        gm.add_submodule("unused", T.nn.Linear(1, 1))
+        gm.delete_all_unused_submodules()
+        assert sorted(name for name, _ in gm.named_modules()) == ["", "lin", "seq", "seq.0",
+                                                                  "seq.1"]

@@ -103,6 +103,50 @@ class GraphModule(Module):
         g.owning_module = self
         self.recompile()
 
+    def add_submodule(self, target: str, m: Module) -> bool:
+        """Install `m` at the dotted path `target`, making plain Modules on the way; False
+        if something on the way is not a Module."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            sub = getattr(mod, item, None)
+            if sub is None:
+                sub = Module()
+                mod.add_module(item, sub)
+            if not isinstance(sub, Module):
+                return False
+            mod = sub
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target: str) -> bool:
+        """Remove the submodule at `target`; False if there is none there."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            mod = getattr(mod, item, None)
+            if not isinstance(mod, Module):
+                return False
+        if not isinstance(getattr(mod, field, None), Module):
+            return False
+        delattr(mod, field)
+        return True
+
+    def delete_all_unused_submodules(self) -> None:
+        """Remove the submodules no call_module or get_attr node needs."""
+        used: set = set()
+        for node in self.graph.nodes:
+            if node.op in ("call_module", "get_attr"):
+                atoms = node.target.split(".")
+                used.update(".".join(atoms[:i]) for i in range(1, len(atoms) + 1))
+                if node.op == "call_module":
+                    module = self.get_submodule(node.target)
+                    used.update(f"{node.target}.{name}" for name, _ in module.named_modules()
+                                if name)
+        for name, _ in list(self.named_modules()):
+            if name and name not in used:
+                self.delete_submodule(name)
+
     @property
     def code(self) -> str:
         """The source of the generated `forward`."""
