@@ -209,3 +209,14 @@ def test_deepcopy_of_a_graph_keeps_names_and_structure():
         copied = copy.deepcopy(g)
         assert str(copied) == str(g)
         assert all(a is not b for a, b in zip(copied.nodes, g.nodes))
+
+
+def test_placeholders_named_like_generated_code_globals_are_renamed():
+    codes = []
+    for T, fx in libraries():
+        g = fx.Graph()
+        nodes = [g.placeholder(name) for name in ("device", "torch", "inf", "sum", "x")]
+        g.output(tuple(nodes))
+        codes.append(g.python_code("self").src)
+        assert [n.name for n in nodes] == ["device_1", "torch_1", "inf_1", "sum_1", "x"]
+    assert codes[0] == codes[1]

@@ -12,7 +12,6 @@ import builtins
 import inspect
 import keyword
 import math
-import operator
 import re
 import typing
 from collections import defaultdict
@@ -48,13 +47,19 @@ def _is_magic(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
-# Names the generated code binds globally; a node may not take them.
-_custom_builtins = {"inf": math.inf, "nan": math.nan, "NoneType": type(None)}
-
-
 def _torch():
     import glasstorch
     return glasstorch
+
+
+# Names generated code may bind globally (PyTorch's list); a node may not take them.
+_CUSTOM_BUILTINS = ("inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree")
+
+
+def _custom_builtin(name: str):
+    torch = _torch()
+    return {"inf": math.inf, "nan": math.nan, "NoneType": type(None), "torch": torch,
+            "device": torch.device}.get(name)
 
 
 _public_paths: dict = {}
@@ -85,7 +90,7 @@ def _get_qualified_name(func) -> str:
     `torch.relu`, `torch.ops.aten.mm.default`, `builtins.getattr`."""
     if isinstance(func, (OpOverload, OpOverloadPacket)):
         return f"torch.ops.{func}"
-    if getattr(func, "__module__", None) == "_operator" or func in vars(operator).values():
+    if getattr(func, "__module__", None) == "_operator":
         return f"operator.{func.__name__}"
     if getattr(builtins, getattr(func, "__name__", ""), None) is func:
         return f"builtins.{func.__name__}"
@@ -158,8 +163,8 @@ class _Namespace:
             return True
         if name in builtins.__dict__:
             return obj is not builtins.__dict__[name]
-        if name in _custom_builtins or name == "torch":
-            return obj is not _custom_builtins.get(name, _torch())
+        if name in _CUSTOM_BUILTINS:
+            return obj is None or obj is not _custom_builtin(name)
         return False
 
 
