@@ -327,3 +327,23 @@ def test_add_and_delete_submodules_as_torch():
         gm.delete_all_unused_submodules()
         assert sorted(name for name, _ in gm.named_modules()) == ["", "lin", "seq", "seq.0",
                                                                   "seq.1"]
+
+
+def test_sequential_cnn_traces_through_sequential_only():
+    torch = oracle_torch()
+
+    def build(T):
+        nn = T.nn
+        return nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(),
+                             nn.Sequential(nn.MaxPool2d(2), nn.Flatten()), nn.Linear(36, 10))
+
+    torch.manual_seed(0)
+    t_model = build(torch).eval()
+    g_model = build(gt).eval()
+    copy_weights(t_model, g_model)
+    t_gm, g_gm = torch.fx.symbolic_trace(t_model), gfx.symbolic_trace(g_model)
+    assert g_gm.code == t_gm.code
+    assert describe(g_gm.graph) == describe(t_gm.graph)
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 1, 8, 8)
+    np.testing.assert_allclose(g_gm(gt.tensor(x)).detach().numpy(),
+                               t_gm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
