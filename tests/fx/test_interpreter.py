@@ -174,3 +174,53 @@ def test_replace_pattern_skips_a_match_used_inside():
         assert fx.replace_pattern(gm, pattern, replacement) == []
         codes.append(gm.code)
     assert codes[0] == codes[1]
+
+
+def test_replace_pattern_shared_inputs_and_several_outputs_as_torch():
+    torch = oracle_torch()
+
+    def define(T):
+        def program(a, b, c):
+            s = (a + a).relu()
+            t = (a + b).relu()
+            u = T.add(b, c).relu() * s
+            v = (t + t).relu()
+            return u + v, s
+
+        def same_input_twice(x):          # matches a + a, not a + b
+            return (x + x).relu()
+
+        def two_inputs(x, y):             # matches T.add(b, c) only: a + b is operator.add
+            return T.add(x, y).relu()
+
+        def two_outputs(x, y):
+            z = x + y
+            return z.relu(), z
+
+        replacements = {
+            same_input_twice: lambda x: x.mul(2).clamp(min=0),
+            two_inputs: lambda x, y: T.sub(x, y),
+        }
+
+        def two_outputs_replacement(x, y):
+            z = x - y
+            return z.sigmoid(), z
+
+        replacements[two_outputs] = two_outputs_replacement
+        return program, replacements
+
+    results = {}
+    for T, fx in ((gt, gfx), (torch, torch.fx)):
+        program, replacements = define(T)
+        for i, (pattern, replacement) in enumerate(replacements.items()):
+            gm = fx.symbolic_trace(program)
+            matches = fx.replace_pattern(gm, pattern, replacement)
+            mapped = [sorted((str(k), str(v)) for k, v in m.nodes_map.items()) for m in matches]
+            abc = [T.tensor([1.0, -2.0]), T.tensor([0.5, 3.0]), T.tensor([-1.0, 1.0])]
+            out = [o.numpy() for o in gm(*abc)]
+            results.setdefault(i, []).append((gm.code, mapped, out))
+    for (ours, theirs) in results.values():
+        assert ours[0] == theirs[0]
+        assert ours[1] == theirs[1]
+        for a, b in zip(ours[2], theirs[2]):
+            np.testing.assert_allclose(a, b, rtol=1e-6)

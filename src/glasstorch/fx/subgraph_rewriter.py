@@ -42,24 +42,36 @@ class _Matcher:
         self.placeholders = [n for n in pattern.nodes if n.op == "placeholder"]
         self.anchors = _returned_nodes(pattern)
 
-    def match_at(self, anchor: Node) -> dict | None:
-        """The pattern's returned node(s) matched with `anchor` last, or None."""
+    def match_at(self, anchor: Node, graph: Graph) -> dict | None:
+        """A match whose first returned node is `anchor`, or None. Further returned nodes
+        are found by search when they are not reached from the first."""
         nodes_map: dict = {}
-        if not self._match_node(self.anchors[-1], anchor, nodes_map):
+        if not self._match_node(self.anchors[0], anchor, nodes_map):
             return None
-        for p in self.anchors[:-1]:           # other returned nodes must already be mapped
-            if p not in nodes_map:
-                return None
-        return nodes_map
+        return self._match_remaining_anchors(1, nodes_map, graph)
+
+    def _match_remaining_anchors(self, i: int, nodes_map: dict, graph: Graph) -> dict | None:
+        if i == len(self.anchors):
+            return nodes_map
+        p = self.anchors[i]
+        if p in nodes_map:
+            return self._match_remaining_anchors(i + 1, nodes_map, graph)
+        for g in graph.nodes:
+            trial = dict(nodes_map)
+            if self._match_node(p, g, trial):
+                found = self._match_remaining_anchors(i + 1, trial, graph)
+                if found is not None:
+                    return found
+        return None
 
     def _match_node(self, p: Node, g: Node, nodes_map: dict) -> bool:
         if p in nodes_map:
             return nodes_map[p] is g
+        if any(g is mapped for mapped in nodes_map.values()):
+            return False                  # one graph node per pattern node
         if p.op == "placeholder":
             nodes_map[p] = g
             return True
-        if g in nodes_map.values():
-            return False
         if p.op != g.op or p.target != g.target or len(p.args) != len(g.args) or set(
                 p.kwargs) != set(g.kwargs):
             return False
@@ -72,11 +84,11 @@ class _Matcher:
 
     def _match_arg(self, pa, ga, nodes_map: dict) -> bool:
         if isinstance(pa, Node):
-            if pa.op == "placeholder" and pa not in nodes_map:
-                nodes_map[pa] = ga            # a placeholder also matches a constant
+            if pa.op == "placeholder" and not isinstance(ga, Node):
+                if pa in nodes_map:               # a placeholder also matches a constant
+                    return nodes_map[pa] == ga
+                nodes_map[pa] = ga
                 return True
-            if pa.op == "placeholder":
-                return nodes_map[pa] is ga or (not isinstance(ga, Node) and nodes_map[pa] == ga)
             return isinstance(ga, Node) and self._match_node(pa, ga, nodes_map)
         if isinstance(pa, (tuple, list)):
             return (isinstance(ga, (tuple, list)) and len(pa) == len(ga)
@@ -94,6 +106,16 @@ class _Matcher:
         return all(user in inner for g in inner - returned for user in g.users)
 
 
+def _insertion_point(graph: Graph, returned: list) -> Node:
+    """Where the replacement goes: before the first user of what the match returned (so
+    every input of the match is defined by then), else after the last returned node."""
+    users = {user for n in returned for user in n.users}
+    for node in graph.nodes:
+        if node in users:
+            return node
+    return max(returned, key=lambda n: list(graph.nodes).index(n)).next
+
+
 def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule,
                     replacement: Callable | GraphModule) -> list:
     """Replace each non-overlapping occurrence of `pattern` in `gm.graph` with
@@ -109,7 +131,7 @@ def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule,
     for node in graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
-        nodes_map = matcher.match_at(node)
+        nodes_map = matcher.match_at(node, graph)
         if nodes_map is None or not matcher.is_self_contained(nodes_map):
             continue
         inner = [nodes_map[p] for p in pattern_graph.nodes
@@ -117,19 +139,19 @@ def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule,
         if any(n in claimed for n in inner):
             continue
         claimed.update(inner)
-        matches.append(Match(anchor=matcher.anchors[-1], nodes_map=nodes_map))
+        matches.append(Match(anchor=matcher.anchors[0], nodes_map=nodes_map))
 
     replacement_placeholders = [n for n in replacement_graph.nodes if n.op == "placeholder"]
     for match in matches:
         inputs = [match.nodes_map.get(p) for p in matcher.placeholders]
         val_map = dict(zip(replacement_placeholders, inputs))
-        with graph.inserting_before(match.nodes_map[match.anchor]):
+        old_outputs = [match.nodes_map[p] for p in matcher.anchors]
+        with graph.inserting_before(_insertion_point(graph, old_outputs)):
             results = graph.graph_copy(replacement_graph, val_map)
         new_outputs: list = []
         map_arg(results, new_outputs.append)
         if not isinstance(results, Node) and not new_outputs:
             new_outputs = [results]
-        old_outputs = [match.nodes_map[p] for p in matcher.anchors]
         for old, new in zip(old_outputs, new_outputs):
             old.replace_all_uses_with(new)
         for p in reversed(pattern_graph.nodes):
