@@ -347,3 +347,24 @@ def test_sequential_cnn_traces_through_sequential_only():
     x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 1, 8, 8)
     np.testing.assert_allclose(g_gm(gt.tensor(x)).detach().numpy(),
                                t_gm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_graph_that_does_not_compile_leaves_the_module_as_it_was():
+    gm = gfx.symbolic_trace(lambda x: x.relu())
+    bad = gfx.Graph()
+    bad.placeholder("x")
+    bad.placeholder("x.y")                     # not a valid parameter name
+    bad.output(None)
+    with pytest.raises(SyntaxError):
+        gm.graph = bad
+    assert gm.graph.owning_module is gm and "relu" in gm.code
+    assert gm(gt.tensor([-1.0])).tolist() == [0.0]
+
+
+def test_tracebacks_show_the_generated_line():
+    import traceback
+    gm = gfx.symbolic_trace(lambda x: x.view(-1, 4))
+    with pytest.raises(RuntimeError) as info:
+        gm(gt.ones(3))
+    text = "".join(traceback.format_exception(info.value))
+    assert "view = x.view(-1, 4)" in text

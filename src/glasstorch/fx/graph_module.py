@@ -99,9 +99,17 @@ class GraphModule(Module):
     def graph(self, g: Graph) -> None:
         if not isinstance(g, Graph):
             raise AssertionError(f"Expected a Graph instance, but got {type(g)}")
+        previous = self.__dict__.get("_graph")
         self.__dict__["_graph"] = g
+        try:
+            self.recompile()
+        except Exception:
+            if previous is None:
+                del self.__dict__["_graph"]
+            else:
+                self.__dict__["_graph"] = previous
+            raise
         g.owning_module = self
-        self.recompile()
 
     def add_submodule(self, target: str, m: Module) -> bool:
         """Install `m` at the dotted path `target`, making plain Modules on the way; False
@@ -158,11 +166,11 @@ class GraphModule(Module):
         """Regenerate `forward` from `self.graph`; call it after editing the graph."""
         python_code = self._graph.python_code(root_module="self")
         src = python_code.src
-        self.__dict__["_code"] = src
         key = f"<eval_with_key>.{next(_source_keys)}"
-        linecache.cache[key] = (len(src), None, src.splitlines(True), key)
         namespace = dict(python_code.globals)
         exec(compile(src, key, "exec"), namespace)
+        linecache.cache[key] = (len(src), None, src.splitlines(True), key)  # for tracebacks
+        self.__dict__["_code"] = src
         type(self).forward = namespace["forward"]
         return python_code
 
