@@ -368,3 +368,14 @@ def test_tracebacks_show_the_generated_line():
         gm(gt.ones(3))
     text = "".join(traceback.format_exception(info.value))
     assert "view = x.view(-1, 4)" in text
+
+
+def test_nn_module_stack_meta_matches_torch():
+    torch = oracle_torch()
+    t_gm = torch.fx.symbolic_trace(define_modules(torch)["nested"]())
+    g_gm = gfx.symbolic_trace(define_modules(gt)["nested"]())
+
+    def stacks(gm):
+        return [(n.name, [(k, v[0], v[1].__name__) for k, v in
+                          n.meta.get("nn_module_stack", {}).items()]) for n in gm.graph.nodes]
+    assert stacks(g_gm) == stacks(t_gm)
