@@ -56,6 +56,7 @@ def test_same_ops_and_names_as_torch_make_fx(name):
     theirs = theirs_fx(f_theirs)(*args_theirs)
     assert describe(ours) == describe(theirs)
     assert ours.code == theirs.code
+    assert ours.print_readable(False) == theirs.print_readable(False)   # "f32[2, 3]" notes
     for a, b in zip(flat_numpy(ours(*args_ours)), flat_numpy(f_theirs(*args_theirs))):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 

@@ -460,8 +460,9 @@ class Graph:
                     include_stride: bool = False, include_device: bool = False,
                     colored: bool = False) -> PythonCode:
         """The graph as the source of `def forward(<root_module>, ...)`, PyTorch's format:
-        one statement per node, each value freed (`x = None`) after its last use."""
-        return _generate(self, root_module)
+        one statement per node, each value freed (`x = None`) after its last use.
+        `verbose` annotates values with the dtype and shape in their meta."""
+        return _generate(self, root_module, verbose)
 
     def __deepcopy__(self, memo) -> "Graph":
         """A copy with new Nodes of the same names; meta is shared, not copied."""
@@ -484,7 +485,24 @@ def _sentinel(graph: Graph) -> Node:
     return root
 
 
-def _generate(graph: Graph, root_module: str) -> PythonCode:
+_DTYPE_ABBREVIATIONS = {
+    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+    "bool": "b8", "complex64": "c64", "complex128": "c128"}
+
+
+def _value_annotation(node: Node) -> str:
+    """`: "f32[2, 3]"` for a node whose meta holds the tensor it computed (make_fx's
+    nodes); empty otherwise."""
+    value = node.meta.get("val")
+    if not isinstance(value, _torch().Tensor):
+        return ""
+    dtype = str(value.dtype).replace("torch.", "")
+    shape = ", ".join(str(d) for d in value.shape)
+    return f': "{_DTYPE_ABBREVIATIONS.get(dtype, dtype)}[{shape}]"'
+
+
+def _generate(graph: Graph, root_module: str, verbose: bool = False) -> PythonCode:
     torch = _torch()
     globals_: dict = {"torch": torch, "inf": math.inf, "nan": math.nan,
                       "NoneType": type(None), "device": torch.device}
@@ -529,6 +547,8 @@ def _generate(graph: Graph, root_module: str) -> PythonCode:
         if node.op == "placeholder":
             annotation = (f" : {_annotation_source(node.type, add_global)}"
                           if node.type is not None else "")
+            if verbose and not annotation:
+                annotation = _value_annotation(node)
             default = f" = {fmt(node.args[0])}" if node.args else ""
             params.append(f"{node.target}{annotation}{default}")
             if node.target != node.name:          # a placeholder renamed after tracing
@@ -539,7 +559,8 @@ def _generate(graph: Graph, root_module: str) -> PythonCode:
                 output_type = f" -> {_annotation_source(node.type, add_global)}"
             body.append(f"return {fmt(node.args[0])}")
             continue
-        body.append(f"{node.name} = {_expression(node, fmt, add_global)}")
+        annotation = _value_annotation(node) if verbose else ""
+        body.append(f"{node.name}{annotation} = {_expression(node, fmt, add_global)}")
         if node.meta.get("is_wrapped") and node.op == "call_function":
             wrapped.setdefault(add_global(_get_qualified_name(node.target), node.target))
         dead = [n.name for n in frees.get(node, []) if n.op != "output"]

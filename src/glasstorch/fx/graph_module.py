@@ -184,7 +184,7 @@ class GraphModule(Module):
         return text
 
     def _readable(self, class_name: str) -> str:
-        body = self.code.strip().splitlines()
+        body = self._graph.python_code("self", verbose=True).src.strip().splitlines()
         signature = next(i for i, line in enumerate(body) if line.startswith("def forward"))
         body.insert(signature + 1, "    # No stacktrace found for following nodes")
         lines = [f"class {class_name}(torch.nn.Module):"] + ["    " + line for line in body]
