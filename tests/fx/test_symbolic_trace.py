@@ -379,3 +379,18 @@ def test_nn_module_stack_meta_matches_torch():
         return [(n.name, [(k, v[0], v[1].__name__) for k, v in
                           n.meta.get("nn_module_stack", {}).items()]) for n in gm.graph.nodes]
     assert stacks(g_gm) == stacks(t_gm)
+
+
+@pytest.mark.parametrize("name", ["methods_and_operators", "nested", "functions"])
+def test_retracing_a_graph_module_gives_the_same_code(name):
+    gm = gfx.symbolic_trace(define_modules(gt)[name]())
+    again = gfx.symbolic_trace(gm)
+    assert again.code == gm.code
+    assert type(again).__name__ == type(gm).__name__
+
+
+def test_retracing_keeps_wrapped_functions_wrapped():
+    from fx_wrap_helpers import trace_scaled
+    gm = trace_scaled()
+    assert 'torch.fx._symbolic_trace.wrap("fx_wrap_helpers_scaled_sum")' in gm.code
+    assert gfx.symbolic_trace(gm).code == gm.code
