@@ -188,8 +188,9 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
 
 
 def call_handlers(public_api, relevant_args, args: tuple, kwargs, python=False):
-    """Modes, then overriding types; `python`: a call from a function written in Python,
-    whose `types` count plain Tensors too (PyTorch's Python handle_torch_function)."""
+    """Modes, then overriding types. `python`: plain Tensors count among the `types` too,
+    as PyTorch counts them for its functions written in Python (handle_torch_function),
+    its Tensor properties and its Tensor methods that take nothing but self."""
     overloaded = _overloaded_args(relevant_args, plain_tensors=python)
     types = tuple(type(a) for a in overloaded)
     if _state.modes and not _state.all_off:
@@ -220,12 +221,13 @@ def wants_protocol(relevant_args) -> bool:
         arg if type(arg) in (list, tuple) else (arg,)))
 
 
-def dispatch_if_needed(public_api, relevant_args, args: tuple, kwargs):
+def dispatch_if_needed(public_api, relevant_args, args: tuple, kwargs, python=False):
     """What a wrapper calls when its fast check fires: the handlers' result, or NOT_HANDLED
-    when the protocol turns out to be off (disabled, or only Parameters)."""
+    when the protocol turns out to be off (disabled, or only Parameters). `python`: plain
+    Tensors count among the types (see call_handlers)."""
     if not wants_protocol(relevant_args):
         return NOT_HANDLED
-    return call_handlers(public_api, relevant_args, args, kwargs)
+    return call_handlers(public_api, relevant_args, args, kwargs, python)
 
 
 def _at_default(value, default) -> bool:
@@ -241,7 +243,8 @@ def _at_default(value, default) -> bool:
     return False
 
 
-def protocol(public, spec, values, relevant=None, builtin=True):
+def protocol(public, spec, values, relevant=None, builtin=True, plain_types=None,
+             kwargs_dict=None):
     """Call the handlers for a wrapper's call, or return NOT_HANDLED when none applies.
 
     `spec` holds (name, kind, default) per parameter, kind one of 'p' (positional), 'd'
@@ -249,7 +252,9 @@ def protocol(public, spec, values, relevant=None, builtin=True):
     handler's args/kwargs are split as a caller of a built-in would have written them
     (`builtin`: positional arguments up to the last not at its default, keyword-only ones
     unless at their default) or as PyTorch's Python functions pass them on (required
-    parameters positionally, every other one by keyword)."""
+    parameters positionally, every other one by keyword). `plain_types`: whether plain
+    Tensors count among the types; `kwargs_dict`: whether no keywords give {} rather than
+    None (both by default for the Python functions only)."""
     if relevant is None:
         relevant = []
         for (_, kind, _), value in zip(spec, values):
@@ -276,8 +281,10 @@ def protocol(public, spec, values, relevant=None, builtin=True):
         elif (kind == "k" or (kind == "d" and i not in positional)) and not (
                 builtin and _at_default(values[i], default)):
             kwargs[name] = values[i]
-    return call_handlers(public, relevant, tuple(args),
-                         (kwargs or None) if builtin else kwargs, python=not builtin)
+    if kwargs_dict is None:
+        kwargs_dict = not builtin
+    return call_handlers(public, relevant, tuple(args), kwargs if kwargs_dict else kwargs or None,
+                         python=not builtin if plain_types is None else plain_types)
 
 
 _PLAIN = {int, float, bool, complex, str, type(None)}   # never override; Tensor joins
@@ -286,17 +293,20 @@ _KIND = {inspect.Parameter.POSITIONAL_ONLY: "p", inspect.Parameter.POSITIONAL_OR
          inspect.Parameter.VAR_KEYWORD: "w"}
 
 
-def overridable(fn=None, *, name=None, qualname=None, builtin=False):
+def overridable(fn=None, *, name=None, qualname=None, builtin=False, plain_types=None,
+                kwargs_dict=None):
     """Decorator: a function written in Python honours __torch_function__ as PyTorch's do.
     The handler receives the decorated function; `builtin` says how to split its arguments
     (see `protocol`): False for functions PyTorch writes in Python (nn.functional), True for
-    those that are built-ins in PyTorch. On plain tensors the cost is one frame and a set
-    lookup per argument."""
+    those that are built-ins in PyTorch; `plain_types` and `kwargs_dict` as in `protocol`.
+    On plain tensors the cost is one frame and a set lookup per argument."""
     if fn is None:
-        return functools.partial(overridable, name=name, qualname=qualname, builtin=builtin)
+        return functools.partial(overridable, name=name, qualname=qualname, builtin=builtin,
+                                 plain_types=plain_types, kwargs_dict=kwargs_dict)
     P = inspect.Parameter
     env = {"_fn": fn, "_anywhere": anywhere, "_PLAIN": _PLAIN, "_NOT_HANDLED": NOT_HANDLED,
-           "_protocol": protocol, "_BUILTIN": builtin}
+           "_protocol": protocol, "_BUILTIN": builtin, "_PLAIN_TYPES": plain_types,
+           "_KWARGS_DICT": kwargs_dict}
     signature, call, values, spec, checks = [], [], [], [], []
     for p in inspect.signature(fn).parameters.values():
         n, kind = p.name, _KIND[p.kind]
@@ -320,7 +330,8 @@ def overridable(fn=None, *, name=None, qualname=None, builtin=False):
     source = "\n".join([
         f"def _wrapper({', '.join(signature)}):",
         f"    if _anywhere.modes or {' or '.join(checks) or 'False'}:",
-        f"        r = _protocol(_wrapper, _SPEC, {_tuple(values)}, None, _BUILTIN)",
+        f"        r = _protocol(_wrapper, _SPEC, {_tuple(values)}, None, _BUILTIN, "
+        "_PLAIN_TYPES, _KWARGS_DICT)",
         "        if r is not _NOT_HANDLED:",
         "            return r",
         f"    return _fn({', '.join(call)})"])
@@ -452,8 +463,8 @@ def is_tensor_method_or_property(func) -> bool:
         owner = getattr(func, "__self__", None)
         return any(owner is v for v in vars(_plain_tensor_type).values())
     name = getattr(func, "__name__", None)
-    return (getattr(func, "__qualname__", "").startswith("Tensor.")
-            and _tensor_attribute(name) is func)
+    return (getattr(func, "__qualname__", "") == f"Tensor.{name}"
+            and _tensor_attribute(name) is not None)
 
 
 def _tensor_attribute(name):
@@ -495,8 +506,8 @@ def get_overridable_functions() -> dict:
     result = {glasstorch: sorted((f for f in functions.values() if honours(f)),
                                  key=lambda f: f.__name__)}
     result[_plain_tensor_type] = sorted(
-        (f for n, f in vars(_plain_tensor_type).items() if honours(f)),
-        key=lambda f: f.__name__)
+        (f for f in (getattr(_plain_tensor_type, n) for n in vars(_plain_tensor_type))
+         if honours(f)), key=lambda f: f.__name__)
     result[functional] = sorted((f for n, f in vars(functional).items()
                                  if not n.startswith("_") and honours(f)),
                                 key=lambda f: f.__name__)

@@ -301,7 +301,8 @@ class Tensor:
     @property
     def grad(self):
         if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.grad.__get__, (self,), (self,), None)
+            r = _tf.dispatch_if_needed(Tensor.grad.__get__, (self,), (self,), None,
+                                        python=True)
             if r is not _tf.NOT_HANDLED:
                 return r
         if self.grad_fn is not None and not self._retains_grad:
@@ -480,7 +481,8 @@ class Tensor:
     @property
     def T(self):
         if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.T.__get__, (self,), (self,), None)
+            r = _tf.dispatch_if_needed(Tensor.T.__get__, (self,), (self,), None,
+                                        python=True)
             if r is not _tf.NOT_HANDLED:
                 return r
         if self.dim() > 2:
@@ -492,7 +494,8 @@ class Tensor:
     @property
     def mT(self):
         if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.mT.__get__, (self,), (self,), None)
+            r = _tf.dispatch_if_needed(Tensor.mT.__get__, (self,), (self,), None,
+                                        python=True)
             if r is not _tf.NOT_HANDLED:
                 return r
         if self.dim() < 2:
@@ -503,7 +506,8 @@ class Tensor:
     @property
     def H(self):
         if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.H.__get__, (self,), (self,), None)
+            r = _tf.dispatch_if_needed(Tensor.H.__get__, (self,), (self,), None,
+                                        python=True)
             if r is not _tf.NOT_HANDLED:
                 return r
         if self.dim() > 2:
@@ -514,7 +518,8 @@ class Tensor:
     @property
     def mH(self):
         if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.mH.__get__, (self,), (self,), None)
+            r = _tf.dispatch_if_needed(Tensor.mH.__get__, (self,), (self,), None,
+                                        python=True)
             if r is not _tf.NOT_HANDLED:
                 return r
         return self.mT.conj()

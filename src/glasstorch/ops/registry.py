@@ -13,6 +13,7 @@ Each declaration generates a Python function with a real signature (the public
 """
 from __future__ import annotations
 
+import inspect
 import operator
 from collections import namedtuple
 
@@ -435,7 +436,10 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     values = call + (["out"] if out_op is not None else [])
     relevant = [call[i] for i in sorted(set(schema.tensor_positions) | (
         {0} if schema.arguments else set()))] + (["out"] if out_op is not None else [])
-    protocol = f"{name}, _SPEC, {_tuple(values)}, {_tuple(relevant)}"
+    # PyTorch's methods that take only self count a plain self among the handler's types
+    plain_types = method and len(schema.arguments) == 1
+    protocol = f"{name}, _SPEC, {_tuple(values)}, {_tuple(relevant)}" + (
+        ", True, True" if plain_types else "")
     lines = [f"def {name}({', '.join(params)}):"]
     first_is_tensor = bool(schema.arguments) and schema.arguments[0].type == "Tensor"
     if first_is_tensor and not method:
@@ -506,6 +510,10 @@ _OPERATORS_SEEN_AS_METHOD = {
     "__ixor__", "__ilshift__", "__irshift__", "__ne__", "__lt__", "__le__", "__gt__",
     "__ge__", "__neg__", "__abs__"}
 _OPERATOR_NAMES = {"__pos__": "positive", "__matmul__": "matmul", "__rtruediv__": "__rdiv__"}
+# Tensor methods PyTorch writes in Python: their handlers count a plain self among the types
+# and get keywords as a dict.
+_PYTHON_TENSOR_METHODS = {"__floordiv__", "__rsub__", "__rpow__", "__rmod__", "__rfloordiv__",
+                          "__rlshift__", "__rrshift__", "__rdiv__", "__rmatmul__"}
 
 
 def _public(fn, name: str, method: bool):
@@ -515,9 +523,13 @@ def _public(fn, name: str, method: bool):
             not callable(fn) or isinstance(fn, type)):
         return fn
     name = _OPERATOR_NAMES.get(name, name) if method else name
+    python_method = method and name in _PYTHON_TENSOR_METHODS
     try:
+        unary = method and len(inspect.signature(fn).parameters) == 1
         return overrides.overridable(fn, name=name, builtin=True,
-                                     qualname=f"Tensor.{name}" if method else name)
+                                     qualname=f"Tensor.{name}" if method else name,
+                                     plain_types=python_method or unary,
+                                     kwargs_dict=python_method)
     except ValueError:          # no signature to copy (a builtin): not ours to wrap
         return fn
 
