@@ -72,7 +72,8 @@ def _public_function_paths() -> dict:
         torch = _torch()
         namespaces = [("torch", torch), ("torch.nn.functional", torch.nn.functional),
                       ("torch.special", torch.special), ("torch.linalg", torch.linalg),
-                      ("torch.fft", torch.fft), ("torch.nn.init", torch.nn.init)]
+                      ("torch.fft", torch.fft), ("torch.nn.init", torch.nn.init),
+                      ("torch.Tensor", torch.Tensor)]
         exports = [(prefix, name, value) for prefix, namespace in namespaces
                    for name, value in vars(namespace).items()
                    if callable(value) and not isinstance(value, type)
