@@ -224,3 +224,22 @@ def test_replace_pattern_shared_inputs_and_several_outputs_as_torch():
         assert ours[1] == theirs[1]
         for a, b in zip(ours[2], theirs[2]):
             np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_shape_prop_with_a_fake_mode_computes_metadata_only():
+    fake_tensor = pytest.importorskip("glasstorch._subclasses.fake_tensor")
+    gm = gfx.symbolic_trace(lambda x, w: (x @ w).relu().sum(0))
+    ShapeProp(gm, fake_mode=fake_tensor.FakeTensorMode()).propagate(gt.ones(2, 3),
+                                                                    gt.ones(3, 4))
+    assert [tuple(n.meta["tensor_meta"].shape) for n in gm.graph.nodes] == [
+        (2, 3), (3, 4), (2, 4), (2, 4), (4,), (4,)]
+    assert all(issubclass(n.meta["type"], fake_tensor.FakeTensor) for n in gm.graph.nodes)
+
+
+def test_shape_prop_with_a_fake_mode_through_leaf_modules():
+    fake_tensor = pytest.importorskip("glasstorch._subclasses.fake_tensor")
+    _, _, g_gm = pair()
+    mode = fake_tensor.FakeTensorMode(allow_non_fake_inputs=True)
+    ShapeProp(g_gm, fake_mode=mode).propagate(gt.tensor(X))
+    lin = next(n for n in g_gm.graph.nodes if n.op == "call_module")
+    assert tuple(lin.meta["tensor_meta"].shape) == (2, 3)

@@ -36,17 +36,22 @@ def _extract_tensor_metadata(result: Tensor) -> TensorMetadata:
 class ShapeProp(Interpreter):
     """`ShapeProp(gm).propagate(*example_inputs)` runs `gm` and stores, on every node whose
     value holds tensors, `node.meta['tensor_meta']` (a TensorMetadata, or the same structure
-    of them) and `node.meta['type']`."""
+    of them) and `node.meta['type']`. With a `fake_mode` (a FakeTensorMode) the inputs and
+    the tensors get_attr nodes read are converted to fake tensors and only metadata is
+    computed (a leaf module's own parameters stay real: give the mode
+    `allow_non_fake_inputs=True` for graphs with call_module nodes)."""
 
     def __init__(self, gm, fake_mode=None):
         super().__init__(gm)
-        if fake_mode is not None:
-            raise NotImplementedError("ShapeProp(fake_mode=...): glasstorch runs ShapeProp "
-                                      "on real tensors only")
-        self.fake_mode = None
+        self.fake_mode = fake_mode
+        self._fake_attrs: dict = {}
 
     def run_node(self, n: Node) -> Any:
-        result = super().run_node(n)
+        if self.fake_mode is not None:
+            with self.fake_mode:
+                result = super().run_node(n)
+        else:
+            result = super().run_node(n)
         found_tensor = False
 
         def extract(obj):
@@ -62,6 +67,17 @@ class ShapeProp(Interpreter):
         n.meta["type"] = type(result)
         return result
 
+    def get_attr(self, target: str, args: tuple, kwargs: dict) -> Any:
+        value = super().get_attr(target, args, kwargs)
+        if self.fake_mode is None or not isinstance(value, Tensor):
+            return value
+        if target not in self._fake_attrs:
+            self._fake_attrs[target] = self.fake_mode.from_tensor(value)
+        return self._fake_attrs[target]
+
     def propagate(self, *args) -> Any:
         """Run the module on `args`, recording metadata on the way; returns its result."""
+        if self.fake_mode is not None:
+            args = tuple(self.fake_mode.from_tensor(a) if isinstance(a, Tensor) else a
+                         for a in args)
         return super().run(*args)
