@@ -60,22 +60,25 @@ class PythonKeyTracer(TracerBase):
         node.meta["tensor_meta"] = _extract_tensor_metadata(tensor)
 
     def create_arg(self, a):
-        """A tensor becomes the node that produced it, or a stored constant."""
-        if isinstance(a, Tensor):
-            entry = self._nodes_of.get(id(a))
-            if entry is None and _view_key(a) in self._nodes_of_view:
-                return self._nodes_of_view[_view_key(a)]
-            if entry is None:
-                prefix = "_param_constant" if isinstance(a, Parameter) else "_tensor_constant"
-                name = f"{prefix}{self._constants[prefix]}"
-                self._constants[prefix] += 1
-                setattr(self.root, name, a)
-                node = self.graph.get_attr(name)
-                node.meta["val"] = a
-                self._nodes_of[id(a)] = (a, node)
-                return node
+        """A tensor becomes the node that produced it (or an alias of it), else a constant
+        stored on the root."""
+        if not isinstance(a, Tensor):
+            return super().create_arg(a)
+        entry = self._nodes_of.get(id(a))
+        if entry is not None:
             return entry[1]
-        return super().create_arg(a)
+        node = self._nodes_of_view.get(_view_key(a))
+        if node is not None:
+            return node
+        prefix = "_param_constant" if isinstance(a, Parameter) else "_tensor_constant"
+        name = f"{prefix}{self._constants[prefix]}"
+        self._constants[prefix] += 1
+        setattr(self.root, name, a)
+        node = self.graph.get_attr(name)
+        node.meta["val"] = a
+        self._nodes_of[id(a)] = (a, node)
+        self._nodes_of_view[_view_key(a)] = node
+        return node
 
 
 class ProxyTorchDispatchMode(TorchDispatchMode):
