@@ -156,6 +156,8 @@ def test_autograd_grad_is_recorded():
 def test_modes_that_are_not_supported_say_so():
     with pytest.raises(NotImplementedError, match="symbolic"):
         make_fx(lambda x: x, tracing_mode="symbolic")(gt.ones(1))
+    with pytest.raises(NotImplementedError, match="record_module_stack=True"):
+        make_fx(lambda x: x, record_module_stack=True)
     with pytest.raises(NotImplementedError, match="list, tuple or dict of tensors"):
         make_fx(lambda xs: xs[0])([gt.ones(1)])
     with pytest.raises(AssertionError, match="Unexpected tracing type: bogus"):

@@ -150,8 +150,11 @@ def make_fx(f: Callable, decomposition_table: dict | None = None,
     GraphModule of ATen operator calls."""
     if tracing_mode not in ("real", "fake", "symbolic"):
         raise AssertionError(f"Unexpected tracing type: {tracing_mode}")
-    if pre_dispatch:
-        raise NotImplementedError("make_fx(pre_dispatch=True) is not supported in glasstorch")
+    for option, value in (("pre_dispatch", pre_dispatch),
+                          ("record_module_stack", record_module_stack),
+                          ("record_stack_traces", record_stack_traces)):
+        if value:
+            raise NotImplementedError(f"make_fx({option}=True) is not supported in glasstorch")
 
     def wrapped(*args):
         for a in args:
