@@ -220,3 +220,27 @@ def test_placeholders_named_like_generated_code_globals_are_renamed():
         codes.append(g.python_code("self").src)
         assert [n.name for n in nodes] == ["device_1", "torch_1", "inf_1", "sum_1", "x"]
     assert codes[0] == codes[1]
+
+
+def test_insert_arg_update_arg_and_find_nodes_as_torch():
+    for T, fx in libraries():
+        g = fx.Graph()
+        x = g.placeholder("x")
+        a = g.call_method("view", (x, 4))
+        b = g.call_method("view", (a, 2, 2))
+        g.output(b)
+        a.insert_arg(1, -1)
+        a.update_arg(2, 1)
+        b.update_kwarg("unused", x)
+        assert a.args == (x, -1, 1) and b.kwargs == {"unused": x}
+        assert list(x.users) == [a, b]
+        assert g.find_nodes(op="call_method", target="view") == [a, b]
+        assert g.find_nodes(op="placeholder") == [x]
+
+
+def test_boxed_run_empties_the_list():
+    for T, fx in libraries():
+        gm = fx.symbolic_trace(lambda x: x * 2)
+        inputs = [T.ones(2)]
+        assert fx.Interpreter(gm).boxed_run(inputs).tolist() == [2.0, 2.0]
+        assert inputs == []

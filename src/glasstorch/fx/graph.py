@@ -282,7 +282,9 @@ class Graph:
     def nodes(self) -> _NodeList:
         return _NodeList(self)
 
-    def find_nodes(self, *, op: str, target=None) -> list:
+    def find_nodes(self, *, op: str, target=None, sort: bool = True) -> list:
+        """The nodes of kind `op` (and `target`, if given), always in graph order (`sort`
+        is PyTorch's option to skip ordering them)."""
         return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
 
     # ---- making nodes -------------------------------------------------------------------

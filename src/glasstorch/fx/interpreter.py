@@ -61,6 +61,13 @@ class Interpreter:
                 return self.env[node]
         return None
 
+    def boxed_run(self, args_list: list) -> Any:
+        """`run` that takes its inputs in a list and empties it, so the caller's list does
+        not keep them alive while the graph runs."""
+        args = list(args_list)
+        args_list.clear()
+        return self.run(*args)
+
     @contextlib.contextmanager
     def _set_current_node(self, node: Node):
         previous, self.current_node = self.current_node, node

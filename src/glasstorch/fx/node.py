@@ -154,6 +154,12 @@ class Node:
         args[idx] = arg
         self.args = tuple(args)
 
+    def insert_arg(self, idx: int, arg) -> None:
+        """Insert `arg` at position `idx` of `args`."""
+        if not 0 <= idx <= len(self.args):
+            raise AssertionError("insert_args index must be between 0 and len(self.args)")
+        self.args = self.args[:idx] + (arg,) + self.args[idx:]
+
     def update_kwarg(self, key: str, arg) -> None:
         self.kwargs = {**self.kwargs, key: arg}
 
