@@ -394,3 +394,25 @@ def test_retracing_keeps_wrapped_functions_wrapped():
     gm = trace_scaled()
     assert 'torch.fx._symbolic_trace.wrap("fx_wrap_helpers_scaled_sum")' in gm.code
     assert gfx.symbolic_trace(gm).code == gm.code
+
+
+def test_star_args_and_kwargs_become_one_placeholder_each_as_torch():
+    torch = oracle_torch()
+
+    def define(T):
+        def f(x, *args, k=1, **kwargs):
+            return x + args[0] * k + kwargs["z"]
+
+        class M(T.nn.Module):
+            def forward(self, *inputs):
+                return inputs[0] - inputs[1]
+        return f, M()
+
+    (g_f, g_m), (t_f, t_m) = define(gt), define(torch)
+    for ours, theirs in ((g_f, t_f), (g_m, t_m)):
+        g_gm, t_gm = gfx.symbolic_trace(ours), torch.fx.symbolic_trace(theirs)
+        assert g_gm.code == t_gm.code
+        assert str(g_gm.graph) == str(t_gm.graph)
+    gm = gfx.symbolic_trace(g_f)
+    assert gm(gt.ones(1), 2, gt.ones(1), z=gt.ones(1)).tolist() == [4.0]
+    assert gfx.symbolic_trace(g_m)(gt.ones(1), gt.ones(1)).tolist() == [0.0]

@@ -12,6 +12,7 @@ import builtins
 import functools
 import inspect
 import math
+import types
 from typing import Any, Callable
 
 from ..core.tensor import Tensor
@@ -193,6 +194,9 @@ class Tracer(TracerBase):
                     self._tensor_paths.setdefault(id(value), f"{name}.{attr}" if name else attr)
         is_module = isinstance(root, Module)
         args, kwargs = self._create_args_for_root(fn, is_module, concrete_args)
+        if _has_var_parameters(fn):
+            fn = _all_positional(fn)      # the *args and **kwargs Proxies pass as one value
+            args, kwargs = args + list(kwargs.values()), {}
         parameter_proxy_cache: dict = {}
         tracer = self
         original_getattr = Module.__getattr__
@@ -227,19 +231,23 @@ class Tracer(TracerBase):
 
     def _create_args_for_root(self, fn: Callable, is_module: bool,
                               concrete_args: dict | None) -> tuple:
-        """One placeholder per parameter of `fn` (after `self`), named by it; a parameter in
-        `concrete_args` is fixed to its value. Returns fn's (args, kwargs)."""
+        """One placeholder per parameter of `fn` (after `self`), named by it (`*args` and
+        `**kwargs` last, as one placeholder each); a parameter in `concrete_args` is fixed to
+        its value. Returns fn's (args, kwargs)."""
         signature = inspect.signature(fn)
         parameters = list(signature.parameters.values())
         if is_module:
             parameters = parameters[1:]
+        # The code object's order, which `_all_positional` keeps: *args and **kwargs last.
+        variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        parameters.sort(key=lambda p: variadic.index(p.kind) + 1 if p.kind in variadic else 0)
         concrete_args = dict(concrete_args or {})
         args, kwargs = [], {}
         for p in parameters:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise NotImplementedError(
-                    f"symbolic_trace of a function with *args or **kwargs ({p.name}) is not "
-                    "supported in glasstorch yet")
+                stars = "*" if p.kind == p.VAR_POSITIONAL else "**"
+                args.append(self.proxy(self.graph.placeholder(f"{stars}{p.name}")))
+                continue
             if p.name in concrete_args and concrete_args[p.name] is not PH:
                 self.graph.placeholder(f"{p.name}_1")
                 value = concrete_args[p.name]
@@ -249,11 +257,29 @@ class Tracer(TracerBase):
                 node = self.graph.placeholder(p.name, type_expr=type_expr,
                                               default_value=default)
                 value = self.proxy(node)
-            if p.kind == p.KEYWORD_ONLY:
+            if p.kind == p.KEYWORD_ONLY and not _has_var_parameters(fn):
                 kwargs[p.name] = value
             else:
                 args.append(value)
         return args, kwargs
+
+
+def _has_var_parameters(fn: Callable) -> bool:
+    return bool(fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+
+
+def _all_positional(fn: Callable) -> Callable:
+    """A copy of `fn` whose parameters, keyword-only, `*args` and `**kwargs` included, are
+    all plain positional ones in their order of declaration, so that one Proxy can stand
+    for the whole `*args` tuple (as in PyTorch)."""
+    code = fn.__code__
+    count = (code.co_argcount + code.co_kwonlyargcount
+             + bool(code.co_flags & inspect.CO_VARARGS)
+             + bool(code.co_flags & inspect.CO_VARKEYWORDS))
+    code = code.replace(co_argcount=count, co_kwonlyargcount=0,
+                        co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+    return types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
 
 
 def symbolic_trace(root, concrete_args: dict | None = None) -> GraphModule:

@@ -554,8 +554,9 @@ def _generate(graph: Graph, root_module: str, verbose: bool = False) -> PythonCo
                 annotation = _value_annotation(node)
             default = f" = {fmt(node.args[0])}" if node.args else ""
             params.append(f"{node.target}{annotation}{default}")
-            if node.target != node.name:          # a placeholder renamed after tracing
-                body.append(f"{node.name} = {node.target}")
+            raw_name = node.target.lstrip("*")
+            if raw_name != node.name:      # renamed (a clash, or `*args` named `_args`)
+                body.append(f"{node.name} = {raw_name}")
             continue
         if node.op == "output":
             if node.type is not None:
