@@ -12,7 +12,7 @@ from math import prod
 import numpy as np
 
 from .. import overrides as _tf
-from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS, exclude_keys
 from . import dtype as dt
 from .device import CPU
 from .grad_state import state as grad_state
@@ -542,6 +542,14 @@ class Tensor:
 
     __torch_dispatch__ = _tf._disabled_torch_dispatch_impl
 
+    def __init_subclass__(cls, **kwargs):
+        # As in PyTorch: a class with __torch_dispatch__ that keeps Tensor's default
+        # __torch_function__ gets the disabled one (its handler makes the results itself).
+        super().__init_subclass__(**kwargs)
+        if _tf.overrides_dispatch(cls) and _tf._static_impl(
+                cls, "__torch_function__") is _tf._static_impl(Tensor, "__torch_function__"):
+            cls.__torch_function__ = _tf._disabled_torch_function_impl
+
     def as_subclass(self, cls) -> "Tensor":
         """A `cls` instance over the same data, still attached to the autograd graph (an
         alias of self)."""
@@ -549,7 +557,8 @@ class Tensor:
             raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not "
                             f"{cls!r}")
         from ..dispatch.dispatcher import find
-        return _retype(find("aten::alias")(self), cls)
+        with exclude_keys(_tf.PYTHON_KEY_BIT):    # as PyTorch: no handler sees this alias
+            return _retype(find("aten::alias")(self), cls)
 
     @staticmethod
     def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None,

@@ -198,7 +198,7 @@ def _python_key_kernel(op, ks, *bound):
     finally:
         local_keys.excluded = excluded
     handlers = "".join(f"\n  - tensor subclass {t}" for t in types)
-    raise TypeError(f"Multiple dispatch failed for '{op.name}'; all __torch_dispatch__ "
+    raise TypeError(f"Multiple dispatch failed for 'torch._ops.{func}'; all __torch_dispatch__ "
                     f"handlers returned NotImplemented:\n{handlers}")
 
 
