@@ -450,7 +450,7 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     lines.append(f"    ks = {_keyset_expr(schema, call, first_is_tensor)}")
     if out_op is not None:
         lines.append("    if out is not None: ks |= _ks(out)")
-    lines += ["    if ks & _TORCH_FUNCTION or _anywhere.modes:",
+    lines += [f"    if ks & {overrides.TORCH_FUNCTION_BIT} or _anywhere.modes:",
               f"        r = _protocol({protocol})",
               "        if r is not _NOT_HANDLED: return r"]
     lines += _normalise_lines(schema, call, varargs)
@@ -465,7 +465,7 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     env = {"_op": op, "_out_op": out_op, "_ks": overrides.arg_bits, "_Tensor": Tensor,
            "_TensorOrNumber": (Tensor, int, float, complex), "_as_shape": _as_varargs_shape,
            "_contiguous_format": "contiguous_format", "_SPEC": spec,
-           "_TORCH_FUNCTION": overrides.TORCH_FUNCTION_BIT, "_anywhere": overrides.anywhere,
+           "_anywhere": overrides.anywhere,
            "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
            "_NOT_HANDLED": overrides.NOT_HANDLED}
     exec(compile(source, f"<glasstorch.ops {schema.qualified_name}>", "exec"), env)
