@@ -514,6 +514,13 @@ def get_overridable_functions() -> dict:
     return result
 
 
+def enable_reentrant_dispatch():
+    """Context manager: inside a __torch_dispatch__ handler, calls go through every
+    dispatch key again, autograd included (see dispatch/modes.py)."""
+    from .dispatch.modes import enable_reentrant_dispatch as enable
+    return enable()
+
+
 def get_default_nowrap_functions() -> set:
     """Functions whose result Tensor.__torch_function__ returns as is (not as the
     subclass): the getters of .grad and ._base."""

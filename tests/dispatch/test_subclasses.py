@@ -239,3 +239,19 @@ def test_dispatch_subclasses_carry_the_python_key():
     assert "Python" in str(gt.debug.dispatch_keys(t))
     assert "Python" not in str(gt.debug.dispatch_keys(gt.ones(1).as_subclass(Plain)))
     assert "Python" not in str(gt.debug.dispatch_keys(gt.nn.Parameter(gt.ones(1))))
+
+
+def test_enable_reentrant_dispatch_brings_autograd_back_in_a_handler(T):
+    seen = []
+
+    class Mode(dispatch_module(T).TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            x = T.ones(2, requires_grad=True)
+            with T.overrides.enable_reentrant_dispatch():
+                inside = (x * 2).requires_grad
+            seen.append((str(func), inside, (x * 2).requires_grad))
+            return func(*args, **(kwargs or {}))
+    a = T.ones(1)
+    with Mode():
+        a + 1
+    assert seen == [("aten.add.Tensor", True, False)]
