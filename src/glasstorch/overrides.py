@@ -324,16 +324,18 @@ def overridable(fn=None, *, name=None, qualname=None, builtin=False, plain_types
         spec.append((n, kind, p.default))
         if kind == "v":
             checks.append(f"any(a.__class__ not in _PLAIN for a in {n})")
-        elif kind != "w":
+        elif kind == "w":
+            checks.append(f"any(a.__class__ not in _PLAIN for a in {n}.values())")
+        else:
             checks.append(f"{n}.__class__ not in _PLAIN")
     env["_SPEC"] = tuple(spec)
     source = "\n".join([
         f"def _wrapper({', '.join(signature)}):",
         f"    if _anywhere.modes or {' or '.join(checks) or 'False'}:",
-        f"        r = _protocol(_wrapper, _SPEC, {_tuple(values)}, None, _BUILTIN, "
+        f"        _handled = _protocol(_wrapper, _SPEC, {_tuple(values)}, None, _BUILTIN, "
         "_PLAIN_TYPES, _KWARGS_DICT)",
-        "        if r is not _NOT_HANDLED:",
-        "            return r",
+        "        if _handled is not _NOT_HANDLED:",
+        "            return _handled",
         f"    return _fn({', '.join(call)})"])
     exec(compile(source, f"<glasstorch.overrides {fn.__qualname__}>", "exec"), env)
     wrapper = functools.update_wrapper(env["_wrapper"], fn)
