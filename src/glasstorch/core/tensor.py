@@ -300,11 +300,9 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.grad.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "grad")) is not _tf.NOT_HANDLED:
+            return r
         if self.grad_fn is not None and not self._retains_grad:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
@@ -480,11 +478,9 @@ class Tensor:
 
     @property
     def T(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.T.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "T")) is not _tf.NOT_HANDLED:
+            return r
         if self.dim() > 2:
             warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse "
                           "their shape is deprecated and it will throw an error in a future "
@@ -493,11 +489,9 @@ class Tensor:
 
     @property
     def mT(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.mT.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "mT")) is not _tf.NOT_HANDLED:
+            return r
         if self.dim() < 2:
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices."
                                f" Got {self.dim()}-D tensor.")
@@ -505,11 +499,9 @@ class Tensor:
 
     @property
     def H(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.H.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "H")) is not _tf.NOT_HANDLED:
+            return r
         if self.dim() > 2:
             raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
                                f"{self.dim()}-D tensor.")
@@ -517,13 +509,10 @@ class Tensor:
 
     @property
     def mH(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.mH.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "mH")) is not _tf.NOT_HANDLED:
+            return r
         return self.mT.conj()
-
 
     # ---- subclasses (the __torch_function__ protocol lives in glasstorch.overrides) -----
     @classmethod
@@ -601,6 +590,13 @@ class Tensor:
         if requires_grad:
             out.requires_grad_(True)
         return out
+
+
+def _property_protocol(self, name: str):
+    """A property read through __torch_function__ (the handler gets `Tensor.<name>.__get__`,
+    as PyTorch's), or NOT_HANDLED."""
+    return _tf.dispatch_if_needed(vars(Tensor)[name].__get__, (self,), (self,), None,
+                                  python=True)
 
 
 def _retype(t: Tensor, cls) -> Tensor:
