@@ -478,6 +478,9 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     return fn
 
 
+overrides._PROTOCOL_FILES.add(__file__)
+
+
 def _foreign_self(public, spec, values, relevant, fname):
     """The first argument is not a Tensor: its __torch_function__ (or another argument's)
     handles the call, else the usual TypeError."""
