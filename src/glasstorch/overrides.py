@@ -14,8 +14,10 @@ test and one attribute read. nn.Parameter opts out with `_disabled_torch_functio
 """
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
+import sys
 import threading
 
 from .dispatch.keys import NUM_KEYS, DispatchKey
@@ -243,15 +245,58 @@ def _at_default(value, default) -> bool:
     return False
 
 
+_call_keywords_cache: dict = {}    # (code, instruction offset) -> keyword names or None
+
+
+def _call_keywords(frame):
+    """The keyword names of the call `frame` is making, read from its bytecode (KW_NAMES
+    before CALL in CPython 3.11/3.12, the constant before CALL_KW or CALL_FUNCTION_KW
+    elsewhere); None when the bytecode does not say (a call through **kwargs)."""
+    key = (frame.f_code, frame.f_lasti)
+    if key in _call_keywords_cache:
+        return _call_keywords_cache[key]
+    names = None
+    instructions = [i for i in dis.get_instructions(frame.f_code) if i.offset <= frame.f_lasti]
+    if instructions and instructions[-1].opname in ("CALL", "CALL_KW", "CALL_FUNCTION",
+                                                    "CALL_FUNCTION_KW", "CALL_METHOD"):
+        names = ()
+        for before in reversed(instructions[:-1]):
+            if before.opname == "PRECALL":
+                continue
+            if before.opname == "KW_NAMES":
+                names = tuple(frame.f_code.co_consts[before.arg])
+            elif (instructions[-1].opname in ("CALL_KW", "CALL_FUNCTION_KW")
+                  and before.opname == "LOAD_CONST"):
+                names = tuple(before.argval)
+            break
+    if len(_call_keywords_cache) < 4096:
+        _call_keywords_cache[key] = names
+    return names
+
+
+def _caller_keywords(spec):
+    """The keyword names the caller of a public function used, if its bytecode says and
+    they are all parameters in `spec`; else None."""
+    frame = sys._getframe(2)
+    while frame is not None and (frame.f_code.co_filename.startswith("<glasstorch")
+                                 or frame.f_code.co_filename in _PROTOCOL_FILES):
+        frame = frame.f_back
+    names = _call_keywords(frame) if frame is not None else None
+    if names is None or not set(names) <= {p[0] for p in spec}:
+        return None
+    return names
+
+
 def protocol(public, spec, values, relevant=None, builtin=True, plain_types=None,
              kwargs_dict=None):
     """Call the handlers for a wrapper's call, or return NOT_HANDLED when none applies.
 
     `spec` holds (name, kind, default) per parameter, kind one of 'p' (positional), 'd'
     (positional with a default), 'k' (keyword-only), 'v' (*args), 'w' (**kwargs). The
-    handler's args/kwargs are split as a caller of a built-in would have written them
-    (`builtin`: positional arguments up to the last not at its default, keyword-only ones
-    unless at their default) or as PyTorch's Python functions pass them on (required
+    handler's args/kwargs are split as a caller of a built-in wrote them (`builtin`: the
+    keywords the call site's bytecode names, the other arguments positionally up to the last
+    not at its default; where the bytecode does not say, keyword-only arguments unless at
+    their default) or as PyTorch's Python functions pass them on (required
     parameters positionally, every other one by keyword). `plain_types`: whether plain
     Tensors count among the types; `kwargs_dict`: whether no keywords give {} rather than
     None (both by default for the Python functions only)."""
@@ -262,7 +307,9 @@ def protocol(public, spec, values, relevant=None, builtin=True, plain_types=None
                             (value,))
     if not wants_protocol(relevant):
         return NOT_HANDLED
-    positional = [i for i, p in enumerate(spec) if p[1] in "pdv"]
+    given = _caller_keywords(spec) if builtin else None
+    positional = [i for i, p in enumerate(spec) if p[1] in "pdv"
+                  and (given is None or p[0] not in given)]
     if builtin:
         while positional and spec[positional[-1]][1] == "d" and _at_default(
                 values[positional[-1]], spec[positional[-1]][2]):
@@ -278,6 +325,9 @@ def protocol(public, spec, values, relevant=None, builtin=True, plain_types=None
     for i, (name, kind, default) in enumerate(spec):
         if kind == "w":
             kwargs.update(values[i])
+        elif given is not None:
+            if name in given:
+                kwargs[name] = values[i]
         elif (kind == "k" or (kind == "d" and i not in positional)) and not (
                 builtin and _at_default(values[i], default)):
             kwargs[name] = values[i]
@@ -288,6 +338,8 @@ def protocol(public, spec, values, relevant=None, builtin=True, plain_types=None
 
 
 _PLAIN = {int, float, bool, complex, str, type(None)}   # never override; Tensor joins
+_PROTOCOL_FILES = {__file__}    # frames between a public function and its caller: these,
+#                                 generated wrappers, and the registry's (added there)
 _KIND = {inspect.Parameter.POSITIONAL_ONLY: "p", inspect.Parameter.POSITIONAL_OR_KEYWORD: "p",
          inspect.Parameter.KEYWORD_ONLY: "k", inspect.Parameter.VAR_POSITIONAL: "v",
          inspect.Parameter.VAR_KEYWORD: "w"}
@@ -324,16 +376,18 @@ def overridable(fn=None, *, name=None, qualname=None, builtin=False, plain_types
         spec.append((n, kind, p.default))
         if kind == "v":
             checks.append(f"any(a.__class__ not in _PLAIN for a in {n})")
-        elif kind != "w":
+        elif kind == "w":
+            checks.append(f"any(a.__class__ not in _PLAIN for a in {n}.values())")
+        else:
             checks.append(f"{n}.__class__ not in _PLAIN")
     env["_SPEC"] = tuple(spec)
     source = "\n".join([
         f"def _wrapper({', '.join(signature)}):",
         f"    if _anywhere.modes or {' or '.join(checks) or 'False'}:",
-        f"        r = _protocol(_wrapper, _SPEC, {_tuple(values)}, None, _BUILTIN, "
+        f"        _handled = _protocol(_wrapper, _SPEC, {_tuple(values)}, None, _BUILTIN, "
         "_PLAIN_TYPES, _KWARGS_DICT)",
-        "        if r is not _NOT_HANDLED:",
-        "            return r",
+        "        if _handled is not _NOT_HANDLED:",
+        "            return _handled",
         f"    return _fn({', '.join(call)})"])
     exec(compile(source, f"<glasstorch.overrides {fn.__qualname__}>", "exec"), env)
     wrapper = functools.update_wrapper(env["_wrapper"], fn)
@@ -512,6 +566,13 @@ def get_overridable_functions() -> dict:
                                  if not n.startswith("_") and honours(f)),
                                 key=lambda f: f.__name__)
     return result
+
+
+def enable_reentrant_dispatch():
+    """Context manager: inside a __torch_dispatch__ handler, calls go through every
+    dispatch key again, autograd included (see dispatch/modes.py)."""
+    from .dispatch.modes import enable_reentrant_dispatch as enable
+    return enable()
 
 
 def get_default_nowrap_functions() -> set:

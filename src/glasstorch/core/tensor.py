@@ -12,7 +12,7 @@ from math import prod
 import numpy as np
 
 from .. import overrides as _tf
-from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS, exclude_keys
 from . import dtype as dt
 from .device import CPU
 from .grad_state import state as grad_state
@@ -300,11 +300,9 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.grad.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "grad")) is not _tf.NOT_HANDLED:
+            return r
         if self.grad_fn is not None and not self._retains_grad:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
@@ -480,11 +478,9 @@ class Tensor:
 
     @property
     def T(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.T.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "T")) is not _tf.NOT_HANDLED:
+            return r
         if self.dim() > 2:
             warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse "
                           "their shape is deprecated and it will throw an error in a future "
@@ -493,11 +489,9 @@ class Tensor:
 
     @property
     def mT(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.mT.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "mT")) is not _tf.NOT_HANDLED:
+            return r
         if self.dim() < 2:
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices."
                                f" Got {self.dim()}-D tensor.")
@@ -505,11 +499,9 @@ class Tensor:
 
     @property
     def H(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.H.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "H")) is not _tf.NOT_HANDLED:
+            return r
         if self.dim() > 2:
             raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
                                f"{self.dim()}-D tensor.")
@@ -517,13 +509,10 @@ class Tensor:
 
     @property
     def mH(self):
-        if self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes:
-            r = _tf.dispatch_if_needed(Tensor.mH.__get__, (self,), (self,), None,
-                                        python=True)
-            if r is not _tf.NOT_HANDLED:
-                return r
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "mH")) is not _tf.NOT_HANDLED:
+            return r
         return self.mT.conj()
-
 
     # ---- subclasses (the __torch_function__ protocol lives in glasstorch.overrides) -----
     @classmethod
@@ -542,6 +531,14 @@ class Tensor:
 
     __torch_dispatch__ = _tf._disabled_torch_dispatch_impl
 
+    def __init_subclass__(cls, **kwargs):
+        # As in PyTorch: a class with __torch_dispatch__ that keeps Tensor's default
+        # __torch_function__ gets the disabled one (its handler makes the results itself).
+        super().__init_subclass__(**kwargs)
+        if _tf.overrides_dispatch(cls) and _tf._static_impl(
+                cls, "__torch_function__") is _tf._static_impl(Tensor, "__torch_function__"):
+            cls.__torch_function__ = _tf._disabled_torch_function_impl
+
     def as_subclass(self, cls) -> "Tensor":
         """A `cls` instance over the same data, still attached to the autograd graph (an
         alias of self)."""
@@ -549,7 +546,8 @@ class Tensor:
             raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not "
                             f"{cls!r}")
         from ..dispatch.dispatcher import find
-        return _retype(find("aten::alias")(self), cls)
+        with exclude_keys(_tf.PYTHON_KEY_BIT):    # as PyTorch: no handler sees this alias
+            return _retype(find("aten::alias")(self), cls)
 
     @staticmethod
     def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None,
@@ -592,6 +590,13 @@ class Tensor:
         if requires_grad:
             out.requires_grad_(True)
         return out
+
+
+def _property_protocol(self, name: str):
+    """A property read through __torch_function__ (the handler gets `Tensor.<name>.__get__`,
+    as PyTorch's), or NOT_HANDLED."""
+    return _tf.dispatch_if_needed(vars(Tensor)[name].__get__, (self,), (self,), None,
+                                  python=True)
 
 
 def _retype(t: Tensor, cls) -> Tensor:

@@ -31,6 +31,7 @@ _ABOVE_PYTHON = ALL_MASK & ~((_PYTHON << 1) - 1)
 class _ModeStack(threading.local):
     def __init__(self):
         self.modes: list = []
+        self.handler_excluded: list = []   # the exclude set outside each running handler
 
 
 _stack = _ModeStack()
@@ -186,6 +187,7 @@ def _python_key_kernel(op, ks, *bound):
     func = _ops.overload_of(op)
     excluded = local_keys.excluded
     local_keys.excluded = excluded | _ABOVE_PYTHON
+    _stack.handler_excluded.append(excluded)
     try:
         if _stack.modes:
             with _pop_mode_temporarily() as mode:
@@ -196,10 +198,26 @@ def _python_key_kernel(op, ks, *bound):
             if result is not NotImplemented:
                 return result
     finally:
+        _stack.handler_excluded.pop()
         local_keys.excluded = excluded
     handlers = "".join(f"\n  - tensor subclass {t}" for t in types)
-    raise TypeError(f"Multiple dispatch failed for '{op.name}'; all __torch_dispatch__ "
+    raise TypeError(f"Multiple dispatch failed for 'torch._ops.{func}'; all __torch_dispatch__ "
                     f"handlers returned NotImplemented:\n{handlers}")
+
+
+@contextlib.contextmanager
+def enable_reentrant_dispatch():
+    """Inside a __torch_dispatch__ handler, let calls go through every key again (autograd
+    included), as outside the handler (torch.overrides.enable_reentrant_dispatch)."""
+    if not _stack.handler_excluded:
+        yield
+        return
+    inside = local_keys.excluded
+    local_keys.excluded = _stack.handler_excluded[-1]
+    try:
+        yield
+    finally:
+        local_keys.excluded = inside
 
 
 dispatcher.register_fallback(DispatchKey.Python, _python_key_kernel)

@@ -447,16 +447,17 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
         lines.append(f"    if not isinstance({call[0]}, {allowed}): "
                      f"return _foreign_self({protocol}, {name!r})")
     first_is_tensor = first_is_tensor and (method or not number_self)
-    lines.append(f"    ks = {_keyset_expr(schema, call, first_is_tensor)}")
+    lines.append(f"    _keys = {_keyset_expr(schema, call, first_is_tensor)}")
     if out_op is not None:
-        lines.append("    if out is not None: ks |= _ks(out)")
-    lines += ["    if ks & _TORCH_FUNCTION or _anywhere.modes:",
-              f"        r = _protocol({protocol})",
-              "        if r is not _NOT_HANDLED: return r"]
+        lines.append("    if out is not None: _keys |= _ks(out)")
+    lines += [f"    if _keys & {overrides.TORCH_FUNCTION_BIT} or _anywhere.modes:",
+              f"        _handled = _protocol({protocol})",
+              "        if _handled is not _NOT_HANDLED: return _handled"]
     lines += _normalise_lines(schema, call, varargs)
     if out_op is not None:
-        lines.append(f"    if out is not None: return _out_op.dispatch(ks, {', '.join(call)}, out)")
-    lines.append(f"    return _op.dispatch(ks, {', '.join(call)})")
+        lines.append(f"    if out is not None: return _out_op.dispatch(_keys, {', '.join(call)}, "
+                     "out)")
+    lines.append(f"    return _op.dispatch(_keys, {', '.join(call)})")
     source = "\n".join(lines)
     spec = tuple((n, "v" if varargs and i == 1 else "k" if a.kwarg_only else
                   "d" if a.has_default else "p", a.default)
@@ -465,7 +466,7 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     env = {"_op": op, "_out_op": out_op, "_ks": overrides.arg_bits, "_Tensor": Tensor,
            "_TensorOrNumber": (Tensor, int, float, complex), "_as_shape": _as_varargs_shape,
            "_contiguous_format": "contiguous_format", "_SPEC": spec,
-           "_TORCH_FUNCTION": overrides.TORCH_FUNCTION_BIT, "_anywhere": overrides.anywhere,
+           "_anywhere": overrides.anywhere,
            "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
            "_NOT_HANDLED": overrides.NOT_HANDLED}
     exec(compile(source, f"<glasstorch.ops {schema.qualified_name}>", "exec"), env)
@@ -475,6 +476,9 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     fn.__qualname__ = f"Tensor.{name}" if method else name
     fn._schema = schema
     return fn
+
+
+overrides._PROTOCOL_FILES.add(__file__)
 
 
 def _foreign_self(public, spec, values, relevant, fname):
