@@ -64,12 +64,36 @@ def define_modules(T):
             F = T.nn.functional
             a = T.relu(x) + T.add(x, 1, alpha=2)
             b = F.relu(a)
-            c = T.cat([a, b], 1)
+            c = T.cat([a, b], dim=1)
             d = T.flatten(self.conv(x.reshape(1, 1, 2, 3)), 1)
             return F.softmax(c, dim=-1), T.sum(d), T.matmul(x, T.ones(3, 2))
 
+    class AttentionBlock(nn.Module):
+        """Keyword arguments, Ellipsis, the training flag, tensors made inside forward."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 4, 3, padding=1)
+            self.bn = nn.BatchNorm2d(4)
+            self.q = nn.Linear(4, 4)
+            self.k = nn.Linear(4, 4)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            F = T.nn.functional
+            h = F.relu(self.bn(self.conv(x.reshape(1, 1, 2, 3))))
+            h = T.flatten(F.adaptive_avg_pool2d(h, 1), 1)
+            h = h.view(h.size(0), -1)
+            q, k = self.q(h), self.k(h)
+            att = T.matmul(q, k.transpose(-2, -1)) / q.shape[-1] ** 0.5
+            att = F.dropout(T.softmax(att, dim=-1), 0.1, self.training)
+            out = (att @ h).permute(1, 0).contiguous().mean(dim=0, keepdim=True)
+            out = T.stack([out, out], dim=0).squeeze(1)
+            return self.drop(out) + T.zeros_like(out), out.unsqueeze(0).expand(2, -1, -1)[..., 0]
+
     return {"methods_and_operators": MethodsAndOperators, "shapes": Shapes,
-            "nested": Nested, "reflected": Reflected, "functions": Functions}
+            "nested": Nested, "reflected": Reflected, "functions": Functions,
+            "attention_block": AttentionBlock}
 
 
 def copy_weights(torch_module, gt_module):
@@ -114,12 +138,12 @@ def assert_trees_close(a, b):
 
 
 @pytest.mark.parametrize("name", ["methods_and_operators", "shapes", "nested", "reflected",
-                                  "functions"])
+                                  "functions", "attention_block"])
 def test_same_graph_code_and_outputs_as_torch_fx(name):
     torch = oracle_torch()
     torch.manual_seed(0)
-    t_module = define_modules(torch)[name]()
-    g_module = define_modules(gt)[name]()
+    t_module = define_modules(torch)[name]().eval()
+    g_module = define_modules(gt)[name]().eval()
     copy_weights(t_module, g_module)
     t_gm = torch.fx.symbolic_trace(t_module)
     g_gm = gfx.symbolic_trace(g_module)
