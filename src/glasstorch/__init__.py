@@ -41,6 +41,8 @@ from .backends.cpu.parallel import (get_num_interop_threads, get_num_threads,  #
                                      set_num_interop_threads, set_num_threads)
 from .core.printing import *  # noqa: F401,F403  (set_printoptions)
 from . import library, debug  # noqa: F401
+from . import _C, overrides  # noqa: F401  (torch._C's protocol names, torch.overrides)
+from .overrides import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
 from . import autograd  # noqa: F401  (the Autograd dispatch key and the engine)
 from .ops import derivatives as _derivatives  # noqa: F401
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
@@ -49,6 +51,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F4
 globals().update(_ALIASES)
 globals().update(_registry.functions)
 from . import fft, linalg, nn, optim, special, utils  # noqa: E402,F401
+from . import fx  # noqa: E402,F401
 from . import amp, cpu, cuda  # noqa: E402,F401  (amp: the Autocast keys' kernels)
 from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F401
                                 get_autocast_dtype, is_autocast_available,

@@ -36,6 +36,11 @@ class OpOverload:
             raise AttributeError(name)
         return getattr(self._op, name)
 
+    @property
+    def __name__(self) -> str:
+        """`add.Tensor`, `relu.default`, as PyTorch's."""
+        return f"{self._schema.name}.{self._overloadname}"
+
     def name(self) -> str:
         """The qualified name, `aten::add.Tensor` (no `.default` for the default)."""
         return self._op.name
@@ -71,6 +76,7 @@ class OpOverloadPacket:
 
     def __init__(self, namespace: str, name: str):
         self._namespace, self._name = namespace, name
+        self.__name__ = name                   # as PyTorch's: "mul"
         self._qualified_op_name = f"{namespace}::{name}"
 
     def _overloads(self) -> dict:

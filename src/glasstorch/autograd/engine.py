@@ -41,6 +41,8 @@ def _accumulate_into(var: Tensor, grad: Tensor, create_graph: bool) -> None:
         if var._grad is None:
             if create_graph:
                 var._grad = grad if grad._shape == var._shape else grad.expand(var._shape)
+            elif grad.__class__ is not Tensor:     # a subclass makes its own copy
+                var._grad = grad.detach().clone()
             else:
                 from ..ops.factories import empty_like
                 var._grad = empty_like(var).copy_(grad.detach())

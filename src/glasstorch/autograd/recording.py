@@ -213,7 +213,7 @@ def _record(op, ks, args):
         node = cls(d.formula, saved, meta, tuple(edges))
     if _anomaly.enabled:
         record_forward_stack(node)
-    if result.__class__ is Tensor:          # one output: the common case
+    if result.__class__ is Tensor or isinstance(result, Tensor):    # one output
         if result.dtype.category >= 2 and (d is None or d.outputs is None or 0 in d.outputs):
             result.grad_fn = node
             if result._output_nr:
@@ -241,8 +241,11 @@ class _SavedOutput(SavedTensor):
     __slots__ = ("node", "output_nr")
 
     def __init__(self, out: Tensor, output_nr: int):
-        alias = Tensor._make(out._storage, out._offset, out._shape, out._stride, out.dtype,
-                             out._vc)
+        alias = type(out)._make(out._storage, out._offset, out._shape, out._stride, out.dtype,
+                                out._vc)
+        if out.__class__ is not Tensor:     # a subclass's own fields (a wrapper's inner tensors)
+            alias.__dict__.update((k, v) for k, v in out.__dict__.items()
+                                  if not hasattr(Tensor, k))
         alias._output_nr = output_nr
         super().__init__(alias)
         self.node = None

@@ -11,7 +11,8 @@ from math import prod
 
 import numpy as np
 
-from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS
+from .. import overrides as _tf
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS, exclude_keys
 from . import dtype as dt
 from .device import CPU, device_backend
 from .grad_state import state as grad_state
@@ -20,6 +21,7 @@ from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last,
 from .storage import UntypedStorage
 
 
+_TORCH_FUNCTION = _tf.TORCH_FUNCTION_BIT
 _BYTE_STRIDES: dict = {}   # (element strides, itemsize) -> byte strides, for _array()
 _CPU_KEYSET = TENSOR_KEYSETS["cpu"]
 
@@ -98,6 +100,8 @@ class Tensor:
         self._stride = stride if stride.__class__ is tuple else tuple(stride)
         self.dtype = dtype
         self._keyset = TENSOR_KEYSETS[storage.device.type]
+        if cls is not Tensor:
+            self._keyset |= _tf.class_keys(cls)
         self._np = None
         if vc is not None:
             self._vc = vc
@@ -296,6 +300,9 @@ class Tensor:
 
     @property
     def grad(self):
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "grad")) is not _tf.NOT_HANDLED:
+            return r
         if self.grad_fn is not None and not self._retains_grad:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
@@ -363,7 +370,8 @@ class Tensor:
         self._storage, self._offset = storage, offset
         self._shape, self._stride = tuple(shape), tuple(stride)
         self._keyset = TENSOR_KEYSETS[storage.device.type] | (
-            AUTOGRAD_KEY_OF_DEVICE[storage.device.type] if self._requires_grad else 0)
+            AUTOGRAD_KEY_OF_DEVICE[storage.device.type] if self._requires_grad else 0) | (
+            _tf.class_keys(type(self)) if type(self) is not Tensor else 0)
         self._np = None
 
     def item(self):
@@ -469,6 +477,9 @@ class Tensor:
 
     @property
     def T(self):
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "T")) is not _tf.NOT_HANDLED:
+            return r
         if self.dim() > 2:
             warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse "
                           "their shape is deprecated and it will throw an error in a future "
@@ -477,6 +488,9 @@ class Tensor:
 
     @property
     def mT(self):
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "mT")) is not _tf.NOT_HANDLED:
+            return r
         if self.dim() < 2:
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices."
                                f" Got {self.dim()}-D tensor.")
@@ -484,6 +498,9 @@ class Tensor:
 
     @property
     def H(self):
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "H")) is not _tf.NOT_HANDLED:
+            return r
         if self.dim() > 2:
             raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
                                f"{self.dim()}-D tensor.")
@@ -491,7 +508,135 @@ class Tensor:
 
     @property
     def mH(self):
+        if (self._keyset & _TORCH_FUNCTION or _tf.anywhere.modes) and (
+                r := _property_protocol(self, "mH")) is not _tf.NOT_HANDLED:
+            return r
         return self.mT.conj()
+
+    # ---- subclasses (the __torch_function__ protocol lives in glasstorch.overrides) -----
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """Run `func` with subclass handling off, then give Tensor results the class `cls`
+        (except the results of get_default_nowrap_functions(), such as `.grad`)."""
+        if kwargs is None:
+            kwargs = {}
+        if not all(issubclass(cls, t) for t in types):
+            return NotImplemented
+        with _tf.DisableTorchFunctionSubclass():
+            result = func(*args, **kwargs)
+            if func in _nowrap_functions():
+                return result
+            return _convert(result, cls)
+
+    __torch_dispatch__ = _tf._disabled_torch_dispatch_impl
+
+    def __init_subclass__(cls, **kwargs):
+        # As in PyTorch: a class with __torch_dispatch__ that keeps Tensor's default
+        # __torch_function__ gets the disabled one (its handler makes the results itself).
+        super().__init_subclass__(**kwargs)
+        if _tf.overrides_dispatch(cls) and _tf._static_impl(
+                cls, "__torch_function__") is _tf._static_impl(Tensor, "__torch_function__"):
+            cls.__torch_function__ = _tf._disabled_torch_function_impl
+
+    def as_subclass(self, cls) -> "Tensor":
+        """A `cls` instance over the same data, still attached to the autograd graph (an
+        alias of self)."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not "
+                            f"{cls!r}")
+        from ..dispatch.dispatcher import find
+        with exclude_keys(_tf.PYTHON_KEY_BIT):    # as PyTorch: no handler sees this alias
+            return _retype(find("aten::alias")(self), cls)
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None,
+                       dispatch_device=False, dispatch_layout=False):
+        """A `cls` leaf over data's storage (sharing its version counter), with no history;
+        requires grad as asked."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"_make_subclass(): argument 'cls' must be a subclass of Tensor, "
+                            f"not {cls!r}")
+        if not isinstance(data, Tensor):
+            raise TypeError(f"_make_subclass(): argument 'data' must be Tensor, not "
+                            f"{type(data).__name__}")
+        out = cls._make(data._storage, data._offset, data._shape, data._stride, data.dtype,
+                        data._vc)
+        if require_grad:
+            out.requires_grad_(True)
+        return out
+
+    @staticmethod
+    def _make_wrapper_subclass(cls, size, strides=None, storage_offset=None,
+                               memory_format=None, dtype=None, layout=None, device=None,
+                               pin_memory=False, requires_grad=False,
+                               dispatch_sizes_strides_policy=None, dispatch_device=False,
+                               dispatch_layout=False, _extra_dispatch_keys=None,
+                               storage_size=None):
+        """A `cls` tensor with metadata and no data: its class's __torch_dispatch__ holds the
+        real tensors (wrapper subclasses)."""
+        from .device import device as as_device
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"_make_wrapper_subclass(): argument 'cls' must be a subclass of "
+                            f"Tensor, not {cls!r}")
+        shape = tuple(int(s) for s in size)
+        stride = contiguous_strides(shape) if strides is None else tuple(int(s) for s in strides)
+        dtype = dt.get_default_dtype() if dtype is None else dtype
+        dev = CPU if device is None else as_device(device)
+        storage = object.__new__(UntypedStorage)
+        storage.device, storage.buf, storage._allocator, storage.resizable = dev, None, None, False
+        storage._nbytes = 0 if storage_size is None else int(storage_size)
+        out = cls._make(storage, int(storage_offset or 0), shape, stride, dtype)
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+
+
+def _property_protocol(self, name: str):
+    """A property read through __torch_function__ (the handler gets `Tensor.<name>.__get__`,
+    as PyTorch's), or NOT_HANDLED."""
+    return _tf.dispatch_if_needed(vars(Tensor)[name].__get__, (self,), (self,), None,
+                                  python=True)
+
+
+def _retype(t: Tensor, cls) -> Tensor:
+    """`t`'s fields in a new `cls` object (keys and all), for as_subclass."""
+    if type(t) is cls:
+        return t
+    out = object.__new__(cls)
+    for name in _FIELDS:
+        object.__setattr__(out, name, getattr(t, name))
+    out.__dict__.update(t.__dict__)
+    out._keyset = t._keyset & ~_tf.SUBCLASS_BITS | (
+        _tf.class_keys(cls) if cls is not Tensor else 0)
+    return out
+
+
+_FIELDS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
+
+
+def _convert(result, cls):
+    """Results of an op on a subclass, as `cls` (Tensor.__torch_function__)."""
+    if cls is Tensor:
+        return result
+    if isinstance(result, Tensor):
+        return result if isinstance(result, cls) else result.as_subclass(cls)
+    if isinstance(result, (tuple, list)):
+        items = [_convert(r, cls) for r in result]
+        return result._make(items) if hasattr(result, "_make") else type(result)(items)
+    return result
+
+
+_NOWRAP: list = []
+
+
+def _nowrap_functions() -> set:
+    if not _NOWRAP:
+        _NOWRAP.append(_tf.get_default_nowrap_functions())
+    return _NOWRAP[0]
+
+
+_tf._register_tensor_type(Tensor)
+_tf._PLAIN.update((dt.dtype, memory_format, layout, type(CPU), slice, type(Ellipsis)))
 
 
 def _rebuild_tensor(values: np.ndarray, dtype_name: str, stride: tuple,

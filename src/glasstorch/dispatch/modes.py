@@ -7,7 +7,9 @@ the backends: below Autograd, ADInplaceOrView and Autocast, so a mode sees the c
 layers make (the backward pass's ops, a composite op's decomposition), as in PyTorch.
 
 The Python key's kernel pops the top mode for the duration of its handler, so a call the
-handler makes goes to the mode below it, or to the backend when none is left. Keys above
+handler makes goes to the mode below it, or, when none is left, to the `__torch_dispatch__`
+of the arguments' tensor subclasses (a subclass that defines it carries the Python key in its
+key set), or to the backend. Keys above
 Python are excluded meanwhile: autograd has already recorded the call on its way down.
 `func` is the op's OpOverload; `args` and `kwargs` are split as PyTorch splits them
 (keyword-only arguments by name; arguments left at their defaults omitted).
@@ -29,6 +31,7 @@ _ABOVE_PYTHON = ALL_MASK & ~((_PYTHON << 1) - 1)
 class _ModeStack(threading.local):
     def __init__(self):
         self.modes: list = []
+        self.handler_excluded: list = []   # the exclude set outside each running handler
 
 
 _stack = _ModeStack()
@@ -150,30 +153,71 @@ def python_arguments(schema, bound: tuple) -> tuple:
     return tuple(bound[:positional]), kwargs
 
 
-def _subclass_types(op, bound: tuple) -> tuple:
-    """The distinct tensor subclasses among the arguments (empty for plain tensors)."""
-    types = []
+def _dispatch_subclass_args(op, bound: tuple) -> list:
+    """One tensor argument per class that defines __torch_dispatch__, each subclass before
+    its superclasses, otherwise in argument order (PyTorch's overloaded arguments)."""
+    found: list = []
     for i in op.tensor_positions:
         for t in bound[i] if isinstance(bound[i], (list, tuple)) else (bound[i],):
             kind = type(t)
-            if isinstance(t, Tensor) and kind is not Tensor and kind not in types:
-                types.append(kind)
-    return tuple(types)
+            if (kind is Tensor or not isinstance(t, Tensor) or not t._keyset & _PYTHON
+                    or any(type(f) is kind for f in found)):
+                continue
+            at = next((n for n, f in enumerate(found) if issubclass(kind, type(f))),
+                      len(found))
+            found.insert(at, t)
+    return found
+
+
+def _subclass_types(op, bound: tuple) -> tuple:
+    """The `types` a handler receives: the classes of the arguments that define
+    __torch_dispatch__ (empty for plain tensors and Parameters)."""
+    return tuple(type(t) for t in _dispatch_subclass_args(op, bound))
 
 
 def _python_key_kernel(op, ks, *bound):
-    """The Python key: hand the call to the top mode, with that mode off the stack."""
-    if not _stack.modes:            # the key was included by hand: nothing to hand it to
-        return op.redispatch(ks, *bound)
+    """The Python key: hand the call to the top mode, with that mode off the stack; with no
+    mode left, to the __torch_dispatch__ of the arguments' subclasses. Keys above Python are
+    excluded meanwhile (autograd has recorded the call already)."""
+    if not _stack.modes:
+        overloaded = _dispatch_subclass_args(op, bound)
+        if not overloaded:          # the key was included by hand: nothing to hand it to
+            return op.redispatch(ks, *bound)
     args, kwargs = python_arguments(op.schema, bound)
+    func = _ops.overload_of(op)
     excluded = local_keys.excluded
     local_keys.excluded = excluded | _ABOVE_PYTHON
+    _stack.handler_excluded.append(excluded)
     try:
-        with _pop_mode_temporarily() as mode:
-            return mode.__torch_dispatch__(_ops.overload_of(op), _subclass_types(op, bound),
-                                           args, kwargs)
+        if _stack.modes:
+            with _pop_mode_temporarily() as mode:
+                return mode.__torch_dispatch__(func, _subclass_types(op, bound), args, kwargs)
+        types = tuple(type(t) for t in overloaded)
+        for t in overloaded:
+            result = type(t).__torch_dispatch__(func, types, args, kwargs)
+            if result is not NotImplemented:
+                return result
     finally:
+        _stack.handler_excluded.pop()
         local_keys.excluded = excluded
+    handlers = "".join(f"\n  - tensor subclass {t}" for t in types)
+    raise TypeError(f"Multiple dispatch failed for 'torch._ops.{func}'; all __torch_dispatch__ "
+                    f"handlers returned NotImplemented:\n{handlers}")
+
+
+@contextlib.contextmanager
+def enable_reentrant_dispatch():
+    """Inside a __torch_dispatch__ handler, let calls go through every key again (autograd
+    included), as outside the handler (torch.overrides.enable_reentrant_dispatch)."""
+    if not _stack.handler_excluded:
+        yield
+        return
+    inside = local_keys.excluded
+    local_keys.excluded = _stack.handler_excluded[-1]
+    try:
+        yield
+    finally:
+        local_keys.excluded = inside
 
 
 dispatcher.register_fallback(DispatchKey.Python, _python_key_kernel)

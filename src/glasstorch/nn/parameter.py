@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from .. import overrides
 from ..core.tensor import Tensor
 
 __all__ = ["Parameter", "Buffer"]
@@ -23,6 +24,8 @@ def _alias(cls, data: Tensor) -> Tensor:
 
 class Parameter(Tensor):
     """A Tensor that is a Module parameter: `Parameter(data=None, requires_grad=True)`."""
+
+    __torch_function__ = overrides._disabled_torch_function_impl
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
@@ -50,6 +53,9 @@ class Parameter(Tensor):
         # user attributes travel; autograd fields (grad, hooks) do not, as in torch
         state = {k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)}
         return (_rebuild_parameter, (self.data, self._requires_grad, OrderedDict(), state))
+
+
+overrides._PLAIN.add(Parameter)
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):

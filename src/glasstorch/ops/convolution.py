@@ -18,7 +18,6 @@ into far larger blocks: the columns need not fit a cache there).
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -30,6 +29,7 @@ from ..core.shape import channels_last_strides, is_channels_last, is_contiguous
 from ..core.tensor import Tensor
 from .copy import assign_array
 from ..core.promotion import opmath
+from .ranges import warn_user
 from .registry import composite, kernel_op, spec, structured
 
 # ---- array helpers (shared with pooling) ------------------------------------------------
@@ -491,9 +491,8 @@ def _same_padding(input, weight, stride, dilation, nd):
     totals = [d * (k - 1) for d, k in zip(dilation, weight._shape[2:])]
     padding = [t // 2 for t in totals]
     if any(t % 2 for t in totals):
-        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "
-                      "require a zero-padded copy of the input be created", UserWarning,
-                      stacklevel=4)
+        warn_user("Using padding='same' with even kernel lengths and odd dilation may "
+                  "require a zero-padded copy of the input be created")
         from .joining import cat
         for i, t in enumerate(totals):
             if t % 2:

@@ -26,6 +26,7 @@ from ..core.shape import (broadcast_shapes, broadcast_shapes2, is_non_overlappin
                           iterator_strides, view_strides, wrap_dim)
 from ..core.tensor import Tensor
 from .copy import _clone_impl, assign_array
+from .ranges import warn_user
 from .registry import composite, export, kernel_op, spec, structured
 from .views import alias, select, slice_op, unsqueeze
 
@@ -117,8 +118,8 @@ def _expand_masks(self, indices):
             continue
         if idx.dtype is dt.bool or idx.dtype is dt.uint8:
             if idx.dtype is dt.uint8:
-                warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a "
-                              "dtype torch.bool instead.", UserWarning, stacklevel=5)
+                warn_user("indexing with dtype torch.uint8 is now deprecated, please use a "
+                          "dtype torch.bool instead.")
             if not idx._shape:         # PyTorch trips an internal assert here
                 raise IndexError("a 0-dim boolean index is only supported as tensor[mask] or "
                                  "with a single value; use a 1-dim mask")
@@ -442,7 +443,7 @@ def _as_tuple(index) -> tuple:
         for item in index:
             if isinstance(item, (Tensor, slice) + _SEQUENCES) or item is None \
                     or item is Ellipsis:
-                warnings.warn(_SEQUENCE_WARNING, UserWarning, stacklevel=3)
+                warn_user(_SEQUENCE_WARNING)
                 return tuple(index)
     return (index,)
 

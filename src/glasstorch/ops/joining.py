@@ -24,6 +24,7 @@ from .copy import assign_array, strides_for
 from .indexing import check_scalar_fits
 from .pointwise_meta import pointwise_spec
 from ..core.promotion import common_dtype
+from .ranges import warn_user
 from .registry import TensorSpec, composite, export, kernel_op, spec, structured
 
 # ---- tensor lists ----------------------------------------------------------------------
@@ -535,8 +536,8 @@ def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
-        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
-                      "indexing argument.", UserWarning, stacklevel=2)
+        warn_user("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                  "indexing argument.")
         indexing = "ij"
     if not tensors:
         raise RuntimeError("meshgrid expects a non-empty TensorList")

@@ -17,7 +17,6 @@ derivatives_linalg_decomp.py.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from ..core.tensor import Tensor
 from .. import return_types
 from .copy import assign_array
 from .joining import where
-from .ranges import eye
+from .ranges import eye, warn_user
 from .reduction import _norm_meta, norm_op
 from .registry import composite, export, kernel_op, structured
 
@@ -1044,10 +1043,10 @@ def cross(input, other, dim=None, *, out=None):
     (deprecated, with PyTorch's warning)."""
     _need_tensor("cross", "input", 1, input)
     if dim is None:
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
+        warn_user("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
                       "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
                       "default value of dim will change to agree with that of linalg.cross in a"
-                      " future release.", UserWarning, stacklevel=2)
+                      " future release.")
         shape = broadcast_shapes2(input._shape, other._shape) if isinstance(
             other, Tensor) else input._shape
         dim = next((i for i, s in enumerate(shape) if s == 3), -1)
@@ -1287,13 +1286,13 @@ _CHOLESKY_DEPRECATED = (
 
 def _cholesky_legacy(input, upper=False, *, out=None):
     """torch.cholesky (deprecated): linalg.cholesky(A), or its conjugate transpose."""
-    warnings.warn(_CHOLESKY_DEPRECATED, UserWarning, stacklevel=2)
+    warn_user(_CHOLESKY_DEPRECATED)
     _need_tensor("cholesky", "input", 1, input)
     return _into(cholesky_op(input, upper), out, "cholesky")
 
 
 def _cholesky_method(self, upper=False):
-    warnings.warn(_CHOLESKY_DEPRECATED, UserWarning, stacklevel=2)
+    warn_user(_CHOLESKY_DEPRECATED)
     return cholesky_op(self, upper)
 
 
@@ -1305,11 +1304,11 @@ export("cholesky", _cholesky_method, method=True, function=False)
 
 def qr(input, some=True, *, out=None):
     """torch.qr (deprecated): linalg.qr with mode 'reduced' (some) or 'complete'."""
-    warnings.warn(
+    warn_user(
         "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future "
         "PyTorch release.\nThe boolean parameter 'some' has been replaced with a string parameter"
         " 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with\nQ, R = torch.linalg.qr(A, "
-        "'reduced' if some else 'complete')", UserWarning, stacklevel=2)
+        "'reduced' if some else 'complete')")
     _need_tensor("qr", "input", 1, input)
     result = return_types.qr(tuple(linalg_qr(input, "reduced" if some else "complete")))
     return _into(result, out, "linalg_qr")
@@ -1334,12 +1333,12 @@ triangular_solve_op = kernel_op(
 
 def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """torch.triangular_solve (deprecated): (X, A.clone()) with A X = input."""
-    warnings.warn(
+    warn_user(
         "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will "
         "be removed in a future PyTorch release.\ntorch.linalg.solve_triangular has its "
         "arguments reversed and does not return a copy of one of the inputs.\nX = "
         "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
-        "torch.linalg.solve_triangular(A, B).", UserWarning, stacklevel=2)
+        "torch.linalg.solve_triangular(A, B).")
     _need_tensor("triangular_solve", "input", 1, input)
     _need_tensor("triangular_solve", "A", 2, A)
     return _into(triangular_solve_op(input, A, upper, transpose, unitriangular), out,

@@ -13,9 +13,11 @@ Each declaration generates a Python function with a real signature (the public
 """
 from __future__ import annotations
 
+import inspect
 import operator
 from collections import namedtuple
 
+from .. import overrides
 from ..core import dtype as dt
 from ..core.device import CPU, META
 from ..core.grad_state import state as _grad_state
@@ -400,7 +402,7 @@ def _normalise_lines(schema: Schema, call_names, varargs: bool):
 
 def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
     """The call's key set: plain attribute reads where the argument is known to be a
-    Tensor (checked above), `_ks` (lists, None, Python numbers) elsewhere."""
+    Tensor (checked above), `_ks` (lists, None, Python numbers, other objects) elsewhere."""
     parts = []
     for i in schema.tensor_positions:
         if i == 0 and first_is_tensor:
@@ -413,16 +415,17 @@ def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
     return " | ".join(parts) if parts else "0"
 
 
-def _first_tensor_check(schema: Schema, fname: str, pyname: str, number_self=False) -> list:
-    if not schema.arguments or schema.arguments[0].type != "Tensor":
-        return []
-    allowed = "_TensorOrNumber" if number_self else "_Tensor"
-    return [f"    if not isinstance({pyname}, {allowed}): _bad_self({fname!r}, {pyname})"]
+def _tuple(items) -> str:
+    return "(" + "".join(f"{x}, " for x in items) + ")"
 
 
 def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False, doc=None,
                      number_self=False):
-    """Build a Python function with a real signature that dispatches `op`."""
+    """Build a Python function with a real signature that dispatches `op`.
+
+    Before dispatching, it checks for the __torch_function__ protocol (glasstorch.overrides):
+    one bit of the key set says an argument overrides, one global read says a
+    TorchFunctionMode is on somewhere; then the handlers get the call."""
     first = "self" if method else ("input" if schema.arguments and
                                    schema.arguments[0].name == "self" else
                                    (schema.arguments[0].name if schema.arguments else ""))
@@ -430,22 +433,42 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     params, call = _params(schema, first, method, varargs, out_op is not None)
     if method:
         call[0] = "self"
+    values = call + (["out"] if out_op is not None else [])
+    relevant = [call[i] for i in sorted(set(schema.tensor_positions) | (
+        {0} if schema.arguments else set()))] + (["out"] if out_op is not None else [])
+    # PyTorch's methods that take only self count a plain self among the handler's types
+    plain_types = method and len(schema.arguments) == 1
+    protocol = f"{name}, _SPEC, {_tuple(values)}, {_tuple(relevant)}" + (
+        ", True, True" if plain_types else "")
     lines = [f"def {name}({', '.join(params)}):"]
-    if not method:
-        lines += _first_tensor_check(schema, name, call[0] if call else "", number_self)
-    lines += _normalise_lines(schema, call, varargs)
-    first_is_tensor = bool(schema.arguments) and schema.arguments[0].type == "Tensor" and (
-        method or not number_self)
-    ks = _keyset_expr(schema, call, first_is_tensor)
+    first_is_tensor = bool(schema.arguments) and schema.arguments[0].type == "Tensor"
+    if first_is_tensor and not method:
+        allowed = "_TensorOrNumber" if number_self else "_Tensor"
+        lines.append(f"    if not isinstance({call[0]}, {allowed}): "
+                     f"return _foreign_self({protocol}, {name!r})")
+    first_is_tensor = first_is_tensor and (method or not number_self)
+    lines.append(f"    _keys = {_keyset_expr(schema, call, first_is_tensor)}")
     if out_op is not None:
-        lines.append("    if out is not None:")
-        lines.append(f"        return _out_op.dispatch({ks} | _ks(out), {', '.join(call)}, out)")
-    lines.append(f"    return _op.dispatch({ks}, {', '.join(call)})")
+        lines.append("    if out is not None: _keys |= _ks(out)")
+    lines += [f"    if _keys & {overrides.TORCH_FUNCTION_BIT} or _anywhere.modes:",
+              f"        _handled = _protocol({protocol})",
+              "        if _handled is not _NOT_HANDLED: return _handled"]
+    lines += _normalise_lines(schema, call, varargs)
+    if out_op is not None:
+        lines.append(f"    if out is not None: return _out_op.dispatch(_keys, {', '.join(call)}, "
+                     "out)")
+    lines.append(f"    return _op.dispatch(_keys, {', '.join(call)})")
     source = "\n".join(lines)
-    env = {"_op": op, "_out_op": out_op, "_ks": dispatcher.keyset_of, "_Tensor": Tensor,
-           "_TensorOrNumber": (Tensor, int, float, complex),
-           "_bad_self": _bad_self, "_as_shape": _as_varargs_shape,
-           "_contiguous_format": "contiguous_format"}
+    spec = tuple((n, "v" if varargs and i == 1 else "k" if a.kwarg_only else
+                  "d" if a.has_default else "p", a.default)
+                 for i, (n, a) in enumerate(zip(call, schema.arguments))) + (
+        (("out", "k", None),) if out_op is not None else ())
+    env = {"_op": op, "_out_op": out_op, "_ks": overrides.arg_bits, "_Tensor": Tensor,
+           "_TensorOrNumber": (Tensor, int, float, complex), "_as_shape": _as_varargs_shape,
+           "_contiguous_format": "contiguous_format", "_SPEC": spec,
+           "_anywhere": overrides.anywhere,
+           "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
+           "_NOT_HANDLED": overrides.NOT_HANDLED}
     exec(compile(source, f"<glasstorch.ops {schema.qualified_name}>", "exec"), env)
     fn = env[name]
     fn.__doc__ = doc or f"{name}: {schema}"
@@ -453,6 +476,18 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     fn.__qualname__ = f"Tensor.{name}" if method else name
     fn._schema = schema
     return fn
+
+
+overrides._PROTOCOL_FILES.add(__file__)
+
+
+def _foreign_self(public, spec, values, relevant, fname):
+    """The first argument is not a Tensor: its __torch_function__ (or another argument's)
+    handles the call, else the usual TypeError."""
+    result = overrides.protocol(public, spec, values, relevant)
+    if result is overrides.NOT_HANDLED:
+        _bad_self(fname, values[0])
+    return result
 
 
 def _as_varargs_shape(size):
@@ -469,12 +504,47 @@ def _bad_self(fname, value):
                     f"{type(value).__name__}")
 
 
+# Python operators whose __torch_function__ handlers see the method they call, as in
+# PyTorch (`t + 1` reaches them as Tensor.add); the other operators reach them as
+# themselves, some under PyTorch's other name for them.
+_OPERATORS_SEEN_AS_METHOD = {
+    "__add__", "__radd__", "__iadd__", "__sub__", "__isub__", "__mul__", "__rmul__",
+    "__imul__", "__truediv__", "__itruediv__", "__ifloordiv__", "__mod__", "__imod__",
+    "__pow__", "__ipow__", "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__",
+    "__ixor__", "__ilshift__", "__irshift__", "__ne__", "__lt__", "__le__", "__gt__",
+    "__ge__", "__neg__", "__abs__"}
+_OPERATOR_NAMES = {"__pos__": "positive", "__matmul__": "matmul", "__rtruediv__": "__rdiv__"}
+# Tensor methods PyTorch writes in Python: their handlers count a plain self among the types
+# and get keywords as a dict.
+_PYTHON_TENSOR_METHODS = {"__floordiv__", "__rsub__", "__rpow__", "__rmod__", "__rfloordiv__",
+                          "__rlshift__", "__rrshift__", "__rdiv__", "__rmatmul__"}
+
+
+def _public(fn, name: str, method: bool):
+    """`fn` honouring __torch_function__ (glasstorch.overrides), unless it is a generated
+    wrapper or an operator that calls one, which honour it already."""
+    if hasattr(fn, "_schema") or (method and name in _OPERATORS_SEEN_AS_METHOD) or (
+            not callable(fn) or isinstance(fn, type)):
+        return fn
+    name = _OPERATOR_NAMES.get(name, name) if method else name
+    python_method = method and name in _PYTHON_TENSOR_METHODS
+    try:
+        unary = method and len(inspect.signature(fn).parameters) == 1
+        return overrides.overridable(fn, name=name, builtin=True,
+                                     qualname=f"Tensor.{name}" if method else name,
+                                     plain_types=python_method or unary,
+                                     kwargs_dict=python_method)
+    except ValueError:          # no signature to copy (a builtin): not ours to wrap
+        return fn
+
+
 def export(name: str, fn, *, method: bool | str = False, function: bool = True) -> None:
     """Make `fn` public as glasstorch.<name> and/or as a Tensor method."""
     if function:
-        functions[name] = fn
+        functions[name] = _public(fn, name, False)
     if method:
-        setattr(Tensor, name if method is True else method, fn)
+        method_name = name if method is True else method
+        setattr(Tensor, method_name, _public(fn, method_name, True))
 
 
 # ---- declaring ops ---------------------------------------------------------------------

@@ -279,8 +279,9 @@ _REDUCE_WARNING = ("The reduce argument of torch.scatter with Tensor src is depr
                    "more reduction options.")
 
 
-def _scatter_overload(src, value, reduce, stacklevel=3):
-    """(declaration, the src-or-value argument) for a scatter call, as PyTorch's binding."""
+def _scatter_overload(src, value, reduce, stacklevel=4):
+    """(declaration, the src-or-value argument) for a scatter call, as PyTorch's binding.
+    The warning's stacklevel counts the public function's __torch_function__ wrapper."""
     if (src is None) == (value is None):
         raise TypeError("scatter(): expected exactly one of 'src' (a Tensor) or 'value' "
                         "(a number)")
@@ -302,7 +303,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
 def _scatter(input, dim, index, src, value, reduce, out=None):
     if not isinstance(input, Tensor):
         _bad_self("scatter", input)
-    decl, arg = _scatter_overload(src, value, reduce, stacklevel=4)
+    decl, arg = _scatter_overload(src, value, reduce, stacklevel=5)
     kwargs = {} if reduce is None else {"reduce": reduce}
     if out is not None:
         kwargs["out"] = out

@@ -6,7 +6,6 @@ host for a GPU's tensors too (its results are copied back).
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
 from .misc_math import _require_tensor, into_out
 from .pointwise import complex_
+from .ranges import warn_user
 from .registry import composite, export
 
 
@@ -64,8 +64,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     else:
         norm = w_sum - correction
     if bool(norm <= 0):
-        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
-                      "than the number of observations.", UserWarning, stacklevel=3)
+        warn_user("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                  "than the number of observations.")
         norm = norm * 0
     centred = observations - avg.unsqueeze(1)
     weighted = centred if w is None else centred * w

@@ -15,6 +15,7 @@ from ..core import dtype as dt
 from ..core.shape import (Size, as_shape, check_in_bounds, contiguous_strides,
                           expand_strides, infer_size, view_strides, wrap_dim, wrap_dims)
 from ..core.tensor import Tensor, contiguous_format
+from ..dispatch.keys import DispatchKey
 from .registry import composite, export, kernel_op, view
 
 # ---- view / reshape --------------------------------------------------------------------
@@ -676,11 +677,24 @@ Tensor.imag = property(imag, _part_setter(imag), doc="The imaginary part (a view
 # ---- detach / alias --------------------------------------------------------------------
 
 def detach(input):
-    """Shares storage and version counter but not the graph; not a view (`_base` is None)."""
+    """Shares storage and version counter but not the graph; not a view (`_base` is None).
+    A tensor subclass with __torch_dispatch__ detaches through the dispatcher, so that its
+    handler makes the result (aten.detach), as in PyTorch."""
+    if input._keyset & _PYTHON_KEY:
+        return _detach_op(input)
+    return _detach(input)
+
+
+def _detach(input):
     out = Tensor._make(input._storage, input._offset, input._shape, input._stride,
                        input.dtype, input._vc)
     out._inference = input._inference
     return out
+
+
+_PYTHON_KEY = 1 << DispatchKey.Python
+_detach_op = kernel_op("detach(Tensor(a) self) -> Tensor(a)", method=False, function=False)
+_detach_op.functional.register("CompositeExplicitAutograd", _detach)
 
 
 def detach_(self):

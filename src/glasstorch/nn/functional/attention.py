@@ -14,9 +14,11 @@ __all__ = ["softmax", "log_softmax", "softmin", "gumbel_softmax",
 
 
 def _implicit_dim(name: str, ndim: int, stacklevel: int) -> int:
-    """The legacy choice when dim is None: 0 for 0-, 1- and 3-dim inputs, else 1."""
+    """The legacy choice when dim is None: 0 for 0-, 1- and 3-dim inputs, else 1. (The
+    warning skips one more frame than PyTorch's: the public function's __torch_function__
+    wrapper.)"""
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", stacklevel=stacklevel)
+                  "to include dim=X as an argument.", stacklevel=stacklevel + 1)
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -52,7 +54,8 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     """Samples from the Gumbel-softmax distribution; with `hard`, one-hot samples whose
     gradient is the soft sample's (straight-through estimator)."""
     if eps != 1e-10:
-        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+        warnings.warn("`eps` parameter is deprecated and has no effect.",
+                      stacklevel=3)      # past the __torch_function__ wrapper
     gumbels = -logits.new_empty(logits.shape).exponential_().log()
     y_soft = _ops.softmax((logits + gumbels) / tau, dim)
     if not hard:

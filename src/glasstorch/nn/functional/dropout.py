@@ -86,7 +86,8 @@ def _warn_rank(name, ndim, spatial, ranks):
         "in an error in a future release. To retain the behavior and silence this warning, "
         f"please use dropout instead. Note that {name} exists to provide channel-wise dropout "
         f"on inputs with {spatial} spatial dimensions, a channel dimension, and an optional "
-        f"batch dimension (i.e. {ranks} inputs).", stacklevel=3)
+        f"batch dimension (i.e. {ranks} inputs).",
+        stacklevel=4)      # the caller of the public function's __torch_function__ wrapper
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,

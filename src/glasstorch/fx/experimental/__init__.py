@@ -1,0 +1,1 @@
+"""`torch.fx.experimental`: tracing below the Python level."""

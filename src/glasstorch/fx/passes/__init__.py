@@ -1,0 +1,2 @@
+"""`torch.fx.passes`: analyses and transformations over GraphModules."""
+from . import shape_prop  # noqa: F401
