@@ -54,6 +54,17 @@ ALLOWED_UPWARD = {
         "a CUDA tensor draws from its GPU's default generator, which glasstorch.cuda owns",
     ("ops.gpu_kernels", "cuda.random"):
         "samplers run on the host draw from the GPU generator's stream",
+    ("core.tensor", "dispatch.dispatcher"):
+        "Tensor.as_subclass aliases through the aten::alias operator",
+    ("overrides", "__init__"):
+        "get_overridable_functions/get_ignored_functions enumerate the public namespace",
+    ("overrides", "nn"): "get_overridable_functions enumerates nn.functional",
+    ("overrides", "ops.registry"): "get_overridable_functions enumerates the declared ops",
+    ("overrides", "dispatch.modes"):
+        "enable_reentrant_dispatch is the Python key's, which overrides (used by core) sits below",
+    ("fx.graph", "__init__"): "generated code calls `torch.<name>`: the public namespace",
+    ("fx.node", "__init__"):
+        "a type annotation prints as torch.<name> when the public namespace holds it",
 }
 PROGRAMS = ("cli", "demo", "examples")   # written against the public API, as a user's script
 

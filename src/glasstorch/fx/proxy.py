@@ -12,6 +12,10 @@ import inspect
 import operator
 from typing import Any, Callable
 
+from .._ops import OpOverload
+from ..core.device import device
+from ..core.dtype import dtype
+from ..core.tensor import Tensor, layout, memory_format
 from .graph import Graph, magic_methods, reflectable_magic_methods
 from .node import Node, map_aggregate
 
@@ -78,10 +82,7 @@ class TracerBase:
             return a
         if isinstance(a, Node):
             return a
-        import glasstorch
-        from .._ops import OpOverload
-        if isinstance(a, (glasstorch.dtype, glasstorch.device, glasstorch.memory_format,
-                          glasstorch.layout, OpOverload)):
+        if isinstance(a, (dtype, device, memory_format, layout, OpOverload)):
             return a
         raise NotImplementedError(f"argument of type: {type(a)}")
 
@@ -190,9 +191,8 @@ class Proxy:
 
 
 def _is_tensor_method(fn) -> bool:
-    import glasstorch
     name = getattr(fn, "__name__", None)
-    return name is not None and getattr(glasstorch.Tensor, name, None) is fn
+    return name is not None and getattr(Tensor, name, None) is fn
 
 
 class Attribute(Proxy):

@@ -230,3 +230,5 @@ def _index_put(grad, indices, values, accumulate):
 
 # Integer results or reinterpreted bits: no gradient flows through them.
 not_differentiable("aten::view.dtype", "aten::repeat_interleave.Tensor", "aten::one_hot")
+# detach: an alias cut from the graph, by definition.
+not_differentiable("aten::detach")
