@@ -1,7 +1,8 @@
 """Reduction primitives: sum, prod, amax, amin and var (with a correction) over `dims`.
 
 As PyTorch's, they drop the reduced dimensions (keepdim is a reshape above them) and take
-an optional `output_dtype`; `dims=None` reduces every dimension.
+an optional `output_dtype`. `dims=None` or `[]` reduces every dimension (PyTorch's sum,
+amax, amin and var do so for `[]`; its prod reduces none).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from .declaration import prim
 
 
 def _dims(ndim: int, dims, name: str) -> tuple:
-    if dims is None:
+    if not dims:                   # None, or [] as in PyTorch: every dimension
         return tuple(range(ndim))
     out = []
     for d in dims:

@@ -110,7 +110,7 @@ def _render(e, lang, dtype):
         if lang == "cuda" and cuda_name is not None:
             name = cuda_name
         elif c_name is None:                       # rsqrt in plain C
-            return f"({_constant(1, lang, dtype)} / {_math_name('sqrt', dtype)}({args}))"
+            return f"({_constant(1.0, lang, dtype)} / {_math_name('sqrt', dtype)}({args}))"
         else:
             name = c_name if e.fn in _CLASSIFIERS else _math_name(c_name, dtype)
         return f"{name}({args})"
@@ -154,10 +154,11 @@ def compile_python(expr, nargs: int):
 
 def _ieee(ufunc):
     """A libm function on Python floats through its NumPy ufunc: IEEE results (inf, nan)
-    where `math` raises."""
+    where `math` raises. (On one-element arrays: NumPy's scalar path differs from libm at
+    some special values, pow(-inf, 0.5) among them.)"""
     def fn(*xs):
         with np.errstate(all="ignore"):
-            out = ufunc(*(np.float64(x) for x in xs))
+            out = ufunc(*(np.array([x], np.float64) for x in xs))[0]
         return bool(out) if out.dtype == np.bool_ else float(out)
     fn.__name__ = ufunc.__name__
     return fn
