@@ -13,6 +13,7 @@ from .. import _prims  # noqa: F401  (the prims namespace)
 from .._ops import ops_namespace
 from ..autograd.grad_mode import no_grad
 from ..core import dtype as dt
+from ..core.tensor import Tensor
 from . import register_decomposition
 
 aten = ops_namespace("aten")
@@ -65,18 +66,21 @@ def _where(cond, x, y):
 
 # ---- softmax -----------------------------------------------------------------------------------
 
+def _shifted(x, dim):
+    """x minus its maximum along dim, so exp cannot overflow (an empty x has no maximum)."""
+    return aten.sub.Tensor(x, aten.amax.default(x, [dim], True)) if x.numel() else x
+
+
 @register_decomposition(aten._softmax.default)
 def _softmax(self, dim: int, half_to_float: bool):
-    x = _upcast(self)
-    e = aten.exp.default(aten.sub.Tensor(x, aten.amax.default(x, [dim], True)))
+    e = aten.exp.default(_shifted(_upcast(self), dim))
     out = aten.div.Tensor_mode(e, aten.sum.dim_IntList(e, [dim], True))
     return out if half_to_float else _cast(out, self.dtype)
 
 
 @register_decomposition(aten._log_softmax.default)
 def _log_softmax(self, dim: int, half_to_float: bool):
-    x = _upcast(self)
-    shifted = aten.sub.Tensor(x, aten.amax.default(x, [dim], True))
+    shifted = _shifted(_upcast(self), dim)
     total = aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True)
     out = aten.sub.Tensor(shifted, aten.log.default(total))
     return out if half_to_float else _cast(out, self.dtype)
@@ -134,7 +138,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training: 
                     aten.mul.Tensor(running_mean, 1 - momentum)))
             if running_var is not None:
                 var = aten.mul.Tensor(aten.squeeze.dims(aten.var_mean.correction(
-                    x, dims, correction=0, keepdim=True)[0], dims), n / max(n - 1, 1))
+                    x, dims, correction=0, keepdim=True)[0], dims),
+                    n / (n - 1) if n > 1 else math.inf)      # nan from one value, as PyTorch
                 aten.copy_.default(running_var, aten.add.Tensor(
                     aten.mul.Tensor(var, momentum),
                     aten.mul.Tensor(running_var, 1 - momentum)))
@@ -312,6 +317,10 @@ def lerp(self, end, weight):
     """start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w): exact
     at both ends, as PyTorch's kernel."""
     diff = aten.sub.Tensor(end, self)
+    if not isinstance(weight, Tensor):          # a Python number: pick the form here
+        if abs(weight) < 0.5:
+            return aten.add.Tensor(self, aten.mul.Tensor(diff, weight))
+        return aten.sub.Tensor(end, aten.mul.Tensor(diff, 1 - weight))
     near_start = aten.add.Tensor(self, aten.mul.Tensor(weight, diff))
     near_end = aten.sub.Tensor(end, aten.mul.Tensor(diff, aten.rsub.Tensor(weight, 1)))
     return _where(aten.lt.Tensor(aten.abs.default(weight), 0.5), near_start, near_end)
