@@ -68,6 +68,7 @@ def test_renderings():
     assert render(prims["exp"].expr, "python") == "m.exp(a)"
     assert render(prims["rsqrt"].expr, "c") == "(1.0 / sqrt(a))"
     assert render(prims["rsqrt"].expr, "cuda") == "rsqrt(a)"
+    assert render(prims["rsqrt"].expr, "cuda", dtype="float") == "rsqrtf(a)"
     assert render(prims["where"].expr, "cuda") == "(a ? b : c)"
     assert render(prims["where"].expr, "python") == "(b if a else c)"
     assert render(prims["div"].expr, "python") == "m.div(a, b)"

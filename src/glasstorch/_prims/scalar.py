@@ -11,8 +11,8 @@ writes it as C, CUDA C or Python:
     >>> render(Call("exp", Var("a")), "c", dtype="float")
     'expf(a)'
 
-C and CUDA use the libm names (single precision adds `f`); CUDA has `rsqrt`, C spells it
-`1 / sqrt(a)`. Python renders calls as `m.<name>(...)` and division as `m.div(...)`, where
+C and CUDA use the libm names (single precision adds `f`); CUDA has `rsqrt` (`rsqrtf`), C
+spells it `1 / sqrt(a)`. Python renders calls as `m.<name>(...)` and division as `m.div(...)`, where
 `m` is `PY_MATH`: IEEE functions on Python floats (the `math` module raises at log(0) or
 1/0 where a kernel returns inf or nan, so it cannot stand in for libm).
 """
@@ -108,7 +108,7 @@ def _render(e, lang, dtype):
             return f"m.{e.fn}({args})"
         c_name, cuda_name = FUNCTIONS[e.fn]
         if lang == "cuda" and cuda_name is not None:
-            name = cuda_name
+            name = _math_name(cuda_name, dtype)
         elif c_name is None:                       # rsqrt in plain C
             return f"({_constant(1.0, lang, dtype)} / {_math_name('sqrt', dtype)}({args}))"
         else:
