@@ -69,4 +69,4 @@ def core_aten_decompositions() -> dict:
     return {op: fn for op, fn in decomposition_table.items() if op.name() not in _CORE_ATEN}
 
 
-from . import decompositions  # noqa: E402,F401  (fills the table)
+from . import backward, decompositions  # noqa: E402,F401  (fill the table)
