@@ -316,7 +316,8 @@ def test_matmul_prims():
         P.mm(gt.ones(2, 3), gt.ones(2, 3))
 
 
-CONVS = [  # input shape, weight shape, stride, padding, dilation, transposed, output_padding, groups
+# input shape, weight shape, stride, padding, dilation, transposed, output_padding, groups
+CONVS = [
     ((2, 4, 9), (6, 2, 3), [2], [1], [1], False, [0], 2),
     ((1, 3, 7, 6), (4, 3, 3, 2), [1, 2], [1, 0], [2, 1], False, [0, 0], 1),
     ((2, 4, 5), (4, 3, 3), [2], [1], [1], True, [1], 2),

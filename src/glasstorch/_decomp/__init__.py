@@ -12,7 +12,8 @@ sees only the core ATen ops and primitives it is made of.
 """
 from __future__ import annotations
 
-from .._ops import OpOverload, OpOverloadPacket
+from .._ops import OpOverload, OpOverloadPacket, overload_of
+from ..dispatch import dispatcher
 
 __all__ = ["core_aten_decompositions", "decomposition_table", "get_decompositions",
            "register_decomposition"]
@@ -50,6 +51,19 @@ def register_decomposition(aten_op, registry=None, *, type="post_autograd", unsa
                 raise RuntimeError(f"duplicate registrations for {op}")
             table[op] = fn
         return fn
+    return register
+
+
+def define_by_decomposition(schema: str):
+    """Decorator for an op PyTorch has and glasstorch had no kernel for: define
+    `aten::<schema>` with the function as its CompositeImplicitAutograd kernel (it runs on
+    every backend, and autograd records its pieces), and register it as the op's
+    decomposition. An op declared elsewhere with kernels of its own keeps them."""
+    def register(fn):
+        op = dispatcher.define(schema)
+        if not op.kernels:
+            op.register("CompositeImplicitAutograd", fn)
+        return register_decomposition(overload_of(op))(fn)
     return register
 
 

@@ -13,24 +13,12 @@ from __future__ import annotations
 
 import math
 
-from .._ops import ops_namespace, overload_of
-from ..dispatch import dispatcher
-from . import register_decomposition
+from .._ops import ops_namespace
+from . import define_by_decomposition as _backward_op
 from .decompositions import (_cast, _channel_view, _reshape, _scalar_like, _softplus, _upcast,
                              _where, prims)
 
 aten = ops_namespace("aten")
-
-
-def _backward_op(schema: str):
-    """Decorator: the decomposition of `aten::<schema>`, which is defined with it as its
-    kernel unless glasstorch already has the op."""
-    def register(fn):
-        op = dispatcher.define(schema)
-        if not op.kernels:
-            op.register("CompositeImplicitAutograd", fn)
-        return register_decomposition(overload_of(op))(fn)
-    return register
 
 
 def _sum(t, dims, keepdim=False):

@@ -14,7 +14,7 @@ from .._ops import ops_namespace
 from ..autograd.grad_mode import no_grad
 from ..core import dtype as dt
 from ..core.tensor import Tensor
-from . import register_decomposition
+from . import define_by_decomposition, register_decomposition
 
 aten = ops_namespace("aten")
 prims = ops_namespace("prims")
@@ -416,3 +416,84 @@ def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None,
     if weight is not None:
         loss = aten.mul.Tensor(loss, weight)
     return _reduce(loss, reduction)
+
+
+# ---- composite ops PyTorch has and glasstorch had not -----------------------------------------
+
+@define_by_decomposition("rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
+                         "float? eps=None) -> Tensor")
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the last dims, times weight; eps defaults to the
+    dtype's machine epsilon, as PyTorch's."""
+    x = _upcast(input)
+    dims = list(range(input.dim() - len(normalized_shape), input.dim()))
+    eps = dt.finfo(input.dtype).eps if eps is None else eps
+    rms = aten.rsqrt.default(aten.add.Tensor(
+        aten.mean.dim(aten.mul.Tensor(x, x), dims, True), eps))
+    out = _cast(aten.mul.Tensor(x, rms), input.dtype)
+    return aten.mul.Tensor(out, weight) if weight is not None else out
+
+
+@define_by_decomposition("l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor")
+def l1_loss(self, target, reduction=1):
+    return _reduce(aten.abs.default(aten.sub.Tensor(self, target)), reduction)
+
+
+@define_by_decomposition("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, "
+                         "int reduction=1, SymInt ignore_index=-100, "
+                         "float label_smoothing=0.0) -> Tensor")
+def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100,
+                       label_smoothing=0.0):
+    """log_softmax over the class dimension, then nll_loss (class indices) or the
+    probability-weighted sum (class probabilities), with label smoothing mixed in."""
+    class_dim = 1 if self.dim() >= 2 else 0
+    classes = self.shape[class_dim]
+    logp = aten._log_softmax.default(self, class_dim, False)
+    weight_view = None if weight is None else aten.view.default(
+        weight, [classes] + [1] * (self.dim() - class_dim - 1))
+    if target.dtype.is_floating_point:                 # class probabilities
+        if label_smoothing > 0:
+            target = aten.add.Tensor(aten.mul.Tensor(target, 1 - label_smoothing),
+                                     label_smoothing / classes)
+        terms = aten.mul.Tensor(logp, target)
+        if weight_view is not None:
+            terms = aten.mul.Tensor(terms, weight_view)
+        losses = aten.neg.default(_sum_dims(terms, [class_dim]))
+        if reduction == 1:
+            return aten.div.Tensor_mode(aten.sum.dim_IntList(losses, None),
+                                        max(self.numel() // max(classes, 1), 1))
+        return _reduce(losses, reduction)
+    nll = _nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    if label_smoothing <= 0:
+        return nll
+    terms = logp if weight_view is None else aten.mul.Tensor(logp, weight_view)
+    ignored = aten.eq.Tensor(target, ignore_index)
+    smooth = aten.masked_fill.Scalar(aten.neg.default(_sum_dims(terms, [class_dim])), ignored, 0)
+    if reduction == 1:
+        kept = aten.logical_not.default(ignored)
+        if weight is None:
+            denominator = aten.sum.dim_IntList(_cast(kept, smooth.dtype), None)
+        else:
+            safe = _where(kept, target, _scalar_like(target, 0))
+            picked = aten.index_select.default(weight, 0, _reshape(safe, [-1]))
+            denominator = aten.sum.dim_IntList(
+                aten.mul.Tensor(picked, _cast(_reshape(kept, [-1]), picked.dtype)), None)
+        smooth = aten.div.Tensor_mode(aten.sum.dim_IntList(smooth, None), denominator)
+    else:
+        smooth = _reduce(smooth, reduction)
+    return aten.add.Tensor(aten.mul.Tensor(nll, 1 - label_smoothing),
+                           aten.mul.Tensor(smooth, label_smoothing / classes))
+
+
+def _sum_dims(t, dims):
+    return aten.sum.dim_IntList(t, dims, False)
+
+
+def _nll_loss_nd(logp, target, weight, reduction, ignore_index):
+    """nll_loss for any number of dimensions, through the op glasstorch has for the shape."""
+    if logp.dim() <= 2:
+        return aten.nll_loss_forward.default(logp, target, weight, reduction, ignore_index)[0]
+    if logp.dim() == 4:
+        return aten.nll_loss2d_forward.default(logp, target, weight, reduction,
+                                               ignore_index)[0]
+    return _nll(logp, target, weight, reduction, ignore_index)[0]

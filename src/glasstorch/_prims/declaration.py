@@ -3,17 +3,18 @@
 `prim(schema, kind=..., meta=..., impl=...)` defines the operator `prims::<name>` with the
 dispatcher and registers its kernels from the one declaration:
 
-* kinds "elementwise", "reduction", "shape" (copying), "extern": a CPU kernel that runs `impl` on the inputs'
-  NumPy arrays and stores the result in an output laid out as `meta` says, and a Meta kernel
-  that allocates that output without data;
+* kinds "elementwise", "reduction", "shape" (copying) and "extern": a CPU kernel that runs
+  `impl` on the inputs' NumPy arrays and stores the result in an output laid out as `meta`
+  says, and a Meta kernel that allocates that output without data;
 * kind "view": one kernel for every backend (CompositeExplicitAutograd): `meta` gives the
   view's (shape, stride, storage offset) and the result aliases the input's storage;
 * kinds "factory" and "random": no tensor argument names a backend, so a BackendSelect
   kernel picks it from the `device` argument, as PyTorch's BackendSelect key does.
 
 `meta` and `impl` take the schema's arguments positionally, as kernels do; `impl` gets
-NumPy arrays where the schema has tensors and returns an array (or a tuple of arrays): it is the executable definition the later compiler's kernels are tested against.
-Primitives have no derivatives: autograd works on the ATen ops above them.
+NumPy arrays where the schema has tensors and returns an array (or a tuple of arrays): it
+is the executable definition the later compiler's kernels are tested against. Primitives
+have no derivatives: autograd works on the ATen ops above them.
 """
 from __future__ import annotations
 

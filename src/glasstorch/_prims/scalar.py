@@ -3,8 +3,8 @@
 A compiler that fuses elementwise ops into one kernel needs each op as text in the kernel's
 language, not as a NumPy call. So every elementwise primitive carries a small expression
 tree over its inputs `a`, `b`, `c`, built from `Var`, `Const`, `Call` (a math function),
-`BinOp` (an infix operator), `Unary` (`-`, `!`, `~`) and `Select` (`cond ? x : y`), and `render(expr, lang)`
-writes it as C, CUDA C or Python:
+`BinOp` (an infix operator), `Unary` (`-`, `!`, `~`) and `Select` (`cond ? x : y`), and
+`render(expr, lang)` writes it as C, CUDA C or Python:
 
     >>> render(Call("exp", Var("a")), "c")
     'exp(a)'
