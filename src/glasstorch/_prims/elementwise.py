@@ -62,23 +62,23 @@ def _binary(name, impl, expr, *, result=None, categories=None, doc=""):
 
 # ---- unary -----------------------------------------------------------------------------------
 
-for _name, _ufunc, _fn in (
-        ("acos", np.arccos, "acos"), ("acosh", np.arccosh, "acosh"), ("asin", np.arcsin, "asin"),
-        ("asinh", np.arcsinh, "asinh"), ("atan", np.arctan, "atan"),
-        ("atanh", np.arctanh, "atanh"), ("cos", np.cos, "cos"), ("cosh", np.cosh, "cosh"),
-        ("exp", np.exp, "exp"), ("expm1", np.expm1, "expm1"), ("exp2", np.exp2, "exp2"),
-        ("log", np.log, "log"), ("log1p", np.log1p, "log1p"), ("log2", np.log2, "log2"),
-        ("log10", np.log10, "log10"), ("sin", np.sin, "sin"), ("sinh", np.sinh, "sinh"),
-        ("sqrt", np.sqrt, "sqrt"), ("tan", np.tan, "tan"), ("tanh", np.tanh, "tanh")):
-    _unary(_name, _ufunc, Call(_fn, a), categories=_FLOATING)
+# the libm function of the same name
+for _name, _ufunc in (("acos", np.arccos), ("acosh", np.arccosh), ("asin", np.arcsin),
+                      ("asinh", np.arcsinh), ("atan", np.arctan), ("atanh", np.arctanh),
+                      ("cos", np.cos), ("cosh", np.cosh), ("exp", np.exp), ("expm1", np.expm1),
+                      ("exp2", np.exp2), ("log", np.log), ("log1p", np.log1p),
+                      ("log2", np.log2), ("log10", np.log10), ("sin", np.sin),
+                      ("sinh", np.sinh), ("sqrt", np.sqrt), ("tan", np.tan), ("tanh", np.tanh),
+                      ("ceil", np.ceil), ("floor", np.floor), ("trunc", np.trunc)):
+    _unary(_name, _ufunc, Call(_name, a), categories=_FLOATING)
 
-for _name, _ufunc, _fn in (("ceil", np.ceil, "ceil"), ("floor", np.floor, "floor"),
-                           ("trunc", np.trunc, "trunc"), ("round", np.rint, "nearbyint")):
-    _unary(_name, _ufunc, Call(_fn, a), categories=_FLOATING,
-           doc="round: half to even, as the default rounding mode" if _name == "round" else "")
+_unary("round", np.rint, Call("nearbyint", a), categories=_FLOATING,
+       doc="half to even, as the default rounding mode")
 
 
 def _erf_impl(fn):
+    """erf and erfc element by element through `math` (NumPy has none): a slow reference,
+    which is all an implementation here has to be."""
     vectorised = np.vectorize(lambda x: x if x != x else fn(x), otypes=[np.float64])
 
     def impl(x):

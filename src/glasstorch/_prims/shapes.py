@@ -192,11 +192,21 @@ def _collapse(x, start, end):
     return x.reshape(x.shape[:start] + (-1,) + x.shape[end + 1:])
 
 
+def _reshape(x, shape):
+    return x.reshape(shape)
+
+
+def _rev(x, dims):
+    return np.flip(x, tuple(dims))
+
+
+def _cat(arrays, dim):
+    return np.concatenate(arrays, axis=dim % max(arrays[0].ndim, 1))
+
+
 prim("reshape(Tensor a, SymInt[] shape) -> Tensor", kind="shape", meta=_reshape_meta,
-     impl=lambda x, shape: x.reshape(shape))
+     impl=_reshape)
 prim("collapse(Tensor a, int start, int end) -> Tensor", kind="shape", meta=_collapse_meta,
      impl=_collapse)
-prim("rev(Tensor a, int[] dims) -> Tensor", kind="shape", meta=_rev_meta,
-     impl=lambda x, dims: np.flip(x, tuple(dims)))
-prim("cat(Tensor[] tensors, int dim) -> Tensor", kind="shape", meta=_cat_meta,
-     impl=lambda arrays, dim: np.concatenate(arrays, axis=dim % max(arrays[0].ndim, 1)))
+prim("rev(Tensor a, int[] dims) -> Tensor", kind="shape", meta=_rev_meta, impl=_rev)
+prim("cat(Tensor[] tensors, int dim) -> Tensor", kind="shape", meta=_cat_meta, impl=_cat)
