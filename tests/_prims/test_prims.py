@@ -406,3 +406,72 @@ def test_prims_have_no_derivatives():
     y = P.exp(x)
     with pytest.raises(RuntimeError, match="derivative for 'prims::exp' is not implemented"):
         y.sum().backward()
+
+
+# ---- meta against the CPU kernels, every non-elementwise prim -----------------------------------
+
+def _calls():
+    """One sample call per non-elementwise prim: (name, args, kwargs)."""
+    x = gt.tensor(np.random.default_rng(11).standard_normal((3, 4, 5)))
+    m = gt.tensor(np.random.default_rng(12).standard_normal((4, 3)))
+    z = gt.tensor(np.random.default_rng(13).standard_normal((4, 6)) + 1j)
+    spd = m.t() @ m + gt.eye(3, dtype=gt.float64)
+    factory = dict(dtype=gt.float32, device="cpu", requires_grad=False)
+    return [
+        ("sum", (x, [1]), {}), ("prod", (x, [0, 2]), {}), ("amax", (x, [2]), {}),
+        ("amin", (x, None), {}), ("var", (x, [0, 1], 0.5), {}),
+        ("sum", (x, [1]), {"output_dtype": gt.float32}),
+        ("as_strided", (x, [2, 2], [3, 1], 4), {}),
+        ("broadcast_in_dim", (m, [2, 4, 3], [1, 2]), {}),
+        ("squeeze", (x[:1], [0]), {}), ("transpose", (x, [1, 2, 0]), {}),
+        ("slice", (x, [0, 1, 0], [3, 4, 5], [2, 1, 3]), {}),
+        ("slice_in_dim", (x, 1, 3, 1, 2), {}), ("collapse_view", (x, 1, 2), {}),
+        ("split_dim", (x, 1, 2), {}), ("view_of", (x,), {}),
+        ("reshape", (x, [12, 5]), {}), ("collapse", (x.transpose(0, 2), 0, 1), {}),
+        ("rev", (x, [1]), {}), ("cat", ([x, x], 2), {}),
+        ("iota", (4,), dict(start=1, step=2, dtype=gt.int64, device="cpu",
+                            requires_grad=False)),
+        ("full", ([2, 3], 2.5), factory), ("empty_strided", ([2, 3], [1, 2]), factory),
+        ("philox_rand", ([3, 2],), dict(seed=3, offset=5, dtype=gt.float64, device="cpu")),
+        ("philox_randn", ([3, 2],), dict(seed=3, offset=5, dtype=gt.float32, device="cpu")),
+        ("mm", (m, m.t()), {}), ("bmm", (x, x.transpose(1, 2)), {}),
+        ("convolution", (x, gt.ones(2, 4, 3, dtype=gt.float64), None, [1], [1], [1], False,
+                         [0], 1), {}),
+        ("sort", (x, 1, True, True), {}),
+        ("fft_r2c", (m,), dict(dim=[0, 1], onesided=True)),
+        ("fft_c2c", (z,), dict(dim=[1], forward=False)),
+        ("fft_c2r", (z,), dict(dim=[1], last_dim_size=10)),
+        ("svd", (m,), dict(full_matrices=False)), ("cholesky", (spd, False), {}),
+    ]
+
+
+def _to_meta(x):
+    if isinstance(x, gt.Tensor):
+        return x.to("meta")
+    if isinstance(x, list):
+        return [_to_meta(v) for v in x]
+    return x
+
+
+def test_every_non_elementwise_prim_has_a_sample_call():
+    covered = {name for name, _, _ in _calls()}
+    assert covered == {p.name for p in prims.values() if p.kind != "elementwise"}
+
+
+@pytest.mark.parametrize("name,args,kwargs", _calls(), ids=[c[0] for c in _calls()])
+def test_meta_describes_the_cpu_result(name, args, kwargs):
+    """Run on the meta device, a prim gives the shapes, dtypes and strides its CPU kernel
+    produces."""
+    real = getattr(P, name)(*args, **kwargs)
+    if kwargs.get("device") == "cpu":
+        kwargs = {**kwargs, "device": "meta"}
+    meta = getattr(P, name)(*[_to_meta(a) for a in args], **kwargs)
+    real, meta = _outputs(real), _outputs(meta)
+    assert len(real) == len(meta)
+    for r, m in zip(real, meta):
+        assert m.device.type == "meta" and r.device.type == "cpu"
+        assert (m.shape, m.dtype, m.stride()) == (r.shape, r.dtype, r.stride()), name
+
+
+def _outputs(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
