@@ -2,8 +2,11 @@
 same names and schemas) and glasstorch's direct ops; errors; dispatch."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import glasstorch as gt
 import glasstorch._prims as P
@@ -475,3 +478,48 @@ def test_meta_describes_the_cpu_result(name, args, kwargs):
 
 def _outputs(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+# ---- views on varied shapes --------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=4), data=st.data())
+def test_views_on_varied_shapes_against_torch(shape, data):
+    """On a permuted (non-contiguous) input: transpose, collapse_view (a view, or an error
+    in both libraries), split_dim and broadcast_in_dim give PyTorch's geometry (strides of
+    size-1 dimensions, which address nothing, aside) and values."""
+    x = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    n = len(shape)
+
+    def _geometry(t):
+        return (tuple(t.shape), tuple(st for size, st in zip(t.shape, t.stride()) if size > 1),
+                t.storage_offset())
+
+    perm = data.draw(st.permutations(range(n)))
+    ours, theirs = P.transpose(gt.tensor(x), perm), torch.ops.prims.transpose(torch.tensor(x),
+                                                                              perm)
+    start = data.draw(st.integers(0, n - 1))
+    end = data.draw(st.integers(start, n - 1))
+    try:
+        expected = torch.ops.prims.collapse_view(theirs, start, end)
+    except Exception:
+        with pytest.raises(RuntimeError, match="cannot be collapsed without a copy"):
+            P.collapse_view(ours, start, end)
+    else:
+        got = P.collapse_view(ours, start, end)
+        assert _geometry(got) == _geometry(expected)
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    dim = data.draw(st.integers(0, n - 1))
+    outer = data.draw(st.sampled_from([d for d in range(1, ours.shape[dim] + 1)
+                                       if ours.shape[dim] % d == 0]))
+    got, expected = P.split_dim(ours, dim, outer), torch.ops.prims.split_dim(theirs, dim, outer)
+    assert _geometry(got) == _geometry(expected)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    placed = sorted(data.draw(st.lists(st.integers(0, n), min_size=n, max_size=n, unique=True)))
+    result_shape = [2] * (n + 1)
+    for j, d in enumerate(placed):
+        result_shape[d] = ours.shape[j]
+    got = P.broadcast_in_dim(ours, result_shape, placed)
+    expected = torch.ops.prims.broadcast_in_dim(theirs, result_shape, placed)
+    assert _geometry(got) == _geometry(expected)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())

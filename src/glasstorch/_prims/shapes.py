@@ -109,7 +109,7 @@ def _collapse_view_meta(a, start, end):
         raise RuntimeError(f"prims::collapse_view: dimensions {start}..{end} of strides "
                            f"{list(a.stride())} cannot be collapsed without a copy (use "
                            "prims::collapse)")
-    inner = sized[-1][1] if sized else 1
+    inner = sized[-1][1] if sized else a.stride(end)
     return (list(a.shape[:start]) + [length] + list(a.shape[end + 1:]),
             list(a.stride()[:start]) + [inner] + list(a.stride()[end + 1:]), a.storage_offset())
 
