@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import glasstorch as gt
-from glasstorch._decomp import core_aten_decompositions, decomposition_table
+from glasstorch._decomp import decomposition_table
 from glasstorch.utils._python_dispatch import TorchDispatchMode
 
 torch = pytest.importorskip("torch")
