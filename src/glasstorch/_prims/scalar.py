@@ -111,8 +111,10 @@ def _render(e, lang, dtype):
             name = _math_name(cuda_name, dtype)
         elif c_name is None:                       # rsqrt in plain C
             return f"({_constant(1.0, lang, dtype)} / {_math_name('sqrt', dtype)}({args}))"
+        elif e.fn in _CLASSIFIERS:        # macros giving any nonzero int for true: make it 1
+            return f"({c_name}({args}) != 0)"
         else:
-            name = c_name if e.fn in _CLASSIFIERS else _math_name(c_name, dtype)
+            name = _math_name(c_name, dtype)
         return f"{name}({args})"
     if isinstance(e, BinOp):
         if lang == "python":
