@@ -133,6 +133,17 @@ def _with_leaves(args, kwargs):
     return leaf(args), {k: leaf(v) for k, v in kwargs.items()}, leaves
 
 
+def _to_meta(x):
+    """The arguments as data-less meta tensors: a decomposition needs only metadata."""
+    if isinstance(x, gt.Tensor):
+        return x.detach().to("meta")
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_meta(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _to_meta(v) for k, v in x.items()}
+    return x
+
+
 def _compare(ours, expected, what, rtol=None):
     assert tuple(ours.shape) == tuple(expected.shape), f"{what}: shape"
     assert ours.dtype is expected.dtype, f"{what}: dtype {ours.dtype} vs {expected.dtype}"
@@ -144,13 +155,17 @@ def _compare(ours, expected, what, rtol=None):
 
 def check_call(func, args, kwargs, what):
     """The decomposition of `func` against its kernel on one call: every output (values,
-    dtype, shape), the in-place effects on the arguments, and in float64 the gradients."""
+    dtype, shape), the in-place effects on the arguments, and in float64 the gradients;
+    run on meta tensors, the decomposition gives the same shapes and dtypes."""
     direct_args, direct_kwargs, direct_leaves = _with_leaves(args, kwargs)
     decomp_args, decomp_kwargs, decomp_leaves = _with_leaves(args, kwargs)
     expected = func(*direct_args, **direct_kwargs)
     got = decomposition_table[func](*decomp_args, **decomp_kwargs)
     expected_flat, got_flat = _tensors(expected), _tensors(got)
     assert len(got_flat) == len(expected_flat), what
+    on_meta = _tensors(decomposition_table[func](*_to_meta(args), **_to_meta(kwargs)))
+    assert [(tuple(t.shape), t.dtype, t.device.type) for t in on_meta] == \
+        [(tuple(t.shape), t.dtype, "meta") for t in expected_flat], f"{what} on meta"
     if func in RANDOM:
         return
     for i, (g, e) in enumerate(zip(got_flat, expected_flat)):
