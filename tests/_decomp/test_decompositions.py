@@ -311,6 +311,8 @@ def test_dropout_structure():
     kept = keep.numpy()
     np.testing.assert_allclose(out.numpy(), np.where(kept, 1 / 0.75, 0.0))
     assert abs(kept.mean() - 0.75) < 0.05
+    out, keep = decomposition_table[aten.native_dropout.default](x, 0.5, None)
+    assert 0 < keep.numpy().mean() < 1             # train=None drops, as the kernels do
     for p, train in ((0.5, False), (0.0, True)):
         out, keep = decomposition_table[aten.native_dropout.default](x, p, train)
         assert keep.numpy().all() and (out.numpy() == 1).all()

@@ -284,7 +284,8 @@ def threshold_backward(grad_output, self, threshold):
 
 @register_decomposition(aten.native_dropout.default)
 def native_dropout(input, p: float, train):
-    if not train or p == 0:
+    """train=None drops, as the kernels do."""
+    if train is False or p == 0:
         keep = prims.full.default(list(input.shape), True, dtype=dt.bool, device=input.device,
                                   requires_grad=False)
         return aten.clone.default(input), keep
