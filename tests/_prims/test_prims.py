@@ -523,3 +523,22 @@ def test_views_on_varied_shapes_against_torch(shape, data):
     expected = torch.ops.prims.broadcast_in_dim(theirs, result_shape, placed)
     assert _geometry(got) == _geometry(expected)
     np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_elementwise_against_torch_prims(dtype):
+    """float16 and bfloat16 too, within their precision."""
+    rng = np.random.default_rng(14)
+    for p in ELEMENTWISE:
+        if p.name in INTEGER_ONLY or p.name in ("convert_element_type", "nextafter",
+                                                "signbit"):    # a nan's sign: the converter's
+            continue
+        args = [a.to(getattr(gt, dtype)) if a.dtype.is_floating_point else a
+                for a in _inputs(p, gt.float64, rng)]
+        theirs = getattr(torch.ops.prims, p.name)(
+            *[torch.from_numpy(np.array(a.float().numpy())).to(getattr(torch, dtype))
+              if a.dtype.is_floating_point else _torch(a) for a in args])
+        ours = p(*args)
+        assert str(ours.dtype) == str(theirs.dtype), p.name
+        np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=1e-2,
+                                   atol=1e-2, equal_nan=True, err_msg=f"{p.name} {dtype}")

@@ -97,8 +97,9 @@ def _rsqrt(x):
 
 
 def _sign(x):
-    return np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype) if x.dtype.kind == "f" \
-        else np.sign(x)
+    if x.dtype.kind in "biu":
+        return np.sign(x)
+    return np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)    # floats, bfloat16 too
 
 
 _unary("erf", _erf_impl(math.erf), Call("erf", a), categories=_FLOATING)
