@@ -121,7 +121,7 @@ _unary("bitwise_not", np.invert, Unary("~", a), categories=_INTEGRAL)
 
 def _div(x, y):
     """True division for floats; truncating division for integers, as C's `/`."""
-    if x.dtype.kind in "fc":
+    if x.dtype.kind not in "biu":          # floating, bfloat16 (kind 'V') included
         return x / y
     q = np.floor_divide(x, np.where(y == 0, 1, y))
     return q + ((np.remainder(x, np.where(y == 0, 1, y)) != 0) & ((x < 0) != (y < 0)))
