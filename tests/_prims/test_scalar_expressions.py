@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import glasstorch as gt
-from glasstorch._prims import prims, render
+from glasstorch._prims import prims, render, substitute
 from glasstorch._prims.scalar import BinOp, Call, Const, Select, Unary, a, b, compile_python
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 3.7, 0.1, 1e-300, 700.0, 1e300,
@@ -168,3 +168,18 @@ def test_c_float_rendering_matches_the_implementation(c_float_library, name):
         same = (np.isnan(got) and np.isnan(expected)) or got == expected or \
             abs(got - expected) <= 4e-7 * max(abs(got), abs(expected))
         assert same, f"C float prims::{name}{row}: {got}, NumPy {expected}"
+
+
+def test_substitute_fuses_a_chain_of_prims():
+    """sigmoid(x) = reciprocal(add(exp(neg(x)), 1)) as one expression, evaluating as the
+    chain of NumPy implementations does."""
+    one = Const(1.0)
+    body = substitute(prims["reciprocal"].expr, {
+        "a": substitute(prims["add"].expr, {
+            "a": substitute(prims["exp"].expr, {"a": prims["neg"].expr}), "b": one})})
+    assert render(body, "c", dtype="float") == "(1.0f / (expf((-a)) + 1.0f))"
+    fused = compile_python(body, 1)
+    for x in SPECIAL:
+        with np.errstate(all="ignore"):
+            chained = 1 / (np.exp(-np.float64(x)) + 1)
+        assert _same(fused(x), chained), x

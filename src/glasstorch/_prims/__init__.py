@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from . import elementwise, extern, factories, reductions, shapes  # noqa: F401  (declare)
 from .declaration import KINDS, Prim, prims
-from .scalar import render
+from .scalar import render, substitute
 
 globals().update({name: p.overload for name, p in prims.items()})
 
-__all__ = ["KINDS", "Prim", "prims", "render", *prims]
+__all__ = ["KINDS", "Prim", "prims", "render", "substitute", *prims]

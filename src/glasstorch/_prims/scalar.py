@@ -134,6 +134,25 @@ def _render(e, lang, dtype):
     raise TypeError(f"not a scalar expression: {e!r}")
 
 
+def substitute(expr, operands: dict):
+    """`expr` with its variables replaced by expressions ({"a": ..., "b": ...}): how a chain
+    of elementwise prims becomes one expression, the body of one fused kernel."""
+    if isinstance(expr, Var):
+        return operands.get(expr.name, expr)
+    if isinstance(expr, Const):
+        return expr
+    if isinstance(expr, Call):
+        return Call(expr.fn, *(substitute(x, operands) for x in expr.args))
+    if isinstance(expr, BinOp):
+        return BinOp(expr.op, substitute(expr.lhs, operands), substitute(expr.rhs, operands))
+    if isinstance(expr, Unary):
+        return Unary(expr.op, substitute(expr.operand, operands))
+    if isinstance(expr, Select):
+        return Select(*(substitute(x, operands) for x in (expr.cond, expr.if_true,
+                                                           expr.if_false)))
+    raise TypeError(f"not a scalar expression: {expr!r}")
+
+
 def _math_name(name: str, dtype: str) -> str:
     return name + "f" if dtype == "float" else name
 
