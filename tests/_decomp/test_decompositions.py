@@ -214,7 +214,8 @@ def test_the_op_database_reaches_every_decomposition():
     """Coverage: the walked entries call every op in the table (a decomposition no sample
     reaches is not tested by the walk)."""
     reached = {func for info in ENTRIES for func, _, _ in _record(info)}
-    # ops whose kernel is their decomposition (test_backward_ops.py compares them with torch)
+    # ops whose kernel is their decomposition (test_decomp_backward_ops.py and
+    # test_decomp_composite_ops.py compare them with torch)
     defined_by_decomposition = {op for op, fn in decomposition_table.items()
                                 if op._op.kernels.get("CompositeImplicitAutograd") is fn}
     # nll_loss2d_forward: no OpInfo samples (N, C, H, W); native_dropout: glasstorch's
