@@ -20,7 +20,9 @@ __all__ = ["core_aten_decompositions", "decomposition_table", "get_decomposition
 
 decomposition_table: dict = {}     # OpOverload -> function
 
-# Ops PyTorch counts as core ATen (tagged `core`), which core_aten_decompositions keeps.
+# Ops PyTorch's core_aten_decompositions() leaves undecomposed: core ATen ops (tagged
+# `core`), and native_batch_norm and var_mean, which it also keeps (test_decomp_api checks
+# the membership against PyTorch's).
 _CORE_ATEN = {"aten::_softmax", "aten::_log_softmax", "aten::native_layer_norm",
               "aten::native_batch_norm", "aten::native_group_norm", "aten::gelu",
               "aten::elu", "aten::leaky_relu", "aten::native_dropout", "aten::var_mean.correction"}
@@ -37,7 +39,8 @@ def _overloads(op) -> list:
 def register_decomposition(aten_op, registry=None, *, type="post_autograd", unsafe=False):
     """Decorator: register the function as the decomposition of `aten_op` (an OpOverload,
     a packet, meaning all its overloads, or a list of them) in `registry` (default: the
-    global `decomposition_table`). Registering an op twice is an error, as in PyTorch."""
+    global `decomposition_table`). Registering an op twice is an error, as in PyTorch.
+    `unsafe` is accepted for PyTorch's signature; it changes nothing here."""
     if type not in ("post_autograd", "pre_autograd", "meta"):
         raise ValueError(f"type must be 'post_autograd', 'pre_autograd' or 'meta', got "
                          f"{type!r}")
