@@ -316,3 +316,29 @@ def test_dropout_structure():
     for p, train in ((0.5, False), (0.0, True)):
         out, keep = decomposition_table[aten.native_dropout.default](x, p, train)
         assert keep.numpy().all() and (out.numpy() == 1).all()
+
+
+@pytest.mark.parametrize("dtype", [gt.float16, gt.bfloat16])
+def test_half_precision_inputs(dtype):
+    """Half-precision inputs: computed in float32 and given back in the input's dtype, as
+    the kernels do. (half_to_float=True, which the CPU kernel refuses as PyTorch's does,
+    gives float32: the decomposition serves every device.)"""
+    x = _random([3, 4], 0, scale=2.0).to(dtype)
+    w, b = _random([4], 1).to(dtype), _random([4], 2).to(dtype)
+    for func, args, kwargs in [
+            (aten._softmax.default, (x, 1, False), {}),
+            (aten._log_softmax.default, (x, 0, False), {}),
+            (aten.native_layer_norm.default, (x, [4], w, b, 1e-5), {}),
+            (aten.native_group_norm.default, (x.view(3, 4, 1), w, b, 3, 4, 1, 2, 1e-5), {}),
+            (aten.native_batch_norm.default, (x, w, b, None, None, True, 0.1, 1e-5), {}),
+            (aten.gelu.default, (x,), {"approximate": "tanh"}),
+            (aten.gelu_backward.default, (x, x), {}), (aten.silu.default, (x,), {}),
+            (aten.mish.default, (x,), {}), (aten.hardswish.default, (x,), {}),
+            (aten.elu.default, (x,), {}), (aten.leaky_relu.default, (x,), {}),
+            (aten.mse_loss.default, (x, x * 0.5), {})]:
+        expected = _tensors(func(*args, **kwargs))
+        got = _tensors(decomposition_table[func](*args, **kwargs))
+        for g, e in zip(got, expected):
+            assert g.dtype is e.dtype, f"{func} {dtype}"
+            np.testing.assert_allclose(g.float().numpy(), e.float().numpy(), rtol=2e-2,
+                                       atol=2e-2, err_msg=f"{func} {dtype}")
