@@ -11,11 +11,12 @@ RANKS = {
     "core": 0, "memory": 0, "dispatch.keys": 0, "return_types": 0, "overrides": 0, "_C": 0,
     "dispatch": 1, "random": 1, "_ops": 1,
     "backends": 2, "library": 2,
-    "ops": 3,
+    "ops": 3, "_prims": 3,          # primitives: operators declared beside the ATen ones
     "autograd": 4,
     "ops.derivatives": 5,          # derivative declarations: op formulas registered with autograd
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
     "optim": 7, "utils": 7, "fx": 7,
+    "_decomp": 7,                  # decompositions: written in ATen ops and primitives
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
 }
 

@@ -117,7 +117,7 @@ class Operator:
         ks &= self.mask
         key = ks.bit_length() - 1
         if key < 0:
-            raise self._missing_kernel_error(args)
+            return self._without_backend(args)
         if key <= _LAST_BACKEND:
             return self.table[key](*args)
         return self.table[key](self, ks & _BELOW[key], *args)
@@ -127,6 +127,15 @@ class Operator:
         if _tracers:
             return _traced(self, ks, args)
         return untraced(self, ks, args)
+
+    def _without_backend(self, args):
+        """No key left to run: a factory (no tensor argument names a backend) goes to its
+        BackendSelect kernel, which picks one from its arguments; anything else is an
+        error. Off the hot path, so ops without factories pay nothing for it."""
+        select = self.table[DispatchKey.BackendSelect]
+        if select is None:
+            raise self._missing_kernel_error(args)
+        return select(self, 0, *args)
 
     def _missing_kernel_error(self, args):
         backend = next((DispatchKey(k).name for k in BACKEND_KEYS
@@ -169,7 +178,7 @@ def untraced(op: Operator, ks: int, args: tuple):
     ks &= op.mask
     key = ks.bit_length() - 1
     if key < 0:
-        raise op._missing_kernel_error(args)
+        return op._without_backend(args)
     if key <= _LAST_BACKEND:
         return op.table[key](*args)
     return op.table[key](op, ks & _BELOW[key], *args)
