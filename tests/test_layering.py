@@ -17,6 +17,7 @@ RANKS = {
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
     "optim": 7, "utils": 7, "fx": 7,
     "_decomp": 7,                  # decompositions: written in ATen ops and primitives
+    "debug.coverage": 8,           # reads every layer's declarations, as `glasstorch ops`
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
 }
 

@@ -34,6 +34,16 @@ def test_facets_say_where_each_comes_from():
     assert rows["aten::view"].cpu == "composite-explicit"
     assert rows["aten::_softmax"].cuda == "native"          # glasstorch's own CUDA C
     assert rows["aten::mul.Tensor"].cuda == "shared"        # the CPU's array kernel on CuPy
+    assert rows["aten::_softmax"].decomposition == "yes"    # torch._decomp has one
+    assert rows["aten::mm"].decomposition == "-"
+
+
+def test_every_primitive_has_meta_cpu_and_elementwise_ones_a_scalar_expression():
+    rows = {r.name: r for r in operator_coverage("prims")}
+    assert len(rows) >= 50
+    assert {r.name: r.missing() for r in rows.values() if r.missing()} == {}
+    assert rows["prims::exp"].expression == "yes"
+    assert rows["prims::mm"].expression == "-"               # an extern primitive
 
 
 def test_an_operator_without_meta_derivative_or_cuda_kernels_is_reported():
@@ -49,12 +59,14 @@ def test_an_operator_without_meta_derivative_or_cuda_kernels_is_reported():
         lib.impl("twice", lambda x: x * 2, "CompositeImplicitAutograd")
         (row,) = operator_coverage("coveragetest")
     assert (row.meta, row.autograd, row.cpu, row.cuda) == ("decomposes",) * 4
+    assert (row.decomposition, row.expression) == ("-", "-")
 
 
 def test_command_prints_the_table_and_the_gaps(capsys):
     assert main(["ops", "--missing"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["operator", "meta", "autograd", "cpu", "cuda"]
+    assert out[0].split() == ["operator", "meta", "autograd", "cpu", "cuda", "decomposition",
+                              "expression"]
     assert {line.split()[0] for line in out[1:-1]} == {name for name, _ in KNOWN_GAPS}
     assert out[-1].endswith(f"operators, {len(KNOWN_GAPS)} missing facet(s)")
 

@@ -5,19 +5,26 @@ CuPy, or the host path), a Meta kernel unless its output's size depends on the d
 `dynamic_output_shape` tag), and, when it is a functional op, an autograd story: a derivative
 formula, a decomposition that autograd records through, or an explicit declaration that it is
 not differentiable or has no formula (as in PyTorch). In-place and out= variants take theirs
-from the functional op. `glasstorch ops` prints the table; `--missing` only the gaps.
+from the functional op. Two facets are informational for ATen ops: whether
+torch._decomp has a decomposition of it, and, for primitives, the scalar expression (which
+every elementwise primitive needs: code generation writes kernels from it).
+`glasstorch ops` prints the table; `--missing` only the gaps.
+
+This module reads every layer's declarations, so it ranks above them (tests/test_layering.py).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
 
+from .._decomp import decomposition_table
+from .._ops import overload_of
 from ..autograd import recording
 from ..dispatch import dispatcher
 from ..dispatch.keys import DispatchKey
 from ..ops import gpu_kernels
 
-FACETS = ("meta", "autograd", "cpu", "cuda")
+FACETS = ("meta", "autograd", "cpu", "cuda", "decomposition", "expression")
 MISSING = "MISSING"
 
 
@@ -30,6 +37,8 @@ class OperatorCoverage:
     autograd: str
     cpu: str
     cuda: str
+    decomposition: str
+    expression: str
 
     def missing(self) -> tuple:
         return tuple(f for f in FACETS if getattr(self, f) == MISSING)
@@ -60,6 +69,8 @@ def _cuda(op) -> str:
 
 def _autograd(op) -> str:
     info = op.info
+    if "prim" in info:
+        return "none (prims are below autograd)"
     if "derivative" in info:
         return "formula"
     if "autograd" in info:                    # declared: "not differentiable"/"not implemented"
@@ -75,10 +86,23 @@ def _autograd(op) -> str:
     return MISSING
 
 
+def _decomposition(op) -> str:
+    return "yes" if overload_of(op) in decomposition_table else "-"
+
+
+def _expression(op) -> str:
+    """A primitive's scalar expression; required of the elementwise ones."""
+    prim = op.info.get("prim")
+    if prim is None or prim.kind != "elementwise":
+        return "-"
+    return "yes" if prim.expr is not None else MISSING
+
+
 def operator_coverage(namespace: str = "aten") -> list:
     """An OperatorCoverage per operator of `namespace`, sorted by name."""
     return [OperatorCoverage(op.name, _meta(op), _autograd(op),
-                             _kernel_source(op, DispatchKey.CPU), _cuda(op))
+                             _kernel_source(op, DispatchKey.CPU), _cuda(op),
+                             _decomposition(op), _expression(op))
             for op in sorted(dispatcher.all_operators(), key=lambda o: o.name)
             if op.schema.namespace == namespace]
 
