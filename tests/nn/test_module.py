@@ -410,6 +410,23 @@ def test_deepcopy_and_pickle_module():
     assert isinstance(s2[0][0], gt.nn.Parameter) and s2[0][0].requires_grad
 
 
+def test_pickle_and_deepcopy_after_backward_leave_autograd_state_behind():
+    """A leaf's AccumulateGrad node (held weakly while a graph uses it) is autograd's, not
+    data: pickling a trained module works, and a deep copy's gradient is its own."""
+    m = gt.nn.Linear(2, 2)
+    m(gt.ones(1, 2)).sum().backward()
+    m2 = pickle.loads(pickle.dumps(m))
+    assert m2.weight.tolist() == m.weight.tolist() and m2.weight.requires_grad
+    x = gt.ones(2, requires_grad=True)
+    x.label = "kept"
+    alive = (x * 2).sum()                   # a graph holding x's accumulator
+    y = copy.deepcopy(x)
+    (y * 3).sum().backward()
+    assert y.grad.tolist() == [3.0, 3.0] and x.grad is None and y.label == "kept"
+    alive.backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
 # ---- forward hooks ------------------------------------------------------------------------
 
 def _hook_trace(lib):

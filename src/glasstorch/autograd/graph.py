@@ -222,7 +222,7 @@ def gradient_edge(t: Tensor):
     if t.grad_fn is not None:
         return (t.grad_fn, t._output_nr)
     if t._requires_grad:
-        acc = t.__dict__.get("_accumulator")
+        acc = t._accumulator
         if acc is None or acc() is None:
             node = AccumulateGrad(t)
             t.__dict__["_accumulator"] = weakref.ref(node)

@@ -81,6 +81,7 @@ class Tensor:
     _post_acc_hooks = None
     _inference = False
     _view_creation = None      # see ops.registry._view_creation
+    _accumulator = None        # weakref to a leaf's AccumulateGrad node (autograd/graph.py)
 
     __array_priority__ = 1000  # numpy defers `ndarray + tensor` to Tensor.__radd__
 
@@ -471,7 +472,8 @@ class Tensor:
         new._set_requires_grad(self._requires_grad)
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
-        new.__dict__.update(self.__dict__)
+        new.__dict__.update((k, v) for k, v in self.__dict__.items()
+                            if not hasattr(Tensor, k))      # user attributes, not autograd's
         memo[id(self)] = new
         return new
 
