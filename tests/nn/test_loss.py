@@ -235,6 +235,21 @@ def test_nll_unbatched_input_with_one_element_target():
             to_torch(x), to_torch(t), to_torch(w), reduction=reduction))
 
 
+@pytest.mark.parametrize("op", ["nll_loss_forward", "nll_loss2d_forward"])
+def test_nll_forward_total_weight_is_zero_when_not_reducing(op):
+    torch = oracle_torch()
+    shape, target = ((3, 4), [0, 3, 1]) if op == "nll_loss_forward" else ((1, 4, 1, 3), [[[0, 3, 1]]])
+    x = gt.tensor(rng.standard_normal(shape))
+    for reduction in (0, 1, 2):                           # none, mean, sum
+        got = getattr(gt.ops.aten, op)(x, gt.tensor(target), gt.full((4,), 0.5, dtype=gt.float64),
+                                       reduction, -100)
+        want = getattr(torch.ops.aten, op)(to_torch(x), torch.tensor(target),
+                                           torch.full((4,), 0.5, dtype=torch.float64),
+                                           reduction, -100)
+        for g, w in zip(got, want):
+            assert_same(g, w)
+
+
 def test_nll_all_ignored_and_empty():
     torch = oracle_torch()
     x = gt.tensor(rng.standard_normal((3, 4)))

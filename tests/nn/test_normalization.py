@@ -167,6 +167,19 @@ def test_batch_norm_without_running_stats_and_native_outputs():
             assert_same(g, t, atol=1e-12)
 
 
+def test_native_batch_norm_with_one_value_per_channel_gives_a_nan_running_var():
+    """F.batch_norm refuses this in training; the ATen op itself updates the running
+    variance with n/(n-1) = 1/0, as PyTorch's: nan."""
+    T = oracle_torch()
+    x, tx = pair((1, 3))
+    rm, rv = gt.zeros(3, dtype=gt.float64), gt.ones(3, dtype=gt.float64)
+    trm, trv = T.zeros(3, dtype=T.float64), T.ones(3, dtype=T.float64)
+    got = gt.native_batch_norm(x, None, None, rm, rv, True, 0.1, 1e-5)
+    want = T.native_batch_norm(tx, None, None, trm, trv, True, 0.1, 1e-5)
+    for g, t in zip(got + (rm, rv), want + (trm, trv)):
+        assert_same(g, t, equal_nan=True)
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_batch_norm_gradcheck_and_double_backward(training):
     x, _ = pair((3, 2, 4))

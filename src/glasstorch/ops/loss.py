@@ -310,7 +310,7 @@ def _nll_kernel(outs, self, target, weight, reduction, ignore_index):
     if weight is not None:
         w = w * _acc(weight).reshape(-1)[safe]
     loss = -picked * w
-    total = w.sum()
+    total = w.sum() if reduction != NONE else 0     # PyTorch leaves it 0 when not reducing
     if reduction == NONE:
         _store(outs[0], loss)
     elif reduction == SUM:

@@ -292,7 +292,7 @@ def _batch_norm_cpu(outs, input, weight, bias, running_mean, running_var, traini
         if running_var is not None:
             rv = running_var._array()
             with np.errstate(all="ignore"):
-                unbiased = var.reshape(rv.shape) * (n / (n - 1))
+                unbiased = var.reshape(rv.shape) * (n / np.float64(n - 1))   # n=1: nan
             np.copyto(rv, (1 - momentum) * rv + momentum * unbiased, casting="unsafe")
     else:
         mean = _as(running_mean, compute).reshape(cshape)
