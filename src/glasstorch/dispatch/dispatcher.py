@@ -30,6 +30,7 @@ _tracers: list = []       # the dispatch-trace hook while a trace is on (dispatc
 several_gpus = False      # set by the CUDA runtime when it sees more than one GPU: then a
 #                           call on CUDA tensors checks that they share one
 _CUDA_ONLY = 1 << DispatchKey.CUDA
+_BACKEND_SELECT = 1 << DispatchKey.BackendSelect
 
 
 class Operator:
@@ -98,6 +99,8 @@ class Operator:
     def __call__(self, /, *args, **kwargs):
         if kwargs or len(args) != self.nargs:
             args = bind_arguments(self, args, kwargs)
+        if not self.tensor_positions:     # a factory: BackendSelect picks the backend
+            return self.dispatch(_BACKEND_SELECT, *args)
         ks = 0
         for i in self.tensor_positions:
             ks |= keyset_of(args[i])
