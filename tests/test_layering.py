@@ -15,6 +15,7 @@ RANKS = {
     "autograd": 4,
     "ops.derivatives": 5,          # derivative declarations: op formulas registered with autograd
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
+    "_subclasses": 6,
     "optim": 7, "utils": 7,
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
 }

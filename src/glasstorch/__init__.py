@@ -49,6 +49,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F4
 globals().update(_ALIASES)
 globals().update(_registry.functions)
 from . import fft, linalg, nn, optim, special, utils  # noqa: E402,F401
+from . import _subclasses  # noqa: E402,F401  (torch._subclasses: FakeTensor)
 from . import amp, cpu, cuda  # noqa: E402,F401  (amp: the Autocast keys' kernels)
 from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F401
                                 get_autocast_dtype, is_autocast_available,

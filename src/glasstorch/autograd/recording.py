@@ -194,7 +194,7 @@ def _record(op, ks, args):
         node = cls(d.formula, saved, meta, tuple(edges))
     if _anomaly.enabled:
         record_forward_stack(node)
-    if result.__class__ is Tensor:          # one output: the common case
+    if result.__class__ is Tensor or isinstance(result, Tensor):    # one output
         if result.dtype.category >= 2 and (d is None or d.outputs is None or 0 in d.outputs):
             result.grad_fn = node
             if result._output_nr:
@@ -215,6 +215,12 @@ def _record(op, ks, args):
     return result
 
 
+def _subclass_alias(t: Tensor) -> Tensor:
+    """A history-free alias of a tensor subclass instance that keeps its type and fields
+    (a FakeTensor's device): its own detach() makes one."""
+    return t.detach()
+
+
 class _SavedOutput(SavedTensor):
     """An op's own output saved for its backward, without a reference cycle: it keeps a
     grad_fn-less alias and a weak reference to the node, and reattaches it on unpack."""
@@ -223,7 +229,7 @@ class _SavedOutput(SavedTensor):
 
     def __init__(self, out: Tensor, output_nr: int):
         alias = Tensor._make(out._storage, out._offset, out._shape, out._stride, out.dtype,
-                             out._vc)
+                             out._vc) if out.__class__ is Tensor else _subclass_alias(out)
         alias._output_nr = output_nr
         super().__init__(alias)
         self.node = None
@@ -237,7 +243,8 @@ class _SavedOutput(SavedTensor):
         t = super().unpack()
         node = self.node() if self.node is not None else None
         if node is not None and _state.enabled and t.dtype.category >= 2:
-            t = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc)
+            t = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc) \
+                if t.__class__ is Tensor else _subclass_alias(t)
             t.grad_fn, t._output_nr = node, self.output_nr
             t._set_requires_grad(True)
         return t
