@@ -40,7 +40,8 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not "
                             f"{type(data).__name__}")
-        if cls is Parameter and type(data) not in (Tensor, Parameter):
+        if cls is Parameter and type(data) is not Tensor and not issubclass(type(data),
+                                                                            Parameter):
             # another tensor subclass (FakeTensor) keeps its type, flagged, as in PyTorch
             self = data.detach()
             self.requires_grad_(requires_grad)

@@ -29,10 +29,6 @@ __all__ = ["FlopCounterMode", "register_flop_formula"]
 flop_registry: dict = {}     # OpOverloadPacket -> formula(*args, out_val=..., **kwargs)
 
 
-def get_shape(i):
-    return i.shape if isinstance(i, Tensor) else i
-
-
 def _shapes(value):
     """Tensors replaced by their shapes, through lists and tuples."""
     if isinstance(value, Tensor):
