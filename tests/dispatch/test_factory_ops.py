@@ -106,14 +106,16 @@ def test_range_is_the_step_overload():
     assert [entry[0] for entry in ours] == [entry[0] for entry in theirs] == ["aten.range.step"]
 
 
-def test_tensor_from_data_is_not_an_aten_factory():
-    """PyTorch shows torch.tensor(data) only as aten.lift_fresh of a tensor it already made;
-    glasstorch makes it in Python, so a mode sees nothing (a documented difference)."""
+def test_tensor_from_data_shows_as_lift_fresh():
+    """torch.tensor(data) copies the data, then passes the new tensor through
+    aten.lift_fresh, where a mode can see (or replace) the constant."""
     torch = oracle_torch()
-    theirs, _ = logged(torch, lambda T, x: T.tensor([1, 2]))
-    assert [entry[0] for entry in theirs] == ["aten.lift_fresh.default"]
-    ours, out = logged(gt, lambda T, x: T.tensor([1, 2]))
-    assert ours == [] and out.tolist() == [1, 2]
+    for program in (lambda T, x: T.tensor([1, 2]), lambda T, x: T.as_tensor([[1.5], [2.0]]),
+                    lambda T, x: x.new_tensor([1, 2])):
+        ours, out = logged(gt, program)
+        theirs, expected = logged(torch, program)
+        assert ours == theirs and [e[0] for e in ours] == ["aten.lift_fresh.default"]
+        assert out.tolist() == expected.tolist() and str(out.dtype) == str(expected.dtype)
 
 
 def test_backend_select_picks_the_backend_from_the_device_argument():

@@ -203,3 +203,13 @@ def test_inplace_ops_keep_the_fake_and_bump_its_version(T):
         assert y is x and x._version == v + 1
         x.resize_(4, 5)
         assert tuple(x.shape) == (4, 5) and str(x.device) == "cuda:0"
+
+
+def test_constants_from_data_become_fakes(T):
+    fake = fake_module(T)
+    with fake.FakeTensorMode() as mode:
+        target = T.tensor([1, 7])
+        moved = T.tensor([[1.0, 2.0]], device="cuda")
+        assert isinstance(target, fake.FakeTensor) and target.fake_mode is mode
+        assert str(moved.device) == "cuda:0" and tuple(moved.shape) == (1, 2)
+        assert tuple((T.ones(2, 2) + target).shape) == (2, 2)

@@ -256,6 +256,8 @@ class FakeTensorMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         op = func._op
         bound = list(bind_arguments(op, tuple(args), kwargs or {}))
+        if op.name == "aten::lift_fresh":       # a constant made from data (torch.tensor)
+            return self.from_tensor(bound[0])
         fakes = []                              # (fake input, the meta alias the op sees)
         for i in op.tensor_positions:
             bound[i] = self._unwrap(bound[i], fakes, func, args, kwargs)

@@ -8,8 +8,9 @@ on that backend. One kernel (CompositeExplicitAutograd) makes the tensor on ever
 The public functions keep PyTorch's Python signatures: they parse sizes, pass the device
 (the default one when none is given) and `pin_memory` as PyTorch's bindings do, and apply
 `requires_grad` to the result, which the operators' schemas do not carry. `out=` calls write
-into the given tensor directly. `tensor`/`as_tensor`/`from_numpy` copy or share data and stay
-plain Python (PyTorch shows them to a mode only as `aten.lift_fresh`).
+into the given tensor directly. `tensor`/`as_tensor` copy data in Python, then pass the new
+tensor through `aten::lift_fresh` as PyTorch does, so a mode sees the constant (and
+FakeTensorMode makes it fake); `from_numpy` shares memory and dispatches nothing.
 """
 from __future__ import annotations
 
@@ -373,6 +374,10 @@ def _infer_list_dtype(leaves) -> dt.dtype:
     return result
 
 
+lift_fresh_op = define("lift_fresh(Tensor(a) self) -> Tensor(a)")
+lift_fresh_op.register("CompositeExplicitAutograd", lambda self: self)   # the tensor itself
+
+
 def _from_data(data, dtype, device) -> Tensor:
     """Copy nested sequences, scalars, NumPy arrays or tensors into a new tensor."""
     if isinstance(data, Tensor):
@@ -399,6 +404,7 @@ def _from_data(data, dtype, device) -> Tensor:
             inferred = dt.from_numpy_dtype(arr.dtype)
         out = Tensor._empty(arr.shape, inferred if dtype is None else dtype, CPU)
         assign_array(out._array(), arr)
+        out = lift_fresh_op.dispatch(out._keyset, out)
     device = as_device(device)
     return out if out.device == device else out.to(device)
 
