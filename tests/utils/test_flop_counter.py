@@ -50,7 +50,17 @@ def training_step_with_input_grad(T):
     model(T.randn(2, 3, 8, 8, requires_grad=True)).sum().backward()
 
 
-@pytest.mark.parametrize("program", [forward, training_step, training_step_with_input_grad])
+def two_training_steps(T):
+    model = cnn(T)
+    opt = T.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        opt.zero_grad()
+        model(T.randn(2, 3, 8, 8)).sum().backward()
+        opt.step()
+
+
+@pytest.mark.parametrize("program", [forward, training_step, training_step_with_input_grad,
+                                     two_training_steps])
 def test_model_counts_match_torch(program):
     ours = counted(gt, program)
     theirs = counted(oracle_torch(), program)

@@ -181,7 +181,7 @@ class _ModuleTracker:
         sources = [t for t in _tensors(args) if t.requires_grad] + [
             p for p in mod.parameters() if p.requires_grad]
         pending = {id(t) for t in sources}
-        state = {"entered": False, "left": set()}
+        state = {"entered": False, "left": set(), "done": False}   # this call's backward
 
         def enter(grad):
             if not state["entered"]:
@@ -190,8 +190,11 @@ class _ModuleTracker:
 
         def leave_after(key):
             def leave(grad):
+                if state["done"]:       # a later backward through the same parameters
+                    return
                 state["left"].add(key)
                 if state["entered"] and state["left"] >= pending:
+                    state["done"] = True
                     self.parents.discard(name)
             return leave
 
