@@ -15,6 +15,7 @@ RANKS = {
     "autograd": 4,
     "ops.derivatives": 5,          # derivative declarations: op formulas registered with autograd
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
+    "_subclasses": 6,
     "optim": 7, "utils": 7, "fx": 7,
     "_decomp": 7,                  # decompositions: written in ATen ops and primitives
     "debug.coverage": 8,           # reads every layer's declarations, as `glasstorch ops`

@@ -53,6 +53,7 @@ globals().update(_registry.functions)
 from . import fft, linalg, nn, optim, special, utils  # noqa: E402,F401
 from . import fx  # noqa: E402,F401
 from . import _decomp, _prims  # noqa: E402,F401  (torch._prims, torch._decomp)
+from . import _subclasses  # noqa: E402,F401  (torch._subclasses: FakeTensor)
 from . import amp, cpu, cuda  # noqa: E402,F401  (amp: the Autocast keys' kernels)
 from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F401
                                 get_autocast_dtype, is_autocast_available,

@@ -234,6 +234,15 @@ def _record(op, ks, args):
     return result
 
 
+def _alias(t: Tensor) -> Tensor:
+    """A history-free alias of `t` over the same storage and version counter, of the same
+    class, with a subclass's own fields (a wrapper's inner tensors, a FakeTensor's device)."""
+    alias = type(t)._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc)
+    if t.__class__ is not Tensor:
+        alias.__dict__.update((k, v) for k, v in t.__dict__.items() if not hasattr(Tensor, k))
+    return alias
+
+
 class _SavedOutput(SavedTensor):
     """An op's own output saved for its backward, without a reference cycle: it keeps a
     grad_fn-less alias and a weak reference to the node, and reattaches it on unpack."""
@@ -241,11 +250,7 @@ class _SavedOutput(SavedTensor):
     __slots__ = ("node", "output_nr")
 
     def __init__(self, out: Tensor, output_nr: int):
-        alias = type(out)._make(out._storage, out._offset, out._shape, out._stride, out.dtype,
-                                out._vc)
-        if out.__class__ is not Tensor:     # a subclass's own fields (a wrapper's inner tensors)
-            alias.__dict__.update((k, v) for k, v in out.__dict__.items()
-                                  if not hasattr(Tensor, k))
+        alias = _alias(out)
         alias._output_nr = output_nr
         super().__init__(alias)
         self.node = None
@@ -259,7 +264,7 @@ class _SavedOutput(SavedTensor):
         t = super().unpack()
         node = self.node() if self.node is not None else None
         if node is not None and _state.enabled and t.dtype.category >= 2:
-            t = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc)
+            t = _alias(t)
             t.grad_fn, t._output_nr = node, self.output_nr
             t._set_requires_grad(True)
         return t

@@ -30,6 +30,7 @@ _tracers: list = []       # the dispatch-trace hook while a trace is on (dispatc
 several_gpus = False      # set by the CUDA runtime when it sees more than one GPU: then a
 #                           call on CUDA tensors checks that they share one
 _CUDA_ONLY = 1 << DispatchKey.CUDA
+_BACKEND_SELECT = 1 << DispatchKey.BackendSelect
 
 
 class Operator:
@@ -98,6 +99,8 @@ class Operator:
     def __call__(self, /, *args, **kwargs):
         if kwargs or len(args) != self.nargs:
             args = bind_arguments(self, args, kwargs)
+        if not self.tensor_positions:     # a factory: BackendSelect picks the backend
+            return self.dispatch(_BACKEND_SELECT, *args)
         ks = 0
         for i in self.tensor_positions:
             ks |= keyset_of(args[i])
@@ -117,7 +120,7 @@ class Operator:
         ks &= self.mask
         key = ks.bit_length() - 1
         if key < 0:
-            return self._without_backend(args)
+            raise self._missing_kernel_error(args)
         if key <= _LAST_BACKEND:
             return self.table[key](*args)
         return self.table[key](self, ks & _BELOW[key], *args)
@@ -127,15 +130,6 @@ class Operator:
         if _tracers:
             return _traced(self, ks, args)
         return untraced(self, ks, args)
-
-    def _without_backend(self, args):
-        """No key left to run: a factory (no tensor argument names a backend) goes to its
-        BackendSelect kernel, which picks one from its arguments; anything else is an
-        error. Off the hot path, so ops without factories pay nothing for it."""
-        select = self.table[DispatchKey.BackendSelect]
-        if select is None:
-            raise self._missing_kernel_error(args)
-        return select(self, 0, *args)
 
     def _missing_kernel_error(self, args):
         backend = next((DispatchKey(k).name for k in BACKEND_KEYS
@@ -178,7 +172,7 @@ def untraced(op: Operator, ks: int, args: tuple):
     ks &= op.mask
     key = ks.bit_length() - 1
     if key < 0:
-        return op._without_backend(args)
+        raise op._missing_kernel_error(args)
     if key <= _LAST_BACKEND:
         return op.table[key](*args)
     return op.table[key](op, ks & _BELOW[key], *args)

@@ -22,7 +22,16 @@ def _alias(cls, data: Tensor) -> Tensor:
                      vc=data._vc)
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    """isinstance(t, Parameter) also holds for a tensor subclass instance made a parameter
+    (PyTorch's `_is_param` flag): Parameter(fake) stays a FakeTensor."""
+
+    def __instancecheck__(cls, instance):
+        return super().__instancecheck__(instance) or (
+            cls is Parameter and getattr(instance, "_is_param", False))
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A Tensor that is a Module parameter: `Parameter(data=None, requires_grad=True)`."""
 
     __torch_function__ = overrides._disabled_torch_function_impl
@@ -34,6 +43,13 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not "
                             f"{type(data).__name__}")
+        if cls is Parameter and type(data) is not Tensor and not issubclass(type(data),
+                                                                            Parameter):
+            # another tensor subclass (FakeTensor) keeps its type, flagged, as in PyTorch
+            self = data.detach()
+            self.requires_grad_(requires_grad)
+            self._is_param = True
+            return self
         self = _alias(cls, data)
         if requires_grad:
             self.requires_grad_(True)   # raises for integer dtypes, as torch

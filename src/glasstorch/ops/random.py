@@ -11,7 +11,9 @@ strided view, so a view is filled in place and nothing outside it changes.
 - `bernoulli`, `multinomial`, `poisson` and the tensor overloads of `normal` make new tensors.
 - Factories (`rand`, `randn`, `randint`, `randperm`, `normal(mean, std, size)`, `*_like`)
   allocate and fill through the in-place samplers' backend kernels, as PyTorch does
-  (`rand` is `empty(...).uniform_()`), so they share the samplers' checks and errors.
+  (`rand` is `empty(...).uniform_()`), so they share the samplers' checks and errors. Each is
+  a factory operator with PyTorch's overloads (`aten::rand`, `aten::rand.generator` when a
+  generator is given, `aten::randint.low`, ...), so a dispatch mode sees it.
 
 Floating samples keep as many random bits as the dtype has mantissa digits, so `rand` is in
 [0, 1) for every dtype; float16/bfloat16 are computed in float32 and rounded.
@@ -34,7 +36,8 @@ from ..core.shape import broadcast_shapes2, expand_strides, has_internal_overlap
 from ..core.tensor import Tensor, preserve_format
 from ..dispatch.keys import BACKEND_MASK
 from ..random import Generator, default_generator
-from .factories import _finish, _size_arg, empty_like
+from .factories import (BACKEND_SELECT, OPTIONS, _finish, _size_arg, empty_like_kernel,
+                        factory_op, like_keyset)
 from .registry import export, kernel_op, resize_output
 from .ranges import LIMITS, check_out_dtype, converted, fmt, store_values, warn_user, write
 
@@ -766,8 +769,13 @@ def normal(mean, std=_NO_STD, size=None, *, generator=None, out=None, dtype=None
             raise TypeError("normal() received an invalid combination of arguments: with a "
                             "float mean and std, a size is required, as in normal(0.0, 1.0, "
                             "(2, 3)); otherwise mean or std must be a Tensor")
+        shape = _size_arg("normal", (size,))
+        if out is None:
+            t = normal_float_float_op.dispatch(BACKEND_SELECT, mean, std, shape, generator,
+                                               dtype, layout, as_device(device), pin_memory)
+            return _finish(t, requires_grad)
         std = _check_std_float(std)
-        t, fresh = _factory_tensor(_size_arg("normal", (size,)), dtype, device, out)
+        t, fresh = _factory_tensor(shape, dtype, device, out)
         return _finish(_fill(t, fresh, normal_op, mean, std, generator), requires_grad)
     if size is not None or dtype is not None or device is not None or requires_grad:
         raise TypeError("normal(): size, dtype, device and requires_grad are only accepted "
@@ -806,6 +814,117 @@ def _factory_tensor(shape, dtype, device, out, default=None):
     return Tensor._empty(shape, d, as_device(device)), True
 
 
+def _random_factory(schema_head: str, schema_args: str, n_positional: int, like: bool, make):
+    """Declare a random factory's overloads without and with a generator (PyTorch shows a
+    call given `generator=` as the `.generator` one); `make(generator, positional, dtype,
+    device, memory_format)` builds the result. Returns (op, generator op)."""
+    options = f"{OPTIONS}, MemoryFormat? memory_format=None" if like else OPTIONS
+    name, _, overload = schema_head.partition(".")
+    generator_head = f"{name}.{overload}_generator" if overload else f"{name}.generator"
+    if overload == "low_dtype":              # randint_like's spelling of its overloads
+        generator_head = f"{name}.low_generator_dtype"
+
+    def plain(*args):
+        return make(None, args[:n_positional], *_options(args[n_positional:]))
+
+    def with_generator(*args):
+        return make(args[n_positional], args[:n_positional],
+                    *_options(args[n_positional + 1:]))
+
+    plain.__qualname__ = with_generator.__qualname__ = f"{name} (random factory)"
+    op = factory_op(f"{schema_head}({schema_args}, *, {options}) -> Tensor", plain)
+    generator_op = factory_op(f"{generator_head}({schema_args}, *, Generator? generator, "
+                              f"{options}) -> Tensor", with_generator)
+    return op, generator_op
+
+
+def _options(options) -> tuple:
+    """(dtype, device, memory_format) from the schema's trailing options."""
+    dtype, _, device = options[:3]
+    return dtype, device, options[4] if len(options) > 4 else None
+
+
+def _sample_new(sampler, *params, default=None):
+    """`make` for rand/randn/randint: a new tensor of `size` filled by `sampler`."""
+    def make(generator, positional, dtype, device, memory_format):
+        *values, size = positional
+        t = Tensor._empty(tuple(size), dtype or default or dt.get_default_dtype(),
+                          as_device(device))
+        return _fill(t, True, sampler, *params, *values, generator)
+    return make
+
+
+def _sample_like(sampler, *params):
+    """`make` for rand_like/randn_like/randint_like: a tensor like `input`, filled."""
+    def make(generator, positional, dtype, device, memory_format):
+        input, *values = positional
+        t = empty_like_kernel(input, dtype, None, device, None, memory_format)
+        return _fill(t, True, sampler, *params, *values, generator)
+    return make
+
+
+def _randint_new(generator, positional, dtype, device, memory_format):
+    *bounds, size = positional
+    low, high = (0, *bounds) if len(bounds) == 1 else bounds
+    t = Tensor._empty(tuple(size), dtype or dt.int64, as_device(device))
+    return _fill(t, True, random_from_op, low, high, generator)
+
+
+def _randint_like(generator, positional, dtype, device, memory_format):
+    input, *bounds = positional
+    low, high = (0, *bounds) if len(bounds) == 1 else bounds
+    t = empty_like_kernel(input, dtype, None, device, None, memory_format)
+    return _fill(t, True, random_from_op, low, high, generator)
+
+
+rand_ops = _random_factory("rand", "SymInt[] size", 1, False,
+                           _sample_new(uniform_op, 0.0, 1.0))
+randn_ops = _random_factory("randn", "SymInt[] size", 1, False,
+                            _sample_new(normal_op, 0.0, 1.0))
+rand_like_ops = _random_factory("rand_like", "Tensor self", 1, True,
+                                _sample_like(uniform_op, 0.0, 1.0))
+randn_like_ops = _random_factory("randn_like", "Tensor self", 1, True,
+                                 _sample_like(normal_op, 0.0, 1.0))
+randint_ops = _random_factory("randint", "SymInt high, SymInt[] size", 2, False,
+                              _randint_new)
+randint_low_ops = _random_factory("randint.low", "SymInt low, SymInt high, SymInt[] size", 3,
+                                  False, _randint_new)
+randint_like_ops = _random_factory("randint_like", "Tensor self, SymInt high", 2, True,
+                                   _randint_like)
+randint_like_low_ops = _random_factory("randint_like.low_dtype",
+                                       "Tensor self, SymInt low, SymInt high", 3, True,
+                                       _randint_like)
+
+
+def _normal_float_float(mean, std, size, generator=None, dtype=None, layout=None, device=None,
+                        pin_memory=None):
+    std = _check_std_float(std)
+    t = Tensor._empty(tuple(size), dtype or dt.get_default_dtype(), as_device(device))
+    return _fill(t, True, normal_op, mean, std, generator)
+
+
+normal_float_float_op = factory_op(
+    f"normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, "
+    f"{OPTIONS}) -> Tensor", _normal_float_float)
+
+
+def _dispatch_new(ops, generator, positional, dtype, layout, device, pin_memory):
+    """Call a random factory's overload (the `.generator` one when a generator is given)."""
+    device = as_device(device)
+    if generator is None:
+        return ops[0].dispatch(BACKEND_SELECT, *positional, dtype, layout, device, pin_memory)
+    return ops[1].dispatch(BACKEND_SELECT, *positional, generator, dtype, layout, device,
+                           pin_memory)
+
+
+def _dispatch_like(ops, name, generator, positional, dtype, layout, device, memory_format):
+    ks = like_keyset(name, positional[0])
+    fmt = None if memory_format is preserve_format else memory_format
+    if generator is None:
+        return ops[0].dispatch(ks, *positional, dtype, layout, device, False, fmt)
+    return ops[1].dispatch(ks, *positional, generator, dtype, layout, device, False, fmt)
+
+
 def _shape_args(name, sizes, size):
     if size is not None:
         if sizes:
@@ -823,29 +942,39 @@ def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, d
     >>> x.shape, bool(((x >= 0) & (x < 1)).all())
     (torch.Size([2, 3]), True)
     """
-    t, fresh = _factory_tensor(_shape_args("rand", sizes, size), dtype, device, out)
+    shape = _shape_args("rand", sizes, size)
+    if out is None:
+        t = _dispatch_new(rand_ops, generator, (shape,), dtype, layout, device, pin_memory)
+        return _finish(t, requires_grad)
+    t, fresh = _factory_tensor(shape, dtype, device, out)
     return _finish(_fill(t, fresh, uniform_op, 0.0, 1.0, generator), requires_grad)
 
 
 def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False):
     """Standard normal samples (complex dtypes: N(0, 1/2) real and imaginary parts)."""
-    t, fresh = _factory_tensor(_shape_args("randn", sizes, size), dtype, device, out)
+    shape = _shape_args("randn", sizes, size)
+    if out is None:
+        t = _dispatch_new(randn_ops, generator, (shape,), dtype, layout, device, pin_memory)
+        return _finish(t, requires_grad)
+    t, fresh = _factory_tensor(shape, dtype, device, out)
     return _finish(_fill(t, fresh, normal_op, 0.0, 1.0, generator), requires_grad)
 
 
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
               requires_grad=False, memory_format=preserve_format):
     """rand with input's shape, dtype, device and (by default) strides."""
-    t = empty_like(input, dtype=dtype, device=device, memory_format=memory_format)
-    return _finish(_fill(t, True, uniform_op, 0.0, 1.0, generator), requires_grad)
+    t = _dispatch_like(rand_like_ops, "rand_like", generator, (input,), dtype, layout, device,
+                       memory_format)
+    return _finish(t, requires_grad)
 
 
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
                requires_grad=False, memory_format=preserve_format):
     """randn with input's shape, dtype, device and (by default) strides."""
-    t = empty_like(input, dtype=dtype, device=device, memory_format=memory_format)
-    return _finish(_fill(t, True, normal_op, 0.0, 1.0, generator), requires_grad)
+    t = _dispatch_like(randn_like_ops, "randn_like", generator, (input,), dtype, layout,
+                       device, memory_format)
+    return _finish(t, requires_grad)
 
 
 def _randint_bound(name: str, position: int, value) -> int:
@@ -880,7 +1009,16 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
                         f"tuple of ints, not {type(size).__name__}")
     low, high = _randint_bound("low", positions[0], low), _randint_bound("high", positions[1],
                                                                          high)
-    t, fresh = _factory_tensor(_size_arg("randint", (size,)), dtype, device, out, dt.int64)
+    shape = _size_arg("randint", (size,))
+    if out is None:
+        if positions == (1, 1):
+            t = _dispatch_new(randint_ops, generator, (high, shape), dtype, layout, device,
+                              pin_memory)
+        else:
+            t = _dispatch_new(randint_low_ops, generator, (low, high, shape), dtype, layout,
+                              device, pin_memory)
+        return _finish(t, requires_grad)
+    t, fresh = _factory_tensor(shape, dtype, device, out, dt.int64)
     return _finish(_fill(t, fresh, random_from_op, low, high, generator), requires_grad)
 
 
@@ -888,10 +1026,13 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
                  device=None, requires_grad=False, memory_format=preserve_format):
     """randint with input's shape, dtype and device: randint_like(x, high) or (x, low, high)."""
     if high is None:
-        low, high = 0, low
-    low, high = _randint_bound("low", 2, low), _randint_bound("high", 3, high)
-    t = empty_like(input, dtype=dtype, device=device, memory_format=memory_format)
-    return _finish(_fill(t, True, random_from_op, low, high, generator), requires_grad)
+        ops, bounds = randint_like_ops, (_randint_bound("high", 3, low),)
+    else:
+        ops = randint_like_low_ops
+        bounds = (_randint_bound("low", 2, low), _randint_bound("high", 3, high))
+    t = _dispatch_like(ops, "randint_like", generator, (input, *bounds), dtype, layout, device,
+                       memory_format)
+    return _finish(t, requires_grad)
 
 
 def _check_randperm(n: int, d: dt.dtype) -> None:
@@ -906,6 +1047,22 @@ def _check_randperm(n: int, d: dt.dtype) -> None:
         converted(n - 1 if n > 0 else n, d)
 
 
+def _randperm_into(t: Tensor, n: int, generator, bump: bool) -> Tensor:
+    rng = _stream(generator, t) if t.device.type != "meta" else None
+    return store_values(t, lambda: rng.permutation(n), bump=bump)
+
+
+def _randperm_make(generator, positional, dtype, device, memory_format):
+    (n,) = positional
+    shape = _size_arg("randperm", (n,))
+    _check_randperm(n, dtype or dt.int64)
+    return _randperm_into(Tensor._empty(shape, dtype or dt.int64, as_device(device)), n,
+                          generator, False)
+
+
+randperm_ops = _random_factory("randperm", "SymInt n", 1, False, _randperm_make)
+
+
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad=False, pin_memory=False):
     """A random permutation of 0, 1, ..., n - 1 (int64 unless dtype says otherwise)."""
@@ -913,12 +1070,13 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
                         f"{type(n).__name__}")
     n = operator.index(n)
+    if out is None:
+        t = _dispatch_new(randperm_ops, generator, (n,), dtype, layout, device, pin_memory)
+        return _finish(t, requires_grad)
     shape = _size_arg("randperm", (n,))
-    _check_randperm(n, dtype or (out.dtype if out is not None else dt.int64))
+    _check_randperm(n, dtype or out.dtype)
     t, fresh = _factory_tensor(shape, dtype, device, out, dt.int64)
-    rng = _stream(generator, t) if t.device.type != "meta" else None
-    store_values(t, lambda: rng.permutation(n), bump=not fresh)
-    return _finish(t, requires_grad)
+    return _finish(_randperm_into(t, n, generator, not fresh), requires_grad)
 
 
 for _f in (bernoulli, multinomial, normal, rand, randn, rand_like, randn_like, randint,

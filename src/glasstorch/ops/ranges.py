@@ -2,7 +2,9 @@
 
 Values are computed on the host with NumPy following PyTorch's arithmetic (its accumulate
 types, truncations and halfway split), then written into a new tensor or through `out=`'s
-strided view; on 'meta' only shapes are made. Sizes and errors are PyTorch's:
+strided view; on 'meta' only shapes are made. Without `out=` each is a factory operator
+(`aten::arange.start_step`, `aten::linspace`, `aten::eye.m`, ...) that a dispatch mode sees.
+Sizes and errors are PyTorch's:
 
 - arange: all-integer arguments give int64, any float gives the default dtype; the size is
   ceil((end - start) / step) in double (exact integer arithmetic for int64); integer dtypes
@@ -26,7 +28,7 @@ import numpy as np
 from ..core import dtype as dt
 from ..core.device import as_device
 from ..core.tensor import Tensor
-from .factories import _finish
+from .factories import BACKEND_SELECT, OPTIONS, _finish, factory_op
 from .registry import export
 
 # PyTorch's names for dtypes in "value cannot be converted to type X without overflow".
@@ -207,16 +209,8 @@ def _accumulate_args(d: dt.dtype, start, end, step) -> tuple:
     return tuple(float(v) for v in (start, end, step))
 
 
-def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
-           requires_grad=False, pin_memory=False):
-    """Values from start (inclusive) to end (exclusive) in steps of `step`.
-
-    >>> import glasstorch as torch
-    >>> torch.arange(5)
-    tensor([0, 1, 2, 3, 4])
-    >>> torch.arange(1, 2.5, 0.5)
-    tensor([1.0000, 1.5000, 2.0000])
-    """
+def _arange(start, end, step, out, dtype, device) -> Tensor:
+    """arange's values in a new tensor on `device`, or in `out` (end None: start is the end)."""
     if end is None:
         start, end = 0, start
         names = (("start", 1), ("end", 1), ("step", 3))
@@ -243,20 +237,48 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
                   "Note that this may occur as a result of rounding error. The out tensor will"
                   f" be resized to a tensor of shape ({n},).")
     t, bump = _new_or_out((n,), d, device, out)
-    store_values(t, lambda: _accumulated(xstart, xstep, n, d), bump=bump)
+    return store_values(t, lambda: _accumulated(xstart, xstep, n, d), bump=bump)
+
+
+arange_op = factory_op(f"arange(Scalar end, *, {OPTIONS}) -> Tensor",
+                       lambda end, dtype=None, layout=None, device=None, pin_memory=None:
+                       _arange(end, None, 1, None, dtype, device))
+arange_start_op = factory_op(
+    f"arange.start(Scalar start, Scalar end, *, {OPTIONS}) -> Tensor",
+    lambda start, end, dtype=None, layout=None, device=None, pin_memory=None:
+    _arange(start, end, 1, None, dtype, device))
+arange_start_step_op = factory_op(
+    f"arange.start_step(Scalar start, Scalar end, Scalar step=1, *, {OPTIONS}) -> Tensor",
+    lambda start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None:
+    _arange(start, end, step, None, dtype, device))
+
+
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           requires_grad=False, pin_memory=False):
+    """Values from start (inclusive) to end (exclusive) in steps of `step`.
+
+    >>> import glasstorch as torch
+    >>> torch.arange(5)
+    tensor([0, 1, 2, 3, 4])
+    >>> torch.arange(1, 2.5, 0.5)
+    tensor([1.0000, 1.5000, 2.0000])
+    """
+    if out is not None:
+        return _finish(_arange(start, end, step, out, dtype, device), requires_grad)
+    device = as_device(device)
+    if end is None:
+        t = arange_op.dispatch(BACKEND_SELECT, start, dtype, layout, device, pin_memory)
+    elif step.__class__ is int and step == 1:
+        t = arange_start_op.dispatch(BACKEND_SELECT, start, end, dtype, layout, device,
+                                     pin_memory)
+    else:
+        t = arange_start_step_op.dispatch(BACKEND_SELECT, start, end, step, dtype, layout,
+                                          device, pin_memory)
     return _finish(t, requires_grad)
 
 
-def range(start, end, step=1, *, out=None, dtype=None, layout=None,  # noqa: A001
-          device=None, requires_grad=False, pin_memory=False):
-    """Deprecated: values from start to end *inclusive*; use arange (end exclusive).
-
-    (This module's `range` is torch.range; the builtin is `builtins.range` here.)
-    The dtype is the default float dtype unless given, even for integer arguments.
-    """
-    warn_user("torch.range is deprecated and will be removed in a future release because its "
-              "behavior is inconsistent with Python's range builtin. Instead, use torch.arange,"
-              " which produces values in [start, end).")
+def _range(start, end, step, out, dtype, device) -> Tensor:
+    """torch.range's values (end included) in a new tensor on `device`, or in `out`."""
     start, end, step = _real_args("range", (("start", 1), ("end", 2), ("step", 3)),
                                   (start, end, step))
     if dtype is None:
@@ -276,7 +298,29 @@ def range(start, end, step=1, *, out=None, dtype=None, layout=None,  # noqa: A00
         raise RuntimeError("invalid size, possible overflow?")
     size = math.trunc(size)
     t, bump = _new_or_out((size,), d, device, out)
-    store_values(t, lambda: _accumulated(xstart, xstep, size, d), bump=bump)
+    return store_values(t, lambda: _accumulated(xstart, xstep, size, d), bump=bump)
+
+
+range_op = factory_op(
+    f"range.step(Scalar start, Scalar end, Scalar step=1, *, {OPTIONS}) -> Tensor",
+    lambda start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None:
+    _range(start, end, step, None, dtype, device))
+
+
+def range(start, end, step=1, *, out=None, dtype=None, layout=None,  # noqa: A001
+          device=None, requires_grad=False, pin_memory=False):
+    """Deprecated: values from start to end *inclusive*; use arange (end exclusive).
+
+    (This module's `range` is torch.range; the builtin is `builtins.range` here.)
+    The dtype is the default float dtype unless given, even for integer arguments.
+    """
+    warn_user("torch.range is deprecated and will be removed in a future release because its "
+              "behavior is inconsistent with Python's range builtin. Instead, use torch.arange,"
+              " which produces values in [start, end).")
+    if out is not None:
+        return _finish(_range(start, end, step, out, dtype, device), requires_grad)
+    t = range_op.dispatch(BACKEND_SELECT, start, end, step, dtype, layout, as_device(device),
+                          pin_memory)
     return _finish(t, requires_grad)
 
 
@@ -354,6 +398,23 @@ def _linspace_values(start, end, steps: int, d: dt.dtype) -> np.ndarray:
     return np.trunc(values) if d.category == dt.INT else values
 
 
+def _linspace(start, end, steps, out, dtype, device) -> Tensor:
+    start, end = _endpoint("linspace", "start", 1, start), _endpoint("linspace", "end", 2, end)
+    steps = _steps("linspace", steps)
+    d = _spaced_dtype("linspace", dtype, out, start, end)
+    if steps:
+        start = converted(start, d)
+        end = converted(end, d) if steps > 1 else end
+    t, bump = _new_or_out((steps,), d, device, out)
+    return store_values(t, lambda: _linspace_values(start, end, steps, d), bump=bump)
+
+
+linspace_op = factory_op(
+    f"linspace(Scalar start, Scalar end, int steps, *, {OPTIONS}) -> Tensor",
+    lambda start, end, steps, dtype=None, layout=None, device=None, pin_memory=None:
+    _linspace(start, end, steps, None, dtype, device))
+
+
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False, pin_memory=False):
     """`steps` evenly spaced values from start to end, both included.
@@ -362,14 +423,10 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     >>> torch.linspace(0, 1, 5)
     tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
-    start, end = _endpoint("linspace", "start", 1, start), _endpoint("linspace", "end", 2, end)
-    steps = _steps("linspace", steps)
-    d = _spaced_dtype("linspace", dtype, out, start, end)
-    if steps:
-        start = converted(start, d)
-        end = converted(end, d) if steps > 1 else end
-    t, bump = _new_or_out((steps,), d, device, out)
-    store_values(t, lambda: _linspace_values(start, end, steps, d), bump=bump)
+    if out is not None:
+        return _finish(_linspace(start, end, steps, out, dtype, device), requires_grad)
+    t = linspace_op.dispatch(BACKEND_SELECT, start, end, steps, dtype, layout,
+                             as_device(device), pin_memory)
     return _finish(t, requires_grad)
 
 
@@ -398,14 +455,7 @@ def _single_power(start, base, d: dt.dtype):
     return converted(float(np.power(float(base), float(start))), d)
 
 
-def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
-             requires_grad=False, pin_memory=False):
-    """`steps` values from base**start to base**end, evenly spaced on a log scale.
-
-    >>> import glasstorch as torch
-    >>> torch.logspace(0, 2, 3)
-    tensor([  1.,  10., 100.])
-    """
+def _logspace(start, end, steps, base, out, dtype, device) -> Tensor:
     start, end = _endpoint("logspace", "start", 1, start), _endpoint("logspace", "end", 2, end)
     steps = _steps("logspace", steps)
     base = _number("logspace", "base", 4, base)
@@ -415,8 +465,28 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     elif steps > 1:
         start, end = converted(start, d), converted(end, d)
     t, bump = _new_or_out((steps,), d, device, out)
-    store_values(t, lambda: np.asarray(single) if steps == 1 else
-                 _logspace_values(start, end, steps, base, d), bump=bump)
+    return store_values(t, lambda: np.asarray(single) if steps == 1 else
+                        _logspace_values(start, end, steps, base, d), bump=bump)
+
+
+logspace_op = factory_op(
+    f"logspace(Scalar start, Scalar end, int steps, float base=10.0, *, {OPTIONS}) -> Tensor",
+    lambda start, end, steps, base=10.0, dtype=None, layout=None, device=None,
+    pin_memory=None: _logspace(start, end, steps, base, None, dtype, device))
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False, pin_memory=False):
+    """`steps` values from base**start to base**end, evenly spaced on a log scale.
+
+    >>> import glasstorch as torch
+    >>> torch.logspace(0, 2, 3)
+    tensor([  1.,  10., 100.])
+    """
+    if out is not None:
+        return _finish(_logspace(start, end, steps, base, out, dtype, device), requires_grad)
+    t = logspace_op.dispatch(BACKEND_SELECT, start, end, steps, base, dtype, layout,
+                             as_device(device), pin_memory)
     return _finish(t, requires_grad)
 
 
@@ -430,6 +500,25 @@ def _dimension(name: str, position: int, value) -> int:
     return value
 
 
+def _eye(n, m, out, dtype, device) -> Tensor:
+    n = _dimension("n", 1, n)
+    m = n if m is None else _dimension("m", 2, m)
+    if dtype is None:
+        dtype = out.dtype if out is not None else dt.get_default_dtype()
+    elif out is not None:
+        check_out_dtype(dtype, out)
+    t, bump = _new_or_out((n, m), dtype, device, out)
+    return store_values(t, lambda: np.eye(n, m), bump=bump)
+
+
+eye_op = factory_op(f"eye(SymInt n, *, {OPTIONS}) -> Tensor",
+                    lambda n, dtype=None, layout=None, device=None, pin_memory=None:
+                    _eye(n, None, None, dtype, device))
+eye_m_op = factory_op(f"eye.m(SymInt n, SymInt m, *, {OPTIONS}) -> Tensor",
+                      lambda n, m, dtype=None, layout=None, device=None, pin_memory=None:
+                      _eye(n, m, None, dtype, device))
+
+
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
         pin_memory=False):
     """An n x m matrix (m defaults to n) with ones on the diagonal and zeros elsewhere.
@@ -439,14 +528,13 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     tensor([[1, 0, 0],
             [0, 1, 0]])
     """
-    n = _dimension("n", 1, n)
-    m = n if m is None else _dimension("m", 2, m)
-    if dtype is None:
-        dtype = out.dtype if out is not None else dt.get_default_dtype()
-    elif out is not None:
-        check_out_dtype(dtype, out)
-    t, bump = _new_or_out((n, m), dtype, device, out)
-    store_values(t, lambda: np.eye(n, m), bump=bump)
+    if out is not None:
+        return _finish(_eye(n, m, out, dtype, device), requires_grad)
+    if m is None:
+        t = eye_op.dispatch(BACKEND_SELECT, n, dtype, layout, as_device(device), pin_memory)
+    else:
+        t = eye_m_op.dispatch(BACKEND_SELECT, n, m, dtype, layout, as_device(device),
+                              pin_memory)
     return _finish(t, requires_grad)
 
 

@@ -1,4 +1,6 @@
-"""glasstorch.utils: data loading, checkpointing, dispatch modes (_python_dispatch)."""
+"""glasstorch.utils: data loading, checkpointing, dispatch modes (_python_dispatch), flop
+counting (flop_counter)."""
 from . import data  # noqa: F401
 from . import checkpoint  # noqa: F401
 from . import _python_dispatch  # noqa: F401
+from . import flop_counter  # noqa: F401

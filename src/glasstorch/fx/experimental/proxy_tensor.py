@@ -23,6 +23,7 @@ import inspect
 import operator
 from typing import Callable
 
+from ..._subclasses.fake_tensor import FakeTensorMode
 from ...core.tensor import Tensor
 from ...nn.modules.module import Module
 from ...nn.parameter import Parameter
@@ -194,10 +195,4 @@ def _fake_mode_for(tracing_mode: str, allow_non_fake_inputs: bool):
     if tracing_mode == "symbolic":
         raise NotImplementedError("make_fx(tracing_mode='symbolic'): glasstorch has no "
                                   "symbolic shapes yet; use 'real'")
-    try:
-        from ..._subclasses.fake_tensor import FakeTensorMode
-    except ImportError:
-        raise NotImplementedError("make_fx(tracing_mode='fake') needs FakeTensorMode "
-                                  "(glasstorch._subclasses.fake_tensor), which this build "
-                                  "does not have yet; use 'real'") from None
     return FakeTensorMode(allow_non_fake_inputs=allow_non_fake_inputs)
