@@ -90,11 +90,16 @@ def test_module_parameters_become_param_constants():
 
 
 def test_unseen_tensors_become_tensor_constants():
-    def f(x):
-        return x + gt.tensor([1.0, 2.0]) * 3
-    gm = make_fx(f)(gt.ones(2))
-    assert describe(gm) == [
+    torch = oracle_torch()
+
+    def trace(T, fx):
+        def f(x):
+            return x + T.tensor([1.0, 2.0]) * 3
+        return fx(f)(T.ones(2))
+    gm = trace(gt, make_fx)
+    assert describe(gm) == describe(trace(torch, torch_make_fx())) == [
         ("placeholder", "x_1", "x_1"), ("get_attr", "_tensor_constant0", "_tensor_constant0"),
+        ("call_function", "lift_fresh_copy", "aten.lift_fresh_copy.default"),
         ("call_function", "mul", "aten.mul.Tensor"), ("call_function", "add", "aten.add.Tensor"),
         ("output", "output", "output")]
     assert list(gm.state_dict()) == ["_tensor_constant0"]

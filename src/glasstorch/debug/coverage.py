@@ -71,6 +71,8 @@ def _autograd(op) -> str:
     info = op.info
     if "prim" in info:
         return "none (prims are below autograd)"
+    if not op.tensor_positions:
+        return "no tensor inputs"
     if "derivative" in info:
         return "formula"
     if "autograd" in info:                    # declared: "not differentiable"/"not implemented"

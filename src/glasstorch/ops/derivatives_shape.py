@@ -232,3 +232,8 @@ def _index_put(grad, indices, values, accumulate):
 not_differentiable("aten::view.dtype", "aten::repeat_interleave.Tensor", "aten::one_hot")
 # detach: an alias cut from the graph, by definition.
 not_differentiable("aten::detach")
+
+
+@derivative("aten::lift_fresh_copy", "LiftFreshBackward0_copy")    # PyTorch's name
+def _lift_fresh_copy(grad):
+    return (grad,)

@@ -54,6 +54,7 @@ def factory_op(schema_text: str, kernel):
     op.register("CompositeExplicitAutograd", kernel)
     if op.tensor_positions:
         op.register("Autograd", _not_recorded)
+        op.info["autograd"] = "not differentiable"       # for `glasstorch ops`
     else:
         names = [a.name for a in op.schema.arguments]
         op.register(DispatchKey.BackendSelect, _backend_select(names.index("device")))
@@ -376,6 +377,11 @@ def _infer_list_dtype(leaves) -> dt.dtype:
 
 lift_fresh_op = define("lift_fresh(Tensor(a) self) -> Tensor(a)")
 lift_fresh_op.register("CompositeExplicitAutograd", lambda self: self)   # the tensor itself
+lift_fresh_op.info["autograd"] = "not differentiable"   # no node: gradients reach it as it is
+# What make_fx records for a constant made inside the traced function (a copy, so the graph
+# never hands out the stored constant itself), as PyTorch's make_fx does.
+lift_fresh_copy_op = define("lift_fresh_copy(Tensor self) -> Tensor")
+lift_fresh_copy_op.register("CompositeExplicitAutograd", lambda self: self.clone())
 
 
 def _from_data(data, dtype, device) -> Tensor:

@@ -23,7 +23,9 @@ import inspect
 import operator
 from typing import Callable
 
+from ..._ops import overload_of
 from ..._subclasses.fake_tensor import FakeTensorMode
+from ...dispatch import dispatcher
 from ...core.tensor import Tensor
 from ...nn.modules.module import Module
 from ...nn.parameter import Parameter
@@ -82,6 +84,10 @@ class PythonKeyTracer(TracerBase):
         return node
 
 
+_LIFT_FRESH = overload_of(dispatcher.find("aten::lift_fresh"))
+_LIFT_FRESH_COPY = overload_of(dispatcher.find("aten::lift_fresh_copy"))
+
+
 class ProxyTorchDispatchMode(TorchDispatchMode):
     """The recording mode: runs each op, then appends its node."""
 
@@ -92,6 +98,8 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func is _LIFT_FRESH:     # a constant made in the function: recorded as a copy
+            func = _LIFT_FRESH_COPY
         decomposition = self.decomposition_table.get(func)
         if decomposition is not None:
             with self:
