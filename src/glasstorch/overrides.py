@@ -345,20 +345,38 @@ _KIND = {inspect.Parameter.POSITIONAL_ONLY: "p", inspect.Parameter.POSITIONAL_OR
          inspect.Parameter.VAR_KEYWORD: "w"}
 
 
+def _arg_overrides(arg) -> bool:
+    """The fast check's verdict on an argument not of a _PLAIN class: it, or an element of
+    it (a list or tuple), has a type that overrides (subclass handling may still be off)."""
+    cls = arg.__class__
+    if cls is tuple or cls is list:
+        return _any_overrides(arg)
+    return _overrides(cls)
+
+
+def _any_overrides(args) -> bool:
+    for a in args:
+        if a.__class__ not in _PLAIN and _arg_overrides(a):
+            return True
+    return False
+
+
 def overridable(fn=None, *, name=None, qualname=None, builtin=False, plain_types=None,
                 kwargs_dict=None):
     """Decorator: a function written in Python honours __torch_function__ as PyTorch's do.
     The handler receives the decorated function; `builtin` says how to split its arguments
     (see `protocol`): False for functions PyTorch writes in Python (nn.functional), True for
     those that are built-ins in PyTorch; `plain_types` and `kwargs_dict` as in `protocol`.
-    On plain tensors the cost is one frame and a set lookup per argument."""
+    On plain tensors the cost is one frame and a set lookup per argument (and per element
+    of a list or tuple argument)."""
     if fn is None:
         return functools.partial(overridable, name=name, qualname=qualname, builtin=builtin,
                                  plain_types=plain_types, kwargs_dict=kwargs_dict)
     P = inspect.Parameter
     env = {"_fn": fn, "_anywhere": anywhere, "_PLAIN": _PLAIN, "_NOT_HANDLED": NOT_HANDLED,
            "_protocol": protocol, "_BUILTIN": builtin, "_PLAIN_TYPES": plain_types,
-           "_KWARGS_DICT": kwargs_dict}
+           "_KWARGS_DICT": kwargs_dict, "_arg_overrides": _arg_overrides,
+           "_any_overrides": _any_overrides}
     signature, call, values, spec, checks = [], [], [], [], []
     for p in inspect.signature(fn).parameters.values():
         n, kind = p.name, _KIND[p.kind]
@@ -375,11 +393,11 @@ def overridable(fn=None, *, name=None, qualname=None, builtin=False, plain_types
         values.append(n)
         spec.append((n, kind, p.default))
         if kind == "v":
-            checks.append(f"any(a.__class__ not in _PLAIN for a in {n})")
+            checks.append(f"(bool({n}) and _any_overrides({n}))")
         elif kind == "w":
-            checks.append(f"any(a.__class__ not in _PLAIN for a in {n}.values())")
+            checks.append(f"(bool({n}) and _any_overrides({n}.values()))")
         else:
-            checks.append(f"{n}.__class__ not in _PLAIN")
+            checks.append(f"({n}.__class__ not in _PLAIN and _arg_overrides({n}))")
     env["_SPEC"] = tuple(spec)
     source = "\n".join([
         f"def _wrapper({', '.join(signature)}):",

@@ -638,7 +638,7 @@ def _nowrap_functions() -> set:
 
 
 _tf._register_tensor_type(Tensor)
-_tf._PLAIN.update((dt.dtype, memory_format, layout, type(CPU), slice, type(Ellipsis)))
+_tf._PLAIN.update((dt.dtype, memory_format, layout, type(CPU), Size, slice, type(Ellipsis)))
 
 
 def _rebuild_tensor(values: np.ndarray, dtype_name: str, stride: tuple,

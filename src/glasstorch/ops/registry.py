@@ -23,7 +23,6 @@ from ..core.device import CPU, META
 from ..core.grad_state import state as _grad_state
 from ..core.shape import Size, contiguous_strides, has_internal_overlap
 from ..core.tensor import Tensor
-from ..dispatch import dispatcher
 from ..dispatch.dispatcher import define
 from ..dispatch.keys import DispatchKey
 from ..dispatch.schema import Schema, parse_schema
