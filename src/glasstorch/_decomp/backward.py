@@ -15,8 +15,8 @@ import math
 
 from .._ops import ops_namespace
 from . import define_by_decomposition as _backward_op
-from .decompositions import (_cast, _channel_view, _reshape, _scalar_like, _softplus, _upcast,
-                             _where, prims)
+from .decompositions import (_cast, _channel_view, _nll_targets, _reshape, _scalar_like,
+                             _softplus, _upcast, _where, prims)
 
 aten = ops_namespace("aten")
 
@@ -227,17 +227,7 @@ def huber_loss_backward(grad_output, self, target, reduction, delta):
 
 
 def _nll_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
-    flat = self.dim() == 1
-    x = aten.unsqueeze.default(self, 0) if flat else self
-    t = aten.unsqueeze.default(target, 0) if flat else target
-    valid = aten.ne.Tensor(t, ignore_index)
-    safe = _where(valid, t, _scalar_like(t, 0))
-    if weight is not None:
-        w = aten.view.default(aten.index_select.default(weight, 0, _reshape(safe, [-1])),
-                              list(safe.shape))
-        w = _where(valid, w, _scalar_like(w, 0))
-    else:
-        w = _cast(valid, self.dtype)
+    flat, x, safe, w = _nll_targets(self, target, weight, ignore_index)
     g = grad_output
     if reduction == 0 and flat:
         g = aten.unsqueeze.default(g, 0)

@@ -353,20 +353,28 @@ def huber_loss(self, target, reduction=1, delta=1.0):
     return _reduce(_where(aten.lt.Tensor(z, delta), quadratic, linear), reduction)
 
 
-def _nll(self, target, weight, reduction, ignore_index):
-    """(loss, total_weight) of nll_loss for (N, C, *) or (C,) log-probabilities."""
+def _nll_targets(self, target, weight, ignore_index):
+    """What nll_loss and its backward share: (flat, x, safe, w) with x batched (N, C, *),
+    safe the targets with ignored ones at class 0, and w each target's weight (0 where
+    ignored)."""
     flat = self.dim() == 1
     x = aten.unsqueeze.default(self, 0) if flat else self
     t = aten.unsqueeze.default(target, 0) if flat else target
     valid = aten.ne.Tensor(t, ignore_index)
     safe = _where(valid, t, _scalar_like(t, 0))
-    picked = aten.squeeze.dims(aten.gather.default(x, 1, aten.unsqueeze.default(safe, 1)), [1])
     if weight is not None:
         w = aten.view.default(aten.index_select.default(weight, 0, _reshape(safe, [-1])),
                               list(safe.shape))
         w = _where(valid, w, _scalar_like(w, 0))
     else:
         w = _cast(valid, self.dtype)
+    return flat, x, safe, w
+
+
+def _nll(self, target, weight, reduction, ignore_index):
+    """(loss, total_weight) of nll_loss for (N, C, *) or (C,) log-probabilities."""
+    flat, x, safe, w = _nll_targets(self, target, weight, ignore_index)
+    picked = aten.squeeze.dims(aten.gather.default(x, 1, aten.unsqueeze.default(safe, 1)), [1])
     losses = aten.neg.default(aten.mul.Tensor(picked, w))
     total_weight = aten.sum.dim_IntList(w, None)
     if reduction == 0:
