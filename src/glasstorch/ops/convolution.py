@@ -29,8 +29,7 @@ from ..core.shape import channels_last_strides, is_channels_last, is_contiguous
 from ..core.tensor import Tensor
 from .copy import assign_array
 from ..core.promotion import opmath
-from .ranges import warn_user
-from .registry import composite, kernel_op, spec, structured
+from .registry import composite, kernel_op, spec, structured, warn_user
 
 # ---- array helpers (shared with pooling) ------------------------------------------------
 

@@ -276,7 +276,8 @@ def register() -> None:
         if cpu_kernel is None:
             continue
         decl = op.info.get("decl")
-        name = op.name.split("::")[-1]
+        # aten ops by their short name, as the warning names them; others qualified
+        name = op.name.split("::")[-1] if op.schema.namespace == "aten" else op.name
         if decl is not None and decl.on_cuda == "shared":
             _kinds[op.name] = "shared"
             op.register(DispatchKey.CUDA, _shared_operator(op, cpu_kernel, name))

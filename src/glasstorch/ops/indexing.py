@@ -26,8 +26,7 @@ from ..core.shape import (broadcast_shapes, broadcast_shapes2, is_non_overlappin
                           iterator_strides, view_strides, wrap_dim)
 from ..core.tensor import Tensor
 from .copy import _clone_impl, assign_array
-from .ranges import warn_user
-from .registry import composite, export, kernel_op, spec, structured
+from .registry import composite, export, kernel_op, spec, structured, warn_user
 from .views import alias, select, slice_op, unsqueeze
 
 # ---- scalars ---------------------------------------------------------------------------

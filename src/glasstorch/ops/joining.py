@@ -24,8 +24,7 @@ from .copy import assign_array, strides_for
 from .indexing import check_scalar_fits
 from .pointwise_meta import pointwise_spec
 from ..core.promotion import common_dtype
-from .ranges import warn_user
-from .registry import TensorSpec, composite, export, kernel_op, spec, structured
+from .registry import TensorSpec, composite, export, kernel_op, spec, structured, warn_user
 
 # ---- tensor lists ----------------------------------------------------------------------
 

@@ -28,9 +28,9 @@ from ..core.tensor import Tensor
 from .. import return_types
 from .copy import assign_array
 from .joining import where
-from .ranges import eye, warn_user
+from .ranges import eye
 from .reduction import _norm_meta, norm_op
-from .registry import composite, export, kernel_op, structured
+from .registry import composite, export, kernel_op, structured, warn_user
 
 
 class LinAlgError(RuntimeError):

@@ -19,9 +19,6 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-import os
-import sys
-import warnings
 
 import numpy as np
 
@@ -29,7 +26,7 @@ from ..core import dtype as dt
 from ..core.device import as_device
 from ..core.tensor import Tensor
 from .factories import BACKEND_SELECT, OPTIONS, _finish, factory_op
-from .registry import export
+from .registry import export, warn_user
 
 # PyTorch's names for dtypes in "value cannot be converted to type X without overflow".
 _CONVERT_NAME = {dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t", dt.int32: "int",
@@ -41,16 +38,6 @@ _INT64_MAX = (1 << 63) - 1
 LIMITS = {d: (0, 1) if d is dt.bool else
           (dt.iinfo(d).min, dt.iinfo(d).max) if d.category == dt.INT else
           (dt.finfo(d).min, dt.finfo(d).max) for d in dt.ALL_DTYPES if d.category != dt.COMPLEX}
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def warn_user(message: str) -> None:
-    """A UserWarning attributed to the first caller outside glasstorch."""
-    level, frame = 2, sys._getframe(1)
-    while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE_DIR) or
-                                 frame.f_code.co_filename.startswith("<glasstorch")):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, UserWarning, stacklevel=level)
 
 
 def check_out_dtype(dtype, out: Tensor) -> None:

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import inspect
 import operator
+import os
+import sys
+import warnings
 from collections import namedtuple
 
 from .. import overrides
@@ -189,17 +192,28 @@ def _prepare_out(decl, spec, out):
         _prepare_out(decl, s, o)
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def warn_user(message: str) -> None:
+    """A UserWarning attributed to the first caller outside glasstorch."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE_DIR) or
+                                 frame.f_code.co_filename.startswith("<glasstorch")):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
 def resize_output(out: Tensor, shape) -> None:
     """Resize an `out=` tensor to the result's shape, warning when it held elements."""
-    import warnings
     if out.numel() != 0:
-        warnings.warn(
+        warn_user(
             f"An output with one or more elements was resized since it had shape "
             f"{list(out._shape)}, which does not match the required output shape "
             f"{list(shape)}. This behavior is deprecated, and in a future PyTorch release "
             "outputs will not be resized unless they have zero elements. You can explicitly "
             "reuse an out tensor t by resizing it, inplace, to zero elements with "
-            "t.resize_(0).", UserWarning, stacklevel=5)
+            "t.resize_(0).")
     out.resize_(shape)
 
 

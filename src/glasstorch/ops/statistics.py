@@ -15,8 +15,7 @@ from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
 from .misc_math import _require_tensor, into_out
 from .pointwise import complex_
-from .ranges import warn_user
-from .registry import composite, export
+from .registry import composite, export, warn_user
 
 
 # ---- cov, corrcoef --------------------------------------------------------------------------
