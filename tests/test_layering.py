@@ -65,6 +65,8 @@ ALLOWED_UPWARD = {
     ("overrides", "ops.registry"): "get_overridable_functions enumerates the declared ops",
     ("overrides", "dispatch.modes"):
         "enable_reentrant_dispatch is the Python key's, which overrides (used by core) sits below",
+    ("library", "_subclasses.fake_tensor"):
+        "get_ctx() finds the FakeTensorMode running a fake impl, whose exception it raises",
     ("fx.graph", "__init__"): "generated code calls `torch.<name>`: the public namespace",
     ("fx.node", "__init__"):
         "a type annotation prints as torch.<name> when the public namespace holds it",
