@@ -49,6 +49,8 @@ ALLOWED_UPWARD = {
         "Tensor(2, 3), the legacy constructor, is a factory call",
     ("memory.planning", "__init__"):
         "estimate() builds the model and its inputs with the public factories",
+    ("memory.planning", "dispatch.modes"):
+        "estimate() counts the step's storages with a dispatch mode",
     ("memory.planning", "nn.parameter"):
         "estimate() turns a model's parameters into meta tensors",
     ("memory.planning", "nn.modules.module"):
