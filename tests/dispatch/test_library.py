@@ -762,3 +762,23 @@ def test_get_ctx(T, custom_ops):
     assert ctxs[0]._fake_mode is mode and ctxs[0]._shape_env is None
     assert str(ctxs[0]._op) == f"{nonzero_rows._namespace}.nonzero_rows.default"
     assert T.library.get_ctx() is None
+
+
+def test_register_torch_dispatch_on_a_builtin_op(T):
+    log = []
+    Mode, _ = passthrough_modes(T, log)
+    with T.library._scoped_library("aten", "FRAGMENT") as aten:
+        @T.library.register_torch_dispatch("aten::neg", Mode, lib=aten)
+        def _(mode, func, types, args, kwargs):
+            log.append(("rule", str(func)))
+            return func(*args, **kwargs) * 10
+        x = T.ones(2)
+        with Mode():
+            y = T.neg(x)
+            z = T.abs(x)
+    with Mode():
+        w = T.neg(x)
+    assert log == [("rule", "aten.neg.default"), ("mode", "aten.abs.default"),
+                   ("mode", "aten.neg.default")]
+    assert [to_numpy(t).tolist() for t in (y, z, w)] == [[-10.0, -10.0], [1.0, 1.0],
+                                                          [-1.0, -1.0]]
