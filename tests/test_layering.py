@@ -49,6 +49,8 @@ ALLOWED_UPWARD = {
         "Tensor(2, 3), the legacy constructor, is a factory call",
     ("memory.planning", "__init__"):
         "estimate() builds the model and its inputs with the public factories",
+    ("memory.planning", "dispatch.modes"):
+        "estimate() counts the step's storages with a dispatch mode",
     ("memory.planning", "nn.parameter"):
         "estimate() turns a model's parameters into meta tensors",
     ("memory.planning", "nn.modules.module"):
@@ -65,6 +67,8 @@ ALLOWED_UPWARD = {
     ("overrides", "ops.registry"): "get_overridable_functions enumerates the declared ops",
     ("overrides", "dispatch.modes"):
         "enable_reentrant_dispatch is the Python key's, which overrides (used by core) sits below",
+    ("library", "_subclasses.fake_tensor"):
+        "get_ctx() finds the FakeTensorMode running a fake impl, whose exception it raises",
     ("fx.graph", "__init__"): "generated code calls `torch.<name>`: the public namespace",
     ("fx.node", "__init__"):
         "a type annotation prints as torch.<name> when the public namespace holds it",

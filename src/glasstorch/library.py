@@ -6,7 +6,13 @@ Two levels, as in PyTorch:
   and `.fallback(fn, key)`, plus the functions `define`, `impl`, `register_fake`,
   `register_kernel` and `register_autograd`;
 * `@custom_op("mylib::mysin", mutates_args=())`, which infers the schema from type hints and
-  returns a `CustomOpDef` with `.register_fake`, `.register_kernel` and `.register_autograd`.
+  returns a `CustomOpDef` with `.register_fake`, `.register_kernel`, `.register_autograd`,
+  `.register_torch_dispatch` and `.register_autocast`.
+
+`register_torch_dispatch(op, cls, rule)` says how one TorchDispatchMode class or tensor
+subclass handles an op without changing either: the Python key calls the rule instead of
+`cls.__torch_dispatch__`. `register_autocast(op, "cpu", dtype)` makes the op cast its
+floating inputs to `dtype` inside an autocast region. A fake impl may call `get_ctx()`.
 
 A defined op is a dispatcher `Operator`, reachable as `glasstorch.ops.<ns>.<name>`
 (`.default` for the overload without a name), and dispatches like a built-in op.
@@ -42,6 +48,8 @@ Where glasstorch differs from PyTorch, on purpose:
   operator, so a per-key function for all operators cannot sit there.
 * `register_kernel(..., "meta")` raises and points to `register_fake`, where PyTorch
   silently ignores the kernel.
+* `get_ctx().new_dynamic_size()` raises DynamicOutputShapeException, as PyTorch's does in a
+  FakeTensorMode without a shape environment: glasstorch has no symbolic shapes.
 """
 from __future__ import annotations
 
@@ -49,23 +57,26 @@ import collections.abc
 import contextlib
 import functools
 import inspect
+import threading
 import types
 import typing
 import warnings
 from collections import namedtuple
 
-from ._ops import OpOverload
+from ._ops import OpOverload, overload_of
 from .core.device import device as _device
-from .core.dtype import dtype as _dtype
+from .core.dtype import dtype as _dtype, float64 as _float64
 from .core.tensor import Tensor
 from .dispatch import dispatcher
 from .dispatch.dispatcher import FALLTHROUGH, Operator
-from .dispatch.keys import ALIAS_KEYS, BACKEND_KEYS, DispatchKey, DispatchKeySet
+from .dispatch.keys import ALIAS_KEYS, BACKEND_KEYS, DispatchKey, DispatchKeySet, local_keys
+from .dispatch.modes import _handling_modes
 from .dispatch.schema import parse_schema
 
-__all__ = ["AutogradFormula", "CustomOpDef", "Library", "custom_op", "define",
-           "fallthrough_kernel", "impl", "infer_schema", "register_autograd", "register_fake",
-           "register_kernel"]
+__all__ = ["AutogradFormula", "CustomOpDef", "FakeImplCtx", "Library", "custom_op", "define",
+           "fallthrough_kernel", "get_ctx", "impl", "impl_abstract", "infer_schema",
+           "register_autocast", "register_autograd", "register_fake", "register_kernel",
+           "register_torch_dispatch"]
 
 AutogradFormula = namedtuple("AutogradFormula", "backward setup_context")
 AutogradFormula.__doc__ = "A custom op's backward formula, stored for the autograd layer."
@@ -340,6 +351,22 @@ class Library:
                     table[key] = previous
         self._undo.append(undo)
 
+    def _register_torch_dispatch_rule(self, op_name, torch_dispatch_class, fn) -> None:
+        """Let `fn` handle `op_name` for exactly `torch_dispatch_class` (a TorchDispatchMode
+        or tensor subclass), in place of its __torch_dispatch__; see modes.py."""
+        if not isinstance(torch_dispatch_class, type):
+            raise TypeError(f"register_torch_dispatch(): expected a TorchDispatchMode or "
+                            f"Tensor subclass, got {torch_dispatch_class!r}")
+        if not callable(fn):
+            raise TypeError(f"register_torch_dispatch(): expected a function, got "
+                            f"{type(fn).__name__}")
+        op = self._op(op_name)
+        rules = op.info.setdefault("torch_dispatch_rules", {})
+        if torch_dispatch_class in rules:
+            raise RuntimeError(f"{torch_dispatch_class} already has a `__torch_dispatch__` "
+                               f"rule registered for {op.name}")
+        self._store(rules, torch_dispatch_class, fn)
+
     def _set_kernel(self, op: Operator, key: str, kernel) -> None:
         k = _key(key)
         previous = op.kernels.get(k)
@@ -536,10 +563,163 @@ def register_fake(op, func=None, /, *, lib=None, allow_override: bool = True):
         return target.register_fake if func is None else target.register_fake(func)
 
     def register(f):
+        if not callable(f):
+            raise TypeError(f"register_fake(): expected a function, got {type(f).__name__}")
         use = _library_for(target, lib, "register_fake")
-        use.impl(target, f, "Meta", allow_override=allow_override)
+        operator = use._op(target)
+
+        @functools.wraps(f)
+        def fake_impl(*args, **kwargs):
+            return _run_fake_impl(operator, f, args, kwargs)
+        use.impl(target, fake_impl, "Meta", allow_override=allow_override)
         return f
     return register if func is None else register(func)
+
+
+def impl_abstract(qualname, func=None, *, lib=None, _stacklevel=1):
+    """The old name of `register_fake` (deprecated since PyTorch 2.4)."""
+    warnings.warn("`glasstorch.library.impl_abstract` is the old name of "
+                  "`glasstorch.library.register_fake` and will be removed; call "
+                  "register_fake instead.", FutureWarning, stacklevel=1 + _stacklevel)
+    return register_fake(qualname, func, lib=lib)
+
+
+# ---- the fake-impl context -------------------------------------------------------------
+
+class _FakeImplState(threading.local):
+    def __init__(self):
+        self.ops: list = []     # the operator of each fake impl running in this thread
+
+
+_fake_impl_state = _FakeImplState()
+
+
+def _run_fake_impl(op: Operator, fn, args, kwargs):
+    """Run a fake impl so that `get_ctx()` inside it knows its operator."""
+    _fake_impl_state.ops.append(op)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _fake_impl_state.ops.pop()
+
+
+class FakeImplCtx:
+    """What a fake impl running under a FakeTensorMode gets from `get_ctx()`."""
+
+    def __init__(self, _fake_mode, _op):
+        self._fake_mode = _fake_mode
+        self._shape_env = _fake_mode.shape_env
+        self._op = _op
+
+    def new_dynamic_size(self, *, min=0, max=None):
+        """A size read from the data (nonzero's row count). It needs a symbolic size, which
+        glasstorch does not have, so this raises DynamicOutputShapeException, as PyTorch
+        does in a FakeTensorMode without a shape environment."""
+        from ._subclasses.fake_tensor import DynamicOutputShapeException
+        if min < 0:
+            raise ValueError(f"ctx.new_dynamic_size(min={min}, ...): expected min to be "
+                             "greater than or equal to 0: sizes are never negative.")
+        raise DynamicOutputShapeException(self._op)
+
+
+def get_ctx():
+    """The context of the fake impl now running (None outside one). Under a FakeTensorMode
+    it is a `FakeImplCtx`; with plain meta tensors it raises, as PyTorch's does: meta
+    tensors cannot describe a data-dependent output."""
+    if not _fake_impl_state.ops:
+        return None
+    from ._subclasses.fake_tensor import FakeTensorMode
+    op = _fake_impl_state.ops[-1]
+    mode = next((m for m in reversed(_handling_modes()) if isinstance(m, FakeTensorMode)),
+                None)
+    if mode is None:
+        raise RuntimeError(
+            f"{op.name}: its fake impl called glasstorch.library.get_ctx() while running on "
+            "meta tensors. get_ctx() is for outputs whose shape depends on the data, which "
+            "meta tensors cannot describe but FakeTensors (under a FakeTensorMode) can; run "
+            "the op under FakeTensorMode, or do not call get_ctx() if the output shape "
+            "follows from the input shapes.")
+    return FakeImplCtx(mode, overload_of(op))
+
+
+# ---- rules for modes, subclasses and autocast ------------------------------------------
+
+def register_torch_dispatch(op, torch_dispatch_class, func=None, /, *, lib=None):
+    """Register how `torch_dispatch_class` (a TorchDispatchMode or a tensor subclass with
+    __torch_dispatch__) handles `op`, without changing either: the Python key calls
+    `func(mode_or_class, func, types, args, kwargs)` in place of its __torch_dispatch__.
+    The rule applies to exactly that class, not to its subclasses; usable as a decorator."""
+    target = _resolve(op, "register_torch_dispatch")
+    if isinstance(target, CustomOpDef):
+        return target.register_torch_dispatch(torch_dispatch_class, func)
+
+    def register(f):
+        use = _library_for(target, lib, "register_torch_dispatch")
+        use._register_torch_dispatch_rule(target, torch_dispatch_class, f)
+        return f
+    return register if func is None else register(func)
+
+
+_AUTOCAST_KEYS = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}
+
+
+def _check_autocast_device(device_type) -> str:
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if device_type not in _AUTOCAST_KEYS:
+        raise ValueError(f"Device type '{device_type}' does not support autocast.")
+    return _AUTOCAST_KEYS[device_type]
+
+
+def _autocast_cast(value, device_type: str, dtype):
+    """`value` with its floating tensors on `device_type` (float64 excepted) cast to
+    `dtype`, inside lists and tuples too."""
+    if isinstance(value, Tensor):
+        if (value.is_floating_point() and value.device.type == device_type
+                and value.dtype is not _float64):
+            return value.to(dtype)
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_autocast_cast(v, device_type, dtype) for v in value)
+    return value
+
+
+def _autocast_rule(op: Operator, device_type: str, cast_inputs):
+    """The Autocast<Device> kernel of `register_autocast`: cast with that key off, then
+    continue below it. `cast_inputs` is a dtype, or a function giving the current one."""
+    bit = 1 << DispatchKey[_AUTOCAST_KEYS[device_type]]
+
+    def kernel(keyset, *args):
+        saved = local_keys.excluded
+        local_keys.excluded = saved | bit
+        try:
+            dtype = cast_inputs() if callable(cast_inputs) else cast_inputs
+            return op.redispatch(keyset, *(_autocast_cast(a, device_type, dtype)
+                                           for a in args))
+        finally:
+            local_keys.excluded = saved
+    kernel.__qualname__ = f"autocast_{device_type}_custom_op"
+    return kernel
+
+
+def register_autocast(op, device_type, cast_inputs, /, *, lib=None):
+    """Inside an autocast region for `device_type`, `op` casts its floating inputs on that
+    device (not float64) to `cast_inputs` and runs with autocast off."""
+    target = _resolve(op, "register_autocast")
+    key = _check_autocast_device(device_type)
+    if isinstance(target, CustomOpDef):
+        return target.register_autocast(device_type, cast_inputs)
+    _check_autocast_dtype(cast_inputs)
+    use = _library_for(target, lib, "register_autocast")
+    operator = use._op(target)
+    use.impl(target, _autocast_rule(operator, device_type, cast_inputs), key,
+             with_keyset=True)
+
+
+def _check_autocast_dtype(cast_inputs) -> None:
+    if not isinstance(cast_inputs, _dtype):
+        raise TypeError(f"register_autocast(): cast_inputs must be a dtype, got "
+                        f"{type(cast_inputs).__name__}")
 
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None) -> None:
@@ -762,6 +942,8 @@ class CustomOpDef:
         self._backend_kernels: dict = {}
         self._abstract_fn = None
         self._backward_fn = self._setup_context_fn = None
+        self._torch_dispatch_fns: dict = {}
+        self._autocast_dtypes: dict = {}
         old = _custom_ops.get(self._qualname)
         if old is not None:
             old._lib._destroy()
@@ -846,7 +1028,7 @@ class CustomOpDef:
                     "it is what runs on meta tensors. Please use "
                     f"`{getattr(self._init_fn, '__name__', self._name)}.register_fake` to add "
                     "a fake impl.")
-            return self._call(self._abstract_fn, args)
+            return _run_fake_impl(self._opoverload, self._call, (self._abstract_fn, args), {})
         fake.__qualname__ = f"CustomOpDef({self._qualname}).fake_impl"
         return fake
 
@@ -864,6 +1046,35 @@ class CustomOpDef:
         _check_autograd_formula(self._opoverload, str(self), backward, setup_context)
         self._backward_fn, self._setup_context_fn = backward, setup_context
         self._opoverload.info["autograd_formula"] = AutogradFormula(backward, setup_context)
+
+
+    def register_torch_dispatch(self, torch_dispatch_class, fn=None, /):
+        """Register how `torch_dispatch_class` handles this op (see
+        glasstorch.library.register_torch_dispatch); registering again replaces the rule."""
+        def register(f):
+            if not callable(f):
+                raise TypeError(f"register_torch_dispatch(): expected a function, got "
+                                f"{type(f).__name__}")
+            if torch_dispatch_class not in self._torch_dispatch_fns:
+                def rule(*args, **kwargs):
+                    return self._torch_dispatch_fns[torch_dispatch_class](*args, **kwargs)
+                self._lib._register_torch_dispatch_rule(self._name, torch_dispatch_class,
+                                                        rule)
+            self._torch_dispatch_fns[torch_dispatch_class] = f
+            return f
+        return register if fn is None else register(fn)
+
+    def register_autocast(self, device_type, cast_inputs):
+        """Inside an autocast region for `device_type`, cast the floating inputs on that
+        device to `cast_inputs` (see glasstorch.library.register_autocast)."""
+        key = _check_autocast_device(device_type)
+        _check_autocast_dtype(cast_inputs)
+        first = device_type not in self._autocast_dtypes
+        self._autocast_dtypes[device_type] = cast_inputs
+        if first:
+            self._lib.impl(self._name, _autocast_rule(
+                self._opoverload, device_type, lambda: self._autocast_dtypes[device_type]),
+                key, with_keyset=True)
 
 
 def _tensors(values):

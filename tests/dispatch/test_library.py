@@ -590,3 +590,195 @@ def test_no_warnings_on_normal_registration(custom_ops):
         def quiet(x: gt.Tensor) -> gt.Tensor:
             return x * 2
         quiet.register_fake(lambda x: gt.empty_like(x))
+
+
+# ---- register_torch_dispatch, register_autocast, impl_abstract, get_ctx ----------------
+
+def python_dispatch(T):
+    if T is gt:
+        from glasstorch.utils import _python_dispatch
+    else:
+        from torch.utils import _python_dispatch
+    return _python_dispatch
+
+
+def passthrough_modes(T, log):
+    class Mode(python_dispatch(T).TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            log.append(("mode", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    class SubMode(Mode):
+        pass
+    return Mode, SubMode
+
+
+def test_register_torch_dispatch_for_a_mode(T, lib):
+    lib.define("foo(Tensor x) -> Tensor")
+    lib.define("foo.two(Tensor x) -> Tensor")
+    for name in ("foo", "foo.two"):
+        lib.impl(name, lambda x: x * 3, "CPU")
+    log = []
+    Mode, SubMode = passthrough_modes(T, log)
+
+    def rule(mode, func, types, args, kwargs):
+        log.append(("rule", type(mode).__name__, str(func), types, len(args), kwargs))
+        return args[0] + 5
+    assert T.library.register_torch_dispatch(f"{lib.ns}::foo", Mode, rule, lib=lib) is rule
+    x = T.ones(2)
+    with Mode():
+        outs = [ops(T, lib).foo(x), ops(T, lib).foo.two(x)]
+    with SubMode():       # a rule is for exactly its class
+        outs.append(ops(T, lib).foo(x))
+    outs.append(ops(T, lib).foo(x))
+    assert [to_numpy(o).tolist() for o in outs] == [[6.0, 6.0], [3.0, 3.0], [3.0, 3.0],
+                                                     [3.0, 3.0]]
+    assert log == [("rule", "Mode", f"{lib.ns}.foo.default", (), 1, {}),
+                   ("mode", f"{lib.ns}.foo.two"), ("mode", f"{lib.ns}.foo.default")]
+    with pytest.raises(RuntimeError, match=r"already has a `__torch_dispatch__` rule "
+                                           rf"registered for {lib.ns}::foo"):
+        T.library.register_torch_dispatch(f"{lib.ns}::foo", Mode, rule, lib=lib)
+
+
+def test_register_torch_dispatch_rule_goes_with_its_library(T):
+    ns = fresh_ns()
+    log = []
+    Mode, _ = passthrough_modes(T, log)
+    with T.library._scoped_library(ns, "FRAGMENT") as defs:
+        defs.define("foo(Tensor x) -> Tensor")
+        defs.impl("foo", lambda x: x * 2, "CPU")
+        with T.library._scoped_library(ns, "FRAGMENT") as rules:
+            @T.library.register_torch_dispatch(f"{ns}::foo", Mode, lib=rules)
+            def _(mode, func, types, args, kwargs):
+                return args[0] * 10
+            with Mode():
+                inside = getattr(T.ops, ns).foo(T.ones(1))
+        with Mode():
+            after = getattr(T.ops, ns).foo(T.ones(1))
+    assert (to_numpy(inside).tolist(), to_numpy(after).tolist()) == ([10.0], [2.0])
+
+
+def test_register_torch_dispatch_for_a_subclass(T, lib):
+    from test_subclasses import two_tensor
+    lib.define("foo(Tensor x) -> Tensor")
+    lib.impl("foo", lambda x: x * 2, "CompositeExplicitAutograd")
+    log = []
+    TwoTensor = two_tensor(T, log)
+    seen = []
+
+    @T.library.register_torch_dispatch(f"{lib.ns}::foo", TwoTensor, lib=lib)
+    def _(cls, func, types, args, kwargs):
+        seen.append((cls is TwoTensor, str(func), [t.__name__ for t in types]))
+        x, = args
+        return TwoTensor(x.a + 1, x.b - 1)
+    x = TwoTensor(T.ones(2), T.zeros(2))
+    out = ops(T, lib).foo(x)
+    assert seen == [(True, f"{lib.ns}.foo.default", ["TwoTensor"])] and log == []
+    np.testing.assert_allclose(to_numpy(out.a), [2.0, 2.0])
+    np.testing.assert_allclose(to_numpy(out.b), [-1.0, -1.0])
+
+
+def test_custom_op_register_torch_dispatch_can_be_replaced(T, custom_ops):
+    log = []
+    Mode, _ = passthrough_modes(T, log)
+
+    @T.library.custom_op(custom_ops("foo"), mutates_args=())
+    def foo(x: T.Tensor) -> T.Tensor:
+        return x.clone()
+
+    @foo.register_torch_dispatch(Mode)
+    def _(mode, func, types, args, kwargs):
+        return args[0] + 1
+    with Mode():
+        first = foo(T.ones(1))
+    T.library.register_torch_dispatch(foo, Mode, lambda mode, func, types, args, kwargs:
+                                      args[0] + 5)
+    with Mode():
+        second = foo(T.ones(1))
+    assert [to_numpy(t).tolist() for t in (first, second, foo(T.ones(1)))] == [
+        [2.0], [6.0], [1.0]]
+
+
+def test_register_autocast(T, lib):
+    lib.define("mm2(Tensor a, Tensor b) -> Tensor")
+    lib.impl("mm2", lambda a, b: a.mm(b), "CPU")
+    T.library.register_autocast(f"{lib.ns}::mm2", "cpu", T.bfloat16, lib=lib)
+    a, b = T.ones(2, 2), T.ones(2, 2, dtype=T.float64)
+    assert ops(T, lib).mm2(a, a).dtype == T.float32
+    with T.autocast("cpu", dtype=T.bfloat16):
+        out = ops(T, lib).mm2(a, a)
+        with pytest.raises(RuntimeError):      # float64 is never cast: mixed dtypes
+            ops(T, lib).mm2(a, b)
+    assert out.dtype == T.bfloat16
+    np.testing.assert_allclose(to_numpy(out.float()), [[2.0, 2.0], [2.0, 2.0]])
+    with pytest.raises(ValueError, match="Device type 'meta' does not support autocast"):
+        T.library.register_autocast(f"{lib.ns}::mm2", "meta", T.float16, lib=lib)
+
+
+def test_custom_op_register_autocast(T, custom_ops):
+    @T.library.custom_op(custom_ops("double"), mutates_args=())
+    def double(x: T.Tensor, ys: list[T.Tensor]) -> T.Tensor:
+        return x * 2 + ys[0]
+    double.register_autocast("cpu", T.bfloat16)
+    x = T.ones(3)
+    with T.autocast("cpu"):
+        assert double(x, [x]).dtype == T.bfloat16
+        assert double(x.long(), [x.long()]).dtype == T.int64
+    assert double(x, [x]).dtype == T.float32
+    with pytest.raises(ValueError, match=r"Expected `device_type` of type `str`, got: "):
+        double.register_autocast(0, T.bfloat16)
+
+
+def test_impl_abstract_is_register_fake_with_a_deprecation_warning(T, lib):
+    lib.define("foo(Tensor x) -> Tensor")
+    with pytest.warns(FutureWarning, match="impl_abstract") as record:
+        T.library.impl_abstract(f"{lib.ns}::foo", lambda x: T.empty_like(x).sum(0), lib=lib)
+    assert record[0].filename == __file__
+    out = ops(T, lib).foo(T.ones(4, 3, device="meta"))
+    assert out.device.type == "meta" and tuple(out.shape) == (3,)
+
+
+def test_get_ctx(T, custom_ops):
+    from importlib import import_module
+    fake_tensor = import_module(f"{T.__name__}._subclasses.fake_tensor")
+    assert T.library.get_ctx() is None
+
+    @T.library.custom_op(custom_ops("nonzero_rows"), mutates_args=())
+    def nonzero_rows(x: T.Tensor) -> T.Tensor:
+        return x[x.sum(1) != 0]
+    ctxs = []
+
+    @nonzero_rows.register_fake
+    def _(x):
+        ctx = T.library.get_ctx()
+        ctxs.append(ctx)
+        return x.new_empty((ctx.new_dynamic_size(), x.shape[1]))
+    with pytest.raises(RuntimeError, match="meta"):
+        nonzero_rows(T.ones(2, 3, device="meta"))
+    with fake_tensor.FakeTensorMode() as mode:
+        x = T.empty(4, 3)
+        with pytest.raises(fake_tensor.DynamicOutputShapeException):
+            nonzero_rows(x)
+    assert ctxs[0]._fake_mode is mode and ctxs[0]._shape_env is None
+    assert str(ctxs[0]._op) == f"{nonzero_rows._namespace}.nonzero_rows.default"
+    assert T.library.get_ctx() is None
+
+
+def test_register_torch_dispatch_on_a_builtin_op(T):
+    log = []
+    Mode, _ = passthrough_modes(T, log)
+    with T.library._scoped_library("aten", "FRAGMENT") as aten:
+        @T.library.register_torch_dispatch("aten::neg", Mode, lib=aten)
+        def _(mode, func, types, args, kwargs):
+            log.append(("rule", str(func)))
+            return func(*args, **kwargs) * 10
+        x = T.ones(2)
+        with Mode():
+            y = T.neg(x)
+            z = T.abs(x)
+    with Mode():
+        w = T.neg(x)
+    assert log == [("rule", "aten.neg.default"), ("mode", "aten.abs.default"),
+                   ("mode", "aten.neg.default")]
+    assert [to_numpy(t).tolist() for t in (y, z, w)] == [[-10.0, -10.0], [1.0, 1.0],
+                                                          [-1.0, -1.0]]

@@ -245,3 +245,52 @@ def test_a_resized_storage_counts_its_new_size(quiet_gc):
     e = estimate(model, (4, 8))
     assert e.activations_peak >= 4 * 1000 * 4
     assert e.peak == pytest.approx(real, rel=0.10)
+
+
+def test_estimate_changes_nothing_outside_its_own_thread():
+    """estimate works through modes of the calling thread: another thread's factories stay
+    on the CPU, its tensors are not counted, and no mode is left behind."""
+    import threading
+    from glasstorch.utils import _python_dispatch
+    seen = {}
+
+    def elsewhere():
+        seen["device"] = gt.arange(3).device.type
+        seen["big"] = gt.zeros(1_000_000)       # 4 MB made meanwhile in another thread
+
+    def loss_fn(out):
+        worker = threading.Thread(target=elsewhere)
+        worker.start()
+        worker.join()
+        seen["here"] = gt.arange(3).device.type
+        return out.sum()
+    alone = estimate(_mlp(), (4, 784), loss_fn=lambda out: out.sum())
+    e = estimate(_mlp(), (4, 784), loss_fn=loss_fn)
+    assert seen["device"] == "cpu" and seen["here"] == "meta"
+    assert seen["big"].device.type == "cpu"
+    assert e.peak == alone.peak
+    assert _python_dispatch._get_current_dispatch_mode() is None
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_optimizer_fast_path_takes_fake_tensors(name):
+    """The element-wise optimizers' in-place fast path tells a FakeTensor (which reports
+    its fake device) by its data-less storage: a step on fakes only counts its writes, as
+    PyTorch's step under FakeTensorMode does."""
+    torch = pytest.importorskip("torch")
+    kwargs = {"SGD": dict(lr=0.1, momentum=0.9), "Adam": {}, "AdamW": {}}[name]
+    results = []
+    for T in (gt, torch):
+        with T._subclasses.fake_tensor.FakeTensorMode():
+            lin = T.nn.Linear(4, 3)
+            opt = getattr(T.optim, name)(lin.parameters(), **kwargs)
+            for _ in range(2):
+                opt.zero_grad()
+                lin(T.randn(2, 4)).sum().backward()
+                before = lin.weight._version
+                opt.step()
+            state = opt.state[lin.weight]
+            results.append((lin.weight._version - before, type(lin.weight).__name__,
+                            str(lin.weight.device),
+                            {k: (type(v).__name__, tuple(v.shape)) for k, v in state.items()}))
+    assert results[0] == results[1]

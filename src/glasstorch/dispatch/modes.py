@@ -13,6 +13,11 @@ key set), or to the backend. Keys above
 Python are excluded meanwhile: autograd has already recorded the call on its way down.
 `func` is the op's OpOverload; `args` and `kwargs` are split as PyTorch splits them
 (keyword-only arguments by name; arguments left at their defaults omitted).
+
+A rule registered with `glasstorch.library.register_torch_dispatch(op, cls, rule)` (kept in
+`op.info["torch_dispatch_rules"]`, by class) is called instead of `cls.__torch_dispatch__`
+when the mode's class, or the subclass's, is exactly `cls`: `rule(mode, func, types, args,
+kwargs)`, or `rule(subclass, ...)`.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ class _ModeStack(threading.local):
     def __init__(self):
         self.modes: list = []
         self.handler_excluded: list = []   # the exclude set outside each running handler
+        self.handling: list = []   # the mode (None: a subclass) of each running handler
 
 
 _stack = _ModeStack()
@@ -96,6 +102,12 @@ def _get_current_dispatch_mode():
 
 def _get_current_dispatch_mode_stack() -> list:
     return list(_stack.modes)
+
+
+def _handling_modes() -> list:
+    """The modes whose handlers are running in this thread, innermost last (None for a
+    subclass's handler): a running handler's mode is off the stack."""
+    return list(_stack.handling)
 
 
 def _len_torch_dispatch_stack() -> int:
@@ -188,16 +200,28 @@ def _python_key_kernel(op, ks, *bound):
     excluded = local_keys.excluded
     local_keys.excluded = excluded | _ABOVE_PYTHON
     _stack.handler_excluded.append(excluded)
+    rules = op.info.get("torch_dispatch_rules")
     try:
         if _stack.modes:
             with _pop_mode_temporarily() as mode:
-                return mode.__torch_dispatch__(func, _subclass_types(op, bound), args, kwargs)
+                _stack.handling.append(mode)
+                rule = rules and rules.get(type(mode))
+                types = _subclass_types(op, bound)
+                if rule:
+                    return rule(mode, func, types, args, kwargs)
+                return mode.__torch_dispatch__(func, types, args, kwargs)
+        _stack.handling.append(None)
         types = tuple(type(t) for t in overloaded)
         for t in overloaded:
-            result = type(t).__torch_dispatch__(func, types, args, kwargs)
+            rule = rules and rules.get(type(t))
+            if rule:
+                result = rule(type(t), func, types, args, kwargs)
+            else:
+                result = type(t).__torch_dispatch__(func, types, args, kwargs)
             if result is not NotImplemented:
                 return result
     finally:
+        _stack.handling.pop()
         _stack.handler_excluded.pop()
         local_keys.excluded = excluded
     handlers = "".join(f"\n  - tensor subclass {t}" for t in types)

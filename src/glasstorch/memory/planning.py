@@ -3,17 +3,18 @@
 `estimate(model, inputs, ...)` copies the model onto the meta device (no data anywhere),
 makes meta inputs of the given shapes and runs forward, loss, backward and the optimizer
 step there. The same operators, autograd engine and optimizer code run as on the CPU, so
-the storages they create and drop are the same; while estimating, meta storages report
-their sizes to a byte counter (core/storage.py's `meta_counter`) and factories called
-without a device (`torch.arange(t)` inside a forward) make meta tensors. The few CPU
-tensors a step really makes (an optimizer's 0-dim `step` counters) come from a private
-counting allocator, so the CPU statistics the caller sees never move.
+the storages they create and drop are the same. A dispatch mode of the calling thread does
+the planning: it shows every operator call's outputs to a byte counter, which counts each
+storage once and counts it free when it dies; a function mode sends factories called
+without a device (`torch.arange(t)` inside a forward) to 'meta'. Nothing global changes. The few CPU
+tensors a step really makes (an optimizer's 0-dim `step` counters, whose values the update
+reads) are counted too, and are freed before `estimate` returns.
 """
 from __future__ import annotations
 
 import copy
-
-from .cpu_allocator import CPUAllocator
+import functools
+import weakref
 
 __all__ = ["MemoryEstimate", "estimate"]
 
@@ -48,21 +49,82 @@ class _Counter:
         self.live -= nbytes
 
 
-class _CountingCPUAllocator(CPUAllocator):
-    """The CPU allocator, with its own statistics, reporting to a _Counter as well."""
+class _StorageTracker:
+    """Reports each storage it is shown to a _Counter once (and again when resized), and
+    its freeing when the storage dies."""
 
     def __init__(self, counter):
-        super().__init__()
         self.counter = counter
+        self.sizes: dict = {}       # id(storage) -> the bytes counted for it
 
-    def allocate(self, nbytes, *args):
-        buf = super().allocate(nbytes, *args)
-        self.counter.allocate(nbytes)
-        return buf
+    def track(self, value) -> None:
+        from ..core.tensor import Tensor   # late: core.storage imports this package
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                self.track(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                self.track(item)
+        elif isinstance(value, Tensor):
+            storage = value._storage
+            key, nbytes = id(storage), storage.nbytes()
+            counted = self.sizes.get(key)
+            if counted is None:
+                self.sizes[key] = nbytes
+                weakref.finalize(storage, self._free, key)
+                self.counter.allocate(nbytes)
+            elif counted != nbytes:             # resize_ grew or shrank it in place
+                self.sizes[key] = nbytes
+                self.counter.free(counted)
+                self.counter.allocate(nbytes)
 
-    def free(self, nbytes, *args):
-        super().free(nbytes, *args)
-        self.counter.free(nbytes)
+    def _free(self, key) -> None:
+        self.counter.free(self.sizes.pop(key))
+
+
+@functools.cache
+def _byte_counting_mode():
+    """The class of the dispatch mode that shows every operator call's outputs (and its
+    inputs, which resize_ and set_ change) to a _StorageTracker (made on first use:
+    dispatch sits above this package)."""
+    from ..dispatch.modes import TorchDispatchMode
+
+    class ByteCountingMode(TorchDispatchMode):
+        def __init__(self, tracker: _StorageTracker):
+            super().__init__()
+            self.tracker = tracker
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.tracker.track((out, args, kwargs))
+            return out
+    return ByteCountingMode
+
+
+# The public factories that take a device (PyTorch's device constructors, as far as
+# glasstorch has them): `_meta_factories` gives them device='meta' when none is passed.
+_FACTORIES = ("arange", "as_tensor", "asarray", "bartlett_window", "blackman_window",
+              "empty", "empty_strided", "eye", "full", "hamming_window", "hann_window",
+              "kaiser_window", "linspace", "logspace", "ones", "rand", "randint", "randn",
+              "randperm", "range", "scalar_tensor", "tensor", "tril_indices", "triu_indices",
+              "zeros")
+
+
+@functools.cache
+def _meta_factories():
+    """The class of the function mode under which factories called without a device make
+    meta tensors (`with torch.device('meta'):` in PyTorch), for this thread only."""
+    import glasstorch
+    from ..overrides import TorchFunctionMode
+    factories = frozenset(getattr(glasstorch, n) for n in _FACTORIES if hasattr(glasstorch, n))
+
+    class MetaFactories(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in factories and kwargs.get("device") is None:
+                kwargs = {**kwargs, "device": "meta"}
+            return func(*args, **kwargs)
+    return MetaFactories
 
 
 def _storage_bytes(tensors) -> int:
@@ -168,26 +230,16 @@ def estimate(model, inputs, *, target=None, loss_fn=None, optimizer=None,
     loss_fn after the output. loss_fn: called as loss_fn(output, target), or loss_fn(output)
     without a target; by default the output's sum. optimizer: an optimizer class or a
     factory, called as optimizer(parameters, **optimizer_kwargs); step=False stops after
-    backward. The model is neither moved nor changed. While it runs, factories called
-    without a device make meta tensors in every thread, so estimate alongside other work
-    only in a single-threaded program.
+    backward. The model is neither moved nor changed; other threads are not affected.
     """
-    from ..core import device as device_mod, storage as storage_mod
     inputs = [inputs] if _is_single(inputs) else list(inputs)
     counter = _Counter()
-    cpu = _CountingCPUAllocator(counter)
-    saved = storage_mod.meta_counter, storage_mod.cpu_allocator, device_mod.default_device
-    storage_mod.meta_counter, storage_mod.cpu_allocator = counter, cpu
-    device_mod.default_device = device_mod.META
-    try:
+    with _byte_counting_mode()(_StorageTracker(counter)):
         return _run(model, inputs, target, loss_fn, optimizer, optimizer_kwargs or {},
-                    step, counter, device_mod)
-    finally:
-        storage_mod.meta_counter, storage_mod.cpu_allocator, device_mod.default_device = saved
+                    step, counter)
 
 
-def _run(model, inputs, target, loss_fn, optimizer, optimizer_kwargs, step, counter,
-         device_mod):
+def _run(model, inputs, target, loss_fn, optimizer, optimizer_kwargs, step, counter):
     from ..nn.modules.module import Module
     meta = _meta_model(model)
     params = list(meta.parameters())
@@ -208,18 +260,20 @@ def _run(model, inputs, target, loss_fn, optimizer, optimizer_kwargs, step, coun
     counter.peak = counter.live
     counter.classify = lambda: (_storage_bytes(p.grad for p in params),
                                 _storage_bytes(state_tensors()))
-    out = meta(*args)
-    if loss_fn is None:
-        loss = out.sum()
-    else:
-        loss = loss_fn(out) if target is None else loss_fn(out, target)
-    del out
-    loss.backward()
+    with _meta_factories()():
+        out = meta(*args)
+        if loss_fn is None:
+            loss = out.sum()
+        else:
+            loss = loss_fn(out) if target is None else loss_fn(out, target)
+        del out
+        loss.backward()
     if opt is not None and step:
-        device_mod.default_device = device_mod.CPU   # optimizers keep `step` on the CPU
-        opt.step()
+        opt.step()                          # optimizers keep `step` on the CPU
     gradients = _storage_bytes(p.grad for p in params)
     state = _storage_bytes(state_tensors())
+    if opt is not None:
+        opt.state.clear()                   # the CPU `step` counters go now
     grads_at, state_at = counter.at_peak
     at_peak = {"parameters": parameters, "buffers": buffers, "inputs": fed,
                "gradients": grads_at, "optimizer_state": state_at}

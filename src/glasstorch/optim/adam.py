@@ -100,14 +100,15 @@ def _adam_arrays(group, state, p, arrays, lr, beta1, beta2, wd, eps) -> None:
     sqrt / bias correction + eps, addcdiv), each op as one out= pass (on a GPU, one fused
     kernel launch where _fused_adam can take the arrays)."""
     step_t = state["step"]
-    step_t._array()[...] += 1
+    if step_t._storage.device.type != "meta":      # a fake or meta counter holds no value
+        step_t._array()[...] += 1
     _bump(step_t)
     _bump(p, 2 if wd != 0 and group["decoupled_weight_decay"] else 1)
     _bump(state["exp_avg"])
     _bump(state["exp_avg_sq"], 2)
     if group["amsgrad"]:
         _bump(state["max_exp_avg_sq"])
-    if not arrays:                                  # the meta device: only the counts
+    if not arrays:                                  # no data (meta, fake): only the counts
         return
     param, grad, exp_avg, exp_avg_sq = arrays[:4]
     step = float(step_t._array())

@@ -390,24 +390,26 @@ _PLAIN_DTYPES = (_dt.float32, _dt.float64)
 
 def _plain_arrays(*tensors):
     """Whether an update may run on the tensors' memory directly: all float32 or all float64
-    tensors of one shape on the CPU or one GPU (or all on the meta device), none an
+    tensors of one shape on the CPU or one GPU (or all without data: meta or fake), none an
     inference tensor or a view whose in-place writes are checked. The element-wise optimizers
     then update in place with NumPy's out=, as PyTorch's fused CPU kernels do (no per-op
     dispatch, no tensor temporaries: a scratch array or two; on a GPU the same NumPy calls
     launch CuPy's kernels on the CuPy arrays, scratch from the caching allocator); others take
     the op-by-op path, with its checks and errors. Returns the NumPy arrays, an empty list
-    on the meta device (there the update only counts its writes, so a memory estimate sees
+    without data (there the update only counts its writes, so a memory estimate sees
     what the CPU run allocates), or None."""
     first = tensors[0]
     d, shape, device = first.dtype, first._shape, first.device.type
     if d not in _PLAIN_DTYPES or device not in ("cpu", "meta", "cuda"):
         return None
+    no_data = first._storage.device.type == "meta"    # meta, or a fake on any device
     for t in tensors:
         if (t.__class__ is not Tensor and not isinstance(t, Tensor)) or t.dtype is not d \
                 or t._shape != shape or t._vc is None or t._view_creation is not None \
-                or t.device != first.device:
+                or t.device != first.device \
+                or (t._storage.device.type == "meta") is not no_data:
             return None
-    return [] if device == "meta" else [t._array() for t in tensors]
+    return [] if no_data else [t._array() for t in tensors]
 
 
 def _bump(t: Tensor, times: int = 1) -> None:

@@ -82,7 +82,7 @@ def _sgd_arrays(group, p, buf, arrays, lr, wd, momentum) -> None:
     _bump(p)
     if buf is not None:
         _bump(buf, 2)
-    if not arrays:                                  # the meta device: only the counts
+    if not arrays:                                  # no data (meta, fake): only the counts
         return
     param, grad = arrays[:2]
     if group["maximize"]:
