@@ -66,7 +66,7 @@ CPU = device("cpu")
 META = device("meta")
 
 
-default_device = CPU  # where factories put tensors; memory.planning sets 'meta' meanwhile
+default_device = CPU  # where factories put tensors given no device (set_default_device)
 
 # Accelerators plug in here: glasstorch.backends registers one object per device type when it
 # is imported, so core/ and memory/ reach a GPU's runtime, allocator and arrays without

@@ -11,7 +11,6 @@ from ..memory.cpu_allocator import cpu_allocator
 from .device import CPU, META, device as Device, device_backend
 
 
-meta_counter = None  # set by memory.planning.estimate: counts the bytes of meta storages
 
 
 class UntypedStorage:
@@ -34,9 +33,6 @@ class UntypedStorage:
             self._allocator = cpu_allocator
         elif dev.type == "meta":
             self.buf = None
-            if meta_counter is not None:    # memory.planning counts meta bytes while estimating
-                self._allocator = meta_counter
-                meta_counter.allocate(nbytes)
         else:
             backend = device_backend(dev.type)
             self.device = dev = backend.resolve(dev)
@@ -130,9 +126,6 @@ class UntypedStorage:
         if nbytes < 0:
             raise RuntimeError(f"Trying to resize storage to negative size: {nbytes}")
         if self.device.type == "meta":
-            if self._allocator is not None:     # a counted meta storage (memory.planning)
-                self._allocator.free(self._nbytes)
-                self._allocator.allocate(nbytes)
             self._nbytes = nbytes
             return self
         new = self._allocator.allocate(nbytes)
