@@ -7,17 +7,11 @@ broadcast inputs are summed back to the input's shape by the engine.
 """
 from __future__ import annotations
 
+from math import prod
+
 from ..autograd.recording import derivative
 from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
-
-
-def _sum_name(self, dim=None, *rest):
-    return "SumBackward0" if dim is None else "SumBackward1"
-
-
-def _mean_name(self, dim=None, *rest):
-    return "MeanBackward0" if dim is None else "MeanBackward1"
 
 
 def _reduced_dims(shape, dim):
@@ -67,12 +61,19 @@ def _mul(grad, self, other, grad_input_mask):
             grad * conj(self) if grad_input_mask[1] else None)
 
 
-@derivative("aten::div.Tensor_mode", "DivBackward0")
-def _div(grad, self, other, rounding_mode, grad_input_mask):
-    if rounding_mode is not None:
-        return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)
+@derivative("aten::div.Tensor", "DivBackward0")
+def _div(grad, self, other, grad_input_mask):
     return (grad / conj(other) if grad_input_mask[0] else None,
             -grad * conj(self / (other * other)) if grad_input_mask[1] else None)
+
+
+@derivative("aten::div.Tensor_mode",
+            lambda self, other, rounding_mode: "DivBackward0" if rounding_mode is None
+            else "DivBackward2")
+def _div_mode(grad, self, other, rounding_mode, grad_input_mask):
+    if rounding_mode is not None:
+        return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)
+    return _div(grad, self, other, grad_input_mask)
 
 
 @derivative("aten::neg", "NegBackward0")
@@ -129,17 +130,27 @@ def _sgn(grad):
 
 # ---- reductions --------------------------------------------------------------------------
 
-@derivative("aten::sum.dim_IntList", _sum_name)
+@derivative("aten::sum.dim_IntList", "SumBackward1")
 def _sum(grad, self_shape, dim, keepdim):
     return (_unreduce(grad, self_shape, dim, keepdim),)
 
 
-@derivative("aten::mean.dim", _mean_name)
+@derivative("aten::sum", "SumBackward0")
+def _sum_all(grad, self_shape):
+    return (grad.expand(self_shape),)
+
+
+@derivative("aten::mean.dim", "MeanBackward1")
 def _mean(grad, self_shape, dim, keepdim):
     count = 1
     for d in _reduced_dims(self_shape, dim) if self_shape else ():
         count *= self_shape[d]
     return (_unreduce(grad, self_shape, dim, keepdim) / count,)
+
+
+@derivative("aten::mean", "MeanBackward0")
+def _mean_all(grad, self_shape):
+    return (grad.expand(self_shape) / max(prod(self_shape), 1),)
 
 
 # ---- copies and views --------------------------------------------------------------------

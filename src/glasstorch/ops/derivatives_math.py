@@ -317,6 +317,7 @@ def _where(grad, condition):
     return None, where(condition, grad, 0.0), _drop(grad, condition)
 
 
+@derivative("aten::remainder.Scalar", "RemainderBackward0")
 @derivative("aten::remainder.Tensor",
             lambda self, other: "RemainderBackward1" if _is_tensor(other)
             else "RemainderBackward0")
@@ -327,6 +328,7 @@ def _remainder(grad, self, other):
     return grad, g_other
 
 
+@derivative("aten::fmod.Scalar", "FmodBackward0")
 @derivative("aten::fmod.Tensor",
             lambda self, other: "FmodBackward1" if _is_tensor(other) else "FmodBackward0")
 def _fmod(grad, self, other):
@@ -373,8 +375,12 @@ def _evenly(grad, self, result, dim, keepdim):
     return where(hit, _unreduce(grad, shape, dim, keepdim) / count, 0.0)
 
 
-@derivative("aten::prod.dim_int",
-            lambda self, dim=None, *rest: "ProdBackward0" if dim is None else "ProdBackward1")
+@derivative("aten::prod", "ProdBackward0")
+def _prod_all(grad, self):
+    return _prod(grad, self, None, False)
+
+
+@derivative("aten::prod.dim_int", "ProdBackward1")
 def _prod(grad, self, dim, keepdim):
     """d prod / d x_i is the product of the other elements; with one zero in the slice only
     that zero gets a gradient, with two or more nothing does."""
@@ -629,7 +635,10 @@ not_differentiable(
     "aten::bitwise_right_shift.Tensor", "aten::bitwise_not", "aten::logical_and",
     "aten::logical_or", "aten::logical_xor", "aten::logical_not", "aten::eq.Tensor",
     "aten::ne.Tensor", "aten::lt.Tensor", "aten::le.Tensor", "aten::gt.Tensor",
-    "aten::ge.Tensor", "aten::gcd", "aten::lcm")
+    "aten::ge.Tensor", "aten::gcd", "aten::lcm",
+    *(f"aten::{name}.Scalar" for name in (
+        "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
+        "bitwise_left_shift", "bitwise_right_shift")))
 # PyTorch gives the special functions below no gradient: their results never require grad.
 not_differentiable(*(f"aten::special_{name}" for name in (
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "spherical_bessel_j0", "airy_ai",

@@ -15,15 +15,27 @@ from ..core import dtype as dt
 from ..core.tensor import Tensor
 from .pointwise_meta import bool_meta, float_meta, pointwise_spec, promoting_meta
 from ..core.promotion import common_dtype, float_dtype
-from .registry import composite, export, resize_output, spec, structured
+from .registry import composite, export, overload, resize_output, spec, structured
 
 _POINTWISE = ("pointwise",)
 
 
-def _declare(schema, meta, kernel, *, aliases=(), **options):
-    """One structured pointwise op with its CPU kernel, and its aliases."""
+_NUMBER = "{%s}.__class__ in _SCALARS"     # the argument is a Python number (a Scalar)
+
+
+def _declare(schema, meta, kernel, *, aliases=(), scalar=None, overloads=(), **options):
+    """One structured pointwise op with its CPU kernel, its other overloads and its aliases.
+    `scalar` names the argument whose Python number selects the op's `.Scalar` overload
+    (same meta and kernel); `overloads` are (schema, when, meta, kernel) of others."""
     decl = structured(schema, meta, tags=_POINTWISE, **options)
     decl.impl("CPU")(kernel)
+    if scalar is not None:
+        head, _, rest = schema.partition("(")
+        rest = rest.replace(f"Tensor {scalar}", f"Scalar {scalar}", 1)
+        overload(decl, f"{head.split('.')[0]}.Scalar({rest}", meta, kernel,
+                 when=_NUMBER % scalar)
+    for other, when, other_meta, other_kernel in overloads:
+        overload(decl, other, other_meta, other_kernel, when=when)
     for alias in aliases:
         _alias(alias, decl, options.get("function", True), options.get("method", True))
     return decl
@@ -319,16 +331,20 @@ mul = _declare("mul.Tensor(Tensor self, Tensor other) -> Tensor", promoting_meta
                doc="input * other, broadcasting and promoting dtypes.")
 div = _declare("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> "
                "Tensor", _div_meta, cpu.div, aliases=("divide", "true_divide"),
-               number_self=True,
+               number_self=True, overloads=[(
+                   "div.Tensor(Tensor self, Tensor other) -> Tensor", "{rounding_mode} is None",
+                   lambda self, other: _div_meta(self, other, None),
+                   lambda out, self, other: cpu.div(out, self, other, None))],
                doc="input / other; integers give the default float dtype unless rounding_mode "
                    "is 'trunc' or 'floor', which keep the promoted dtype.")
 floor_divide = _declare("floor_divide(Tensor self, Tensor other) -> Tensor", promoting_meta,
                         cpu.floor_divide, number_self=True,
                         doc="input // other, rounding toward minus infinity.")
 remainder = _declare("remainder.Tensor(Tensor self, Tensor other) -> Tensor", promoting_meta,
-                     cpu.remainder, number_self=True,
+                     cpu.remainder, number_self=True, scalar="other",
                      doc="Python's modulus: the result has the sign of the divisor.")
 fmod = _declare("fmod.Tensor(Tensor self, Tensor other) -> Tensor", promoting_meta, cpu.fmod,
+                scalar="other",
                 doc="C's fmod: the result has the sign of the dividend.")
 pow = _declare("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", _pow_meta, cpu.pow,
                number_self=True, doc="input ** exponent, promoting dtypes.")
@@ -455,7 +471,7 @@ for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
               "bitwise_right_shift"):
     globals()[_name] = _declare(f"{_name}.Tensor(Tensor self, Tensor other) -> Tensor",
                                 promoting_meta, getattr(cpu, _name), number_self=True,
-                                doc=f"{_name} of integer or bool tensors.")
+                                scalar="other", doc=f"{_name} of integer or bool tensors.")
 bitwise_not = _declare("bitwise_not(Tensor self) -> Tensor", _same_meta, cpu.bitwise_not,
                        check_out=_exact_out,
                        doc="~input: bitwise for integers, logical for bool.")
@@ -473,6 +489,7 @@ _COMPARISONS = {"eq": (), "ne": ("not_equal",), "lt": ("less",), "le": ("less_eq
 for _name, _aliases in _COMPARISONS.items():
     globals()[_name] = _declare(f"{_name}.Tensor(Tensor self, Tensor other) -> Tensor",
                                 _compare_meta, getattr(cpu, _name), aliases=_aliases,
+                                scalar="other",
                                 doc=f"{_name} of the promoted operands, as a bool tensor.")
 
 

@@ -21,7 +21,7 @@ from ..backends.cpu import reduction as cpu
 from ..core import dtype as dt
 from ..core.shape import Size, wrap_dim, wrap_dims
 from ..core.tensor import Tensor
-from .registry import TensorSpec, _bad_self, export, functions, spec, structured
+from .registry import TensorSpec, _bad_self, export, functions, overload, spec, structured
 
 # ---- shapes ----------------------------------------------------------------------------
 
@@ -121,6 +121,19 @@ sum_op = structured(
 sum_op.impl("CPU")(cpu.sum_kernel)
 
 
+def _whole(reduction):
+    """The meta or kernel of a reduction's `.default` overload (all dims, no keepdim),
+    which PyTorch's parser picks when no dim is given."""
+    def whole(*args):              # ([out,] self, dtype)
+        return reduction(*args[:-1], None, False, args[-1])
+    return whole
+
+
+_ALL_DIMS = "{dim} is None and {keepdim} is False"
+overload(sum_op, "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", _whole(_sum_meta),
+         _whole(cpu.sum_kernel), when=_ALL_DIMS, out=False)
+
+
 def _nansum_meta(self, dim=None, keepdim=False, dtype=None):
     if self.dtype.category == dt.COMPLEX:
         raise RuntimeError("nansum does not support complex inputs")
@@ -144,6 +157,8 @@ mean = structured(
     doc="Mean over `dim` (all dims by default); the input (or `dtype`) must be floating "
         "point or complex.")
 mean.impl("CPU")(cpu.mean_kernel)
+overload(mean, "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", _whole(_mean_meta),
+         _whole(cpu.mean_kernel), when=_ALL_DIMS, out=False)
 
 
 def _nanmean_meta(self, dim=None, keepdim=False, dtype=None):
@@ -175,6 +190,8 @@ prod = structured(
     " -> Tensor", _prod_meta, inplace=False, tags=("reduction",),
     doc="Product of all elements, or along one `dim`; integers and bool give int64.")
 prod.impl("CPU")(cpu.prod_kernel)
+overload(prod, "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", _whole(_prod_meta),
+         _whole(cpu.prod_kernel), when=_ALL_DIMS, out=False)
 
 
 # ---- max, min, amax, amin, aminmax, argmax, argmin -------------------------------------
