@@ -216,12 +216,6 @@ def _squeeze(grad, self_shape):
 
 # ---- matrix products ---------------------------------------------------------------------
 
-@derivative("aten::mm", "MmBackward0")
-def _mm(grad, self, mat2, grad_input_mask):
-    return (grad.mm(conj(mat2).t()) if grad_input_mask[0] else None,
-            conj(self).t().mm(grad) if grad_input_mask[1] else None)
-
-
 @derivative("aten::bmm", "BmmBackward0")
 def _bmm(grad, self, mat2, grad_input_mask):
     return (grad.bmm(conj(mat2).transpose(1, 2)) if grad_input_mask[0] else None,
