@@ -40,7 +40,8 @@ def _sub(grad, alpha):
     return grad, (-grad if alpha == 1 else grad * -alpha)
 
 
-@derivative("aten::rsub.Tensor", "RsubBackward1")
+@derivative("aten::rsub.Scalar", "RsubBackward1")
+@derivative("aten::rsub.Tensor", "RsubBackward0")
 def _rsub(grad, alpha):
     return (-grad if alpha == 1 else grad * -alpha), grad
 
@@ -81,6 +82,7 @@ def _neg(grad):
     return (-grad,)
 
 
+@derivative("aten::pow.Tensor_Scalar", "PowBackward0")
 @derivative("aten::pow.Tensor_Tensor",
             lambda self, exponent: "PowBackward1" if hasattr(exponent, "dtype")
             else "PowBackward0")

@@ -324,7 +324,9 @@ sub = _declare("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tens
                cpu.sub, aliases=("subtract",), number_self=True,
                doc="input - alpha * other, broadcasting and promoting dtypes.")
 rsub = _declare("rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-                _rsub_meta, cpu.rsub, method=False, inplace=False, out=False,
+                _rsub_meta, cpu.rsub, method=False, inplace=False, out=False, overloads=[(
+                    "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+                    _NUMBER % "other", _rsub_meta, cpu.rsub)],
                 doc="other - alpha * input (sub with the operands swapped).")
 mul = _declare("mul.Tensor(Tensor self, Tensor other) -> Tensor", promoting_meta, cpu.mul,
                aliases=("multiply",), number_self=True,
@@ -347,7 +349,9 @@ fmod = _declare("fmod.Tensor(Tensor self, Tensor other) -> Tensor", promoting_me
                 scalar="other",
                 doc="C's fmod: the result has the sign of the dividend.")
 pow = _declare("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", _pow_meta, cpu.pow,
-               number_self=True, doc="input ** exponent, promoting dtypes.")
+               number_self=True, overloads=[(
+                   "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
+                   _NUMBER % "exponent", _pow_meta, cpu.pow)], doc="input ** exponent, promoting dtypes.")
 float_power = _declare("float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
                        _float_power_meta, cpu.float_power, number_self=True,
                        check_out=_float_power_out,
