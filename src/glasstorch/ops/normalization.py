@@ -24,6 +24,8 @@ from .views import unsafe_view_op
 
 # ---- linear layers ---------------------------------------------------------------------
 
+_mm = mm.function
+
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias: one addmm where PyTorch uses one (a 2-D input, or a
@@ -46,8 +48,8 @@ def linear(input, weight, bias=None):
         # weight's gradient is one mm rather than a batched product summed over the batch
         weight_t = weight.t()
         if dim == 2:
-            return mm(input, weight_t)          # (with a bias: addmm, above)
-        flat = mm(input.reshape(-1, input.shape[-1]), weight_t)
+            return _mm(input, weight_t)         # (with a bias: addmm, above)
+        flat = _mm(input.reshape(-1, input.shape[-1]), weight_t)
         out = unsafe_view_op.functional(flat, tuple(input.shape[:-1]) + (flat.shape[1],))
     else:
         out = matmul(input, weight.t())

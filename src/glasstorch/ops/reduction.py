@@ -121,17 +121,12 @@ sum_op = structured(
 sum_op.impl("CPU")(cpu.sum_kernel)
 
 
-def _whole(reduction):
-    """The meta or kernel of a reduction's `.default` overload (all dims, no keepdim),
-    which PyTorch's parser picks when no dim is given."""
-    def whole(*args):              # ([out,] self, dtype)
-        return reduction(*args[:-1], None, False, args[-1])
-    return whole
-
-
+# PyTorch's parser picks a reduction's `.default` overload (all dims) when no dim is given
 _ALL_DIMS = "{dim} is None and {keepdim} is False"
-overload(sum_op, "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", _whole(_sum_meta),
-         _whole(cpu.sum_kernel), when=_ALL_DIMS, out=False)
+overload(sum_op, "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+         lambda self, dtype: _sum_meta(self, None, False, dtype),
+         lambda out, self, dtype: cpu.sum_kernel(out, self, None, False, dtype),
+         when=_ALL_DIMS, out=False)
 
 
 def _nansum_meta(self, dim=None, keepdim=False, dtype=None):
@@ -157,8 +152,10 @@ mean = structured(
     doc="Mean over `dim` (all dims by default); the input (or `dtype`) must be floating "
         "point or complex.")
 mean.impl("CPU")(cpu.mean_kernel)
-overload(mean, "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", _whole(_mean_meta),
-         _whole(cpu.mean_kernel), when=_ALL_DIMS, out=False)
+overload(mean, "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+         lambda self, dtype: _mean_meta(self, None, False, dtype),
+         lambda out, self, dtype: cpu.mean_kernel(out, self, None, False, dtype),
+         when=_ALL_DIMS, out=False)
 
 
 def _nanmean_meta(self, dim=None, keepdim=False, dtype=None):
@@ -190,8 +187,10 @@ prod = structured(
     " -> Tensor", _prod_meta, inplace=False, tags=("reduction",),
     doc="Product of all elements, or along one `dim`; integers and bool give int64.")
 prod.impl("CPU")(cpu.prod_kernel)
-overload(prod, "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", _whole(_prod_meta),
-         _whole(cpu.prod_kernel), when=_ALL_DIMS, out=False)
+overload(prod, "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+         lambda self, dtype: _prod_meta(self, None, False, dtype),
+         lambda out, self, dtype: cpu.prod_kernel(out, self, None, False, dtype),
+         when=_ALL_DIMS, out=False)
 
 
 # ---- max, min, amax, amin, aminmax, argmax, argmin -------------------------------------
