@@ -59,6 +59,12 @@ PROGRAMS = {
     "remainder_fmod": lambda T, x, w: (x % 2, x % x, T.fmod(x, 2), T.fmod(x, x)),
     "pow_rsub": lambda T, x, w: (x ** 2, x ** x, 1 - x, T.rsub(x, x)),
     "bitwise_number": lambda T, x, w: (x.long() & 1, T.bitwise_xor(x > 0, True)),
+    "clamp_number": lambda T, x, w: (x.clamp(min=0), x.clamp(0, 1), x.clamp(max=x),
+                                     T.clamp_min(x, 0), T.clamp_max(x, x), x.clip(-1, 1),
+                                     x.clone().clamp_(max=1), T.nn.functional.hardtanh(x, 0.0, 6.0)),
+    "lerp_xlogy_number": lambda T, x, w: (T.lerp(x, x * 2, 0.5), T.lerp(x, x, x),
+                                          x.clone().lerp_(x, 0.25), T.xlogy(x, 2.0),
+                                          T.xlogy(x, x)),
     "linear_no_bias": lambda T, x, w: T.nn.functional.linear(x, w),
     "linear_3d": lambda T, x, w: T.nn.functional.linear(x.view(1, 3, 4), w),
     "mm": lambda T, x, w: x.mm(w.t()),
@@ -98,6 +104,11 @@ GRAD_FN_PROGRAMS = {
     "pow_rsub": lambda T, x, w, b: (x ** 2, x ** b[:4], x.clone().pow_(2), 1 - x,
                                     T.rsub(x, b[:4])),
     "remainder_fmod": lambda T, x, w, b: (x % 2, x % b[:4], T.fmod(x, 2), T.fmod(x, b[:4])),
+    "clamp_lerp_xlogy": lambda T, x, w, b: (x.clamp(min=0), x.clamp(max=b[:4]),
+                                            T.clamp_min(x, 0), T.clamp_max(x, 1),
+                                            T.clamp_min(x, b[:4]), T.lerp(x, b[:4], 0.5),
+                                            T.lerp(x, b[:4], b[1:]), T.xlogy(b[:4], 2.0),
+                                            T.xlogy(b[:4], b[1:])),
 }
 
 

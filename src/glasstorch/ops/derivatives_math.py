@@ -194,6 +194,7 @@ def _clamp_name(self, min=None, max=None):
     return "ClampBackward0" if _is_tensor(min) or _is_tensor(max) else "ClampBackward1"
 
 
+@derivative("aten::clamp", _clamp_name)
 @derivative("aten::clamp.Tensor", _clamp_name)
 def _clamp(grad, self, min, max):
     """The gradient passes to self where min <= self <= max; to a tensor bound where it
@@ -215,12 +216,14 @@ def _clamp(grad, self, min, max):
     return grad, None, None
 
 
+@derivative("aten::clamp_min", "ClampMinBackward0")
 @derivative("aten::clamp_min.Tensor",
             lambda self, min: "ClampMinBackward1" if _is_tensor(min) else "ClampMinBackward0")
 def _clamp_min(grad, self, min):
     return _drop(grad, self < min), _tensor_or(_drop(grad, self >= min), min)
 
 
+@derivative("aten::clamp_max", "ClampMaxBackward0")
 @derivative("aten::clamp_max.Tensor",
             lambda self, max: "ClampMaxBackward1" if _is_tensor(max) else "ClampMaxBackward0")
 def _clamp_max(grad, self, max):
@@ -277,6 +280,7 @@ def _xlogy_name(self, other):
     return "XlogyBackward0" if _is_tensor(other) else "XlogyBackward2"
 
 
+@derivative("aten::xlogy.Scalar_Other", "XlogyBackward2")
 @derivative("aten::xlogy.Tensor", _xlogy_name)
 def _xlogy(grad, self, other):
     g_self = None
@@ -294,6 +298,7 @@ def _copysign(grad, self, result):
     return grad * ratio, _zero(grad)     # no gradient flows to the sign source
 
 
+@derivative("aten::lerp.Scalar", "LerpBackward0")
 @derivative("aten::lerp.Tensor",
             lambda self, end, weight: "LerpBackward1" if _is_tensor(weight)
             else "LerpBackward0")

@@ -365,7 +365,9 @@ hypot = _declare("hypot(Tensor self, Tensor other) -> Tensor",
                  _tensor_other("hypot", promoting_meta), cpu.hypot,
                  doc="sqrt(input**2 + other**2) without overflow.")
 xlogy = _declare("xlogy.Tensor(Tensor self, Tensor other) -> Tensor", float_meta, cpu.xlogy,
-                 number_self=True, doc="input * log(other), and 0 where input is 0.")
+                 number_self=True, overloads=[(
+                     "xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor",
+                     _NUMBER % "other", float_meta, cpu.xlogy)], doc="input * log(other), and 0 where input is 0.")
 maximum = _declare("maximum(Tensor self, Tensor other) -> Tensor", _min_max_meta("maximum"),
                    cpu.maximum, inplace=False,
                    doc="Elementwise maximum; nan propagates.")
@@ -377,7 +379,7 @@ fmax = _declare("fmax(Tensor self, Tensor other) -> Tensor", _min_max_meta("fmax
 fmin = _declare("fmin(Tensor self, Tensor other) -> Tensor", _min_max_meta("fmin"), cpu.fmin,
                 inplace=False, doc="Elementwise minimum ignoring nan (nan only if both are).")
 lerp = _declare("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", _lerp_meta,
-                cpu.lerp, check_out=_exact_out,
+                cpu.lerp, check_out=_exact_out, scalar="weight",
                 doc="input + weight * (end - input); weight is a number or a tensor.")
 addcmul = _declare("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> "
                    "Tensor", _addcmul_meta, cpu.addcmul,
@@ -385,13 +387,21 @@ addcmul = _declare("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scal
 addcdiv = _declare("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> "
                    "Tensor", _addcdiv_meta, cpu.addcdiv,
                    doc="input + value * tensor1 / tensor2 (true division).")
+_NUMBER_OR_NONE = "({0} is None or {0}.__class__ in _SCALARS)"
 clamp = _declare("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
-                 _clamp_meta, cpu.clamp, aliases=("clip",),
+                 _clamp_meta, cpu.clamp, aliases=("clip",), overloads=[(
+                     "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+                     f"{_NUMBER_OR_NONE.format('{min}')} and {_NUMBER_OR_NONE.format('{max}')}",
+                     _clamp_meta, cpu.clamp)],
                  doc="min(max(input, min), max); bounds are numbers or tensors, nan propagates.")
 clamp_min = _declare("clamp_min.Tensor(Tensor self, Tensor min) -> Tensor", _clamp_min_meta,
-                     cpu.clamp_min, doc="max(input, min).")
+                     cpu.clamp_min, overloads=[(
+                         "clamp_min(Tensor self, Scalar min) -> Tensor", _NUMBER % "min",
+                         _clamp_min_meta, cpu.clamp_min)], doc="max(input, min).")
 clamp_max = _declare("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", _clamp_max_meta,
-                     cpu.clamp_max, doc="min(input, max).")
+                     cpu.clamp_max, overloads=[(
+                         "clamp_max(Tensor self, Scalar max) -> Tensor", _NUMBER % "max",
+                         _clamp_max_meta, cpu.clamp_max)], doc="min(input, max).")
 
 # ---- unary math ------------------------------------------------------------------------
 
