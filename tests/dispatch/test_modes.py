@@ -50,6 +50,7 @@ PROGRAMS = {
     # the overload PyTorch's argument parser picks by the arguments' types
     "sum_all": lambda T, x, w: (x.sum(), T.sum(x), x.sum(dtype=T.float64)),
     "mean_prod_all": lambda T, x, w: (x.mean(), x.prod(), x.mean(0), x.prod(1)),
+    "any_all_count_all": lambda T, x, w: (x.any(), x.all(), x.count_nonzero()),
     "compare_number": lambda T, x, w: (x > 0, x == 1, T.eq(x, 1), x != 1, x < 1, x <= 1.5,
                                        x >= True, x.gt(x)),
     "compare_inplace": lambda T, x, w: x.clone().gt_(0),

@@ -581,6 +581,17 @@ any_op = structured("any.dims(Tensor self, int[1]? dim=None, bool keepdim=False)
 any_op.impl("CPU")(cpu.any_kernel)
 
 
+def _all_dims_overload(decl) -> None:
+    """all/any without a dim: PyTorch's `.default` overload, over every dim."""
+    meta, kernel = decl.meta, decl.impls["CPU"]
+    overload(decl, f"{decl.name}(Tensor self) -> Tensor", lambda self: meta(self, None, False),
+             lambda out, self: kernel(out, self, None, False), when=_ALL_DIMS, out=False)
+
+
+_all_dims_overload(all_op)
+_all_dims_overload(any_op)
+
+
 def _count_nonzero_meta(self, dim=None):
     return _reduced_spec("count_nonzero", self, dim, False, dt.int64)
 
@@ -590,6 +601,9 @@ count_nonzero = structured(
     inplace=False, out=False, tags=("reduction",),
     doc="Number of non-zero elements over `dim` (all dims by default), as int64.")
 count_nonzero.impl("CPU")(cpu.count_nonzero_kernel)
+overload(count_nonzero, "count_nonzero(Tensor self) -> Tensor",
+         lambda self: _count_nonzero_meta(self, None),
+         lambda out, self: cpu.count_nonzero_kernel(out, self, None), when="{dim} is None")
 
 
 # ---- scans: cumsum, cumprod, logcumsumexp ----------------------------------------------
