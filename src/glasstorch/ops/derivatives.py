@@ -7,11 +7,14 @@ broadcast inputs are summed back to the input's shape by the engine.
 """
 from __future__ import annotations
 
+import cmath
+import math
 from math import prod
 
 from ..autograd.recording import derivative
 from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
+from .joining import where
 
 
 def _reduced_dims(shape, dim):
@@ -80,6 +83,17 @@ def _div_mode(grad, self, other, rounding_mode, grad_input_mask):
 @derivative("aten::neg", "NegBackward0")
 def _neg(grad):
     return (-grad,)
+
+
+@derivative("aten::pow.Scalar", "PowBackward2")
+def _pow_number_base(grad, self, exponent, result):
+    """d/dx b**x = b**x log b; a zero base gives 0 where the exponent is >= 0 (its
+    log is -inf there, the power 0 or 1)."""
+    if self == 0:
+        return (grad * where(exponent >= 0, 0.0, result * -math.inf),)
+    if isinstance(self, complex):
+        return (grad * conj(result * cmath.log(self)),)
+    return (grad * (result * (math.log(self) if self > 0 else math.nan)),)
 
 
 @derivative("aten::pow.Tensor_Scalar", "PowBackward0")

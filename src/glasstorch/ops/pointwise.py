@@ -35,7 +35,8 @@ def _declare(schema, meta, kernel, *, aliases=(), scalar=None, overloads=(), **o
         overload(decl, f"{head.split('.')[0]}.Scalar({rest}", meta, kernel,
                  when=_NUMBER % scalar)
     for other, when, other_meta, other_kernel in overloads:
-        overload(decl, other, other_meta, other_kernel, when=when)
+        overload(decl, other, other_meta, other_kernel, when=when,
+                 inplace=None if other.split("(")[1].startswith("Tensor self") else False)
     for alias in aliases:
         _alias(alias, decl, options.get("function", True), options.get("method", True))
     return decl
@@ -351,7 +352,9 @@ fmod = _declare("fmod.Tensor(Tensor self, Tensor other) -> Tensor", promoting_me
 pow = _declare("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", _pow_meta, cpu.pow,
                number_self=True, overloads=[(
                    "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
-                   _NUMBER % "exponent", _pow_meta, cpu.pow)], doc="input ** exponent, promoting dtypes.")
+                   _NUMBER % "exponent", _pow_meta, cpu.pow), (
+                   "pow.Scalar(Scalar self, Tensor exponent) -> Tensor", _NUMBER % "self",
+                   _pow_meta, cpu.pow)], doc="input ** exponent, promoting dtypes.")
 float_power = _declare("float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
                        _float_power_meta, cpu.float_power, number_self=True,
                        check_out=_float_power_out,
@@ -367,7 +370,8 @@ hypot = _declare("hypot(Tensor self, Tensor other) -> Tensor",
 xlogy = _declare("xlogy.Tensor(Tensor self, Tensor other) -> Tensor", float_meta, cpu.xlogy,
                  number_self=True, overloads=[(
                      "xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor",
-                     _NUMBER % "other", float_meta, cpu.xlogy)], doc="input * log(other), and 0 where input is 0.")
+                     _NUMBER % "other", float_meta, cpu.xlogy)],
+                 doc="input * log(other), and 0 where input is 0.")
 maximum = _declare("maximum(Tensor self, Tensor other) -> Tensor", _min_max_meta("maximum"),
                    cpu.maximum, inplace=False,
                    doc="Elementwise maximum; nan propagates.")
