@@ -631,7 +631,9 @@ def overload(decl: OpDeclaration, schema_text: str, meta, kernel, *, when: str,
     dispatch to when the condition `when` holds (text over `decl`'s argument names in
     braces: `"{other}.__class__ in _SCALARS"`), as PyTorch's argument parser picks an
     overload by the arguments' types. `meta` and the CPU `kernel` take the overload's own
-    arguments; in-place and out= variants follow `decl`'s unless told. Re-exports `decl`."""
+    arguments; in-place and out= variants follow `decl`'s unless told, and so do `decl`'s
+    op-specific checks (`check_inplace`, `check_out`), which get the overload's arguments.
+    Re-exports `decl`."""
     schema = parse_schema(schema_text)
     other = OpDeclaration(schema.name, schema, "structured", meta, decl.doc, decl.promotes)
     other.check_inplace, other.check_out = decl.check_inplace, decl.check_out
