@@ -47,6 +47,29 @@ PROGRAMS = {
     "t": lambda T, x, w: x.t(),
     "cat": lambda T, x, w: T.cat([x, x], 1),
     "where": lambda T, x, w: T.where(x.gt(x * 0), x, -x),
+    # the overload PyTorch's argument parser picks by the arguments' types
+    "sum_all": lambda T, x, w: (x.sum(), T.sum(x), x.sum(dtype=T.float64)),
+    "mean_prod_all": lambda T, x, w: (x.mean(), x.prod(), x.mean(0), x.prod(1)),
+    "any_all_count_all": lambda T, x, w: (x.any(), x.all(), x.count_nonzero()),
+    "compare_number": lambda T, x, w: (x > 0, x == 1, T.eq(x, 1), x != 1, x < 1, x <= 1.5,
+                                       x >= True, x.gt(x)),
+    "compare_inplace": lambda T, x, w: x.clone().gt_(0),
+    "compare_out": lambda T, x, w: T.lt(x, 2, out=T.empty(3, 4, dtype=T.bool)),
+    "div": lambda T, x, w: (x / 2, x / x, T.div(x, 2, rounding_mode="floor"),
+                            x.clone().div_(2), T.true_divide(x, x)),
+    "remainder_fmod": lambda T, x, w: (x % 2, x % x, T.fmod(x, 2), T.fmod(x, x)),
+    "pow_rsub": lambda T, x, w: (x ** 2, x ** x, 2 ** x, T.pow(2.5, x), 1 - x, T.rsub(x, x)),
+    "bitwise_number": lambda T, x, w: (x.long() & 1, T.bitwise_xor(x > 0, True)),
+    "clamp_number": lambda T, x, w: (x.clamp(min=0), x.clamp(0, 1), x.clamp(max=x),
+                                     T.clamp_min(x, 0), T.clamp_max(x, x), x.clip(-1, 1),
+                                     x.clone().clamp_(max=1),
+                                     T.nn.functional.hardtanh(x, 0.0, 6.0)),
+    "lerp_xlogy_number": lambda T, x, w: (T.lerp(x, x * 2, 0.5), T.lerp(x, x, x),
+                                          x.clone().lerp_(x, 0.25), T.xlogy(x, 2.0),
+                                          T.xlogy(x, x)),
+    "linear_no_bias": lambda T, x, w: T.nn.functional.linear(x, w),
+    "linear_3d": lambda T, x, w: T.nn.functional.linear(x.view(1, 3, 4), w),
+    "mm": lambda T, x, w: x.mm(w.t()),
 }
 
 
@@ -63,6 +86,71 @@ def run_logged(T, program):
 def test_a_mode_sees_the_calls_pytorch_makes(name):
     torch = oracle_torch()
     assert run_logged(gt, PROGRAMS[name]) == run_logged(torch, PROGRAMS[name])
+
+
+# Programs whose backward passes reach a mode as PyTorch's do (AccumulateGrad's detach,
+# which glasstorch does not dispatch, aside).
+BACKWARD_PROGRAMS = {
+    "sum": lambda T, x, w, b: x.exp().sum(),
+    "linear_no_bias": lambda T, x, w, b: T.nn.functional.linear(x, w).sum(),
+    "linear_3d": lambda T, x, w, b: T.nn.functional.linear(x.view(1, 3, 4), w).sum(),
+    "linear_bias": lambda T, x, w, b: T.nn.functional.linear(x, w, b).sum(),
+    "mm": lambda T, x, w, b: x.mm(w.t()).sum(),
+}
+# Programs whose results have PyTorch's grad_fn names (and gradients).
+GRAD_FN_PROGRAMS = {
+    "sum_mean_prod": lambda T, x, w, b: (x.sum(), x.mean(), x.prod(), x.sum(0), x.mean(0),
+                                         x.prod(1), x.sum(dtype=T.float64)),
+    "div": lambda T, x, w, b: (x / 2, x / b[:4], T.div(x, 2, rounding_mode="floor"),
+                               T.div(x, b[:4], rounding_mode="trunc"), x.clone().div_(2)),
+    "pow_rsub": lambda T, x, w, b: (x ** 2, x ** b[:4], x.clone().pow_(2), 2 ** x,
+                                    T.pow(0, x), T.pow(-1.5, b), 1 - x, T.rsub(x, b[:4])),
+    "remainder_fmod": lambda T, x, w, b: (x % 2, x % b[:4], T.fmod(x, 2), T.fmod(x, b[:4])),
+    "clamp_lerp_xlogy": lambda T, x, w, b: (x.clamp(min=0), x.clamp(max=b[:4]),
+                                            T.clamp_min(x, 0), T.clamp_max(x, 1),
+                                            T.clamp_min(x, b[:4]), T.lerp(x, b[:4], 0.5),
+                                            T.lerp(x, b[:4], b[1:]), T.xlogy(b[:4], 2.0),
+                                            T.xlogy(b[:4], b[1:])),
+}
+
+
+def run_backward_logged(T, program):
+    x = T.tensor(np.arange(12.0).reshape(3, 4) - 5.5, dtype=T.float32, requires_grad=True)
+    w = T.tensor(np.arange(20.0).reshape(5, 4) / 7, dtype=T.float32, requires_grad=True)
+    b = T.tensor(np.arange(5.0) + 1, dtype=T.float32, requires_grad=True)
+    log = []
+    with logging_mode(T, log):
+        out = program(T, x, w, b)
+        outs = out if isinstance(out, tuple) else (out,)
+        names = [o.grad_fn.name() for o in outs]
+        T.autograd.backward([o.sum() for o in outs])
+    grads = [None if t.grad is None else t.grad.tolist() for t in (x, w, b)]
+    return [entry for entry in log if entry[0] != "aten.detach.default"], names, grads
+
+
+def assert_same_grads(ours, theirs):
+    for grad, expected in zip(ours, theirs):
+        assert (grad is None) == (expected is None)
+        if grad is not None:
+            np.testing.assert_allclose(grad, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(BACKWARD_PROGRAMS))
+def test_a_mode_sees_the_backward_calls_pytorch_makes(name):
+    torch = oracle_torch()
+    (log, _, grads), (expected_log, _, expected_grads) = (
+        run_backward_logged(T, BACKWARD_PROGRAMS[name]) for T in (gt, torch))
+    assert log == expected_log
+    assert_same_grads(grads, expected_grads)
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_FN_PROGRAMS))
+def test_each_overload_records_pytorchs_grad_fn(name):
+    torch = oracle_torch()
+    (_, names, grads), (_, expected_names, expected_grads) = (
+        run_backward_logged(T, GRAD_FN_PROGRAMS[name]) for T in (gt, torch))
+    assert names == expected_names
+    assert_same_grads(grads, expected_grads)
 
 
 def test_a_mode_sees_autograd_run_below_it(T):

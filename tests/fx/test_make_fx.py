@@ -26,6 +26,10 @@ PROGRAMS = {
     "cat_index": lambda T: lambda x, y: (T.cat([x, y], 1)[0], x[:, 1:3]),
     "linear": lambda T: lambda x, y: T.nn.functional.linear(x, y, y[:, 0]),
     "scalar_arg": lambda T: lambda x, n: x * n,
+    "sum_all": lambda T: lambda x, y: x.sum() + y.mean(),
+    "scalar_overloads": lambda T: lambda x, y: (x > 0, x / 2, x / y, x ** 2, x % 2, 1 - x),
+    "linear_no_bias": lambda T: lambda x, y: T.nn.functional.linear(x, y),
+    "linear_3d": lambda T: lambda x, y: T.nn.functional.linear(x.view(1, 2, 3), y),
 }
 
 

@@ -7,17 +7,14 @@ broadcast inputs are summed back to the input's shape by the engine.
 """
 from __future__ import annotations
 
+import cmath
+import math
+from math import prod
+
 from ..autograd.recording import derivative
 from ..core.shape import wrap_dim
 from ..core.tensor import Tensor
-
-
-def _sum_name(self, dim=None, *rest):
-    return "SumBackward0" if dim is None else "SumBackward1"
-
-
-def _mean_name(self, dim=None, *rest):
-    return "MeanBackward0" if dim is None else "MeanBackward1"
+from .joining import where
 
 
 def _reduced_dims(shape, dim):
@@ -46,7 +43,8 @@ def _sub(grad, alpha):
     return grad, (-grad if alpha == 1 else grad * -alpha)
 
 
-@derivative("aten::rsub.Tensor", "RsubBackward1")
+@derivative("aten::rsub.Scalar", "RsubBackward1")
+@derivative("aten::rsub.Tensor", "RsubBackward0")
 def _rsub(grad, alpha):
     return (-grad if alpha == 1 else grad * -alpha), grad
 
@@ -67,12 +65,19 @@ def _mul(grad, self, other, grad_input_mask):
             grad * conj(self) if grad_input_mask[1] else None)
 
 
-@derivative("aten::div.Tensor_mode", "DivBackward0")
-def _div(grad, self, other, rounding_mode, grad_input_mask):
-    if rounding_mode is not None:
-        return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)
+@derivative("aten::div.Tensor", "DivBackward0")
+def _div(grad, self, other, grad_input_mask):
     return (grad / conj(other) if grad_input_mask[0] else None,
             -grad * conj(self / (other * other)) if grad_input_mask[1] else None)
+
+
+@derivative("aten::div.Tensor_mode",
+            lambda self, other, rounding_mode: "DivBackward0" if rounding_mode is None
+            else "DivBackward2")
+def _div_mode(grad, self, other, rounding_mode, grad_input_mask):
+    if rounding_mode is not None:
+        return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)
+    return _div(grad, self, other, grad_input_mask)
 
 
 @derivative("aten::neg", "NegBackward0")
@@ -80,6 +85,18 @@ def _neg(grad):
     return (-grad,)
 
 
+@derivative("aten::pow.Scalar", "PowBackward2")
+def _pow_number_base(grad, self, exponent, result):
+    """d/dx b**x = b**x log b; a zero base gives 0 where the exponent is >= 0 (its
+    log is -inf there, the power 0 or 1)."""
+    if self == 0:
+        return (grad * where(exponent >= 0, 0.0, result * -math.inf),)
+    if isinstance(self, complex):
+        return (grad * conj(result * cmath.log(self)),)
+    return (grad * (result * (math.log(self) if self > 0 else math.nan)),)
+
+
+@derivative("aten::pow.Tensor_Scalar", "PowBackward0")
 @derivative("aten::pow.Tensor_Tensor",
             lambda self, exponent: "PowBackward1" if hasattr(exponent, "dtype")
             else "PowBackward0")
@@ -129,17 +146,27 @@ def _sgn(grad):
 
 # ---- reductions --------------------------------------------------------------------------
 
-@derivative("aten::sum.dim_IntList", _sum_name)
+@derivative("aten::sum.dim_IntList", "SumBackward1")
 def _sum(grad, self_shape, dim, keepdim):
     return (_unreduce(grad, self_shape, dim, keepdim),)
 
 
-@derivative("aten::mean.dim", _mean_name)
+@derivative("aten::sum", "SumBackward0")
+def _sum_all(grad, self_shape):
+    return (grad.expand(self_shape),)
+
+
+@derivative("aten::mean.dim", "MeanBackward1")
 def _mean(grad, self_shape, dim, keepdim):
     count = 1
     for d in _reduced_dims(self_shape, dim) if self_shape else ():
         count *= self_shape[d]
     return (_unreduce(grad, self_shape, dim, keepdim) / count,)
+
+
+@derivative("aten::mean", "MeanBackward0")
+def _mean_all(grad, self_shape):
+    return (grad.expand(self_shape) / max(prod(self_shape), 1),)
 
 
 # ---- copies and views --------------------------------------------------------------------
@@ -204,12 +231,6 @@ def _squeeze(grad, self_shape):
 
 
 # ---- matrix products ---------------------------------------------------------------------
-
-@derivative("aten::mm", "MmBackward0")
-def _mm(grad, self, mat2, grad_input_mask):
-    return (grad.mm(conj(mat2).t()) if grad_input_mask[0] else None,
-            conj(self).t().mm(grad) if grad_input_mask[1] else None)
-
 
 @derivative("aten::bmm", "BmmBackward0")
 def _bmm(grad, self, mat2, grad_input_mask):

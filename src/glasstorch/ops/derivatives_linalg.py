@@ -70,6 +70,13 @@ def _mat2_grad(grad, mat1, mat2):
     return conj(mat1).t().mm(grad)
 
 
+@derivative("aten::mm", "MmBackward0")
+def _mm(grad, self, mat2, grad_input_mask):
+    # mat2's first, as PyTorch's: a mode sees linear's backward as t, mm, t, t, mm
+    g_mat2 = _mat2_grad(grad, self, mat2) if grad_input_mask[1] else None
+    return (grad.mm(conj(mat2).t()) if grad_input_mask[0] else None), g_mat2
+
+
 @derivative("aten::addmm", "AddmmBackward0")
 def _addmm(grad, beta, alpha, mat1, mat2, grad_input_mask):
     need_self, need_mat1, need_mat2 = grad_input_mask

@@ -194,6 +194,7 @@ def _clamp_name(self, min=None, max=None):
     return "ClampBackward0" if _is_tensor(min) or _is_tensor(max) else "ClampBackward1"
 
 
+@derivative("aten::clamp", _clamp_name)
 @derivative("aten::clamp.Tensor", _clamp_name)
 def _clamp(grad, self, min, max):
     """The gradient passes to self where min <= self <= max; to a tensor bound where it
@@ -215,12 +216,14 @@ def _clamp(grad, self, min, max):
     return grad, None, None
 
 
+@derivative("aten::clamp_min", "ClampMinBackward0")
 @derivative("aten::clamp_min.Tensor",
             lambda self, min: "ClampMinBackward1" if _is_tensor(min) else "ClampMinBackward0")
 def _clamp_min(grad, self, min):
     return _drop(grad, self < min), _tensor_or(_drop(grad, self >= min), min)
 
 
+@derivative("aten::clamp_max", "ClampMaxBackward0")
 @derivative("aten::clamp_max.Tensor",
             lambda self, max: "ClampMaxBackward1" if _is_tensor(max) else "ClampMaxBackward0")
 def _clamp_max(grad, self, max):
@@ -277,6 +280,7 @@ def _xlogy_name(self, other):
     return "XlogyBackward0" if _is_tensor(other) else "XlogyBackward2"
 
 
+@derivative("aten::xlogy.Scalar_Other", "XlogyBackward2")
 @derivative("aten::xlogy.Tensor", _xlogy_name)
 def _xlogy(grad, self, other):
     g_self = None
@@ -294,6 +298,7 @@ def _copysign(grad, self, result):
     return grad * ratio, _zero(grad)     # no gradient flows to the sign source
 
 
+@derivative("aten::lerp.Scalar", "LerpBackward0")
 @derivative("aten::lerp.Tensor",
             lambda self, end, weight: "LerpBackward1" if _is_tensor(weight)
             else "LerpBackward0")
@@ -317,6 +322,7 @@ def _where(grad, condition):
     return None, where(condition, grad, 0.0), _drop(grad, condition)
 
 
+@derivative("aten::remainder.Scalar", "RemainderBackward0")
 @derivative("aten::remainder.Tensor",
             lambda self, other: "RemainderBackward1" if _is_tensor(other)
             else "RemainderBackward0")
@@ -327,6 +333,7 @@ def _remainder(grad, self, other):
     return grad, g_other
 
 
+@derivative("aten::fmod.Scalar", "FmodBackward0")
 @derivative("aten::fmod.Tensor",
             lambda self, other: "FmodBackward1" if _is_tensor(other) else "FmodBackward0")
 def _fmod(grad, self, other):
@@ -373,8 +380,12 @@ def _evenly(grad, self, result, dim, keepdim):
     return where(hit, _unreduce(grad, shape, dim, keepdim) / count, 0.0)
 
 
-@derivative("aten::prod.dim_int",
-            lambda self, dim=None, *rest: "ProdBackward0" if dim is None else "ProdBackward1")
+@derivative("aten::prod", "ProdBackward0")
+def _prod_all(grad, self):
+    return _prod(grad, self, None, False)
+
+
+@derivative("aten::prod.dim_int", "ProdBackward1")
 def _prod(grad, self, dim, keepdim):
     """d prod / d x_i is the product of the other elements; with one zero in the slice only
     that zero gets a gradient, with two or more nothing does."""
@@ -629,7 +640,10 @@ not_differentiable(
     "aten::bitwise_right_shift.Tensor", "aten::bitwise_not", "aten::logical_and",
     "aten::logical_or", "aten::logical_xor", "aten::logical_not", "aten::eq.Tensor",
     "aten::ne.Tensor", "aten::lt.Tensor", "aten::le.Tensor", "aten::gt.Tensor",
-    "aten::ge.Tensor", "aten::gcd", "aten::lcm")
+    "aten::ge.Tensor", "aten::gcd", "aten::lcm",
+    *(f"aten::{name}.Scalar" for name in (
+        "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
+        "bitwise_left_shift", "bitwise_right_shift")))
 # PyTorch gives the special functions below no gradient: their results never require grad.
 not_differentiable(*(f"aten::special_{name}" for name in (
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "spherical_bessel_j0", "airy_ai",

@@ -101,7 +101,8 @@ derivative("aten::unique_consecutive", "UniqueConsecutiveBackward0")(
 # Indices and positions: no gradient flows through them.
 not_differentiable("aten::argmax", "aten::argmin", "aten::searchsorted.Tensor",
                    "aten::bucketize.Tensor", "aten::all.dims", "aten::any.dims",
-                   "aten::count_nonzero.dim_IntList", "aten::nonzero")
+                   "aten::all", "aten::any", "aten::count_nonzero.dim_IntList",
+                   "aten::count_nonzero", "aten::nonzero")
 # Counts of values: histc's result never requires grad; bincount's and histogram's do (with
 # float weights), and their backward raises, as PyTorch's.
 not_differentiable("aten::histc")

@@ -18,11 +18,13 @@ from ..core import dtype as dt
 from ..core.shape import Size, channels_last_strides, contiguous_strides, is_contiguous
 from ..core.tensor import Tensor
 from .joining import cat
-from .linalg import addmm, einsum, matmul
+from .linalg import addmm, einsum, matmul, mm
 from .registry import TensorSpec, composite, kernel_op, structured
 from .views import unsafe_view_op
 
 # ---- linear layers ---------------------------------------------------------------------
+
+_mm = mm.function
 
 
 def linear(input, weight, bias=None):
@@ -40,11 +42,14 @@ def linear(input, weight, bias=None):
             lead = tuple(input.shape[:-1])
             flat = addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
             return flat.view(lead + (flat.shape[1],))
-    if dim >= 3 and weight.dim() == 2:
-        # matmul's folding, spelled out: rows of a (copied if need be) 2-D input, one mm,
-        # then the lead dims back, so the weight's gradient is one mm rather than a
-        # batched product summed over the batch
-        flat = matmul(input.reshape(-1, input.shape[-1]), weight.t())
+    if dim >= 2 and weight.dim() == 2:
+        # matmul's decomposition, spelled out as PyTorch's runs it (a mode sees t, then mm;
+        # a batched input is folded to rows, copied if need be, and unfolded), so the
+        # weight's gradient is one mm rather than a batched product summed over the batch
+        weight_t = weight.t()
+        if dim == 2:
+            return _mm(input, weight_t)         # (with a bias: addmm, above)
+        flat = _mm(input.reshape(-1, input.shape[-1]), weight_t)
         out = unsafe_view_op.functional(flat, tuple(input.shape[:-1]) + (flat.shape[1],))
     else:
         out = matmul(input, weight.t())

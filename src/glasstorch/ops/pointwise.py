@@ -15,15 +15,28 @@ from ..core import dtype as dt
 from ..core.tensor import Tensor
 from .pointwise_meta import bool_meta, float_meta, pointwise_spec, promoting_meta
 from ..core.promotion import common_dtype, float_dtype
-from .registry import composite, export, resize_output, spec, structured
+from .registry import composite, export, overload, resize_output, spec, structured
 
 _POINTWISE = ("pointwise",)
 
 
-def _declare(schema, meta, kernel, *, aliases=(), **options):
-    """One structured pointwise op with its CPU kernel, and its aliases."""
+_NUMBER = "{%s}.__class__ in _SCALARS"     # the argument is a Python number (a Scalar)
+
+
+def _declare(schema, meta, kernel, *, aliases=(), scalar=None, overloads=(), **options):
+    """One structured pointwise op with its CPU kernel, its other overloads and its aliases.
+    `scalar` names the argument whose Python number selects the op's `.Scalar` overload
+    (same meta and kernel); `overloads` are (schema, when, meta, kernel) of others."""
     decl = structured(schema, meta, tags=_POINTWISE, **options)
     decl.impl("CPU")(kernel)
+    if scalar is not None:
+        head, _, rest = schema.partition("(")
+        rest = rest.replace(f"Tensor {scalar}", f"Scalar {scalar}", 1)
+        overload(decl, f"{head.split('.')[0]}.Scalar({rest}", meta, kernel,
+                 when=_NUMBER % scalar)
+    for other, when, other_meta, other_kernel in overloads:
+        overload(decl, other, other_meta, other_kernel, when=when,
+                 inplace=None if other.split("(")[1].startswith("Tensor self") else False)
     for alias in aliases:
         _alias(alias, decl, options.get("function", True), options.get("method", True))
     return decl
@@ -312,26 +325,36 @@ sub = _declare("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tens
                cpu.sub, aliases=("subtract",), number_self=True,
                doc="input - alpha * other, broadcasting and promoting dtypes.")
 rsub = _declare("rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-                _rsub_meta, cpu.rsub, method=False, inplace=False, out=False,
+                _rsub_meta, cpu.rsub, method=False, inplace=False, out=False, overloads=[(
+                    "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+                    _NUMBER % "other", _rsub_meta, cpu.rsub)],
                 doc="other - alpha * input (sub with the operands swapped).")
 mul = _declare("mul.Tensor(Tensor self, Tensor other) -> Tensor", promoting_meta, cpu.mul,
                aliases=("multiply",), number_self=True,
                doc="input * other, broadcasting and promoting dtypes.")
 div = _declare("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> "
                "Tensor", _div_meta, cpu.div, aliases=("divide", "true_divide"),
-               number_self=True,
+               number_self=True, overloads=[(
+                   "div.Tensor(Tensor self, Tensor other) -> Tensor", "{rounding_mode} is None",
+                   lambda self, other: _div_meta(self, other, None),
+                   lambda out, self, other: cpu.div(out, self, other, None))],
                doc="input / other; integers give the default float dtype unless rounding_mode "
                    "is 'trunc' or 'floor', which keep the promoted dtype.")
 floor_divide = _declare("floor_divide(Tensor self, Tensor other) -> Tensor", promoting_meta,
                         cpu.floor_divide, number_self=True,
                         doc="input // other, rounding toward minus infinity.")
 remainder = _declare("remainder.Tensor(Tensor self, Tensor other) -> Tensor", promoting_meta,
-                     cpu.remainder, number_self=True,
+                     cpu.remainder, number_self=True, scalar="other",
                      doc="Python's modulus: the result has the sign of the divisor.")
 fmod = _declare("fmod.Tensor(Tensor self, Tensor other) -> Tensor", promoting_meta, cpu.fmod,
+                scalar="other",
                 doc="C's fmod: the result has the sign of the dividend.")
 pow = _declare("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", _pow_meta, cpu.pow,
-               number_self=True, doc="input ** exponent, promoting dtypes.")
+               number_self=True, overloads=[(
+                   "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
+                   _NUMBER % "exponent", _pow_meta, cpu.pow), (
+                   "pow.Scalar(Scalar self, Tensor exponent) -> Tensor", _NUMBER % "self",
+                   _pow_meta, cpu.pow)], doc="input ** exponent, promoting dtypes.")
 float_power = _declare("float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
                        _float_power_meta, cpu.float_power, number_self=True,
                        check_out=_float_power_out,
@@ -345,7 +368,10 @@ hypot = _declare("hypot(Tensor self, Tensor other) -> Tensor",
                  _tensor_other("hypot", promoting_meta), cpu.hypot,
                  doc="sqrt(input**2 + other**2) without overflow.")
 xlogy = _declare("xlogy.Tensor(Tensor self, Tensor other) -> Tensor", float_meta, cpu.xlogy,
-                 number_self=True, doc="input * log(other), and 0 where input is 0.")
+                 number_self=True, overloads=[(
+                     "xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor",
+                     _NUMBER % "other", float_meta, cpu.xlogy)],
+                 doc="input * log(other), and 0 where input is 0.")
 maximum = _declare("maximum(Tensor self, Tensor other) -> Tensor", _min_max_meta("maximum"),
                    cpu.maximum, inplace=False,
                    doc="Elementwise maximum; nan propagates.")
@@ -357,7 +383,7 @@ fmax = _declare("fmax(Tensor self, Tensor other) -> Tensor", _min_max_meta("fmax
 fmin = _declare("fmin(Tensor self, Tensor other) -> Tensor", _min_max_meta("fmin"), cpu.fmin,
                 inplace=False, doc="Elementwise minimum ignoring nan (nan only if both are).")
 lerp = _declare("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", _lerp_meta,
-                cpu.lerp, check_out=_exact_out,
+                cpu.lerp, check_out=_exact_out, scalar="weight",
                 doc="input + weight * (end - input); weight is a number or a tensor.")
 addcmul = _declare("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> "
                    "Tensor", _addcmul_meta, cpu.addcmul,
@@ -365,13 +391,21 @@ addcmul = _declare("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scal
 addcdiv = _declare("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> "
                    "Tensor", _addcdiv_meta, cpu.addcdiv,
                    doc="input + value * tensor1 / tensor2 (true division).")
+_NUMBER_OR_NONE = "({0} is None or {0}.__class__ in _SCALARS)"
 clamp = _declare("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",
-                 _clamp_meta, cpu.clamp, aliases=("clip",),
+                 _clamp_meta, cpu.clamp, aliases=("clip",), overloads=[(
+                     "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
+                     f"{_NUMBER_OR_NONE.format('{min}')} and {_NUMBER_OR_NONE.format('{max}')}",
+                     _clamp_meta, cpu.clamp)],
                  doc="min(max(input, min), max); bounds are numbers or tensors, nan propagates.")
 clamp_min = _declare("clamp_min.Tensor(Tensor self, Tensor min) -> Tensor", _clamp_min_meta,
-                     cpu.clamp_min, doc="max(input, min).")
+                     cpu.clamp_min, overloads=[(
+                         "clamp_min(Tensor self, Scalar min) -> Tensor", _NUMBER % "min",
+                         _clamp_min_meta, cpu.clamp_min)], doc="max(input, min).")
 clamp_max = _declare("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", _clamp_max_meta,
-                     cpu.clamp_max, doc="min(input, max).")
+                     cpu.clamp_max, overloads=[(
+                         "clamp_max(Tensor self, Scalar max) -> Tensor", _NUMBER % "max",
+                         _clamp_max_meta, cpu.clamp_max)], doc="min(input, max).")
 
 # ---- unary math ------------------------------------------------------------------------
 
@@ -455,7 +489,7 @@ for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
               "bitwise_right_shift"):
     globals()[_name] = _declare(f"{_name}.Tensor(Tensor self, Tensor other) -> Tensor",
                                 promoting_meta, getattr(cpu, _name), number_self=True,
-                                doc=f"{_name} of integer or bool tensors.")
+                                scalar="other", doc=f"{_name} of integer or bool tensors.")
 bitwise_not = _declare("bitwise_not(Tensor self) -> Tensor", _same_meta, cpu.bitwise_not,
                        check_out=_exact_out,
                        doc="~input: bitwise for integers, logical for bool.")
@@ -473,6 +507,7 @@ _COMPARISONS = {"eq": (), "ne": ("not_equal",), "lt": ("less",), "le": ("less_eq
 for _name, _aliases in _COMPARISONS.items():
     globals()[_name] = _declare(f"{_name}.Tensor(Tensor self, Tensor other) -> Tensor",
                                 _compare_meta, getattr(cpu, _name), aliases=_aliases,
+                                scalar="other",
                                 doc=f"{_name} of the promoted operands, as a bool tensor.")
 
 

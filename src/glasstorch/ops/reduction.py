@@ -21,7 +21,7 @@ from ..backends.cpu import reduction as cpu
 from ..core import dtype as dt
 from ..core.shape import Size, wrap_dim, wrap_dims
 from ..core.tensor import Tensor
-from .registry import TensorSpec, _bad_self, export, functions, spec, structured
+from .registry import TensorSpec, _bad_self, export, functions, overload, spec, structured
 
 # ---- shapes ----------------------------------------------------------------------------
 
@@ -121,6 +121,14 @@ sum_op = structured(
 sum_op.impl("CPU")(cpu.sum_kernel)
 
 
+# PyTorch's parser picks a reduction's `.default` overload (all dims) when no dim is given
+_ALL_DIMS = "{dim} is None and {keepdim} is False"
+overload(sum_op, "sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+         lambda self, dtype: _sum_meta(self, None, False, dtype),
+         lambda out, self, dtype: cpu.sum_kernel(out, self, None, False, dtype),
+         when=_ALL_DIMS, out=False)
+
+
 def _nansum_meta(self, dim=None, keepdim=False, dtype=None):
     if self.dtype.category == dt.COMPLEX:
         raise RuntimeError("nansum does not support complex inputs")
@@ -144,6 +152,10 @@ mean = structured(
     doc="Mean over `dim` (all dims by default); the input (or `dtype`) must be floating "
         "point or complex.")
 mean.impl("CPU")(cpu.mean_kernel)
+overload(mean, "mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+         lambda self, dtype: _mean_meta(self, None, False, dtype),
+         lambda out, self, dtype: cpu.mean_kernel(out, self, None, False, dtype),
+         when=_ALL_DIMS, out=False)
 
 
 def _nanmean_meta(self, dim=None, keepdim=False, dtype=None):
@@ -175,6 +187,10 @@ prod = structured(
     " -> Tensor", _prod_meta, inplace=False, tags=("reduction",),
     doc="Product of all elements, or along one `dim`; integers and bool give int64.")
 prod.impl("CPU")(cpu.prod_kernel)
+overload(prod, "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+         lambda self, dtype: _prod_meta(self, None, False, dtype),
+         lambda out, self, dtype: cpu.prod_kernel(out, self, None, False, dtype),
+         when=_ALL_DIMS, out=False)
 
 
 # ---- max, min, amax, amin, aminmax, argmax, argmin -------------------------------------
@@ -565,6 +581,17 @@ any_op = structured("any.dims(Tensor self, int[1]? dim=None, bool keepdim=False)
 any_op.impl("CPU")(cpu.any_kernel)
 
 
+def _all_dims_overload(decl) -> None:
+    """all/any without a dim: PyTorch's `.default` overload, over every dim."""
+    meta, kernel = decl.meta, decl.impls["CPU"]
+    overload(decl, f"{decl.name}(Tensor self) -> Tensor", lambda self: meta(self, None, False),
+             lambda out, self: kernel(out, self, None, False), when=_ALL_DIMS, out=False)
+
+
+_all_dims_overload(all_op)
+_all_dims_overload(any_op)
+
+
 def _count_nonzero_meta(self, dim=None):
     return _reduced_spec("count_nonzero", self, dim, False, dt.int64)
 
@@ -574,6 +601,9 @@ count_nonzero = structured(
     inplace=False, out=False, tags=("reduction",),
     doc="Number of non-zero elements over `dim` (all dims by default), as int64.")
 count_nonzero.impl("CPU")(cpu.count_nonzero_kernel)
+overload(count_nonzero, "count_nonzero(Tensor self) -> Tensor",
+         lambda self: _count_nonzero_meta(self, None),
+         lambda out, self: cpu.count_nonzero_kernel(out, self, None), when="{dim} is None")
 
 
 # ---- scans: cumsum, cumprod, logcumsumexp ----------------------------------------------

@@ -59,6 +59,8 @@ class OpDeclaration:
         self.out_meta = None         # (out, *args) -> spec: meta of the out= variant
         self.on_cuda = None          # "shared" (the array kernel runs on CuPy too), "host"
         #                              (runs on the CPU, copies), None: by kind (ops/gpu_kernels)
+        self.overloads = []          # (condition text, OpDeclaration): see `overload`
+        self.exported = (False, False)   # (as a method, as a function)
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
@@ -433,12 +435,15 @@ def _tuple(items) -> str:
 
 
 def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False, doc=None,
-                     number_self=False):
+                     number_self=False, overloads=()):
     """Build a Python function with a real signature that dispatches `op`.
 
     Before dispatching, it checks for the __torch_function__ protocol (glasstorch.overrides):
     one bit of the key set says an argument overrides, one global read says a
-    TorchFunctionMode is on somewhere; then the handlers get the call."""
+    TorchFunctionMode is on somewhere; then the handlers get the call. `overloads` are
+    (condition, operator, out operator) triples tried first, in order: the condition is
+    text over the schema's argument names in braces (`"{dim} is None"`), the operator takes
+    the arguments its own schema names."""
     first = "self" if method else ("input" if schema.arguments and
                                    schema.arguments[0].name == "self" else
                                    (schema.arguments[0].name if schema.arguments else ""))
@@ -467,6 +472,19 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
               f"        _handled = _protocol({protocol})",
               "        if _handled is not _NOT_HANDLED: return _handled"]
     lines += _normalise_lines(schema, call, varargs)
+    env = {}
+    names = {a.name: n for a, n in zip(schema.arguments, call)}
+    for i, (condition, other_op, other_out) in enumerate(overloads):
+        args = ", ".join(names[a.name] for a in other_op.schema.arguments)
+        condition = condition.format(**names)
+        if out_op is not None and other_out is None:        # out= calls keep `op`'s
+            condition = f"out is None and ({condition})"
+        lines.append(f"    if {condition}:")
+        if out_op is not None and other_out is not None:
+            lines.append(f"        if out is not None: return _out_op{i}.dispatch(_keys, {args}, "
+                         "out)")
+        lines.append(f"        return _op{i}.dispatch(_keys, {args})")
+        env.update({f"_op{i}": other_op, f"_out_op{i}": other_out})
     if out_op is not None:
         lines.append(f"    if out is not None: return _out_op.dispatch(_keys, {', '.join(call)}, "
                      "out)")
@@ -476,12 +494,12 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
                   "d" if a.has_default else "p", a.default)
                  for i, (n, a) in enumerate(zip(call, schema.arguments))) + (
         (("out", "k", None),) if out_op is not None else ())
-    env = {"_op": op, "_out_op": out_op, "_ks": overrides.arg_bits, "_Tensor": Tensor,
+    env.update({"_op": op, "_out_op": out_op, "_ks": overrides.arg_bits, "_Tensor": Tensor,
            "_TensorOrNumber": (Tensor, int, float, complex), "_as_shape": _as_varargs_shape,
            "_contiguous_format": "contiguous_format", "_SPEC": spec,
            "_anywhere": overrides.anywhere,
            "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
-           "_NOT_HANDLED": overrides.NOT_HANDLED}
+           "_NOT_HANDLED": overrides.NOT_HANDLED, "_SCALARS": _SCALAR_TYPES})
     exec(compile(source, f"<glasstorch.ops {schema.qualified_name}>", "exec"), env)
     fn = env[name]
     fn.__doc__ = doc or f"{name}: {schema}"
@@ -492,6 +510,10 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
 
 
 overrides._PROTOCOL_FILES.add(__file__)
+
+# The Python types PyTorch's argument parser binds to a `Scalar` (an overload condition's
+# `{other}.__class__ in _SCALARS`).
+_SCALAR_TYPES = frozenset((int, float, bool, complex))
 
 
 def _foreign_self(public, spec, values, relevant, fname):
@@ -594,6 +616,14 @@ def structured(schema_text: str, meta, *, method=True, function=True, inplace=Tr
     decl = OpDeclaration(name, schema, "structured", meta, doc, promotes)
     decl.number_self = number_self
     decl.check_inplace, decl.check_out, decl.out_meta = check_inplace, check_out, out_meta
+    _define_variants(decl, schema_text, inplace, out, tags)
+    _export_declaration(decl, method, function)
+    return decl
+
+
+def _define_variants(decl, schema_text, inplace, out, tags):
+    """The functional, in-place and out= operators of a structured declaration."""
+    name = decl.name
     decl.functional = define(schema_text, tags=tags)
     decl.functional.info["decl"] = decl
     decl.functional.register(DispatchKey.Meta, _meta_functional_kernel(decl))
@@ -604,11 +634,29 @@ def structured(schema_text: str, meta, *, method=True, function=True, inplace=Tr
         decl.inplace.register(DispatchKey.ADInplaceOrView, _bump_versions_kernel)
     if out:
         decl.out = define(_variant_schema(schema_text, name, False, True), tags=tags)
-        decl.out.info.update(decl=decl, mutated=(len(schema.arguments),), out=True)
+        decl.out.info.update(decl=decl, mutated=(len(decl.schema.arguments),), out=True)
         decl.out.register(DispatchKey.Meta, _meta_out_kernel(decl))
         decl.out.register(DispatchKey.ADInplaceOrView, _bump_versions_kernel)
-    _export_declaration(decl, method, function)
-    return decl
+
+
+def overload(decl: OpDeclaration, schema_text: str, meta, kernel, *, when: str,
+             inplace=None, out=None) -> OpDeclaration:
+    """Declare another overload of `decl`'s op, which `decl`'s public function and methods
+    dispatch to when the condition `when` holds (text over `decl`'s argument names in
+    braces: `"{other}.__class__ in _SCALARS"`), as PyTorch's argument parser picks an
+    overload by the arguments' types. `meta` and the CPU `kernel` take the overload's own
+    arguments; in-place and out= variants follow `decl`'s unless told, and so do `decl`'s
+    op-specific checks (`check_inplace`, `check_out`), which get the overload's arguments.
+    Re-exports `decl`."""
+    schema = parse_schema(schema_text)
+    other = OpDeclaration(schema.name, schema, "structured", meta, decl.doc, decl.promotes)
+    other.check_inplace, other.check_out = decl.check_inplace, decl.check_out
+    _define_variants(other, schema_text, decl.inplace is not None if inplace is None else inplace,
+                     decl.out is not None if out is None else out, decl.functional.tags)
+    other.impl("CPU")(kernel)
+    decl.overloads.append((when, other))
+    _export_declaration(decl, *decl.exported)
+    return other
 
 
 def view(schema_text: str, meta, *, method=True, function=True, doc=None, tags=()):
@@ -647,16 +695,20 @@ def composite(name=None, *, method=False, function=True):
 def _export_declaration(decl: OpDeclaration, method, function) -> None:
     schema = decl.schema
     declarations[decl.name] = decl
+    decl.exported = (method, function)
+    functional = [(c, o.functional, o.out) for c, o in decl.overloads]
     decl.function = generate_wrapper(decl.name, schema, decl.functional, decl.out, doc=decl.doc,
-                                     number_self=decl.number_self)
+                                     number_self=decl.number_self, overloads=functional)
     if function:
         functions[decl.name] = decl.function
     if method:
-        m = generate_wrapper(decl.name, schema, decl.functional, method=True, doc=decl.doc)
+        m = generate_wrapper(decl.name, schema, decl.functional, method=True, doc=decl.doc,
+                             overloads=functional)
         setattr(Tensor, decl.name, m)
     if decl.inplace is not None and method:
+        inplace = [(c, o.inplace, None) for c, o in decl.overloads if o.inplace is not None]
         m = generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace, method=True,
-                             doc=decl.doc)
+                             doc=decl.doc, overloads=inplace)
         setattr(Tensor, decl.name + "_", m)
 
 
