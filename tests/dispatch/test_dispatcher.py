@@ -425,3 +425,20 @@ def test_fixed_size_list_default_repeats_like_torch():
                           "Tensor")
     assert schema.arguments[1].default == (0, 0)
     assert schema.arguments[2].default == (1, 1, 1)
+
+
+def test_generated_wrappers_show_their_source():
+    """The functions generated from each declaration are registered with linecache:
+    inspect.getsource shows them, and a traceback through one shows its line."""
+    import inspect
+    import traceback
+    source = inspect.getsource(gt.add)
+    assert source.startswith("def add(input, other, *, alpha=1, out=None):")
+    assert "_op.dispatch(" in source
+    assert inspect.getsource(gt.Tensor.add).startswith("def add(self, other, *, alpha=1):")
+    try:
+        gt.add(gt.ones(2), gt.ones(3))
+    except RuntimeError as e:
+        frames = traceback.format_tb(e.__traceback__)
+    assert any("<glasstorch.ops add aten::add.Tensor>" in f and "_op.dispatch(" in f
+               for f in frames)

@@ -14,6 +14,7 @@ Each declaration generates a Python function with a real signature (the public
 from __future__ import annotations
 
 import inspect
+import linecache
 import operator
 import os
 import sys
@@ -500,11 +501,15 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
            "_anywhere": overrides.anywhere,
            "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
            "_NOT_HANDLED": overrides.NOT_HANDLED, "_SCALARS": _SCALAR_TYPES})
-    exec(compile(source, f"<glasstorch.ops {schema.qualified_name}>", "exec"), env)
+    qualname = f"Tensor.{name}" if method else name
+    filename = f"<glasstorch.ops {qualname} {schema.qualified_name}>"
+    exec(compile(source, filename, "exec"), env)
+    # registered as a source, so inspect.getsource(torch.add) and tracebacks show the code
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     fn = env[name]
     fn.__doc__ = doc or f"{name}: {schema}"
     fn.__module__ = "glasstorch"
-    fn.__qualname__ = f"Tensor.{name}" if method else name
+    fn.__qualname__ = qualname
     fn._schema = schema
     return fn
 
