@@ -130,3 +130,35 @@ def test_preserve_format_strides_match_torch(name):
     ours, theirs = LAYOUTS[name](gt), LAYOUTS[name](torch)
     assert gt.empty_like(ours).stride() == torch.empty_like(theirs).stride()
     assert ours.clone().stride() == theirs.clone().stride()
+
+
+def test_functional_copy_fill_and_zero_as_aten_ops():
+    """aten.copy / fill / zero, the functional forms graph tools call: a new tensor laid out
+    as self (compared with PyTorch), the inputs untouched, gradients through fill and zero."""
+    torch = pytest.importorskip("torch")
+
+    def results(lib):
+        a = lib.ones(2, 3).t()
+        x = lib.zeros(2, 3, requires_grad=True)
+        out = [lib.ops.aten.copy(a, lib.tensor([[1.0, 2.0]])),
+               lib.ops.aten.fill.Scalar(x, 3.0), lib.ops.aten.fill.Tensor(x, lib.tensor(2.0)),
+               lib.ops.aten.zero(x)]
+        sum(t.sum() for t in out[1:]).backward()
+        return ([(t.tolist(), t.stride(), t.requires_grad) for t in out],
+                a.tolist(), x.grad.tolist())
+    assert results(gt) == results(torch)
+
+
+def test_fill_with_a_tensor_value_overwrites_the_history():
+    """y.fill_(v) for a tensor v: y's old values get no gradient and v gets the sum
+    (FillBackward3), as in PyTorch; before, y kept its old history."""
+    torch = pytest.importorskip("torch")
+
+    def grads(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        v = lib.tensor(2.0, requires_grad=True)
+        y = x.clone()
+        y.fill_(v)
+        (y * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        return type(y.grad_fn).__name__, y.tolist(), x.grad.tolist(), v.grad.item()
+    assert grads(gt) == grads(torch)

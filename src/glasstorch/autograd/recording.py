@@ -288,7 +288,14 @@ def _functional_copy(self, src, non_blocking=False):
 
 def _functional_fill(self, value):
     if isinstance(value, Tensor):
-        return value.to(self.dtype).expand(self._shape).clone()
+        # every element becomes the value: self's gradient is zero and the value's the sum,
+        # which where() records (its mask selects the value everywhere) under fill's name
+        from ..ops.factories import full
+        from ..ops.joining import where
+        result = where(full(self._shape, True, device=self.device), value.to(self.dtype), self)
+        if result.grad_fn is not None:
+            result.grad_fn.__class__ = node_class("FillBackward3")
+        return result
     from ..ops.factories import full
     return _overwritten(self, full(self._shape, value, dtype=self.dtype, device=self.device),
                         "FillBackward2")

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..core import dtype as dt
 from ..core.device import as_device
+from ..dispatch.dispatcher import define
 from ..dispatch.keys import BACKEND_MASK
 from ..core.shape import (channels_last_strides, contiguous_strides, expand_strides,
                           has_internal_overlap, is_non_overlapping_and_dense,
@@ -121,6 +122,21 @@ def zero_(self):
 
 
 export("zero_", zero_, method=True, function=False)
+
+
+# The functional forms of copy_, fill_ and zero_: a new tensor laid out as self, which
+# graph tools (functionalization, decompositions) call in place of the in-place ops.
+def _functional(schema: str, fn):
+    define(schema).register("CompositeImplicitAutograd", fn)
+
+
+_functional("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor",
+            lambda self, src, non_blocking=False: self.clone().copy_(src, non_blocking))
+_functional("fill.Scalar(Tensor self, Scalar value) -> Tensor",
+            lambda self, value: self.clone().fill_(value))
+_functional("fill.Tensor(Tensor self, Tensor value) -> Tensor",
+            lambda self, value: self.clone().fill_(value))
+_functional("zero(Tensor self) -> Tensor", lambda self: self.clone().zero_())
 
 
 # ---- clone / contiguous ----------------------------------------------------------------
