@@ -138,9 +138,15 @@ def _bfloat16_number(x):
         not isinstance(x, bool) else x
 
 
+# Scalar arguments that are an operand of the op (a .Scalar overload's `other`, clamp's
+# bounds): TensorIterator casts them to the op's dtype like a tensor operand.
+_SCALAR_OPERANDS = ("other", "min", "max")
+
+
 def _shared_structured(decl, cpu_impl):
-    tensor_positions = tuple(i for i, a in enumerate(decl.schema.arguments)
-                             if a.type.startswith("Tensor"))
+    operand_positions = tuple(i for i, a in enumerate(decl.schema.arguments)
+                              if a.type.startswith("Tensor") or (
+                                  a.type.startswith("Scalar") and a.name in _SCALAR_OPERANDS))
     exact_scalars = decl.name in ("mul", "div")
 
     def kernel(out, *args):
@@ -158,7 +164,7 @@ def _shared_structured(decl, cpu_impl):
         computes_in_bfloat16 = floats and all(d is dt.bfloat16 for d in floats)
         args = [_widen(a) for a in args]
         if computes_in_bfloat16 and not exact_scalars:
-            for i in tensor_positions:
+            for i in operand_positions:
                 if i < len(args):
                     args[i] = _bfloat16_number(args[i])
         cpu_impl(wide if isinstance(out, tuple) else wide[0], *args)
