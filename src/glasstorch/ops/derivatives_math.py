@@ -640,7 +640,8 @@ not_differentiable(
     "aten::bitwise_right_shift.Tensor", "aten::bitwise_not", "aten::logical_and",
     "aten::logical_or", "aten::logical_xor", "aten::logical_not", "aten::eq.Tensor",
     "aten::ne.Tensor", "aten::lt.Tensor", "aten::le.Tensor", "aten::gt.Tensor",
-    "aten::ge.Tensor", "aten::gcd", "aten::lcm",
+    "aten::ge.Tensor", "aten::gcd", "aten::lcm", "aten::isin.Tensor_Tensor",
+    "aten::isin.Tensor_Scalar", "aten::isin.Scalar_Tensor",
     *(f"aten::{name}.Scalar" for name in (
         "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
         "bitwise_left_shift", "bitwise_right_shift")))

@@ -18,11 +18,12 @@ from ..backends.cpu import pointwise as cpu
 from ..backends.cpu import special as sp
 from ..core import dtype as dt
 from ..core.shape import wrap_dim
+from ..core.device import META
 from ..core.tensor import Tensor
 from .copy import assign_array
 from .pointwise_meta import pointwise_spec
 from ..core.promotion import common_dtype, float_dtype, opmath
-from .registry import composite, export, resize_output, spec, structured
+from .registry import composite, export, kernel_op, resize_output, spec, structured
 
 _POINTWISE = ("pointwise",)
 
@@ -782,20 +783,50 @@ def _ldexp_(self, other):
 export("ldexp_", _ldexp_, method=True, function=False)
 
 
-@composite()
-def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
-    """Whether each element of `elements` occurs in `test_elements` (either may be a
-    number; values compared in their promoted dtype)."""
-    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
-        raise TypeError("isin(): expected at least one of 'elements' and 'test_elements' to "
-                        "be a Tensor")
+def _isin_kernel(elements, test_elements, assume_unique=False, invert=False):
     d = common_dtype(elements, test_elements)
     a, b = _compared((elements, test_elements), d)
     device = (elements if isinstance(elements, Tensor) else test_elements).device
     xp = arrays.module_of(a, b)
-    result = _bool_tensor(xp.isin(xp.asarray(a), xp.asarray(b).ravel(),
-                                  assume_unique=assume_unique, invert=invert), device)
-    return into_out(out, result)
+    return _bool_tensor(xp.isin(xp.asarray(a), xp.asarray(b).ravel(),
+                                assume_unique=assume_unique, invert=invert), device)
+
+
+def _isin_meta(elements, test_elements, assume_unique=False, invert=False):
+    common_dtype(elements, test_elements)
+    return Tensor._empty(elements._shape if isinstance(elements, Tensor) else (), dt.bool, META)
+
+
+def _isin_op(schema: str):
+    decl = kernel_op(schema, method=False, function=False)
+    decl.impl("CPU")(_isin_kernel)
+    decl.impl("Meta")(_isin_meta)
+    decl.on_cuda = "shared"
+    return decl.functional
+
+
+# PyTorch's three overloads, so that a mode (and torch.ops.aten.isin) sees the one called
+_ISIN = {(True, True): _isin_op(
+             "isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, "
+             "bool assume_unique=False, bool invert=False) -> Tensor"),
+         (True, False): _isin_op(
+             "isin.Tensor_Scalar(Tensor elements, Scalar test_element, *, "
+             "bool assume_unique=False, bool invert=False) -> Tensor"),
+         (False, True): _isin_op(
+             "isin.Scalar_Tensor(Scalar element, Tensor test_elements, *, "
+             "bool assume_unique=False, bool invert=False) -> Tensor")}
+
+
+@composite()
+def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
+    """Whether each element of `elements` occurs in `test_elements` (either may be a
+    number; values compared in their promoted dtype)."""
+    op = _ISIN.get((isinstance(elements, Tensor), isinstance(test_elements, Tensor)))
+    if op is None:
+        raise TypeError("isin(): expected at least one of 'elements' and 'test_elements' to "
+                        "be a Tensor")
+    return into_out(out, op(elements, test_elements, assume_unique=assume_unique,
+                            invert=invert))
 
 
 def _along(t: Tensor, dim: int, start, stop) -> Tensor:
