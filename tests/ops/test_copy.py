@@ -154,11 +154,13 @@ def test_fill_with_a_tensor_value_overwrites_the_history():
     (FillBackward3), as in PyTorch; before, y kept its old history."""
     torch = pytest.importorskip("torch")
 
-    def grads(lib):
-        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    def grads(lib, x_requires_grad):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=x_requires_grad)
         v = lib.tensor(2.0, requires_grad=True)
         y = x.clone()
         y.fill_(v)
         (y * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
-        return type(y.grad_fn).__name__, y.tolist(), x.grad.tolist(), v.grad.item()
-    assert grads(gt) == grads(torch)
+        return (type(y.grad_fn).__name__, y.tolist(), None if x.grad is None else x.grad.tolist(),
+                v.grad.item())
+    for x_requires_grad in (True, False):       # only the value requiring grad: fill_.Tensor
+        assert grads(gt, x_requires_grad) == grads(torch, x_requires_grad)

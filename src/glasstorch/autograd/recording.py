@@ -343,6 +343,7 @@ def _functional_index_put(self, indices, values, accumulate=False):
 
 
 _FUNCTIONAL_OF = {"aten::copy_": _functional_copy, "aten::fill_.Scalar": _functional_fill,
+                  "aten::fill_.Tensor": _functional_fill,
                   "aten::index_put_": _functional_index_put}
 
 

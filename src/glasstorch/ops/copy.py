@@ -88,14 +88,16 @@ fill_ = kernel_op("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", f
                   mutates=(0,), doc="Fill self with one value.")
 
 
+def _check_fill_value(value) -> None:
+    if isinstance(value, Tensor) and value.dim() != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                           f"with {value.dim()} dimensions.")
+
+
 def scalar_value(value):
-    """A Python number from a number or a one-element tensor."""
-    if isinstance(value, Tensor):
-        if value.dim() != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
-                               f"with {value.dim()} dimensions.")
-        return value.item()
-    return value
+    """A Python number from a number or a 0-dim tensor."""
+    _check_fill_value(value)
+    return value.item() if isinstance(value, Tensor) else value
 
 
 @fill_.impl("CPU")
@@ -114,6 +116,28 @@ def _fill_cuda(self, value):
 @fill_.impl("Meta")
 def _fill_meta(self, value):
     return self
+
+
+# A 0-dim tensor value has its own overload, as in PyTorch, so that autograd sees it as an
+# input (the value's gradient is the sum of self's) and a mode sees fill_.Tensor.
+fill_tensor_ = kernel_op("fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",
+                         method=False, function=False, mutates=(0,))
+fill_tensor_.impl("CPU")(_fill_cpu)
+fill_tensor_.impl("CUDA")(_fill_cuda)
+
+
+@fill_tensor_.impl("Meta")
+def _fill_tensor_meta(self, value):
+    _check_fill_value(value)
+    return self
+
+
+def _fill_(self, value):
+    """Fill self with one value: a number, or a 0-dim tensor."""
+    return (fill_tensor_ if isinstance(value, Tensor) else fill_).functional(self, value)
+
+
+export("fill_", _fill_, method=True, function=False)
 
 
 def zero_(self):
