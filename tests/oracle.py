@@ -14,6 +14,15 @@ def oracle_torch():
     return pytest.importorskip("torch")
 
 
+def dispatch_module(T):
+    """`utils._python_dispatch` of glasstorch or of torch, whichever `T` is."""
+    if T is gt:
+        from glasstorch.utils import _python_dispatch
+    else:
+        from torch.utils import _python_dispatch
+    return _python_dispatch
+
+
 def dtype_name(d) -> str:
     """'float32' for either library's dtype."""
     return str(d).replace("torch.", "")

@@ -6,15 +6,7 @@ import pytest
 
 import glasstorch as gt
 from glasstorch.dispatch.keys import DispatchKey
-from oracle import oracle_torch
-
-
-def dispatch_module(T):
-    if T is gt:
-        from glasstorch.utils import _python_dispatch
-    else:
-        from torch.utils import _python_dispatch
-    return _python_dispatch
+from oracle import dispatch_module, oracle_torch
 
 
 def _plain(T, value):

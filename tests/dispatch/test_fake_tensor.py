@@ -15,11 +15,6 @@ def fake_module(T):
     return fake_tensor
 
 
-@pytest.fixture(params=["glasstorch", "torch"])
-def T(request):
-    return gt if request.param == "glasstorch" else oracle_torch()
-
-
 def meta_of(t):
     return (tuple(t.shape), t.stride(), str(t.dtype), str(t.device), t.requires_grad,
             type(t).__name__)

@@ -21,11 +21,6 @@ def fresh_ns() -> str:
     return f"libtest{_RUN}_{next(_ids)}"
 
 
-@pytest.fixture(params=["glasstorch", "torch"])
-def T(request):
-    return gt if request.param == "glasstorch" else oracle_torch()
-
-
 @pytest.fixture
 def lib(T):
     """A DEF library in a new namespace, undone after the test (torch too)."""

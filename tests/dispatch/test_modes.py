@@ -7,20 +7,7 @@ import numpy as np
 import pytest
 
 import glasstorch as gt
-from oracle import assert_same, oracle_torch
-
-
-@pytest.fixture(params=["glasstorch", "torch"])
-def T(request):
-    return gt if request.param == "glasstorch" else oracle_torch()
-
-
-def dispatch_module(T):
-    if T is gt:
-        from glasstorch.utils import _python_dispatch
-    else:
-        from torch.utils import _python_dispatch
-    return _python_dispatch
+from oracle import assert_same, dispatch_module, oracle_torch
 
 
 def logging_mode(T, log):

@@ -12,11 +12,6 @@ import glasstorch as gt
 from oracle import assert_same, oracle_torch
 
 
-@pytest.fixture(params=["glasstorch", "torch"])
-def T(request):
-    return gt if request.param == "glasstorch" else oracle_torch()
-
-
 def other(T):
     return oracle_torch() if T is gt else gt
 

@@ -164,3 +164,20 @@ def test_fill_with_a_tensor_value_overwrites_the_history():
                 v.grad.item())
     for x_requires_grad in (True, False):       # only the value requiring grad: fill_.Tensor
         assert grads(gt, x_requires_grad) == grads(torch, x_requires_grad)
+
+
+def test_gradcheck_of_fill_tensor_lift_fresh_copy_and_functional_fill():
+    """float64 gradchecks on non-contiguous inputs: fill_ with a tensor value (the value's
+    gradient is the sum), lift_fresh_copy (identity), aten.fill.Tensor."""
+    from glasstorch.autograd import gradcheck
+    x = gt.arange(12, dtype=gt.float64).reshape(3, 4).t().requires_grad_()
+    v = gt.tensor(0.5, dtype=gt.float64, requires_grad=True)
+    assert not x.is_contiguous()
+
+    def fill_tensor(x, v):
+        y = x * 1
+        y.fill_(v)
+        return y * x                      # x's gradient through the product only
+    assert gradcheck(fill_tensor, (x, v))
+    assert gradcheck(lambda x: gt.ops.aten.lift_fresh_copy(x) * 2, (x,))
+    assert gradcheck(lambda x, v: gt.ops.aten.fill.Tensor(x, v) * x, (x, v))

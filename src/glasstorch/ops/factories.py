@@ -42,19 +42,14 @@ def _backend_select(device_position: int):
     return backend_select
 
 
-def _not_recorded(op, ks, *args):
-    """Autograd kernel of factories that read a tensor only for its metadata (zeros_like):
-    the result is a fresh tensor, never part of the input's graph."""
-    return op.redispatch(ks, *args)
-
-
 def factory_op(schema_text: str, kernel):
     """Declare a factory operator whose one `kernel` makes its result on any backend."""
     op = define(schema_text)
     op.register("CompositeExplicitAutograd", kernel)
     if op.tensor_positions:
-        op.register("Autograd", _not_recorded)
-        op.info["autograd"] = "not differentiable"       # for `glasstorch ops`
+        # zeros_like & co. read a tensor only for its metadata: the autograd layer records
+        # nothing for them (autograd.recording.not_differentiable, declared here directly)
+        op.info["autograd"] = "not differentiable"
     else:
         names = [a.name for a in op.schema.arguments]
         op.register(DispatchKey.BackendSelect, _backend_select(names.index("device")))
