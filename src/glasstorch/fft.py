@@ -6,7 +6,7 @@ function here differentiable.
 """
 from __future__ import annotations
 
-from .ops.fft import (fft, fft2, fftfreq, fftn, fftshift, hfft, hfft2, hfftn, ifft, ifft2,
+from .ops.fft.transforms import (fft, fft2, fftfreq, fftn, fftshift, hfft, hfft2, hfftn, ifft, ifft2,
                       ifftn, ifftshift, ihfft, ihfft2, ihfftn, irfft, irfft2, irfftn, rfft,
                       rfft2, rfftfreq, rfftn)
 

@@ -5,14 +5,14 @@ and ops/linalg.py (products); this module gives them torch.linalg's names and si
 """
 from __future__ import annotations
 
-from .ops.factories import ones as _ones, zeros as _zeros
-from .ops.joining import cat as _cat
-from .ops.linalg import matmul as _matmul
-from .ops.linalg_decomp import (LinAlgError, cholesky, eigvals, eigvalsh, inv, lstsq, lu,
+from .ops.creation.factories import ones as _ones, zeros as _zeros
+from .ops.shape.joining import cat as _cat
+from .ops.linalg.products import matmul as _matmul
+from .ops.linalg.decompositions import (LinAlgError, cholesky, eigvals, eigvalsh, inv, lstsq, lu,
                                 lu_factor, lu_solve, matrix_norm, matrix_power, matrix_rank,
                                 multi_dot, norm, pinv, solve, solve_triangular, svd, svdvals,
                                 vecdot)
-from .ops import linalg_decomp as _ops
+from .ops.linalg import decompositions as _ops
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
            "eigh", "eigvals", "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor",

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 
-from .ops import loss as _loss, misc_math as _mm
-from .ops import pointwise as _pw
-from .ops import reduction as _red
+from .ops.nn import loss as _loss
+from .ops.pointwise import special_functions as _mm
+from .ops.pointwise import elementwise as _pw
+from .ops.reduction import reductions as _red
 
 __all__ = [
     "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf", "erfc",

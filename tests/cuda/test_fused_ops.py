@@ -259,7 +259,7 @@ def test_half_to_float_and_float16_gradients_of_float32_softmax(launches):
     """The kernels honour the output dtype the meta gives: float32 from float16 input
     (half_to_float, PyTorch's CUDA-only mode) and a float16 input gradient from float32
     grad_output/output; both compute in float32 and round once."""
-    from glasstorch.ops.loss import _log_softmax, _softmax_backward_data
+    from glasstorch.ops.nn.loss import _log_softmax, _softmax_backward_data
     x = _rng(3).normal(size=(4, 6)) * 3
     cpu16, cuda16 = _both(x, "float16")
     out = gt.empty((4, 6), device="cuda")

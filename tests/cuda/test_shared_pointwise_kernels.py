@@ -12,7 +12,7 @@ import pytest
 import glasstorch as gt
 from glasstorch.backends.cpu import parallel
 from glasstorch.ops import gpu_kernels
-from glasstorch.ops.activation import threshold_backward
+from glasstorch.ops.nn.activation import threshold_backward
 from oracle import assert_same
 
 

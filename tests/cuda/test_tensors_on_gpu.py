@@ -108,7 +108,7 @@ def test_in_place_ops_through_the_host_path_write_the_gpu_tensor():
     # host path by hand
     from glasstorch.dispatch.keys import DispatchKey
     from glasstorch.ops import gpu_kernels
-    from glasstorch.ops.indexing import index_put_op
+    from glasstorch.ops.indexing.subscripts import index_put_op
     op = index_put_op.functional
     host = gpu_kernels._host_operator(op, op.kernels[DispatchKey.CPU], "index_put_")
     x = _sample(gt.float32).cuda()

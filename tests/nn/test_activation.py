@@ -416,7 +416,7 @@ def test_module_examples_run():
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_backward_op_matches_torch(dtype, approximate):
     torch = oracle_torch()
-    from glasstorch.ops.activation import gelu_backward
+    from glasstorch.ops.nn.activation import gelu_backward
     rng = np.random.default_rng(0)
     x = rng.standard_normal((33, 9)) * 4
     x[0, :3] = (np.nan, np.inf, -np.inf)
@@ -442,7 +442,7 @@ def test_gelu_backward_op_matches_torch(dtype, approximate):
 
 def test_threshold_backward_op_matches_torch():
     torch = oracle_torch()
-    from glasstorch.ops.activation import threshold_backward
+    from glasstorch.ops.nn.activation import threshold_backward
     x = np.array([[-1.0, 0.0, 0.5, np.nan], [2.0, -0.0, 1e-8, 3.0]], np.float32)
     g = np.array([[1.0, 2.0, np.nan, 4.0], [5.0, np.nan, 7.0, 8.0]], np.float32)
     for thr in (0, 0.5):
@@ -485,7 +485,7 @@ def test_gelu_float32_erf_tail_and_gradient_match_torch(monkeypatch):
     across the range, tails included, on the whole-array and the blocked (threaded) paths."""
     torch = oracle_torch()
     from glasstorch.backends.cpu import parallel
-    from glasstorch.ops.activation import gelu_backward
+    from glasstorch.ops.nn.activation import gelu_backward
     x = np.concatenate([np.linspace(-12, 12, 4801), [0.0, -0.0, 1e-30, -1e-30]])
     x = x.astype(np.float32)
     g = np.random.default_rng(3).standard_normal(x.size).astype(np.float32)
@@ -508,8 +508,8 @@ def test_backward_ops_gradcheck_on_non_contiguous_float64():
     """gelu_backward, threshold_backward and the softmax backward ops, differentiated
     through their own derivatives (double backward of the activations), on transposed
     float64 inputs."""
-    from glasstorch.ops.activation import gelu_backward, threshold_backward
-    from glasstorch.ops.loss import _log_softmax_backward_data, _softmax_backward_data
+    from glasstorch.ops.nn.activation import gelu_backward, threshold_backward
+    from glasstorch.ops.nn.loss import _log_softmax_backward_data, _softmax_backward_data
     g = gt.randn(5, 4, dtype=gt.float64).t().requires_grad_()
     x = (gt.randn(5, 4, dtype=gt.float64) * 2).t().requires_grad_()
     assert not g.is_contiguous() and not x.is_contiguous()

@@ -763,7 +763,7 @@ def test_matmul_errors_property(call):
 def test_docstring_examples_run():
     import doctest
 
-    from glasstorch.ops import linalg
+    from glasstorch.ops.linalg import products as linalg
     runner = doctest.DocTestRunner()
     for test in doctest.DocTestFinder().find(linalg, globs={"glasstorch": gt}):
         runner.run(test)

@@ -11,7 +11,7 @@ import string
 import numpy as np
 
 from ..core import dtype as dt
-from ..ops.convolution import col2im_add, conv_params, pad_array, windows
+from ..ops.nn.convolution import col2im_add, conv_params, pad_array, windows
 from ..ops.registry import spec
 from .declaration import prim
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import weakref
 
 from ..core.tensor import Tensor, contiguous_format
-from ..ops.factories import ones_like
+from ..ops.creation.factories import ones_like
 from . import recording  # noqa: F401  (registers the Autograd kernel)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .engine import run_backward
@@ -87,7 +87,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = captured.get(edge)
         if g is None:
             if materialize_grads:
-                from ..ops.factories import zeros_like
+                from ..ops.creation.factories import zeros_like
                 g = zeros_like(t)
             elif not (allow_unused or materialize_grads):
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not "

@@ -44,7 +44,7 @@ def _accumulate_into(var: Tensor, grad: Tensor, create_graph: bool) -> None:
             elif grad.__class__ is not Tensor:     # a subclass makes its own copy
                 var._grad = grad.detach().clone()
             else:
-                from ..ops.factories import empty_like
+                from ..ops.creation.factories import empty_like
                 var._grad = empty_like(var).copy_(grad.detach())
         elif create_graph or var._grad._requires_grad:
             var._grad = var._grad + grad

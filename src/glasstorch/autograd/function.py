@@ -67,7 +67,7 @@ class BackwardCFunction(Node, FunctionCtx):
     def apply(self, grads: tuple) -> tuple:
         grads = list(grads) + [None] * (len(self._output_meta) - len(grads))
         if self.materialize_grads:
-            from ..ops.factories import zeros
+            from ..ops.creation.factories import zeros
             for i, meta in enumerate(self._output_meta):
                 if grads[i] is None and meta is not None:
                     grads[i] = zeros(meta[0], dtype=meta[1], device=meta[2])

@@ -25,7 +25,7 @@ def _unwrap(values, was_tensor: bool):
 
 
 def _zeros_for_none(grads, like):
-    from ..ops.factories import zeros_like
+    from ..ops.creation.factories import zeros_like
     return tuple(zeros_like(x) if g is None else g for g, x in zip(grads, like))
 
 
@@ -51,7 +51,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v): the Jacobian-vector product at `inputs`."""
-    from ..ops.factories import ones_like, zeros_like
+    from ..ops.creation.factories import ones_like, zeros_like
     xs = _prepare(inputs, create_graph)
     vs = _tuple(v) if v is not None else tuple(ones_like(x) for x in xs)
     with enable_grad():
@@ -72,8 +72,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
     """The Jacobian d func / d inputs, shaped output.shape + input.shape (per input)."""
-    from ..ops.factories import zeros_like
-    from ..ops.joining import stack
+    from ..ops.creation.factories import zeros_like
+    from ..ops.shape.joining import stack
     single_in = isinstance(inputs, Tensor)
     xs = _prepare(inputs, create_graph)
     with enable_grad():

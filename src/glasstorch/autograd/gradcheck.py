@@ -107,7 +107,7 @@ def _vjp(output: Tensor, grad_output: Tensor, diff_inputs) -> list:
 
 def _analytical_jacobians(outputs, diff_inputs) -> list:
     """jac[j][i] as in _numerical_jacobians, built from one-hot vector-Jacobian products."""
-    from ..ops.factories import zeros_like
+    from ..ops.creation.factories import zeros_like
     jac = [[np.zeros((t.numel(), o.numel())) for o in outputs] for t in diff_inputs]
     for i, o in enumerate(outputs):
         for k in range(o.numel()):
@@ -124,7 +124,7 @@ def _contiguous():
 
 
 def _as_tensor(a: np.ndarray, like: Tensor) -> Tensor:
-    from ..ops.factories import tensor
+    from ..ops.creation.factories import tensor
     return tensor(a, dtype=like.dtype)
 
 
@@ -166,7 +166,7 @@ def _slow(func, inputs, wanted, outputs, eps, atol, rtol, nondet_tol, raise_exce
 
 
 def _fast(func, inputs, wanted, outputs, eps, atol, rtol, raise_exception):
-    from ..ops.factories import tensor
+    from ..ops.creation.factories import tensor
     rng = np.random.default_rng(0)
     us = []
     for j in wanted:
@@ -212,7 +212,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   check_batched_grad=False, check_fwd_over_rev=False,
                   check_rev_over_rev=True, fast_mode=False, masked=False):
     """gradcheck of the vector-Jacobian product: checks second derivatives."""
-    from ..ops.factories import tensor
+    from ..ops.creation.factories import tensor
     from . import grad as autograd_grad
     inputs = _as_tuple(inputs)
     _check_inputs(inputs)

@@ -290,19 +290,19 @@ def _functional_fill(self, value):
     if isinstance(value, Tensor):
         # every element becomes the value: self's gradient is zero and the value's the sum,
         # which where() records (its mask selects the value everywhere) under fill's name
-        from ..ops.factories import full
-        from ..ops.joining import where
+        from ..ops.creation.factories import full
+        from ..ops.shape.joining import where
         result = where(full(self._shape, True, device=self.device), value.to(self.dtype), self)
         if result.grad_fn is not None:
             result.grad_fn.__class__ = node_class("FillBackward3")
         return result
-    from ..ops.factories import full
+    from ..ops.creation.factories import full
     return _overwritten(self, full(self._shape, value, dtype=self.dtype, device=self.device),
                         "FillBackward2")
 
 
 def _zero_gradient(grad):
-    from ..ops.factories import zeros_like
+    from ..ops.creation.factories import zeros_like
     return (zeros_like(grad),)
 
 
@@ -338,7 +338,7 @@ _OVERWRITES = {"aten::uniform_": "UniformBackward0", "aten::normal_": "NormalBac
 # What a mutating kernel op computes, written out of place (the in-place forms of
 # structured ops use their functional op instead).
 def _functional_index_put(self, indices, values, accumulate=False):
-    from ..ops.indexing import index_put_copy_op
+    from ..ops.indexing.subscripts import index_put_copy_op
     return index_put_copy_op.functional(self, indices, values, accumulate)
 
 
@@ -398,7 +398,7 @@ class CopySlices(Node):
         return "torch::autograd::CopySlices"     # PyTorch's name for this node
 
     def apply(self, grads):
-        from ..ops.factories import empty_strided, zeros_like
+        from ..ops.creation.factories import empty_strided, zeros_like
         (grad,) = grads[:1]
         shape, stride, _ = self._base_geometry
         vshape, vstride, voffset = self._view_geometry

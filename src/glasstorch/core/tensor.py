@@ -87,7 +87,7 @@ class Tensor:
 
     def __new__(cls, *args, **kwargs):
         # Legacy constructor: Tensor(2, 3) is uninitialised, Tensor([1, 2]) copies data.
-        from ..ops.factories import legacy_tensor_new
+        from ..ops.creation.factories import legacy_tensor_new
         return legacy_tensor_new(cls, *args, **kwargs)
 
     @classmethod

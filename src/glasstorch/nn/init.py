@@ -121,7 +121,7 @@ def eye_(tensor: Tensor) -> Tensor:
 
 def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     """Fill a conv weight so the convolution is the identity on (the first) channels."""
-    from ..ops.ranges import arange
+    from ..ops.creation.ranges import arange
     dims = tensor.dim()
     if dims not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
@@ -200,7 +200,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
     """N(0, std^2) with ceil(sparsity * rows) entries of every column set to zero."""
-    from ..ops.random import rand
+    from ..ops.random.samplers import rand
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape

@@ -38,7 +38,7 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
-            from ..ops.factories import empty
+            from ..ops.creation.factories import empty
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not "
@@ -93,7 +93,7 @@ class Buffer(metaclass=_BufferMeta):
 
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
-            from ..ops.factories import empty
+            from ..ops.creation.factories import empty
             data = empty(0)
         t = data.detach()
         if data._requires_grad:

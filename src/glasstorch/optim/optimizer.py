@@ -17,7 +17,7 @@ from ..core import dtype as _dt
 from ..core.tensor import Tensor, preserve_format as _preserve
 from ..autograd import is_grad_enabled, set_grad_enabled
 from ..autograd.hooks import RemovableHandle
-from ..ops.copy import type_ as _legacy_type
+from ..ops.copying.copies import type_ as _legacy_type
 from ..ops.registry import functions as F
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook",

@@ -150,7 +150,7 @@ def _set_python_attributes(t: Tensor, state) -> None:
 
 
 def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad=False):
-    from ..ops.factories import empty_strided
+    from ..ops.creation.factories import empty_strided
     return empty_strided(tuple(size), tuple(stride), dtype=dtype, device="meta",
                          requires_grad=bool(requires_grad))
 

@@ -95,7 +95,7 @@ def _resolve_use_reentrant(use_reentrant, message=_USE_REENTRANT_WARNING):
 def _grad_anchor():
     """The dummy leaf the non-reentrant variant adds when no input requires grad, so that
     parameters used inside the region still receive gradients."""
-    from ..ops.factories import empty
+    from ..ops.creation.factories import empty
     return empty(0, requires_grad=True)
 
 

@@ -11,7 +11,7 @@ recording come with.
 from __future__ import annotations
 
 from ...core.tensor import Tensor
-from ...ops import activation as _A
+from ...ops.nn import activation as _A
 
 __all__ = ["threshold", "threshold_", "relu", "relu_", "hardtanh", "hardtanh_", "relu6",
            "elu", "elu_", "selu", "selu_", "celu", "celu_", "leaky_relu", "leaky_relu_",

@@ -6,8 +6,8 @@ import warnings
 
 from ...core import dtype as dt
 from ...core.tensor import Tensor
-from ...ops import loss as _ops
-from ...ops.ranges import arange
+from ...ops.nn import loss as _ops
+from ...ops.creation.ranges import arange
 
 __all__ = ["softmax", "log_softmax", "softmin", "gumbel_softmax",
            "scaled_dot_product_attention"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...core.tensor import Tensor
-from ...ops.convolution import (col2im, conv1d, conv2d, conv3d, conv_transpose1d,
+from ...ops.nn.convolution import (col2im, conv1d, conv2d, conv3d, conv_transpose1d,
                                 conv_transpose2d, conv_transpose3d, im2col)
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",

@@ -9,8 +9,8 @@
 from __future__ import annotations
 
 from ...core.tensor import Tensor
-from ...ops import distance as _D
-from ...ops.pointwise import div as _div
+from ...ops.nn import distance as _D
+from ...ops.pointwise.elementwise import div as _div
 
 __all__ = ["normalize", "cosine_similarity", "pairwise_distance", "pdist"]
 

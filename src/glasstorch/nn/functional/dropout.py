@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 
 from ...core.tensor import Tensor
-from ...ops import activation as _A
+from ...ops.nn import activation as _A
 
 __all__ = ["dropout", "alpha_dropout", "dropout1d", "dropout2d", "dropout3d",
            "feature_alpha_dropout"]

@@ -1,4 +1,4 @@
 """linear and bilinear as in torch.nn.functional (composites in ops/normalization.py)."""
-from ...ops.normalization import bilinear, linear
+from ...ops.nn.normalization import bilinear, linear
 
 __all__ = ["linear", "bilinear"]

@@ -10,8 +10,8 @@ import math
 import warnings
 
 from ...autograd import grad_mode
-from ...ops import loss as _ops
-from ...ops.joining import broadcast_tensors
+from ...ops.nn import loss as _ops
+from ...ops.shape.joining import broadcast_tensors
 
 __all__ = ["nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",

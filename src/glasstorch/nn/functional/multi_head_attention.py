@@ -7,8 +7,8 @@ import warnings
 
 from ...core import dtype as dt
 from ...core.tensor import Tensor
-from ...ops.factories import zeros, zeros_like
-from ...ops.joining import cat
+from ...ops.creation.factories import zeros, zeros_like
+from ...ops.shape.joining import cat
 from .attention import scaled_dot_product_attention, softmax
 from .dropout import dropout
 from .linear import linear

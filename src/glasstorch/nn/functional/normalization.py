@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from math import prod
 
-from ...ops import normalization as _ops
+from ...ops.nn import normalization as _ops
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
            "local_response_norm"]

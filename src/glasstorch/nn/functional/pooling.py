@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from ...core.tensor import Tensor
-from ...ops import pooling as _p
+from ...ops.nn import pooling as _p
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d",

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ...autograd.grad_mode import no_grad
-from ...ops import normalization as _ops
-from ...ops.ranges import arange
+from ...ops.nn import normalization as _ops
+from ...ops.creation.ranges import arange
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from ...core.tensor import Tensor
-from ...ops import sampling as _s
+from ...ops.nn import sampling as _s
 from . import pooling as _pooling
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",

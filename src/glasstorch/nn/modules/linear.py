@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ...ops.factories import empty
+from ...ops.creation.factories import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

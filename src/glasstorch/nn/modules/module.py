@@ -624,7 +624,7 @@ class Module:
     def to(self, *args, **kwargs) -> "Module":
         """Move/cast parameters and buffers: to(device), to(dtype), to(device, dtype),
         to(tensor); only floating point and complex tensors change dtype."""
-        from ...ops.copy import _parse_to_args
+        from ...ops.copying.copies import _parse_to_args
         dtype, device, non_blocking, _, memory_format = _parse_to_args(None, args,
                                                                         dict(kwargs))
         if dtype is not None:
@@ -653,7 +653,7 @@ class Module:
 
     def to_empty(self, *, device, recurse: bool = True) -> "Module":
         """Move to device with uninitialised storage (for modules built on 'meta')."""
-        from ...ops.factories import empty_like
+        from ...ops.creation.factories import empty_like
         return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cuda(self, device=None) -> "Module":

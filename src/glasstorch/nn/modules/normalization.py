@@ -10,7 +10,7 @@ import numbers
 import warnings
 
 from ...core import dtype as dt
-from ...ops.factories import empty, ones, tensor, zeros
+from ...ops.creation.factories import empty, ones, tensor, zeros
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

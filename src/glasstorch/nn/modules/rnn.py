@@ -14,8 +14,8 @@ import numbers
 import warnings
 
 from ...core.tensor import Tensor
-from ...ops.factories import empty, zeros
-from ...ops.joining import cat, stack
+from ...ops.creation.factories import empty, zeros
+from ...ops.shape.joining import cat, stack
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...autograd import grad_mode
-from ...ops.factories import empty
+from ...ops.creation.factories import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter

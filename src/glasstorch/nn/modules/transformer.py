@@ -20,7 +20,7 @@ import copy
 import warnings
 
 from ...autograd.grad_mode import is_grad_enabled
-from ...ops.factories import empty, full
+from ...ops.creation.factories import empty, full
 from ..functional.activation import gelu, relu
 from ..functional.multi_head_attention import (_canonical_mask, _none_or_dtype,
                                                multi_head_attention_forward)

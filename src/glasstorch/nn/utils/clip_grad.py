@@ -23,8 +23,8 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
                    foreach=None) -> Tensor:
     """The norm_type-norm of the tensors viewed as one vector ('inf' for the max)."""
     from ...linalg import vector_norm
-    from ...ops.factories import tensor as make_tensor
-    from ...ops.joining import stack
+    from ...ops.creation.factories import tensor as make_tensor
+    from ...ops.shape.joining import stack
     tensors = _as_list(tensors)
     norm_type = float(norm_type)
     if not tensors:

@@ -17,7 +17,7 @@ def _check_param_device(param: Tensor, old_device):
 
 def parameters_to_vector(parameters) -> Tensor:
     """One 1-D tensor holding every parameter, flattened, in order."""
-    from ...ops.joining import cat
+    from ...ops.shape.joining import cat
     device = None
     vec = []
     for param in parameters:

@@ -130,7 +130,7 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
 
 def _is_orthogonal(Q: Tensor) -> bool:
     from ...core.dtype import finfo
-    from ...ops.ranges import eye
+    from ...ops.creation.ranges import eye
     n, k = Q.size(-2), Q.size(-1)
     eye_k = eye(k, dtype=Q.dtype, device=Q.device)
     return (Q.mH @ Q).allclose(eye_k, atol=10.0 * n * finfo(Q.dtype).eps)
@@ -147,7 +147,7 @@ def _householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i the i-th column
     of A below the diagonal and 1 on it (LAPACK's orgqr; differentiable, one step per
     reflector)."""
-    from ...ops.ranges import eye
+    from ...ops.creation.ranges import eye
     m, n = A.size(-2), A.size(-1)
     ident = eye(m, n, dtype=A.dtype, device=A.device)
     V = A.tril(-1) + ident
@@ -162,7 +162,7 @@ def _geqrf(A: Tensor):
     """LAPACK's geqrf for real A (m >= n): R on and above the diagonal, the Householder
     vectors below it, and their scales tau (no autograd: used to initialise originals)."""
     from ...linalg import vector_norm
-    from ...ops.joining import stack
+    from ...ops.shape.joining import stack
     A = A.clone()
     m, n = A.size(-2), A.size(-1)
     taus = []
@@ -203,8 +203,8 @@ class _Orthogonal(Module):
             self.register_buffer("base", None)
 
     def forward(self, X: Tensor) -> Tensor:
-        from ...ops.ranges import eye
-        from ...ops.joining import cat
+        from ...ops.creation.ranges import eye
+        from ...ops.shape.joining import cat
         n, k = X.size(-2), X.size(-1)
         transposed = n < k
         if transposed:
@@ -235,9 +235,9 @@ class _Orthogonal(Module):
         return Q
 
     def right_inverse(self, Q: Tensor) -> Tensor:
-        from ...ops.factories import zeros_like
-        from ...ops.random import randn
-        from ...ops.joining import cat
+        from ...ops.creation.factories import zeros_like
+        from ...ops.random.samplers import randn
+        from ...ops.shape.joining import cat
         if Q.shape != self.shape:
             raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
                              f"Got a tensor of shape {Q.shape}.")

@@ -15,10 +15,10 @@ import numpy as np
 
 from ...core import dtype as dt
 from ...core.tensor import Tensor, contiguous_format
-from ...ops.factories import as_tensor, empty_like, full
-from ...ops.joining import cat
-from ...ops.ranges import arange
-from ...ops.sorting import sort
+from ...ops.creation.factories import as_tensor, empty_like, full
+from ...ops.shape.joining import cat
+from ...ops.creation.ranges import arange
+from ...ops.sorting.sort_and_select import sort
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence",
            "pad_packed_sequence", "pad_sequence", "unpad_sequence", "pack_sequence",

@@ -21,9 +21,9 @@ import numpy as np
 
 from ...core import dtype as dt
 from ...core.tensor import Tensor
-from ...ops.factories import as_tensor, tensor
-from ...ops.indexing import index_select
-from ...ops.joining import stack
+from ...ops.creation.factories import as_tensor, tensor
+from ...ops.indexing.subscripts import index_select
+from ...ops.shape.joining import stack
 from ._sharing import empty_shared, shared_memory_enabled
 
 __all__ = ["collate", "default_collate", "default_convert", "default_collate_fn_map",

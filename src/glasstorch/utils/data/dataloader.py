@@ -38,7 +38,7 @@ from multiprocessing.connection import wait
 from multiprocessing.reduction import ForkingPickler
 
 from ...core import dtype as dt
-from ...ops.factories import empty
+from ...ops.creation.factories import empty
 from . import _sharing
 from ._collate import default_collate, default_convert
 from ._pin_memory import PinMemoryThread, WorkerExited, pin_memory

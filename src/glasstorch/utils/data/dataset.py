@@ -18,7 +18,7 @@ import itertools
 import math
 import warnings
 
-from ...ops.random import randperm
+from ...ops.random.samplers import randperm
 from ...random import default_generator
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ...ops.random import randperm
+from ...ops.random.samplers import randperm
 from ...random import Generator
 from .sampler import Sampler
 

@@ -9,8 +9,8 @@ by the default generator each epoch (torch's rule, so `manual_seed` makes runs r
 from __future__ import annotations
 
 from ...core import dtype as dt
-from ...ops.factories import as_tensor, empty
-from ...ops.random import multinomial, randint, randperm
+from ...ops.creation.factories import as_tensor, empty
+from ...ops.random.samplers import multinomial, randint, randperm
 from ...random import Generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",

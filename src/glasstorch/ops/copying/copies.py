@@ -1,0 +1,353 @@
+"""Copies and casts: copy_, fill_, clone, contiguous, to/_to_copy and the dtype shorthands."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ...core import dtype as dt
+from ...core.device import as_device
+from ...dispatch.dispatcher import define
+from ...dispatch.keys import BACKEND_MASK
+from ...core.shape import (channels_last_strides, contiguous_strides, expand_strides,
+                          has_internal_overlap, is_non_overlapping_and_dense,
+                          iterator_strides)
+from ...core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
+                           preserve_format)
+from ..registry import composite, export, kernel_op
+
+# ---- copy_ -----------------------------------------------------------------------------
+
+copy_ = kernel_op("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
+                  function=False, mutates=(0,), tags=("cross_device",),
+                  doc="Copy `src` into self, broadcasting and converting the dtype.")
+
+
+def assign_array(dst: np.ndarray, src) -> None:
+    """dst[...] = src with PyTorch's casting (complex to real drops the imaginary part;
+    NumPy's cast warnings are silenced for glasstorch's modules in backends/cpu)."""
+    np.copyto(dst, src, casting="unsafe")
+
+
+def _check_copy(self, src):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not "
+                        f"{type(src).__name__}")
+    expand_strides(src._shape, src._stride, self._shape)   # raises if not broadcastable
+    if has_internal_overlap(self._shape, self._stride) and self.numel() > 1:
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a"
+            " single memory location. Please clone() the tensor before performing the "
+            "operation.")
+    if src.is_complex() and not self.is_complex():
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=4)
+
+
+@copy_.impl("CPU")
+def _copy_cpu(self, src, non_blocking=False):
+    _check_copy(self, src)
+    if src.device.type != "cpu":
+        return _copy_across(self, src, non_blocking)
+    assign_array(self._array(), src._array())
+    return self
+
+
+@copy_.impl("CUDA")
+def _copy_cuda(self, src, non_blocking=False):
+    _check_copy(self, src)
+    return _copy_across(self, src, non_blocking)
+
+
+def _copy_across(self, src, non_blocking):
+    """Copies with a GPU on either side (backends/cuda/copy.py)."""
+    if src.device.type == "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    from ...backends.cuda.copy import copy_between
+    return copy_between(self, src, non_blocking)
+
+
+@copy_.impl("Meta")
+def _copy_meta(self, src, non_blocking=False):
+    _check_copy(self, src)
+    return self
+
+
+def copy_fresh(out: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """Copy into a tensor just allocated here with src's shape: no checks to make, no
+    version to bump, so CPU copies go straight to NumPy."""
+    if out._storage.device.type == "cpu" and src._storage.device.type == "cpu":
+        assign_array(out._array(), src._array())
+        return out
+    return copy_.functional.redispatch(out._keyset & BACKEND_MASK, out, src, non_blocking)
+
+
+# ---- fill_ / zero_ ---------------------------------------------------------------------
+
+fill_ = kernel_op("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", function=False,
+                  mutates=(0,), doc="Fill self with one value.")
+
+
+def _check_fill_value(value) -> None:
+    if isinstance(value, Tensor) and value.dim() != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                           f"with {value.dim()} dimensions.")
+
+
+def scalar_value(value):
+    """A Python number from a number or a 0-dim tensor."""
+    _check_fill_value(value)
+    return value.item() if isinstance(value, Tensor) else value
+
+
+@fill_.impl("CPU")
+def _fill_cpu(self, value):
+    assign_array(self._array(), np.asarray(scalar_value(value)))
+    return self
+
+
+@fill_.impl("CUDA")
+def _fill_cuda(self, value):
+    from ...backends.cuda.copy import fill
+    fill(self, scalar_value(value))
+    return self
+
+
+@fill_.impl("Meta")
+def _fill_meta(self, value):
+    return self
+
+
+# A 0-dim tensor value has its own overload, as in PyTorch, so that autograd sees it as an
+# input (the value's gradient is the sum of self's) and a mode sees fill_.Tensor.
+fill_tensor_ = kernel_op("fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",
+                         method=False, function=False, mutates=(0,))
+fill_tensor_.impl("CPU")(_fill_cpu)
+fill_tensor_.impl("CUDA")(_fill_cuda)
+
+
+@fill_tensor_.impl("Meta")
+def _fill_tensor_meta(self, value):
+    _check_fill_value(value)
+    return self
+
+
+def _fill_(self, value):
+    """Fill self with one value: a number, or a 0-dim tensor."""
+    return (fill_tensor_ if isinstance(value, Tensor) else fill_).functional(self, value)
+
+
+export("fill_", _fill_, method=True, function=False)
+
+
+def zero_(self):
+    """Fill with zeros in place."""
+    return self.fill_(0)
+
+
+export("zero_", zero_, method=True, function=False)
+
+
+# The functional forms of copy_, fill_ and zero_: a new tensor laid out as self, which
+# graph tools (functionalization, decompositions) call in place of the in-place ops.
+def _functional(schema: str, fn):
+    define(schema).register("CompositeImplicitAutograd", fn)
+
+
+_functional("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor",
+            lambda self, src, non_blocking=False: self.clone().copy_(src, non_blocking))
+_functional("fill.Scalar(Tensor self, Scalar value) -> Tensor",
+            lambda self, value: self.clone().fill_(value))
+_functional("fill.Tensor(Tensor self, Tensor value) -> Tensor",
+            lambda self, value: self.clone().fill_(value))
+_functional("zero(Tensor self) -> Tensor", lambda self: self.clone().zero_())
+
+
+# ---- clone / contiguous ----------------------------------------------------------------
+
+def strides_for(t: Tensor, memory_format) -> tuple:
+    """Output strides for clone/empty_like under a memory format (preserve keeps layout)."""
+    shape = t._shape
+    if memory_format is preserve_format:
+        # dense: the very same strides; otherwise dense ones in the input's dimension order
+        stride = t._stride
+        if stride == contiguous_strides(shape) or is_non_overlapping_and_dense(shape, stride):
+            return stride
+        return iterator_strides(shape, ((shape, stride),))
+    if memory_format is contiguous_format:
+        return contiguous_strides(shape)
+    if memory_format is channels_last or memory_format is channels_last_3d:
+        return channels_last_strides(shape)
+    raise RuntimeError(f"unsupported memory format {memory_format}")
+
+
+clone_op = kernel_op("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
+                     doc="A copy with its own storage; preserve_format keeps dense strides.")
+
+
+def _clone_impl(self, memory_format=None):
+    fmt = preserve_format if memory_format is None else memory_format
+    out = Tensor._empty(self._shape, self.dtype, self.device, strides_for(self, fmt))
+    return copy_fresh(out, self)
+
+
+clone_op.impl("CPU")(_clone_impl)
+clone_op.impl("CUDA")(_clone_impl)
+clone_op.impl("Meta")(_clone_impl)
+
+
+@composite(method=True, function=False)
+def contiguous(self, memory_format=contiguous_format):
+    """self when already contiguous in `memory_format`, else a copy that is."""
+    if self.is_contiguous(memory_format):
+        return self
+    return self.clone(memory_format=memory_format)
+
+
+# ---- to / type conversions -------------------------------------------------------------
+
+to_copy = kernel_op("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, "
+                    "bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
+                    method=False, doc="A copy converted to another dtype and/or device.")
+
+
+def _to_copy_impl(self, dtype=None, device=None, non_blocking=False, memory_format=None):
+    dtype = self.dtype if dtype is None else dtype
+    device = self.device if device is None else as_device(device)
+    fmt = preserve_format if memory_format is None else memory_format
+    out = Tensor._empty(self._shape, dtype, device, strides_for(self, fmt))
+    return copy_fresh(out, self, non_blocking)
+
+
+to_copy.impl("CPU")(_to_copy_impl)
+to_copy.impl("CUDA")(_to_copy_impl)
+to_copy.impl("Meta")(_to_copy_impl)
+
+
+def _parse_to_args(self, args, kwargs):
+    """PyTorch's three forms: to(dtype, non_blocking, copy), to(device, dtype, non_blocking,
+    copy) and to(other, non_blocking, copy); memory_format is keyword-only."""
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    rest = list(args)
+    if rest:
+        first = rest.pop(0)
+        if isinstance(first, dt.dtype):
+            dtype = first
+        elif isinstance(first, Tensor):
+            dtype, device = first.dtype, first.device
+        else:
+            device = first
+            if rest and (rest[0] is None or isinstance(rest[0], dt.dtype)):
+                dtype = rest.pop(0)
+    if len(rest) > 2 or not all(isinstance(f, bool) for f in rest):
+        raise TypeError(f"to() received an invalid combination of arguments - got "
+                        f"{tuple(type(a).__name__ for a in args)}")
+    flags = dict(zip(("non_blocking", "copy"), rest))
+    non_blocking = kwargs.pop("non_blocking", flags.get("non_blocking", False))
+    copy = kwargs.pop("copy", flags.get("copy", False))
+    memory_format = kwargs.pop("memory_format", preserve_format)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return dtype, (None if device is None else as_device(device)), non_blocking, copy, \
+        memory_format
+
+
+def to(self, *args, **kwargs):
+    """Convert dtype and/or device: to(dtype), to(device, dtype), to(other); self if no-op."""
+    dtype, device, non_blocking, copy, memory_format = _parse_to_args(self, args, dict(kwargs))
+    same_dtype = dtype is None or dtype is self.dtype
+    same_device = device is None or device == self.device or (
+        device.type == self.device.type and device.index is None)
+    if same_dtype and same_device and not copy and (
+            memory_format is preserve_format or self.is_contiguous(memory_format)):
+        return self
+    return to_copy.functional(self, dtype, device, non_blocking,
+                              None if memory_format is preserve_format else memory_format)
+
+
+export("to", to, method=True, function=False)
+
+
+def _caster(dtype_):
+    def cast(self, memory_format=preserve_format):
+        return self.to(dtype_, memory_format=memory_format)
+    cast.__name__ = cast.__qualname__ = dtype_.name
+    cast.__doc__ = f"self.to({dtype_!r})"
+    return cast
+
+
+for _name, _dtype in (("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
+                      ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32),
+                      ("short", dt.int16), ("char", dt.int8), ("byte", dt.uint8),
+                      ("bool", dt.bool), ("cfloat", dt.complex64), ("cdouble", dt.complex128)):
+    export(_name, _caster(_dtype), method=True, function=False)
+
+
+def type_as(self, other):
+    """self converted to other's dtype."""
+    return self.to(other.dtype)
+
+
+def cpu(self, memory_format=preserve_format):
+    return self.to("cpu", memory_format=memory_format)
+
+
+def cuda(self, device=None, non_blocking=False, memory_format=preserve_format):
+    return self.to("cuda" if device is None else as_device(device if not isinstance(
+        device, int) else f"cuda:{device}"), non_blocking=non_blocking,
+        memory_format=memory_format)
+
+
+def pin_memory(self, device=None):
+    """A copy in page-locked host memory, which GPU copies can read asynchronously (self
+    if already pinned)."""
+    from ...backends.cuda import pinned
+    if self.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    if self.is_pinned():
+        return self
+    out = Tensor._make(pinned.new_storage(self.nbytes), 0, self._shape,
+                       strides_for(self, preserve_format), self.dtype)
+    assign_array(out._array(), self._array())
+    return out
+
+
+def is_pinned(self, device=None) -> bool:
+    """Whether the tensor lives in page-locked host memory (Tensor.pin_memory())."""
+    return self._storage.is_pinned()
+
+
+def record_stream(self, stream) -> None:
+    """Tell the caching allocator that `stream` uses this tensor's memory, so that its block
+    is not reused before the work queued on `stream` so far has finished."""
+    if self.device.type != "cuda":
+        raise RuntimeError("record_stream: expected a CUDA tensor")
+    storage = self._storage
+    if storage.buf is not None and storage.nbytes():
+        storage._allocator.record_stream(storage.buf, stream.cuda_stream)
+
+
+def type_(self, dtype=None, non_blocking=False):
+    """With no argument, the legacy type name ('torch.FloatTensor'); else a cast."""
+    if dtype is None:
+        prefix = "torch." if self.device.type == "cpu" else f"torch.{self.device.type}."
+        return prefix + _LEGACY_NAMES[self.dtype]
+    if isinstance(dtype, str):
+        dtype = next(d for d, n in _LEGACY_NAMES.items() if dtype.endswith(n))
+    return self.to(dtype, non_blocking=non_blocking)
+
+
+_LEGACY_NAMES = {dt.float32: "FloatTensor", dt.float64: "DoubleTensor",
+                 dt.float16: "HalfTensor", dt.bfloat16: "BFloat16Tensor",
+                 dt.int64: "LongTensor", dt.int32: "IntTensor", dt.int16: "ShortTensor",
+                 dt.int8: "CharTensor", dt.uint8: "ByteTensor", dt.bool: "BoolTensor",
+                 dt.complex64: "ComplexFloatTensor", dt.complex128: "ComplexDoubleTensor"}
+
+export("type_as", type_as, method=True, function=False)
+export("cpu", cpu, method=True, function=False)
+export("cuda", cuda, method=True, function=False)
+export("pin_memory", pin_memory, method=True, function=False)
+export("is_pinned", is_pinned, method=True, function=False)
+export("record_stream", record_stream, method=True, function=False)
+export("type", type_, method=True, function=False)

@@ -1,0 +1,948 @@
+"""Softmax, log-softmax and the loss operators.
+
+Where PyTorch's loss is a real operator (nll_loss_forward, mse_loss, binary_cross_entropy,
+multi_margin_loss, _ctc_loss, ...) it is a `structured` declaration with a NumPy kernel and
+a derivative in `derivatives_loss.py`, with PyTorch's node name. Where PyTorch composes it
+from other ops (l1_loss, kl_div, cross_entropy_loss, cosine_embedding_loss, ...) it is a
+composite here too, so its graph has PyTorch's nodes. Kernels compute in float32 for
+float16/bfloat16 inputs (PyTorch's opmath) and round once into the output. `reduction` is
+PyTorch's enum: 0 none, 1 mean, 2 sum. nn.functional's wrappers are `nn/functional/loss.py`.
+"""
+from __future__ import annotations
+
+import math
+from math import prod
+
+import numpy as np
+
+from ...backends import arrays
+from ...backends.cpu import parallel
+from ...core import dtype as dt
+from ...core.shape import broadcast_shapes2, wrap_dim
+from ...core.tensor import Tensor
+from ..shape.joining import where
+from ..pointwise.meta import pointwise_spec
+from ...core.promotion import common_dtype, opmath
+from ..registry import composite, spec, structured
+
+NONE, MEAN, SUM = 0, 1, 2
+# The top-level functions (torch.kl_div, torch.ctc_loss, ...) default to reduction 0: PyTorch's
+# Python bindings read their schemas' `reduction=Mean` default as 0, so `torch.kl_div(x, y)`
+# is unreduced. nn.functional always passes the reduction explicitly.
+
+
+def _acc(t: Tensor) -> np.ndarray:
+    """The tensor's elements in the dtype its op computes in."""
+    a = t._array()
+    c = opmath(t.dtype)
+    return a if a.dtype == c else a.astype(c)
+
+
+def _store(out: Tensor, result) -> None:
+    o = out._array()
+    np.copyto(o, arrays.asarray(result).reshape(o.shape), casting="unsafe")
+
+
+def _reduce(loss: np.ndarray, reduction: int):
+    if reduction == NONE:
+        return loss
+    if reduction == SUM:
+        return loss.sum()
+    return loss.sum() / loss.size if loss.size else np.array(np.nan, loss.dtype)
+
+
+# ---- softmax, log_softmax ----------------------------------------------------------------
+
+def _softmax_meta(name):
+    def meta(self, dim, half_to_float):
+        wrap_dim(dim, self.dim())
+        if half_to_float:                   # float16 in, float32 out: a CUDA kernel's option
+            if self.device.type != "cuda":
+                raise RuntimeError(f"{name} with half to float conversion is not supported "
+                                   "on CPU")
+            if self.dtype is not dt.float16:
+                raise RuntimeError("conversion is supported for Half type only")
+            return spec(self._shape, dt.float32)
+        if self.dtype.category != dt.FLOAT:
+            kernel = f"{name}_lastdim_kernel_impl" if wrap_dim(dim, self.dim()) == \
+                max(self.dim() - 1, 0) else f"{name}_kernel_impl"
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{self.dtype.cname}\'')
+        return spec(self._shape, self.dtype)
+    return meta
+
+
+def _softmax_part(x: np.ndarray, o: np.ndarray, cd: np.dtype, log: bool) -> None:
+    """(log_)softmax over axis 1 of a cache-sized part `x`, written into `o`: the row max
+    is subtracted, then exponentials are summed, in place on one buffer of dtype cd."""
+    # an infinite max gives NaN, as in torch (CuPy's maximum has no reduce: its max)
+    m = np.maximum.reduce(x, axis=1, keepdims=True) if x.__class__ is np.ndarray else \
+        x.max(axis=1, keepdims=True)
+    if x.dtype != cd:
+        z = x.astype(cd)
+        z -= m
+    else:
+        z = np.subtract(x, m, out=o if o.dtype == cd else None)
+    if log:
+        s = np.add.reduce(np.exp(z), axis=1, keepdims=True)
+        z -= np.log(s, out=s)
+    else:
+        np.exp(z, out=z)
+        s = np.add.reduce(z, axis=1, keepdims=True)
+        z *= np.reciprocal(s, out=s)            # as PyTorch: one division per row
+    if z is not o:
+        np.copyto(o, z, casting="unsafe")
+
+
+def _softmax_into(out: Tensor, inputs, dim: int, part) -> None:
+    """Call `part(*xs, o)` (a reduction over axis 1 of 2-D or 3-D blocks, written into o)
+    on the inputs and the output seen as (outer, n, inner), n the size of `dim`, in blocks
+    of about BLOCK elements split across threads."""
+    o = out._array()
+    if o.size == 0:
+        return
+    shape = o.shape or (1,)
+    ax = dim % len(shape)
+    n = shape[ax]
+    outer, inner = prod(shape[:ax]), prod(shape[ax + 1:])
+    direct = o.flags.c_contiguous
+    parts = [t._array().reshape(outer, n, inner) for t in inputs]   # copies only if needed
+    parts.append(o.reshape(outer, n, inner) if direct else
+                 arrays.module_of(o).empty((outer, n, inner), o.dtype))
+    if inner == 1:
+        parts = [a[:, :, 0] for a in parts]
+    per = max(1, parallel.BLOCK // (n * inner))
+    if o.__class__ is not np.ndarray:           # on a GPU: one pass over everything
+        part(*parts)
+    elif per > 1 or inner == 1:                 # blocks of whole (n, inner) slabs
+        def run(start, stop):
+            for i in range(start, stop, per):
+                part(*[a[i:i + per] for a in parts])
+        parallel.parallel_for(outer, run, n * inner)
+    else:                                       # blocks of columns of one slab
+        width = max(parallel.BLOCK // n, 1024)   # long enough inner loops for NumPy
+        cols = -(-inner // width)
+
+        def run(start, stop):
+            for u in range(start, stop):
+                i, c = divmod(u, cols)
+                region = (slice(i, i + 1), slice(None), slice(c * width, (c + 1) * width))
+                part(*[a[region] for a in parts])
+        parallel.parallel_for(outer * cols, run, n * width)
+    if not direct:
+        np.copyto(o, parts[-1].reshape(o.shape))
+
+
+_softmax = structured("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+                      _softmax_meta("softmax"), method=False, inplace=False,
+                      doc="softmax over `dim` (the op behind torch.softmax).")
+
+
+@_softmax.impl("CPU")
+def _softmax_kernel(out, self, dim, half_to_float):
+    cd = opmath(self.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, False))
+
+
+_log_softmax = structured("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+                          _softmax_meta("log_softmax"), method=False, inplace=False,
+                          doc="log(softmax(x)) over `dim`, computed as x - max - log(sum exp).")
+
+
+@_log_softmax.impl("CPU")
+def _log_softmax_kernel(out, self, dim, half_to_float):
+    cd = opmath(self.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, True))
+
+
+def _softmax_backward_meta(name):
+    def meta(grad_output, output, dim, input_dtype):
+        wrap_dim(dim, output.dim())
+        if output.dtype is not grad_output.dtype:
+            raise RuntimeError(f"expected scalar type {grad_output.dtype.cname} but found "
+                               f"{output.dtype.cname}")
+        if input_dtype is not grad_output.dtype and input_dtype in (dt.float16, dt.bfloat16):
+            if grad_output.device.type != "cuda":    # half-to-float: not on CPU
+                raise RuntimeError(f"expected scalar type {grad_output.dtype.cname} but found "
+                                   f"{input_dtype.cname}")
+            if grad_output.dtype is not dt.float32 or input_dtype is not dt.float16:
+                raise RuntimeError("expected input and grad types to match, or input to be "
+                                   "at::Half and grad to be at::Float")
+            return spec(grad_output._shape, dt.float16)   # the float16 input's gradient
+        if grad_output._shape != output._shape:
+            raise RuntimeError(f"{name}: grad_output of shape {list(grad_output._shape)} does "
+                               f"not match output of shape {list(output._shape)}")
+        return spec(grad_output._shape, grad_output.dtype)
+    return meta
+
+
+_softmax_backward_data = structured(
+    "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype)"
+    " -> Tensor", _softmax_backward_meta("_softmax_backward_data"), method=False,
+    inplace=False, doc="The gradient of softmax: output * (grad - sum(grad * output)).")
+
+
+def _softmax_backward_part(cd, g, y, o) -> None:
+    if g.dtype != cd:
+        g, y = g.astype(cd), y.astype(cd)
+    s = np.add.reduce(np.multiply(g, y), axis=1, keepdims=True)
+    r = np.subtract(g, s, out=o if o.dtype == cd else None)
+    r *= y
+    if r is not o:
+        np.copyto(o, r, casting="unsafe")
+
+
+@_softmax_backward_data.impl("CPU")
+def _softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
+    cd = opmath(out.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (grad_output, output), dim,
+                      lambda g, y, o: _softmax_backward_part(cd, g, y, o))
+
+
+_log_softmax_backward_data = structured(
+    "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
+    "ScalarType input_dtype) -> Tensor", _softmax_backward_meta("_log_softmax_backward_data"),
+    method=False, inplace=False,
+    doc="The gradient of log_softmax: grad - exp(output) * sum(grad).")
+
+
+def _log_softmax_backward_part(cd, g, y, o) -> None:
+    if g.dtype != cd:
+        g, y = g.astype(cd), y.astype(cd)
+    s = np.add.reduce(g, axis=1, keepdims=True)
+    e = np.exp(y)
+    e *= s
+    r = np.subtract(g, e, out=o if o.dtype == cd else e)
+    if r is not o:
+        np.copyto(o, r, casting="unsafe")
+
+
+@_log_softmax_backward_data.impl("CPU")
+def _log_softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
+    cd = opmath(out.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (grad_output, output), dim,
+                      lambda g, y, o: _log_softmax_backward_part(cd, g, y, o))
+
+
+def _with_dtype(name, input, dtype):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input if dtype is None else input.to(dtype)
+
+
+@composite(method=True)
+def softmax(input, dim, dtype=None):
+    """softmax over `dim`; `dtype` casts the input first (e.g. float16 -> float32)."""
+    return _softmax(_with_dtype("softmax", input, dtype), dim, False)
+
+
+@composite(method=True)
+def log_softmax(input, dim, dtype=None):
+    """log_softmax over `dim`; `dtype` casts the input first."""
+    return _log_softmax(_with_dtype("log_softmax", input, dtype), dim, False)
+
+
+# ---- nll_loss --------------------------------------------------------------------------
+
+def _check_target_dtype(target: Tensor) -> None:
+    if target.dtype is not dt.int64 and target.dtype is not dt.uint8:
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{target.dtype.cname}")
+
+
+def _check_weight(weight, n_classes: int) -> None:
+    if weight is not None and weight.numel() != n_classes:
+        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
+                           "classes or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+
+
+def _nll_meta(self, target, weight, reduction, ignore_index):
+    _check_target_dtype(target)
+    if not 1 <= self.dim() <= 2:
+        raise RuntimeError(f"input tensor should be 1D or 2D, got {self.dim()}D")
+    if target.dim() > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    no_batch = self.dim() == 1 and target.numel() == 1
+    if not no_batch and (target.dim() == 0 or self._shape[0] != target._shape[0]):
+        raise RuntimeError(f"size mismatch (got input: {list(self._shape)}, target: "
+                           f"{list(target._shape)})")
+    _check_weight(weight, self._shape[-1])
+    shape = target._shape if reduction == NONE and self.dim() == 2 else ()
+    return spec(shape, self.dtype), spec((), self.dtype)
+
+
+def _nll2d_meta(self, target, weight, reduction, ignore_index):
+    _check_target_dtype(target)
+    if target.dim() != 3:
+        raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                           f"targets of dimension: {target.dim()}")
+    if self.dim() != 4:
+        raise RuntimeError("only batches of spatial inputs supported (4D tensors), but got "
+                           f"input of dimension: {self.dim()}")
+    s, t = self._shape, target._shape
+    if s[0] != t[0] or s[2:] != t[1:]:
+        raise RuntimeError(f"size mismatch (got input: {list(s)} , target: {list(t)}")
+    _check_weight(weight, s[1])
+    return spec(t if reduction == NONE else (), self.dtype), spec((), self.dtype)
+
+
+def _nll_kernel(outs, self, target, weight, reduction, ignore_index):
+    """Pick -w[t] * x[t] along the class dim; entries equal to ignore_index count 0."""
+    x = _acc(self)
+    cdim = 1 if x.ndim >= 2 else 0
+    n_classes = x.shape[cdim]
+    t = target._array().astype(np.int64)
+    if x.ndim == 1:
+        t = t.reshape(())                      # unbatched: a 0-dim or one-element target
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= n_classes))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
+    safe = np.where(valid, t, 0)
+    picked = np.take_along_axis(x, np.expand_dims(safe, cdim), cdim)
+    picked = picked.reshape(safe.shape)
+    w = valid.astype(x.dtype)
+    if weight is not None:
+        w = w * _acc(weight).reshape(-1)[safe]
+    loss = -picked * w
+    total = w.sum() if reduction != NONE else 0     # PyTorch leaves it 0 when not reducing
+    if reduction == NONE:
+        _store(outs[0], loss)
+    elif reduction == SUM:
+        _store(outs[0], loss.sum())
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            _store(outs[0], loss.sum() / total)       # all ignored: 0/0 = nan, as PyTorch
+    _store(outs[1], total)
+
+
+nll_loss_forward = structured(
+    "nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "
+    "SymInt ignore_index) -> (Tensor output, Tensor total_weight)", _nll_meta,
+    method=False, function=False, inplace=False, out=False,
+    doc="Negative log-likelihood of (N, C) or (C,) log-probabilities at the target classes.")
+nll_loss_forward.impl("CPU")(_nll_kernel)
+
+nll_loss2d_forward = structured(
+    "nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "
+    "SymInt ignore_index) -> (Tensor output, Tensor total_weight)", _nll2d_meta,
+    method=False, function=False, inplace=False, out=False,
+    doc="nll_loss_forward for (N, C, H, W) inputs and (N, H, W) targets.")
+nll_loss2d_forward.impl("CPU")(_nll_kernel)
+
+
+def nll_loss_nd(self, target, weight=None, reduction=MEAN, ignore_index=-100):
+    """nll_loss for any (N, C, d1, ..., dk) input: extra dims go through the 2-D kernel."""
+    if self.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {self.dim()})")
+    if self.dim() == 1 and target.dim() == 1 and target.numel() != 1:
+        raise ValueError("For 1D input, 1D target must have size 1, but got target size: "
+                         f"{target.numel()}")
+    batch = target._shape[0] if target.dim() else 0
+    if self.dim() != 1 and self._shape[0] != batch:
+        raise ValueError(f"Expected input batch_size ({self._shape[0]}) to match target "
+                         f"batch_size ({batch}).")
+    if self.dim() <= 2:
+        return nll_loss_forward(self, target, weight, reduction, ignore_index)[0]
+    if self.dim() == 4:
+        return nll_loss2d_forward(self, target, weight, reduction, ignore_index)[0]
+    n, c = self._shape[0], self._shape[1]
+    expected = [n, *self._shape[2:]]
+    if list(target._shape) != expected:
+        raise RuntimeError(f"Expected target size {expected}, got {list(target._shape)}")
+    inner = prod(self._shape[2:])
+    x = self.contiguous().view(n, c, 1, inner)
+    t = target.contiguous().view(n, 1, inner)
+    out = nll_loss2d_forward(x, t, weight, reduction, ignore_index)[0]
+    return out.view(expected) if reduction == NONE else out
+
+
+# ---- pointwise losses with a reduction --------------------------------------------------
+
+def _float_inputs(name, self, target):
+    d = common_dtype(self, target)
+    if d.category != dt.FLOAT:
+        raise NotImplementedError(f'"{name}" not implemented for \'{d.cname}\'')
+    return d
+
+
+def _pointwise_loss_meta(name):
+    def meta(self, target, reduction=MEAN, *rest):
+        d = _float_inputs(name, self, target)
+        if reduction == NONE:             # laid out as its inputs, as TensorIterator does
+            return pointwise_spec((self, target), d)
+        broadcast_shapes2(self._shape, target._shape)
+        return spec((), d)
+    return meta
+
+
+def _pair(out, self, target):
+    """Both operands in the op's compute dtype (float32 for float16/bfloat16)."""
+    c = opmath(out.dtype)
+    return self._array().astype(c, copy=False), target._array().astype(c, copy=False)
+
+
+def _pointwise_loss(schema, name, elementwise, doc):
+    decl = structured(schema, _pointwise_loss_meta(name), method=False, function=False,
+                      inplace=False, doc=doc)
+
+    @decl.impl("CPU")
+    def kernel(out, self, target, reduction=MEAN, *rest):
+        x, y = _pair(out, self, target)
+        with np.errstate(over="ignore"):          # exp overflow is inf, as in PyTorch
+            loss = elementwise(x, y, *rest)
+        loss = np.broadcast_to(loss, np.broadcast_shapes(x.shape, y.shape))
+        _store(out, _reduce(loss, reduction))
+    kernel.__qualname__ = f"{name}_kernel"
+    return decl
+
+
+mse_loss = _pointwise_loss(
+    "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", "mse_cpu",
+    lambda x, y: (x - y) ** 2, "Squared error (x - y)^2, reduced.")
+
+
+def _smooth_l1(x, y, beta):
+    d = np.abs(x - y)
+    if beta == 0:
+        return d
+    return np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+
+
+smooth_l1_loss = _pointwise_loss(
+    "smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.) -> Tensor",
+    "smooth_l1_cpu", _smooth_l1,
+    "0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = x - y), reduced.")
+
+
+def _huber(x, y, delta):
+    d = np.abs(x - y)
+    return np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+
+
+huber_loss = _pointwise_loss(
+    "huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.) -> Tensor",
+    "huber_cpu", _huber, "0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), reduced.")
+
+soft_margin_loss = _pointwise_loss(
+    "soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+    "soft_margin_loss", lambda x, y: np.log1p(np.exp(-y * x)),
+    "log(1 + exp(-y x)), reduced.")
+
+
+def _bce_logits_meta(self, target, weight=None, pos_weight=None, reduction=NONE):
+    d = _float_inputs("binary_cross_entropy_with_logits", self, target)
+    if target._shape != self._shape:
+        raise ValueError(f"Target size ({target._shape}) must be the same as input size "
+                         f"({self._shape})")
+    if reduction != NONE:
+        return spec((), d)
+    return pointwise_spec((target, self), d)   # PyTorch's composite starts from target
+
+
+def _bce_meta(self, target, weight=None, reduction=MEAN):
+    if target._shape != self._shape:
+        raise ValueError(f"Using a target size ({target._shape}) that is different to the "
+                         f"input size ({self._shape}) is deprecated. Please ensure they have "
+                         "the same size.")
+    d = _float_inputs("binary_cross_entropy", self, target)
+    return pointwise_spec((self, target), d) if reduction == NONE else spec((), d)
+
+
+binary_cross_entropy = structured(
+    "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) "
+    "-> Tensor", _bce_meta, method=False, function=False, inplace=False,
+    doc="-w (y log x + (1 - y) log(1 - x)) with the logs clamped at -100, reduced.")
+
+
+@binary_cross_entropy.impl("CPU")
+def _bce_kernel(out, self, target, weight=None, reduction=MEAN):
+    x, y = _pair(out, self, target)
+    if ((x < 0) | (x > 1)).any() or np.isnan(x).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with np.errstate(divide="ignore"):
+        loss = -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
+    if weight is not None:
+        loss = loss * _acc(weight)
+    _store(out, _reduce(np.broadcast_to(loss, x.shape), reduction))
+
+
+binary_cross_entropy_with_logits = structured(
+    "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, "
+    "Tensor? pos_weight=None, int reduction=0) -> Tensor",      # see NONE above
+    _bce_logits_meta, method=False, inplace=False,
+    doc="binary_cross_entropy(sigmoid(x), y) computed stably from the logits x, with an "
+        "optional weight for the positive term.")
+
+
+def softplus_neg(x: np.ndarray) -> np.ndarray:
+    """log(1 + exp(-x)) without overflow."""
+    return np.maximum(-x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+@binary_cross_entropy_with_logits.impl("CPU")
+def _bce_logits_kernel(out, self, target, weight=None, pos_weight=None, reduction=MEAN):
+    x, y = _pair(out, self, target)
+    scale = 1 if pos_weight is None else (_acc(pos_weight) - 1) * y + 1
+    loss = (1 - y) * x + scale * softplus_neg(x)
+    if weight is not None:
+        loss = loss * _acc(weight)
+    _store(out, _reduce(np.broadcast_to(loss, x.shape), reduction))
+
+
+# ---- margin losses over classes ------------------------------------------------------------
+
+def _multi_margin_meta(self, target, p=1, margin=1, weight=None, reduction=MEAN):
+    """(N, C) or (C,) input with an (N,) or () class target."""
+    if self.dim() > 2 or (self.dim() == 2 and self._shape[1] == 0) or (
+            self.dim() <= 1 and self.numel() == 0):
+        raise RuntimeError("multi_margin_loss: Expected non-empty vector or matrix with "
+                           f"optional 0-dim batch size, but got: {list(self._shape)}")
+    n = self._shape[0] if self.dim() == 2 else 1
+    if target.dim() > 1 or target.numel() != n:
+        raise RuntimeError(f"multi_margin_loss: inconsistent target size, expected {n} but "
+                           f"got {list(target._shape)}")
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    c = self._shape[-1] if self._shape else 1   # a 0-dim input is one class
+    if weight is not None and (weight.dim() > 1 or weight.numel() != c):
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"{list(weight._shape)}")
+    shape = target._shape if reduction == NONE and self.dim() == 2 else ()
+    return spec(shape, self.dtype)
+
+
+multi_margin_loss = structured(
+    "multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, "
+    "Tensor? weight=None, int reduction=1) -> Tensor", _multi_margin_meta, method=False,
+    function=False, inplace=False,
+    doc="Sum over wrong classes i of max(0, margin - x[y] + x[i])^p (times weight[y]) / C.")
+
+
+@multi_margin_loss.impl("CPU")
+def _multi_margin_kernel(out, self, target, p=1, margin=1, weight=None, reduction=MEAN):
+    x = _acc(self).reshape(-1, self._shape[-1] if self._shape else 1)
+    t = target._array().reshape(-1).astype(np.int64)
+    c = x.shape[1]
+    if ((t < 0) | (t >= c)).any():
+        raise RuntimeError("target out of range")
+    rows = arrays.module_of(t).arange(len(t))
+    z = margin - x[rows, t][:, None] + x
+    h = np.maximum(z, 0) ** p
+    h[rows, t] = 0
+    if weight is not None:
+        h = h * _acc(weight).reshape(-1)[t][:, None]
+    _store(out, _reduce(h.sum(1) / c, reduction))
+
+
+def _multilabel_meta(self, target, reduction):
+    if self.dim() > 2 or (self.dim() <= 1 and self.numel() == 0) or (
+            self.dim() == 2 and self._shape[1] == 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(self._shape)}")
+    if target._shape != self._shape:
+        raise RuntimeError(f"inconsistent target size: {list(target._shape)} for input of "
+                           f"size: {list(self._shape)}")
+    shape = self._shape[:1] if reduction == NONE and self.dim() == 2 else ()
+    return spec(shape, self.dtype), spec(self._shape, self.dtype)
+
+
+multilabel_margin_loss_forward = structured(
+    "multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> "
+    "(Tensor output, Tensor is_target)", _multilabel_meta, method=False, function=False,
+    inplace=False, out=False,
+    doc="Sum over target classes j (the entries of target before the first -1) and "
+        "non-target classes i of max(0, 1 - x[j] + x[i]) / C; also the target mask.")
+
+
+def multilabel_counts(t: np.ndarray, c: int) -> np.ndarray:
+    """How often each class is listed in each row's targets (up to the first negative)."""
+    listed = np.cumprod(t >= 0, axis=-1).astype(bool)
+    if listed.any() and (t[listed] >= c).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    rows = np.broadcast_to(arrays.module_of(t).arange(t.shape[0])[:, None], t.shape)
+    flat = rows[listed] * c + t[listed]
+    return np.bincount(flat, minlength=t.size).reshape(t.shape)
+
+
+@multilabel_margin_loss_forward.impl("CPU")
+def _multilabel_kernel(outs, self, target, reduction):
+    c = self._shape[-1] if self._shape else 1
+    x = _acc(self).reshape(-1, c)
+    counts = multilabel_counts(target._array().reshape(-1, c).astype(np.int64), c)
+    is_target = counts > 0
+    z = np.maximum(1 - x[:, :, None] + x[:, None, :], 0)           # [n, j, i]
+    pairs = counts[:, :, None] * ~is_target[:, None, :]
+    _store(outs[0], _reduce((z * pairs).sum((1, 2)) / c, reduction))
+    _store(outs[1], is_target)
+
+
+def multilabel_margin_loss(self, target, reduction=MEAN):
+    return multilabel_margin_loss_forward(self, target, reduction)[0]
+
+
+# ---- losses PyTorch composes from other ops ------------------------------------------------
+
+def apply_reduction(loss: Tensor, reduction: int) -> Tensor:
+    if reduction == MEAN:
+        return loss.mean()
+    if reduction == SUM:
+        return loss.sum()
+    return loss
+
+
+def l1_loss(self, target, reduction=MEAN):
+    """|x - y|, reduced (AbsBackward0 then Mean/SumBackward0, as PyTorch's composite)."""
+    return apply_reduction((self - target).abs(), reduction)
+
+
+def _log_sigmoid(x):
+    """log(sigmoid(x)) = -log(1 + exp(-x)), without overflow."""
+    return -((-x).clamp_min(0) + (-x.abs()).exp().log1p())
+
+
+def multilabel_soft_margin(input, target, weight=None, reduction=MEAN):
+    loss = -(target * _log_sigmoid(input) + (1 - target) * _log_sigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]
+    return apply_reduction(loss, reduction)
+
+
+def _label_smoothing_term(logp, target, weight, reduction, ignore_index, cdim):
+    """The uniform part of a label-smoothed cross entropy: -sum over classes of w_c logp_c,
+    ignored targets zeroed; 'mean' divides by the total weight of the counted targets."""
+    ignored = target == ignore_index
+    if weight is not None:
+        shape = [1] * logp.dim()
+        shape[cdim] = weight.numel()
+        smooth = -(logp * weight.view(shape)).sum(cdim)
+    else:
+        smooth = -logp.sum(cdim)
+    smooth = smooth.masked_fill(ignored, 0.0)
+    if reduction == MEAN:
+        if weight is not None:
+            kept = ignored.logical_not()
+            return smooth.sum() / weight.take(target.masked_select(kept)).sum()
+        return smooth.sum() / ignored.logical_not().sum()
+    return smooth.sum() if reduction == SUM else smooth
+
+
+def cross_entropy_loss(self, target, weight=None, reduction=MEAN, ignore_index=-100,
+                       label_smoothing=0.0):
+    """log_softmax over the class dim, then nll_loss (class indices) or
+    -sum(target * logp) (class probabilities, when target has the input's shape)."""
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError("label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing:g}")
+    cdim = 0 if self.dim() == 1 else 1
+    logp = log_softmax(self, cdim)
+    n_classes = self.shape[cdim] if self.dim() else 1
+    if self._shape == target._shape:
+        if target.dtype.category != dt.FLOAT:
+            raise RuntimeError("Expected floating point type for target with class "
+                               f"probabilities, got {target.dtype.cname}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / n_classes
+        loss = logp * target
+        if weight is not None:
+            shape = [1] * self.dim()
+            shape[cdim] = n_classes
+            loss = loss * weight.view(shape)
+        if reduction == MEAN:       # per sample position; an empty input gives 0/0 = nan
+            return -loss.sum() / (self.numel() / n_classes if self.numel() else 0.0)
+        return -loss.sum() if reduction == SUM else -loss.sum(cdim)
+    nll = nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    if label_smoothing == 0:
+        return nll
+    smooth = _label_smoothing_term(logp, target, weight, reduction, ignore_index, cdim)
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+@composite()
+def kl_div(input, target, reduction=NONE, *, log_target=False):
+    """Pointwise KL divergence target * (log target - input), input being log-probabilities
+    (target too with log_target)."""
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = target.xlogy(target) - target * input
+    return apply_reduction(loss, reduction)
+
+
+@composite()
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    """Poisson negative log-likelihood; `full` adds Stirling's term where target > 1."""
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + (target * (2 * math.pi)).log() * 0.5
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return apply_reduction(loss, reduction)
+
+
+@composite()
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=NONE):
+    """1 - cos(x1, x2) for target 1, max(0, cos - margin) for target -1."""
+    tdim = target.dim()
+    if tdim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if tdim == 1 and (input1.dim() != 2 or input2.dim() != 2):
+        raise RuntimeError("1D target tensor expects 2D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    if tdim == 0 and (input1.dim() != 1 or input2.dim() != 1):
+        raise RuntimeError("0D target tensor expects 1D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    dot = (input1 * input2).sum(tdim)
+    norms = (((input1 * input1).sum(tdim) + 1e-12) * ((input2 * input2).sum(tdim) + 1e-12))
+    cos = dot / norms.sqrt()
+    zeros = cos.new_zeros(())
+    pos = where(target == 1, 1 - cos, zeros)
+    neg = where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return apply_reduction(pos + neg, reduction)
+
+
+@composite()
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=NONE):
+    """max(0, -y (x1 - x2) + margin)."""
+    return apply_reduction((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+@composite()
+def hinge_embedding_loss(input, target, margin=1.0, reduction=NONE):
+    """x where target is 1, max(0, margin - x) where target is -1."""
+    zeros = input.new_zeros(())
+    below = where(target != 1, (margin - input).clamp_min(0), zeros)
+    return apply_reduction(below + where(target != -1, input, zeros), reduction)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p over the last dim."""
+    return (x1 - x2 + eps).norm(p, -1, keepdim)
+
+
+def check_triplet_dims(anchor, positive, negative):
+    a, p, n = anchor.dim(), positive.dim(), negative.dim()
+    if not a == p == n:
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {a}D, positive "
+                           f"{p}D, and negative {n}D inputs")
+
+
+@composite()
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
+                        reduction=NONE):
+    """max(0, margin + d(a, p) - d(a, n)); `swap` uses min(d(a, n), d(p, n))."""
+    check_triplet_dims(anchor, positive, negative)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
+    return apply_reduction((d_pos - d_neg + margin).clamp_min(0), reduction)
+
+
+# ---- ctc_loss ------------------------------------------------------------------------------
+
+def _ctc_meta(log_probs, targets, input_lengths, target_lengths, blank=0,
+              zero_infinity=False):
+    where_ = " (while checking arguments for ctc_loss_allocate_outputs)"
+    if log_probs.dim() != 3:
+        raise RuntimeError(f"ctc_loss: expected log_probs to be 3-dimensional (T, N, C), got "
+                           f"{log_probs.dim()} dims")
+    if log_probs.dtype.category != dt.FLOAT:
+        raise NotImplementedError(f'"ctc_loss_cpu" not implemented for '
+                                  f"'{log_probs.dtype.cname}'")
+    if targets.dtype not in (dt.int64, dt.int32):
+        raise RuntimeError(f"ctc_loss: expected targets to be Long or Int, got "
+                           f"{targets.dtype.cname}")
+    n_time, batch, n_classes = log_probs.shape
+    if not 0 <= blank < n_classes:
+        raise RuntimeError("blank must be in label range")
+    if len(input_lengths) != batch:
+        raise RuntimeError("input_lengths must be of size batch_size")
+    if len(target_lengths) != batch:
+        raise RuntimeError("target_lengths must be of size batch_size")
+    max_target = max(target_lengths, default=0)
+    if targets.dim() == 1:
+        if targets.numel() < sum(target_lengths):
+            raise RuntimeError(f"Expected tensor to have size at least {sum(target_lengths)} "
+                               f"at dimension 0, but got size {targets.numel()} for argument "
+                               f"#2 'targets'{where_}")
+    elif targets.dim() != 2 or targets._shape[0] != batch or targets._shape[1] < max_target:
+        raise RuntimeError(f"Expected tensor to have size at least {max_target} at dimension "
+                           f"1, but got size {targets._shape[-1]} for argument #2 "
+                           f"'targets'{where_}")
+    for length in input_lengths:
+        if length > n_time:
+            raise RuntimeError(f"Expected input_lengths to have value at most {n_time}, but "
+                               f"got value {length}{where_}")
+    return (spec((batch,), log_probs.dtype),
+            spec((batch, n_time, 2 * max_target + 1), log_probs.dtype))
+
+
+def _extended_labels(targets, target_lengths, blank):
+    """The blank-interleaved label sequences (N, 2S+1), their lengths and where a
+    transition may skip a position (s-2 -> s: a label different from the one before)."""
+    lengths = np.asarray(target_lengths, np.int64)
+    batch, longest = len(lengths), int(lengths.max(initial=0))
+    t = targets._array().astype(np.int64)
+    if t.ndim == 1:                                  # concatenated targets
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        idx = starts[:, None] + np.arange(longest)
+        padded = t[np.minimum(idx, max(t.size - 1, 0))] if t.size else np.zeros(idx.shape,
+                                                                                np.int64)
+    else:
+        padded = t[:, :longest]
+    padded = np.where(np.arange(longest) < lengths[:, None], padded, blank)
+    ext = np.full((batch, 2 * longest + 1), blank, np.int64)
+    ext[:, 1::2] = padded
+    skip = np.zeros(ext.shape, bool)
+    skip[:, 3::2] = padded[:, 1:] != padded[:, :-1]
+    return ext, 2 * lengths + 1, skip
+
+
+def _logsumexp3(a, b, c):
+    m = np.maximum(np.maximum(a, b), c)
+    shift = np.where(np.isfinite(m), m, 0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(a - shift) + np.exp(b - shift) + np.exp(c - shift)) + shift
+
+
+def _shift(a, k):
+    """a[..., s - k] (−inf where s < k)."""
+    out = np.full_like(a, -np.inf)
+    out[:, k:] = a[:, :a.shape[1] - k]
+    return out
+
+
+def _ctc_kernel(outs, log_probs, targets, input_lengths, target_lengths, blank=0,
+                zero_infinity=False):
+    """The alpha recursion in log space, vectorised over the batch, looping over time."""
+    lp = _acc(log_probs)
+    n_time, batch, _ = lp.shape
+    ext, ext_len, skip = _extended_labels(targets, target_lengths, blank)
+    rows = np.arange(batch)[:, None]
+    live = np.arange(ext.shape[1]) < ext_len[:, None]
+    alpha = np.full((batch, n_time, ext.shape[1]), -np.inf, lp.dtype)
+    if n_time:
+        first = np.full(ext.shape, -np.inf, lp.dtype)
+        first[:, :2] = lp[0][rows, ext[:, :2]]
+        alpha[:, 0] = np.where(live, first, -np.inf)
+    for t in range(1, n_time):
+        a = alpha[:, t - 1]
+        a2 = np.where(skip, _shift(a, 2), -np.inf)
+        alpha[:, t] = np.where(live, _logsumexp3(a, _shift(a, 1), a2) + lp[t][rows, ext],
+                               -np.inf)
+    lengths = np.asarray(input_lengths, np.int64)
+    last = alpha[np.arange(batch), np.maximum(lengths - 1, 0)]
+    end = ext_len - 1
+    tail = np.where(end > 0, last[np.arange(batch), np.maximum(end - 1, 0)], -np.inf)
+    nll = -np.logaddexp(last[np.arange(batch), end], tail)
+    nll = np.where(lengths == 0, np.where(ext_len == 1, 0.0, np.inf), nll)
+    if zero_infinity:
+        nll = np.where(np.isinf(nll), 0.0, nll)
+    _store(outs[0], nll)
+    _store(outs[1], alpha)
+
+
+_ctc_loss = structured(
+    "_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, "
+    "int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)", _ctc_meta, method=False,
+    inplace=False, out=False,
+    doc="Connectionist temporal classification loss per sample, and the log-alphas.")
+_ctc_loss.impl("CPU")(_ctc_kernel)
+_ctc_loss.on_cuda = "host"     # a recursion over time steps built from host length lists
+
+
+def _ctc_backward_meta(grad, log_probs, targets, input_lengths, target_lengths,
+                       neg_log_likelihood, log_alpha, blank, zero_infinity=False):
+    return spec(log_probs._shape, log_probs.dtype)
+
+
+_ctc_loss_backward = structured(
+    "_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, "
+    "int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, "
+    "bool zero_infinity=False) -> Tensor", _ctc_backward_meta, method=False, function=False,
+    inplace=False, out=False, doc="The gradient of _ctc_loss by the beta recursion (PyTorch's formula).")
+_ctc_loss_backward.on_cuda = "host"     # as _ctc_loss
+
+
+@_ctc_loss_backward.impl("CPU")
+def _ctc_backward_kernel(out, grad, log_probs, targets, input_lengths, target_lengths,
+                         neg_log_likelihood, log_alpha, blank, zero_infinity=False):
+    """grad = exp(lp) - exp(log(sum over s with label c of alpha beta) + nll - lp), times
+    the incoming gradient, and 0 past each input length (PyTorch's gradient, which is the
+    log-softmax logits' gradient once composed with log_softmax's derivative)."""
+    lp = _acc(log_probs)
+    n_time, batch, n_classes = lp.shape
+    ext, ext_len, skip = _extended_labels(targets, target_lengths, blank)
+    rows = np.arange(batch)[:, None]
+    lengths = np.asarray(input_lengths, np.int64)
+    live = np.arange(ext.shape[1]) < ext_len[:, None]
+    ends = (np.arange(ext.shape[1]) == ext_len[:, None] - 1) | (
+        np.arange(ext.shape[1]) == ext_len[:, None] - 2)
+    skip_from = np.zeros(skip.shape, bool)               # s -> s+2 allowed at s
+    skip_from[:, :-2] = skip[:, 2:]
+    alpha = _acc(log_alpha)
+    nll = _acc(neg_log_likelihood)
+    beta = np.full(alpha.shape, -np.inf, lp.dtype)
+    grad_lp = np.zeros((batch, n_time, n_classes), lp.dtype)
+    after = np.full(ext.shape, -np.inf, lp.dtype)
+    for t in range(n_time - 1, -1, -1):
+        emit = lp[t][rows, ext]
+        b1 = np.full_like(after, -np.inf)
+        b1[:, :-1] = after[:, 1:]
+        b2 = np.full_like(after, -np.inf)
+        b2[:, :-2] = np.where(skip_from[:, :-2], after[:, 2:], -np.inf)
+        step = _logsumexp3(after, b1, b2) + emit
+        start = np.where(ends & live, emit, -np.inf)
+        cur = np.where((t == lengths - 1)[:, None], start,
+                       np.where((t < lengths - 1)[:, None] & live, step, -np.inf))
+        beta[:, t] = cur
+        after = cur
+        ab = alpha[:, t] + cur
+        m = np.max(ab, axis=1, keepdims=True, initial=-np.inf)
+        m = np.where(np.isfinite(m), m, 0)
+        summed = np.zeros((batch, n_classes), lp.dtype)
+        np.add.at(summed, (np.broadcast_to(rows, ext.shape), ext), np.exp(ab - m))
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            lcab = np.log(summed) + m
+            grad_lp[:, t] = np.exp(lp[t]) - np.exp(lcab + nll[:, None] - lp[t])
+    g = np.moveaxis(grad_lp, 1, 0) * np.asarray(_acc(grad)).reshape(1, batch, 1)
+    g = np.where((np.arange(n_time)[:, None] < lengths)[:, :, None], g, 0)
+    if zero_infinity:
+        g = np.where(np.isinf(nll)[None, :, None], 0, g)
+    _store(out, np.nan_to_num(g, nan=0.0) if zero_infinity else g)
+
+
+@composite()
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=NONE,
+             zero_infinity=False):
+    """CTC loss of (T, N, C) or unbatched (T, C) log-probabilities; lengths as tensors or
+    int sequences; 'mean' divides each loss by its target length, then averages."""
+    def as_list(x):
+        return [int(v) for v in (x.reshape(-1).tolist() if isinstance(x, Tensor) else x)]
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
+    il, tl = as_list(input_lengths), as_list(target_lengths)
+    nll = _ctc_loss(log_probs, targets, il, tl, blank, zero_infinity)[0]
+    if zero_infinity:             # already zero there; recorded as PyTorch's composite does
+        nll = where(nll == math.inf, 0.0, nll)
+    if unbatched:
+        nll = nll.squeeze(0)
+    if reduction == MEAN:
+        lengths = nll.new_tensor([max(v, 1) for v in tl])
+        return (nll / (lengths.squeeze(0) if unbatched else lengths)).mean()
+    return nll.sum() if reduction == SUM else nll

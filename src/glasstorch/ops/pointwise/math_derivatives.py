@@ -1,0 +1,659 @@
+"""Derivative formulas of the math ops: pointwise functions, binary ops and reductions.
+
+Same conventions as `ops/derivatives.py` (formulas in glasstorch ops so that double backward
+records them). Python-number operands ("wrapped numbers") get no gradient (None).
+"""
+from __future__ import annotations
+
+import math
+
+from ...autograd.recording import derivative, derivative_not_implemented, not_differentiable
+from ...core.shape import wrap_dim
+from ...core.tensor import Tensor
+from .arithmetic_derivatives import _reduced_dims, _unreduce, conj
+from ..creation.factories import zeros_like
+from ..shape.joining import cat, where
+from ..creation.ranges import arange
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2.0
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, Tensor)
+
+
+def _tensor_or(g, x):
+    """`g` when `x` is a Tensor input, else None (a Python number has no gradient)."""
+    return g if isinstance(x, Tensor) else None
+
+
+def _zero(grad):
+    return grad * 0
+
+
+def _drop(g, mask):
+    """`g` with zeros where `mask` is set (`where` is differentiable, for double backward)."""
+    return where(mask, 0.0, g)
+
+
+def _reverse_cumsum(g, dim):
+    """Sums from each position to the end along `dim` (cumsum's adjoint), without flip."""
+    return g.sum(dim, keepdim=True) - g.cumsum(dim) + g
+
+
+# ---- unary pointwise -----------------------------------------------------------------------
+
+@derivative("aten::exp2", "Exp2Backward0")
+def _exp2(grad, result):
+    return (grad * conj(result * _LN2),)
+
+
+@derivative("aten::expm1", "Expm1Backward0")
+def _expm1(grad, result):
+    return (grad * conj(result + 1),)
+
+
+@derivative("aten::log2", "Log2Backward0")
+def _log2(grad, self):
+    return (grad / conj(self * _LN2),)
+
+
+@derivative("aten::log10", "Log10Backward0")
+def _log10(grad, self):
+    return (grad / conj(self * _LN10),)
+
+
+@derivative("aten::log1p", "Log1PBackward0")
+def _log1p(grad, self):
+    return (grad / conj(self + 1),)
+
+
+@derivative("aten::rsqrt", "RsqrtBackward0")
+def _rsqrt(grad, result):
+    return (grad * conj((result * result * result) * -0.5),)
+
+
+@derivative("aten::square", "PowBackward0")
+def _square(grad, self):
+    return (grad * conj(self * 2),)
+
+
+@derivative("aten::reciprocal", "ReciprocalBackward0")
+def _reciprocal(grad, result):
+    return (-grad * conj(result * result),)
+
+
+@derivative("aten::sin", "SinBackward0")
+def _sin(grad, self):
+    return (grad * conj(self.cos()),)
+
+
+@derivative("aten::cos", "CosBackward0")
+def _cos(grad, self):
+    return (-grad * conj(self.sin()),)
+
+
+@derivative("aten::tan", "TanBackward0")
+def _tan(grad, result):
+    return (grad * conj(result * result + 1),)
+
+
+@derivative("aten::asin", "AsinBackward0")
+def _asin(grad, self):
+    return (grad / conj((1 - self * self).sqrt()),)
+
+
+@derivative("aten::acos", "AcosBackward0")
+def _acos(grad, self):
+    return (-grad / conj((1 - self * self).sqrt()),)
+
+
+@derivative("aten::atan", "AtanBackward0")
+def _atan(grad, self):
+    return (grad / conj(self * self + 1),)
+
+
+@derivative("aten::sinh", "SinhBackward0")
+def _sinh(grad, self):
+    return (grad * conj(self.cosh()),)
+
+
+@derivative("aten::cosh", "CoshBackward0")
+def _cosh(grad, self):
+    return (grad * conj(self.sinh()),)
+
+
+@derivative("aten::asinh", "AsinhBackward0")
+def _asinh(grad, self):
+    return (grad / conj((self * self + 1).sqrt()),)
+
+
+@derivative("aten::acosh", "AcoshBackward0")
+def _acosh(grad, self):
+    return (grad / conj((self - 1).sqrt() * (self + 1).sqrt()),)
+
+
+@derivative("aten::atanh", "AtanhBackward0")
+def _atanh(grad, self):
+    return (grad / conj(1 - self * self),)
+
+
+@derivative("aten::logit", "LogitBackward0")
+def _logit(grad, self, eps):
+    g = grad / (self * (1 - self))
+    if eps is None:
+        return (g,)
+    outside = (self < eps).logical_or(self > 1 - eps)
+    return (_drop(g, outside),)
+
+
+@derivative("aten::erf", "ErfBackward0")
+def _erf(grad, self):
+    return (grad * (-(self * self)).exp() * _TWO_OVER_SQRT_PI,)
+
+
+@derivative("aten::erfc", "ErfcBackward0")
+def _erfc(grad, self):
+    return (grad * (-(self * self)).exp() * -_TWO_OVER_SQRT_PI,)
+
+
+@derivative("aten::erfinv", "ErfinvBackward0")
+def _erfinv(grad, result):
+    return (grad * (result * result).exp() * _SQRT_PI_OVER_2,)
+
+
+@derivative("aten::lgamma", "LgammaBackward0")
+def _lgamma(grad, self):
+    return (grad * self.digamma(),)
+
+
+# piecewise-constant functions: zero gradient; frac(x) = x - trunc(x): identity gradient
+for _name, _node in (("floor", "FloorBackward0"), ("ceil", "CeilBackward0"),
+                     ("trunc", "TruncBackward0"), ("sign", "SignBackward0")):
+    derivative(f"aten::{_name}", _node)(lambda grad: (_zero(grad),))
+
+
+@derivative("aten::round.decimals",
+            lambda self, decimals=None: "RoundBackward0" if decimals is None
+            else "RoundBackward1")
+def _round(grad):
+    return (_zero(grad),)
+
+
+@derivative("aten::frac", "FracBackward0")
+def _frac(grad):
+    return (grad,)
+
+
+# ---- clamp -------------------------------------------------------------------------------
+
+def _clamp_name(self, min=None, max=None):
+    return "ClampBackward0" if _is_tensor(min) or _is_tensor(max) else "ClampBackward1"
+
+
+@derivative("aten::clamp", _clamp_name)
+@derivative("aten::clamp.Tensor", _clamp_name)
+def _clamp(grad, self, min, max):
+    """The gradient passes to self where min <= self <= max; to a tensor bound where it
+    is the one selected (max wins where max < min, as in PyTorch)."""
+    if min is not None and max is not None:
+        keep = (self >= min).logical_and(self <= max)
+        g_min = g_max = None
+        if _is_tensor(min):
+            g_min = where((self < min).logical_and(min < max), grad, 0.0)
+        if _is_tensor(max):
+            g_max = where((self > max).logical_or(max < min), grad, 0.0)
+        return where(keep, grad, 0.0), g_min, g_max
+    if min is not None:
+        return (_drop(grad, self < min),
+                _tensor_or(_drop(grad, self >= min), min), None)
+    if max is not None:
+        return (_drop(grad, self > max), None,
+                _tensor_or(_drop(grad, self <= max), max))
+    return grad, None, None
+
+
+@derivative("aten::clamp_min", "ClampMinBackward0")
+@derivative("aten::clamp_min.Tensor",
+            lambda self, min: "ClampMinBackward1" if _is_tensor(min) else "ClampMinBackward0")
+def _clamp_min(grad, self, min):
+    return _drop(grad, self < min), _tensor_or(_drop(grad, self >= min), min)
+
+
+@derivative("aten::clamp_max", "ClampMaxBackward0")
+@derivative("aten::clamp_max.Tensor",
+            lambda self, max: "ClampMaxBackward1" if _is_tensor(max) else "ClampMaxBackward0")
+def _clamp_max(grad, self, max):
+    return _drop(grad, self > max), _tensor_or(_drop(grad, self <= max), max)
+
+
+# ---- binary pointwise --------------------------------------------------------------------
+
+def _split_ties(grad, self, other):
+    """Where the operands are equal, each gets half the gradient (as PyTorch)."""
+    return where(self == other, grad / 2, grad)
+
+
+@derivative("aten::maximum", "MaximumBackward0")
+def _maximum(grad, self, other):
+    g = _split_ties(grad, self, other)
+    return _drop(g, self < other), _tensor_or(_drop(g, self > other), other)
+
+
+@derivative("aten::minimum", "MinimumBackward0")
+def _minimum(grad, self, other):
+    g = _split_ties(grad, self, other)
+    return _drop(g, self > other), _tensor_or(_drop(g, self < other), other)
+
+
+@derivative("aten::fmax", "FmaxBackward0")
+def _fmax(grad, self, other):
+    self_wins = (self >= other).logical_or(other.isnan())
+    return (where(self_wins, grad, 0.0),
+            _tensor_or(_drop(grad, self_wins), other))
+
+
+@derivative("aten::fmin", "FminBackward0")
+def _fmin(grad, self, other):
+    self_wins = (self <= other).logical_or(other.isnan())
+    return (where(self_wins, grad, 0.0),
+            _tensor_or(_drop(grad, self_wins), other))
+
+
+@derivative("aten::atan2", "Atan2Backward0")
+def _atan2(grad, self, other):
+    denom = self * self + other * other
+    return grad * other / denom, _tensor_or(-grad * self / denom, other)
+
+
+@derivative("aten::hypot", "HypotBackward0")
+def _hypot(grad, self, other, result):
+    return grad * self / result, _tensor_or(grad * other / result, other)
+
+
+def _xlogy_name(self, other):
+    if not _is_tensor(self):
+        return "XlogyBackward1"
+    return "XlogyBackward0" if _is_tensor(other) else "XlogyBackward2"
+
+
+@derivative("aten::xlogy.Scalar_Other", "XlogyBackward2")
+@derivative("aten::xlogy.Tensor", _xlogy_name)
+def _xlogy(grad, self, other):
+    g_self = None
+    if _is_tensor(self):
+        g_self = grad * (self != 0).to(grad.dtype).xlogy(other)
+    g_other = grad * self / other if _is_tensor(other) else None
+    return g_self, g_other
+
+
+@derivative("aten::copysign.Tensor",
+            lambda self, other: "CopysignBackward0" if _is_tensor(other)
+            else "CopysignBackward1")
+def _copysign(grad, self, result):
+    ratio = _drop(result / self, self == 0)
+    return grad * ratio, _zero(grad)     # no gradient flows to the sign source
+
+
+@derivative("aten::lerp.Scalar", "LerpBackward0")
+@derivative("aten::lerp.Tensor",
+            lambda self, end, weight: "LerpBackward1" if _is_tensor(weight)
+            else "LerpBackward0")
+def _lerp(grad, self, end, weight):
+    return (grad * (1 - weight), _tensor_or(grad * weight, end),
+            _tensor_or(grad * (end - self), weight))
+
+
+@derivative("aten::addcmul", "AddcmulBackward0")
+def _addcmul(grad, tensor1, tensor2, value):
+    return grad, grad * tensor2 * value, grad * tensor1 * value
+
+
+@derivative("aten::addcdiv", "AddcdivBackward0")
+def _addcdiv(grad, tensor1, tensor2, value):
+    return grad, grad * value / tensor2, -grad * value * tensor1 / (tensor2 * tensor2)
+
+
+@derivative("aten::where.self", "WhereBackward0")
+def _where(grad, condition):
+    return None, where(condition, grad, 0.0), _drop(grad, condition)
+
+
+@derivative("aten::remainder.Scalar", "RemainderBackward0")
+@derivative("aten::remainder.Tensor",
+            lambda self, other: "RemainderBackward1" if _is_tensor(other)
+            else "RemainderBackward0")
+def _remainder(grad, self, other):
+    g_other = None
+    if _is_tensor(other):
+        g_other = -grad * self.div(other, rounding_mode="floor")
+    return grad, g_other
+
+
+@derivative("aten::fmod.Scalar", "FmodBackward0")
+@derivative("aten::fmod.Tensor",
+            lambda self, other: "FmodBackward1" if _is_tensor(other) else "FmodBackward0")
+def _fmod(grad, self, other):
+    g_other = None
+    if _is_tensor(other):
+        g_other = -grad * self.div(other, rounding_mode="trunc")
+    return grad, g_other
+
+
+def _float_power_name(self, exponent):
+    if not _is_tensor(self):
+        return "PowBackward2"
+    return "PowBackward1" if _is_tensor(exponent) else "PowBackward0"
+
+
+@derivative("aten::float_power.Tensor_Tensor", _float_power_name)
+def _float_power(grad, self, exponent, result):
+    g_self = g_exp = None
+    if _is_tensor(self):
+        g_self = grad * exponent * self.double().pow(exponent - 1)
+        if _is_tensor(exponent):
+            g_exp = grad * result * self.double().log()
+    else:
+        g_exp = grad * result * math.log(self)
+    return g_self, g_exp
+
+
+# ---- reductions --------------------------------------------------------------------------
+
+def _keep(t, shape, dim, keepdim):
+    """A reduction's output (or gradient) with the reduced dims kept as size 1."""
+    if not keepdim and shape:
+        for d in _reduced_dims(shape, dim):
+            t = t.unsqueeze(d)
+    return t
+
+
+def _evenly(grad, self, result, dim, keepdim):
+    """Gradient of max/min-like reductions: shared equally among the tied extrema."""
+    shape = self.shape
+    dim = tuple(dim) if dim else None      # amax's dim=[] reduces every dim
+    hit = self == _keep(result, shape, dim, keepdim)
+    count = hit.sum(_reduced_dims(shape, dim), keepdim=True)
+    return where(hit, _unreduce(grad, shape, dim, keepdim) / count, 0.0)
+
+
+@derivative("aten::prod", "ProdBackward0")
+def _prod_all(grad, self):
+    return _prod(grad, self, None, False)
+
+
+@derivative("aten::prod.dim_int", "ProdBackward1")
+def _prod(grad, self, dim, keepdim):
+    """d prod / d x_i is the product of the other elements; with one zero in the slice only
+    that zero gets a gradient, with two or more nothing does."""
+    shape = self.shape
+    x, g, d = self, grad, dim
+    if dim is None:
+        x, g, d = self.reshape(-1), grad.reshape(1), 0
+    elif not keepdim and shape:
+        g = g.unsqueeze(dim)
+    zero = x == 0
+    zeros = zero.sum(d, keepdim=True)
+    safe = where(zero, 1.0, x)
+    others = safe.prod(d, keepdim=True)
+    out = _drop(g * others / safe, zeros != 0)
+    out = out + where(zero.logical_and(zeros == 1), g * others, 0.0)
+    return (out.reshape(shape),)
+
+
+@derivative("aten::amax", "AmaxBackward0")
+def _amax(grad, self, dim, keepdim, result):
+    return (_evenly(grad, self, result, dim, keepdim),)
+
+
+@derivative("aten::amin", "AminBackward0")
+def _amin(grad, self, dim, keepdim, result):
+    return (_evenly(grad, self, result, dim, keepdim),)
+
+
+@derivative("aten::max", "MaxBackward1")
+def _max_all(grad, self, result):
+    return (_evenly(grad, self, result, None, False),)
+
+
+@derivative("aten::min", "MinBackward1")
+def _min_all(grad, self, result):
+    return (_evenly(grad, self, result, None, False),)
+
+
+def _at_index(grad, self, dim, keepdim, index):
+    """Scatter a dim-reduction's gradient to the selected `index` (keepdim shape)."""
+    grad = grad[0] if isinstance(grad, tuple) else grad
+    if grad is None:
+        return (None,)
+    shape = self.shape
+    if not shape:
+        return (grad,)
+    dim = wrap_dim(dim, len(shape))
+    if not keepdim:
+        grad = grad.unsqueeze(dim)
+    positions = [1] * len(shape)
+    positions[dim] = shape[dim]
+    hit = arange(shape[dim], device=self.device).reshape(positions) == index
+    return (where(hit, grad.expand(shape), 0.0),)
+
+
+@derivative("aten::max.dim", "MaxBackward0")
+def _max_dim(grad, self, dim, keepdim):
+    return _at_index(grad, self, dim, keepdim, self.argmax(dim, keepdim=True))
+
+
+@derivative("aten::min.dim", "MinBackward0")
+def _min_dim(grad, self, dim, keepdim):
+    return _at_index(grad, self, dim, keepdim, self.argmin(dim, keepdim=True))
+
+
+def _count(shape, dim):
+    n = 1
+    for d in _reduced_dims(shape, dim):
+        n *= shape[d]
+    return n
+
+
+@derivative("aten::var.correction", "VarBackward0")
+def _var(grad, self, dim, correction, keepdim):
+    c = 1 if correction is None else correction
+    dims = _reduced_dims(self.shape, dim)
+    centered = self - self.mean(dims, keepdim=True)
+    scale = 2.0 / (_count(self.shape, dim) - c)
+    return (_unreduce(grad, self.shape, dim, keepdim) * centered * scale,)
+
+
+@derivative("aten::std.correction", "StdBackward0")
+def _std(grad, self, dim, correction, keepdim, result):
+    c = 1 if correction is None else correction
+    dims = _reduced_dims(self.shape, dim)
+    centered = self - self.mean(dims, keepdim=True)
+    g = _unreduce(grad / result, self.shape, dim, keepdim)
+    return (g * centered / (_count(self.shape, dim) - c),)
+
+
+@derivative("aten::logsumexp", "LogsumexpBackward0")
+def _logsumexp(grad, self, dim, keepdim, result):
+    shape = self.shape
+    return (_unreduce(grad, shape, dim, keepdim)
+            * (self - _keep(result, shape, dim, keepdim)).exp(),)
+
+
+@derivative("aten::norm.ScalarOpt_dim_dtype", "LinalgVectorNormBackward0")
+def _norm(grad, self, p, dim, keepdim, result):
+    shape = self.shape
+    p = 2.0 if p is None else float(p)
+    g = _unreduce(grad, shape, dim, keepdim)
+    if p == 0.0:
+        return (None,)                 # piecewise constant: no gradient, as PyTorch
+    if p == 1.0:
+        return (g * self.sgn(),)
+    r = _keep(result, shape, dim, keepdim)
+    if p == 2.0:
+        return (_drop(g * self / r, r == 0),)
+    if math.isinf(p):
+        return (_evenly(grad, self.abs(), result, dim, keepdim) * self.sgn(),)
+    a = self.abs()
+    return (_drop(g * self * a.pow(p - 2) / r.pow(p - 1), r == 0),)
+
+
+@derivative("aten::cumsum", "CumsumBackward0")
+def _cumsum(grad, dim):
+    return (_reverse_cumsum(grad, dim),)
+
+
+@derivative("aten::cumprod", "CumprodBackward0")
+def _cumprod(grad, self, dim, result):
+    """d/dx_j of sum_i g_i prod_{k<=i} x_k is sum_{i>=j} g_i y_i / x_j when no x is zero.
+    With zeros, the products leaving x_j out are built explicitly (O(n^2) per slice):
+    prod_{k<j} x_k * prod_{j<k<=i} x_k, so that the result stays differentiable."""
+    if not bool((self == 0).any()):
+        return (_reverse_cumsum(grad * result, dim) / self,)
+    x, g = self.movedim(dim, -1), grad.movedim(dim, -1)
+    n = x.shape[-1]
+    ones = x.new_ones(x.shape[:-1] + (1,))
+    before = cat([ones, x[..., :-1]], -1).cumprod(-1)               # prod_{k<j} x_k
+    k = arange(n, device=x.device)
+    later = k.unsqueeze(0) > k.unsqueeze(1)                          # [j, k]: k > j
+    between = where(later, x.unsqueeze(-2), 1.0).cumprod(-1)         # [j, i]: prod_{j<k<=i}
+    upper = later.logical_or(k.unsqueeze(0) == k.unsqueeze(1))       # [j, i]: i >= j
+    out = before * where(upper, g.unsqueeze(-2) * between, 0.0).sum(-1)
+    return (out.movedim(-1, dim),)
+
+
+@derivative("aten::nansum", "NansumBackward0")
+def _nansum(grad, self, dim, keepdim):
+    return (_drop(_unreduce(grad, self.shape, dim, keepdim), self.isnan()),)
+
+
+@derivative("aten::nanmean", "DivBackward0")
+def _nanmean(grad, self, dim, keepdim):
+    nan = self.isnan()
+    count = nan.logical_not().sum(_reduced_dims(self.shape, dim), keepdim=True)
+    return (_drop(_unreduce(grad, self.shape, dim, keepdim) / count, nan),)
+
+
+def _two_grads(grad):
+    """(first, second) output gradients of a two-output op (either may be None)."""
+    if isinstance(grad, tuple):
+        return (grad + (None, None))[:2]
+    return grad, None
+
+
+@derivative("aten::var_mean.correction", "VarMeanBackward0")
+def _var_mean(grad, self, dim, correction, keepdim):
+    g_var, g_mean = _two_grads(grad)
+    out = 0
+    if g_var is not None:
+        out = _var(g_var, self, dim, correction, keepdim)[0]
+    if g_mean is not None:
+        out = out + _unreduce(g_mean, self.shape, dim, keepdim) / _count(self.shape, dim)
+    return (out,)
+
+
+@derivative("aten::std_mean.correction", "StdMeanBackward0")
+def _std_mean(grad, self, dim, correction, keepdim, result):
+    g_std, g_mean = _two_grads(grad)
+    out = 0
+    if g_std is not None:
+        out = _std(g_std, self, dim, correction, keepdim, result)[0]
+    if g_mean is not None:
+        out = out + _unreduce(g_mean, self.shape, dim, keepdim) / _count(self.shape, dim)
+    return (out,)
+
+
+@derivative("aten::nan_to_num", "NanToNumBackward0")
+def _nan_to_num(grad, self):
+    return (grad * self.isfinite(),)       # replaced values are constants
+
+
+@derivative("aten::angle", "AngleBackward0")
+def _angle(grad, self):
+    if not self.dtype.is_complex:
+        return (grad * 0,)                 # piecewise constant for real inputs
+    return ((grad * self / self.abs().pow(2) * 1j).where(self != 0, 0),)
+
+
+@derivative("aten::complex", "ComplexBackward0")
+def _complex(grad):
+    return grad.real, grad.imag
+
+
+@derivative("aten::polar", "PolarBackward0")
+def _polar(grad, result):
+    g = grad.conj()
+    return (g * result.sgn()).real, (g * result * 1j).real
+
+
+@derivative("aten::aminmax", "AminmaxBackward0")
+def _aminmax(grad, self, dim, keepdim, result0, result1):
+    g_min, g_max = _two_grads(grad)
+    dims = None if dim is None else (dim,)
+    out = 0
+    if g_min is not None:
+        out = _evenly(g_min, self, result0, dims, keepdim)
+    if g_max is not None:
+        out = out + _evenly(g_max, self, result1, dims, keepdim)
+    return (out,)
+
+
+@derivative("aten::conj_physical", "ConjPhysicalBackward0")
+def _conj_physical(grad):
+    return (grad.conj_physical(),)
+
+
+# ---- random sampling: the samples do not depend differentiably on the parameters -------
+
+@derivative("aten::bernoulli", "BernoulliBackward0")
+def _bernoulli(grad):
+    return (zeros_like(grad),)
+
+
+@derivative("aten::poisson", "PoissonBackward0")
+def _poisson(grad):
+    return (zeros_like(grad),)
+
+
+@derivative("aten::normal.Tensor_float", "NormalBackward1")
+def _normal_mean(grad, mean_shape):
+    return (grad.new_zeros(mean_shape),)
+
+
+@derivative("aten::normal.float_Tensor", "NormalBackward2")
+def _normal_std(grad, std_shape):
+    return (grad.new_zeros(std_shape),)
+
+
+@derivative("aten::normal.Tensor_Tensor", "NormalBackward3")
+def _normal_mean_std(grad, mean_shape, std_shape):
+    return grad.new_zeros(mean_shape), grad.new_zeros(std_shape)
+
+# Results that are bools, integers or bit tests: no gradient flows through them.
+not_differentiable(
+    "aten::signbit", "aten::isnan", "aten::isinf", "aten::isfinite", "aten::isreal",
+    "aten::isposinf", "aten::isneginf", "aten::bitwise_and.Tensor", "aten::bitwise_or.Tensor",
+    "aten::bitwise_xor.Tensor", "aten::bitwise_left_shift.Tensor",
+    "aten::bitwise_right_shift.Tensor", "aten::bitwise_not", "aten::logical_and",
+    "aten::logical_or", "aten::logical_xor", "aten::logical_not", "aten::eq.Tensor",
+    "aten::ne.Tensor", "aten::lt.Tensor", "aten::le.Tensor", "aten::gt.Tensor",
+    "aten::ge.Tensor", "aten::gcd", "aten::lcm", "aten::isin.Tensor_Tensor",
+    "aten::isin.Tensor_Scalar", "aten::isin.Scalar_Tensor",
+    *(f"aten::{name}.Scalar" for name in (
+        "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
+        "bitwise_left_shift", "bitwise_right_shift")))
+# PyTorch gives the special functions below no gradient: their results never require grad.
+not_differentiable(*(f"aten::special_{name}" for name in (
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "spherical_bessel_j0", "airy_ai",
+    "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p")))
+# Differentiable in principle, but PyTorch has no formula: backward raises there too.
+derivative_not_implemented("aten::floor_divide", "aten::heaviside")

@@ -1,0 +1,579 @@
+"""Joining and rearranging: cat/stack and their h/v/d/column variants, where, tril/triu,
+flip, roll, repeat/tile/repeat_interleave, atleast_Nd, meshgrid and broadcast_tensors.
+
+Ops whose output shape follows from metadata are `structured` (the function, in-place and
+`out=` variants come from one declaration); the rest are composites of those and of views,
+so meshgrid and broadcast_tensors return expanded views and atleast_Nd returns its input
+when it already has enough dimensions.
+"""
+from __future__ import annotations
+
+import operator
+import warnings
+
+import numpy as np
+
+from ...backends.arrays import module_of
+from ...backends.cpu.pointwise import scalar as np_scalar
+from ...core import dtype as dt
+from ...core.shape import (Size, as_shape, broadcast_shapes2, channels_last_strides,
+                          check_nonnegative, contiguous_strides, is_channels_last, wrap_dim,
+                          wrap_dims)
+from ...core.tensor import Tensor, contiguous_format, preserve_format
+from ..copying.copies import assign_array, strides_for
+from ..indexing.subscripts import check_scalar_fits
+from ..pointwise.meta import pointwise_spec
+from ...core.promotion import common_dtype
+from ..registry import TensorSpec, composite, export, kernel_op, spec, structured, warn_user
+
+# ---- tensor lists ----------------------------------------------------------------------
+
+
+def _tensor_list(name: str, tensors) -> list:
+    """The argument of cat/stack/hstack as a list, with PyTorch's argument errors."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return list(tensors)
+
+
+def _promoted(tensors) -> dt.dtype:
+    d = tensors[0].dtype
+    for t in tensors[1:]:
+        d = dt.promote_types(d, t.dtype)
+    return d
+
+
+def _check_out_cast(name, tensors, out):
+    if out is not None and not dt.can_cast(_promoted(tensors), out.dtype):
+        raise TypeError(f"torch.{name}(): input types can't be cast to the desired output type "
+                        f"{out.dtype.cname}")
+
+
+# ---- cat -------------------------------------------------------------------------------
+
+def _skipped(t: Tensor) -> bool:
+    """Legacy behaviour: 1-D empty tensors are ignored by cat whatever the other shapes."""
+    return t._shape == (0,)
+
+
+def _channels_last_like(t: Tensor) -> bool:
+    return t.dim() in (4, 5) and not t.is_contiguous() and is_channels_last(t._shape,
+                                                                            t._stride)
+
+
+def _cat_shape_error(ref, t, i, d):
+    if t.dim() != ref.dim():
+        raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.dim()} and "
+                           f"{t.dim()}")
+    k = next(k for k, (a, b) in enumerate(zip(ref._shape, t._shape)) if k != d and a != b)
+    raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                       f"{ref._shape[k]} but got size {t._shape[k]} for tensor number {i} in "
+                       "the list.")
+
+
+def _cat_meta(tensors, dim=0):
+    for i, t in enumerate(tensors):
+        if not t._shape:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
+    dtype = _promoted(tensors)
+    ref = next((t for t in tensors if not _skipped(t)), None)
+    if ref is None:
+        return spec((0,), dtype)
+    n = len(ref._shape)
+    d = dim if dim.__class__ is int and 0 <= dim < n else wrap_dim(dim, n)
+    shape = list(ref._shape)
+    shape[d] = total = 0
+    for i, t in enumerate(tensors):
+        if _skipped(t):
+            continue
+        other = list(t._shape)
+        if len(other) == n:
+            total += other[d]
+            other[d] = 0
+        if other != shape:
+            _cat_shape_error(ref, t, i, d)
+    shape[d] = total
+    shape = Size(shape)
+    if all(_channels_last_like(t) for t in tensors):
+        return TensorSpec(shape, dtype, channels_last_strides(shape))
+    return TensorSpec(shape, dtype, contiguous_strides(shape))
+
+
+_cat = structured("cat(Tensor[] tensors, int dim=0) -> Tensor", _cat_meta, method=False,
+                  function=False, inplace=False,
+                  doc="Concatenate tensors along an existing dimension (dtypes promote).")
+
+
+@_cat.impl("CPU")
+def _cat_cpu(out, tensors, dim=0):
+    pieces = [t for t in tensors if not _skipped(t)]
+    if not pieces:
+        return
+    d = wrap_dim(dim, pieces[0].dim())
+    arr = out._array()
+    where = [slice(None)] * arr.ndim
+    start = 0
+    for t in pieces:
+        n = t._shape[d]
+        where[d] = slice(start, start + n)
+        if t.dtype is out.dtype:
+            np.copyto(arr[tuple(where)], t._array())
+        else:
+            assign_array(arr[tuple(where)], t._array())
+        start += n
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Concatenate `tensors` along `dim` (1-D empty tensors are skipped; dtypes promote)."""
+    tensors = _tensor_list("cat", tensors)
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    _check_out_cast("cat", tensors, out)
+    return _cat.function(tensors, dim, out=out)
+
+
+def concat(tensors, dim=0, *, out=None):
+    """Alias of cat."""
+    return cat(tensors, dim, out=out)
+
+
+def concatenate(tensors, axis=0, out=None):
+    """Alias of cat with NumPy's argument name."""
+    return cat(tensors, axis, out=out)
+
+
+for _f in (cat, concat, concatenate):
+    export(_f.__name__, _f)
+
+
+# ---- stack and the h/v/d/column variants -----------------------------------------------
+
+def _stack_meta(tensors, dim=0):
+    ref = tensors[0]
+    for i, t in enumerate(tensors[1:], 1):
+        if t._shape != ref._shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(ref._shape)} at entry 0 and {list(t._shape)} at entry "
+                               f"{i}")
+    d = wrap_dim(dim, ref.dim() + 1)
+    return spec(ref._shape[:d] + (len(tensors),) + ref._shape[d:], _promoted(tensors))
+
+
+_stack = structured("stack(Tensor[] tensors, int dim=0) -> Tensor", _stack_meta, method=False,
+                    function=False, inplace=False,
+                    doc="Join equal-shaped tensors along a new dimension.")
+
+
+@_stack.impl("CPU")
+def _stack_cpu(out, tensors, dim=0):
+    d = wrap_dim(dim, tensors[0].dim() + 1)
+    arr = out._array()
+    lead = (slice(None),) * d
+    for i, t in enumerate(tensors):
+        assign_array(arr[lead + (i, Ellipsis)], t._array())
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Join equal-shaped tensors along a new dimension `dim`."""
+    tensors = _tensor_list("stack", tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    _check_out_cast("cat", tensors, out)       # PyTorch's stack runs cat: same message
+    return _stack.function(tensors, dim, out=out)
+
+
+export("stack", stack)
+
+
+def _stacker(name, prepare, dim_of, doc):
+    def fn(tensors, *, out=None):
+        tensors = _tensor_list(name, tensors)
+        if not tensors:
+            raise RuntimeError(f"{name} expects a non-empty TensorList")
+        tensors = [prepare(t) for t in tensors]
+        return cat(tensors, dim_of(tensors), out=out)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+def _column(t: Tensor) -> Tensor:
+    return t.reshape(t.numel(), 1) if t.dim() <= 1 else t
+
+
+for _name, _prep, _dim, _doc in (
+        ("hstack", lambda t: _atleast_1d(t), lambda ts: 0 if ts[0].dim() == 1 else 1,
+         "Concatenate column-wise (along dim 1, or dim 0 for 1-D tensors)."),
+        ("vstack", lambda t: _atleast_2d(t), lambda ts: 0,
+         "Concatenate row-wise (along dim 0, after making the tensors at least 2-D)."),
+        ("row_stack", lambda t: _atleast_2d(t), lambda ts: 0, "Alias of vstack."),
+        ("dstack", lambda t: _atleast_3d(t), lambda ts: 2,
+         "Concatenate depth-wise (along dim 2, after making the tensors at least 3-D)."),
+        ("column_stack", _column, lambda ts: 1,
+         "Stack 0-D and 1-D tensors as columns (and concatenate 2-D ones) along dim 1.")):
+    export(_name, _stacker(_name, _prep, _dim, _doc))
+
+
+# ---- where -----------------------------------------------------------------------------
+
+def _where_meta(condition, self, other):
+    if condition.dtype is not dt.bool:
+        if condition.dtype is not dt.uint8:
+            raise RuntimeError("where expected condition to be a boolean tensor, but got a "
+                               f"tensor with dtype {condition.dtype.cname}")
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and"
+                      " will be removed in a future version of PyTorch. Use a boolean condition"
+                      " instead.", UserWarning, stacklevel=5)
+    dtype = common_dtype(self, other)
+    for x in (self, other):
+        if not isinstance(x, Tensor):
+            check_scalar_fits(x, dtype)
+    return pointwise_spec((condition, self, other), dtype)
+
+
+_where = structured("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+                    _where_meta, method=False, function=False, inplace=False, promotes=False,
+                    doc="Elements of input where condition is True, else of other.")
+
+
+def _as_np(x, d: dt.dtype):
+    if isinstance(x, Tensor):
+        a = x._array()
+        return a if a.dtype == d.np else a.astype(d.np)
+    return np_scalar(x, d)
+
+
+@_where.impl("CPU")
+def _where_cpu(out, condition, self, other):
+    d = common_dtype(self, other)
+    cond = condition._array()
+    if cond.dtype != np.bool_:
+        cond = cond.astype(bool)
+    result = np.where(cond, _as_np(self, d), _as_np(other, d))
+    if out.dtype is d:
+        np.copyto(out._array(), result)
+    else:
+        assign_array(out._array(), result)
+
+
+def where(condition, input=None, other=None, *, out=None):
+    """where(condition, input, other): elementwise choice, broadcasting and promoting (numbers
+    allowed); where(condition): nonzero(condition, as_tuple=True)."""
+    if input is None and other is None:
+        from ..indexing.subscripts import nonzero
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() missing required argument 'input' or 'other' (both or neither "
+                        "must be given)")
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): argument 'condition' (position 1) must be Tensor, not "
+                        f"{type(condition).__name__}")
+    return _where.function(condition, input, other, out=out)
+
+
+def _where_method(self, condition, other):
+    return where(condition, self, other)
+
+
+_where_method.__name__ = _where_method.__qualname__ = "where"
+_where_method.__doc__ = "self.where(condition, y) is torch.where(condition, self, y)."
+export("where", where)
+export("where", _where_method, method=True, function=False)
+
+
+# ---- tril / triu -----------------------------------------------------------------------
+
+def _tri_meta(name):
+    def meta(self, diagonal=0):
+        if self.dim() < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        return spec(self._shape, self.dtype)
+    meta.__name__ = meta.__qualname__ = f"_{name}_meta"
+    return meta
+
+
+def _tri_kernel(lower: bool):
+    def kernel(out, self, diagonal=0):
+        m, n = self._shape[-2:]
+        arr = out._array()
+        tri = np.tri if arr.__class__ is np.ndarray else module_of(arr).tri
+        if lower:
+            drop = ~tri(m, n, diagonal, dtype=bool)
+        else:
+            drop = tri(m, n, diagonal - 1, dtype=bool)
+        if out is not self:
+            assign_array(arr, self._array())
+        np.copyto(arr, np.zeros((), arr.dtype), where=drop)
+    kernel.__name__ = kernel.__qualname__ = "cpu_tril" if lower else "cpu_triu"
+    return kernel
+
+
+tril = structured("tril(Tensor self, int diagonal=0) -> Tensor", _tri_meta("tril"), promotes=False,
+                  doc="The lower triangle of the last two dimensions; the rest is zero.")
+triu = structured("triu(Tensor self, int diagonal=0) -> Tensor", _tri_meta("triu"), promotes=False,
+                  doc="The upper triangle of the last two dimensions; the rest is zero.")
+tril.impl("CPU")(_tri_kernel(True))
+triu.impl("CPU")(_tri_kernel(False))
+
+
+# ---- flip / roll -----------------------------------------------------------------------
+
+def _flip_meta(self, dims):
+    wrap_dims(dims, self.dim())
+    return TensorSpec(self._shape, self.dtype, strides_for(self, preserve_format))
+
+
+flip = structured("flip(Tensor self, int[] dims) -> Tensor", _flip_meta, inplace=False,
+                  out=False, doc="A copy with the order of elements reversed along `dims`.")
+
+
+@flip.impl("CPU")
+def _flip_cpu(out, self, dims):
+    arr = self._array()
+    dims = wrap_dims(dims, self.dim())
+    assign_array(out._array(), np.flip(arr, dims) if dims and arr.ndim else arr)
+
+
+@composite(method=True)
+def fliplr(input):
+    """Flip the columns (dimension 1); needs at least 2 dimensions."""
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return input.flip(1)
+
+
+@composite(method=True)
+def flipud(input):
+    """Flip the rows (dimension 0); needs at least 1 dimension."""
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return input.flip(0)
+
+
+def _roll_meta(self, shifts, dims=()):
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if len(shifts) != len(dims) and not (len(shifts) == 1 and not dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    for d in dims:
+        wrap_dim(d, self.dim(), scalar_ok=False)
+    return spec(self._shape, self.dtype)
+
+
+roll = structured("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", _roll_meta,
+                  inplace=False, out=False,
+                  doc="Shift elements circularly along `dims` (the flattened tensor if none).")
+
+
+@roll.impl("CPU")
+def _roll_cpu(out, self, shifts, dims=()):
+    arr = self._array()
+    if not dims:
+        rolled = np.roll(arr.reshape(-1), shifts[0]).reshape(arr.shape)
+    else:
+        rolled = np.roll(arr, shifts, tuple(wrap_dim(d, arr.ndim) for d in dims))
+    assign_array(out._array(), rolled)
+
+
+# ---- repeat / tile / repeat_interleave -------------------------------------------------
+
+def _repeat_meta(self, sizes):
+    if len(sizes) < self.dim():
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    padded = (1,) * (len(sizes) - self.dim()) + tuple(self._shape)
+    shape = tuple(p * s for p, s in zip(padded, sizes))
+    check_nonnegative(shape)
+    return spec(shape, self.dtype)
+
+
+repeat = structured("repeat(Tensor self, SymInt[] sizes) -> Tensor", _repeat_meta,
+                    function=False, inplace=False, out=False,
+                    doc="Tile the tensor `sizes[i]` times along each dimension (a copy).")
+
+
+@repeat.impl("CPU")
+def _repeat_cpu(out, self, sizes):
+    padded = (1,) * (len(sizes) - self.dim()) + tuple(self._shape)
+    assign_array(out._array(), np.tile(self._array().reshape(padded), sizes))
+
+
+def tile(input, dims):
+    """Repeat input along each dimension; `dims` shorter than input.dim() is padded with 1s."""
+    dims = as_shape((dims,))
+    dims = (1,) * (input.dim() - len(dims)) + dims
+    return input.repeat(dims)
+
+
+def _tile_method(self, *dims):
+    return tile(self, as_shape(dims))
+
+
+_tile_method.__name__ = _tile_method.__qualname__ = "tile"
+_tile_method.__doc__ = tile.__doc__
+export("tile", tile)
+export("tile", _tile_method, method=True, function=False)
+
+_repeat_counts = kernel_op("repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size="
+                           "None) -> Tensor", method=False, function=False,
+                           doc="[0]*r0 + [1]*r1 + ...: each index repeated repeats[i] times.",
+                           tags=("dynamic_output_shape",))
+_repeat_counts.on_cuda = "shared"
+
+
+@_repeat_counts.impl("CPU")
+def _repeat_counts_cpu(repeats, output_size=None):
+    if repeats.dim() != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.dtype is not dt.int64 and repeats.dtype is not dt.int32:
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
+                                  f"'{repeats.dtype.cname}'")
+    r = repeats._array()
+    if r.size and r.min() < 0:
+        raise RuntimeError("repeats can not be negative")
+    if r.__class__ is np.ndarray:
+        values = np.repeat(np.arange(r.size, dtype=r.dtype), r)
+    else:       # CuPy's repeat takes host counts: position k belongs to the i whose run holds k
+        xp = module_of(r)
+        ends = xp.cumsum(r)
+        total = int(ends[-1]) if r.size else 0
+        values = xp.searchsorted(ends, xp.arange(total), side="right").astype(r.dtype)
+    if output_size is not None and output_size != values.size:
+        raise RuntimeError("allocated size does not match required size")
+    out = Tensor._empty(values.shape, repeats.dtype, repeats.device)
+    assign_array(out._array(), values)
+    return out
+
+
+@composite(method=True)
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element `repeats` times (an int, or a tensor of per-element counts) along
+    `dim` (the flattened input if None). With only a repeats tensor, returns the indices."""
+    if repeats is None:
+        return _repeat_counts.functional(input, output_size)
+    if dim is None:
+        input, dim = input.flatten(), 0
+    d = wrap_dim(dim, input.dim())
+    if isinstance(repeats, Tensor):
+        if repeats.dim() > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        if repeats.numel() == 1:
+            repeats = repeats.reshape(1).expand(input._shape[d])
+        elif repeats._shape[0] != input._shape[d]:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {repeats._shape[0]} and input.size({d}) = "
+                               f"{input._shape[d]}")
+        return input.index_select(d, _repeat_counts.functional(repeats, output_size))
+    repeats = operator.index(repeats)
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    shape = input._shape
+    expanded = input.unsqueeze(d + 1).expand(shape[:d + 1] + (repeats,) + shape[d + 1:])
+    return expanded.clone(memory_format=contiguous_format).flatten(d, d + 1)
+
+
+# ---- atleast_Nd ------------------------------------------------------------------------
+
+def _each(fn, tensors):
+    if len(tensors) == 1:
+        if isinstance(tensors[0], Tensor):
+            return fn(tensors[0])
+        tensors = tensors[0]
+    return tuple(fn(t) for t in tensors)
+
+
+def _atleast_1d(t):
+    return t.reshape(1) if t.dim() == 0 else t
+
+
+def _atleast_2d(t):
+    if t.dim() == 0:
+        return t.reshape(1, 1)
+    return t.unsqueeze(0) if t.dim() == 1 else t
+
+
+def _atleast_3d(t):
+    if t.dim() == 0:
+        return t.reshape(1, 1, 1)
+    if t.dim() == 1:
+        return t.unsqueeze(0).unsqueeze(-1)
+    return t.unsqueeze(-1) if t.dim() == 2 else t
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least 1 dimension (itself if it has them); one tensor or a tuple."""
+    return _each(_atleast_1d, tensors)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least 2 dimensions (1-D becomes a row); one tensor or a tuple."""
+    return _each(_atleast_2d, tensors)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least 3 dimensions (1-D (n) becomes (1, n, 1), 2-D gets a
+    trailing 1); one tensor or a tuple."""
+    return _each(_atleast_3d, tensors)
+
+
+for _f in (atleast_1d, atleast_2d, atleast_3d):
+    export(_f.__name__, _f)
+
+
+# ---- meshgrid / broadcast_tensors ------------------------------------------------------
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids (expanded views) from 0-D/1-D tensors; indexing 'ij' (matrix) or
+    'xy' (Cartesian: the first two dimensions swapped)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warn_user("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                  "indexing argument.")
+        indexing = "ij"
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for a, b in zip(tensors, tensors[1:]):
+        if a.dtype is not b.dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if a.device != b.device:
+            raise RuntimeError("meshgrid expects all tensors to have the same device")
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError('torch.meshgrid: indexing must be one of "xy" or "ij", but '
+                           f"received: {indexing}")
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        tensors = (tensors[1], tensors[0]) + tuple(tensors[2:])
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got a {t.dim()}D tensor of shape {list(t._shape)}")
+    n = len(tensors)
+    shape = tuple(t.numel() for t in tensors)
+    grids = [t.view(tuple(-1 if i == k else 1 for i in range(n))).expand(shape)
+             for k, t in enumerate(tensors)]
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded (as views) to their common broadcast shape; a tensor that
+    already has it is returned as is."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = ()
+    for t in tensors:
+        shape = broadcast_shapes2(shape, t._shape)
+    return tuple(t if t._shape == shape else t.expand(shape) for t in tensors)
+
+
+export("meshgrid", meshgrid)
+export("broadcast_tensors", broadcast_tensors)
