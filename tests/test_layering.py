@@ -13,7 +13,6 @@ RANKS = {
     "backends": 2, "library": 2,
     "ops": 3, "_prims": 3,          # primitives: operators declared beside the ATen ones
     "autograd": 4,
-    "ops.derivatives": 5,          # derivative declarations: op formulas registered with autograd
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
     "_subclasses": 6,
     "optim": 7, "utils": 7, "fx": 7,
@@ -26,8 +25,7 @@ RANKS = {
 def _rank(module: str) -> int:
     best = None
     for prefix, rank in RANKS.items():
-        if module == prefix or module.startswith(prefix + ".") or (
-                prefix == "ops.derivatives" and module.startswith("ops.derivatives")):
+        if module == prefix or module.startswith(prefix + "."):
             if best is None or len(prefix) > len(best[0]):
                 best = (prefix, rank)
     assert best is not None, f"no layer for glasstorch.{module}: add it to RANKS"
@@ -45,7 +43,7 @@ def _module_name(path: Path) -> str:
 # Each says why it cannot be a module-level import of a lower layer. Anything else found
 # inside a function must point down, as at module level.
 ALLOWED_UPWARD = {
-    ("core.tensor", "ops.factories"):
+    ("core.tensor", "ops.creation.factories"):
         "Tensor(2, 3), the legacy constructor, is a factory call",
     ("memory.planning", "__init__"):
         "estimate() builds the model and its inputs with the public factories",
@@ -55,7 +53,7 @@ ALLOWED_UPWARD = {
         "estimate() turns a model's parameters into meta tensors",
     ("memory.planning", "nn.modules.module"):
         "estimate() accepts a Module and runs its forward",
-    ("ops.random", "cuda.random"):
+    ("ops.random.samplers", "cuda.random"):
         "a CUDA tensor draws from its GPU's default generator, which glasstorch.cuda owns",
     ("ops.gpu_kernels", "cuda.random"):
         "samplers run on the host draw from the GPU generator's stream",

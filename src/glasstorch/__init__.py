@@ -22,32 +22,7 @@ from . import return_types
 # Op declarations register themselves with the dispatcher and export their functions.
 from .ops import registry as _registry
 from .dispatch import modes as _modes  # noqa: F401  (the Python key's kernel)
-from .ops.copying import copies as _copy
-from .ops.creation import factories as _factories
-from .ops.shape import views as _views  # noqa: F401
-from .ops.pointwise import elementwise as _pointwise
-from .ops.reduction import reductions as _reduction  # noqa: F401
-from .ops.linalg import products as _linalg
-from .ops.indexing import subscripts as _indexing
-from .ops.shape import joining as _joining  # noqa: F401
-from .ops.shape import dtype_views as _dtype_views
-from .ops.random import samplers as _random_ops  # noqa: F401
-from .ops.creation import ranges as _ranges  # noqa: F401
-from .ops.indexing import scatter as _scatter
-from .ops.sorting import sort_and_select as _sorting  # noqa: F401
-from .ops.creation import construction as _construction
-from .ops.pointwise import special_functions as _misc_math  # noqa: F401
-from .ops.linalg import decompositions as _linalg_decomp  # noqa: F401
-from .ops.nn import convolution as _convolution
-from .ops.nn import pooling as _pooling  # noqa: F401
-from .ops.nn import activation as _activation
-from .ops.nn import normalization as _normalization  # noqa: F401
-from .ops.nn import distance as _distance  # noqa: F401
-from .ops.reduction import statistics as _statistics
-from .ops.shape import view_scatter as _view_scatter  # noqa: F401
-from .ops.nn import loss as _loss  # noqa: F401
-from .ops.fft import transforms as _fft_ops
-from .ops.nn import sampling as _sampling  # noqa: F401
+from .ops import families as _families  # noqa: F401  (every op, with its derivative)
 from .random import *  # noqa: F401,F403  (Generator, manual_seed, ...)
 from .backends.cpu.parallel import (get_num_interop_threads, get_num_threads,  # noqa: F401
                                      set_num_interop_threads, set_num_threads)
@@ -56,7 +31,6 @@ from . import library, debug  # noqa: F401
 from . import _C, overrides  # noqa: F401  (torch._C's protocol names, torch.overrides)
 from .overrides import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
 from . import autograd  # noqa: F401  (the Autograd dispatch key and the engine)
-from .ops.pointwise import arithmetic_derivatives as _derivatives  # noqa: F401
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 
@@ -72,7 +46,6 @@ from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F4
                                 is_autocast_cache_enabled, is_autocast_enabled,
                                 set_autocast_cache_enabled, set_autocast_dtype)
 from .serialization import *  # noqa: E402,F401,F403  (save, load)
-from .ops.nn import cuda_kernels as _cuda_fused  # noqa: E402,F401  (native CUDA kernels first)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
 
 _gpu_kernels.register()

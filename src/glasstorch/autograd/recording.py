@@ -3,16 +3,14 @@
 Registered as the fallback for the Autograd keys of every operator. When grad mode is off
 or no input requires grad it only passes the call down. Otherwise it runs the op below
 itself, then gives the outputs a `grad_fn`: a Node built from the derivative formula
-declared for the op (see `derivative`), whose `next_functions` are the inputs' edges.
+declared on the op (ops/derivative.py), whose `next_functions` are the inputs' edges.
 """
 from __future__ import annotations
 
-import inspect
-import re
 import weakref
 
 from ..core.tensor import Tensor
-from ..dispatch.dispatcher import find, register_fallback
+from ..dispatch.dispatcher import register_fallback
 from ..dispatch.keys import DispatchKey
 from ..ops.registry import _check_inplace, check_view_write
 from . import grad_mode
@@ -20,76 +18,6 @@ from .anomaly_mode import record_forward_stack, state as _anomaly
 from .graph import FormulaNode, Node, SavedTensor, gradient_edge, node_class
 
 _state = grad_mode.state
-
-
-class Derivative:
-    """A derivative formula: `formula(grad, **saved)` returns one gradient per Tensor input
-    of the schema (None where there is none). The names it takes after `grad` are the
-    schema arguments it needs, `result` (the output; `result0`, `result1`, ... name the
-    outputs of a multi-output op), `<arg>_shape` (only the shape) or `<arg>_geometry`
-    (shape, stride, storage offset); only those are saved. A formula that takes
-    `grad_input_mask` gets one bool per Tensor input saying whether its gradient is wanted,
-    and may return None for the others (PyTorch's output_mask). `node_name` is the grad_fn's
-    name, or a function of the call's arguments where PyTorch's name depends on the overload
-    used (SumBackward0/1)."""
-
-    __slots__ = ("node_name", "node_class", "formula", "plan", "inplace_node_name", "outputs",
-                 "saves_result")
-
-    def __init__(self, node_name: str, formula, schema, inplace_node_name=None, outputs=None):
-        self.node_name = node_name
-        # a fixed name's node class is made once; a name that depends on the call is not
-        self.node_class = node_class(node_name) if isinstance(node_name, str) else None
-        self.inplace_node_name = inplace_node_name
-        self.outputs = outputs
-        self.formula = formula
-        names = [a.name for a in schema.arguments]
-        plan = []   # (saved name, what to keep, argument index), resolved once
-        for name in tuple(inspect.signature(formula).parameters)[1:]:
-            if name == "grad_input_mask":
-                plan.append((name, "mask", None))
-            elif name == "result" or re.fullmatch(r"result\d+", name):
-                plan.append((name, "result", int(name[6:] or 0)))
-            elif name.endswith("_shape") and name[:-6] in names:
-                plan.append((name, "shape", names.index(name[:-6])))
-            elif name.endswith("_geometry") and name[:-9] in names:
-                plan.append((name, "geometry", names.index(name[:-9])))
-            elif name in names:
-                plan.append((name, "value", names.index(name)))
-            else:
-                raise ValueError(f"derivative of {schema.qualified_name}: '{name}' is not an "
-                                 f"argument of {schema} (nor 'result', '<arg>_shape' or '<arg>_geometry')")
-        self.plan = tuple(plan)
-        self.saves_result = any(kind == "result" for _, kind, _ in plan)
-
-
-def derivative(qualified_name: str, node_name: str, *, inplace_node_name: str | None = None,
-               outputs: tuple | None = None):
-    """Decorator: declare the derivative of an operator (`"aten::mul.Tensor"`).
-    `inplace_node_name` names the node of its in-place form where PyTorch names it apart
-    (leaky_relu_ records LeakyReluBackward1); `outputs` lists the differentiable outputs
-    of a multi-output op when some floating ones are not (lstsq's singular values)."""
-    def register(formula):
-        op = find(qualified_name)
-        op.info["derivative"] = Derivative(node_name, formula, op.schema, inplace_node_name,
-                                           outputs)
-        return formula
-    return register
-
-
-def not_differentiable(*qualified_names: str) -> None:
-    """Declare operators whose outputs never require grad (PyTorch's non_differentiable):
-    comparisons, bit tests, counts, and the functions PyTorch gives no gradient at all
-    (histc, the Bessel functions). No graph is recorded for them."""
-    for name in qualified_names:
-        find(name).info["autograd"] = "not differentiable"
-
-
-def derivative_not_implemented(*qualified_names: str) -> None:
-    """Declare operators whose outputs require grad but whose backward raises, as
-    PyTorch's do (floor_divide, heaviside): the graph gets a NotImplemented node."""
-    for name in qualified_names:
-        find(name).info["autograd"] = "not implemented"
 
 
 class NotImplementedNode(Node):
@@ -209,7 +137,7 @@ def _record(op, ks, args):
             else:                                     # geometry
                 t = args[index]
                 saved[name] = (t._shape, t._stride, t._offset)
-        cls = d.node_class or node_class(d.node_name(*args))
+        cls = d.node_class or _node_class_of(d, args)
         node = cls(d.formula, saved, meta, tuple(edges))
     if _anomaly.enabled:
         record_forward_stack(node)
@@ -232,6 +160,15 @@ def _record(op, ks, args):
             if v.__class__ is _SavedOutput:
                 v.bind(node)
     return result
+
+
+def _node_class_of(d, args) -> type:
+    """The grad_fn class a derivative's nodes get: made once for a fixed name (and kept on
+    the derivative), per call where the name depends on the call's arguments."""
+    if isinstance(d.node_name, str):
+        d.node_class = node_class(d.node_name)
+        return d.node_class
+    return node_class(d.node_name(*args))
 
 
 def _alias(t: Tensor) -> Tensor:
@@ -474,4 +411,4 @@ def _save_view_as_output(fn: Node, view: Tensor) -> None:
 for _key in (DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA, DispatchKey.AutogradMeta):
     register_fallback(_key, autograd_kernel)
 
-__all__ = ["derivative", "FormulaNode"]
+__all__ = ["FormulaNode"]

@@ -39,7 +39,8 @@ declarations: dict = {}    # op name -> OpDeclaration
 
 
 class OpDeclaration:
-    """Everything declared about one op: its operators per variant, meta, derivative."""
+    """Everything declared about one op: its operators per variant, meta, kernels; the
+    derivative is kept on the functional operator (ops/derivative.py)."""
 
     def __init__(self, name, schema, kind, meta=None, doc=None, promotes=True):
         self.name = name
@@ -51,7 +52,6 @@ class OpDeclaration:
         self.functional = None       # Operator
         self.inplace = None          # Operator or None
         self.out = None              # Operator or None
-        self.derivative = None       # filled by the autograd layer
         self.impls: dict = {}        # backend key name -> impl(out, *args)
         self.function = None         # the generated public function
         self.number_self = False     # torch.add(2, t): a Python number may stand for `self`
@@ -65,6 +65,14 @@ class OpDeclaration:
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
+
+    def overload(self, name: str) -> "OpDeclaration":
+        """The declaration of this op's overload `name` ("Scalar"; "default" for the one
+        without a name), for facets declared per overload (a derivative)."""
+        for decl in (self, *(other for _, other in self.overloads)):
+            if (decl.schema.overload or "default") == name:
+                return decl
+        raise KeyError(f"{self.name} has no overload '{name}'")
 
     def impl(self, backend: str):
         """Decorator: register the kernel that fills outputs on `backend` ('CPU', 'CUDA')."""

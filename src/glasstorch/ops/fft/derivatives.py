@@ -7,12 +7,13 @@ transform's adjoint also accounts for the half of the spectrum it dropped or imp
 """
 from __future__ import annotations
 
-from ...autograd.recording import derivative
+from ..derivative import derivative
 from .transforms import _fft_c2c, _fft_r2c
 from ..shape.joining import _cat
+from . import transforms
 
 
-@derivative("aten::_fft_r2c", "FftR2CBackward0")
+@derivative(transforms._fft_r2c, "FftR2CBackward0")
 def _r2c(grad, self_shape, dim, normalization, onesided):
     last = dim[-1] % len(self_shape)
     missing = self_shape[last] - grad.shape[last]
@@ -23,7 +24,7 @@ def _r2c(grad, self_shape, dim, normalization, onesided):
     return (_fft_c2c(grad, dim, normalization, False).real,)
 
 
-@derivative("aten::_fft_c2r", "FftC2RBackward0")
+@derivative(transforms._fft_c2r, "FftC2RBackward0")
 def _c2r(grad, dim, normalization):
     g = _fft_r2c(grad, dim, normalization, True)
     last = dim[-1] % grad.dim()
@@ -35,7 +36,7 @@ def _c2r(grad, dim, normalization):
     return (g,)
 
 
-@derivative("aten::_fft_c2c", "FftC2CBackward0")
+@derivative(transforms._fft_c2c, "FftC2CBackward0")
 def _c2c(grad, dim, normalization, forward):
     return (_fft_c2c(grad, dim, normalization, not forward),)
 

@@ -9,9 +9,10 @@ in derivatives_shape.py.
 """
 from __future__ import annotations
 
-from ...autograd.recording import derivative, derivative_not_implemented
+from ..derivative import derivative, derivative_not_implemented
 from ...core import dtype as dt
 from ..registry import functions as _fn
+from . import scatter
 
 
 def _used(src, index):
@@ -38,23 +39,23 @@ def _padded(g, shape):
 
 # ---- gather / scatter --------------------------------------------------------------------
 
-@derivative("aten::gather", "GatherBackward0")
+@derivative(scatter.gather, "GatherBackward0")
 def _gather(grad, self_shape, dim, index):
     return grad.new_zeros(self_shape).scatter_add(dim, index, grad), None
 
 
-@derivative("aten::scatter.src", "ScatterBackward0")
+@derivative(scatter.scatter_src, "ScatterBackward0")
 def _scatter_src(grad, dim, index, src_shape):
     return (grad.scatter(dim, index, 0), None,
             _padded(grad.gather(dim, index), src_shape))
 
 
-@derivative("aten::scatter.value", "ScatterBackward1")
+@derivative(scatter.scatter_value, "ScatterBackward1")
 def _scatter_value(grad, dim, index):
     return grad.scatter(dim, index, 0), None
 
 
-@derivative("aten::scatter_add", "ScatterAddBackward0")
+@derivative(scatter.scatter_add, "ScatterAddBackward0")
 def _scatter_add(grad, dim, index, src_shape):
     return grad, None, _padded(grad.gather(dim, index), src_shape)
 
@@ -84,7 +85,7 @@ def _extremum_grads(grad, self, dim, index, src, result):
     return self_is * share, src_is * share.gather(dim, index)
 
 
-@derivative("aten::scatter_reduce.two", "ScatterReduceBackward0")
+@derivative(scatter.scatter_reduce, "ScatterReduceBackward0")
 def _scatter_reduce(grad, self, dim, index, src, reduce, include_self, result):
     used = _used(src, index)
     if reduce == "sum":
@@ -105,24 +106,24 @@ def _scatter_reduce(grad, self, dim, index, src, reduce, include_self, result):
 
 # ---- index_add / index_copy / index_fill -------------------------------------------------
 
-@derivative("aten::index_add", "IndexAddBackward0")
+@derivative(scatter.index_add, "IndexAddBackward0")
 def _index_add(grad, dim, index, source_shape, alpha):
     g = grad.index_select(dim, index).reshape(source_shape)
     return grad, None, (g if alpha == 1 else g * alpha)
 
 
-@derivative("aten::index_copy", "IndexCopyBackward0")
+@derivative(scatter.index_copy, "IndexCopyBackward0")
 def _index_copy(grad, dim, index, source_shape):
     return (grad.index_fill(dim, index, 0), None,
             grad.index_select(dim, index).reshape(source_shape))
 
 
-@derivative("aten::index_fill.int_Scalar", "IndexFillBackward0")
+@derivative(scatter.index_fill_scalar, "IndexFillBackward0")
 def _index_fill_scalar(grad, dim, index):
     return grad.index_fill(dim, index, 0), None
 
 
-@derivative("aten::index_fill.int_Tensor", "IndexFillBackward1")
+@derivative(scatter.index_fill_tensor, "IndexFillBackward1")
 def _index_fill_tensor(grad, dim, index):
     filled = grad.new_zeros(grad._shape, dtype=dt.bool).index_fill(dim, index, True)
     return (grad.index_fill(dim, index, 0), None,
@@ -131,19 +132,19 @@ def _index_fill_tensor(grad, dim, index):
 
 # ---- put / masks -------------------------------------------------------------------------
 
-@derivative("aten::put", "PutBackward0")
+@derivative(scatter.put, "PutBackward0")
 def _put(grad, index, source_shape, accumulate):
     g_self = grad if accumulate else grad.put(index, grad.new_zeros(source_shape))
     return g_self, None, grad.take(index).reshape(source_shape)
 
 
-@derivative("aten::masked_fill.Tensor", "MaskedFillBackward1")
+@derivative(scatter.masked_fill_tensor, "MaskedFillBackward1")
 def _masked_fill_tensor(grad, mask):
     return (grad.masked_fill(mask, 0), None,
             grad.masked_fill(mask.logical_not(), 0).sum())
 
 
-@derivative("aten::masked_scatter", "MaskedScatterBackward0")
+@derivative(scatter.masked_scatter, "MaskedScatterBackward0")
 def _masked_scatter(grad, mask, source_shape):
     picked = grad.masked_select(mask)
     total = 1
@@ -154,4 +155,4 @@ def _masked_scatter(grad, mask, source_shape):
             _fn["cat"]([picked, rest]).reshape(source_shape))
 
 # scatter with reduce=: PyTorch has no formula either.
-derivative_not_implemented("aten::scatter.reduce", "aten::scatter.value_reduce")
+derivative_not_implemented(scatter.scatter_reduce_src, scatter.scatter_reduce_value)

@@ -1,0 +1,4 @@
+"""Linear algebra: matrix products, decompositions, solves, inverses and norms.
+
+Its modules are imported by ops/families.py: the declarations, then the derivatives.
+"""

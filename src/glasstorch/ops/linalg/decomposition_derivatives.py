@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...autograd.recording import derivative
+from ..derivative import derivative
 from ..pointwise.math_derivatives import _norm
 from ..creation.factories import zeros_like
 from ..shape.joining import cat
@@ -20,6 +20,7 @@ from ..creation.ranges import eye
 from .decompositions import (_is_vector_rhs, _linalg_svd, cholesky_solve_op, linalg_cross,
                             linalg_det, linalg_inv_ex, linalg_lu_solve, linalg_matrix_exp,
                             linalg_solve_triangular, lu_unpack_op, pinv, solve)
+from . import decompositions
 
 
 def _diag(v, n):
@@ -53,7 +54,7 @@ def _grads(grad, count):
     return tuple(grad) + (None,) * (count - len(grad))
 
 
-@derivative("aten::linalg_vector_norm", "LinalgVectorNormBackward0")
+@derivative(decompositions.linalg_vector_norm, "LinalgVectorNormBackward0")
 def _vector_norm(grad, self, ord, dim, keepdim, result):
     return _norm(grad, self, ord, dim, keepdim, result)
 
@@ -72,7 +73,7 @@ def _exclusive_products(s):
     return before * after
 
 
-@derivative("aten::linalg_det", "LinalgDetBackward0")
+@derivative(decompositions.linalg_det, "LinalgDetBackward0")
 def _det(grad, A, result):
     """d det = tr(adj(A) dA): grad_A = grad adj(A)^H, which is grad conj(det) A^-H when A is
     invertible; with a singular matrix in the batch, adj(A) comes from the SVD A = U S Vh:
@@ -87,7 +88,7 @@ def _det(grad, A, result):
     return (g * phase * adj_h,)
 
 
-@derivative("aten::linalg_slogdet", "LinalgSlogdetBackward0")
+@derivative(decompositions.linalg_slogdet, "LinalgSlogdetBackward0")
 def _slogdet(grad, A, result0):
     """d log det = tr(A^-1 dA) = d log|det| + i d(arg det): the gradient of the complex
     log-determinant is g_logabsdet + i Im(g_sign conj(sign))."""
@@ -104,7 +105,7 @@ def _slogdet(grad, A, result0):
     return (g.unsqueeze(-1).unsqueeze(-1) * _inverse_h(A),)
 
 
-@derivative("aten::linalg_inv_ex", "LinalgInvExBackward0")
+@derivative(decompositions.linalg_inv_ex, "LinalgInvExBackward0")
 def _inv_ex(grad, result0):
     g = _grads(grad, 2)[0]
     if g is None:
@@ -113,7 +114,7 @@ def _inv_ex(grad, result0):
     return (-inv_h.matmul(g).matmul(inv_h),)
 
 
-@derivative("aten::linalg_solve_ex", "LinalgSolveExBackward0")
+@derivative(decompositions.linalg_solve_ex, "LinalgSolveExBackward0")
 def _solve_ex(grad, A, B, left, result0):
     """AX = B: gB = A^-H g, gA = -gB X^H (XA = B: gB = g A^-H, gA = -X^H gB)."""
     g = _grads(grad, 2)[0]
@@ -130,7 +131,7 @@ def _solve_ex(grad, A, B, left, result0):
 
 # ---- Cholesky and QR -----------------------------------------------------------------------
 
-@derivative("aten::linalg_cholesky_ex", "LinalgCholeskyExBackward0")
+@derivative(decompositions.linalg_cholesky_ex, "LinalgCholeskyExBackward0")
 def _cholesky_ex(grad, upper, result0):
     """A = L L^H (Murray 2016): gA = L^-H Phi L^-1 with T = tril(L^H gL) and
     Phi = (T + tril(T, -1)^H) / 2, the Hermitian matrix that T's lower triangle describes."""
@@ -167,7 +168,7 @@ def _qr_square_or_tall(gQ, gR, Q, R):
     return gA
 
 
-@derivative("aten::linalg_qr", "LinalgQrBackward0")
+@derivative(decompositions.linalg_qr, "LinalgQrBackward0")
 def _qr(grad, A, mode, result0, result1):
     gQ, gR = _grads(grad, 2)
     if gQ is None and gR is None:
@@ -197,7 +198,7 @@ def _qr(grad, A, mode, result0, result1):
 
 # ---- SVD and eigen decompositions ------------------------------------------------------------
 
-@derivative("aten::_linalg_svd", "LinalgSvdBackward0")
+@derivative(decompositions._linalg_svd, "LinalgSvdBackward0")
 def _svd(grad, A, full_matrices, compute_uv, result0, result1, result2):
     gU, gS, gVh = _grads(grad, 3)
     if not compute_uv:
@@ -243,7 +244,7 @@ def _svd(grad, A, full_matrices, compute_uv, result0, result1, result2):
     return (gA,)
 
 
-@derivative("aten::linalg_eigh", "LinalgEighBackward0")
+@derivative(decompositions.linalg_eigh, "LinalgEighBackward0")
 def _eigh(grad, result0, result1):
     """A = V diag(L) V^H: gA = V (diag(gL) + skew(V^H gV) / 2 / (L_j - L_i)) V^H."""
     gL, gV = _grads(grad, 2)
@@ -264,7 +265,7 @@ def _eigh(grad, result0, result1):
     return (V.matmul(core).matmul(V.mH),)
 
 
-@derivative("aten::linalg_eig", "LinalgEigBackward0")
+@derivative(decompositions.linalg_eig, "LinalgEigBackward0")
 def _eig(grad, self, result0, result1):
     """A V = V diag(L), unit-norm columns: gA = V^-H K V^H, K = diag(gL) off the diagonal
     (V^H gV - V^H V diag(Re diag(V^H gV))) / conj(L_j - L_i)."""
@@ -305,12 +306,12 @@ def _pinv_backward(g, P, A):
             + (gh - A.matmul(K)).matmul(P).matmul(Ph))
 
 
-@derivative("aten::linalg_pinv.atol_rtol_float", "LinalgPinvBackward0")
+@derivative(decompositions.linalg_pinv, "LinalgPinvBackward0")
 def _pinv(grad, self, result):
     return (_pinv_backward(grad, result, self),)
 
 
-@derivative("aten::linalg_lstsq", "LinalgLstsqBackward0", outputs=(0, 1))
+@derivative(decompositions.linalg_lstsq, "LinalgLstsqBackward0", outputs=(0, 1))
 def _lstsq(grad, self, b):
     """solution = pinv(A) B: gB = pinv(A)^H g, gA through pinv with g B^H. The residuals
     ||A x - B||^2 are minimal in x, so only their explicit dependence on A and B counts:
@@ -337,7 +338,7 @@ def _lstsq(grad, self, b):
 
 # ---- matrix exponential, triangular solve, cross ---------------------------------------------
 
-@derivative("aten::linalg_matrix_exp", "LinalgMatrixExpBackward0")
+@derivative(decompositions.linalg_matrix_exp, "LinalgMatrixExpBackward0")
 def _matrix_exp(grad, self):
     n = self.shape[-1]
     Ah = self.mH
@@ -345,7 +346,7 @@ def _matrix_exp(grad, self):
     return (linalg_matrix_exp(block)[..., :n, n:],)
 
 
-@derivative("aten::linalg_solve_triangular", "LinalgSolveTriangularBackward0")
+@derivative(decompositions.linalg_solve_triangular, "LinalgSolveTriangularBackward0")
 def _solve_triangular(grad, self, upper, left, unitriangular, result):
     """Only the triangle of A is read: its gradient is the triangle of -gB X^H (left) or
     -X^H gB (right), without the diagonal when it is taken as ones."""
@@ -357,15 +358,15 @@ def _solve_triangular(grad, self, upper, left, unitriangular, result):
     return gA, gB
 
 
-@derivative("aten::linalg_cross", "LinalgCrossBackward0")
+@derivative(decompositions.linalg_cross, "LinalgCrossBackward0")
 def _cross(grad, self, other, dim):
     return (linalg_cross(other.conj(), grad, dim=dim), linalg_cross(grad, self.conj(), dim=dim))
 
 
-derivative("aten::cholesky", "CholeskyBackward0")(_cholesky_ex)
+derivative(decompositions.cholesky_op, "CholeskyBackward0")(_cholesky_ex)
 
 
-@derivative("aten::triangular_solve", "TriangularSolveBackward0")
+@derivative(decompositions.triangular_solve_op, "TriangularSolveBackward0")
 def _triangular_solve(grad, A, upper, transpose, unitriangular, result0):
     """As linalg.solve_triangular with A^T for transpose; the copy of A passes its gradient
     through."""
@@ -385,7 +386,7 @@ def _triangular_solve(grad, A, upper, transpose, unitriangular, result0):
     return gb, gA
 
 
-@derivative("aten::cholesky_solve", "CholeskySolveBackward0")
+@derivative(decompositions.cholesky_solve_op, "CholeskySolveBackward0")
 def _cholesky_solve(grad, input2, upper, result):
     """X = (L L^H)^-1 B: gB = cholesky_solve(g, L); gL from gA = -gB X^H, A = L L^H."""
     gB = cholesky_solve_op(grad, input2, upper)
@@ -395,7 +396,7 @@ def _cholesky_solve(grad, input2, upper, result):
     return gB, gL
 
 
-@derivative("aten::cholesky_inverse", "CholeskyInverseBackward0")
+@derivative(decompositions.cholesky_inverse_op, "CholeskyInverseBackward0")
 def _cholesky_inverse(grad, self, upper, result):
     common = -result.matmul((grad + grad.mH).matmul(result))
     return (self.matmul(common) if upper else common.matmul(self),)
@@ -431,7 +432,7 @@ def _tri_sandwich(L, phi, U):
     return linalg_solve_triangular(L.mH, x, upper=True, unitriangular=True)
 
 
-@derivative("aten::linalg_lu", "LinalgLuBackward0", outputs=(1, 2))
+@derivative(decompositions.linalg_lu, "LinalgLuBackward0", outputs=(1, 2))
 def _lu(grad, result0, result1, result2):
     _, gL, gU = _grads(grad, 3)
     if gL is None and gU is None:
@@ -439,7 +440,7 @@ def _lu(grad, result0, result1, result2):
     return (_lu_backward(gL, gU, result0, result1, result2),)
 
 
-@derivative("aten::linalg_lu_factor_ex", "LinalgLuFactorExBackward0")
+@derivative(decompositions.linalg_lu_factor_ex, "LinalgLuFactorExBackward0")
 def _lu_factor_ex(grad, result0, result1):
     gLU = _grads(grad, 3)[0]
     if gLU is None:
@@ -449,7 +450,7 @@ def _lu_factor_ex(grad, result0, result1):
     return (_lu_backward(gLU[..., :k].tril(-1), gLU[..., :k, :].triu(), P, L, U),)
 
 
-@derivative("aten::lu_unpack", "LuUnpackBackward0", outputs=(1, 2))
+@derivative(decompositions.lu_unpack_op, "LuUnpackBackward0", outputs=(1, 2))
 def _lu_unpack(grad, LU_data):
     """L and U are the strictly lower and the upper part of the packed LU."""
     _, gL, gU = _grads(grad, 3)
@@ -465,7 +466,7 @@ def _lu_unpack(grad, LU_data):
     return g, None
 
 
-@derivative("aten::linalg_lu_solve", "LinalgLuSolveBackward0")
+@derivative(decompositions.linalg_lu_solve, "LinalgLuSolveBackward0")
 def _lu_solve(grad, LU, pivots, left, adjoint, result):
     """gB by the adjoint solve; the op's A (A^H if adjoint) gets -gB X^H (left) or -X^H gB,
     which reaches the packed LU through A = P L U."""

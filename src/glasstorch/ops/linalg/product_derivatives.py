@@ -8,11 +8,13 @@ summed back by the engine.
 """
 from __future__ import annotations
 
-from ...autograd.recording import derivative
+from ..derivative import derivative
 from ...core.shape import wrap_dims
 from ..pointwise.arithmetic_derivatives import conj
 from .products import (_ELLIPSIS, _label_char, _label_index, _parse_operands, einsum,
                      tensordot)
+from . import products
+from ..nn import normalization
 
 
 def _scaled(grad, factor):
@@ -21,17 +23,17 @@ def _scaled(grad, factor):
 
 # ---- vector products -------------------------------------------------------------------
 
-@derivative("aten::mv", "MvBackward0")
+@derivative(products.mv, "MvBackward0")
 def _mv(grad, self, vec):
     return grad.outer(conj(vec)), conj(self).t().mv(grad)
 
 
-@derivative("aten::dot", "DotBackward0")
+@derivative(products.dot, "DotBackward0")
 def _dot(grad, self, tensor):
     return grad * conj(tensor), grad * conj(self)
 
 
-@derivative("aten::vdot", "VdotBackward0")
+@derivative(products.vdot, "VdotBackward0")
 def _vdot(grad, self, other):
     # vdot conjugates self: d/dself = conj(grad) * other, d/dother = grad * self
     if self.dtype.is_complex:
@@ -44,15 +46,15 @@ def _outer(grad, self, vec2):
     return (grad * conj(vec2)).sum(1), (grad * conj(self).unsqueeze(1)).sum(0)
 
 
-derivative("aten::outer", "MulBackward0")(_outer)
-derivative("aten::ger", "MulBackward0")(_outer)
+derivative(products.outer, "MulBackward0")(_outer)
+derivative(products.ger, "MulBackward0")(_outer)
 
 
 def _inner_name(self, other):
     return "MulBackward0" if self.dim() == 0 or other.dim() == 0 else "ViewBackward0"
 
 
-@derivative("aten::inner", _inner_name)
+@derivative(products.inner, _inner_name)
 def _inner(grad, self, other):
     if self.dim() == 0 or other.dim() == 0:
         return grad * conj(other), grad * conj(self)
@@ -70,14 +72,14 @@ def _mat2_grad(grad, mat1, mat2):
     return conj(mat1).t().mm(grad)
 
 
-@derivative("aten::mm", "MmBackward0")
+@derivative(normalization.mm, "MmBackward0")
 def _mm(grad, self, mat2, grad_input_mask):
     # mat2's first, as PyTorch's: a mode sees linear's backward as t, mm, t, t, mm
     g_mat2 = _mat2_grad(grad, self, mat2) if grad_input_mask[1] else None
     return (grad.mm(conj(mat2).t()) if grad_input_mask[0] else None), g_mat2
 
 
-@derivative("aten::addmm", "AddmmBackward0")
+@derivative(normalization.addmm, "AddmmBackward0")
 def _addmm(grad, beta, alpha, mat1, mat2, grad_input_mask):
     need_self, need_mat1, need_mat2 = grad_input_mask
     return (_scaled(grad, beta) if need_self else None,
@@ -85,19 +87,19 @@ def _addmm(grad, beta, alpha, mat1, mat2, grad_input_mask):
             _scaled(_mat2_grad(grad, mat1, mat2), alpha) if need_mat2 else None)
 
 
-@derivative("aten::addmv", "AddmvBackward0")
+@derivative(products.addmv, "AddmvBackward0")
 def _addmv(grad, beta, alpha, mat, vec):
     return (_scaled(grad, beta), _scaled(grad.outer(conj(vec)), alpha),
             _scaled(conj(mat).t().mv(grad), alpha))
 
 
-@derivative("aten::addr", "AddrBackward0")
+@derivative(products.addr, "AddrBackward0")
 def _addr(grad, beta, alpha, vec1, vec2):
     return (_scaled(grad, beta), _scaled(grad.mv(conj(vec2)), alpha),
             _scaled(grad.t().mv(conj(vec1)), alpha))
 
 
-@derivative("aten::baddbmm", "BaddbmmBackward0")
+@derivative(products.baddbmm, "BaddbmmBackward0")
 def _baddbmm(grad, beta, alpha, batch1, batch2, grad_input_mask):
     need_self, need_batch1, need_batch2 = grad_input_mask
     return (_scaled(grad, beta) if need_self else None,
@@ -105,7 +107,7 @@ def _baddbmm(grad, beta, alpha, batch1, batch2, grad_input_mask):
             _scaled(conj(batch1).transpose(1, 2).bmm(grad), alpha) if need_batch2 else None)
 
 
-@derivative("aten::addbmm", "AddbmmBackward0")
+@derivative(products.addbmm, "AddbmmBackward0")
 def _addbmm(grad, beta, alpha, batch1, batch2):
     g = grad.unsqueeze(0).expand((batch1.shape[0],) + tuple(grad.shape))
     return (_scaled(grad, beta), _scaled(g.bmm(conj(batch2).transpose(1, 2)), alpha),
@@ -135,7 +137,7 @@ def _tensordot_grads(grad, a, b, c1, c2):
     return _expand_broadcast(ga.permute(pos_a), a), _expand_broadcast(gb.permute(pos_b), b)
 
 
-@derivative("aten::tensordot", "ViewBackward0")
+@derivative(products.tensordot_op, "ViewBackward0")
 def _tensordot(grad, self, other, dims_self, dims_other):
     c1 = list(wrap_dims(dims_self, self.dim()))
     c2 = list(wrap_dims(dims_other, other.dim()))
@@ -178,7 +180,7 @@ def _einsum_name(equation, tensors, path=None):
     return "MulBackward0"
 
 
-@derivative("aten::einsum", _einsum_name)
+@derivative(products.einsum_op, _einsum_name)
 def _einsum(grad, equation, tensors):
     ops, out = _einsum_labels(equation, len(tensors))
     ops, tensors, diagonals = list(ops), list(tensors), {}

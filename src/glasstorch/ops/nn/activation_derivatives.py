@@ -13,12 +13,14 @@ import math
 
 import numpy as np
 
-from ...autograd.recording import derivative
+from ..derivative import derivative
 from ...core.dtype import int64
 from ...core.shape import wrap_dim
 from .activation import gelu_backward, threshold_backward
 from ..creation.factories import zeros_like
 from ..shape.joining import cat, where
+from . import activation
+from . import distance
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -36,12 +38,12 @@ def _keep(grad, mask):
     return where(mask, grad, 0.0)
 
 
-@derivative("aten::relu", "ReluBackward0")
+@derivative(activation.relu, "ReluBackward0")
 def _relu(grad, result):
     return (threshold_backward(grad, result, 0),)
 
 
-@derivative("aten::threshold_backward", "ThresholdBackwardBackward0")
+@derivative(activation.threshold_backward, "ThresholdBackwardBackward0")
 def _threshold_backward(grad, self, threshold, grad_input_mask):
     return (threshold_backward(grad, self, threshold),
             zeros_like(self) if grad_input_mask[1] else None)
@@ -51,7 +53,7 @@ def _leaky(grad, self, slope):
     return where(self > 0, grad, grad * slope)
 
 
-@derivative("aten::leaky_relu", "LeakyReluBackward0", inplace_node_name="LeakyReluBackward1")
+@derivative(activation.leaky_relu, "LeakyReluBackward0", inplace_node_name="LeakyReluBackward1")
 def _leaky_relu(grad, self, negative_slope):
     return (_leaky(grad, self, negative_slope),)
 
@@ -61,18 +63,18 @@ def _elu_grad(grad, self, alpha, scale, input_scale):
     return where(self <= 0, negative, grad * scale)
 
 
-@derivative("aten::elu", "EluBackward0", inplace_node_name="EluBackward1")
+@derivative(activation.elu, "EluBackward0", inplace_node_name="EluBackward1")
 def _elu(grad, self, alpha, scale, input_scale):
     return (_elu_grad(grad, self, alpha, scale, input_scale),)
 
 
-@derivative("aten::celu", "CeluBackward0", inplace_node_name="CeluBackward1")
+@derivative(activation.celu, "CeluBackward0", inplace_node_name="CeluBackward1")
 def _celu(grad, self, alpha):
     # PyTorch's backward takes 1/alpha with alpha rounded to float32
     return (_elu_grad(grad, self, alpha, 1.0, 1.0 / _f32(alpha)),)
 
 
-@derivative("aten::gelu", "GeluBackward0")
+@derivative(activation.gelu, "GeluBackward0")
 def _gelu(grad, self, approximate):
     return (gelu_backward(grad, self, approximate=approximate),)
 
@@ -88,14 +90,14 @@ def _gelu_second_derivative(x, approximate):
     return pdf * (2 - x * x)
 
 
-@derivative("aten::gelu_backward", "GeluBackwardBackward0")
+@derivative(activation.gelu_backward, "GeluBackwardBackward0")
 def _gelu_backward(grad, grad_output, self, approximate, grad_input_mask):
     return (gelu_backward(grad, self, approximate=approximate) if grad_input_mask[0] else None,
             grad * grad_output * _gelu_second_derivative(self, approximate)
             if grad_input_mask[1] else None)
 
 
-@derivative("aten::silu", "SiluBackward0")
+@derivative(activation.silu, "SiluBackward0")
 def _silu(grad, self):
     s = self.sigmoid()
     return (grad * s * (self * (1 - s) + 1),)
@@ -106,29 +108,29 @@ def _softplus_of(x):
     return x.clamp_min(0) + (-x.abs()).exp().log1p()
 
 
-@derivative("aten::mish", "MishBackward0")
+@derivative(activation.mish, "MishBackward0")
 def _mish(grad, self):
     t = _softplus_of(self).tanh()
     return (grad * (t + self * self.sigmoid() * (1 - t * t)),)
 
 
-@derivative("aten::softplus", "SoftplusBackward0")
+@derivative(activation.softplus, "SoftplusBackward0")
 def _softplus(grad, self, beta, threshold):
     bx = self * beta
     return (where(bx > threshold, grad, grad * bx.sigmoid()),)
 
 
-@derivative("aten::hardtanh", "HardtanhBackward0")
+@derivative(activation.hardtanh, "HardtanhBackward0")
 def _hardtanh(grad, self, min_val, max_val):
     return (_keep(grad, (self > min_val).logical_and(self < max_val)),)
 
 
-@derivative("aten::hardsigmoid", "HardsigmoidBackward0")
+@derivative(activation.hardsigmoid, "HardsigmoidBackward0")
 def _hardsigmoid(grad, self):
     return (_keep(grad * _F32_SIXTH, (self > -3).logical_and(self < 3)),)
 
 
-@derivative("aten::hardswish", "HardswishBackward0")
+@derivative(activation.hardswish, "HardswishBackward0")
 def _hardswish(grad, self):
     middle = where(self < 3, grad * (self / 3 + 0.5), grad)
     return (where(self <= -3, 0.0, middle),)
@@ -138,27 +140,27 @@ def _shrink(grad, self, lambd):
     return (_keep(grad, (self < -lambd).logical_or(self > lambd)),)
 
 
-@derivative("aten::softshrink", "SoftshrinkBackward0")
+@derivative(activation.softshrink, "SoftshrinkBackward0")
 def _softshrink(grad, self, lambd):
     return _shrink(grad, self, lambd)
 
 
-@derivative("aten::hardshrink", "HardshrinkBackward0")
+@derivative(activation.hardshrink, "HardshrinkBackward0")
 def _hardshrink(grad, self, lambd):
     return _shrink(grad, self, lambd)
 
 
-@derivative("aten::threshold", "ThresholdBackward0", inplace_node_name="ThresholdBackward1")
+@derivative(activation.threshold, "ThresholdBackward0", inplace_node_name="ThresholdBackward1")
 def _threshold(grad, self, threshold):
     return (threshold_backward(grad, self, threshold),)
 
 
-@derivative("aten::log_sigmoid", "LogSigmoidBackward0")
+@derivative(activation.log_sigmoid, "LogSigmoidBackward0")
 def _log_sigmoid(grad, self):
     return (grad * (-self).sigmoid(),)
 
 
-@derivative("aten::glu", "GluBackward0")
+@derivative(activation.glu, "GluBackward0")
 def _glu(grad, self, dim):
     d = wrap_dim(dim, self.dim())
     a, b = self.chunk(2, d)
@@ -166,20 +168,20 @@ def _glu(grad, self, dim):
     return (cat([grad * s, grad * a * s * (1 - s)], d),)
 
 
-@derivative("aten::_prelu_kernel", "PreluKernelBackward0")
+@derivative(activation._prelu_kernel, "PreluKernelBackward0")
 def _prelu_kernel(grad, self, weight):
     positive = self > 0
     return where(positive, grad, grad * weight), where(positive, 0.0, grad * self)
 
 
-@derivative("aten::rrelu_with_noise", "RreluWithNoiseBackward0", inplace_node_name="RreluWithNoiseBackward1")
+@derivative(activation.rrelu_with_noise, "RreluWithNoiseBackward0", inplace_node_name="RreluWithNoiseBackward1")
 def _rrelu_with_noise(grad, self, noise, lower, upper, training):
     if training and upper - lower > 1e-6:
         return grad * noise, None
     return _leaky(grad, self, (lower + upper) / 2), None
 
 
-@derivative("aten::native_dropout", "NativeDropoutBackward0")
+@derivative(activation.native_dropout, "NativeDropoutBackward0")
 def _native_dropout(grad, p, train, result1):
     """grad * mask * scale; PyTorch scales by 1 unless `train` is given and true."""
     g = grad[0]
@@ -214,21 +216,21 @@ def _distance_weight(diff, dist, p):
     return where(zero, 0.0, diff.sign() * (a / _safe_divisor(dist)).pow(p - 1))
 
 
-@derivative("aten::_cdist_forward", "CdistBackward0")
+@derivative(distance.cdist_forward, "CdistBackward0")
 def _cdist_forward(grad, x1, x2, p, result):
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     g = grad.unsqueeze(-1) * _distance_weight(diff, result.unsqueeze(-1), p)
     return g.sum(-2), -g.sum(-3)
 
 
-@derivative("aten::_euclidean_dist", "EuclideanDistBackward0")
+@derivative(distance.euclidean_dist, "EuclideanDistBackward0")
 def _euclidean_dist(grad, x1, x2, result):
     ratio = where(result == 0, 0.0, grad / _safe_divisor(result))
     return (x1 * ratio.sum(-1, keepdim=True) - ratio.matmul(x2),
             x2 * ratio.sum(-2).unsqueeze(-1) - ratio.mT.matmul(x1))
 
 
-@derivative("aten::_pdist_forward", "PdistBackward0")
+@derivative(distance.pdist_forward, "PdistBackward0")
 def _pdist_forward(grad, self, p, result):
     n = self.shape[0]
     rows, cols = (self.new_tensor(i, dtype=int64) for i in np.triu_indices(n, 1))

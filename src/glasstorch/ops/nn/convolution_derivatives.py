@@ -1,4 +1,4 @@
-"""Derivative formulas of convolution and pooling (ops/convolution.py, ops/pooling.py).
+"""Derivative formulas of convolution and pooling (convolution.py, pooling.py).
 
 A convolution's gradients come from one `convolution_backward` call (input, weight and
 bias together, as PyTorch's ConvolutionBackward0). That op is differentiable in turn:
@@ -9,12 +9,13 @@ convolution backwards for x (weight ggw) and w (input ggx). Every order records 
 """
 from __future__ import annotations
 
-from ...autograd.recording import derivative
+from ..derivative import derivative
 from . import pooling
 from .convolution import col2im, convolution, convolution_backward, im2col
+from . import convolution as convolution_ops
 
 
-@derivative("aten::convolution", "ConvolutionBackward0")
+@derivative(convolution_ops.convolution, "ConvolutionBackward0")
 def _convolution(grad, input, weight, stride, padding, dilation, transposed, output_padding,
                  groups, grad_input_mask):
     bias_sizes = [grad.shape[1]] if grad_input_mask[2] else None
@@ -22,7 +23,7 @@ def _convolution(grad, input, weight, stride, padding, dilation, transposed, out
                                 transposed, output_padding, groups, grad_input_mask)
 
 
-@derivative("aten::convolution_backward", "ConvolutionBackwardBackward0")
+@derivative(convolution_ops.convolution_backward, "ConvolutionBackwardBackward0")
 def _convolution_backward(grads, grad_output, input, weight, stride, padding, dilation,
                           transposed, output_padding, groups, grad_input_mask):
     # the engine's tuple stops at the last output with a gradient (a lone one is unwrapped)
@@ -47,12 +48,12 @@ def _convolution_backward(grads, grad_output, input, weight, stride, padding, di
     return g_out, g_input, g_weight
 
 
-@derivative("aten::im2col", "Im2ColBackward0")
+@derivative(convolution_ops.im2col, "Im2ColBackward0")
 def _im2col(grad, self_shape, kernel_size, dilation, padding, stride):
     return (col2im(grad, self_shape[-2:], kernel_size, dilation, padding, stride),)
 
 
-@derivative("aten::col2im", "Col2ImBackward0")
+@derivative(convolution_ops.col2im, "Col2ImBackward0")
 def _col2im(grad, kernel_size, dilation, padding, stride):
     return (im2col(grad, kernel_size, dilation, padding, stride),)
 
@@ -68,12 +69,12 @@ def _values_grad(grad):
 def _max_pool(nd):
     backward = getattr(pooling, f"max_pool{nd}d_with_indices_backward")
 
-    @derivative(f"aten::max_pool{nd}d_with_indices", f"MaxPool{nd}DWithIndicesBackward0")
+    @derivative(getattr(pooling, f"max_pool{nd}d_with_indices"), f"MaxPool{nd}DWithIndicesBackward0")
     def formula(grad, self, kernel_size, stride, padding, dilation, ceil_mode, result1):
         return (backward(_values_grad(grad), self, kernel_size, stride, padding, dilation,
                          ceil_mode, result1),)
 
-    @derivative(f"aten::max_pool{nd}d_with_indices_backward",
+    @derivative(getattr(pooling, f"max_pool{nd}d_with_indices_backward"),
                 f"MaxPool{nd}DWithIndicesBackwardBackward0")
     def formula_backward(grad, indices):
         return pooling.plane_gather(grad, indices, nd), None, None
@@ -83,13 +84,13 @@ def _avg_pool(nd):
     forward = getattr(pooling, f"avg_pool{nd}d")
     backward = getattr(pooling, f"avg_pool{nd}d_backward")
 
-    @derivative(f"aten::avg_pool{nd}d", f"AvgPool{nd}DBackward0")
+    @derivative(getattr(pooling, f"avg_pool{nd}d"), f"AvgPool{nd}DBackward0")
     def formula(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
                 divisor_override):
         return (backward(grad, self, kernel_size, stride, padding, ceil_mode,
                          count_include_pad, divisor_override),)
 
-    @derivative(f"aten::avg_pool{nd}d_backward", f"AvgPool{nd}DBackwardBackward0")
+    @derivative(getattr(pooling, f"avg_pool{nd}d_backward"), f"AvgPool{nd}DBackwardBackward0")
     def formula_backward(grad, kernel_size, stride, padding, ceil_mode, count_include_pad,
                          divisor_override):
         return forward(grad, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -101,20 +102,20 @@ def _adaptive(nd):
     avg_backward = getattr(pooling, f"_adaptive_avg_pool{nd}d_backward")
     max_backward = getattr(pooling, f"adaptive_max_pool{nd}d_backward")
 
-    @derivative(f"aten::_adaptive_avg_pool{nd}d", f"AdaptiveAvgPool{nd}DBackward0")
+    @derivative(getattr(pooling, f"_adaptive_avg_pool{nd}d"), f"AdaptiveAvgPool{nd}DBackward0")
     def formula_avg(grad, self):
         return (avg_backward(grad, self),)
 
-    @derivative(f"aten::_adaptive_avg_pool{nd}d_backward",
+    @derivative(getattr(pooling, f"_adaptive_avg_pool{nd}d_backward"),
                 f"AdaptiveAvgPool{nd}DBackwardBackward0")
     def formula_avg_backward(grad, grad_output_shape):
         return avg(grad, grad_output_shape[-nd:]), None
 
-    @derivative(f"aten::adaptive_max_pool{nd}d", f"AdaptiveMaxPool{nd}DBackward0")
+    @derivative(getattr(pooling, f"adaptive_max_pool{nd}d"), f"AdaptiveMaxPool{nd}DBackward0")
     def formula_max(grad, self, result1):
         return (max_backward(_values_grad(grad), self, result1),)
 
-    @derivative(f"aten::adaptive_max_pool{nd}d_backward",
+    @derivative(getattr(pooling, f"adaptive_max_pool{nd}d_backward"),
                 f"AdaptiveMaxPool{nd}DBackwardBackward0")
     def formula_max_backward(grad, indices):
         return pooling.plane_gather(grad, indices, nd), None, None
@@ -126,11 +127,11 @@ for _nd in (2, 3):
     _adaptive(_nd)
 
 
-@derivative("aten::max_unpool2d", "MaxUnpool2DBackward0")
+@derivative(pooling.max_unpool2d, "MaxUnpool2DBackward0")
 def _max_unpool2d(grad, indices):
     return pooling.plane_gather(grad, indices, 2), None
 
 
-@derivative("aten::max_unpool3d", "MaxUnpool3DBackward0")
+@derivative(pooling.max_unpool3d, "MaxUnpool3DBackward0")
 def _max_unpool3d(grad, indices):
     return pooling.plane_gather(grad, indices, 3), None

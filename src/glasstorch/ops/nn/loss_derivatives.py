@@ -5,10 +5,11 @@ Written in glasstorch ops so that double backward records them. Class weights an
 """
 from __future__ import annotations
 
-from ...autograd.recording import derivative, derivative_not_implemented
+from ..derivative import derivative, derivative_not_implemented
 from ..shape.joining import where
 from .loss import _ctc_loss_backward, _log_softmax_backward_data, _softmax_backward_data
 from ..creation.ranges import arange
+from . import loss
 
 _MEAN = 1
 
@@ -30,17 +31,17 @@ def _class_onehot(target, n_classes, cdim):
 
 # ---- softmax -------------------------------------------------------------------------------
 
-@derivative("aten::_softmax", "SoftmaxBackward0")
+@derivative(loss._softmax, "SoftmaxBackward0")
 def _softmax(grad, result, dim):
     return (_softmax_backward_data(grad, result, dim, result.dtype),)
 
 
-@derivative("aten::_log_softmax", "LogSoftmaxBackward0")
+@derivative(loss._log_softmax, "LogSoftmaxBackward0")
 def _log_softmax(grad, result, dim):
     return (_log_softmax_backward_data(grad, result, dim, result.dtype),)
 
 
-@derivative("aten::_softmax_backward_data", "SoftmaxBackwardDataBackward0")
+@derivative(loss._softmax_backward_data, "SoftmaxBackwardDataBackward0")
 def _softmax_backward(grad, grad_output, output, dim):
     """d[y (g - sum(g y))]: linear in g; in y, grad (g - sum(g y)) - g sum(grad y)."""
     return (_softmax_backward_data(grad, output, dim, output.dtype),
@@ -48,7 +49,7 @@ def _softmax_backward(grad, grad_output, output, dim):
             - grad_output * (grad * output).sum(dim, keepdim=True))
 
 
-@derivative("aten::_log_softmax_backward_data", "LogSoftmaxBackwardDataBackward0")
+@derivative(loss._log_softmax_backward_data, "LogSoftmaxBackwardDataBackward0")
 def _log_softmax_backward(grad, grad_output, output, dim):
     """d[g - exp(y) sum(g)]: in g, grad - sum(grad exp(y)); in y, -grad exp(y) sum(g)."""
     e = output.exp()
@@ -75,8 +76,8 @@ def _nll(grad, self, target, weight, reduction, ignore_index, result1):
     return where(onehot, (-g * w).unsqueeze(cdim), 0.0), None, None
 
 
-derivative("aten::nll_loss_forward", "NllLossBackward0")(_nll)
-derivative("aten::nll_loss2d_forward", "NllLoss2DBackward0")(_nll)
+derivative(loss.nll_loss_forward, "NllLossBackward0")(_nll)
+derivative(loss.nll_loss2d_forward, "NllLoss2DBackward0")(_nll)
 
 
 # ---- pointwise losses ----------------------------------------------------------------------
@@ -85,26 +86,26 @@ def _both(g):
     return g, -g
 
 
-@derivative("aten::mse_loss", "MseLossBackward0")
+@derivative(loss.mse_loss, "MseLossBackward0")
 def _mse(grad, self, target, reduction):
     d = self - target
     return _both(_mean_scale(grad, reduction, d.numel()) * d * 2)
 
 
-@derivative("aten::smooth_l1_loss", "SmoothL1LossBackward0")
+@derivative(loss.smooth_l1_loss, "SmoothL1LossBackward0")
 def _smooth_l1(grad, self, target, reduction, beta):
     d = self - target
     slope = d.sign() if beta == 0 else d.clamp(-beta, beta) / beta
     return _both(_mean_scale(grad, reduction, d.numel()) * slope)
 
 
-@derivative("aten::huber_loss", "HuberLossBackward0")
+@derivative(loss.huber_loss, "HuberLossBackward0")
 def _huber(grad, self, target, reduction, delta):
     d = self - target
     return _both(_mean_scale(grad, reduction, d.numel()) * d.clamp(-delta, delta))
 
 
-@derivative("aten::soft_margin_loss", "SoftMarginLossBackward0")
+@derivative(loss.soft_margin_loss, "SoftMarginLossBackward0")
 def _soft_margin(grad, self, target, reduction):
     g = _mean_scale(grad, reduction, max(self.numel(), target.numel()))
     s = (-(self * target)).sigmoid()
@@ -115,7 +116,7 @@ def _weighted(g, weight):
     return g if weight is None else g * weight.detach()
 
 
-@derivative("aten::binary_cross_entropy", "BinaryCrossEntropyBackward0")
+@derivative(loss.binary_cross_entropy, "BinaryCrossEntropyBackward0")
 def _bce(grad, self, target, weight, reduction):
     g = _weighted(_mean_scale(grad, reduction, self.numel()), weight)
     d_self = g * (self - target) / ((1 - self) * self).clamp_min(1e-12)
@@ -128,7 +129,7 @@ def _softplus_neg(x):
     return (-x).clamp_min(0) + (-x.abs()).exp().log1p()
 
 
-@derivative("aten::binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0")
+@derivative(loss.binary_cross_entropy_with_logits, "BinaryCrossEntropyWithLogitsBackward0")
 def _bce_logits(grad, self, target, weight, pos_weight, reduction):
     g = _weighted(_mean_scale(grad, reduction, self.numel()), weight)
     if pos_weight is None:
@@ -149,7 +150,7 @@ def _per_sample(grad, reduction, self2, batched):
     return _mean_scale(grad, reduction, self2.shape[0])
 
 
-@derivative("aten::multi_margin_loss", "MultiMarginLossBackward0")
+@derivative(loss.multi_margin_loss, "MultiMarginLossBackward0")
 def _multi_margin(grad, self, target, p, margin, weight, reduction):
     c = self.shape[-1] if self.dim() else 1
     x = self if self.dim() == 2 else self.reshape(1, c)
@@ -165,7 +166,7 @@ def _multi_margin(grad, self, target, p, margin, weight, reduction):
     return d.reshape(self.shape), None, None
 
 
-@derivative("aten::multilabel_margin_loss_forward", "MultilabelMarginLossBackward0")
+@derivative(loss.multilabel_margin_loss_forward, "MultilabelMarginLossBackward0")
 def _multilabel_margin(grad, self, target, reduction, result1):
     c = self.shape[-1] if self.dim() else 1
     x = self.reshape(-1, c)
@@ -182,7 +183,7 @@ def _multilabel_margin(grad, self, target, reduction, result1):
 
 # ---- ctc_loss ----------------------------------------------------------------------------
 
-@derivative("aten::_ctc_loss", "CtcLossBackward0")
+@derivative(loss._ctc_loss, "CtcLossBackward0")
 def _ctc(grad, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity,
          result0, result1):
     g = _first(grad)
@@ -190,4 +191,4 @@ def _ctc(grad, log_probs, targets, input_lengths, target_lengths, blank, zero_in
                               result0.detach(), result1.detach(), blank, zero_infinity), None
 
 # ctc_loss's double backward: PyTorch has no formula either.
-derivative_not_implemented("aten::_ctc_loss_backward")
+derivative_not_implemented(loss._ctc_loss_backward)

@@ -14,7 +14,7 @@ from math import prod
 
 import numpy as np
 
-from ...autograd.recording import derivative
+from ..derivative import derivative
 from ...core import dtype as dt
 from ...core.device import CPU
 from ...core.grad_state import state as _grad_state
@@ -22,6 +22,7 @@ from ...core.tensor import Tensor
 from ..creation.factories import from_numpy
 from .normalization import (_as, _compute, embedding, embedding_dense_backward,
                             embedding_grad_scale)
+from . import normalization
 
 
 def _three(grad) -> tuple:
@@ -107,7 +108,7 @@ def _layer_norm_arrays(g, input, normalized_shape, weight, mean, rstd, mask):
     return dx, dw, db
 
 
-@derivative("aten::native_layer_norm", "NativeLayerNormBackward0")
+@derivative(normalization.native_layer_norm, "NativeLayerNormBackward0")
 def _layer_norm(grads, input, normalized_shape, weight, result1, result2, grad_input_mask):
     g, g_mean, g_rstd = _three(grads)
     if (g is not None and g_mean is None and g_rstd is None and not _grad_state.enabled
@@ -124,7 +125,7 @@ def _layer_norm(grads, input, normalized_shape, weight, result1, result2, grad_i
     return dx, dw, db
 
 
-@derivative("aten::native_batch_norm", "NativeBatchNormBackward0")
+@derivative(normalization.native_batch_norm, "NativeBatchNormBackward0")
 def _batch_norm(grads, input, weight, running_mean, running_var, training, eps, result1,
                 result2):
     g, g_mean, g_rstd = _three(grads)
@@ -154,7 +155,7 @@ def _grouped(t, n, group, per_group):
     return t.contiguous().view(n, group, per_group)
 
 
-@derivative("aten::native_group_norm", "NativeGroupNormBackward0")
+@derivative(normalization.native_group_norm, "NativeGroupNormBackward0")
 def _group_norm(grads, input, weight, N, C, HxW, group, result1, result2):
     g, g_mean, g_rstd = _three(grads)
     x, w = _up(input), _up(weight)
@@ -174,13 +175,13 @@ def _group_norm(grads, input, weight, N, C, HxW, group, result1, result2):
 
 # ---- embeddings --------------------------------------------------------------------------
 
-@derivative("aten::embedding", "EmbeddingBackward0")
+@derivative(normalization.embedding, "EmbeddingBackward0")
 def _embedding(grad, weight_shape, indices, padding_idx, scale_grad_by_freq):
     return (embedding_dense_backward(grad, indices, weight_shape[0], padding_idx,
                                      scale_grad_by_freq), None)
 
 
-@derivative("aten::embedding_dense_backward", "EmbeddingDenseBackwardBackward0")
+@derivative(normalization.embedding_dense_backward, "EmbeddingDenseBackwardBackward0")
 def _embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq):
     idx = indices._array().astype(np.int64)
     scale = embedding_grad_scale(idx, num_weights, padding_idx, scale_grad_by_freq,
@@ -188,7 +189,7 @@ def _embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_gra
     return embedding(grad, indices) * _const(scale, grad).unsqueeze(-1), None
 
 
-@derivative("aten::_embedding_bag", "EmbeddingBagBackward0")
+@derivative(normalization._embedding_bag, "EmbeddingBagBackward0")
 def _embedding_bag(grads, weight, indices, scale_grad_by_freq, mode, per_sample_weights,
                    padding_idx, result1, result2, result3):
     g = grads[0] if isinstance(grads, tuple) else grads

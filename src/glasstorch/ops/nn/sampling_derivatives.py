@@ -1,4 +1,4 @@
-"""Derivative formulas of ops/sampling.py.
+"""Derivative formulas of ops/_s.py.
 
 Padding and interpolation are linear maps: each gradient is the op's `_backward` op (the
 adjoint), and the gradient of a `_backward` op is the forward op again. Grid sampling's
@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import inspect
 
-from ...autograd.recording import derivative, not_differentiable
+from ..derivative import derivative, not_differentiable
 from ...core.grad_state import state as _grad_state
 from . import sampling as _s
+from ..random import samplers
 
 
-@derivative("aten::constant_pad_nd", "ConstantPadNdBackward0")
+@derivative(_s.constant_pad_nd, "ConstantPadNdBackward0")
 def _constant_pad(grad, pad):
     return (_s.constant_pad_nd(grad, tuple(-p for p in pad)),)
 
@@ -24,11 +25,11 @@ def _pad_derivatives(name: str, node: str) -> None:
     forward = getattr(_s, name)
     backward = getattr(_s, name + "_backward")
 
-    @derivative(f"aten::{name}", f"{node}Backward0")
+    @derivative(forward, f"{node}Backward0")
     def first(grad, self, padding):
         return (backward(grad, self, padding),)
 
-    @derivative(f"aten::{name}_backward", f"{node}BackwardBackward0")
+    @derivative(backward, f"{node}BackwardBackward0")
     def second(grad, self, padding):
         return forward(grad, padding), None
 
@@ -59,25 +60,25 @@ def _upsample_derivatives(kind: str, nd: int) -> None:
         return (forward(grad, *[saved[n] for n in names]),)
     first.__signature__ = _keyword_signature("self_shape", *names)
     second.__signature__ = _keyword_signature(*names)     # the same names in the backward op
-    derivative(f"aten::{forward.name}", f"{node}{nd}DBackward0")(first)
-    derivative(f"aten::{backward.name}", f"{node}{nd}DBackwardBackward0")(second)
+    derivative(forward, f"{node}{nd}DBackward0")(first)
+    derivative(backward, f"{node}{nd}DBackwardBackward0")(second)
 
 
 for _kind, _nd in _s.UPSAMPLE:
     _upsample_derivatives(_kind, _nd)
 
 
-@derivative("aten::pixel_shuffle", "PixelShuffleBackward0")
+@derivative(_s.pixel_shuffle, "PixelShuffleBackward0")
 def _pixel_shuffle(grad, upscale_factor):
     return (_s.pixel_unshuffle(grad, upscale_factor),)
 
 
-@derivative("aten::pixel_unshuffle", "PixelUnshuffleBackward0")
+@derivative(_s.pixel_unshuffle, "PixelUnshuffleBackward0")
 def _pixel_unshuffle(grad, downscale_factor):
     return (_s.pixel_shuffle(grad, downscale_factor),)
 
 
-@derivative("aten::channel_shuffle", "ChannelShuffleBackward0")
+@derivative(_s.channel_shuffle, "ChannelShuffleBackward0")
 def _channel_shuffle(grad, self_shape, groups):
     return (_s.channel_shuffle(grad, self_shape[1] // groups),)
 
@@ -85,7 +86,7 @@ def _channel_shuffle(grad, self_shape, groups):
 def _grid_sampler_derivative(nd: int) -> None:
     backward = getattr(_s, f"grid_sampler_{nd}d_backward")
 
-    @derivative(f"aten::grid_sampler_{nd}d", f"GridSampler{nd}DBackward0")
+    @derivative(getattr(_s, f"grid_sampler_{nd}d"), f"GridSampler{nd}DBackward0")
     def formula(grad, input, grid, interpolation_mode, padding_mode, align_corners):
         if _grad_state.enabled:      # create_graph: gradients in differentiable ops
             return _s.grid_sampler_grads(grad, input, grid, interpolation_mode, padding_mode,
@@ -98,11 +99,11 @@ _grid_sampler_derivative(2)
 _grid_sampler_derivative(3)
 
 
-@derivative("aten::affine_grid_generator", "AffineGridGeneratorBackward0")
+@derivative(_s.affine_grid_generator, "AffineGridGeneratorBackward0")
 def _affine_grid(grad, theta, size, align_corners):
     base = _s.base_grid_tensor(theta, tuple(size)[2:], align_corners)
     k = len(size) - 2
     return (grad.reshape(size[0], -1, k).transpose(1, 2).matmul(base),)
 
 # Draws: sample indices carry no gradient.
-not_differentiable("aten::multinomial")
+not_differentiable(samplers.multinomial_op)

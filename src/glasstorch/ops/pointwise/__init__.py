@@ -1,0 +1,4 @@
+"""Pointwise ops: arithmetic, math and special functions, comparisons, logical and bitwise ops.
+
+Its modules are imported by ops/families.py: the declarations, then the derivatives.
+"""

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import math
 
-from ...autograd.recording import derivative, derivative_not_implemented, not_differentiable
+from ..derivative import derivative, derivative_not_implemented, not_differentiable
 from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
 from .arithmetic_derivatives import _reduced_dims, _unreduce, conj
 from ..creation.factories import zeros_like
 from ..shape.joining import cat, where
 from ..creation.ranges import arange
+from . import elementwise
+from . import special_functions
+from ..random import samplers
+from ..reduction import reductions
+from ..reduction import statistics
+from ..shape import joining
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -46,102 +52,102 @@ def _reverse_cumsum(g, dim):
 
 # ---- unary pointwise -----------------------------------------------------------------------
 
-@derivative("aten::exp2", "Exp2Backward0")
+@derivative(elementwise.exp2, "Exp2Backward0")
 def _exp2(grad, result):
     return (grad * conj(result * _LN2),)
 
 
-@derivative("aten::expm1", "Expm1Backward0")
+@derivative(elementwise.expm1, "Expm1Backward0")
 def _expm1(grad, result):
     return (grad * conj(result + 1),)
 
 
-@derivative("aten::log2", "Log2Backward0")
+@derivative(elementwise.log2, "Log2Backward0")
 def _log2(grad, self):
     return (grad / conj(self * _LN2),)
 
 
-@derivative("aten::log10", "Log10Backward0")
+@derivative(elementwise.log10, "Log10Backward0")
 def _log10(grad, self):
     return (grad / conj(self * _LN10),)
 
 
-@derivative("aten::log1p", "Log1PBackward0")
+@derivative(elementwise.log1p, "Log1PBackward0")
 def _log1p(grad, self):
     return (grad / conj(self + 1),)
 
 
-@derivative("aten::rsqrt", "RsqrtBackward0")
+@derivative(elementwise.rsqrt, "RsqrtBackward0")
 def _rsqrt(grad, result):
     return (grad * conj((result * result * result) * -0.5),)
 
 
-@derivative("aten::square", "PowBackward0")
+@derivative(elementwise.square, "PowBackward0")
 def _square(grad, self):
     return (grad * conj(self * 2),)
 
 
-@derivative("aten::reciprocal", "ReciprocalBackward0")
+@derivative(elementwise.reciprocal, "ReciprocalBackward0")
 def _reciprocal(grad, result):
     return (-grad * conj(result * result),)
 
 
-@derivative("aten::sin", "SinBackward0")
+@derivative(elementwise.sin, "SinBackward0")
 def _sin(grad, self):
     return (grad * conj(self.cos()),)
 
 
-@derivative("aten::cos", "CosBackward0")
+@derivative(elementwise.cos, "CosBackward0")
 def _cos(grad, self):
     return (-grad * conj(self.sin()),)
 
 
-@derivative("aten::tan", "TanBackward0")
+@derivative(elementwise.tan, "TanBackward0")
 def _tan(grad, result):
     return (grad * conj(result * result + 1),)
 
 
-@derivative("aten::asin", "AsinBackward0")
+@derivative(elementwise.asin, "AsinBackward0")
 def _asin(grad, self):
     return (grad / conj((1 - self * self).sqrt()),)
 
 
-@derivative("aten::acos", "AcosBackward0")
+@derivative(elementwise.acos, "AcosBackward0")
 def _acos(grad, self):
     return (-grad / conj((1 - self * self).sqrt()),)
 
 
-@derivative("aten::atan", "AtanBackward0")
+@derivative(elementwise.atan, "AtanBackward0")
 def _atan(grad, self):
     return (grad / conj(self * self + 1),)
 
 
-@derivative("aten::sinh", "SinhBackward0")
+@derivative(elementwise.sinh, "SinhBackward0")
 def _sinh(grad, self):
     return (grad * conj(self.cosh()),)
 
 
-@derivative("aten::cosh", "CoshBackward0")
+@derivative(elementwise.cosh, "CoshBackward0")
 def _cosh(grad, self):
     return (grad * conj(self.sinh()),)
 
 
-@derivative("aten::asinh", "AsinhBackward0")
+@derivative(elementwise.asinh, "AsinhBackward0")
 def _asinh(grad, self):
     return (grad / conj((self * self + 1).sqrt()),)
 
 
-@derivative("aten::acosh", "AcoshBackward0")
+@derivative(elementwise.acosh, "AcoshBackward0")
 def _acosh(grad, self):
     return (grad / conj((self - 1).sqrt() * (self + 1).sqrt()),)
 
 
-@derivative("aten::atanh", "AtanhBackward0")
+@derivative(elementwise.atanh, "AtanhBackward0")
 def _atanh(grad, self):
     return (grad / conj(1 - self * self),)
 
 
-@derivative("aten::logit", "LogitBackward0")
+@derivative(elementwise.logit, "LogitBackward0")
 def _logit(grad, self, eps):
     g = grad / (self * (1 - self))
     if eps is None:
@@ -150,22 +156,22 @@ def _logit(grad, self, eps):
     return (_drop(g, outside),)
 
 
-@derivative("aten::erf", "ErfBackward0")
+@derivative(elementwise.erf, "ErfBackward0")
 def _erf(grad, self):
     return (grad * (-(self * self)).exp() * _TWO_OVER_SQRT_PI,)
 
 
-@derivative("aten::erfc", "ErfcBackward0")
+@derivative(elementwise.erfc, "ErfcBackward0")
 def _erfc(grad, self):
     return (grad * (-(self * self)).exp() * -_TWO_OVER_SQRT_PI,)
 
 
-@derivative("aten::erfinv", "ErfinvBackward0")
+@derivative(elementwise.erfinv, "ErfinvBackward0")
 def _erfinv(grad, result):
     return (grad * (result * result).exp() * _SQRT_PI_OVER_2,)
 
 
-@derivative("aten::lgamma", "LgammaBackward0")
+@derivative(elementwise.lgamma, "LgammaBackward0")
 def _lgamma(grad, self):
     return (grad * self.digamma(),)
 
@@ -173,17 +179,17 @@ def _lgamma(grad, self):
 # piecewise-constant functions: zero gradient; frac(x) = x - trunc(x): identity gradient
 for _name, _node in (("floor", "FloorBackward0"), ("ceil", "CeilBackward0"),
                      ("trunc", "TruncBackward0"), ("sign", "SignBackward0")):
-    derivative(f"aten::{_name}", _node)(lambda grad: (_zero(grad),))
+    derivative(getattr(elementwise, _name), _node)(lambda grad: (_zero(grad),))
 
 
-@derivative("aten::round.decimals",
+@derivative(elementwise.round,
             lambda self, decimals=None: "RoundBackward0" if decimals is None
             else "RoundBackward1")
 def _round(grad):
     return (_zero(grad),)
 
 
-@derivative("aten::frac", "FracBackward0")
+@derivative(elementwise.frac, "FracBackward0")
 def _frac(grad):
     return (grad,)
 
@@ -194,8 +200,8 @@ def _clamp_name(self, min=None, max=None):
     return "ClampBackward0" if _is_tensor(min) or _is_tensor(max) else "ClampBackward1"
 
 
-@derivative("aten::clamp", _clamp_name)
-@derivative("aten::clamp.Tensor", _clamp_name)
+@derivative(elementwise.clamp.overload("default"), _clamp_name)
+@derivative(elementwise.clamp, _clamp_name)
 def _clamp(grad, self, min, max):
     """The gradient passes to self where min <= self <= max; to a tensor bound where it
     is the one selected (max wins where max < min, as in PyTorch)."""
@@ -216,15 +222,15 @@ def _clamp(grad, self, min, max):
     return grad, None, None
 
 
-@derivative("aten::clamp_min", "ClampMinBackward0")
-@derivative("aten::clamp_min.Tensor",
+@derivative(elementwise.clamp_min.overload("default"), "ClampMinBackward0")
+@derivative(elementwise.clamp_min,
             lambda self, min: "ClampMinBackward1" if _is_tensor(min) else "ClampMinBackward0")
 def _clamp_min(grad, self, min):
     return _drop(grad, self < min), _tensor_or(_drop(grad, self >= min), min)
 
 
-@derivative("aten::clamp_max", "ClampMaxBackward0")
-@derivative("aten::clamp_max.Tensor",
+@derivative(elementwise.clamp_max.overload("default"), "ClampMaxBackward0")
+@derivative(elementwise.clamp_max,
             lambda self, max: "ClampMaxBackward1" if _is_tensor(max) else "ClampMaxBackward0")
 def _clamp_max(grad, self, max):
     return _drop(grad, self > max), _tensor_or(_drop(grad, self <= max), max)
@@ -237,39 +243,39 @@ def _split_ties(grad, self, other):
     return where(self == other, grad / 2, grad)
 
 
-@derivative("aten::maximum", "MaximumBackward0")
+@derivative(elementwise.maximum, "MaximumBackward0")
 def _maximum(grad, self, other):
     g = _split_ties(grad, self, other)
     return _drop(g, self < other), _tensor_or(_drop(g, self > other), other)
 
 
-@derivative("aten::minimum", "MinimumBackward0")
+@derivative(elementwise.minimum, "MinimumBackward0")
 def _minimum(grad, self, other):
     g = _split_ties(grad, self, other)
     return _drop(g, self > other), _tensor_or(_drop(g, self < other), other)
 
 
-@derivative("aten::fmax", "FmaxBackward0")
+@derivative(elementwise.fmax, "FmaxBackward0")
 def _fmax(grad, self, other):
     self_wins = (self >= other).logical_or(other.isnan())
     return (where(self_wins, grad, 0.0),
             _tensor_or(_drop(grad, self_wins), other))
 
 
-@derivative("aten::fmin", "FminBackward0")
+@derivative(elementwise.fmin, "FminBackward0")
 def _fmin(grad, self, other):
     self_wins = (self <= other).logical_or(other.isnan())
     return (where(self_wins, grad, 0.0),
             _tensor_or(_drop(grad, self_wins), other))
 
 
-@derivative("aten::atan2", "Atan2Backward0")
+@derivative(elementwise.atan2, "Atan2Backward0")
 def _atan2(grad, self, other):
     denom = self * self + other * other
     return grad * other / denom, _tensor_or(-grad * self / denom, other)
 
 
-@derivative("aten::hypot", "HypotBackward0")
+@derivative(elementwise.hypot, "HypotBackward0")
 def _hypot(grad, self, other, result):
     return grad * self / result, _tensor_or(grad * other / result, other)
 
@@ -280,8 +286,8 @@ def _xlogy_name(self, other):
     return "XlogyBackward0" if _is_tensor(other) else "XlogyBackward2"
 
 
-@derivative("aten::xlogy.Scalar_Other", "XlogyBackward2")
-@derivative("aten::xlogy.Tensor", _xlogy_name)
+@derivative(elementwise.xlogy.overload("Scalar_Other"), "XlogyBackward2")
+@derivative(elementwise.xlogy, _xlogy_name)
 def _xlogy(grad, self, other):
     g_self = None
     if _is_tensor(self):
@@ -290,7 +296,7 @@ def _xlogy(grad, self, other):
     return g_self, g_other
 
 
-@derivative("aten::copysign.Tensor",
+@derivative(elementwise.copysign,
             lambda self, other: "CopysignBackward0" if _is_tensor(other)
             else "CopysignBackward1")
 def _copysign(grad, self, result):
@@ -298,8 +304,8 @@ def _copysign(grad, self, result):
     return grad * ratio, _zero(grad)     # no gradient flows to the sign source
 
 
-@derivative("aten::lerp.Scalar", "LerpBackward0")
-@derivative("aten::lerp.Tensor",
+@derivative(elementwise.lerp.overload("Scalar"), "LerpBackward0")
+@derivative(elementwise.lerp,
             lambda self, end, weight: "LerpBackward1" if _is_tensor(weight)
             else "LerpBackward0")
 def _lerp(grad, self, end, weight):
@@ -307,23 +313,23 @@ def _lerp(grad, self, end, weight):
             _tensor_or(grad * (end - self), weight))
 
 
-@derivative("aten::addcmul", "AddcmulBackward0")
+@derivative(elementwise.addcmul, "AddcmulBackward0")
 def _addcmul(grad, tensor1, tensor2, value):
     return grad, grad * tensor2 * value, grad * tensor1 * value
 
 
-@derivative("aten::addcdiv", "AddcdivBackward0")
+@derivative(elementwise.addcdiv, "AddcdivBackward0")
 def _addcdiv(grad, tensor1, tensor2, value):
     return grad, grad * value / tensor2, -grad * value * tensor1 / (tensor2 * tensor2)
 
 
-@derivative("aten::where.self", "WhereBackward0")
+@derivative(joining._where, "WhereBackward0")
 def _where(grad, condition):
     return None, where(condition, grad, 0.0), _drop(grad, condition)
 
 
-@derivative("aten::remainder.Scalar", "RemainderBackward0")
-@derivative("aten::remainder.Tensor",
+@derivative(elementwise.remainder.overload("Scalar"), "RemainderBackward0")
+@derivative(elementwise.remainder,
             lambda self, other: "RemainderBackward1" if _is_tensor(other)
             else "RemainderBackward0")
 def _remainder(grad, self, other):
@@ -333,8 +339,8 @@ def _remainder(grad, self, other):
     return grad, g_other
 
 
-@derivative("aten::fmod.Scalar", "FmodBackward0")
-@derivative("aten::fmod.Tensor",
+@derivative(elementwise.fmod.overload("Scalar"), "FmodBackward0")
+@derivative(elementwise.fmod,
             lambda self, other: "FmodBackward1" if _is_tensor(other) else "FmodBackward0")
 def _fmod(grad, self, other):
     g_other = None
@@ -349,7 +355,7 @@ def _float_power_name(self, exponent):
     return "PowBackward1" if _is_tensor(exponent) else "PowBackward0"
 
 
-@derivative("aten::float_power.Tensor_Tensor", _float_power_name)
+@derivative(elementwise.float_power, _float_power_name)
 def _float_power(grad, self, exponent, result):
     g_self = g_exp = None
     if _is_tensor(self):
@@ -380,12 +386,12 @@ def _evenly(grad, self, result, dim, keepdim):
     return where(hit, _unreduce(grad, shape, dim, keepdim) / count, 0.0)
 
 
-@derivative("aten::prod", "ProdBackward0")
+@derivative(reductions.prod.overload("default"), "ProdBackward0")
 def _prod_all(grad, self):
     return _prod(grad, self, None, False)
 
 
-@derivative("aten::prod.dim_int", "ProdBackward1")
+@derivative(reductions.prod, "ProdBackward1")
 def _prod(grad, self, dim, keepdim):
     """d prod / d x_i is the product of the other elements; with one zero in the slice only
     that zero gets a gradient, with two or more nothing does."""
@@ -404,22 +410,22 @@ def _prod(grad, self, dim, keepdim):
     return (out.reshape(shape),)
 
 
-@derivative("aten::amax", "AmaxBackward0")
+@derivative(reductions.amax, "AmaxBackward0")
 def _amax(grad, self, dim, keepdim, result):
     return (_evenly(grad, self, result, dim, keepdim),)
 
 
-@derivative("aten::amin", "AminBackward0")
+@derivative(reductions.amin, "AminBackward0")
 def _amin(grad, self, dim, keepdim, result):
     return (_evenly(grad, self, result, dim, keepdim),)
 
 
-@derivative("aten::max", "MaxBackward1")
+@derivative(reductions.max_all, "MaxBackward1")
 def _max_all(grad, self, result):
     return (_evenly(grad, self, result, None, False),)
 
 
-@derivative("aten::min", "MinBackward1")
+@derivative(reductions.min_all, "MinBackward1")
 def _min_all(grad, self, result):
     return (_evenly(grad, self, result, None, False),)
 
@@ -441,12 +447,12 @@ def _at_index(grad, self, dim, keepdim, index):
     return (where(hit, grad.expand(shape), 0.0),)
 
 
-@derivative("aten::max.dim", "MaxBackward0")
+@derivative(reductions.max_dim, "MaxBackward0")
 def _max_dim(grad, self, dim, keepdim):
     return _at_index(grad, self, dim, keepdim, self.argmax(dim, keepdim=True))
 
 
-@derivative("aten::min.dim", "MinBackward0")
+@derivative(reductions.min_dim, "MinBackward0")
 def _min_dim(grad, self, dim, keepdim):
     return _at_index(grad, self, dim, keepdim, self.argmin(dim, keepdim=True))
 
@@ -458,7 +464,7 @@ def _count(shape, dim):
     return n
 
 
-@derivative("aten::var.correction", "VarBackward0")
+@derivative(reductions.var_op, "VarBackward0")
 def _var(grad, self, dim, correction, keepdim):
     c = 1 if correction is None else correction
     dims = _reduced_dims(self.shape, dim)
@@ -467,7 +473,7 @@ def _var(grad, self, dim, correction, keepdim):
     return (_unreduce(grad, self.shape, dim, keepdim) * centered * scale,)
 
 
-@derivative("aten::std.correction", "StdBackward0")
+@derivative(reductions.std_op, "StdBackward0")
 def _std(grad, self, dim, correction, keepdim, result):
     c = 1 if correction is None else correction
     dims = _reduced_dims(self.shape, dim)
@@ -476,14 +482,14 @@ def _std(grad, self, dim, correction, keepdim, result):
     return (g * centered / (_count(self.shape, dim) - c),)
 
 
-@derivative("aten::logsumexp", "LogsumexpBackward0")
+@derivative(reductions.logsumexp, "LogsumexpBackward0")
 def _logsumexp(grad, self, dim, keepdim, result):
     shape = self.shape
     return (_unreduce(grad, shape, dim, keepdim)
             * (self - _keep(result, shape, dim, keepdim)).exp(),)
 
 
-@derivative("aten::norm.ScalarOpt_dim_dtype", "LinalgVectorNormBackward0")
+@derivative(reductions.norm_op, "LinalgVectorNormBackward0")
 def _norm(grad, self, p, dim, keepdim, result):
     shape = self.shape
     p = 2.0 if p is None else float(p)
@@ -501,12 +507,12 @@ def _norm(grad, self, p, dim, keepdim, result):
     return (_drop(g * self * a.pow(p - 2) / r.pow(p - 1), r == 0),)
 
 
-@derivative("aten::cumsum", "CumsumBackward0")
+@derivative(reductions.cumsum, "CumsumBackward0")
 def _cumsum(grad, dim):
     return (_reverse_cumsum(grad, dim),)
 
 
-@derivative("aten::cumprod", "CumprodBackward0")
+@derivative(reductions.cumprod, "CumprodBackward0")
 def _cumprod(grad, self, dim, result):
     """d/dx_j of sum_i g_i prod_{k<=i} x_k is sum_{i>=j} g_i y_i / x_j when no x is zero.
     With zeros, the products leaving x_j out are built explicitly (O(n^2) per slice):
@@ -525,12 +531,12 @@ def _cumprod(grad, self, dim, result):
     return (out.movedim(-1, dim),)
 
 
-@derivative("aten::nansum", "NansumBackward0")
+@derivative(reductions.nansum, "NansumBackward0")
 def _nansum(grad, self, dim, keepdim):
     return (_drop(_unreduce(grad, self.shape, dim, keepdim), self.isnan()),)
 
 
-@derivative("aten::nanmean", "DivBackward0")
+@derivative(reductions.nanmean, "DivBackward0")
 def _nanmean(grad, self, dim, keepdim):
     nan = self.isnan()
     count = nan.logical_not().sum(_reduced_dims(self.shape, dim), keepdim=True)
@@ -544,7 +550,7 @@ def _two_grads(grad):
     return grad, None
 
 
-@derivative("aten::var_mean.correction", "VarMeanBackward0")
+@derivative(reductions.var_mean_op, "VarMeanBackward0")
 def _var_mean(grad, self, dim, correction, keepdim):
     g_var, g_mean = _two_grads(grad)
     out = 0
@@ -555,7 +561,7 @@ def _var_mean(grad, self, dim, correction, keepdim):
     return (out,)
 
 
-@derivative("aten::std_mean.correction", "StdMeanBackward0")
+@derivative(reductions.std_mean_op, "StdMeanBackward0")
 def _std_mean(grad, self, dim, correction, keepdim, result):
     g_std, g_mean = _two_grads(grad)
     out = 0
@@ -566,30 +572,30 @@ def _std_mean(grad, self, dim, correction, keepdim, result):
     return (out,)
 
 
-@derivative("aten::nan_to_num", "NanToNumBackward0")
+@derivative(elementwise.nan_to_num, "NanToNumBackward0")
 def _nan_to_num(grad, self):
     return (grad * self.isfinite(),)       # replaced values are constants
 
 
-@derivative("aten::angle", "AngleBackward0")
+@derivative(elementwise.angle, "AngleBackward0")
 def _angle(grad, self):
     if not self.dtype.is_complex:
         return (grad * 0,)                 # piecewise constant for real inputs
     return ((grad * self / self.abs().pow(2) * 1j).where(self != 0, 0),)
 
 
-@derivative("aten::complex", "ComplexBackward0")
+@derivative(statistics.complex_, "ComplexBackward0")
 def _complex(grad):
     return grad.real, grad.imag
 
 
-@derivative("aten::polar", "PolarBackward0")
+@derivative(elementwise.polar, "PolarBackward0")
 def _polar(grad, result):
     g = grad.conj()
     return (g * result.sgn()).real, (g * result * 1j).real
 
 
-@derivative("aten::aminmax", "AminmaxBackward0")
+@derivative(reductions.aminmax_op, "AminmaxBackward0")
 def _aminmax(grad, self, dim, keepdim, result0, result1):
     g_min, g_max = _two_grads(grad)
     dims = None if dim is None else (dim,)
@@ -601,59 +607,58 @@ def _aminmax(grad, self, dim, keepdim, result0, result1):
     return (out,)
 
 
-@derivative("aten::conj_physical", "ConjPhysicalBackward0")
+@derivative(elementwise._conj_physical, "ConjPhysicalBackward0")
 def _conj_physical(grad):
     return (grad.conj_physical(),)
 
 
 # ---- random sampling: the samples do not depend differentiably on the parameters -------
 
-@derivative("aten::bernoulli", "BernoulliBackward0")
+@derivative(samplers.bernoulli_op, "BernoulliBackward0")
 def _bernoulli(grad):
     return (zeros_like(grad),)
 
 
-@derivative("aten::poisson", "PoissonBackward0")
+@derivative(samplers.poisson_op, "PoissonBackward0")
 def _poisson(grad):
     return (zeros_like(grad),)
 
 
-@derivative("aten::normal.Tensor_float", "NormalBackward1")
+@derivative(samplers.normal_tensor_float, "NormalBackward1")
 def _normal_mean(grad, mean_shape):
     return (grad.new_zeros(mean_shape),)
 
 
-@derivative("aten::normal.float_Tensor", "NormalBackward2")
+@derivative(samplers.normal_float_tensor, "NormalBackward2")
 def _normal_std(grad, std_shape):
     return (grad.new_zeros(std_shape),)
 
 
-@derivative("aten::normal.Tensor_Tensor", "NormalBackward3")
+@derivative(samplers.normal_tensor_tensor, "NormalBackward3")
 def _normal_mean_std(grad, mean_shape, std_shape):
     return grad.new_zeros(mean_shape), grad.new_zeros(std_shape)
 
 # Results that are bools, integers or bit tests: no gradient flows through them.
 not_differentiable(
-    "aten::signbit", "aten::isnan", "aten::isinf", "aten::isfinite", "aten::isreal",
-    "aten::isposinf", "aten::isneginf", "aten::bitwise_and.Tensor", "aten::bitwise_or.Tensor",
-    "aten::bitwise_xor.Tensor", "aten::bitwise_left_shift.Tensor",
-    "aten::bitwise_right_shift.Tensor", "aten::bitwise_not", "aten::logical_and",
-    "aten::logical_or", "aten::logical_xor", "aten::logical_not", "aten::eq.Tensor",
-    "aten::ne.Tensor", "aten::lt.Tensor", "aten::le.Tensor", "aten::gt.Tensor",
-    "aten::ge.Tensor", "aten::gcd", "aten::lcm", "aten::isin.Tensor_Tensor",
-    "aten::isin.Tensor_Scalar", "aten::isin.Scalar_Tensor",
-    *(f"aten::{name}.Scalar" for name in (
+    elementwise.signbit, elementwise.isnan, elementwise.isinf, elementwise.isfinite, elementwise.isreal,
+    elementwise.isposinf, elementwise.isneginf, elementwise.bitwise_and, elementwise.bitwise_or,
+    elementwise.bitwise_xor, elementwise.bitwise_left_shift,
+    elementwise.bitwise_right_shift, elementwise.bitwise_not, elementwise.logical_and,
+    elementwise.logical_or, elementwise.logical_xor, elementwise.logical_not, elementwise.eq,
+    elementwise.ne, elementwise.lt, elementwise.le, elementwise.gt,
+    elementwise.ge, special_functions.gcd, special_functions.lcm, *special_functions.ISIN_OVERLOADS.values(),
+    *(getattr(elementwise, name).overload("Scalar") for name in (
         "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
         "bitwise_left_shift", "bitwise_right_shift")))
 # PyTorch gives the special functions below no gradient: their results never require grad.
-not_differentiable(*(f"aten::special_{name}" for name in (
-    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "spherical_bessel_j0", "airy_ai",
-    "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
-    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
-    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
-    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
-    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
-    "laguerre_polynomial_l", "legendre_polynomial_p")))
+not_differentiable(
+    special_functions.special_bessel_j0, special_functions.special_bessel_j1,
+    special_functions.special_bessel_y0, special_functions.special_bessel_y1,
+    special_functions.special_spherical_bessel_j0, special_functions.special_airy_ai,
+    special_functions.special_modified_bessel_i0, special_functions.special_modified_bessel_i1,
+    special_functions.special_modified_bessel_k0, special_functions.special_modified_bessel_k1,
+    special_functions.special_scaled_modified_bessel_k0,
+    special_functions.special_scaled_modified_bessel_k1,
+    *special_functions.polynomial_ops.values())
 # Differentiable in principle, but PyTorch has no formula: backward raises there too.
-derivative_not_implemented("aten::floor_divide", "aten::heaviside")
+derivative_not_implemented(elementwise.floor_divide, special_functions.heaviside)

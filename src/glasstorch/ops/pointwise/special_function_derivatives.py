@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import math
 
-from ...autograd.recording import derivative
+from ..derivative import derivative
 from ...core import dtype as dt
 from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
 from . import special_functions as mm
 from ..shape import view_scatter as vs
 from ..shape.joining import where
+from ..creation import construction
+from . import elementwise
+from . import special_functions
+from ..reduction import reductions
+from ..shape import view_scatter
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -37,12 +42,12 @@ def _overload_name(base):
 
 # ---- ops declared elsewhere ------------------------------------------------------------------
 
-@derivative("aten::digamma", "DigammaBackward0")
+@derivative(elementwise.digamma, "DigammaBackward0")
 def _digamma(grad, self):
     return (grad * mm.polygamma_op.function(1, self),)
 
 
-@derivative("aten::logcumsumexp", "LogcumsumexpBackward0")
+@derivative(reductions.logcumsumexp, "LogcumsumexpBackward0")
 def _logcumsumexp(grad, self, dim, result):
     """Sums exp(self_j - result_i) * grad_i over i >= j, split by the sign of grad and
     kept in log space (reverse logcumsumexp) so that nothing overflows; complex inputs use
@@ -85,29 +90,29 @@ def _cum_extremum_backward(grad, self, indices, dim):
     return (g.new_zeros(self.shape).index_put(index, g, accumulate=True),)
 
 
-@derivative("aten::cummax", "CummaxBackward0")
+@derivative(special_functions.cummax, "CummaxBackward0")
 def _cummax(grad, self, dim, result1):
     return _cum_extremum_backward(grad, self, result1, dim)
 
 
-@derivative("aten::cummin", "CumminBackward0")
+@derivative(special_functions.cummin, "CumminBackward0")
 def _cummin(grad, self, dim, result1):
     return _cum_extremum_backward(grad, self, result1, dim)
 
 
 # ---- binary pointwise ------------------------------------------------------------------------
 
-@derivative("aten::logaddexp", "LogaddexpBackward0")
+@derivative(special_functions.logaddexp, "LogaddexpBackward0")
 def _logaddexp(grad, self, other):
     return grad / (1 + (other - self).exp()), grad / (1 + (self - other).exp())
 
 
-@derivative("aten::logaddexp2", "Logaddexp2Backward0")
+@derivative(special_functions.logaddexp2, "Logaddexp2Backward0")
 def _logaddexp2(grad, self, other):
     return grad / (1 + (other - self).exp2()), grad / (1 + (self - other).exp2())
 
 
-@derivative("aten::special_xlog1py", _overload_name("SpecialXlog1Py"))
+@derivative(special_functions.special_xlog1py, _overload_name("SpecialXlog1Py"))
 def _xlog1py(grad, self, other):
     d_self = d_other = None
     if isinstance(self, Tensor):
@@ -118,7 +123,7 @@ def _xlog1py(grad, self, other):
     return d_self, d_other
 
 
-@derivative("aten::special_zeta", _overload_name("SpecialZeta"))
+@derivative(special_functions.special_zeta, _overload_name("SpecialZeta"))
 def _zeta(grad, self, other):
     if isinstance(self, Tensor) and self.requires_grad:
         raise RuntimeError("the derivative for 'zeta' is not implemented.")
@@ -135,31 +140,31 @@ def _igamma_slope(self, other):
     return ((self - 1) * other.log() - other - self.lgamma()).exp()
 
 
-@derivative("aten::igamma", "IgammaBackward0")
+@derivative(special_functions.igamma, "IgammaBackward0")
 def _igamma(grad, self, other):
     return None, grad * _igamma_slope(self, other)
 
 
-@derivative("aten::igammac", "IgammacBackward0")
+@derivative(special_functions.igammac, "IgammacBackward0")
 def _igammac(grad, self, other):
     return None, -grad * _igamma_slope(self, other)
 
 
 # ---- unary special functions -----------------------------------------------------------------
 
-@derivative("aten::sinc", "SincBackward0")
+@derivative(special_functions.sinc, "SincBackward0")
 def _sinc(grad, self):
     px = self * math.pi
     slope = (px * px.cos() - px.sin()) / (px * self)
     return (where(self == 0, 0.0, grad * slope),)
 
 
-@derivative("aten::i0", "I0Backward0")
+@derivative(special_functions.i0, "I0Backward0")
 def _i0(grad, self):
     return (grad * mm.special_i1.function(self),)
 
 
-@derivative("aten::special_i0e", "SpecialI0EBackward0")
+@derivative(special_functions.special_i0e, "SpecialI0EBackward0")
 def _i0e(grad, self, result):
     return (grad * (mm.special_i1e.function(self) - self.sgn() * result),)
 
@@ -171,45 +176,45 @@ def _not_tiny(self):
     return big, where(big, self, eps)
 
 
-@derivative("aten::special_i1", "SpecialI1Backward0")
+@derivative(special_functions.special_i1, "SpecialI1Backward0")
 def _i1(grad, self, result):
     big, safe = _not_tiny(self)
     return (grad * where(big, mm.i0.function(safe) - result / safe, 0.5),)
 
 
-@derivative("aten::special_i1e", "SpecialI1EBackward0")
+@derivative(special_functions.special_i1e, "SpecialI1EBackward0")
 def _i1e(grad, self, result):
     big, safe = _not_tiny(self)
     slope = mm.special_i0e.function(safe) - result * (safe.sgn() + safe.reciprocal())
     return (grad * where(big, slope, 0.5),)
 
 
-@derivative("aten::special_erfcx", "SpecialErfcxBackward0")
+@derivative(special_functions.special_erfcx, "SpecialErfcxBackward0")
 def _erfcx(grad, self, result):
     return ((2.0 * self * result - _TWO_OVER_SQRT_PI) * grad,)
 
 
-@derivative("aten::special_ndtri", "SpecialNdtriBackward0")
+@derivative(special_functions.special_ndtri, "SpecialNdtriBackward0")
 def _ndtri(grad, result):
     return (grad * _SQRT_2PI * (result * result / 2).exp(),)
 
 
-@derivative("aten::special_log_ndtr", "SpecialLogNdtrBackward0")
+@derivative(special_functions.special_log_ndtr, "SpecialLogNdtrBackward0")
 def _log_ndtr(grad, self, result):
     return (grad / _SQRT_2PI * (-(result + self * self / 2)).exp(),)
 
 
-@derivative("aten::special_entr", "SpecialEntrBackward0")
+@derivative(special_functions.special_entr, "SpecialEntrBackward0")
 def _entr(grad, self):
     return (grad * -(1 + self.log()),)
 
 
-@derivative("aten::polygamma", "PolygammaBackward0")
+@derivative(special_functions.polygamma_op, "PolygammaBackward0")
 def _polygamma(grad, n, self):
     return (grad * mm.polygamma_op.function(n + 1, self),)
 
 
-@derivative("aten::mvlgamma", "MvlgammaBackward0")
+@derivative(special_functions.mvlgamma, "MvlgammaBackward0")
 def _mvlgamma(grad, self, p):
     total = self.digamma()
     for i in range(1, p):
@@ -219,13 +224,13 @@ def _mvlgamma(grad, self, p):
 
 # ---- trace, renorm, rotations and diagonals --------------------------------------------------
 
-@derivative("aten::trace", "TraceBackward0")
+@derivative(special_functions.trace, "TraceBackward0")
 def _trace(grad, self_shape):
     from ..creation.ranges import eye
     return (eye(self_shape[0], self_shape[1], dtype=grad.dtype, device=grad.device) * grad,)
 
 
-@derivative("aten::renorm", "RenormBackward0")
+@derivative(special_functions.renorm, "RenormBackward0")
 def _renorm(grad, self, p, dim, maxnorm):
     """y = x * f(n) with f = maxnorm / (n + 1e-7) on the slices whose p-norm n exceeds
     maxnorm (else 1): dy/dx = f + x * f'(n) * dn/dx, summed over each slice."""
@@ -246,17 +251,17 @@ def _renorm(grad, self, p, dim, maxnorm):
     return (grad * factor + where(over, inner * dfactor * dnorm, 0.0),)
 
 
-@derivative("aten::rot90", "Rot90Backward0")
+@derivative(construction.rot90, "Rot90Backward0")
 def _rot90(grad, k, dims):
     return (grad.rot90(-k, dims),)
 
 
-@derivative("aten::diag_embed", "DiagEmbedBackward0")
+@derivative(construction.diag_embed, "DiagEmbedBackward0")
 def _diag_embed(grad, offset, dim1, dim2):
     return (grad.diagonal(offset, dim1, dim2),)
 
 
-@derivative("aten::block_diag", "BlockDiagBackward0")
+@derivative(construction.block_diag_op, "BlockDiagBackward0")
 def _block_diag(grad, tensors):
     out, r, c = [], 0, 0
     for t in tensors:
@@ -269,24 +274,24 @@ def _block_diag(grad, tensors):
 
 # ---- deg2rad, rad2deg, frexp -----------------------------------------------------------------
 
-@derivative("aten::deg2rad", "Deg2RadBackward0")
+@derivative(special_functions.deg2rad, "Deg2RadBackward0")
 def _deg2rad(grad):
     return (grad * (math.pi / 180.0),)
 
 
-@derivative("aten::rad2deg", "Rad2DegBackward0")
+@derivative(special_functions.rad2deg, "Rad2DegBackward0")
 def _rad2deg(grad):
     return (grad * (180.0 / math.pi),)
 
 
-@derivative("aten::frexp.Tensor", "FrexpBackward0")
+@derivative(special_functions.frexp_op, "FrexpBackward0")
 def _frexp(grad, result1):
     """mantissa = input / 2**exponent with the exponent piecewise constant."""
     g = grad[0] if isinstance(grad, tuple) else grad
     return (None if g is None else g / result1.exp2(),)
 
 
-@derivative("aten::nextafter", "NextafterBackward0")
+@derivative(special_functions.nextafter, "NextafterBackward0")
 def _nextafter(grad, other):
     """The step is piecewise constant: the identity for input, nothing for other."""
     return grad, (grad * 0 if isinstance(other, Tensor) else None)
@@ -294,7 +299,7 @@ def _nextafter(grad, other):
 
 # ---- index_reduce ----------------------------------------------------------------------------
 
-@derivative("aten::index_reduce", "IndexReduceBackward0")
+@derivative(special_functions.index_reduce, "IndexReduceBackward0")
 def _index_reduce(grad, self, dim, index, source, reduce, include_self, result):
     """prod: the product of the other factors (zeros handled without dividing by them);
     mean: grad over the count; amax/amin: split evenly among the tied extremes. Positions
@@ -344,18 +349,18 @@ def _index_reduce(grad, self, dim, index, source, reduce, include_self, result):
 
 # ---- scatters into views (ops/view_scatter.py) ------------------------------------------------
 
-@derivative("aten::diagonal_scatter", "DiagonalScatterBackward0")
+@derivative(view_scatter.diagonal_scatter, "DiagonalScatterBackward0")
 def _diagonal_scatter(grad, src_shape, offset, dim1, dim2):
     return (grad.diagonal_scatter(grad.new_zeros(src_shape), offset, dim1, dim2),
             grad.diagonal(offset, dim1, dim2))
 
 
-@derivative("aten::select_scatter", "SelectScatterBackward0")
+@derivative(view_scatter.select_scatter, "SelectScatterBackward0")
 def _select_scatter(grad, src_shape, dim, index):
     return (grad.select_scatter(grad.new_zeros(src_shape), dim, index), grad.select(dim, index))
 
 
-@derivative("aten::slice_scatter", "SliceScatterBackward0")
+@derivative(view_scatter.slice_scatter, "SliceScatterBackward0")
 def _slice_scatter(grad, src_shape, dim, start, end, step):
     return (grad.slice_scatter(grad.new_zeros(src_shape), dim, start, end, step),
             vs._sliced(grad, dim, start, end, step))

@@ -806,7 +806,7 @@ def _isin_op(schema: str):
 
 
 # PyTorch's three overloads, so that a mode (and torch.ops.aten.isin) sees the one called
-_ISIN = {(True, True): _isin_op(
+ISIN_OVERLOADS = {(True, True): _isin_op(
              "isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, "
              "bool assume_unique=False, bool invert=False) -> Tensor"),
          (True, False): _isin_op(
@@ -821,7 +821,7 @@ _ISIN = {(True, True): _isin_op(
 def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
     """Whether each element of `elements` occurs in `test_elements` (either may be a
     number; values compared in their promoted dtype)."""
-    op = _ISIN.get((isinstance(elements, Tensor), isinstance(test_elements, Tensor)))
+    op = ISIN_OVERLOADS.get((isinstance(elements, Tensor), isinstance(test_elements, Tensor)))
     if op is None:
         raise TypeError("isin(): expected at least one of 'elements' and 'test_elements' to "
                         "be a Tensor")

@@ -8,12 +8,19 @@ with `index_put_(accumulate=True)` into zeros, and views that pick a sub-lattice
 """
 from __future__ import annotations
 
-from ...autograd.recording import derivative, not_differentiable
+from ..derivative import derivative, not_differentiable
 from ...core import dtype as dt
 from ...core.shape import broadcast_shapes, wrap_dim
 from ..pointwise.arithmetic_derivatives import _slice
 from ..indexing.subscripts import index_op
 from ..registry import functions as _fn
+from ..creation import construction
+from ..indexing import subscripts
+from ..nn import normalization
+from . import joining
+from . import views
+from . import dtype_views
+from ..creation import factories
 
 
 def _filled(grads, shapes):
@@ -34,7 +41,7 @@ def _legacy_empty(t, ndim) -> bool:
     return tuple(t._shape) == (0,) and ndim > 1
 
 
-@derivative("aten::cat", "CatBackward0")
+@derivative(joining._cat, "CatBackward0")
 def _cat(grad, tensors, dim):
     d = wrap_dim(dim, grad.dim())
     kept = [t._shape[d] for t in tensors if not _legacy_empty(t, grad.dim())]
@@ -43,7 +50,7 @@ def _cat(grad, tensors, dim):
                  for t in tensors)
 
 
-@derivative("aten::stack", "StackBackward0")
+@derivative(joining._stack, "StackBackward0")
 def _stack(grad, dim):
     return tuple(grad.unbind(wrap_dim(dim, grad.dim())))
 
@@ -52,13 +59,13 @@ def _piece_shapes(self_shape, d, sizes):
     return [tuple(self_shape[:d]) + (s,) + tuple(self_shape[d + 1:]) for s in sizes]
 
 
-@derivative("aten::split_with_sizes", "SplitWithSizesBackward0")
+@derivative(views.split_with_sizes_op, "SplitWithSizesBackward0")
 def _split_with_sizes(grads, self_shape, split_sizes, dim):
     d = wrap_dim(dim, len(self_shape))
     return (_fn["cat"](_filled(grads, _piece_shapes(self_shape, d, split_sizes)), d),)
 
 
-@derivative("aten::split.Tensor", "SplitBackward0")
+@derivative(views.split_op, "SplitBackward0")
 def _split(grads, self_shape, split_size, dim):
     d = wrap_dim(dim, len(self_shape))
     n = self_shape[d]
@@ -66,7 +73,7 @@ def _split(grads, self_shape, split_size, dim):
     return (_fn["cat"](_filled(grads, _piece_shapes(self_shape, d, sizes)), d),)
 
 
-@derivative("aten::unbind.int", "UnbindBackward0")
+@derivative(views.unbind_op, "UnbindBackward0")
 def _unbind(grads, self_shape, dim):
     d = wrap_dim(dim, len(self_shape))
     shape = tuple(self_shape[:d]) + tuple(self_shape[d + 1:])
@@ -75,17 +82,17 @@ def _unbind(grads, self_shape, dim):
 
 # ---- reshuffles --------------------------------------------------------------------------
 
-@derivative("aten::flip", "FlipBackward0")
+@derivative(construction.flip, "FlipBackward0")
 def _flip(grad, dims):
     return (grad.flip(dims),)
 
 
-@derivative("aten::roll", "RollBackward0")
+@derivative(joining.roll, "RollBackward0")
 def _roll(grad, shifts, dims):
     return (grad.roll([-s for s in shifts], dims),)
 
 
-@derivative("aten::repeat", "RepeatBackward0")
+@derivative(joining.repeat, "RepeatBackward0")
 def _repeat(grad, self_shape, sizes):
     """Split each repeated dim into (repeat, size) and sum the repeats (and new leading dims)."""
     lead = len(sizes) - len(self_shape)
@@ -99,31 +106,31 @@ def _repeat(grad, self_shape, sizes):
     return ((g.sum(dims) if dims else g).reshape(self_shape),)
 
 
-@derivative("aten::tril", "TrilBackward0")
+@derivative(joining.tril, "TrilBackward0")
 def _tril(grad, diagonal):
     return (grad.tril(diagonal),)
 
 
-@derivative("aten::triu", "TriuBackward0")
+@derivative(joining.triu, "TriuBackward0")
 def _triu(grad, diagonal):
     return (grad.triu(diagonal),)
 
 
-@derivative("aten::masked_fill.Scalar", "MaskedFillBackward0")
+@derivative(subscripts.masked_fill, "MaskedFillBackward0")
 def _masked_fill(grad, mask):
     return grad.masked_fill(mask, 0), None
 
 
 # ---- views onto a sub-lattice ------------------------------------------------------------
 
-@derivative("aten::diagonal", "DiagonalBackward0")
+@derivative(construction.diagonal, "DiagonalBackward0")
 def _diagonal(grad, self_shape, offset, dim1, dim2):
     full = grad.new_zeros(self_shape)
     full.diagonal(offset, dim1, dim2).copy_(grad)
     return (full,)
 
 
-@derivative("aten::unfold", "UnfoldBackward0")
+@derivative(views.unfold, "UnfoldBackward0")
 def _unfold(grad, self_shape, dimension, size, step):
     """Window element j of every window comes from a strided slice starting at j."""
     d = wrap_dim(dimension, max(len(self_shape), 1))
@@ -138,19 +145,19 @@ def _unfold(grad, self_shape, dimension, size, step):
     return (total if total is not None else grad.new_zeros(self_shape),)
 
 
-@derivative("aten::view_as_real", "ViewAsRealBackward0")
+@derivative(views.view_as_real, "ViewAsRealBackward0")
 def _view_as_real(grad):
     return (_fn["view_as_complex"](grad.contiguous()),)
 
 
-@derivative("aten::view_as_complex", "ViewAsComplexBackward0")
+@derivative(views.view_as_complex, "ViewAsComplexBackward0")
 def _view_as_complex(grad):
     return (_fn["view_as_real"](grad),)
 
 
 # ---- gathers: scatter the gradient back --------------------------------------------------
 
-@derivative("aten::index_select", "IndexSelectBackward0")
+@derivative(subscripts.index_select, "IndexSelectBackward0")
 def _index_select(grad, self_shape, dim, index):
     if not self_shape:
         return (grad.reshape(()),)
@@ -160,14 +167,14 @@ def _index_select(grad, self_shape, dim, index):
     return (full,)
 
 
-@derivative("aten::take", "TakeBackward0")
+@derivative(subscripts.take, "TakeBackward0")
 def _take(grad, self_shape, index):
     full = grad.new_zeros(self_shape)
     full.view(-1).index_put_((index.reshape(-1),), grad.reshape(-1), accumulate=True)
     return (full,)
 
 
-@derivative("aten::masked_select", "MaskedSelectBackward0")
+@derivative(subscripts.masked_select, "MaskedSelectBackward0")
 def _masked_select(grad, self_shape, mask):
     shape = broadcast_shapes(self_shape, mask._shape)
     full = grad.new_zeros(shape)
@@ -175,7 +182,7 @@ def _masked_select(grad, self_shape, mask):
     return full, None
 
 
-@derivative("aten::index.Tensor", "IndexBackward0")
+@derivative(subscripts.index_op, "IndexBackward0")
 def _index(grad, self_shape, indices):
     """Scatter-add into a zero tensor through a permuted view of it whose indexed dims come
     first (where index_put_ wants them), with the gradient's index dims moved to match."""
@@ -202,7 +209,7 @@ def _index(grad, self_shape, indices):
     return (full,) + (None,) * len(indices)
 
 
-@derivative("aten::as_strided", "AsStridedBackward0")
+@derivative(views.as_strided, "AsStridedBackward0")
 def _as_strided(grad, self_geometry, size, stride, storage_offset):
     """Scatter-add into a zero buffer laid out as self's storage, then view it as self
     (only self's geometry is kept: its values may change without affecting this)."""
@@ -221,7 +228,7 @@ def _as_strided(grad, self_geometry, size, stride, storage_offset):
     return (buf.as_strided(self_shape, self_stride, self_offset),)
 
 
-@derivative("aten::index_put", "IndexPutBackward0")
+@derivative(subscripts.index_put_copy_op, "IndexPutBackward0")
 def _index_put(grad, indices, values, accumulate):
     """self's gradient passes except where values were written (unless accumulating);
     values' gradient is what the written positions received (summed over broadcasting)."""
@@ -229,11 +236,11 @@ def _index_put(grad, indices, values, accumulate):
     return (g_self,) + (None,) * len(indices) + (index_op.functional(grad, indices),)
 
 # Integer results or reinterpreted bits: no gradient flows through them.
-not_differentiable("aten::view.dtype", "aten::repeat_interleave.Tensor", "aten::one_hot")
+not_differentiable(dtype_views.view_dtype_op, joining._repeat_counts, normalization.one_hot)
 # detach: an alias cut from the graph, by definition.
-not_differentiable("aten::detach")
+not_differentiable(views._detach_op)
 
 
-@derivative("aten::lift_fresh_copy", "LiftFreshBackward0_copy")    # PyTorch's name
+@derivative(factories.lift_fresh_copy_op, "LiftFreshBackward0_copy")    # PyTorch's name
 def _lift_fresh_copy(grad):
     return (grad,)

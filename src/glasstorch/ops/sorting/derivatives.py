@@ -6,10 +6,13 @@ too. median()/nanmedian() share the gradient among the elements equal to the res
 """
 from __future__ import annotations
 
-from ...autograd.recording import derivative, derivative_not_implemented, not_differentiable
+from ..derivative import derivative, derivative_not_implemented, not_differentiable
 from ...core.shape import wrap_dim
 from ..shape.joining import where
 from ..creation.ranges import arange
+from ..indexing import subscripts
+from ..reduction import reductions
+from . import sort_and_select
 
 
 def _scatter_back(grad, shape, dim, indices, keepdim=True):
@@ -36,37 +39,37 @@ def _scatter_back(grad, shape, dim, indices, keepdim=True):
     return grad.new_zeros(shape).index_put(tuple(where), grad)
 
 
-@derivative("aten::sort", "SortBackward0")
+@derivative(sort_and_select.sort_op, "SortBackward0")
 def _sort(grad, self_shape, dim, result1):
     return (_scatter_back(grad, self_shape, dim, result1),)
 
 
-@derivative("aten::sort.stable", "SortBackward1")
+@derivative(sort_and_select.sort_stable_op, "SortBackward1")
 def _sort_stable(grad, self_shape, dim, result1):
     return (_scatter_back(grad, self_shape, dim, result1),)
 
 
-@derivative("aten::topk", "TopkBackward0")
+@derivative(sort_and_select.topk_op, "TopkBackward0")
 def _topk(grad, self_shape, dim, result1):
     return (_scatter_back(grad, self_shape, dim, result1),)
 
 
-@derivative("aten::kthvalue", "KthvalueBackward0")
+@derivative(sort_and_select.kthvalue_op, "KthvalueBackward0")
 def _kthvalue(grad, self_shape, dim, keepdim, result1):
     return (_scatter_back(grad, self_shape, dim, result1, keepdim),)
 
 
-@derivative("aten::median.dim", "MedianBackward1")
+@derivative(sort_and_select.median_dim, "MedianBackward1")
 def _median_dim(grad, self_shape, dim, keepdim, result1):
     return (_scatter_back(grad, self_shape, dim, result1, keepdim),)
 
 
-@derivative("aten::nanmedian.dim", "NanmedianBackward1")
+@derivative(sort_and_select.nanmedian_dim, "NanmedianBackward1")
 def _nanmedian_dim(grad, self_shape, dim, keepdim, result1):
     return (_scatter_back(grad, self_shape, dim, result1, keepdim),)
 
 
-@derivative("aten::mode", "ModeBackward0")
+@derivative(sort_and_select.mode_op, "ModeBackward0")
 def _mode(grad, self_shape, dim, keepdim, result1):
     return (_scatter_back(grad, self_shape, dim, result1, keepdim),)
 
@@ -77,12 +80,12 @@ def _evenly(grad, self, result):
     return where(mask, grad / mask.sum(), 0.0)
 
 
-@derivative("aten::median", "MedianBackward0")
+@derivative(sort_and_select.median_all, "MedianBackward0")
 def _median(grad, self, result):
     return (_evenly(grad, self, result),)
 
 
-@derivative("aten::nanmedian", "NanmedianBackward0")
+@derivative(sort_and_select.nanmedian_all, "NanmedianBackward0")
 def _nanmedian(grad, self, result):
     return (_evenly(grad, self, result),)
 
@@ -93,18 +96,18 @@ def _not_differentiable(name):
     return formula
 
 
-derivative("aten::_unique2", "Unique2Backward0")(_not_differentiable("_unique2"))
-derivative("aten::unique_dim", "UniqueDimBackward0")(_not_differentiable("unique_dim"))
-derivative("aten::unique_consecutive", "UniqueConsecutiveBackward0")(
+derivative(sort_and_select.unique2_op, "Unique2Backward0")(_not_differentiable("_unique2"))
+derivative(sort_and_select.unique_dim_op, "UniqueDimBackward0")(_not_differentiable("unique_dim"))
+derivative(sort_and_select.unique_consecutive_op, "UniqueConsecutiveBackward0")(
     _not_differentiable("unique_consecutive"))
 
 # Indices and positions: no gradient flows through them.
-not_differentiable("aten::argmax", "aten::argmin", "aten::searchsorted.Tensor",
-                   "aten::bucketize.Tensor", "aten::all.dims", "aten::any.dims",
-                   "aten::all", "aten::any", "aten::count_nonzero.dim_IntList",
-                   "aten::count_nonzero", "aten::nonzero")
+not_differentiable(reductions.argmax, reductions.argmin, sort_and_select.searchsorted_op,
+                   sort_and_select.bucketize_op, reductions.all_op, reductions.any_op,
+                   reductions.all_op.overload("default"), reductions.any_op.overload("default"), reductions.count_nonzero,
+                   reductions.count_nonzero.overload("default"), subscripts.nonzero_op)
 # Counts of values: histc's result never requires grad; bincount's and histogram's do (with
 # float weights), and their backward raises, as PyTorch's.
-not_differentiable("aten::histc")
-derivative_not_implemented("aten::bincount", "aten::histogram.bin_ct",
-                           "aten::histogram.bins_tensor")
+not_differentiable(sort_and_select.histc_op)
+derivative_not_implemented(sort_and_select.bincount_op, sort_and_select.histogram_op,
+                           sort_and_select.histogram_bins_op)

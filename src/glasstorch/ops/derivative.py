@@ -1,0 +1,98 @@
+"""An operator's derivative, declared on the operator itself (PyTorch's derivatives.yaml).
+
+    @derivative(elementwise.mul, "MulBackward0")
+    def _mul(grad, self, other, grad_input_mask): ...
+
+The target is the declaration object (or, for an overload, `decl.overload("Scalar")`, or an
+`Operator` made with `define`), never a name looked up elsewhere, so a formula module can only
+be imported once its ops exist and the result does not depend on the order packages load
+in. The autograd layer reads what is declared here when it records a call
+(autograd/recording.py); this module knows nothing of nodes or engines.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+
+from ..dispatch.dispatcher import Operator
+
+
+class Derivative:
+    """A derivative formula: `formula(grad, **saved)` returns one gradient per Tensor input
+    of the schema (None where there is none). The names it takes after `grad` are the
+    schema arguments it needs, `result` (the output; `result0`, `result1`, ... name the
+    outputs of a multi-output op), `<arg>_shape` (only the shape) or `<arg>_geometry`
+    (shape, stride, storage offset); only those are saved. A formula that takes
+    `grad_input_mask` gets one bool per Tensor input saying whether its gradient is wanted,
+    and may return None for the others (PyTorch's output_mask). `node_name` is the grad_fn's
+    name, or a function of the call's arguments where PyTorch's name depends on the overload
+    used (SumBackward0/1). `node_class` is the autograd layer's, filled on first use."""
+
+    __slots__ = ("node_name", "node_class", "formula", "plan", "inplace_node_name", "outputs",
+                 "saves_result")
+
+    def __init__(self, node_name, formula, schema, inplace_node_name=None, outputs=None):
+        self.node_name = node_name
+        self.node_class = None
+        self.inplace_node_name = inplace_node_name
+        self.outputs = outputs
+        self.formula = formula
+        names = [a.name for a in schema.arguments]
+        plan = []   # (saved name, what to keep, argument index), resolved once
+        for name in tuple(inspect.signature(formula).parameters)[1:]:
+            if name == "grad_input_mask":
+                plan.append((name, "mask", None))
+            elif name == "result" or re.fullmatch(r"result\d+", name):
+                plan.append((name, "result", int(name[6:] or 0)))
+            elif name.endswith("_shape") and name[:-6] in names:
+                plan.append((name, "shape", names.index(name[:-6])))
+            elif name.endswith("_geometry") and name[:-9] in names:
+                plan.append((name, "geometry", names.index(name[:-9])))
+            elif name in names:
+                plan.append((name, "value", names.index(name)))
+            else:
+                raise ValueError(f"derivative of {schema.qualified_name}: '{name}' is not an "
+                                 f"argument of {schema} (nor 'result', '<arg>_shape' or '<arg>_geometry')")
+        self.plan = tuple(plan)
+        self.saves_result = any(kind == "result" for _, kind, _ in plan)
+
+
+def _operator(target) -> Operator:
+    """The dispatcher operator a declaration (its functional form) or an operator stands for."""
+    if isinstance(target, Operator):
+        return target
+    functional = getattr(target, "functional", None)
+    if isinstance(functional, Operator):
+        return functional
+    raise TypeError(f"a derivative is declared on an op declaration or an Operator, not "
+                    f"{type(target).__name__}")
+
+
+def derivative(op, node_name, *, inplace_node_name: str | None = None,
+               outputs: tuple | None = None):
+    """Decorator: declare the derivative of `op` (a declaration or an Operator).
+    `inplace_node_name` names the node of its in-place form where PyTorch names it apart
+    (leaky_relu_ records LeakyReluBackward1); `outputs` lists the differentiable outputs
+    of a multi-output op when some floating ones are not (lstsq's singular values)."""
+    operator = _operator(op)
+
+    def register(formula):
+        operator.info["derivative"] = Derivative(node_name, formula, operator.schema,
+                                                 inplace_node_name, outputs)
+        return formula
+    return register
+
+
+def not_differentiable(*ops) -> None:
+    """Declare operators whose outputs never require grad (PyTorch's non_differentiable):
+    comparisons, bit tests, counts, and the functions PyTorch gives no gradient at all
+    (histc, the Bessel functions). No graph is recorded for them."""
+    for op in ops:
+        _operator(op).info["autograd"] = "not differentiable"
+
+
+def derivative_not_implemented(*ops) -> None:
+    """Declare operators whose outputs require grad but whose backward raises, as
+    PyTorch's do (floor_divide, heaviside): the graph gets a NotImplemented node."""
+    for op in ops:
+        _operator(op).info["autograd"] = "not implemented"
