@@ -10,7 +10,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "glasstorch"
 RANKS = {
     "core": 0, "memory": 0, "dispatch.keys": 0, "return_types": 0, "overrides": 0, "_C": 0,
     "dispatch": 1, "random": 1, "_ops": 1,
-    "backends": 2, "library": 2,
+    "backends": 2,
     "ops": 3, "_prims": 3,          # primitives: operators declared beside the ATen ones
     "autograd": 4,
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
@@ -65,7 +65,7 @@ ALLOWED_UPWARD = {
     ("overrides", "ops.registry"): "get_overridable_functions enumerates the declared ops",
     ("overrides", "dispatch.modes"):
         "enable_reentrant_dispatch is the Python key's, which overrides (used by core) sits below",
-    ("library", "_subclasses.fake_tensor"):
+    ("dispatch.library", "_subclasses.fake_tensor"):
         "get_ctx() finds the FakeTensorMode running a fake impl, whose exception it raises",
     ("fx.graph", "__init__"): "generated code calls `torch.<name>`: the public namespace",
     ("fx.node", "__init__"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import sys as _sys
+
 from .core.dtype import (ALIASES as _ALIASES, bfloat16, bool, can_cast, complex64, complex128,
                          dtype, finfo, float16, float32, float64, get_default_dtype, iinfo,
                          int8, int16, int32, int64, is_complex, is_floating_point,
@@ -27,7 +29,9 @@ from .random import *  # noqa: F401,F403  (Generator, manual_seed, ...)
 from .backends.cpu.parallel import (get_num_interop_threads, get_num_threads,  # noqa: F401
                                      set_num_interop_threads, set_num_threads)
 from .core.printing import *  # noqa: F401,F403  (set_printoptions)
-from . import library, debug  # noqa: F401
+from . import debug  # noqa: F401
+from .dispatch import library  # noqa: F401  (torch.library: operators defined from Python)
+_sys.modules[__name__ + ".library"] = library   # so `import glasstorch.library` finds it
 from . import _C, overrides  # noqa: F401  (torch._C's protocol names, torch.overrides)
 from .overrides import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: F401
 from . import autograd  # noqa: F401  (the Autograd dispatch key and the engine)

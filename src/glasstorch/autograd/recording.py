@@ -12,7 +12,8 @@ import weakref
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import register_fallback
 from ..dispatch.keys import DispatchKey
-from ..ops.registry import _check_inplace, check_view_write
+from ..ops.inplace_or_view import check_view_write
+from ..ops.registry import check_inplace_write
 from . import grad_mode
 from .anomaly_mode import record_forward_stack, state as _anomaly
 from .graph import FormulaNode, Node, SavedTensor, gradient_edge, node_class
@@ -67,7 +68,8 @@ def autograd_kernel(op, ks, *args):
     if decl is not None and decl.inplace is op:
         d = decl.functional.info.get("derivative")
         return _record_inplace(decl.functional, args,
-                               lambda: _check_inplace(decl, args[0], decl.meta(*args), args[1:]),
+                               lambda: check_inplace_write(decl, args[0], decl.meta(*args),
+                                                           args[1:]),
                                d.inplace_node_name if d is not None else None)
     functional = _FUNCTIONAL_OF.get(op.name)
     if functional is None and op.name in _OVERWRITES:

@@ -80,7 +80,7 @@ class Tensor:
     _hooks = None
     _post_acc_hooks = None
     _inference = False
-    _view_creation = None      # see ops.registry._view_creation
+    _view_creation = None      # see ops.inplace_or_view._view_creation
     _accumulator = None        # weakref to a leaf's AccumulateGrad node (autograd/graph.py)
 
     __array_priority__ = 1000  # numpy defers `ndarray + tensor` to Tensor.__radd__

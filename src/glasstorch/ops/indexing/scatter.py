@@ -25,7 +25,8 @@ from ...core.tensor import Tensor, preserve_format
 from ..copying.copies import assign_array, strides_for
 from .subscripts import (_assert_no_overlap, _masked_fill_cpu, _masked_fill_meta, add_at,
                        check_scalar_fits, masked_fill as _masked_fill_scalar)
-from ..registry import _bad_self, composite, export, generate_wrapper, spec, structured
+from ..registry import composite, export, spec, structured
+from ..wrappers import bad_self, generate_wrapper
 
 _INDEX_DTYPES = (dt.int32, dt.int64)
 
@@ -302,7 +303,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None):
 
 def _scatter(input, dim, index, src, value, reduce, out=None):
     if not isinstance(input, Tensor):
-        _bad_self("scatter", input)
+        bad_self("scatter", input)
     decl, arg = _scatter_overload(src, value, reduce, stacklevel=5)
     kwargs = {} if reduce is None else {"reduce": reduce}
     if out is not None:
@@ -595,7 +596,7 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     PyTorch silently wraps indices >= size along `dim` (modulo); glasstorch raises gather's
     out-of-bounds error for them instead."""
     if not isinstance(input, Tensor):
-        _bad_self("take_along_dim", input)
+        bad_self("take_along_dim", input)
     if indices.dtype is not dt.int64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{indices.dtype.cname}")

@@ -29,8 +29,8 @@ from ..creation.factories import empty_like, zeros
 from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype, opmath
 from ..random.samplers import _stream, uniform01
-from ..registry import (TensorSpec, composite, export, generate_wrapper, kernel_op, spec,
-                       structured)
+from ..registry import TensorSpec, composite, export, kernel_op, spec, structured
+from ..wrappers import generate_wrapper
 
 _POINTWISE = ("pointwise",)
 SELU_ALPHA = 1.6732632423543772848170429916717

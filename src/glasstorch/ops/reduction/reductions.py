@@ -21,7 +21,8 @@ from ...backends.cpu import reduction as cpu
 from ...core import dtype as dt
 from ...core.shape import Size, wrap_dim, wrap_dims
 from ...core.tensor import Tensor
-from ..registry import TensorSpec, _bad_self, export, functions, overload, spec, structured
+from ..registry import TensorSpec, export, functions, overload, spec, structured
+from ..wrappers import bad_self
 
 # ---- shapes ----------------------------------------------------------------------------
 
@@ -247,7 +248,7 @@ min_dim.impl("CPU")(cpu.min_dim_kernel)
 def _extremum(name, all_decl, dim_decl, binary, result_type, result_out_type):
     def extremum(input, dim=None, keepdim=False, *, out=None):
         if not isinstance(input, Tensor):
-            _bad_self(name, input)
+            bad_self(name, input)
         if isinstance(dim, Tensor):
             if out is None:
                 return getattr(input, binary)(dim)

@@ -22,7 +22,8 @@ from ...core.tensor import Tensor
 from ..indexing.subscripts import TYPE_META_NAMES
 from ...core.promotion import common_dtype
 from ..creation.ranges import _linspace_values
-from ..registry import _bad_self, export, kernel_op, resize_output, spec, structured
+from ..registry import export, kernel_op, resize_output, spec, structured
+from ..wrappers import bad_self
 
 _FLOAT32 = np.dtype(np.float32)
 
@@ -184,7 +185,7 @@ def sort(input, dim=-1, descending=False, stable=None, *, out=None):
     """return_types.sort(values, indices) along `dim`. The sort is always stable here (ties
     keep their input order, also when descending); NaN counts as the largest value."""
     if not isinstance(input, Tensor):
-        _bad_self("sort", input)
+        bad_self("sort", input)
     _check_outs("sort", input, out)
     if stable is None:
         r = sort_op.function(input, dim, descending, out=out)
@@ -404,7 +405,7 @@ nanmedian_dim.impl("CPU")(_median_dim_kernel(True))
 def _median_fn(name, all_decl, dim_decl, result_type, result_out_type, doc):
     def fn(input, dim=None, keepdim=False, *, out=None):
         if not isinstance(input, Tensor):
-            _bad_self(name, input)
+            bad_self(name, input)
         if dim is None:
             return all_decl.function(input, out=out)
         if out is None:
@@ -611,7 +612,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     """The distinct elements (or slices along `dim`) in ascending order, with optionally the
     index of each input element's value (`return_inverse`) and how often each occurs."""
     if not isinstance(input, Tensor):
-        _bad_self("unique", input)
+        bad_self("unique", input)
     if dim is None:
         r = unique2_op.function(input, sorted, return_inverse, return_counts)
     else:
@@ -622,7 +623,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapse each run of equal consecutive elements (or slices along `dim`) into one."""
     if not isinstance(input, Tensor):
-        _bad_self("unique_consecutive", input)
+        bad_self("unique_consecutive", input)
     r = unique_consecutive_op.function(input, return_inverse, return_counts, dim)
     return _selected(r, return_inverse, return_counts)
 

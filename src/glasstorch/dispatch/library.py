@@ -63,15 +63,15 @@ import typing
 import warnings
 from collections import namedtuple
 
-from ._ops import OpOverload, overload_of
-from .core.device import device as _device
-from .core.dtype import dtype as _dtype, float64 as _float64
-from .core.tensor import Tensor
-from .dispatch import dispatcher
-from .dispatch.dispatcher import FALLTHROUGH, Operator
-from .dispatch.keys import ALIAS_KEYS, BACKEND_KEYS, DispatchKey, DispatchKeySet, local_keys
-from .dispatch.modes import _handling_modes
-from .dispatch.schema import parse_schema
+from .._ops import OpOverload, overload_of
+from ..core.device import device as _device
+from ..core.dtype import dtype as _dtype, float64 as _float64
+from ..core.tensor import Tensor
+from . import dispatcher
+from .dispatcher import FALLTHROUGH, Operator
+from .keys import ALIAS_KEYS, BACKEND_KEYS, DispatchKey, DispatchKeySet, local_keys
+from .modes import _handling_modes
+from .schema import parse_schema
 
 __all__ = ["AutogradFormula", "CustomOpDef", "FakeImplCtx", "Library", "custom_op", "define",
            "fallthrough_kernel", "get_ctx", "impl", "impl_abstract", "infer_schema",
@@ -615,7 +615,7 @@ class FakeImplCtx:
         """A size read from the data (nonzero's row count). It needs a symbolic size, which
         glasstorch does not have, so this raises DynamicOutputShapeException, as PyTorch
         does in a FakeTensorMode without a shape environment."""
-        from ._subclasses.fake_tensor import DynamicOutputShapeException
+        from .._subclasses.fake_tensor import DynamicOutputShapeException
         if min < 0:
             raise ValueError(f"ctx.new_dynamic_size(min={min}, ...): expected min to be "
                              "greater than or equal to 0: sizes are never negative.")
@@ -628,7 +628,7 @@ def get_ctx():
     tensors cannot describe a data-dependent output."""
     if not _fake_impl_state.ops:
         return None
-    from ._subclasses.fake_tensor import FakeTensorMode
+    from .._subclasses.fake_tensor import FakeTensorMode
     op = _fake_impl_state.ops[-1]
     mode = next((m for m in reversed(_handling_modes()) if isinstance(m, FakeTensorMode)),
                 None)

@@ -1,0 +1,98 @@
+"""The ADInplaceOrView key: version counters and view bookkeeping (PyTorch's kernels of that key).
+
+Mutating ops bump the version of every tensor they write, so autograd can tell that a saved
+tensor changed; view ops give their result its root base and remember how the view was made,
+so a later in-place write through it can be refused when its effect on the graph would be
+ambiguous.
+"""
+from __future__ import annotations
+
+from ..core.grad_state import state as _grad_state
+from ..core.tensor import Tensor
+
+
+def _mutated(op, args) -> list:
+    """The tensors a mutating op writes (its `out` may be a list of tensors)."""
+    out = []
+    for i in op.info["mutated"]:
+        arg = args[i]
+        if isinstance(arg, (tuple, list)):
+            out.extend(arg)
+        else:
+            out.append(arg)
+    return out
+
+
+def bump_versions_kernel(op, ks, *args):
+    """ADInplaceOrView for mutating ops: run below, then bump the mutated tensors' versions
+    (this key is skipped inside inference_mode, so an inference tensor here is an error)."""
+    written = _mutated(op, args)
+    for t in written:
+        if t._view_creation is not None:
+            check_view_write(t)
+        if t._inference:
+            raise RuntimeError(
+                "Inplace update to inference tensor outside InferenceMode is not allowed.You "
+                "can make a clone to get a normal tensor before doing inplace update.See "
+                "https://github.com/pytorch/rfcs/pull/17 for more details.")
+    result = op.redispatch(ks, *args)
+    for t in written:
+        t._vc.version += 1
+    return result
+
+
+def _set_base(view, self, creation):
+    view._base = self if self._base is None else self._base
+    if creation is not None:
+        view._view_creation = creation
+
+
+def _view_creation(op, self, multi_output: bool):
+    """Why an in-place write through the new view must later be refused (PyTorch's
+    CreationMeta), or None: made without grad mode or in inference mode, or one of several
+    views returned together (their graphs cannot be rewritten one at a time)."""
+    if self._view_creation is not None:
+        return self._view_creation                      # views of such views inherit it
+    if _grad_state.inference:
+        return ("inference_mode",)
+    if not _grad_state.enabled:
+        return ("no_grad",)
+    if multi_output:
+        d = op.info.get("derivative")
+        name = d.node_name if d is not None and isinstance(d.node_name, str) else op.schema.name
+        return ("multi_output", name.removesuffix("Backward0"))
+    return None
+
+
+def view_bookkeeping_kernel(op, ks, self, *args):
+    """ADInplaceOrView for view ops: the result records its root base."""
+    out = op.redispatch(ks, self, *args)
+    if isinstance(out, list):
+        creation = _view_creation(op, self, True)
+        for nr, v in enumerate(out):
+            _set_base(v, self, creation and creation + (nr,))
+    elif self._view_creation is None and _grad_state.enabled and not _grad_state.inference:
+        out._base = self if self._base is None else self._base      # the common case
+    else:
+        _set_base(out, self, _view_creation(op, self, False))
+    return out
+
+
+def check_view_write(t: Tensor) -> None:
+    """Refuse an in-place write, with grad mode on, through a view whose creation makes the
+    write's effect on the graph ambiguous (see `_view_creation`)."""
+    creation = t._view_creation
+    if creation is None or not _grad_state.enabled or not t._base._requires_grad:
+        return
+    kind = creation[0]
+    if kind == "multi_output":
+        raise RuntimeError(
+            f"Output {creation[2]} of {creation[1]} is a view and is being modified inplace. "
+            "This view is the output of a function that returns multiple views. Such views "
+            "cannot be written in place: use an out-of-place op (or clone() the view first).")
+    mode = "no_grad" if kind == "no_grad" else "inference"
+    raise RuntimeError(
+        f"A view was created in {mode} mode and is being modified inplace with grad mode "
+        f"enabled. Whether the write should be tracked is ambiguous, so it is refused: make "
+        f"both the view and the in-place op inside the {mode} block (untracked), or both "
+        "outside it (tracked).")
