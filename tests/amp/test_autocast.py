@@ -142,21 +142,28 @@ def test_unsupported_dtype_and_missing_cuda_warn_and_disable():
     assert texts[1] == "CUDA is not available or torch_xla is imported. Disabling autocast."
 
 
-def test_cuda_policy_tables_name_real_ops_with_one_policy_each():
-    """Without a GPU the CUDA tables are data: each op is listed once, and the ones
-    glasstorch has carry an AutocastCUDA kernel."""
+def test_every_declared_policy_gives_its_operator_an_autocast_kernel():
+    """Without a GPU the CUDA policies are data: each operator declared with a policy
+    (ops/autocast.py) carries the Autocast kernel of each device named, and only those."""
     from glasstorch.dispatch import dispatcher
     from glasstorch.dispatch.keys import DispatchKey
-    for device, policies in autocast_mode.POLICIES.items():
-        names = [n for group in policies.values() for n in group]
-        assert len(names) == len(set(names)), device
-        key = DispatchKey.AutocastCPU if device == "cpu" else DispatchKey.AutocastCUDA
-        for name in names:
-            try:
-                op = dispatcher.find(name)
-            except RuntimeError:
-                continue
-            assert op.has_kernel_for(key), (device, name)
+    keys = {"cpu": DispatchKey.AutocastCPU, "cuda": DispatchKey.AutocastCUDA}
+    declared = {"cpu": set(), "cuda": set()}
+    for op in dispatcher.all_operators():
+        for device, policy in op.info.get("autocast", {}).items():
+            declared[device].add(op.name)
+            assert op.kernels[keys[device]].__qualname__ == f"autocast_{device}_{policy}"
+        for device, key in keys.items():
+            assert (op.name in declared[device]) == (key in op.kernels), (device, op.name)
+    assert {"aten::mm", "aten::convolution", "aten::cat"} <= declared["cpu"]
+    assert {"aten::exp", "aten::mse_loss", "aten::addcmul"} <= declared["cuda"]
+    assert "aten::exp" not in declared["cpu"]      # PyTorch's CPU list leaves exp alone
+
+
+def test_an_unknown_policy_is_refused():
+    from glasstorch.ops.autocast import autocast_policy
+    with pytest.raises(ValueError, match="unknown autocast policy 'fp64'"):
+        autocast_policy(gt.ops.aten.mm.default, cpu="fp64")
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])

@@ -3,11 +3,8 @@
 Every CPU tensor carries the AutocastCPU key (CUDA tensors AutocastCUDA), but the key starts
 in each thread's exclude set, so calls skip it. Entering `autocast(device_type)` takes the
 key out of the exclude set for that thread; the ops of the device's policy have an Autocast
-kernel that casts their floating inputs and passes the call down:
-
-- lower precision (matrix products, convolutions): floating inputs to the autocast dtype;
-- fp32 (losses, and on CUDA the numerically touchy pointwise ops): inputs to float32;
-- promote (cat, stack, ...): inputs to the widest floating dtype among them.
+kernel that casts their floating inputs and passes the call down. The policies are declared
+beside the ops (ops/autocast.py: lower precision, fp32, promote).
 
 float64 inputs are left alone, as are ops not listed (they run in their inputs' dtype).
 Casts of parameters (leaves that require grad) are cached for the outermost region, so a
@@ -25,45 +22,8 @@ from ..dispatch import dispatcher
 from ..dispatch.keys import DispatchKey, local_keys
 from ..autograd.grad_mode import _DecoratorContextManager
 from ..backends import cuda_available
+from ..ops.autocast import FP32, LOWER_PRECISION
 
-# ---- policies (PyTorch's lists in aten/src/ATen/autocast_mode.cpp, by our op names) ------
-
-LOWER_PRECISION = "lower_precision_fp"
-FP32 = "fp32"
-PROMOTE = "promote"
-
-POLICIES = {
-    "cpu": {
-        LOWER_PRECISION: ("aten::convolution", "aten::mm", "aten::bmm", "aten::baddbmm",
-                          "aten::addmm", "aten::addbmm", "aten::matmul", "aten::_prelu_kernel"),
-        FP32: ("aten::mse_loss", "aten::nll_loss_forward", "aten::nll_loss2d_forward",
-               "aten::huber_loss", "aten::smooth_l1_loss", "aten::soft_margin_loss",
-               "aten::multi_margin_loss", "aten::multilabel_margin_loss_forward",
-               "aten::binary_cross_entropy", "aten::binary_cross_entropy_with_logits",
-               "aten::_ctc_loss", "aten::prod.dim_int", "aten::trace", "aten::polar"),
-        PROMOTE: ("aten::cat", "aten::stack", "aten::index_copy"),
-    },
-    "cuda": {
-        LOWER_PRECISION: ("aten::convolution", "aten::mm", "aten::bmm", "aten::baddbmm",
-                          "aten::addmm", "aten::addbmm", "aten::matmul", "aten::addmv",
-                          "aten::addr", "aten::mv", "aten::_prelu_kernel"),
-        FP32: ("aten::acos", "aten::asin", "aten::cosh", "aten::erfinv", "aten::exp",
-               "aten::expm1", "aten::log", "aten::log10", "aten::log2", "aten::log1p",
-               "aten::reciprocal", "aten::rsqrt", "aten::sinh", "aten::tan",
-               "aten::pow.Tensor_Scalar", "aten::pow.Tensor_Tensor", "aten::pow.Scalar",
-               "aten::softplus", "aten::layer_norm", "aten::native_layer_norm",
-               "aten::group_norm", "aten::norm.ScalarOpt_dim", "aten::cumprod", "aten::cumsum",
-               "aten::dist", "aten::pdist", "aten::cdist", "aten::renorm", "aten::prod",
-               "aten::_softmax", "aten::_log_softmax", "aten::sum.dim_IntList",
-               "aten::mse_loss", "aten::nll_loss_forward", "aten::nll_loss2d_forward",
-               "aten::huber_loss", "aten::smooth_l1_loss", "aten::soft_margin_loss",
-               "aten::multi_margin_loss", "aten::multilabel_margin_loss_forward",
-               "aten::binary_cross_entropy_with_logits", "aten::kl_div"),
-        PROMOTE: ("aten::addcdiv", "aten::addcmul", "aten::atan2", "aten::cross",
-                  "aten::dot", "aten::index_put", "aten::scatter_add", "aten::tensordot",
-                  "aten::cat", "aten::stack"),
-    },
-}
 DEFAULT_DTYPES = {"cpu": dt.bfloat16, "cuda": dt.float16}
 SUPPORTED_DTYPES = {"cpu": (dt.bfloat16, dt.float16), "cuda": (dt.float16, dt.bfloat16)}
 _KEYS = {"cpu": DispatchKey.AutocastCPU, "cuda": DispatchKey.AutocastCUDA}
@@ -235,15 +195,15 @@ def _autocast_kernel(device_type: str, policy: str):
 
 
 def _register_policies() -> None:
-    for device_type, policies in POLICIES.items():
-        for policy, names in policies.items():
-            kernel = _autocast_kernel(device_type, policy)
-            for name in names:
-                try:
-                    op = dispatcher.find(name)
-                except RuntimeError:
-                    continue        # an op glasstorch does not have (yet)
-                op.register(_KEYS[device_type], kernel)
+    """An Autocast kernel for each device of each operator declared with a policy
+    (ops/autocast.py); the other operators pass the Autocast keys through."""
+    kernels = {}
+    for op in dispatcher.all_operators():
+        for device_type, policy in op.info.get("autocast", {}).items():
+            kernel = kernels.get((device_type, policy))
+            if kernel is None:
+                kernel = kernels[device_type, policy] = _autocast_kernel(device_type, policy)
+            op.register(_KEYS[device_type], kernel)
 
 
 _register_policies()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import re
 
-from ..dispatch.dispatcher import Operator
+from .registry import operator_of
 
 
 class Derivative:
@@ -57,24 +57,13 @@ class Derivative:
         self.saves_result = any(kind == "result" for _, kind, _ in plan)
 
 
-def _operator(target) -> Operator:
-    """The dispatcher operator a declaration (its functional form) or an operator stands for."""
-    if isinstance(target, Operator):
-        return target
-    functional = getattr(target, "functional", None)
-    if isinstance(functional, Operator):
-        return functional
-    raise TypeError(f"a derivative is declared on an op declaration or an Operator, not "
-                    f"{type(target).__name__}")
-
-
 def derivative(op, node_name, *, inplace_node_name: str | None = None,
                outputs: tuple | None = None):
     """Decorator: declare the derivative of `op` (a declaration or an Operator).
     `inplace_node_name` names the node of its in-place form where PyTorch names it apart
     (leaky_relu_ records LeakyReluBackward1); `outputs` lists the differentiable outputs
     of a multi-output op when some floating ones are not (lstsq's singular values)."""
-    operator = _operator(op)
+    operator = operator_of(op)
 
     def register(formula):
         operator.info["derivative"] = Derivative(node_name, formula, operator.schema,
@@ -88,11 +77,11 @@ def not_differentiable(*ops) -> None:
     comparisons, bit tests, counts, and the functions PyTorch gives no gradient at all
     (histc, the Bessel functions). No graph is recorded for them."""
     for op in ops:
-        _operator(op).info["autograd"] = "not differentiable"
+        operator_of(op).info["autograd"] = "not differentiable"
 
 
 def derivative_not_implemented(*ops) -> None:
     """Declare operators whose outputs require grad but whose backward raises, as
     PyTorch's do (floor_divide, heaviside): the graph gets a NotImplemented node."""
     for op in ops:
-        _operator(op).info["autograd"] = "not implemented"
+        operator_of(op).info["autograd"] = "not implemented"

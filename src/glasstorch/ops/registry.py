@@ -24,7 +24,7 @@ from ..core import dtype as dt
 from ..core.device import CPU, META
 from ..core.shape import contiguous_strides, has_internal_overlap
 from ..core.tensor import Tensor
-from ..dispatch.dispatcher import define
+from ..dispatch.dispatcher import Operator, define
 from ..dispatch.keys import DispatchKey
 from ..dispatch.schema import parse_schema
 from .inplace_or_view import bump_versions_kernel, view_bookkeeping_kernel
@@ -91,6 +91,16 @@ class OpDeclaration:
 
     def __repr__(self):
         return f"<OpDeclaration {self.name} ({self.kind})>"
+
+
+def operator_of(target) -> Operator:
+    """The dispatcher operator a declaration (its functional form) or an operator stands for:
+    what facets declared beside an op (a derivative, an autocast policy) attach to."""
+    if isinstance(target, Operator):
+        return target
+    if isinstance(target, OpDeclaration):
+        return target.functional
+    raise TypeError(f"expected an op declaration or an Operator, not {type(target).__name__}")
 
 
 # ---- structured kernels ----------------------------------------------------------------

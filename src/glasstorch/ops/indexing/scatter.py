@@ -26,6 +26,7 @@ from ..copying.copies import assign_array, strides_for
 from .subscripts import (_assert_no_overlap, _masked_fill_cpu, _masked_fill_meta, add_at,
                        check_scalar_fits, masked_fill as _masked_fill_scalar)
 from ..registry import composite, export, spec, structured
+from ..autocast import PROMOTE, autocast_policy
 from ..wrappers import bad_self, generate_wrapper
 
 _INDEX_DTYPES = (dt.int32, dt.int64)
@@ -724,3 +725,7 @@ def _masked_scatter_cpu(out, self, mask, source):
         raise RuntimeError("Number of elements of source < number of ones in mask")
     arr = _copy_self(out, self, mask, source).reshape(out._shape)
     arr[where] = values[:count]
+
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(index_copy, cpu=PROMOTE)
+autocast_policy(scatter_add, cuda=PROMOTE)

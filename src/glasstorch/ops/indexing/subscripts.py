@@ -27,6 +27,7 @@ from ...core.shape import (broadcast_shapes, broadcast_shapes2, is_non_overlappi
 from ...core.tensor import Tensor
 from ..copying.copies import _clone_impl, assign_array
 from ..registry import composite, export, kernel_op, spec, structured, warn_user
+from ..autocast import PROMOTE, autocast_policy
 from ..shape.views import alias, select, slice_op, unsqueeze
 
 # ---- scalars ---------------------------------------------------------------------------
@@ -803,3 +804,5 @@ def argwhere(input):
     """Indices of the nonzero elements as an (n, ndim) tensor (nonzero())."""
     return nonzero_op.functional(input)
 
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(index_put_copy_op, cuda=PROMOTE)

@@ -34,6 +34,7 @@ from ...core.tensor import Tensor
 from ..pointwise.meta import promoting_meta
 from ...core.promotion import common_dtype, opmath
 from ..registry import TensorSpec, export, kernel_op, structured
+from ..autocast import LOWER_PRECISION, PROMOTE, autocast_policy
 
 # C++ type names in PyTorch's messages: TypeMeta names ("long int") and the target types of
 # Scalar conversions ("int64_t").
@@ -1169,3 +1170,8 @@ def einsum(*args):
 
 
 export("einsum", einsum)
+
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(mm, bmm, baddbmm, addmm, addbmm, matmul, cpu=LOWER_PRECISION, cuda=LOWER_PRECISION)
+autocast_policy(addmv, addr, mv, cuda=LOWER_PRECISION)
+autocast_policy(dot, tensordot_op, cuda=PROMOTE)

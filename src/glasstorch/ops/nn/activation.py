@@ -30,6 +30,7 @@ from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype, opmath
 from ..random.samplers import _stream, uniform01
 from ..registry import TensorSpec, composite, export, kernel_op, spec, structured
+from ..autocast import FP32, LOWER_PRECISION, autocast_policy
 from ..wrappers import generate_wrapper
 
 _POINTWISE = ("pointwise",)
@@ -665,3 +666,6 @@ alpha_dropout, alpha_dropout_ = _export_dropout("alpha_dropout", alpha=True)
 feature_alpha_dropout, feature_alpha_dropout_ = _export_dropout("feature_alpha_dropout",
                                                                 feature=True, alpha=True)
 
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(_prelu_kernel, cpu=LOWER_PRECISION, cuda=LOWER_PRECISION)
+autocast_policy(softplus, cuda=FP32)

@@ -30,6 +30,7 @@ from ...core.tensor import Tensor
 from ..copying.copies import assign_array
 from ...core.promotion import opmath
 from ..registry import composite, kernel_op, spec, structured, warn_user
+from ..autocast import LOWER_PRECISION, autocast_policy
 
 # ---- array helpers (shared with pooling) ------------------------------------------------
 
@@ -657,3 +658,6 @@ def _col2im_cpu(out, self, output_size, kernel_size, dilation, padding, stride):
     col2im_add(full, cols, kernel_size, stride, dilation)
     ph, pw = padding
     assign_array(out._array(), full[..., ph:ph + output_size[0], pw:pw + output_size[1]])
+
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(convolution, cpu=LOWER_PRECISION, cuda=LOWER_PRECISION)

@@ -24,6 +24,7 @@ from ..shape.joining import where
 from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype, opmath
 from ..registry import composite, spec, structured
+from ..autocast import FP32, autocast_policy
 
 NONE, MEAN, SUM = 0, 1, 2
 # The top-level functions (torch.kl_div, torch.ctc_loss, ...) default to reduction 0: PyTorch's
@@ -946,3 +947,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         lengths = nll.new_tensor([max(v, 1) for v in tl])
         return (nll / (lengths.squeeze(0) if unbatched else lengths)).mean()
     return nll.sum() if reduction == SUM else nll
+
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(binary_cross_entropy_with_logits, huber_loss, mse_loss, multi_margin_loss,
+                multilabel_margin_loss_forward, nll_loss_forward, nll_loss2d_forward,
+                smooth_l1_loss, soft_margin_loss, cpu=FP32, cuda=FP32)
+autocast_policy(_ctc_loss, binary_cross_entropy, cpu=FP32)
+autocast_policy(_softmax, _log_softmax, cuda=FP32)

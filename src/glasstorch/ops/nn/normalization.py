@@ -20,6 +20,7 @@ from ...core.tensor import Tensor
 from ..shape.joining import cat
 from ..linalg.products import addmm, einsum, matmul, mm
 from ..registry import TensorSpec, composite, kernel_op, structured
+from ..autocast import FP32, autocast_policy
 from ..shape.views import unsafe_view_op
 
 # ---- linear layers ---------------------------------------------------------------------
@@ -740,3 +741,5 @@ def _one_hot_cpu(self, num_classes=-1):
 
 one_hot.on_cuda = "shared"
 
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(native_layer_norm, cuda=FP32)

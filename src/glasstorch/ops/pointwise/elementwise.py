@@ -16,6 +16,7 @@ from ...core.tensor import Tensor
 from .meta import bool_meta, float_meta, pointwise_spec, promoting_meta
 from ...core.promotion import common_dtype, float_dtype
 from ..registry import composite, export, overload, resize_output, spec, structured
+from ..autocast import FP32, PROMOTE, autocast_policy
 
 _POINTWISE = ("pointwise",)
 
@@ -642,3 +643,9 @@ for _name, _fn in (("__neg__", _T.neg), ("__pos__", positive), ("__abs__", _T.ab
                    ("__invert__", _invert)):
     export(_name, _fn, method=True, function=False)
 Tensor.__hash__ = object.__hash__     # defining __eq__ must not make tensors unhashable
+
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(acos, asin, cosh, erfinv, exp, expm1, log, log10, log1p, log2, reciprocal, rsqrt,
+                sinh, tan, pow, pow.overload("Scalar"), pow.overload("Tensor_Scalar"), cuda=FP32)
+autocast_policy(addcdiv, addcmul, atan2, cuda=PROMOTE)
+autocast_policy(polar, cpu=FP32)

@@ -24,6 +24,7 @@ from ..copying.copies import assign_array
 from .meta import pointwise_spec
 from ...core.promotion import common_dtype, float_dtype, opmath
 from ..registry import composite, export, kernel_op, resize_output, spec, structured
+from ..autocast import FP32, autocast_policy
 
 _POINTWISE = ("pointwise",)
 
@@ -1038,3 +1039,7 @@ index_reduce = structured("index_reduce(Tensor self, int dim, Tensor index, Tens
                           doc="self with source's slices reduced (prod, mean, amax, amin) "
                               "into the slices index names along dim.")
 index_reduce.impl("CPU")(_index_reduce_kernel)
+
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(renorm, cuda=FP32)
+autocast_policy(trace, cpu=FP32)

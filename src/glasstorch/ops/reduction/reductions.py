@@ -22,6 +22,7 @@ from ...core import dtype as dt
 from ...core.shape import Size, wrap_dim, wrap_dims
 from ...core.tensor import Tensor
 from ..registry import TensorSpec, export, functions, overload, spec, structured
+from ..autocast import FP32, autocast_policy
 from ..wrappers import bad_self
 
 # ---- shapes ----------------------------------------------------------------------------
@@ -640,3 +641,7 @@ logcumsumexp = structured("logcumsumexp(Tensor self, int dim) -> Tensor", _logcu
                           inplace=False, promotes=False, tags=("scan",),
                           doc="log(cumsum(exp(input))) along `dim`, without overflow.")
 logcumsumexp.impl("CPU")(cpu.logcumsumexp_kernel)
+
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(cumprod, cumsum, sum_op, prod.overload("default"), cuda=FP32)
+autocast_policy(prod, cpu=FP32)

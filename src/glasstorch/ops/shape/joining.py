@@ -25,6 +25,7 @@ from ..indexing.subscripts import check_scalar_fits
 from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype
 from ..registry import TensorSpec, composite, export, kernel_op, spec, structured, warn_user
+from ..autocast import PROMOTE, autocast_policy
 
 # ---- tensor lists ----------------------------------------------------------------------
 
@@ -577,3 +578,6 @@ def broadcast_tensors(*tensors):
 
 export("meshgrid", meshgrid)
 export("broadcast_tensors", broadcast_tensors)
+
+# autocast runs these in another precision (ops/autocast.py)
+autocast_policy(_cat, _stack, cpu=PROMOTE, cuda=PROMOTE)
