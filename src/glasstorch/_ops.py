@@ -93,7 +93,9 @@ class OpOverloadPacket:
         if op is None:
             raise AttributeError(f"The underlying op of '{self}' has no overload name "
                                  f"'{overload}'")
-        return overload_of(op)
+        result = overload_of(op)
+        setattr(self, overload, result)     # later lookups are plain attribute reads
+        return result
 
     def __call__(self, /, *args, **kwargs):
         overloads = self._overloads()
@@ -125,6 +127,7 @@ class OpNamespace:
         packet = self._packets.get(op_name)
         if packet is None:
             packet = self._packets[op_name] = OpOverloadPacket(self.name, op_name)
+        setattr(self, op_name, packet)      # later lookups are plain attribute reads
         return packet
 
     def __repr__(self):
@@ -132,6 +135,22 @@ class OpNamespace:
 
 
 _namespaces: dict = {}
+
+
+def _forget(op: dispatcher.Operator) -> None:
+    """Drop the cached attributes that lead to an undefined operator."""
+    schema = op.schema
+    namespace = _namespaces.get(schema.namespace)
+    if namespace is None:
+        return
+    packet = namespace._packets.get(schema.name)
+    if packet is not None:
+        packet.__dict__.pop(schema.overload or "default", None)
+        if not packet._overloads():
+            namespace.__dict__.pop(schema.name, None)
+
+
+dispatcher.undefine_listeners.append(_forget)
 
 
 def ops_namespace(name: str) -> OpNamespace:

@@ -442,3 +442,19 @@ def test_generated_wrappers_show_their_source():
         frames = traceback.format_tb(e.__traceback__)
     assert any("<glasstorch.ops add aten::add.Tensor>" in f and "_op.dispatch(" in f
                for f in frames)
+
+
+def test_op_overload_lookups_are_cached_until_the_op_is_undefined():
+    """torch.ops.<ns>.<op>.<overload> is found once, then read as a plain attribute (the
+    same object each time); undefining the op drops the cached attributes."""
+    lib = gt.library.Library("cachedlookup", "DEF")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: x * 2, "CPU")
+    overload = gt.ops.cachedlookup.twice.default
+    assert gt.ops.cachedlookup.twice.default is overload
+    assert "twice" in vars(gt.ops.cachedlookup)
+    assert "default" in vars(gt.ops.cachedlookup.twice)
+    assert overload(gt.ones(2)).tolist() == [2.0, 2.0]
+    lib._destroy()
+    with pytest.raises(AttributeError, match="has no attribute 'twice'"):
+        gt.ops.cachedlookup.twice

@@ -284,6 +284,12 @@ def undefine(qualified_name: str) -> None:
         _packets[packet].pop(op.schema.overload, None)
         if not _packets[packet]:
             del _packets[packet]
+        for forget in undefine_listeners:
+            forget(op)
+
+
+# Called with each operator `undefine` removes: caches of it elsewhere (torch.ops attributes).
+undefine_listeners: list = []
 
 
 def overloads_of(packet_name: str) -> dict:
