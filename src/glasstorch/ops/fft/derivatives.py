@@ -1,4 +1,4 @@
-"""Derivative formulas of the Fourier transforms (ops/fft.py).
+"""Derivative formulas of the Fourier transforms (transforms.py).
 
 The transforms are linear, so each backward is another transform of the gradient: the
 adjoint of a DFT is the inverse DFT with the same normalization code (PyTorch's convention

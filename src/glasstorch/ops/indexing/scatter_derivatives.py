@@ -1,11 +1,11 @@
-"""Derivative formulas of the gather/scatter/index_* ops (ops/scatter.py).
+"""Derivative formulas of the gather/scatter/index_* ops (scatter.py).
 
 A gather's gradient scatters back (scatter_add into zeros), a scatter's gathers; positions a
 write overwrote get no gradient. The formulas are written in these same ops, which are
 differentiable, so double backward works. Where src is larger than index (allowed), the
 elements it never read get zero gradient (PyTorch fails on that shape instead).
 index_select, take, masked_select, index.Tensor and masked_fill.Scalar have their formulas
-in derivatives_shape.py.
+in derivatives.py, beside subscripts.py.
 """
 from __future__ import annotations
 

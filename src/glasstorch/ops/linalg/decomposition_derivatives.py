@@ -1,4 +1,4 @@
-"""Derivative formulas of the decompositions and solves (ops/linalg_decomp.py).
+"""Derivative formulas of the decompositions and solves (decompositions.py).
 
 Node names are PyTorch's. The formulas are the usual matrix-calculus adjoints, written in
 glasstorch ops (so double backward records them too): the inverse and solves through more
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..derivative import derivative
-from ..pointwise.math_derivatives import _norm
+from ..reduction.derivatives import _norm
 from ..creation.factories import zeros_like
 from ..shape.joining import cat
 from ..creation.ranges import eye

@@ -1,4 +1,4 @@
-"""Derivative formulas of the matrix products (mm, bmm and matmul are in derivatives.py).
+"""Derivative formulas of the matrix products (products.py).
 
 Node names are PyTorch's: ops that PyTorch decomposes (outer/ger into a product, inner and
 tensordot into a reshaped mm, einsum into permutes, sums, bmm and a final view) are named
@@ -14,7 +14,6 @@ from ..pointwise.arithmetic_derivatives import conj
 from .products import (_ELLIPSIS, _label_char, _label_index, _parse_operands, einsum,
                      tensordot)
 from . import products
-from ..nn import normalization
 
 
 def _scaled(grad, factor):
@@ -72,14 +71,14 @@ def _mat2_grad(grad, mat1, mat2):
     return conj(mat1).t().mm(grad)
 
 
-@derivative(normalization.mm, "MmBackward0")
+@derivative(products.mm, "MmBackward0")
 def _mm(grad, self, mat2, grad_input_mask):
     # mat2's first, as PyTorch's: a mode sees linear's backward as t, mm, t, t, mm
     g_mat2 = _mat2_grad(grad, self, mat2) if grad_input_mask[1] else None
     return (grad.mm(conj(mat2).t()) if grad_input_mask[0] else None), g_mat2
 
 
-@derivative(normalization.addmm, "AddmmBackward0")
+@derivative(products.addmm, "AddmmBackward0")
 def _addmm(grad, beta, alpha, mat1, mat2, grad_input_mask):
     need_self, need_mat1, need_mat2 = grad_input_mask
     return (_scaled(grad, beta) if need_self else None,
@@ -270,3 +269,36 @@ def _expand_missing(g, t, labels, kept):
         else:
             shape.append(1)
     return g.reshape(shape).expand([max(a, b) for a, b in zip(shape, t.shape)])
+
+
+def _matmul_name(self, other):
+    dims = (self.dim(), other.dim())
+    return {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0",
+            (1, 2): "SqueezeBackward4"}.get(dims, "UnsafeViewBackward0")
+
+
+@derivative(products.bmm, "BmmBackward0")
+def _bmm(grad, self, mat2, grad_input_mask):
+    return (grad.bmm(conj(mat2).transpose(1, 2)) if grad_input_mask[0] else None,
+            conj(self).transpose(1, 2).bmm(grad) if grad_input_mask[1] else None)
+
+
+@derivative(products.matmul, _matmul_name)
+def _matmul(grad, self, other, grad_input_mask):
+    a, b = conj(self), conj(other)
+    if a.dim() == 1 and b.dim() == 1:
+        return grad * b, grad * a
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    g = grad
+    if a.dim() == 1:
+        g = g.unsqueeze(-2)
+    if b.dim() == 1:
+        g = g.unsqueeze(-1)
+    ga = g.matmul(b2.transpose(-1, -2)) if grad_input_mask[0] else None
+    gb = a2.transpose(-1, -2).matmul(g) if grad_input_mask[1] else None
+    if a.dim() == 1 and ga is not None:
+        ga = ga.squeeze(-2)
+    if b.dim() == 1 and gb is not None:
+        gb = gb.squeeze(-1)
+    return ga, gb

@@ -1,5 +1,5 @@
-"""Derivative formulas of the activations and native_dropout (ops/activation.py) and of the
-distance ops (ops/distance.py).
+"""Derivative formulas of the activations and native_dropout (activation.py) and of the
+distance ops (distance.py).
 
 Written in glasstorch ops so double backward records them. At the kinks the gradients are
 PyTorch's: relu'(0) = 0, leaky_relu'(0) = negative_slope, elu'(0) = alpha * scale *

@@ -1,4 +1,4 @@
-"""Derivative formulas of ops/loss.py (softmax, log_softmax and the loss operators).
+"""Derivative formulas of loss.py (softmax, log_softmax and the loss operators).
 
 Written in glasstorch ops so that double backward records them. Class weights and
 `pos_weight` get no gradient (as in PyTorch). Reductions: 0 none, 1 mean, 2 sum.

@@ -1,4 +1,4 @@
-"""Derivative formulas of ops/normalization.py.
+"""Derivative formulas of normalization.py (and of one_hot, which has none).
 
 The normalizations share one closed form: with xhat = (x - mean) * rstd over N elements and
 gxhat the gradient reaching xhat (the output's, times the weight),
@@ -14,7 +14,7 @@ from math import prod
 
 import numpy as np
 
-from ..derivative import derivative
+from ..derivative import derivative, not_differentiable
 from ...core import dtype as dt
 from ...core.device import CPU
 from ...core.grad_state import state as _grad_state
@@ -223,3 +223,7 @@ def _embedding_bag(grads, weight, indices, scale_grad_by_freq, mode, per_sample_
         picked = weight.index_select(0, indices.long())
         g_psw = (per_index * picked).sum(1) * _const(valid, g)
     return gw, None, None, g_psw
+
+
+# A one-hot encoding is integers: no gradient flows through it.
+not_differentiable(normalization.one_hot)

@@ -1,4 +1,4 @@
-"""Derivative formulas of ops/_s.py.
+"""Derivative formulas of sampling.py.
 
 Padding and interpolation are linear maps: each gradient is the op's `_backward` op (the
 adjoint), and the gradient of a `_backward` op is the forward op again. Grid sampling's
@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import inspect
 
-from ..derivative import derivative, not_differentiable
+from ..derivative import derivative
 from ...core.grad_state import state as _grad_state
 from . import sampling as _s
-from ..random import samplers
 
 
 @derivative(_s.constant_pad_nd, "ConstantPadNdBackward0")
@@ -106,4 +105,3 @@ def _affine_grid(grad, theta, size, align_corners):
     return (grad.reshape(size[0], -1, k).transpose(1, 2).matmul(base),)
 
 # Draws: sample indices carry no gradient.
-not_differentiable(samplers.multinomial_op)

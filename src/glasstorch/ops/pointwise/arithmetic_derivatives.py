@@ -1,7 +1,9 @@
-"""Derivative formulas, beside the op declarations (PyTorch's derivatives.yaml).
+"""Derivative formulas of arithmetic: add, sub, mul, div, pow, and exp, log, sqrt, tanh, ...
+
+Each family's formulas sit beside its declarations (PyTorch's derivatives.yaml).
 
 Each formula receives the incoming gradient and what it names from the call (see
-`autograd.recording.Derivative`) and returns one gradient per Tensor input, written in
+`ops/derivative.py`) and returns one gradient per Tensor input, written in
 glasstorch ops so that double backward (create_graph=True) records them too. Gradients of
 broadcast inputs are summed back to the input's shape by the engine.
 """
@@ -9,19 +11,12 @@ from __future__ import annotations
 
 import cmath
 import math
-from math import prod
 
 from ..derivative import derivative
 from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
 from ..shape.joining import where
-from ..copying import copies
-from ..indexing import subscripts
-from ..linalg import products
-from ..nn import normalization
 from . import elementwise
-from ..reduction import reductions
-from ..shape import views
 
 
 def _reduced_dims(shape, dim):
@@ -153,140 +148,10 @@ def _sgn(grad):
 
 # ---- reductions --------------------------------------------------------------------------
 
-@derivative(reductions.sum_op, "SumBackward1")
-def _sum(grad, self_shape, dim, keepdim):
-    return (_unreduce(grad, self_shape, dim, keepdim),)
-
-
-@derivative(reductions.sum_op.overload("default"), "SumBackward0")
-def _sum_all(grad, self_shape):
-    return (grad.expand(self_shape),)
-
-
-@derivative(reductions.mean, "MeanBackward1")
-def _mean(grad, self_shape, dim, keepdim):
-    count = 1
-    for d in _reduced_dims(self_shape, dim) if self_shape else ():
-        count *= self_shape[d]
-    return (_unreduce(grad, self_shape, dim, keepdim) / count,)
-
-
-@derivative(reductions.mean.overload("default"), "MeanBackward0")
-def _mean_all(grad, self_shape):
-    return (grad.expand(self_shape) / max(prod(self_shape), 1),)
-
 
 # ---- copies and views --------------------------------------------------------------------
-
-@derivative(copies.clone_op, "CloneBackward0")
-def _clone(grad):
-    return (grad,)
-
-
-@derivative(copies.to_copy, "ToCopyBackward0")
-def _to_copy(grad):
-    return (grad,)      # the engine casts the gradient back to the input's dtype
-
-
-@derivative(subscripts.alias, "AliasBackward0")
-def _alias(grad):
-    return (grad,)
-
-
-@derivative(normalization.unsafe_view_op, "UnsafeViewBackward0")
-def _unsafe_view(grad, self_shape):
-    return (grad.reshape(self_shape),)
-
-
-@derivative(views.view_op, "ViewBackward0")
-def _view(grad, self_shape):
-    return (grad.reshape(self_shape),)
-
-
-@derivative(views.transpose, "TransposeBackward0")
-def _transpose(grad, dim0, dim1):
-    return (grad.transpose(dim0, dim1),)
-
-
-@derivative(views.t, "TBackward0")
-def _t(grad):
-    return (grad.t(),)
-
-
-@derivative(views.permute, "PermuteBackward0")
-def _permute(grad, dims):
-    n = len(dims)
-    inverse = [0] * n
-    for i, d in enumerate(dims):
-        inverse[wrap_dim(d, n)] = i
-    return (grad.permute(inverse),)
-
-
-@derivative(views.expand, "ExpandBackward0")
-def _expand(grad, self_shape):
-    return (grad,)      # the engine sums it back to self's shape
-
-
-@derivative(subscripts.unsqueeze, "UnsqueezeBackward0")
-def _unsqueeze(grad, dim):
-    return (grad.squeeze(dim),)
-
-
-@derivative(views.squeeze, "SqueezeBackward0")
-def _squeeze(grad, self_shape):
-    return (grad.reshape(self_shape),)
 
 
 # ---- matrix products ---------------------------------------------------------------------
 
-@derivative(products.bmm, "BmmBackward0")
-def _bmm(grad, self, mat2, grad_input_mask):
-    return (grad.bmm(conj(mat2).transpose(1, 2)) if grad_input_mask[0] else None,
-            conj(self).transpose(1, 2).bmm(grad) if grad_input_mask[1] else None)
 
-
-def _matmul_name(self, other):
-    dims = (self.dim(), other.dim())
-    return {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0",
-            (1, 2): "SqueezeBackward4"}.get(dims, "UnsafeViewBackward0")
-
-
-@derivative(normalization.matmul, _matmul_name)
-def _matmul(grad, self, other, grad_input_mask):
-    a, b = conj(self), conj(other)
-    if a.dim() == 1 and b.dim() == 1:
-        return grad * b, grad * a
-    a2 = a.unsqueeze(0) if a.dim() == 1 else a
-    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
-    g = grad
-    if a.dim() == 1:
-        g = g.unsqueeze(-2)
-    if b.dim() == 1:
-        g = g.unsqueeze(-1)
-    ga = g.matmul(b2.transpose(-1, -2)) if grad_input_mask[0] else None
-    gb = a2.transpose(-1, -2).matmul(g) if grad_input_mask[1] else None
-    if a.dim() == 1 and ga is not None:
-        ga = ga.squeeze(-2)
-    if b.dim() == 1 and gb is not None:
-        gb = gb.squeeze(-1)
-    return ga, gb
-
-
-@derivative(subscripts.select, "SelectBackward0")
-def _select(grad, self_shape, dim, index):
-    full = grad.new_zeros(self_shape)
-    full.select(dim, index).copy_(grad)
-    return (full,)
-
-
-@derivative(subscripts.slice_op, "SliceBackward0")
-def _slice(grad, self_shape, dim, start, end, step):
-    full = grad.new_zeros(self_shape)
-    key = (slice(None),) * wrap_dim(dim, len(self_shape)) + (slice(start, end, step),)
-    full[key] = grad
-    return (full,)
-
-
-@derivative(views.narrow, "NarrowBackward0")
-def _narrow(grad, self_shape, dim, start, length):
-    return _slice(grad, self_shape, dim, start, start + length, 1)

@@ -1,6 +1,6 @@
-"""Derivative formulas of the math ops: pointwise functions, binary ops and reductions.
+"""Derivative formulas of the other pointwise math functions and binary ops (elementwise.py).
 
-Same conventions as `ops/derivatives.py` (formulas in glasstorch ops so that double backward
+Same conventions as arithmetic_derivatives.py (formulas in glasstorch ops so that double backward
 records them). Python-number operands ("wrapped numbers") get no gradient (None).
 """
 from __future__ import annotations
@@ -8,18 +8,12 @@ from __future__ import annotations
 import math
 
 from ..derivative import derivative, derivative_not_implemented, not_differentiable
-from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
-from .arithmetic_derivatives import _reduced_dims, _unreduce, conj
-from ..creation.factories import zeros_like
-from ..shape.joining import cat, where
-from ..creation.ranges import arange
+from .arithmetic_derivatives import _reduced_dims, conj
+from ..shape.joining import where
 from . import elementwise
 from . import special_functions
-from ..random import samplers
 from ..reduction import reductions
-from ..reduction import statistics
-from ..shape import joining
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -43,11 +37,6 @@ def _zero(grad):
 def _drop(g, mask):
     """`g` with zeros where `mask` is set (`where` is differentiable, for double backward)."""
     return where(mask, 0.0, g)
-
-
-def _reverse_cumsum(g, dim):
-    """Sums from each position to the end along `dim` (cumsum's adjoint), without flip."""
-    return g.sum(dim, keepdim=True) - g.cumsum(dim) + g
 
 
 # ---- unary pointwise -----------------------------------------------------------------------
@@ -323,11 +312,6 @@ def _addcdiv(grad, tensor1, tensor2, value):
     return grad, grad * value / tensor2, -grad * value * tensor1 / (tensor2 * tensor2)
 
 
-@derivative(joining._where, "WhereBackward0")
-def _where(grad, condition):
-    return None, where(condition, grad, 0.0), _drop(grad, condition)
-
-
 @derivative(elementwise.remainder.overload("Scalar"), "RemainderBackward0")
 @derivative(elementwise.remainder,
             lambda self, other: "RemainderBackward1" if _is_tensor(other)
@@ -377,15 +361,6 @@ def _keep(t, shape, dim, keepdim):
     return t
 
 
-def _evenly(grad, self, result, dim, keepdim):
-    """Gradient of max/min-like reductions: shared equally among the tied extrema."""
-    shape = self.shape
-    dim = tuple(dim) if dim else None      # amax's dim=[] reduces every dim
-    hit = self == _keep(result, shape, dim, keepdim)
-    count = hit.sum(_reduced_dims(shape, dim), keepdim=True)
-    return where(hit, _unreduce(grad, shape, dim, keepdim) / count, 0.0)
-
-
 @derivative(reductions.prod.overload("default"), "ProdBackward0")
 def _prod_all(grad, self):
     return _prod(grad, self, None, False)
@@ -410,168 +385,6 @@ def _prod(grad, self, dim, keepdim):
     return (out.reshape(shape),)
 
 
-@derivative(reductions.amax, "AmaxBackward0")
-def _amax(grad, self, dim, keepdim, result):
-    return (_evenly(grad, self, result, dim, keepdim),)
-
-
-@derivative(reductions.amin, "AminBackward0")
-def _amin(grad, self, dim, keepdim, result):
-    return (_evenly(grad, self, result, dim, keepdim),)
-
-
-@derivative(reductions.max_all, "MaxBackward1")
-def _max_all(grad, self, result):
-    return (_evenly(grad, self, result, None, False),)
-
-
-@derivative(reductions.min_all, "MinBackward1")
-def _min_all(grad, self, result):
-    return (_evenly(grad, self, result, None, False),)
-
-
-def _at_index(grad, self, dim, keepdim, index):
-    """Scatter a dim-reduction's gradient to the selected `index` (keepdim shape)."""
-    grad = grad[0] if isinstance(grad, tuple) else grad
-    if grad is None:
-        return (None,)
-    shape = self.shape
-    if not shape:
-        return (grad,)
-    dim = wrap_dim(dim, len(shape))
-    if not keepdim:
-        grad = grad.unsqueeze(dim)
-    positions = [1] * len(shape)
-    positions[dim] = shape[dim]
-    hit = arange(shape[dim], device=self.device).reshape(positions) == index
-    return (where(hit, grad.expand(shape), 0.0),)
-
-
-@derivative(reductions.max_dim, "MaxBackward0")
-def _max_dim(grad, self, dim, keepdim):
-    return _at_index(grad, self, dim, keepdim, self.argmax(dim, keepdim=True))
-
-
-@derivative(reductions.min_dim, "MinBackward0")
-def _min_dim(grad, self, dim, keepdim):
-    return _at_index(grad, self, dim, keepdim, self.argmin(dim, keepdim=True))
-
-
-def _count(shape, dim):
-    n = 1
-    for d in _reduced_dims(shape, dim):
-        n *= shape[d]
-    return n
-
-
-@derivative(reductions.var_op, "VarBackward0")
-def _var(grad, self, dim, correction, keepdim):
-    c = 1 if correction is None else correction
-    dims = _reduced_dims(self.shape, dim)
-    centered = self - self.mean(dims, keepdim=True)
-    scale = 2.0 / (_count(self.shape, dim) - c)
-    return (_unreduce(grad, self.shape, dim, keepdim) * centered * scale,)
-
-
-@derivative(reductions.std_op, "StdBackward0")
-def _std(grad, self, dim, correction, keepdim, result):
-    c = 1 if correction is None else correction
-    dims = _reduced_dims(self.shape, dim)
-    centered = self - self.mean(dims, keepdim=True)
-    g = _unreduce(grad / result, self.shape, dim, keepdim)
-    return (g * centered / (_count(self.shape, dim) - c),)
-
-
-@derivative(reductions.logsumexp, "LogsumexpBackward0")
-def _logsumexp(grad, self, dim, keepdim, result):
-    shape = self.shape
-    return (_unreduce(grad, shape, dim, keepdim)
-            * (self - _keep(result, shape, dim, keepdim)).exp(),)
-
-
-@derivative(reductions.norm_op, "LinalgVectorNormBackward0")
-def _norm(grad, self, p, dim, keepdim, result):
-    shape = self.shape
-    p = 2.0 if p is None else float(p)
-    g = _unreduce(grad, shape, dim, keepdim)
-    if p == 0.0:
-        return (None,)                 # piecewise constant: no gradient, as PyTorch
-    if p == 1.0:
-        return (g * self.sgn(),)
-    r = _keep(result, shape, dim, keepdim)
-    if p == 2.0:
-        return (_drop(g * self / r, r == 0),)
-    if math.isinf(p):
-        return (_evenly(grad, self.abs(), result, dim, keepdim) * self.sgn(),)
-    a = self.abs()
-    return (_drop(g * self * a.pow(p - 2) / r.pow(p - 1), r == 0),)
-
-
-@derivative(reductions.cumsum, "CumsumBackward0")
-def _cumsum(grad, dim):
-    return (_reverse_cumsum(grad, dim),)
-
-
-@derivative(reductions.cumprod, "CumprodBackward0")
-def _cumprod(grad, self, dim, result):
-    """d/dx_j of sum_i g_i prod_{k<=i} x_k is sum_{i>=j} g_i y_i / x_j when no x is zero.
-    With zeros, the products leaving x_j out are built explicitly (O(n^2) per slice):
-    prod_{k<j} x_k * prod_{j<k<=i} x_k, so that the result stays differentiable."""
-    if not bool((self == 0).any()):
-        return (_reverse_cumsum(grad * result, dim) / self,)
-    x, g = self.movedim(dim, -1), grad.movedim(dim, -1)
-    n = x.shape[-1]
-    ones = x.new_ones(x.shape[:-1] + (1,))
-    before = cat([ones, x[..., :-1]], -1).cumprod(-1)               # prod_{k<j} x_k
-    k = arange(n, device=x.device)
-    later = k.unsqueeze(0) > k.unsqueeze(1)                          # [j, k]: k > j
-    between = where(later, x.unsqueeze(-2), 1.0).cumprod(-1)         # [j, i]: prod_{j<k<=i}
-    upper = later.logical_or(k.unsqueeze(0) == k.unsqueeze(1))       # [j, i]: i >= j
-    out = before * where(upper, g.unsqueeze(-2) * between, 0.0).sum(-1)
-    return (out.movedim(-1, dim),)
-
-
-@derivative(reductions.nansum, "NansumBackward0")
-def _nansum(grad, self, dim, keepdim):
-    return (_drop(_unreduce(grad, self.shape, dim, keepdim), self.isnan()),)
-
-
-@derivative(reductions.nanmean, "DivBackward0")
-def _nanmean(grad, self, dim, keepdim):
-    nan = self.isnan()
-    count = nan.logical_not().sum(_reduced_dims(self.shape, dim), keepdim=True)
-    return (_drop(_unreduce(grad, self.shape, dim, keepdim) / count, nan),)
-
-
-def _two_grads(grad):
-    """(first, second) output gradients of a two-output op (either may be None)."""
-    if isinstance(grad, tuple):
-        return (grad + (None, None))[:2]
-    return grad, None
-
-
-@derivative(reductions.var_mean_op, "VarMeanBackward0")
-def _var_mean(grad, self, dim, correction, keepdim):
-    g_var, g_mean = _two_grads(grad)
-    out = 0
-    if g_var is not None:
-        out = _var(g_var, self, dim, correction, keepdim)[0]
-    if g_mean is not None:
-        out = out + _unreduce(g_mean, self.shape, dim, keepdim) / _count(self.shape, dim)
-    return (out,)
-
-
-@derivative(reductions.std_mean_op, "StdMeanBackward0")
-def _std_mean(grad, self, dim, correction, keepdim, result):
-    g_std, g_mean = _two_grads(grad)
-    out = 0
-    if g_std is not None:
-        out = _std(g_std, self, dim, correction, keepdim, result)[0]
-    if g_mean is not None:
-        out = out + _unreduce(g_mean, self.shape, dim, keepdim) / _count(self.shape, dim)
-    return (out,)
-
-
 @derivative(elementwise.nan_to_num, "NanToNumBackward0")
 def _nan_to_num(grad, self):
     return (grad * self.isfinite(),)       # replaced values are constants
@@ -584,7 +397,7 @@ def _angle(grad, self):
     return ((grad * self / self.abs().pow(2) * 1j).where(self != 0, 0),)
 
 
-@derivative(statistics.complex_, "ComplexBackward0")
+@derivative(elementwise.complex_, "ComplexBackward0")
 def _complex(grad):
     return grad.real, grad.imag
 
@@ -595,18 +408,6 @@ def _polar(grad, result):
     return (g * result.sgn()).real, (g * result * 1j).real
 
 
-@derivative(reductions.aminmax_op, "AminmaxBackward0")
-def _aminmax(grad, self, dim, keepdim, result0, result1):
-    g_min, g_max = _two_grads(grad)
-    dims = None if dim is None else (dim,)
-    out = 0
-    if g_min is not None:
-        out = _evenly(g_min, self, result0, dims, keepdim)
-    if g_max is not None:
-        out = out + _evenly(g_max, self, result1, dims, keepdim)
-    return (out,)
-
-
 @derivative(elementwise._conj_physical, "ConjPhysicalBackward0")
 def _conj_physical(grad):
     return (grad.conj_physical(),)
@@ -614,29 +415,6 @@ def _conj_physical(grad):
 
 # ---- random sampling: the samples do not depend differentiably on the parameters -------
 
-@derivative(samplers.bernoulli_op, "BernoulliBackward0")
-def _bernoulli(grad):
-    return (zeros_like(grad),)
-
-
-@derivative(samplers.poisson_op, "PoissonBackward0")
-def _poisson(grad):
-    return (zeros_like(grad),)
-
-
-@derivative(samplers.normal_tensor_float, "NormalBackward1")
-def _normal_mean(grad, mean_shape):
-    return (grad.new_zeros(mean_shape),)
-
-
-@derivative(samplers.normal_float_tensor, "NormalBackward2")
-def _normal_std(grad, std_shape):
-    return (grad.new_zeros(std_shape),)
-
-
-@derivative(samplers.normal_tensor_tensor, "NormalBackward3")
-def _normal_mean_std(grad, mean_shape, std_shape):
-    return grad.new_zeros(mean_shape), grad.new_zeros(std_shape)
 
 # Results that are bools, integers or bit tests: no gradient flows through them.
 not_differentiable(

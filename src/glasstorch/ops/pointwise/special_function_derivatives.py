@@ -1,7 +1,6 @@
-"""Derivative formulas of ops/construction.py, ops/misc_math.py and ops/view_scatter.py.
+"""Derivative formulas of special_functions.py, and digamma's.
 
-Also digamma's and logcumsumexp's (ops declared with the other pointwise ops and scans).
-Same conventions as `ops/derivatives.py`: formulas in glasstorch ops, so that double
+Same conventions as arithmetic_derivatives.py: formulas in glasstorch ops, so that double
 backward records them; Python-number operands get no gradient (None).
 """
 from __future__ import annotations
@@ -13,13 +12,9 @@ from ...core import dtype as dt
 from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
 from . import special_functions as mm
-from ..shape import view_scatter as vs
 from ..shape.joining import where
-from ..creation import construction
 from . import elementwise
 from . import special_functions
-from ..reduction import reductions
-from ..shape import view_scatter
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -45,28 +40,6 @@ def _overload_name(base):
 @derivative(elementwise.digamma, "DigammaBackward0")
 def _digamma(grad, self):
     return (grad * mm.polygamma_op.function(1, self),)
-
-
-@derivative(reductions.logcumsumexp, "LogcumsumexpBackward0")
-def _logcumsumexp(grad, self, dim, result):
-    """Sums exp(self_j - result_i) * grad_i over i >= j, split by the sign of grad and
-    kept in log space (reverse logcumsumexp) so that nothing overflows; complex inputs use
-    the plain reverse cumulative sum (the sign split has no complex meaning)."""
-    if grad.dim() == 0:
-        return (grad,)
-    d = wrap_dim(dim, grad.dim())
-    if grad.is_complex():   # holomorphic: conj(exp(self_j)) * sum_{i >= j} grad_i conj(exp(-r_i))
-        tail = (grad * (-result).exp().conj()).flip(d).cumsum(d).flip(d)
-        return (tail * self.exp().conj(),)
-    lowest = dt.finfo(grad.dtype).min
-    log_abs = grad.abs().log()
-    pos = where(grad > 0, log_abs, lowest)
-    neg = where(grad < 0, log_abs, lowest)
-
-    def reverse_logcumsumexp(x):
-        return x.flip(d).logcumsumexp(d).flip(d)
-    return ((reverse_logcumsumexp(pos - result) + self).exp()
-            - (reverse_logcumsumexp(neg - result) + self).exp(),)
 
 
 # ---- cumulative extrema ----------------------------------------------------------------------
@@ -251,27 +224,6 @@ def _renorm(grad, self, p, dim, maxnorm):
     return (grad * factor + where(over, inner * dfactor * dnorm, 0.0),)
 
 
-@derivative(construction.rot90, "Rot90Backward0")
-def _rot90(grad, k, dims):
-    return (grad.rot90(-k, dims),)
-
-
-@derivative(construction.diag_embed, "DiagEmbedBackward0")
-def _diag_embed(grad, offset, dim1, dim2):
-    return (grad.diagonal(offset, dim1, dim2),)
-
-
-@derivative(construction.block_diag_op, "BlockDiagBackward0")
-def _block_diag(grad, tensors):
-    out, r, c = [], 0, 0
-    for t in tensors:
-        shape = tuple(t.shape)
-        h, w = shape if len(shape) == 2 else (1, shape[0]) if shape else (1, 1)
-        out.append(grad[r:r + h, c:c + w].reshape(shape))
-        r, c = r + h, c + w
-    return tuple(out)
-
-
 # ---- deg2rad, rad2deg, frexp -----------------------------------------------------------------
 
 @derivative(special_functions.deg2rad, "Deg2RadBackward0")
@@ -349,18 +301,4 @@ def _index_reduce(grad, self, dim, index, source, reduce, include_self, result):
 
 # ---- scatters into views (ops/view_scatter.py) ------------------------------------------------
 
-@derivative(view_scatter.diagonal_scatter, "DiagonalScatterBackward0")
-def _diagonal_scatter(grad, src_shape, offset, dim1, dim2):
-    return (grad.diagonal_scatter(grad.new_zeros(src_shape), offset, dim1, dim2),
-            grad.diagonal(offset, dim1, dim2))
 
-
-@derivative(view_scatter.select_scatter, "SelectScatterBackward0")
-def _select_scatter(grad, src_shape, dim, index):
-    return (grad.select_scatter(grad.new_zeros(src_shape), dim, index), grad.select(dim, index))
-
-
-@derivative(view_scatter.slice_scatter, "SliceScatterBackward0")
-def _slice_scatter(grad, src_shape, dim, start, end, step):
-    return (grad.slice_scatter(grad.new_zeros(src_shape), dim, start, end, step),
-            vs._sliced(grad, dim, start, end, step))

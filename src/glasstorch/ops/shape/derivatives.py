@@ -1,4 +1,4 @@
-"""Derivative formulas of the shape, indexing and joining ops.
+"""Derivative formulas of the shape ops: views, joining, views of bytes, writes into views.
 
 Reshuffling ops (cat, split, unbind, flip, roll, repeat, tril...) differentiate into other
 reshuffles, so their gradients stay recordable for double backward. Ops that gather
@@ -8,19 +8,13 @@ with `index_put_(accumulate=True)` into zeros, and views that pick a sub-lattice
 """
 from __future__ import annotations
 
-from ..derivative import derivative, not_differentiable
 from ...core import dtype as dt
-from ...core.shape import broadcast_shapes, wrap_dim
-from ..pointwise.arithmetic_derivatives import _slice
-from ..indexing.subscripts import index_op
+from ...core.shape import wrap_dim
+from ..derivative import derivative, not_differentiable
+from ..pointwise.math_derivatives import _drop
 from ..registry import functions as _fn
-from ..creation import construction
-from ..indexing import subscripts
-from ..nn import normalization
-from . import joining
-from . import views
-from . import dtype_views
-from ..creation import factories
+from . import dtype_views, joining, view_scatter, views
+from .joining import where
 
 
 def _filled(grads, shapes):
@@ -82,7 +76,7 @@ def _unbind(grads, self_shape, dim):
 
 # ---- reshuffles --------------------------------------------------------------------------
 
-@derivative(construction.flip, "FlipBackward0")
+@derivative(joining.flip, "FlipBackward0")
 def _flip(grad, dims):
     return (grad.flip(dims),)
 
@@ -116,14 +110,9 @@ def _triu(grad, diagonal):
     return (grad.triu(diagonal),)
 
 
-@derivative(subscripts.masked_fill, "MaskedFillBackward0")
-def _masked_fill(grad, mask):
-    return grad.masked_fill(mask, 0), None
-
-
 # ---- views onto a sub-lattice ------------------------------------------------------------
 
-@derivative(construction.diagonal, "DiagonalBackward0")
+@derivative(views.diagonal, "DiagonalBackward0")
 def _diagonal(grad, self_shape, offset, dim1, dim2):
     full = grad.new_zeros(self_shape)
     full.diagonal(offset, dim1, dim2).copy_(grad)
@@ -157,57 +146,6 @@ def _view_as_complex(grad):
 
 # ---- gathers: scatter the gradient back --------------------------------------------------
 
-@derivative(subscripts.index_select, "IndexSelectBackward0")
-def _index_select(grad, self_shape, dim, index):
-    if not self_shape:
-        return (grad.reshape(()),)
-    d = wrap_dim(dim, len(self_shape))
-    full = grad.new_zeros(self_shape)
-    full.movedim(d, 0).index_put_((index.reshape(-1),), grad.movedim(d, 0), accumulate=True)
-    return (full,)
-
-
-@derivative(subscripts.take, "TakeBackward0")
-def _take(grad, self_shape, index):
-    full = grad.new_zeros(self_shape)
-    full.view(-1).index_put_((index.reshape(-1),), grad.reshape(-1), accumulate=True)
-    return (full,)
-
-
-@derivative(subscripts.masked_select, "MaskedSelectBackward0")
-def _masked_select(grad, self_shape, mask):
-    shape = broadcast_shapes(self_shape, mask._shape)
-    full = grad.new_zeros(shape)
-    full.index_put_((mask.expand(shape),), grad, accumulate=True)
-    return full, None
-
-
-@derivative(subscripts.index_op, "IndexBackward0")
-def _index(grad, self_shape, indices):
-    """Scatter-add into a zero tensor through a permuted view of it whose indexed dims come
-    first (where index_put_ wants them), with the gradient's index dims moved to match."""
-    expanded = []               # one entry per dim of self: an index tensor or None
-    for ix in indices:
-        if ix is not None and ix.dtype in (dt.bool, dt.uint8):
-            expanded.extend(ix.nonzero().unbind(1))
-        else:
-            expanded.append(ix)
-    n = len(self_shape)
-    expanded += [None] * (n - len(expanded))
-    picked = [i for i, ix in enumerate(expanded) if ix is not None]
-    rest = [i for i in range(n) if expanded[i] is None]
-    if not picked:
-        return (grad,) + (None,) * len(indices)
-    order = picked + rest
-    full = grad.new_zeros(self_shape)
-    adjacent = picked == list(range(picked[0], picked[-1] + 1))
-    g = grad
-    if adjacent and picked[0] > 0:
-        nb = grad.dim() - len(rest)          # the broadcast index dims, at picked[0]
-        g = g.movedim(tuple(range(picked[0], picked[0] + nb)), tuple(range(nb)))
-    full.permute(order).index_put_(tuple(expanded[i] for i in picked), g, accumulate=True)
-    return (full,) + (None,) * len(indices)
-
 
 @derivative(views.as_strided, "AsStridedBackward0")
 def _as_strided(grad, self_geometry, size, stride, storage_offset):
@@ -228,19 +166,98 @@ def _as_strided(grad, self_geometry, size, stride, storage_offset):
     return (buf.as_strided(self_shape, self_stride, self_offset),)
 
 
-@derivative(subscripts.index_put_copy_op, "IndexPutBackward0")
-def _index_put(grad, indices, values, accumulate):
-    """self's gradient passes except where values were written (unless accumulating);
-    values' gradient is what the written positions received (summed over broadcasting)."""
-    g_self = grad if accumulate else grad.index_put(indices, grad.new_zeros(()))
-    return (g_self,) + (None,) * len(indices) + (index_op.functional(grad, indices),)
-
 # Integer results or reinterpreted bits: no gradient flows through them.
-not_differentiable(dtype_views.view_dtype_op, joining._repeat_counts, normalization.one_hot)
+not_differentiable(dtype_views.view_dtype_op, joining._repeat_counts)
 # detach: an alias cut from the graph, by definition.
 not_differentiable(views._detach_op)
 
 
-@derivative(factories.lift_fresh_copy_op, "LiftFreshBackward0_copy")    # PyTorch's name
-def _lift_fresh_copy(grad):
+@derivative(views.alias, "AliasBackward0")
+def _alias(grad):
     return (grad,)
+
+
+@derivative(views.unsafe_view_op, "UnsafeViewBackward0")
+def _unsafe_view(grad, self_shape):
+    return (grad.reshape(self_shape),)
+
+
+@derivative(views.view_op, "ViewBackward0")
+def _view(grad, self_shape):
+    return (grad.reshape(self_shape),)
+
+
+@derivative(views.transpose, "TransposeBackward0")
+def _transpose(grad, dim0, dim1):
+    return (grad.transpose(dim0, dim1),)
+
+
+@derivative(views.t, "TBackward0")
+def _t(grad):
+    return (grad.t(),)
+
+
+@derivative(views.permute, "PermuteBackward0")
+def _permute(grad, dims):
+    n = len(dims)
+    inverse = [0] * n
+    for i, d in enumerate(dims):
+        inverse[wrap_dim(d, n)] = i
+    return (grad.permute(inverse),)
+
+
+@derivative(views.expand, "ExpandBackward0")
+def _expand(grad, self_shape):
+    return (grad,)      # the engine sums it back to self's shape
+
+
+@derivative(views.unsqueeze, "UnsqueezeBackward0")
+def _unsqueeze(grad, dim):
+    return (grad.squeeze(dim),)
+
+
+@derivative(views.squeeze, "SqueezeBackward0")
+def _squeeze(grad, self_shape):
+    return (grad.reshape(self_shape),)
+
+
+@derivative(views.select, "SelectBackward0")
+def _select(grad, self_shape, dim, index):
+    full = grad.new_zeros(self_shape)
+    full.select(dim, index).copy_(grad)
+    return (full,)
+
+
+@derivative(views.slice_op, "SliceBackward0")
+def _slice(grad, self_shape, dim, start, end, step):
+    full = grad.new_zeros(self_shape)
+    key = (slice(None),) * wrap_dim(dim, len(self_shape)) + (slice(start, end, step),)
+    full[key] = grad
+    return (full,)
+
+
+@derivative(views.narrow, "NarrowBackward0")
+def _narrow(grad, self_shape, dim, start, length):
+    return _slice(grad, self_shape, dim, start, start + length, 1)
+
+
+@derivative(joining._where, "WhereBackward0")
+def _where(grad, condition):
+    return None, where(condition, grad, 0.0), _drop(grad, condition)
+
+
+@derivative(view_scatter.diagonal_scatter, "DiagonalScatterBackward0")
+def _diagonal_scatter(grad, src_shape, offset, dim1, dim2):
+    return (grad.diagonal_scatter(grad.new_zeros(src_shape), offset, dim1, dim2),
+            grad.diagonal(offset, dim1, dim2))
+
+
+@derivative(view_scatter.select_scatter, "SelectScatterBackward0")
+def _select_scatter(grad, src_shape, dim, index):
+    return (grad.select_scatter(grad.new_zeros(src_shape), dim, index), grad.select(dim, index))
+
+
+@derivative(view_scatter.slice_scatter, "SliceScatterBackward0")
+def _slice_scatter(grad, src_shape, dim, start, end, step):
+    return (grad.slice_scatter(grad.new_zeros(src_shape), dim, start, end, step),
+            view_scatter._sliced(grad, dim, start, end, step))

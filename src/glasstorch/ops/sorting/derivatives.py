@@ -10,8 +10,6 @@ from ..derivative import derivative, derivative_not_implemented, not_differentia
 from ...core.shape import wrap_dim
 from ..shape.joining import where
 from ..creation.ranges import arange
-from ..indexing import subscripts
-from ..reduction import reductions
 from . import sort_and_select
 
 
@@ -102,10 +100,7 @@ derivative(sort_and_select.unique_consecutive_op, "UniqueConsecutiveBackward0")(
     _not_differentiable("unique_consecutive"))
 
 # Indices and positions: no gradient flows through them.
-not_differentiable(reductions.argmax, reductions.argmin, sort_and_select.searchsorted_op,
-                   sort_and_select.bucketize_op, reductions.all_op, reductions.any_op,
-                   reductions.all_op.overload("default"), reductions.any_op.overload("default"), reductions.count_nonzero,
-                   reductions.count_nonzero.overload("default"), subscripts.nonzero_op)
+not_differentiable(sort_and_select.searchsorted_op, sort_and_select.bucketize_op)
 # Counts of values: histc's result never requires grad; bincount's and histogram's do (with
 # float weights), and their backward raises, as PyTorch's.
 not_differentiable(sort_and_select.histc_op)

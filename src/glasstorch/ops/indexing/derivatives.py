@@ -1,0 +1,80 @@
+"""Derivative formulas of the index ops (subscripts.py).
+
+See ops/derivative.py for how a formula is declared and what it receives.
+"""
+from __future__ import annotations
+
+from ...core import dtype as dt
+from ...core.shape import broadcast_shapes, wrap_dim
+from ..derivative import derivative, not_differentiable
+from . import subscripts
+from .subscripts import index_op
+
+
+@derivative(subscripts.masked_fill, "MaskedFillBackward0")
+def _masked_fill(grad, mask):
+    return grad.masked_fill(mask, 0), None
+
+
+@derivative(subscripts.index_select, "IndexSelectBackward0")
+def _index_select(grad, self_shape, dim, index):
+    if not self_shape:
+        return (grad.reshape(()),)
+    d = wrap_dim(dim, len(self_shape))
+    full = grad.new_zeros(self_shape)
+    full.movedim(d, 0).index_put_((index.reshape(-1),), grad.movedim(d, 0), accumulate=True)
+    return (full,)
+
+
+@derivative(subscripts.take, "TakeBackward0")
+def _take(grad, self_shape, index):
+    full = grad.new_zeros(self_shape)
+    full.view(-1).index_put_((index.reshape(-1),), grad.reshape(-1), accumulate=True)
+    return (full,)
+
+
+@derivative(subscripts.masked_select, "MaskedSelectBackward0")
+def _masked_select(grad, self_shape, mask):
+    shape = broadcast_shapes(self_shape, mask._shape)
+    full = grad.new_zeros(shape)
+    full.index_put_((mask.expand(shape),), grad, accumulate=True)
+    return full, None
+
+
+@derivative(subscripts.index_op, "IndexBackward0")
+def _index(grad, self_shape, indices):
+    """Scatter-add into a zero tensor through a permuted view of it whose indexed dims come
+    first (where index_put_ wants them), with the gradient's index dims moved to match."""
+    expanded = []               # one entry per dim of self: an index tensor or None
+    for ix in indices:
+        if ix is not None and ix.dtype in (dt.bool, dt.uint8):
+            expanded.extend(ix.nonzero().unbind(1))
+        else:
+            expanded.append(ix)
+    n = len(self_shape)
+    expanded += [None] * (n - len(expanded))
+    picked = [i for i, ix in enumerate(expanded) if ix is not None]
+    rest = [i for i in range(n) if expanded[i] is None]
+    if not picked:
+        return (grad,) + (None,) * len(indices)
+    order = picked + rest
+    full = grad.new_zeros(self_shape)
+    adjacent = picked == list(range(picked[0], picked[-1] + 1))
+    g = grad
+    if adjacent and picked[0] > 0:
+        nb = grad.dim() - len(rest)          # the broadcast index dims, at picked[0]
+        g = g.movedim(tuple(range(picked[0], picked[0] + nb)), tuple(range(nb)))
+    full.permute(order).index_put_(tuple(expanded[i] for i in picked), g, accumulate=True)
+    return (full,) + (None,) * len(indices)
+
+
+@derivative(subscripts.index_put_copy_op, "IndexPutBackward0")
+def _index_put(grad, indices, values, accumulate):
+    """self's gradient passes except where values were written (unless accumulating);
+    values' gradient is what the written positions received (summed over broadcasting)."""
+    g_self = grad if accumulate else grad.index_put(indices, grad.new_zeros(()))
+    return (g_self,) + (None,) * len(indices) + (index_op.functional(grad, indices),)
+
+
+# Positions: no gradient flows through them.
+not_differentiable(subscripts.nonzero_op)
