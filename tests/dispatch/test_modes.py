@@ -59,6 +59,18 @@ PROGRAMS = {
     "mm": lambda T, x, w: x.mm(w.t()),
     "isin": lambda T, x, w: (T.isin(x, x[0]), T.isin(x, 2.0), T.isin(3.0, x, invert=True)),
     "fill_": lambda T, x, w: (x.clone().fill_(2.0), x.clone().fill_(x[0, 0])),
+    # nn.functional composites: the overloads PyTorch's C++ names (add_.Scalar, div_.Scalar)
+    "rms_norm": lambda T, x, w: T.nn.functional.rms_norm(x, (4,), eps=1e-6),
+    "l1_loss_cross_entropy": lambda T, x, w: (
+        T.nn.functional.l1_loss(x, x * 2),
+        T.nn.functional.cross_entropy(x, T.tensor([0, 3, 1]))),
+    "dropout": lambda T, x, w: (T.nn.functional.dropout(x, 0.5),
+                                T.nn.functional.alpha_dropout(x, 0.5, True)),
+    "scalar_overloads": lambda T, x, w: (
+        T.ops.aten.add.Scalar(x, 1), T.ops.aten.sub.Scalar(x, 1, alpha=2),
+        T.ops.aten.mul.Scalar(x, 3), T.ops.aten.div.Scalar(x, 4),
+        T.ops.aten.div.Scalar_mode(x, 4, rounding_mode="floor"),
+        T.ops.aten.mul_.Scalar(x.clone(), 2)),
 }
 
 
@@ -95,6 +107,12 @@ GRAD_FN_PROGRAMS = {
     "pow_rsub": lambda T, x, w, b: (x ** 2, x ** b[:4], x.clone().pow_(2), 2 ** x,
                                     T.pow(0, x), T.pow(-1.5, b), 1 - x, T.rsub(x, b[:4])),
     "remainder_fmod": lambda T, x, w, b: (x % 2, x % b[:4], T.fmod(x, 2), T.fmod(x, b[:4])),
+    "scalar_overloads": lambda T, x, w, b: (
+        T.ops.aten.add.Scalar(x, 1, alpha=3), T.ops.aten.sub.Scalar(x, 1),
+        T.ops.aten.mul.Scalar(x, 3), T.ops.aten.div.Scalar(x, 4),
+        T.ops.aten.div.Scalar_mode(x, 4, rounding_mode="floor"),
+        T.ops.aten.div.Scalar_mode(x, 4, rounding_mode=None),
+        T.nn.functional.rms_norm(x, (4,), eps=1e-6)),
     "clamp_lerp_xlogy": lambda T, x, w, b: (x.clamp(min=0), x.clamp(max=b[:4]),
                                             T.clamp_min(x, 0), T.clamp_max(x, 1),
                                             T.clamp_min(x, b[:4]), T.lerp(x, b[:4], 0.5),

@@ -358,12 +358,13 @@ def _define_variants(decl, schema_text, inplace, out, tags):
         decl.out.register(DispatchKey.ADInplaceOrView, bump_versions_kernel)
 
 
-def overload(decl: OpDeclaration, schema_text: str, meta, kernel, *, when: str,
+def overload(decl: OpDeclaration, schema_text: str, meta, kernel, *, when: str | None,
              inplace=None, out=None) -> OpDeclaration:
     """Declare another overload of `decl`'s op, which `decl`'s public function and methods
     dispatch to when the condition `when` holds (text over `decl`'s argument names in
     braces: `"{other}.__class__ in _SCALARS"`), as PyTorch's argument parser picks an
-    overload by the arguments' types. `meta` and the CPU `kernel` take the overload's own
+    overload by the arguments' types; with `when=None` the public function never picks it
+    (it is there for code that names it, `torch.ops.aten.add.Scalar`, as PyTorch's C++ does). `meta` and the CPU `kernel` take the overload's own
     arguments; in-place and out= variants follow `decl`'s unless told, and so do `decl`'s
     op-specific checks (`check_inplace`, `check_out`), which get the overload's arguments.
     Re-exports `decl`."""
@@ -415,7 +416,7 @@ def _export_declaration(decl: OpDeclaration, method, function) -> None:
     schema = decl.schema
     declarations[decl.name] = decl
     decl.exported = (method, function)
-    functional = [(c, o.functional, o.out) for c, o in decl.overloads]
+    functional = [(c, o.functional, o.out) for c, o in decl.overloads if c is not None]
     decl.function = generate_wrapper(decl.name, schema, decl.functional, decl.out, doc=decl.doc,
                                      number_self=decl.number_self, overloads=functional)
     if function:
@@ -425,7 +426,8 @@ def _export_declaration(decl: OpDeclaration, method, function) -> None:
                              overloads=functional)
         setattr(Tensor, decl.name, m)
     if decl.inplace is not None and method:
-        inplace = [(c, o.inplace, None) for c, o in decl.overloads if o.inplace is not None]
+        inplace = [(c, o.inplace, None) for c, o in decl.overloads
+                   if c is not None and o.inplace is not None]
         m = generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace, method=True,
                              doc=decl.doc, overloads=inplace)
         setattr(Tensor, decl.name + "_", m)

@@ -25,7 +25,8 @@ from ...core import dtype as dt
 from ...core.shape import (Size, broadcast_shapes2, is_non_overlapping_and_dense, iterator_strides,
                           wrap_dim)
 from ...core.tensor import Tensor
-from ..creation.factories import empty_like, zeros
+from ..creation.factories import empty_like, empty_like_op, zeros
+from ..pointwise import elementwise
 from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype, opmath
 from ..random.samplers import _stream, uniform01
@@ -621,6 +622,13 @@ def _check_p(p):
 _ALPHA = 1.7580993408473766     # SELU's alpha * scale: the value alpha dropout drops to
 
 
+# The overloads PyTorch's dropout composite calls by name: a mode sees div_.Scalar, as there.
+_add_scalar = elementwise.add.overload("Scalar").functional
+_add_scalar_ = elementwise.add.overload("Scalar").inplace
+_mul_scalar_ = elementwise.mul.overload("Scalar").inplace
+_div_scalar_ = elementwise.div.overload("Scalar").inplace
+
+
 def _dropout(input, p, train, *, feature=False, alpha=False, inplace=False):
     """PyTorch's dropout composite: input times a scaled Bernoulli(1 - p) noise (one draw per
     (batch, channel) for feature dropout); alpha dropout also shifts, to keep SELU's mean
@@ -636,14 +644,14 @@ def _dropout(input, p, train, *, feature=False, alpha=False, inplace=False):
             raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
         noise = input.new_empty((input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2))
     else:
-        noise = empty_like(input)
+        noise = empty_like_op(input)      # no options given, as PyTorch's C++ calls it
     noise.bernoulli_(1 - p)
     if not alpha:
-        noise.div_(1 - p)
+        _div_scalar_(noise, 1 - p)
         return input.mul_(noise) if inplace else input * noise
     a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
-    shift = (noise - 1).mul_(_ALPHA * a).add_(_ALPHA * a * p)
-    noise.mul_(a)
+    shift = _add_scalar_(_mul_scalar_(_add_scalar(noise, -1), _ALPHA * a), _ALPHA * a * p)
+    _mul_scalar_(noise, a)
     return (input.mul_(noise) if inplace else input * noise).add_(shift)
 
 

@@ -19,6 +19,7 @@ from ...core.shape import Size, channels_last_strides, contiguous_strides, is_co
 from ...core.tensor import Tensor
 from ..shape.joining import cat
 from ..linalg.products import addmm, einsum, matmul, mm
+from ..pointwise import elementwise
 from ..registry import TensorSpec, composite, kernel_op, structured
 from ..autocast import FP32, autocast_policy
 from ..shape.views import unsafe_view_op
@@ -407,6 +408,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
 
 # ---- RMS norm and local response norm ----------------------------------------------------
 
+_add_scalar_ = elementwise.add.overload("Scalar").inplace   # as PyTorch's rms_norm calls it
+
+
 @composite()
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """input / sqrt(mean(input^2) + eps) over the trailing dims, times weight; float16 and
@@ -420,7 +424,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if eps is None:
         eps = dt.finfo(x.dtype).eps
     dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
-    out = x * (x.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    out = x * _add_scalar_(x.pow(2).mean(dims, keepdim=True), eps).rsqrt()
     if weight is not None:
         out = out * (weight.float() if low else weight)
     return out.to(input.dtype) if low else out

@@ -45,6 +45,12 @@ def _sub(grad, alpha):
     return grad, (-grad if alpha == 1 else grad * -alpha)
 
 
+@derivative(elementwise.add.overload("Scalar"), "AddBackward1")
+@derivative(elementwise.sub.overload("Scalar"), "SubBackward1")
+def _add_scalar(grad):
+    return (grad,)
+
+
 @derivative(elementwise.rsub.overload("Scalar"), "RsubBackward1")
 @derivative(elementwise.rsub, "RsubBackward0")
 def _rsub(grad, alpha):
@@ -67,6 +73,11 @@ def _mul(grad, self, other, grad_input_mask):
             grad * conj(self) if grad_input_mask[1] else None)
 
 
+@derivative(elementwise.mul.overload("Scalar"), "MulBackward1")
+def _mul_scalar(grad, other):
+    return (grad * conj(other),)
+
+
 @derivative(elementwise.div.overload("Tensor"), "DivBackward0")
 def _div(grad, self, other, grad_input_mask):
     return (grad / conj(other) if grad_input_mask[0] else None,
@@ -80,6 +91,16 @@ def _div_mode(grad, self, other, rounding_mode, grad_input_mask):
     if rounding_mode is not None:
         return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)
     return _div(grad, self, other, grad_input_mask)
+
+
+@derivative(elementwise.div.overload("Scalar"), "DivBackward1")
+def _div_scalar(grad, other):
+    return (grad / conj(other),)
+
+
+@derivative(elementwise.div.overload("Scalar_mode"), "DivBackward3")
+def _div_scalar_mode(grad, other, rounding_mode):
+    return (grad * 0 if rounding_mode is not None else grad / conj(other),)
 
 
 @derivative(elementwise.neg, "NegBackward0")

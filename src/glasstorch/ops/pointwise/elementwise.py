@@ -341,6 +341,19 @@ div = _declare("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode
                    lambda out, self, other: cpu.div(out, self, other, None))],
                doc="input / other; integers give the default float dtype unless rounding_mode "
                    "is 'trunc' or 'floor', which keep the promoted dtype.")
+# The .Scalar overloads PyTorch's C++ calls by name (decompositions, composite ops): a Python
+# number passed to torch.add/mul/... takes the .Tensor overload, as in PyTorch.
+overload(add, "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", _add_meta,
+         cpu.add, when=None)
+overload(sub, "sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", _sub_meta,
+         cpu.sub, when=None)
+overload(mul, "mul.Scalar(Tensor self, Scalar other) -> Tensor", promoting_meta, cpu.mul,
+         when=None)
+overload(div, "div.Scalar(Tensor self, Scalar other) -> Tensor",
+         lambda self, other: _div_meta(self, other, None),
+         lambda out, self, other: cpu.div(out, self, other, None), when=None)
+overload(div, "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
+         _div_meta, cpu.div, when=None)
 floor_divide = _declare("floor_divide(Tensor self, Tensor other) -> Tensor", promoting_meta,
                         cpu.floor_divide, number_self=True,
                         doc="input // other, rounding toward minus infinity.")
