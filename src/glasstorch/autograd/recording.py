@@ -71,14 +71,15 @@ def autograd_kernel(op, ks, *args):
                                lambda: check_inplace_write(decl, args[0], decl.meta(*args),
                                                            args[1:]),
                                d.inplace_node_name if d is not None else None)
-    functional = _FUNCTIONAL_OF.get(op.name)
-    if functional is None and op.name in _OVERWRITES:
-        functional = _overwrite_functional(op, _OVERWRITES[op.name])
-    if functional is None:
+    through = info.get("recorded_through")
+    if through is not None:
+        return _record_inplace(through[0], args, node_name=through[1])
+    node_name = info.get("overwrites")
+    if node_name is None:
         _check_inplace_target(args[0])
         raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
                            "requires grad is not supported for this operator yet")
-    return _record_inplace(functional, args)
+    return _record_inplace(_overwrite_functional(op, node_name), args)
 
 
 _NO_EDGE = (None, 0)
@@ -221,25 +222,6 @@ def _check_inplace_target(self: Tensor):
                            "in-place operation.")
 
 
-def _functional_copy(self, src, non_blocking=False):
-    return src.to(self.dtype).expand(self._shape).clone()
-
-
-def _functional_fill(self, value):
-    if isinstance(value, Tensor):
-        # every element becomes the value: self's gradient is zero and the value's the sum,
-        # which where() records (its mask selects the value everywhere) under fill's name
-        from ..ops.creation.factories import full
-        from ..ops.shape.joining import where
-        result = where(full(self._shape, True, device=self.device), value.to(self.dtype), self)
-        if result.grad_fn is not None:
-            result.grad_fn.__class__ = node_class("FillBackward3")
-        return result
-    from ..ops.creation.factories import full
-    return _overwritten(self, full(self._shape, value, dtype=self.dtype, device=self.device),
-                        "FillBackward2")
-
-
 def _zero_gradient(grad):
     from ..ops.creation.factories import zeros_like
     return (zeros_like(grad),)
@@ -265,31 +247,10 @@ def _overwrite_functional(op, node_name: str):
     return functional
 
 
-# In-place fills whose result does not depend on self, with PyTorch's node names.
-_OVERWRITES = {"aten::uniform_": "UniformBackward0", "aten::normal_": "NormalBackward0",
-               "aten::exponential_": "ExponentialBackward0", "aten::random_": "RandomBackward2",
-               "aten::random_.from": "RandomBackward0", "aten::random_.to": "RandomBackward1",
-               "aten::bernoulli_.Tensor": "BernoulliBackward1",
-               "aten::bernoulli_.float": "BernoulliBackward2", "aten::cauchy_": "CauchyBackward0",
-               "aten::log_normal_": "LogNormalBackward0", "aten::geometric_": "GeometricBackward0"}
-
-
-# What a mutating kernel op computes, written out of place (the in-place forms of
-# structured ops use their functional op instead).
-def _functional_index_put(self, indices, values, accumulate=False):
-    from ..ops.indexing.subscripts import index_put_copy_op
-    return index_put_copy_op.functional(self, indices, values, accumulate)
-
-
-_FUNCTIONAL_OF = {"aten::copy_": _functional_copy, "aten::fill_.Scalar": _functional_fill,
-                  "aten::fill_.Tensor": _functional_fill,
-                  "aten::index_put_": _functional_index_put}
-
-
 def records_inplace(op) -> bool:
     """Whether an in-place op outside the structured declarations (copy_, fill_, the
-    random fills) is recorded through a functional equivalent."""
-    return op.name in _FUNCTIONAL_OF or op.name in _OVERWRITES
+    random fills) is recorded through a functional equivalent (ops/derivative.py)."""
+    return "recorded_through" in op.info or "overwrites" in op.info
 
 
 def _record_inplace(functional, args, check=None, node_name=None):

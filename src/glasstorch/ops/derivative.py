@@ -85,3 +85,17 @@ def derivative_not_implemented(*ops) -> None:
     PyTorch's do (floor_divide, heaviside): the graph gets a NotImplemented node."""
     for op in ops:
         operator_of(op).info["autograd"] = "not implemented"
+
+
+def recorded_through(op, functional, node_name: str | None = None) -> None:
+    """Declare how autograd records an in-place op that is not a structured declaration's
+    in-place form (copy_, fill_.Tensor, index_put_): as `functional(self, *args)` computed
+    out of place, whose result is stored into self; `node_name` renames the node recorded
+    where PyTorch names it apart (fill_.Tensor's FillBackward3)."""
+    operator_of(op).info["recorded_through"] = (functional, node_name)
+
+
+def overwrites(op, node_name: str) -> None:
+    """Declare an in-place op whose result does not depend on self's old values (the random
+    fills, fill_.Scalar): autograd records a `node_name` node passing self a zero gradient."""
+    operator_of(op).info["overwrites"] = node_name

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...core import dtype as dt
 from ...core.shape import broadcast_shapes, wrap_dim
-from ..derivative import derivative, not_differentiable
+from ..derivative import derivative, not_differentiable, recorded_through
 from . import subscripts
 from .subscripts import index_op
 
@@ -78,3 +78,10 @@ def _index_put(grad, indices, values, accumulate):
 
 # Positions: no gradient flows through them.
 not_differentiable(subscripts.nonzero_op)
+
+
+def _index_put_copy(self, indices, values, accumulate=False):
+    return subscripts.index_put_copy_op.functional(self, indices, values, accumulate)
+
+
+recorded_through(subscripts.index_put_op, _index_put_copy)
