@@ -50,7 +50,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F4
 
 globals().update(_ALIASES)
 globals().update(_registry.functions)
-from . import fft, linalg, nn, optim, special, utils  # noqa: E402,F401
+from . import fft, linalg, nn, optim, profiler, special, utils  # noqa: E402,F401
 from . import fx  # noqa: E402,F401
 from . import _decomp, _prims  # noqa: E402,F401  (torch._prims, torch._decomp)
 from . import _subclasses  # noqa: E402,F401  (torch._subclasses: FakeTensor)

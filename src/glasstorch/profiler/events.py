@@ -1,0 +1,323 @@
+"""What a profile holds: FunctionEvents nested by time, their averages, PyTorch's table.
+
+Times are microseconds, as in torch.autograd.profiler_util. An event's self time is its
+duration less its children's; `cpu_memory_usage` counts the bytes allocated minus freed
+while it ran, its children included, and `self_cpu_memory_usage` leaves them out.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from bisect import bisect_right
+from collections import defaultdict
+
+
+class FunctionEvent:
+    """One recorded region: an operator call ("aten::mm"), a backward node, a
+    record_function block, an optimizer step."""
+
+    def __init__(self, id, name, thread, start_us, end_us, input_shapes=None, kind="cpu_op",
+                 stack=None):
+        self.id, self.name, self.thread = id, name, thread
+        self.time_range = _Interval(start_us, end_us)
+        self.input_shapes = input_shapes if input_shapes is not None else []
+        self.kind = kind
+        self.stack = stack or []
+        self.cpu_children: list = []
+        self.cpu_parent = None
+        self.cpu_memory_usage = 0
+        self.self_cpu_memory_usage = 0
+        self.count = 1
+        self.device_type = "CPU"
+        self.is_async = False
+        self.flops = 0
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+    @property
+    def cpu_time_total(self) -> float:
+        return self.time_range.elapsed_us()
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def cpu_time(self) -> float:
+        return self.cpu_time_total
+
+    def __repr__(self):
+        return (f"<FunctionEvent id={self.id} name={self.name} "
+                f"cpu_time_total={_format_time(self.cpu_time_total)} "
+                f"self_cpu_time_total={_format_time(self.self_cpu_time_total)} "
+                f"input_shapes={self.input_shapes} cpu_memory_usage={self.cpu_memory_usage}>")
+
+
+class _Interval:
+    __slots__ = ("start", "end")
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def elapsed_us(self) -> float:
+        return self.end - self.start
+
+
+class FunctionEventAvg:
+    """The events of one key (name, and input shapes or stack when grouped by them),
+    summed: `count` calls, total and self times, memory; `cpu_time` is the average."""
+
+    def __init__(self, key, input_shapes=None, stack=None):
+        self.key, self.input_shapes, self.stack = key, input_shapes, stack
+        self.count = 0
+        self.cpu_time_total = self.self_cpu_time_total = 0.0
+        self.cpu_memory_usage = self.self_cpu_memory_usage = 0
+        self.flops = 0
+        self.is_async = False
+        self.device_type = "CPU"
+
+    def add(self, event) -> "FunctionEventAvg":
+        self.count += event.count
+        self.cpu_time_total += event.cpu_time_total
+        self.self_cpu_time_total += event.self_cpu_time_total
+        self.cpu_memory_usage += event.cpu_memory_usage
+        self.self_cpu_memory_usage += event.self_cpu_memory_usage
+        self.flops += event.flops
+        return self
+
+    @property
+    def cpu_time(self) -> float:
+        return self.cpu_time_total / self.count if self.count else 0.0
+
+    def __repr__(self):
+        return (f"<FunctionEventAvg key={self.key} self_cpu_time="
+                f"{_format_time(self.self_cpu_time_total)} cpu_time={_format_time(self.cpu_time)}"
+                f" input_shapes={self.input_shapes} cpu_memory_usage={self.cpu_memory_usage}>")
+
+
+class EventList(list):
+    """A list of FunctionEvents (or of their averages) that can print PyTorch's table."""
+
+    def __init__(self, *args, profile_memory: bool = False, with_flops: bool = False, **kw):
+        super().__init__(*args, **kw)
+        self._profile_memory = profile_memory
+        self._with_flops = with_flops
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        return sum(e.self_cpu_time_total for e in self)
+
+    def key_averages(self, group_by_input_shape: bool = False,
+                     group_by_stack_n: int = 0) -> "EventList":
+        """One FunctionEventAvg per name (and input shapes, and first `group_by_stack_n`
+        stack frames, when asked), in order of first appearance."""
+        groups: dict = {}
+        for e in self:
+            key = [e.key]
+            if group_by_input_shape:
+                key.append(str(e.input_shapes))
+            if group_by_stack_n > 0:
+                key += e.stack[:group_by_stack_n]
+            key = tuple(key)
+            avg = groups.get(key)
+            if avg is None:
+                avg = groups[key] = FunctionEventAvg(
+                    e.key, e.input_shapes if group_by_input_shape else None,
+                    e.stack[:group_by_stack_n] if group_by_stack_n > 0 else None)
+            avg.add(e)
+        return EventList(groups.values(), profile_memory=self._profile_memory,
+                         with_flops=self._with_flops)
+
+    def total_average(self) -> FunctionEventAvg:
+        total = FunctionEventAvg("Total")
+        for e in self:
+            total.add(e)
+        return total
+
+    def table(self, sort_by=None, row_limit: int = 100, max_src_column_width: int = 75,
+              max_name_column_width: int = 55, max_shapes_column_width: int = 80,
+              header=None, top_level_events_only: bool = False, time_unit=None) -> str:
+        """PyTorch's text table, sorted by an attribute (`"cpu_time_total"`,
+        `"self_cpu_memory_usage"`, ...) descending, at most `row_limit` rows (-1: all)."""
+        return build_table(self, sort_by, row_limit, max_name_column_width,
+                           max_shapes_column_width, header, self._profile_memory,
+                           top_level_events_only, time_unit)
+
+    def export_chrome_trace(self, path: str) -> None:
+        write_chrome_trace(path, self, [])
+
+
+# ---- the table ----------------------------------------------------------------------------
+
+def _format_time(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.3f}s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3f}ms"
+    return f"{us:.3f}us"
+
+
+def _format_share(us: float, total: float) -> str:
+    return "NaN" if total == 0 else f"{us * 100.0 / total:.2f}%"
+
+
+def _format_memory(nbytes: int) -> str:
+    """The profiler table's memory cells (decimal-looking names for binary units, as
+    PyTorch prints them: '1.50 KB' is 1536 bytes)."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.2f} {unit}"
+    return f"{nbytes} B"
+
+
+_TIME_UNITS = {"s": 1e6, "ms": 1e3, "us": 1.0}
+
+
+def _time_cell(us: float, unit) -> str:
+    if unit is None:
+        return _format_time(us)
+    return f"{us / _TIME_UNITS[unit]:.3f}{unit}"
+
+
+def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, header,
+                profile_memory, top_level_only, time_unit) -> str:
+    if not events:
+        return ""
+    if time_unit is not None and time_unit not in _TIME_UNITS:
+        raise ValueError(f"time_unit must be one of {sorted(_TIME_UNITS)}, got {time_unit!r}")
+    if sort_by is not None:
+        events = sorted(events, key=lambda e: getattr(e, sort_by), reverse=True)
+    has_shapes = any(e.input_shapes for e in events)
+    name_width = min(max(len(e.key) for e in events) + 4, max_name_width)
+    shapes_width = min(max(len(str(e.input_shapes)) for e in events) + 4, max_shapes_width)
+    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    if profile_memory:
+        headers += ["CPU Mem", "Self CPU Mem"]
+    headers.append("# of Calls")
+    widths = [name_width] + [12] * (len(headers) - 1)
+    if has_shapes:
+        headers.append("Input Shapes")
+        widths.append(shapes_width)
+
+    def row(cells):
+        return "".join(f"{c:>{w}}  " for c, w in zip(cells, widths))
+
+    sep = "".join("-" * w + "  " for w in widths)
+    line_length = sum(w + 2 for w in widths) - 2
+    total = sum(e.self_cpu_time_total for e in events)
+    out = []
+    if header is not None:
+        out += ["=" * line_length, header]
+    if top_level_only:
+        out += ["=" * line_length, "This report only display top-level ops statistics"]
+    out += [sep, row(headers), sep]
+    shown = 0
+    for e in events:
+        if shown == row_limit:
+            break
+        if top_level_only and getattr(e, "cpu_parent", None) is not None:
+            continue
+        shown += 1
+        name = e.key
+        if len(name) >= max_name_width - 3:
+            name = name[:max_name_width - 3] + "..."
+        cells = [name, _format_share(e.self_cpu_time_total, total),
+                 _time_cell(e.self_cpu_time_total, time_unit),
+                 _format_share(e.cpu_time_total, total),
+                 _time_cell(e.cpu_time_total, time_unit), _time_cell(e.cpu_time, time_unit)]
+        if profile_memory:
+            cells += [_format_memory(e.cpu_memory_usage), _format_memory(e.self_cpu_memory_usage)]
+        cells.append(e.count)
+        if has_shapes:
+            cells.append(str(e.input_shapes)[:shapes_width])
+        out.append(row(cells))
+    out.append(sep)
+    out.append(f"Self CPU time total: {_time_cell(total, time_unit)}")
+    return "\n".join(out) + "\n"
+
+
+# ---- building events from the raw records ---------------------------------------------------
+
+def build_events(records, samples, base_us: float, t0: float) -> list:
+    """FunctionEvents from raw records (name, start, end, tid, shapes, kind, stack) and memory
+    samples (time, signed bytes, tid), all on perf_counter's clock; nested per thread by
+    time: an event is another's child when its interval lies inside the other's."""
+    events = []
+    order = sorted(range(len(records)), key=lambda i: (records[i][3], records[i][1],
+                                                         -records[i][2]))
+    stacks: dict = defaultdict(list)
+    for n, i in enumerate(order):
+        name, start, end, tid, shapes, kind, stack = records[i]
+        event = FunctionEvent(n + 1, name, tid, base_us + (start - t0) * 1e6,
+                              base_us + (end - t0) * 1e6, shapes, kind, stack)
+        event._start, event._end = start, end
+        open_ = stacks[tid]
+        while open_ and open_[-1]._end < end:
+            open_.pop()
+        if open_:
+            event.cpu_parent = open_[-1]
+            open_[-1].cpu_children.append(event)
+        open_.append(event)
+        events.append(event)
+    _attribute_memory(events, samples, base_us, t0)
+    events.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
+    return events
+
+
+def _attribute_memory(events, samples, base_us, t0) -> None:
+    """Each sample goes to the innermost event of its thread running at its time; one
+    outside every event becomes a '[memory]' event of its own, as PyTorch reports it."""
+    by_thread = defaultdict(list)
+    for e in events:                   # in start order per thread (build_events' order)
+        by_thread[e.thread].append(e)
+    starts = {tid: [e._start for e in evs] for tid, evs in by_thread.items()}
+    for t, nbytes, tid in samples:
+        evs = by_thread.get(tid, [])
+        i = bisect_right(starts.get(tid, []), t) - 1
+        owner = evs[i] if i >= 0 else None
+        while owner is not None and owner._end < t:    # the last one started has ended:
+            owner = owner.cpu_parent                    # its enclosing one may still run
+        if owner is None:
+            ts = base_us + (t - t0) * 1e6
+            mem = FunctionEvent(0, "[memory]", tid, ts, ts, None, "memory")
+            mem.cpu_memory_usage = mem.self_cpu_memory_usage = nbytes
+            mem._start = mem._end = t
+            events.append(mem)
+            continue
+        owner.self_cpu_memory_usage += nbytes
+        while owner is not None:
+            owner.cpu_memory_usage += nbytes
+            owner = owner.cpu_parent
+
+
+# ---- Chrome trace ---------------------------------------------------------------------------
+
+def write_chrome_trace(path: str, events, samples_us) -> None:
+    """Chrome's trace-event JSON (chrome://tracing, Perfetto): a complete ("X") event per
+    FunctionEvent with ts/dur in microseconds, memory samples as instant events."""
+    pid = os.getpid()
+    trace = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+              "args": {"name": "python"}}]
+    for tid in sorted({e.thread for e in events}):
+        trace.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                      "args": {"name": "main thread" if tid == threading.main_thread().ident
+                               else f"thread {tid}"}})
+    for e in events:
+        if e.kind == "memory":
+            continue
+        args = {"External id": e.id}
+        if e.input_shapes:
+            args["Input Dims"] = e.input_shapes
+        trace.append({"ph": "X", "cat": e.kind, "name": e.name, "pid": pid, "tid": e.thread,
+                      "ts": e.time_range.start, "dur": e.cpu_time_total, "args": args})
+    for ts, nbytes, total, tid in samples_us:
+        trace.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",
+                      "pid": pid, "tid": tid, "ts": ts,
+                      "args": {"Device Type": 0, "Device Id": -1, "Bytes": nbytes,
+                               "Total Allocated": total}})
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "displayTimeUnit": "ms", "traceEvents": trace,
+                   "traceName": os.path.abspath(path)}, f)
