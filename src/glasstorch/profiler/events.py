@@ -19,7 +19,10 @@ class FunctionEvent:
 
     def __init__(self, id, name, thread, start_us, end_us, input_shapes=None, kind="cpu_op",
                  stack=None):
-        self.id, self.name, self.thread = id, name, thread
+        self.id, self.thread = id, thread
+        self.trace_name = name
+        # the step markers ProfilerStep#0, #1, ... share one row in the tables (PyTorch's)
+        self.name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
         self.time_range = _Interval(start_us, end_us)
         self.input_shapes = input_shapes if input_shapes is not None else []
         self.kind = kind
@@ -311,7 +314,7 @@ def write_chrome_trace(path: str, events, samples_us) -> None:
         args = {"External id": e.id}
         if e.input_shapes:
             args["Input Dims"] = e.input_shapes
-        trace.append({"ph": "X", "cat": e.kind, "name": e.name, "pid": pid, "tid": e.thread,
+        trace.append({"ph": "X", "cat": e.kind, "name": e.trace_name, "pid": pid, "tid": e.thread,
                       "ts": e.time_range.start, "dur": e.cpu_time_total, "args": args})
     for ts, nbytes, total, tid in samples_us:
         trace.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",
