@@ -78,3 +78,6 @@ def is_storage(obj) -> bool:
 
 def numel(input) -> int:
     return input.numel()
+
+
+debug.levels._from_environment()    # GLASSTORCH_DEBUG=1..4: print what the machinery does

@@ -83,7 +83,12 @@ class TraceEvent:
 class DispatchTrace:
     """The record of a `dispatch_trace()` block: `events` in call order (nested calls follow
     their parent, with a larger `depth`), `roots` the top-level calls, `str()` a table.
-    With `record_shapes`, each event keeps its arguments' sizes (the profiler's Input Shapes)."""
+    With `record_shapes`, each event keeps its arguments' sizes (the profiler's Input Shapes).
+    A subclass that only watches (GLASSTORCH_DEBUG's printer) sets `keep_events` False and
+    overrides `on_layer`, called as each kernel is about to run."""
+
+    keep_events = True
+    on_layer = None           # on_layer(event, layer, args, is_new_call) or None
 
     def __init__(self, record_shapes: bool = False):
         self.events: list = []
@@ -222,6 +227,9 @@ def _hook(op, ks: int, args: tuple):
     kernel = op.table[key]
     layer = Layer(DispatchKey(key), kernel)
     event.layers.append(layer)
+    for trace in state.traces:
+        if trace.on_layer is not None:
+            trace.on_layer(event, layer, args, len(event.layers) == 1)
     frames.append((event, layer))
     start = layer.start = perf_counter()
     try:
@@ -248,7 +256,8 @@ def _new_event(state, op, ks: int, args: tuple) -> TraceEvent:
     if parent is not None:
         parent.children.append(event)
     for trace in state.traces:
-        trace.events.append(event)
+        if trace.keep_events:
+            trace.events.append(event)
         if trace.record_shapes and event.shapes is None:
             event.shapes = [_shape_of(a) for a in args]
     return event

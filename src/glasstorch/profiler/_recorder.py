@@ -16,6 +16,7 @@ import threading
 from time import perf_counter
 
 collectors: list = []        # the recording profiles' span lists; empty while none records
+                             # (and GLASSTORCH_DEBUG's printer, which has begin())
 _lock = threading.Lock()
 
 
@@ -39,6 +40,14 @@ def stop_collecting(spans: list) -> None:
         collectors.remove(spans)
 
 
+def _begin(name: str, kind: str) -> None:
+    """Tell collectors that watch as things happen (GLASSTORCH_DEBUG's printer: not a plain
+    list) that a span starts."""
+    for spans in collectors:
+        if spans.__class__ is not list:
+            spans.begin(name, kind)
+
+
 def add_span(name: str, start: float, end: float, kind: str = "user_annotation") -> None:
     span = Span(name, start, end, threading.get_ident(), kind)
     for spans in collectors:
@@ -54,7 +63,11 @@ class record_function:
         self._start = None
 
     def __enter__(self):
-        self._start = perf_counter() if collectors else None
+        if collectors:
+            _begin(self.name, "user_annotation")
+            self._start = perf_counter()
+        else:
+            self._start = None
         return self
 
     def __exit__(self, *exc):
@@ -82,6 +95,7 @@ class span:
         self.name, self.kind = name, kind
 
     def __enter__(self):
+        _begin(self.name, self.kind)
         self.start = perf_counter()
         return self
 
