@@ -16,7 +16,7 @@ import html
 import pickle
 
 from .history import _user_frame
-from .retention import format_size
+from .errors import format_size
 
 __all__ = ["load_snapshot", "timeline", "render_html", "render_png"]
 
