@@ -152,3 +152,10 @@ def test_reset_accumulated_keeps_current():
     assert d["allocated_bytes.all.current"] == 10 == d["allocated_bytes.all.allocated"] - \
         d["allocated_bytes.all.freed"]
     assert d["allocation.all.current"] == 1
+
+
+def test_png_without_matplotlib_says_which_extra(monkeypatch, tmp_path):
+    from glasstorch.memory import visualize
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r"glasstorch\[viz\]"):
+        visualize.render_png({"segments": [], "device_traces": [[]]}, str(tmp_path / "a.png"))
