@@ -234,8 +234,9 @@ def render_png(snapshot, path, top: int = 8, title: str = "Memory over time") ->
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("render_png needs matplotlib: pip install 'glasstorch[viz]' (or "
-                          "matplotlib); render_html draws the same picture without it, and "
-                          "an output name not ending in .png writes HTML") from None
+                          "pip install matplotlib); render_html draws the same picture "
+                          "without it, and an output name not ending in .png writes HTML") \
+            from None
     tl = timeline(snapshot, top)
     fig, ax = plt.subplots(figsize=(11, 5))
     colors = [_color(n, k) for k, n in enumerate(tl.series)]
