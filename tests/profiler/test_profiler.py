@@ -208,3 +208,21 @@ def test_adam_fused_update_is_visible():
     names = {e.key for e in prof.key_averages()}
     assert {"Optimizer.step#AdamW.step", "aten::_fused_adamw_",
             "Optimizer.zero_grad#AdamW.zero_grad"} <= names
+
+
+def _double_sum(x):
+    return (x * 2).sum()
+
+
+def test_with_stack_keeps_the_users_frames():
+    x = glasstorch.ones(3)
+    with profile(with_stack=True) as p:
+        _double_sum(x)
+    mul = next(e for e in p.events() if e.name == "aten::mul")
+    assert mul.stack[0].endswith(": _double_sum") and __file__ in mul.stack[0]
+    assert all("glasstorch/" not in f.split("(")[0] or "tests" in f for f in mul.stack)
+    table = p.key_averages(group_by_stack_n=1).table()
+    assert "Source Location" in table.splitlines()[1] and "_double_sum" in table
+    with profile() as p:
+        _double_sum(x)
+    assert all(e.stack == [] for e in p.events())

@@ -16,6 +16,8 @@ once, on the way in; the hook sees every layer, which is what per-layer times ne
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from time import perf_counter
 
@@ -46,16 +48,18 @@ class TraceEvent:
     """One operator call: the op, the key set it was dispatched with (tensor keys plus the
     thread's included keys minus its excluded keys), the layers it passed through, its
     nesting depth, the calls made inside it, and the error it raised, if any. `shapes` are
-    the arguments' sizes ([] for a non-tensor) when a trace asked for them, else None."""
+    the arguments' sizes ([] for a non-tensor) and `stack` the caller's frames outside
+    glasstorch ("file(line): function", innermost first) when a trace asked, else None."""
 
-    __slots__ = ("op", "keyset", "layers", "depth", "parent", "children", "error", "shapes")
+    __slots__ = ("op", "keyset", "layers", "depth", "parent", "children", "error", "shapes",
+                 "stack")
 
     def __init__(self, op: str, keyset: DispatchKeySet, depth: int, parent):
         self.op, self.keyset, self.depth, self.parent = op, keyset, depth, parent
         self.layers: list = []
         self.children: list = []
         self.error = None
-        self.shapes = None
+        self.shapes = self.stack = None
 
     @property
     def keys(self) -> list:
@@ -83,16 +87,18 @@ class TraceEvent:
 class DispatchTrace:
     """The record of a `dispatch_trace()` block: `events` in call order (nested calls follow
     their parent, with a larger `depth`), `roots` the top-level calls, `str()` a table.
-    With `record_shapes`, each event keeps its arguments' sizes (the profiler's Input Shapes).
+    With `record_shapes`, each event keeps its arguments' sizes (the profiler's Input Shapes);
+    with `record_stack`, the user's frames that made the call (the profiler's with_stack).
     A subclass that only watches (GLASSTORCH_DEBUG's printer) sets `keep_events` False and
     overrides `on_layer`, called as each kernel is about to run."""
 
     keep_events = True
     on_layer = None           # on_layer(event, layer, args, is_new_call) or None
 
-    def __init__(self, record_shapes: bool = False):
+    def __init__(self, record_shapes: bool = False, record_stack: bool = False):
         self.events: list = []
         self.record_shapes = record_shapes
+        self.record_stack = record_stack
 
     @property
     def roots(self) -> list:
@@ -260,7 +266,26 @@ def _new_event(state, op, ks: int, args: tuple) -> TraceEvent:
             trace.events.append(event)
         if trace.record_shapes and event.shapes is None:
             event.shapes = [_shape_of(a) for a in args]
+        if trace.record_stack and event.stack is None:
+            event.stack = user_stack()
     return event
+
+
+# glasstorch's own frames: its files, and the functions it generates ("<glasstorch.ops ...>")
+_OWN_FRAMES = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+               "<glasstorch")
+
+
+def user_stack() -> list:
+    """The calling frames outside glasstorch, innermost first, as "file(line): function"."""
+    frames = []
+    f = sys._getframe(1)
+    while f is not None:
+        filename = f.f_code.co_filename
+        if not filename.startswith(_OWN_FRAMES):
+            frames.append(f"{filename}({f.f_lineno}): {f.f_code.co_name}")
+        f = f.f_back
+    return frames
 
 
 def _shape_of(arg) -> list:

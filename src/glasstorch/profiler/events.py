@@ -146,8 +146,8 @@ class EventList(list):
         """PyTorch's text table, sorted by an attribute (`"cpu_time_total"`,
         `"self_cpu_memory_usage"`, ...) descending, at most `row_limit` rows (-1: all)."""
         return build_table(self, sort_by, row_limit, max_name_column_width,
-                           max_shapes_column_width, header, self._profile_memory,
-                           top_level_events_only, time_unit)
+                           max_shapes_column_width, max_src_column_width, header,
+                           self._profile_memory, top_level_events_only, time_unit)
 
     def export_chrome_trace(self, path: str) -> None:
         write_chrome_trace(path, self, [])
@@ -185,8 +185,17 @@ def _time_cell(us: float, unit) -> str:
     return f"{us / _TIME_UNITS[unit]:.3f}{unit}"
 
 
-def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, header,
-                profile_memory, top_level_only, time_unit) -> str:
+def _trim_path(path: str, width: int) -> str:
+    """The end of a long source location, marked with '...' (the file and line matter)."""
+    if len(path) > width:
+        path = path[len(path) - width:]
+        if len(path) > 3:
+            path = "..." + path[3:]
+    return path
+
+
+def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, max_src_width,
+                header, profile_memory, top_level_only, time_unit) -> str:
     if not events:
         return ""
     if time_unit is not None and time_unit not in _TIME_UNITS:
@@ -196,6 +205,7 @@ def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, he
     has_shapes = any(e.input_shapes for e in events)
     name_width = min(max(len(e.key) for e in events) + 4, max_name_width)
     shapes_width = min(max(len(str(e.input_shapes)) for e in events) + 4, max_shapes_width)
+    stacks = [e.stack for e in events if e.stack]
     headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
     if profile_memory:
         headers += ["CPU Mem", "Self CPU Mem"]
@@ -204,9 +214,14 @@ def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, he
     if has_shapes:
         headers.append("Input Shapes")
         widths.append(shapes_width)
+    aligns = [">"] * len(headers)
+    if stacks:
+        headers.append("Source Location")
+        widths.append(min(max(len(f) for s in stacks for f in s) + 4, max_src_width))
+        aligns.append("<")
 
     def row(cells):
-        return "".join(f"{c:>{w}}  " for c, w in zip(cells, widths))
+        return "".join(f"{c:{a}{w}}  " for c, a, w in zip(cells, aligns, widths))
 
     sep = "".join("-" * w + "  " for w in widths)
     line_length = sum(w + 2 for w in widths) - 2
@@ -236,7 +251,14 @@ def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, he
         cells.append(e.count)
         if has_shapes:
             cells.append(str(e.input_shapes)[:shapes_width])
+        if stacks:
+            stack = e.stack or []
+            cells.append(_trim_path(stack[0], widths[-1]) if stack else "")
         out.append(row(cells))
+        if stacks:            # the further frames below, then a blank row (PyTorch's layout)
+            for frame in (e.stack or [])[1:]:
+                out.append(row([""] * (len(headers) - 1) + [_trim_path(frame, widths[-1])]))
+            out.append(row([""] * len(headers)))
     out.append(sep)
     out.append(f"Self CPU time total: {_time_cell(total, time_unit)}")
     return "\n".join(out) + "\n"

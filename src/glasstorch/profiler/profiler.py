@@ -114,8 +114,8 @@ class _MemoryObserver:
 class _Session:
     """One recording window: the dispatch trace, the spans and the memory samples."""
 
-    def __init__(self, record_shapes: bool, profile_memory: bool):
-        self.trace = DispatchTrace(record_shapes=record_shapes)
+    def __init__(self, record_shapes: bool, profile_memory: bool, with_stack: bool):
+        self.trace = DispatchTrace(record_shapes=record_shapes, record_stack=with_stack)
         self.spans: list = []
         self.samples: list = []
         self.memory = _MemoryObserver(self.samples) if profile_memory else None
@@ -137,8 +137,8 @@ class _Session:
     def events(self) -> list:
         import threading
         tid = threading.get_ident()
-        records = [(_short_name(e.op), e.start, e.start + e.total, tid, e.shapes, "cpu_op", None)
-                   for e in self.trace.events if e.layers]
+        records = [(_short_name(e.op), e.start, e.start + e.total, tid, e.shapes, "cpu_op",
+                    e.stack) for e in self.trace.events if e.layers]
         records += [(s.name, s.start, s.end, s.tid, None, s.kind, None) for s in self.spans]
         return build_events(records, self.samples, self.base_us, self.t0)
 
@@ -165,7 +165,8 @@ class profile:
             model(x).sum().backward()
         print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
 
-    `with_stack` and `with_flops` are accepted; stacks and FLOPs are not recorded yet.
+    `with_stack` keeps the user's frames of each operator call (`FunctionEvent.stack`, and
+    `key_averages(group_by_stack_n=n)` groups by the first n of them).
     """
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None,
@@ -248,7 +249,7 @@ class profile:
             self._start_trace()
 
     def _start_trace(self):
-        self._session = _Session(self.record_shapes, self.profile_memory)
+        self._session = _Session(self.record_shapes, self.profile_memory, self.with_stack)
         self._session.start()
 
     def _stop_trace(self):
