@@ -226,3 +226,23 @@ def test_with_stack_keeps_the_users_frames():
     with profile() as p:
         _double_sum(x)
     assert all(e.stack == [] for e in p.events())
+
+
+def _flops(lib):
+    a, b, c = lib.ones(64, 32), lib.ones(32, 16), lib.ones(16)
+    with lib.profiler.profile(with_flops=True) as p:
+        lib.mm(a, b)
+        lib.addmm(c, a, b)
+        lib.bmm(lib.ones(2, 3, 4), lib.ones(2, 4, 5))
+        a * a
+        a + a
+    return {e.key: e.flops for e in p.key_averages() if e.flops}, p
+
+
+def test_with_flops_counts_as_torch():
+    torch = pytest.importorskip("torch")
+    ours, p = _flops(glasstorch)
+    assert ours == _flops(torch)[0] == {"aten::mm": 65536, "aten::addmm": 65536,
+                                        "aten::bmm": 240, "aten::mul": 2048, "aten::add": 2048}
+    header = p.key_averages().table().splitlines()[1]
+    assert header.rstrip().endswith("Total FLOPs") and "Input Shapes" not in header

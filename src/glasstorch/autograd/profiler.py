@@ -21,7 +21,8 @@ class profile:
                  profile_memory: bool = False, with_stack: bool = False,
                  with_modules: bool = False, use_kineto: bool = False, use_cpu: bool = True,
                  experimental_config=None, acc_events: bool = False,
-                 custom_trace_id_callback=None):
+                 custom_trace_id_callback=None, post_processing_timeout_s=None,
+                 activity_filters=None):
         self.enabled = enabled
         self._prof = _profile(record_shapes=record_shapes, profile_memory=profile_memory,
                               with_stack=with_stack, with_flops=with_flops)

@@ -8,9 +8,9 @@
 """
 from ._recorder import record_function
 from .events import EventList, FunctionEvent, FunctionEventAvg
-from .profiler import (ProfilerAction, ProfilerActivity, profile, schedule,
+from .profiler import (ProfilerAction, ProfilerActivity, kineto_available, profile, schedule,
                        supported_activities, tensorboard_trace_handler)
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction",
-           "ProfilerActivity", "profile", "record_function", "schedule",
+           "ProfilerActivity", "kineto_available", "profile", "record_function", "schedule",
            "supported_activities", "tensorboard_trace_handler"]

@@ -7,6 +7,7 @@ while it ran, its children included, and `self_cpu_memory_usage` leaves them out
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from bisect import bisect_right
@@ -147,10 +148,51 @@ class EventList(list):
         `"self_cpu_memory_usage"`, ...) descending, at most `row_limit` rows (-1: all)."""
         return build_table(self, sort_by, row_limit, max_name_column_width,
                            max_shapes_column_width, max_src_column_width, header,
-                           self._profile_memory, top_level_events_only, time_unit)
+                           self._profile_memory, self._with_flops, top_level_events_only,
+                           time_unit)
 
     def export_chrome_trace(self, path: str) -> None:
         write_chrome_trace(path, self, [])
+
+
+# ---- FLOPs ------------------------------------------------------------------------------------
+
+def _prod(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def estimate_flops(name: str, shapes) -> int:
+    """Floating-point operations of one call from its input shapes, for the operators
+    PyTorch's profiler counts (matrix products: 2*M*K*N; element-wise mul and add: one per
+    element of the first input); 0 for the others."""
+    if not shapes:
+        return 0
+    if name == "aten::mm" and len(shapes) >= 2 and len(shapes[0]) == 2:
+        return 2 * shapes[0][0] * shapes[0][1] * shapes[1][-1]
+    if name == "aten::addmm" and len(shapes) >= 3 and len(shapes[1]) == 2:
+        return 2 * shapes[1][0] * shapes[1][1] * shapes[2][-1]
+    if name == "aten::bmm" and len(shapes) >= 2 and len(shapes[0]) == 3:
+        b, m, k = shapes[0]
+        return 2 * b * m * k * shapes[1][-1]
+    if name == "aten::baddbmm" and len(shapes) >= 3 and len(shapes[1]) == 3:
+        b, m, k = shapes[1]
+        return 2 * b * m * k * shapes[2][-1]
+    if name in ("aten::mul", "aten::add"):
+        return _prod(shapes[0])
+    return 0
+
+
+_FLOP_UNITS = ("FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs")
+
+
+def _flops_scale(events) -> tuple:
+    """(factor, header) for the FLOPs column: the unit of the smallest nonzero count."""
+    smallest = min(e.flops for e in events if e.flops > 0)
+    index = min(int(math.log10(smallest) // 3), len(_FLOP_UNITS) - 1)
+    return 10.0 ** (-3 * index), f"Total {_FLOP_UNITS[index]}"
 
 
 # ---- the table ----------------------------------------------------------------------------
@@ -195,7 +237,7 @@ def _trim_path(path: str, width: int) -> str:
 
 
 def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, max_src_width,
-                header, profile_memory, top_level_only, time_unit) -> str:
+                header, profile_memory, with_flops, top_level_only, time_unit) -> str:
     if not events:
         return ""
     if time_unit is not None and time_unit not in _TIME_UNITS:
@@ -214,6 +256,11 @@ def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, ma
     if has_shapes:
         headers.append("Input Shapes")
         widths.append(shapes_width)
+    with_flops = with_flops and any(e.flops > 0 for e in events)
+    if with_flops:
+        flops_factor, flops_header = _flops_scale(events)
+        headers.append(flops_header)
+        widths.append(12)
     aligns = [">"] * len(headers)
     if stacks:
         headers.append("Source Location")
@@ -251,6 +298,8 @@ def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, ma
         cells.append(e.count)
         if has_shapes:
             cells.append(str(e.input_shapes)[:shapes_width])
+        if with_flops:
+            cells.append(f"{e.flops * flops_factor:8.3f}" if e.flops > 0 else "--")
         if stacks:
             stack = e.stack or []
             cells.append(_trim_path(stack[0], widths[-1]) if stack else "")

@@ -18,7 +18,7 @@ from time import perf_counter
 from ..dispatch.trace import DispatchTrace
 from ..memory.cpu_allocator import cpu_allocator
 from . import _recorder
-from .events import EventList, build_events, write_chrome_trace
+from .events import EventList, build_events, estimate_flops, write_chrome_trace
 
 
 class ProfilerActivity(enum.Enum):
@@ -34,6 +34,11 @@ class ProfilerActivity(enum.Enum):
 
 def supported_activities() -> set:
     return {ProfilerActivity.CPU, ProfilerActivity.CUDA}
+
+
+def kineto_available() -> bool:
+    """Whether PyTorch's Kineto tracer is here: never (glasstorch records in Python)."""
+    return False
 
 
 class ProfilerAction(enum.Enum):
@@ -114,8 +119,12 @@ class _MemoryObserver:
 class _Session:
     """One recording window: the dispatch trace, the spans and the memory samples."""
 
-    def __init__(self, record_shapes: bool, profile_memory: bool, with_stack: bool):
-        self.trace = DispatchTrace(record_shapes=record_shapes, record_stack=with_stack)
+    def __init__(self, record_shapes: bool, profile_memory: bool, with_stack: bool,
+                 with_flops: bool):
+        # FLOPs are computed from the input shapes, which are shown only when asked for
+        self.record_shapes, self.with_flops = record_shapes, with_flops
+        self.trace = DispatchTrace(record_shapes=record_shapes or with_flops,
+                                   record_stack=with_stack)
         self.spans: list = []
         self.samples: list = []
         self.memory = _MemoryObserver(self.samples) if profile_memory else None
@@ -140,7 +149,14 @@ class _Session:
         records = [(_short_name(e.op), e.start, e.start + e.total, tid, e.shapes, "cpu_op",
                     e.stack) for e in self.trace.events if e.layers]
         records += [(s.name, s.start, s.end, s.tid, None, s.kind, None) for s in self.spans]
-        return build_events(records, self.samples, self.base_us, self.t0)
+        events = build_events(records, self.samples, self.base_us, self.t0)
+        if self.with_flops:
+            for e in events:
+                e.flops = estimate_flops(e.name, e.input_shapes)
+        if not self.record_shapes:
+            for e in events:
+                e.input_shapes = []
+        return events
 
     def memory_samples_us(self) -> list:
         """(ts µs, bytes, total allocated so far in the window, thread) for the trace."""
@@ -166,7 +182,8 @@ class profile:
         print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
 
     `with_stack` keeps the user's frames of each operator call (`FunctionEvent.stack`, and
-    `key_averages(group_by_stack_n=n)` groups by the first n of them).
+    `key_averages(group_by_stack_n=n)` groups by the first n of them); `with_flops` counts
+    the FLOPs of matrix products and element-wise mul/add from their input shapes.
     """
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None,
@@ -174,7 +191,7 @@ class profile:
                  with_stack: bool = False, with_flops: bool = False,
                  with_modules: bool = False, experimental_config=None,
                  execution_trace_observer=None, acc_events: bool = False,
-                 use_cuda=None, custom_trace_id_callback=None):
+                 use_cuda=None, custom_trace_id_callback=None, post_processing_timeout_s=None):
         self.activities = set(activities) if activities else supported_activities()
         for a in self.activities:
             if not isinstance(a, ProfilerActivity):
@@ -249,7 +266,8 @@ class profile:
             self._start_trace()
 
     def _start_trace(self):
-        self._session = _Session(self.record_shapes, self.profile_memory, self.with_stack)
+        self._session = _Session(self.record_shapes, self.profile_memory, self.with_stack,
+                                 self.with_flops)
         self._session.start()
 
     def _stop_trace(self):
@@ -294,7 +312,7 @@ class profile:
 
 
 def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None,
-                              use_gzip: bool = False):
+                              use_gzip: bool = False, use_python_export: bool = False):
     """An on_trace_ready that writes each trace to `dir_name` as
     `<worker>.<time in ms>.pt.trace.json[.gz]`, where TensorBoard's profiler plugin looks."""
 
