@@ -15,7 +15,8 @@ from glasstorch.memory.cpu_allocator import CPUAllocator
 def _torch_documented_keys(torch):
     """The keys torch.cuda.memory_stats documents (its docstring lists each pattern)."""
     keys = set()
-    for pattern in re.findall(r'``"([a-z_]+(?:\.\{[a-z_,]+\})*)"``', torch.cuda.memory_stats.__doc__):
+    documented = r'``"([a-z_]+(?:\.\{[a-z_,]+\})*)"``'
+    for pattern in re.findall(documented, torch.cuda.memory_stats.__doc__):
         parts = [p.strip("{}").split(",") for p in pattern.split(".")]
         expanded = [""]
         for choices in parts:

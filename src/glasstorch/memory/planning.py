@@ -179,7 +179,8 @@ class MemoryEstimate:
         rule = "-" * 54
         lines = ["=" * 54, f"{'Memory estimate of one step':<30}{'most':>12}{'at peak':>12}",
                  rule]
-        lines += [f"{name:<30}{format_size(most):>12}{format_size(now):>12}" for name, most, now in rows]
+        lines += [f"{name:<30}{format_size(most):>12}{format_size(now):>12}"
+                  for name, most, now in rows]
         lines += [rule, f"{'peak':<30}{'':>12}{format_size(self.peak):>12}", "=" * 54]
         return "\n".join(lines)
 

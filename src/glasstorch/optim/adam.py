@@ -5,8 +5,8 @@ import numpy as np
 
 from ..core.tensor import Tensor
 from .optimizer import (F, Optimizer, _bump, _check_betas, _check_lr, _check_nonneg,
-                        _closure_loss, _as_real, _fused, _plain_arrays, _scalar_state, _to_scalar,
-                        _use_grad, _zeros_like)
+                        _closure_loss, _as_real, _fused, _plain_arrays, _scalar_state,
+                        _to_scalar, _use_grad, _zeros_like)
 
 __all__ = ["Adam"]
 

@@ -53,7 +53,8 @@ class SGD(Optimizer):
                 arrays = _plain_arrays(p, p.grad, *(() if buf is None else (buf,))) \
                     if plain and (momentum == 0 or buf is not None) else None
                 if arrays is not None:
-                    _fused("aten::_fused_sgd_", _sgd_arrays, group, p, buf, arrays, lr, wd, momentum)
+                    _fused("aten::_fused_sgd_", _sgd_arrays, group, p, buf, arrays, lr, wd,
+                           momentum)
                     continue
                 grad = -p.grad if group["maximize"] else p.grad
                 if wd_tensor:
