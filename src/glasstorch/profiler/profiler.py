@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import os
 import socket
+import threading
 import time
 import warnings
 from time import perf_counter
@@ -101,7 +102,6 @@ class _MemoryObserver:
         self.previous = None
 
     def __call__(self, event, nbytes, address):
-        import threading
         self.samples.append((perf_counter(), nbytes if event == "alloc" else -nbytes,
                              threading.get_ident()))
         if self.previous is not None:
@@ -144,7 +144,6 @@ class _Session:
         self.trace.__exit__(None, None, None)
 
     def events(self) -> list:
-        import threading
         tid = threading.get_ident()
         records = [(_short_name(e.op), e.start, e.start + e.total, tid, e.shapes, "cpu_op",
                     e.stack) for e in self.trace.events if e.layers]
