@@ -101,3 +101,9 @@ def test_debug_level_from_environment():
     assert any(ln.startswith("aten::neg  DispatchKeySet(CPU") for ln in lines)
     assert any(ln.startswith("memory: alloc 12 bytes at 0x")
                                         for ln in lines)
+
+
+def test_explain_meta_tensor_holds_no_bytes():
+    e = explain(glasstorch.empty(2, 3, device="meta").t())
+    np.testing.assert_array_equal(e.index_map, [[0, 3], [1, 4], [2, 5]])
+    assert e.kept_alive_bytes == 0 and "no data (meta: sizes only)" in str(e)

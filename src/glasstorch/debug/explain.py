@@ -29,6 +29,7 @@ class Explanation:
         self.storage_bytes = storage.nbytes()
         self.storage_elements = self.storage_bytes // item
         self.data_ptr = storage.data_ptr()
+        self.has_data = storage.device.type != "meta"     # meta storages have sizes only
         self.is_contiguous = t.is_contiguous()
         self.index_map = _index_map(t)            # storage element of each tensor element
         span = _span(t)
@@ -42,14 +43,15 @@ class Explanation:
     @property
     def kept_alive_bytes(self) -> int:
         """Bytes held alive by this tensor: its whole storage, whatever part it shows."""
-        return self.storage_bytes
+        return self.storage_bytes if self.has_data else 0
 
     def __str__(self):
         lines = [f"tensor: shape {self.shape}, stride {self.stride}, storage offset "
                  f"{self.offset}, {self.dtype}, {self.device}, "
                  + ("contiguous" if self.is_contiguous else "not contiguous"),
                  f"storage: {self.storage_elements} elements, {format_size(self.storage_bytes)}"
-                 f", {self.device}, data_ptr {self.data_ptr:#x}"]
+                 f", {self.device}, " + (f"data_ptr {self.data_ptr:#x}" if self.has_data
+                                         else "no data (meta: sizes only)")]
         n = self.index_map.size
         lines.append(f"covers {len(self.covered)} of {self.storage_elements} storage elements"
                      + (f" ({n} tensor elements: some share one storage element)"
