@@ -246,3 +246,17 @@ def test_with_flops_counts_as_torch():
                                         "aten::bmm": 240, "aten::mul": 2048, "aten::add": 2048}
     header = p.key_averages().table().splitlines()[1]
     assert header.rstrip().endswith("Total FLOPs") and "Input Shapes" not in header
+
+
+def test_export_stacks(tmp_path):
+    x = glasstorch.ones(300, 300)
+    with profile(with_stack=True) as p:
+        _double_sum(x)
+    path = tmp_path / "stacks.txt"
+    p.export_stacks(str(path))
+    lines = path.read_text().splitlines()
+    assert lines and all(int(line.rsplit(" ", 1)[1]) > 0 for line in lines)
+    frames = lines[0].rsplit(" ", 1)[0].split(";")
+    assert frames[-1].endswith(":__double_sum") and " " not in lines[0].rsplit(" ", 1)[0]
+    with pytest.raises(ValueError, match="self_cpu_time_total"):
+        p.export_stacks(str(path), "cpu_memory_usage")

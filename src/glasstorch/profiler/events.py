@@ -154,6 +154,23 @@ class EventList(list):
     def export_chrome_trace(self, path: str) -> None:
         write_chrome_trace(path, self, [])
 
+    def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
+        """Folded stacks for flame graphs (flamegraph.pl, speedscope): one line per event
+        recorded with a stack, its frames outermost first joined by ';', then the metric in
+        whole microseconds. Needs profile(with_stack=True)."""
+        if metric not in _STACK_METRICS:
+            raise ValueError(f"metric should be one of: {list(_STACK_METRICS)}")
+        unsafe = str.maketrans(" ;\t\n", "____")
+        with open(path, "w") as f:
+            for e in self:
+                value = int(getattr(e, metric))
+                if e.stack and value > 0:
+                    frames = ";".join(frame.translate(unsafe) for frame in reversed(e.stack))
+                    f.write(f"{frames} {value}\n")
+
+
+_STACK_METRICS = ("self_cpu_time_total",)
+
 
 # ---- FLOPs ------------------------------------------------------------------------------------
 

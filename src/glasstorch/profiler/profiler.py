@@ -298,6 +298,10 @@ class profile:
         """Write the trace as Chrome trace-event JSON (Perfetto, chrome://tracing)."""
         write_chrome_trace(path, self.events(), self._samples_us)
 
+    def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
+        """Folded stacks for flame graphs (needs with_stack=True)."""
+        self.events().export_stacks(path, metric)
+
     def export_memory_timeline(self, path: str, device=None) -> None:
         raise NotImplementedError("export_memory_timeline is not supported by glasstorch's "
                                   "profiler; use glasstorch.memory._record_memory_history")
