@@ -107,3 +107,11 @@ def test_explain_meta_tensor_holds_no_bytes():
     e = explain(glasstorch.empty(2, 3, device="meta").t())
     np.testing.assert_array_equal(e.index_map, [[0, 3], [1, 4], [2, 5]])
     assert e.kept_alive_bytes == 0 and "no data (meta: sizes only)" in str(e)
+
+
+def test_bad_debug_level_in_the_environment(monkeypatch):
+    from glasstorch.debug import levels
+    monkeypatch.setenv("GLASSTORCH_DEBUG", "verbose")
+    with pytest.raises(ValueError, match="GLASSTORCH_DEBUG: expected an integer from 0 to 4"):
+        levels._from_environment()
+    assert get_debug_level() == 0
