@@ -1,8 +1,4 @@
 """explain(t) checked against strides and NumPy; GLASSTORCH_DEBUG's levels."""
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -91,16 +87,18 @@ def test_debug_levels(capsys):
         set_debug_level(5)
 
 
-def test_debug_level_from_environment():
-    env = dict(os.environ, GLASSTORCH_DEBUG="4",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    code = "import glasstorch; glasstorch.ones(3).neg()"
-    err = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, timeout=120).stderr
-    lines = err.splitlines()
+def test_debug_level_from_environment(monkeypatch, capsys):
+    """What `import glasstorch` does with GLASSTORCH_DEBUG set (it calls _from_environment)."""
+    from glasstorch.debug import levels
+    monkeypatch.setenv("GLASSTORCH_DEBUG", "4")
+    try:
+        levels._from_environment()
+        glasstorch.ones(3).neg()
+    finally:
+        set_debug_level(0)
+    lines = capsys.readouterr().err.splitlines()
     assert any(ln.startswith("aten::neg  DispatchKeySet(CPU") for ln in lines)
-    assert any(ln.startswith("memory: alloc 12 bytes at 0x")
-                                        for ln in lines)
+    assert any(ln.startswith("memory: alloc 12 bytes at 0x") for ln in lines)
 
 
 def test_explain_meta_tensor_holds_no_bytes():
