@@ -10,6 +10,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "glasstorch"
 RANKS = {
     "core": 0, "memory": 0, "dispatch.keys": 0, "return_types": 0, "overrides": 0, "_C": 0,
     "dispatch": 1, "random": 1, "_ops": 1,
+    "profiler": 1,                 # torch.profiler: reads the dispatch trace and the allocator
     "backends": 2,
     "ops": 3, "_prims": 3,          # primitives: operators declared beside the ATen ones
     "autograd": 4,

@@ -40,7 +40,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F4
 
 globals().update(_ALIASES)
 globals().update(_registry.functions)
-from . import fft, linalg, nn, optim, special, utils  # noqa: E402,F401
+from . import fft, linalg, nn, optim, profiler, special, utils  # noqa: E402,F401
 from . import fx  # noqa: E402,F401
 from . import _decomp, _prims  # noqa: E402,F401  (torch._prims, torch._decomp)
 from . import _subclasses  # noqa: E402,F401  (torch._subclasses: FakeTensor)
@@ -67,3 +67,6 @@ def is_storage(obj) -> bool:
 
 def numel(input) -> int:
     return input.numel()
+
+
+debug.levels._from_environment()    # GLASSTORCH_DEBUG=1..4: print what the machinery does

@@ -4,6 +4,8 @@
     glasstorch info --json   the same as JSON, for scripts and bug reports
     glasstorch ops           every operator's facets: meta, autograd, CPU and CUDA kernels
     glasstorch ops --missing only the facets operators lack
+    glasstorch profile script.py [args]    run a script under the profiler, print its table
+    glasstorch memory script.py [args]     run a script, print its peak memory and summary
 """
 from __future__ import annotations
 
@@ -134,6 +136,20 @@ def _parser() -> argparse.ArgumentParser:
                      help="list only operators that lack a facet they need")
     ops.add_argument("--namespace", default="aten", help="operator namespace (default: aten)")
     ops.add_argument("--json", action="store_true", help="print the table as JSON")
+    prof = commands.add_parser("profile", help="run a script under glasstorch.profiler and "
+                                               "print the time each operator took")
+    prof.add_argument("--trace", metavar="OUT.json", help="also write a Chrome trace (Perfetto)")
+    prof.add_argument("--sort-by", default="cpu_time_total",
+                      help="table column to sort by (default: cpu_time_total)")
+    prof.add_argument("--row-limit", type=int, default=20, help="rows to show (-1: all)")
+    prof.add_argument("--record-shapes", action="store_true", help="one row per input shape")
+    prof.add_argument("--profile-memory", action="store_true", help="memory columns too")
+    prof.add_argument("script", help="the Python script to run")
+    prof.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    mem = commands.add_parser("memory", help="run a script and print its peak memory and "
+                                             "memory_summary()")
+    mem.add_argument("script", help="the Python script to run")
+    mem.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     return parser
 
 
@@ -155,5 +171,13 @@ def main(argv=None) -> int:
         except BrokenPipeError:         # `glasstorch ops | head`: the reader has had enough
             sys.stdout = open(os.devnull, "w")
         return 0
+    if args.command == "profile":
+        from glasstorch.profiler.script import profile_script
+        return profile_script(args.script, args.args, trace=args.trace, sort_by=args.sort_by,
+                              row_limit=args.row_limit, record_shapes=args.record_shapes,
+                              profile_memory=args.profile_memory)
+    if args.command == "memory":
+        from glasstorch.profiler.script import memory_script
+        return memory_script(args.script, args.args)
     parser.print_help()
     return 2

@@ -18,6 +18,7 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import Node, gradient_edge
 from .hooks import RemovableHandle
+from . import profiler, profiler_util  # noqa: F401,E402  (torch.autograd.profiler)
 
 
 def _as_tuple(x):

@@ -12,9 +12,16 @@ import itertools
 from sys import getrefcount
 
 from ..core.tensor import Tensor
+from ..profiler import _recorder
 from . import grad_mode
 from .anomaly_mode import check_nan, report_failure, state as _anomaly
 from .graph import AccumulateGrad
+
+
+# The profiler's names for a node's work (PyTorch's): the engine's evaluation of the node,
+# around the node's own function.
+_EVALUATE = "autograd::engine::evaluate_function: "
+_ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 
 
 def _add(a, b):
@@ -157,10 +164,21 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                 grad = buf.pop(0, None)
                 if accumulate and grad is not None:
                     del buf        # the engine's own references go, so a fresh grad is stolen
-                    _accumulate(node.variable, grad, create_graph)
+                    if _recorder.collectors:
+                        with _recorder.span(_EVALUATE + _ACCUMULATE_GRAD), \
+                                _recorder.span(_ACCUMULATE_GRAD):
+                            _accumulate(node.variable, grad, create_graph)
+                    else:
+                        _accumulate(node.variable, grad, create_graph)
                 continue
             grads = _grads_in(node, buf)
-            outs = _run_node(node, grads) if any(g is not None for g in grads) else ()
+            if not any(g is not None for g in grads):
+                outs = ()
+            elif _recorder.collectors:      # a profile records: name the node's work
+                with _recorder.span(_EVALUATE + node.name()), _recorder.span(node.name()):
+                    outs = _run_node(node, grads)
+            else:
+                outs = _run_node(node, grads)
             if not retain_graph:
                 node.release()
             for i, (nxt, nr) in enumerate(node.next_functions):

@@ -5,6 +5,8 @@
     print(trace)                                   # each call's key set, kernels and times
     print(glasstorch.debug.dispatch_table("add"))  # which kernel serves each key, and why
     glasstorch.debug.local_keyset()                # this thread's included/excluded keys
+    print(glasstorch.debug.explain(t))             # t's storage, strides, sharers, bytes
+    glasstorch.debug.set_debug_level(2)            # GLASSTORCH_DEBUG=2: print calls, kernels
 """
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from collections import namedtuple
 from ..dispatch import keys as _keys
 from ..dispatch.keys import DispatchKey, DispatchKeySet
 from ..dispatch.trace import DispatchTrace, TraceEvent, dispatch_table, dispatch_trace
+from .explain import Explanation, explain
 from .graph import graph_dot, graph_text
+from .levels import get_debug_level, set_debug_level
 
 LocalKeySet = namedtuple("LocalKeySet", "included excluded")
 LocalKeySet.__doc__ = "This thread's include and exclude key sets (PyTorch's TLS key sets)."
@@ -33,6 +37,6 @@ def local_keyset() -> LocalKeySet:
                        DispatchKeySet(_keys.local_keys.excluded))
 
 
-__all__ = ["DispatchKey", "DispatchKeySet", "DispatchTrace", "LocalKeySet", "TraceEvent",
-           "dispatch_keys", "dispatch_table", "dispatch_trace", "graph_dot", "graph_text",
-           "local_keyset"]
+__all__ = ["DispatchKey", "DispatchKeySet", "DispatchTrace", "Explanation", "LocalKeySet",
+           "TraceEvent", "dispatch_keys", "dispatch_table", "dispatch_trace", "explain",
+           "get_debug_level", "graph_dot", "graph_text", "local_keyset", "set_debug_level"]

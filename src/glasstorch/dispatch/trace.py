@@ -16,6 +16,8 @@ once, on the way in; the hook sees every layer, which is what per-layer times ne
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from time import perf_counter
 
@@ -28,11 +30,11 @@ class Layer:
     """One kernel a call ran: its key, the kernel, and seconds spent in it: `total` includes
     the layers below it and the calls it made; `self_time` leaves out the layer below."""
 
-    __slots__ = ("key", "kernel", "total", "self_time")
+    __slots__ = ("key", "kernel", "start", "total", "self_time")
 
     def __init__(self, key: DispatchKey, kernel):
         self.key, self.kernel = key, kernel
-        self.total = self.self_time = 0.0
+        self.start = self.total = self.self_time = 0.0
 
     @property
     def kernel_name(self) -> str:
@@ -45,15 +47,19 @@ class Layer:
 class TraceEvent:
     """One operator call: the op, the key set it was dispatched with (tensor keys plus the
     thread's included keys minus its excluded keys), the layers it passed through, its
-    nesting depth, the calls made inside it, and the error it raised, if any."""
+    nesting depth, the calls made inside it, and the error it raised, if any. `shapes` are
+    the arguments' sizes ([] for a non-tensor) and `stack` the caller's frames outside
+    glasstorch ("file(line): function", innermost first) when a trace asked, else None."""
 
-    __slots__ = ("op", "keyset", "layers", "depth", "parent", "children", "error")
+    __slots__ = ("op", "keyset", "layers", "depth", "parent", "children", "error", "shapes",
+                 "stack")
 
     def __init__(self, op: str, keyset: DispatchKeySet, depth: int, parent):
         self.op, self.keyset, self.depth, self.parent = op, keyset, depth, parent
         self.layers: list = []
         self.children: list = []
         self.error = None
+        self.shapes = self.stack = None
 
     @property
     def keys(self) -> list:
@@ -63,6 +69,11 @@ class TraceEvent:
     @property
     def path(self) -> str:
         return " -> ".join(layer.key.name for layer in self.layers)
+
+    @property
+    def start(self) -> float:
+        """When the first kernel started, on time.perf_counter's clock (0.0 without one)."""
+        return self.layers[0].start if self.layers else 0.0
 
     @property
     def total(self) -> float:
@@ -75,10 +86,19 @@ class TraceEvent:
 
 class DispatchTrace:
     """The record of a `dispatch_trace()` block: `events` in call order (nested calls follow
-    their parent, with a larger `depth`), `roots` the top-level calls, `str()` a table."""
+    their parent, with a larger `depth`), `roots` the top-level calls, `str()` a table.
+    With `record_shapes`, each event keeps its arguments' sizes (the profiler's Input Shapes);
+    with `record_stack`, the user's frames that made the call (the profiler's with_stack).
+    A subclass that only watches (GLASSTORCH_DEBUG's printer) sets `keep_events` False and
+    overrides `on_layer`, called as each kernel is about to run."""
 
-    def __init__(self):
+    keep_events = True
+    on_layer = None           # on_layer(event, layer, args, is_new_call) or None
+
+    def __init__(self, record_shapes: bool = False, record_stack: bool = False):
         self.events: list = []
+        self.record_shapes = record_shapes
+        self.record_stack = record_stack
 
     @property
     def roots(self) -> list:
@@ -206,15 +226,18 @@ def _hook(op, ks: int, args: tuple):
             and key < top[1].key:
         event = top[0]                          # the kernel above redispatched: same call
     else:
-        event = _new_event(state, op, ks)
+        event = _new_event(state, op, ks, args)
     if key < 0:
         event.error = op._missing_kernel_error(args)
         raise event.error
     kernel = op.table[key]
     layer = Layer(DispatchKey(key), kernel)
     event.layers.append(layer)
+    for trace in state.traces:
+        if trace.on_layer is not None:
+            trace.on_layer(event, layer, args, len(event.layers) == 1)
     frames.append((event, layer))
-    start = perf_counter()
+    start = layer.start = perf_counter()
     try:
         if key <= _LAST_BACKEND:
             return kernel(*args)
@@ -231,7 +254,7 @@ def _hook(op, ks: int, args: tuple):
         layer.self_time = layer.total - (layers[i + 1].total if i + 1 < len(layers) else 0.0)
 
 
-def _new_event(state, op, ks: int) -> TraceEvent:
+def _new_event(state, op, ks: int, args: tuple) -> TraceEvent:
     frames = state.frames
     parent = frames[-1][0] if frames else None
     event = TraceEvent(op.name, DispatchKeySet(ks), 0 if parent is None else parent.depth + 1,
@@ -239,14 +262,42 @@ def _new_event(state, op, ks: int) -> TraceEvent:
     if parent is not None:
         parent.children.append(event)
     for trace in state.traces:
-        trace.events.append(event)
+        if trace.keep_events:
+            trace.events.append(event)
+        if trace.record_shapes and event.shapes is None:
+            event.shapes = [_shape_of(a) for a in args]
+        if trace.record_stack and event.stack is None:
+            event.stack = user_stack()
     return event
+
+
+# glasstorch's own frames: its files, and the functions it generates ("<glasstorch.ops ...>")
+_OWN_FRAMES = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+               "<glasstorch")
+
+
+def user_stack() -> list:
+    """The calling frames outside glasstorch, innermost first, as "file(line): function"."""
+    frames = []
+    f = sys._getframe(1)
+    while f is not None:
+        filename = f.f_code.co_filename
+        if not filename.startswith(_OWN_FRAMES):
+            frames.append(f"{filename}({f.f_lineno}): {f.f_code.co_name}")
+        f = f.f_back
+    return frames
+
+
+def _shape_of(arg) -> list:
+    """An argument's sizes as the profiler's Input Shapes show them: [] for a non-tensor."""
+    shape = getattr(arg, "_shape", None)
+    return list(shape) if isinstance(shape, tuple) else []
 
 
 def _failed(op, ks: int, error: BaseException) -> None:
     """A call that failed before reaching any kernel (mixed devices): record it too."""
     if _state.traces:
-        _new_event(_state, op, ks).error = error
+        _new_event(_state, op, ks, ()).error = error
 
 
 _hook.failed = _failed

@@ -30,10 +30,13 @@ def reset_peak_memory_stats(device="cpu") -> None:
 
 
 def memory_stats(device="cpu") -> dict:
-    """Allocator counters under PyTorch's key names (`allocated_bytes.all.current`, ...)."""
+    """Allocator counters under PyTorch's key names (`allocated_bytes.all.current`, ...),
+    the whole key set of torch.cuda.memory_stats on every allocator, sorted."""
     return _allocator(device).stats.as_dict()
 from .history import _dump_snapshot, _record_memory_history, _snapshot  # noqa: E402,F401
 from .retention import retention_report  # noqa: E402,F401
 from .planning import MemoryEstimate, estimate  # noqa: E402,F401
 from .cpu_switch import (empty_cache, max_memory_reserved, memory_reserved,  # noqa: E402,F401
-                         memory_snapshot, memory_summary, set_cpu_allocator)
+                         memory_snapshot, memory_summary, reset_accumulated_memory_stats,
+                         set_cpu_allocator, set_memory_limit, set_per_process_memory_fraction)
+from .errors import OutOfMemoryError, format_size  # noqa: E402,F401

@@ -131,6 +131,7 @@ class CachingAllocator:
         self.pending = []           # freed blocks waiting for their stream events
         self._streams = {}          # stream -> index, for ordering pools by stream
         self.memory_fraction = None
+        self.memory_limit = None    # bytes (set_memory_limit); None: only the fraction caps
         self.reserved = 0           # total_allocated_memory: bytes in segments
         # Frees can arrive re-entrantly (a finalizer run by the garbage collector in the
         # middle of malloc) or from other threads: the lock serialises threads, and a free
@@ -179,7 +180,7 @@ class CachingAllocator:
         out.update(num_alloc_retries=self.num_alloc_retries, num_ooms=self.num_ooms,
                    num_sync_all_streams=self.num_sync_all_streams,
                    num_device_alloc=self.num_device_alloc,
-                   num_device_free=self.num_device_free,
+                   num_device_free=self.num_device_free, num_oom_rejections=0,
                    max_split_size=(-1 if self.conf.max_split_size == UNLIMITED
                                    else self.conf.max_split_size))
         return dict(sorted(out.items()))
@@ -260,7 +261,7 @@ class CachingAllocator:
         sidx = self._stream_index(stream)
         block = self._get_free_block(pool, sidx, size)
         if block is None:
-            if self.memory_fraction is not None and self.conf.garbage_collection_threshold > 0:
+            if self._capped() and self.conf.garbage_collection_threshold > 0:
                 self._garbage_collect()
             block = self._alloc_block(pool, stream, alloc_size, False)
             if block is None and self._release_available_cached_blocks(pool, sidx, size):
@@ -292,8 +293,7 @@ class CachingAllocator:
     def _alloc_block(self, pool, stream, alloc_size, is_retry):
         if is_retry:
             self.num_alloc_retries += 1
-        if self.memory_fraction is not None and \
-                self.reserved + alloc_size > self._allowed_maximum():
+        if self._capped() and self.reserved + alloc_size > self._allowed_maximum():
             return None
         try:
             handle = self.backend.malloc(alloc_size)
@@ -496,8 +496,20 @@ class CachingAllocator:
             raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
         self.memory_fraction = fraction
 
+    def set_memory_limit(self, nbytes) -> None:
+        """Cap this allocator's reserved memory at `nbytes` (None: no byte cap)."""
+        if nbytes is not None and (not isinstance(nbytes, int) or nbytes < 0):
+            raise ValueError(f"memory limit must be a non-negative int or None, got {nbytes!r}")
+        self.memory_limit = nbytes
+
+    def _capped(self) -> bool:
+        return self.memory_fraction is not None or self.memory_limit is not None
+
     def _allowed_maximum(self):
-        return int(self.memory_fraction * self.backend.mem_get_info()[1])
+        caps = [] if self.memory_limit is None else [self.memory_limit]
+        if self.memory_fraction is not None:
+            caps.append(int(self.memory_fraction * self.backend.mem_get_info()[1]))
+        return min(caps)
 
     def _garbage_collect(self):
         """Free old unsplit large cached blocks until usage is under the threshold."""
@@ -531,7 +543,7 @@ class CachingAllocator:
         msg = (f"{device.split(':')[0].upper()} out of memory. Tried to allocate "
                f"{format_size(alloc_size)}. Device {device} has a total capacity of "
                f"{format_size(total)} of which {format_size(free)} is free. ")
-        if self.memory_fraction is not None:
+        if self._capped():
             msg += f"{format_size(self._allowed_maximum())} allowed; "
         msg += (f"Of the allocated memory {format_size(allocated)} is allocated by glasstorch, "
                 f"and {format_size(unallocated)} is reserved by glasstorch but unallocated.")

@@ -3,6 +3,11 @@
 Every CPU storage's bytes come from here, so `memory_allocated('cpu')` is exact. Like
 PyTorch's, it does not cache: a freed block goes straight back to NumPy's allocator, and
 `empty` memory is not zeroed.
+
+A memory limit (`glasstorch.memory.set_memory_limit`, `glasstorch.cpu.
+set_per_process_memory_fraction`) makes an allocation past it raise OutOfMemoryError, as a
+GPU would, so out-of-memory handling can be tried on any machine. The check is installed as
+the instance's `allocate` only while a limit is set: the unlimited path pays nothing for it.
 """
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import ctypes
 
 import numpy as np
 
+from .errors import OutOfMemoryError, format_size
 from .stats import MemoryStats
 
 ALIGNMENT = 64  # bytes, c10's gAlignment
@@ -25,6 +31,7 @@ class CPUAllocator:
     """
 
     observer = None
+    limit = None        # bytes that may be allocated at once, or None
 
     def __init__(self):
         self.stats = MemoryStats()
@@ -34,9 +41,10 @@ class CPUAllocator:
         try:
             raw = _empty(nbytes + ALIGNMENT, _u8)
         except (MemoryError, ValueError):
-            raise RuntimeError(
+            self.stats.num_ooms += 1
+            raise OutOfMemoryError(
                 f"DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} "
-                "bytes.") from None
+                f"bytes ({format_size(nbytes)}).") from None
         base = addressof(_byte.from_buffer(raw))
         start = -base & (ALIGNMENT - 1)
         stats = self.stats
@@ -48,6 +56,30 @@ class CPUAllocator:
         if self.observer is not None:
             self.observer("alloc", nbytes, base + start)
         return raw[start:start + nbytes]
+
+    def _allocate_within_limit(self, nbytes: int) -> np.ndarray:
+        """allocate(), refusing what would take the live bytes past `limit`."""
+        allocated = self.stats.allocated_bytes
+        if allocated + nbytes > self.limit:
+            self.stats.num_ooms += 1
+            raise OutOfMemoryError(
+                f"CPU out of memory. Tried to allocate {format_size(nbytes)}. The CPU memory "
+                f"limit is {format_size(self.limit)}, of which "
+                f"{format_size(max(self.limit - allocated, 0))} is free; "
+                f"{format_size(allocated)} is allocated by glasstorch. "
+                "(glasstorch.memory.set_memory_limit(None) removes the limit.)")
+        return CPUAllocator.allocate(self, nbytes)
+
+    def set_limit(self, nbytes) -> None:
+        """Cap the live bytes at `nbytes` (None: no cap)."""
+        if nbytes is None:
+            self.__dict__.pop("allocate", None)
+            self.__dict__.pop("limit", None)
+            return
+        if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
+            raise ValueError(f"memory limit must be a non-negative int or None, got {nbytes!r}")
+        self.limit = nbytes
+        self.allocate = self._allocate_within_limit
 
     def free(self, nbytes: int, buf=None) -> None:
         """Account for `nbytes` going back; `buf` (the allocated buffer) names the address."""

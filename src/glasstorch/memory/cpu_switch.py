@@ -75,30 +75,47 @@ def memory_snapshot(device="cpu") -> list:
     return [] if caching is None else caching.snapshot()["segments"]
 
 
-def _plain_stats(stats: dict) -> dict:
-    """Full caching-allocator keys for the plain allocator: every buffer is its own segment."""
-    full = dict.fromkeys((f"{s}.{p}.{f}" for s in ("allocation", "segment", "active",
-                          "inactive_split", "allocated_bytes", "reserved_bytes", "active_bytes",
-                          "inactive_split_bytes", "requested_bytes")
-                          for p in ("all", "large_pool", "small_pool")
-                          for f in ("current", "peak", "allocated", "freed")), 0)
-    for name in ("allocated_bytes", "allocation"):
-        for f in ("current", "peak", "allocated", "freed"):
-            value = stats.get(f"{name}.all.{f}", 0)
-            twins = (("reserved_bytes", "active_bytes", "requested_bytes")
-                     if name == "allocated_bytes" else ("segment", "active"))
-            for key in (name,) + twins:
-                full[f"{key}.all.{f}"] = value
-    return full
+def set_memory_limit(nbytes, device="cpu") -> None:
+    """Make allocations on `device` that would take its live (for a caching allocator:
+    reserved) bytes past `nbytes` raise OutOfMemoryError; None removes the limit. A
+    glasstorch extension: it reproduces out-of-memory at sizes any machine has."""
+    caching = _caching(device)
+    if caching is not None:
+        caching.set_memory_limit(nbytes)
+        return
+    from . import _allocator
+    _allocator(device).set_limit(nbytes)
+
+
+def set_per_process_memory_fraction(fraction: float, device="cpu") -> None:
+    """Cap `device`'s memory at `fraction` of its total (for the CPU: of physical memory),
+    as torch.cuda.set_per_process_memory_fraction does for a GPU."""
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    caching = _caching(device)
+    if caching is not None:
+        caching.set_memory_fraction(fraction)
+        return
+    set_memory_limit(int(fraction * HostBackend().mem_get_info()[1]), device)
+
+
+def reset_accumulated_memory_stats(device="cpu") -> None:
+    """Zero the allocated/freed totals and the event counters (current and peak stay)."""
+    caching = _caching(device)
+    if caching is not None:
+        caching.reset_accumulated_stats()
+    else:
+        from . import _allocator
+        _allocator(device).stats.reset_accumulated()
 
 
 def memory_summary(device="cpu", abbreviated: bool = False) -> str:
     """PyTorch's memory_summary table for `device`."""
     from . import memory_stats
     dev = as_device(device)
-    caching = _caching(dev)
-    stats = caching.memory_stats() if caching is not None else _plain_stats(memory_stats(dev))
-    return format_memory_summary(stats, dev.type, dev.index or 0, abbreviated)
+    return format_memory_summary(memory_stats(dev), dev.type, dev.index or 0, abbreviated)
 
 
 def _from_environment():

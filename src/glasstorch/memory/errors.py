@@ -1,17 +1,19 @@
-"""OutOfMemoryError: what a caching allocator raises when no memory can be found (torch's)."""
+"""OutOfMemoryError (torch's), and the one way glasstorch writes a number of bytes."""
 from __future__ import annotations
 
 
 class OutOfMemoryError(RuntimeError):
-    """Raised by a caching allocator after freeing its cache and retrying has failed."""
+    """Raised when an allocator cannot find memory: a caching allocator after freeing its
+    cache and retrying, the CPU allocator past its limit or when the system refuses."""
 
 
 def format_size(nbytes: int) -> str:
-    """PyTorch's OOM-message sizes: 'N bytes' up to 1 KiB, else two decimals in KiB/MiB/GiB."""
-    if nbytes <= 1024:
+    """c10's format_size, used in every message and report: 'N bytes' up to 1 KiB, else two
+    decimals in KiB, MiB, GiB or TiB ('1.50 KiB')."""
+    if abs(nbytes) <= 1024:
         return f"{nbytes} bytes"
-    if nbytes <= 1048576:
-        return f"{nbytes / 1024:.2f} KiB"
-    if nbytes <= 1073741824:
-        return f"{nbytes / 1048576:.2f} MiB"
-    return f"{nbytes / 1073741824:.2f} GiB"
+    value = float(nbytes)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if abs(value) <= 1024 or unit == "TiB":
+            return f"{value:.2f} {unit}"

@@ -16,6 +16,8 @@ import copy
 import functools
 import weakref
 
+from .errors import format_size
+
 __all__ = ["MemoryEstimate", "estimate"]
 
 
@@ -138,13 +140,6 @@ def _storage_bytes(tensors) -> int:
     return sum(seen.values())
 
 
-def _fmt(nbytes: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(nbytes) < 1024 or unit == "GiB":
-            return f"{nbytes} B" if unit == "B" else f"{nbytes:.2f} {unit}"
-        nbytes /= 1024
-
-
 class MemoryEstimate:
     """Bytes of one training step, by kind.
 
@@ -184,8 +179,9 @@ class MemoryEstimate:
         rule = "-" * 54
         lines = ["=" * 54, f"{'Memory estimate of one step':<30}{'most':>12}{'at peak':>12}",
                  rule]
-        lines += [f"{name:<30}{_fmt(most):>12}{_fmt(now):>12}" for name, most, now in rows]
-        lines += [rule, f"{'peak':<30}{'':>12}{_fmt(self.peak):>12}", "=" * 54]
+        lines += [f"{name:<30}{format_size(most):>12}{format_size(now):>12}"
+                  for name, most, now in rows]
+        lines += [rule, f"{'peak':<30}{'':>12}{format_size(self.peak):>12}", "=" * 54]
         return "\n".join(lines)
 
 

@@ -13,22 +13,12 @@ import types
 import warnings
 
 from . import history
+from .errors import format_size
 
 __all__ = ["retention_report", "RetentionReport", "Retained"]
 
 RATIO = 4.0                 # storage >= RATIO x the viewed bytes ...
 MIN_EXTRA = 1 << 20         # ... and at least this many bytes more
-
-
-def format_size(n: int) -> str:
-    """'N bytes' up to 1 KiB, else two decimals in KiB/MiB/GiB/TiB (c10's format_size)."""
-    if n <= 1024:
-        return f"{n} bytes"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024 or unit == "TiB":
-            return f"{value:.2f} {unit}"
 
 
 def _span(t) -> tuple[int, int] | None:

@@ -16,7 +16,7 @@ import html
 import pickle
 
 from .history import _user_frame
-from .retention import format_size
+from .errors import format_size
 
 __all__ = ["load_snapshot", "timeline", "render_html", "render_png"]
 
@@ -233,8 +233,10 @@ def render_png(snapshot, path, top: int = 8, title: str = "Memory over time") ->
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError("render_png needs matplotlib (pip install matplotlib); "
-                          "render_html draws the same picture without it") from None
+        raise ImportError("render_png needs matplotlib: pip install 'glasstorch[viz]' (or "
+                          "pip install matplotlib); render_html draws the same picture "
+                          "without it, and an output name not ending in .png writes HTML") \
+            from None
     tl = timeline(snapshot, top)
     fig, ax = plt.subplots(figsize=(11, 5))
     colors = [_color(n, k) for k, n in enumerate(tl.series)]

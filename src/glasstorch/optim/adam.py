@@ -5,8 +5,8 @@ import numpy as np
 
 from ..core.tensor import Tensor
 from .optimizer import (F, Optimizer, _bump, _check_betas, _check_lr, _check_nonneg,
-                        _closure_loss, _as_real, _plain_arrays, _scalar_state, _to_scalar,
-                        _use_grad, _zeros_like)
+                        _closure_loss, _as_real, _fused, _plain_arrays, _scalar_state,
+                        _to_scalar, _use_grad, _zeros_like)
 
 __all__ = ["Adam"]
 
@@ -69,7 +69,9 @@ class Adam(Optimizer):
                                        *(() if not group["amsgrad"] else
                                          (state["max_exp_avg_sq"],))) if plain else None
                 if arrays is not None and state["step"]._vc is not None:
-                    _adam_arrays(group, state, p, arrays, lr, beta1, beta2, wd, eps)
+                    _fused("aten::_fused_adamw_" if group["decoupled_weight_decay"]
+                           else "aten::_fused_adam_", _adam_arrays, group, state, p, arrays, lr,
+                           beta1, beta2, wd, eps)
                     continue
                 grad = -p.grad if group["maximize"] else p.grad
                 state["step"] += 1

@@ -19,6 +19,7 @@ from ..autograd import is_grad_enabled, set_grad_enabled
 from ..autograd.hooks import RemovableHandle
 from ..ops.copying.copies import type_ as _legacy_type
 from ..ops.registry import functions as F
+from ..profiler import _recorder
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
@@ -85,22 +86,30 @@ def _hooked(step):
 
     @functools.wraps(step)
     def wrapper(*args, **kwargs):
-        self = args[0]
-        for hook in chain(list(_global_pre_hooks), list(self._optimizer_step_pre_hooks)):
-            result = hook(self, args, kwargs)
-            if result is not None:
-                if isinstance(result, tuple) and len(result) == 2:
-                    args, kwargs = result
-                else:
-                    raise RuntimeError(f"{step} must return None or a tuple of "
-                                       f"(new_args, new_kwargs), but got {result}.")
-        out = step(*args, **kwargs)
-        for hook in chain(list(self._optimizer_step_post_hooks), list(_global_post_hooks)):
-            hook(self, args, kwargs)
-        return out
+        if _recorder.collectors:        # a profile records: label the step as PyTorch does
+            name = type(args[0]).__name__
+            with _recorder.record_function(f"Optimizer.step#{name}.step"):
+                return _run_hooked(step, args, kwargs)
+        return _run_hooked(step, args, kwargs)
 
     wrapper.hooked = True
     return wrapper
+
+
+def _run_hooked(step, args, kwargs):
+    self = args[0]
+    for hook in chain(list(_global_pre_hooks), list(self._optimizer_step_pre_hooks)):
+        result = hook(self, args, kwargs)
+        if result is not None:
+            if isinstance(result, tuple) and len(result) == 2:
+                args, kwargs = result
+            else:
+                raise RuntimeError(f"{step} must return None or a tuple of "
+                                   f"(new_args, new_kwargs), but got {result}.")
+    out = step(*args, **kwargs)
+    for hook in chain(list(self._optimizer_step_post_hooks), list(_global_post_hooks)):
+        hook(self, args, kwargs)
+    return out
 
 
 class Optimizer:
@@ -280,6 +289,13 @@ class Optimizer:
     # -- gradients and groups ----------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Sets every parameter's .grad to None (default) or zeroes it in place."""
+        if _recorder.collectors:
+            name = type(self).__name__
+            with _recorder.record_function(f"Optimizer.zero_grad#{name}.zero_grad"):
+                return self._zero_grad(set_to_none)
+        return self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none: bool) -> None:
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -410,6 +426,15 @@ def _plain_arrays(*tensors):
                 or (t._storage.device.type == "meta") is not no_data:
             return None
     return [] if no_data else [t._array() for t in tensors]
+
+
+def _fused(name: str, update, *args) -> None:
+    """Run a fused update (NumPy on the tensors' memory, no dispatcher): while a profile
+    records, it shows as an event named after PyTorch's fused kernel ("aten::_fused_sgd_")."""
+    if _recorder.collectors:
+        with _recorder.span(name):
+            return update(*args)
+    return update(*args)
 
 
 def _bump(t: Tensor, times: int = 1) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.tensor import Tensor
-from .optimizer import (Optimizer, _bump, _check_lr, _closure_loss, _plain_arrays, _to_scalar,
-                        _use_grad)
+from .optimizer import (Optimizer, _bump, _check_lr, _closure_loss, _fused, _plain_arrays,
+                        _to_scalar, _use_grad)
 
 __all__ = ["SGD"]
 
@@ -53,7 +53,8 @@ class SGD(Optimizer):
                 arrays = _plain_arrays(p, p.grad, *(() if buf is None else (buf,))) \
                     if plain and (momentum == 0 or buf is not None) else None
                 if arrays is not None:
-                    _sgd_arrays(group, p, buf, arrays, lr, wd, momentum)
+                    _fused("aten::_fused_sgd_", _sgd_arrays, group, p, buf, arrays, lr, wd,
+                           momentum)
                     continue
                 grad = -p.grad if group["maximize"] else p.grad
                 if wd_tensor:
