@@ -1,0 +1,485 @@
+"""Lazy capture: the user's Python runs as is; tensor operators are recorded, not run.
+
+While a compiled function runs, a `LazyCapture` (a TorchDispatchMode, so it sits at the
+Python key, below Autograd and Autocast) receives every operator call. It does not run the
+kernel: it computes the outputs' metadata with the op's Meta kernel (through a
+FakeTensorMode), appends the call to the current *segment*, and returns plain
+`glasstorch.Tensor`s over `DeferredStorage`s: storages whose bytes do not exist yet. Views
+of a tensor are views of its storage, as in eager mode, so aliasing is eager's by
+construction; an in-place op on a real tensor marks that tensor's storage deferred too.
+
+Anything that needs data ends the segment (a *flush*): reading a deferred storage's bytes
+(`.item()`, `bool(t)`, `print(t)`, `.numpy()`, `.tolist()`: all reach `storage.buf`), an op
+the capture cannot describe without running it (no Meta kernel, data-dependent output shape,
+a tensor subclass, a non-tensor result), and the end of the compiled function. A flush turns
+the segment into an ATen-level FX graph (placeholders are the real tensors it read; outputs
+are the deferred storages still alive), looks the graph up in its cache by the segment's
+structure, hands it to the backend on a miss, runs the compiled callable below the dispatch
+keys that already ran (autograd recorded its graph during capture), and moves the results'
+bytes into the deferred storages, which become ordinary storages. The same Tensor objects
+that user code, autograd's saved tensors and module attributes hold now have values.
+
+A flush other than the last one is a *graph break*: it is recorded with its reason and the
+user's file:line, and the code after it keeps being captured into the next segment.
+"""
+from __future__ import annotations
+
+import operator
+import os
+import sys
+import weakref
+
+from ..core.storage import UntypedStorage
+from ..core.tensor import Tensor
+from ..dispatch.dispatcher import bind_arguments
+from ..dispatch.keys import ALL_MASK, DispatchKey, exclude_keys
+from ..fx.graph import Graph, _target_name
+from ..fx.graph_module import GraphModule
+from ..fx.passes.shape_prop import _extract_tensor_metadata
+from ..nn.modules.module import Module
+from ..nn.parameter import Parameter
+from ..utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from .._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from .._ops import ops_namespace
+
+# Running a compiled graph: everything from the Python key up has already happened (autograd
+# recorded the call and bumped versions, autocast cast the inputs) while it was captured.
+_PYTHON_AND_ABOVE = ALL_MASK & ~((1 << DispatchKey.Python) - 1)
+
+# Ops whose effect on their input's metadata (not only its values) the capture would have to
+# mirror on a real tensor: they run eagerly, after a flush.
+_METADATA_MUTATIONS = frozenset({
+    "aten::resize_", "aten::resize_as_", "aten::set_", "aten::as_strided_", "aten::squeeze_",
+    "aten::unsqueeze_", "aten::transpose_", "aten::t_", "aten::swapdims_", "aten::swapaxes_",
+    "aten::detach_"})
+_LIFT_FRESH = "aten::lift_fresh"
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_owner_of_storage: dict = {}      # id(DeferredStorage) -> the LazyCapture that will fill it
+
+
+class DeferredStorage(UntypedStorage):
+    """A storage whose bytes the capture has not computed yet. Reading its bytes (`buf`)
+    flushes the capture that owns it; once filled it is turned back into a plain
+    UntypedStorage (same object, same layout), so it costs nothing afterwards."""
+
+    __slots__ = ()
+
+    @property
+    def buf(self):
+        capture = _owner_of_storage.get(id(self))
+        if capture is not None:
+            capture.flush(break_reason=_data_access_reason())
+        return UntypedStorage.buf.__get__(self)
+
+    @buf.setter
+    def buf(self, value):
+        UntypedStorage.buf.__set__(self, value)
+
+
+def _new_deferred(nbytes: int, device) -> DeferredStorage:
+    storage = object.__new__(DeferredStorage)
+    storage.device = device
+    storage._nbytes = nbytes
+    storage.resizable = True
+    storage._allocator = None
+    UntypedStorage.buf.__set__(storage, None)
+    return storage
+
+
+def user_frame():
+    """The innermost stack frame outside glasstorch: the user's line that caused an event."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    return frame
+
+
+def _data_access_reason() -> str:
+    """Which Tensor method read the data, for the break's reason."""
+    frame = sys._getframe(2)
+    what = None
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        name = frame.f_code.co_name
+        if frame.f_code.co_filename.endswith(os.path.join("core", "tensor.py")) and \
+                not name.startswith("_array"):
+            what = name
+        elif name in ("tensor_repr", "_tensor_str"):
+            what = "__repr__"
+        frame = frame.f_back
+    described = {"item": "Tensor.item()", "tolist": "Tensor.tolist()",
+                 "numpy": "Tensor.numpy()", "__array__": "Tensor.__array__()",
+                 "__bool__": "bool(Tensor): data-dependent control flow",
+                 "__repr__": "printing a Tensor", "__format__": "formatting a Tensor",
+                 "__float__": "float(Tensor)", "__int__": "int(Tensor)",
+                 "__index__": "Tensor.__index__()", "data_ptr": "Tensor.data_ptr()"}
+    if what in described:
+        return f"{described[what]} reads the tensor's data"
+    return "a tensor's data was read" + (f" ({what})" if what else "")
+
+
+class _Ref(tuple):
+    """A recorded tensor: ('p', i) placeholder i, ('n', j, k) output k of op j, ('a', ref,
+    geometry) an alias of a deferred value made without an operator."""
+
+    __slots__ = ()
+
+
+class GraphBreak:
+    """One graph break: why the captured graph had to end, and the user's line."""
+
+    __slots__ = ("reason", "filename", "lineno", "function")
+
+    def __init__(self, reason: str, frame):
+        self.reason = reason
+        self.filename = frame.f_code.co_filename if frame else "<unknown>"
+        self.lineno = frame.f_lineno if frame else 0
+        self.function = frame.f_code.co_name if frame else "<unknown>"
+
+    @property
+    def location(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+    def __repr__(self):
+        return f"GraphBreak(reason={self.reason!r}, at {self.location} in {self.function})"
+
+
+class _Segment:
+    """The ops recorded since the last flush.
+
+    `entries` is the structure (the cache key): one tuple per op, tensors named by reference
+    (('p', i): placeholder i; ('n', j, k): output k of op j; ('a', j, k, geometry): an alias
+    of that output made without an operator). Scalars carry their type, so `x * 1` and
+    `x * 1.0` differ."""
+
+    def __init__(self):
+        self.entries: list = []
+        self.ops: list = []          # (func, args, kwargs) with references, to build the graph
+        self.fakes: list = []        # each op's fake outputs (node.meta["val"])
+        self.inputs: list = []       # the real tensors read (placeholders), in order
+        self.input_meta: list = []   # their metadata: part of the key
+        self.refs: dict = {}         # id(tensor) -> (weakref, reference)
+        self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
+        self.mutated: dict = {}      # id(storage) -> real storage marked deferred meanwhile
+
+
+class LazyCapture(TorchDispatchMode):
+    """The mode a compiled function's call runs under (see the module docstring).
+
+    `compile_segment(gm, example_inputs, key)` (from the caller) returns the callable for a
+    segment; `on_break(GraphBreak)` is told about each break."""
+
+    def __init__(self, compile_segment, on_break, fullgraph: bool = False):
+        super().__init__()
+        self.compile_segment = compile_segment
+        self.on_break = on_break
+        self.fullgraph = fullgraph
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        self.segment = _Segment()
+        self.flushing = False
+        self._storage_of_meta_id: dict = {}   # id(meta storage) -> (it, weakref(storage))
+
+    # ---- recording ---------------------------------------------------------------------
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        why_not = self._uncapturable(func, types, args, kwargs)
+        fakes = None
+        if why_not is None:
+            try:
+                fake_args, fake_kwargs, originals = self._to_fakes(args, kwargs)
+                fakes = self.fake_mode.__torch_dispatch__(func, (), fake_args, fake_kwargs)
+            except Exception as e:     # no meta kernel, data-dependent shape, ...
+                why_not = f"{func} cannot be captured ({type(e).__name__}: {e})"
+            else:
+                why_not = _non_tensor_output(func, fakes)
+        if why_not is not None:
+            self.flush(break_reason=why_not)
+            return func(*args, **kwargs)
+        return self._record(func, args, kwargs, fakes, originals)
+
+    def _uncapturable(self, func, types, args, kwargs):
+        op = func._op
+        if op.name in _METADATA_MUTATIONS:
+            return f"{func} changes a tensor's metadata in place"
+        if op.name == _LIFT_FRESH:
+            return None
+        for t in _tensors((args, kwargs)):
+            if isinstance(t, FakeTensor) or (type(t) is not Tensor and type(t) is not Parameter):
+                return f"{func} on a {type(t).__name__}: tensor subclasses are not captured"
+        return None
+
+    def _to_fakes(self, args, kwargs):
+        """The op's arguments with each tensor replaced by its fake; `originals` maps each
+        fake back to the tensor it stands for."""
+        originals: dict = {}
+        fake = self._fake
+        return (tuple(fake(a, originals) for a in args),
+                {k: fake(v, originals) for k, v in kwargs.items()}, originals)
+
+    def _fake(self, value, originals):
+        if isinstance(value, Tensor):
+            f = self.fake_mode.from_tensor(value)
+            originals[id(f)] = value
+            if id(f._storage) not in self._storage_of_meta_id:
+                self._storage_of_meta_id[id(f._storage)] = (f._storage,
+                                                            weakref.ref(value._storage))
+            return f
+        if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+            return type(value)(self._fake(v, originals) for v in value)
+        return value
+
+    def _record(self, func, args, kwargs, fakes, originals):
+        seg = self.segment
+        if func._op.name == _LIFT_FRESH:     # a constant made from data: it is real already
+            return args[0]
+        index = len(seg.ops)
+        ref_args = tuple(self._ref(a) for a in args)
+        ref_kwargs = {k: self._ref(v) for k, v in kwargs.items()}
+        seg.ops.append((func, ref_args, ref_kwargs))
+        seg.fakes.append(fakes)
+        seg.entries.append((func, _key_of(ref_args), _key_of(tuple(ref_kwargs.items()))))
+        bound = bind_arguments(func._op, args, kwargs)
+        for i, argument in enumerate(func._schema.arguments):
+            if argument.is_mutated:
+                for t in _tensors(bound[i]):
+                    self._mark_mutated(t)
+        if isinstance(fakes, (list, tuple)):
+            outs = [self._output(f, originals, _Ref(('n', index, k))) for k, f in enumerate(fakes)]
+            return type(fakes)(*outs) if hasattr(fakes, "_fields") else type(fakes)(outs)
+        return self._output(fakes, originals, _Ref(('n', index, 0)))
+
+    def _output(self, fake, originals, ref):
+        """The tensor user code gets for one fake output: the input itself (in-place and
+        out= ops), a view over the source's storage, or a tensor over a new deferred one."""
+        if fake is None:
+            return None
+        seg = self.segment
+        source = originals.get(id(fake))
+        if source is not None:                       # in-place: the same tensor, new value
+            self._remember(source, ref)
+            return source
+        storage = self._storage_of_meta(fake._storage)
+        geometry = (fake._offset, fake._shape, fake._stride, fake.dtype)
+        if storage is None:                          # a fresh result
+            storage = _new_deferred(fake._storage.nbytes(), fake.fake_device)
+            _owner_of_storage[id(storage)] = self
+            meta = fake._storage
+            self.fake_mode._storages[id(storage)] = (
+                weakref.ref(storage, _forget_storage(self.fake_mode, id(storage))), meta)
+            self._storage_of_meta_id[id(meta)] = (meta, weakref.ref(storage))
+            seg.deferred[id(storage)] = [weakref.ref(storage), ref, geometry]
+            out = Tensor._make(storage, fake._offset, fake._shape, fake._stride, fake.dtype)
+        else:                                        # a view of an input's storage
+            view_source = fake._view_meta[0] if fake._view_meta is not None else None
+            base = originals.get(id(view_source)) if view_source is not None else None
+            out = Tensor._make(storage, fake._offset, fake._shape, fake._stride, fake.dtype,
+                               base._vc if base is not None else None)
+            if base is not None:
+                out._view_meta = (base, fake._shape, fake._stride, fake._offset)
+            entry = seg.deferred.get(id(storage))
+            if entry is not None and entry[2] == geometry:
+                entry[1] = ref                       # the base's newest value
+        key = id(out)
+        self.fake_mode._fakes[key] = (weakref.ref(out, _forget_fake(self.fake_mode, key)), fake)
+        self._remember(out, ref)
+        return out
+
+    def _storage_of_meta(self, meta_storage):
+        known = self._storage_of_meta_id.get(id(meta_storage))
+        return known[1]() if known is not None and known[0] is meta_storage else None
+
+    def _remember(self, tensor, ref):
+        seg = self.segment
+        seg.refs[id(tensor)] = (weakref.ref(tensor), ref)
+        entry = seg.deferred.get(id(tensor._storage))
+        if entry is not None and entry[2] == (tensor._offset, tensor._shape, tensor._stride,
+                                              tensor.dtype):
+            entry[1] = ref
+
+    def _mark_mutated(self, t):
+        """An op writes `t`: its storage now awaits the flush, like a fresh result's."""
+        storage = t._storage
+        t._np = None                                 # a cached NumPy view would read stale bytes
+        if type(storage) is UntypedStorage and storage.device.type != "meta":
+            storage.__class__ = DeferredStorage
+            _owner_of_storage[id(storage)] = self
+            self.segment.mutated[id(storage)] = storage
+
+    def _ref(self, value):
+        if isinstance(value, Tensor):
+            return self._tensor_ref(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._ref(v) for v in value)
+        return value
+
+    def _tensor_ref(self, t):
+        seg = self.segment
+        known = seg.refs.get(id(t))
+        if known is not None and known[0]() is t:
+            return known[1]
+        entry = seg.deferred.get(id(t._storage))
+        if entry is not None:        # an alias of a deferred tensor made without an operator
+            ref = _Ref(('a', entry[1], (t._offset, t._shape, t._stride, t.dtype)))
+        else:
+            ref = _Ref(('p', len(seg.inputs)))
+            seg.inputs.append(t)
+            seg.input_meta.append(self._input_meta(t))
+        seg.refs[id(t)] = (weakref.ref(t), ref)
+        return ref
+
+    def _input_meta(self, t):
+        seg = self.segment
+        alias_of = next((i for i, other in enumerate(seg.inputs[:-1])
+                         if other._storage is t._storage), None)
+        return (t._shape, t._stride, t._offset, t.dtype, t.device, alias_of)
+
+    # ---- flushing ----------------------------------------------------------------------
+    def flush(self, break_reason: str | None = None) -> None:
+        """Compile (or reuse) and run the pending segment; fill its deferred storages. With
+        a `break_reason`, the flush is a graph break in the middle of the function."""
+        if self.flushing:
+            return
+        self.flushing = True
+        try:
+            if break_reason is not None:   # may raise (fullgraph): the segment stays pending
+                self.on_break(GraphBreak(break_reason, user_frame()), bool(self.segment.ops))
+            seg, self.segment = self.segment, _Segment()
+            if not seg.ops:
+                return
+            self._run(seg)
+        finally:
+            self.flushing = False
+
+    def _run(self, seg: _Segment) -> None:
+        for storage in seg.mutated.values():          # the graph reads and writes them
+            storage.__class__ = UntypedStorage
+            _owner_of_storage.pop(id(storage), None)
+        live = []
+        for key, (storage_ref, ref, geometry) in seg.deferred.items():
+            _owner_of_storage.pop(key, None)
+            storage = storage_ref()
+            if storage is not None:
+                live.append((storage, ref, geometry))
+        structure = (tuple(seg.entries), tuple(seg.input_meta),
+                     tuple((ref, geometry) for _, ref, geometry in live))
+        compiled = self.compile_segment(lambda: _build_graph(seg, live), seg.inputs, structure)
+        with _disable_current_modes(), exclude_keys(_PYTHON_AND_ABOVE):
+            results = compiled(*seg.inputs)
+            if isinstance(results, Tensor):
+                results = (results,)
+            for (storage, _, geometry), value in zip(live, results):
+                storage.__class__ = UntypedStorage
+                _fill(storage, geometry, value, seg.inputs)
+
+
+def _build_graph(seg: _Segment, live: list) -> GraphModule:
+    """The segment as an FX graph of OpOverload calls (make_fx's form)."""
+    graph = Graph()
+    nodes: dict = {}
+    for i, t in enumerate(seg.inputs):
+        node = graph.placeholder(f"arg{i}_1")
+        node.meta["val"] = t
+        node.meta["tensor_meta"] = _extract_tensor_metadata(t)
+        nodes[_Ref(('p', i))] = node
+
+    def node_of(ref):
+        node = nodes.get(ref)
+        if node is None:                     # ('a', base ref, geometry): an alias
+            offset, shape, stride, _ = ref[2]
+            node = graph.call_function(ops_namespace("aten").as_strided.default, (node_of(ref[1]), list(shape),
+                                                       list(stride), offset))
+            nodes[ref] = node
+        return node
+
+    def arg(value):
+        if isinstance(value, _Ref):
+            return node_of(value)
+        if isinstance(value, (list, tuple)):
+            return [arg(v) for v in value] if isinstance(value, list) else \
+                type(value)(arg(v) for v in value)
+        return value
+
+    for index, ((func, args, kwargs), fakes) in enumerate(zip(seg.ops, seg.fakes)):
+        args, kwargs = _lists_as_lists(func._schema, tuple(arg(a) for a in args),
+                                       {k: arg(v) for k, v in kwargs.items()})
+        node = graph.call_function(func, args, kwargs,
+                                   name=_target_name(func.overloadpacket._name))
+        node.meta["val"] = fakes
+        if isinstance(fakes, (list, tuple)):
+            for k, fake in enumerate(fakes):
+                item = graph.call_function(operator.getitem, (node, k))
+                item.meta["val"] = fake
+                nodes[_Ref(('n', index, k))] = item
+        else:
+            if isinstance(fakes, Tensor):
+                node.meta["tensor_meta"] = _extract_tensor_metadata(fakes)
+            nodes[_Ref(('n', index, 0))] = node
+    graph.output(tuple(node_of(ref) for _, ref, _ in live))
+    return GraphModule(Module(), graph, "GraphModule")
+
+
+def _fill(storage, geometry, value, inputs) -> None:
+    """Give a deferred storage the bytes of the compiled graph's result: take the result's
+    buffer when its layout is the one capture predicted, else copy into a new one."""
+    offset, shape, stride, dtype = geometry
+    source = value._storage
+    if (source.nbytes() == storage.nbytes() and value._offset == offset
+            and value._shape == shape and value._stride == stride and value.dtype == dtype
+            and source.device == storage.device and source._allocator is not None
+            and not any(t._storage is source for t in inputs)):
+        UntypedStorage.buf.__set__(storage, source.buf)
+        storage._allocator, source._allocator = source._allocator, None
+        return
+    fresh = UntypedStorage._new(storage.nbytes(), storage.device)
+    UntypedStorage.buf.__set__(storage, fresh.buf)
+    storage._allocator, fresh._allocator = fresh._allocator, None
+    Tensor._make(storage, offset, shape, stride, dtype).copy_(value)
+
+
+def _forget_storage(fake_mode, key):
+    return lambda _: fake_mode._storages.pop(key, None)
+
+
+def _forget_fake(fake_mode, key):
+    return lambda _: fake_mode._fakes.pop(key, None)
+
+
+def _non_tensor_output(func, result):
+    """A result that is not tensors needs the data (the meta kernel cannot know it)."""
+    values = result if isinstance(result, (list, tuple)) else (result,)
+    for v in values:
+        if v is not None and not isinstance(v, Tensor):
+            return f"{func} returns a {type(v).__name__}, which depends on the data"
+    return None
+
+
+def _tensors(tree):
+    if isinstance(tree, Tensor):
+        yield tree
+    elif isinstance(tree, (list, tuple)):
+        for item in tree:
+            yield from _tensors(item)
+    elif isinstance(tree, dict):
+        for item in tree.values():
+            yield from _tensors(item)
+
+
+def _key_of(value):
+    """A hashable form of recorded arguments in which 1, 1.0 and True differ."""
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_key_of(v) for v in value)
+    if isinstance(value, float):
+        return (float, repr(value))
+    if isinstance(value, (bool, int, complex)):
+        return (type(value), value)
+    return value
+
+
+def _lists_as_lists(schema, args: tuple, kwargs: dict) -> tuple:
+    """List arguments as lists, as PyTorch's graphs hold them."""
+    def fix(argument, value):
+        return list(value) if "[" in argument.type and isinstance(value, tuple) else value
+    by_name = {a.name: a for a in schema.arguments}
+    return (tuple(fix(a, v) for a, v in zip(schema.arguments, args)),
+            {k: fix(by_name[k], v) for k, v in kwargs.items()})
+
