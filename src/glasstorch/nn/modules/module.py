@@ -566,6 +566,12 @@ class Module:
     def eval(self) -> "Module":
         return self.train(False)
 
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's forward in place with `torch.compile(*args, **kwargs)`;
+        hooks keep running eagerly around it."""
+        from ...compiler.eval_frame import compile as compile_
+        self.forward = compile_(type(self).forward.__get__(self), *args, **kwargs)
+
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
         for p in self.parameters():
             p.requires_grad_(requires_grad)
