@@ -39,7 +39,7 @@ from ..fx.passes.shape_prop import _extract_tensor_metadata
 from ..nn.modules.module import Module
 from ..nn.parameter import Parameter
 from ..utils._python_dispatch import TorchDispatchMode, _disable_current_modes
-from .._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from .._subclasses.fake_tensor import FakeTensorMode
 from .._ops import ops_namespace
 
 # Running a compiled graph: everything from the Python key up has already happened (autograd
@@ -144,20 +144,37 @@ class GraphBreak:
         return f"GraphBreak(reason={self.reason!r}, at {self.location} in {self.function})"
 
 
+class TraceNode:
+    """One op of a recorded trace, in a tree of the traces a cache entry has seen.
+
+    A segment is a path from the entry's root: each child is keyed by the op and its
+    arguments, tensors named by reference (('p', i) placeholder i with its metadata, ('n', j,
+    k) output k of op j, ('a', ref, geometry) an alias made without an operator), so the
+    path fixes every tensor's metadata. A child stores how the op's outputs relate to its
+    tensor arguments (`outputs`, computed once by the Meta kernel) and the fakes made then
+    (`fakes`, node.meta["val"]). Replaying a known path costs one dict lookup per op: that
+    lookup is the guard that the trace repeats. `compiled` maps the segment's live outputs
+    to its (GraphModule, compiled callable)."""
+
+    __slots__ = ("children", "outputs", "fakes", "compiled")
+
+    def __init__(self, outputs=None, fakes=None):
+        self.children: dict = {}
+        self.outputs = outputs
+        self.fakes = fakes
+        self.compiled: dict = {}
+
+
 class _Segment:
-    """The ops recorded since the last flush.
+    """The ops recorded since the last flush: a path in the trace tree, and what the
+    graph needs (references, placeholders, deferred storages)."""
 
-    `entries` is the structure (the cache key): one tuple per op, tensors named by reference
-    (('p', i): placeholder i; ('n', j, k): output k of op j; ('a', j, k, geometry): an alias
-    of that output made without an operator). Scalars carry their type, so `x * 1` and
-    `x * 1.0` differ."""
-
-    def __init__(self):
-        self.entries: list = []
+    def __init__(self, root: TraceNode):
+        self.node = root
         self.ops: list = []          # (func, args, kwargs) with references, to build the graph
         self.fakes: list = []        # each op's fake outputs (node.meta["val"])
         self.inputs: list = []       # the real tensors read (placeholders), in order
-        self.input_meta: list = []   # their metadata: part of the key
+        self.input_meta: list = []   # their metadata (in the trace's keys)
         self.refs: dict = {}         # id(tensor) -> (weakref, reference)
         self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
         self.mutated: dict = {}      # id(storage) -> real storage marked deferred meanwhile
@@ -166,127 +183,171 @@ class _Segment:
 class LazyCapture(TorchDispatchMode):
     """The mode a compiled function's call runs under (see the module docstring).
 
-    `compile_segment(gm, example_inputs, key)` (from the caller) returns the callable for a
-    segment; `on_break(GraphBreak)` is told about each break."""
+    `root` is the trace tree of the call's cache entry; `compile_segment(build_graph,
+    example_inputs)` (from the caller) returns the callable for a new segment;
+    `on_break(GraphBreak, had_ops)` is told about each break and may raise (fullgraph)."""
 
-    def __init__(self, compile_segment, on_break, fullgraph: bool = False):
+    def __init__(self, root: TraceNode, compile_segment, on_break):
         super().__init__()
+        self.root = root
         self.compile_segment = compile_segment
         self.on_break = on_break
-        self.fullgraph = fullgraph
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        self.segment = _Segment()
+        self.segment = _Segment(root)
         self.flushing = False
-        self._storage_of_meta_id: dict = {}   # id(meta storage) -> (it, weakref(storage))
+        self._new_fake_mode()
+
+    def _new_fake_mode(self):
+        """Fakes are memoized per tensor, so they are made afresh after each flush (an op
+        run eagerly meanwhile may have changed a tensor's metadata)."""
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
 
     # ---- recording ---------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        why_not = self._uncapturable(func, types, args, kwargs)
-        fakes = None
+        if func._op.name == _LIFT_FRESH:     # a constant made from data: it is real already
+            return args[0]
+        seg = self.segment
+        mark = len(seg.inputs), len(seg.refs)
+        tensors: list = []
+        ref_args = self._refs(args, tensors)
+        ref_kwargs = dict(zip(kwargs, self._refs(kwargs.values(), tensors))) if kwargs else {}
+        why_not = _uncapturable(func, tensors)
         if why_not is None:
-            try:
-                fake_args, fake_kwargs, originals = self._to_fakes(args, kwargs)
-                fakes = self.fake_mode.__torch_dispatch__(func, (), fake_args, fake_kwargs)
-            except Exception as e:     # no meta kernel, data-dependent shape, ...
-                why_not = f"{func} cannot be captured ({type(e).__name__}: {e})"
+            key = (func, _key_of(ref_args), _key_of(tuple(ref_kwargs.items())),
+                   tuple(seg.input_meta[mark[0]:]))
+            child = seg.node.children.get(key)
+            if child is None:
+                try:
+                    child = self._describe(func, args, kwargs or {}, tensors)
+                except _Uncapturable as e:
+                    why_not = str(e)
+                else:
+                    seg.node.children[key] = child
+            if child is not None:
+                return self._record(func, ref_args, ref_kwargs, tensors, child)
+        self._forget_refs(mark)
+        self.flush(break_reason=why_not)
+        return func(*args, **(kwargs or {}))
+
+    def _refs(self, values, tensors: list) -> tuple:
+        """`values` with each tensor replaced by its reference (lists of tensors too); the
+        tensors are appended to `tensors`, in order."""
+        out = []
+        for v in values:
+            cls = v.__class__
+            if cls is Tensor or cls is Parameter or isinstance(v, Tensor):
+                tensors.append(v)
+                out.append(self._tensor_ref(v))
+            elif (cls is list or cls is tuple) and any(isinstance(x, Tensor) for x in v):
+                items = []
+                for x in v:
+                    if isinstance(x, Tensor):
+                        tensors.append(x)
+                        x = self._tensor_ref(x)
+                    items.append(x)
+                out.append(cls(items))
             else:
-                why_not = _non_tensor_output(func, fakes)
-        if why_not is not None:
-            self.flush(break_reason=why_not)
-            return func(*args, **kwargs)
-        return self._record(func, args, kwargs, fakes, originals)
+                out.append(v)
+        return tuple(out)
 
-    def _uncapturable(self, func, types, args, kwargs):
-        op = func._op
-        if op.name in _METADATA_MUTATIONS:
-            return f"{func} changes a tensor's metadata in place"
-        if op.name == _LIFT_FRESH:
-            return None
-        for t in _tensors((args, kwargs)):
-            if isinstance(t, FakeTensor) or (type(t) is not Tensor and type(t) is not Parameter):
-                return f"{func} on a {type(t).__name__}: tensor subclasses are not captured"
-        return None
-
-    def _to_fakes(self, args, kwargs):
-        """The op's arguments with each tensor replaced by its fake; `originals` maps each
-        fake back to the tensor it stands for."""
+    def _describe(self, func, args, kwargs, tensors) -> TraceNode:
+        """Run the op's Meta kernel on fakes; describe each output relative to the op's
+        tensor arguments: ('same', i) the argument itself (in-place, out=), ('view', i, j,
+        geometry) a view over argument i's storage made from argument j, ('fresh', nbytes,
+        device, geometry) a new storage, ('alias_out', k, geometry) over output k's."""
         originals: dict = {}
-        fake = self._fake
-        return (tuple(fake(a, originals) for a in args),
-                {k: fake(v, originals) for k, v in kwargs.items()}, originals)
+        try:
+            fake_args = tuple(self._fake(a, originals) for a in args)
+            fake_kwargs = {k: self._fake(v, originals) for k, v in kwargs.items()}
+            fakes = self.fake_mode.__torch_dispatch__(func, (), fake_args, fake_kwargs)
+        except Exception as e:     # no meta kernel, data-dependent shape, ...
+            raise _Uncapturable(f"{func} cannot be captured ({type(e).__name__}: {e})") from e
+        why_not = _non_tensor_output(func, fakes)
+        if why_not is not None:
+            raise _Uncapturable(why_not)
+        arg_fakes = [self.fake_mode.from_tensor(t) for t in tensors]
+        position = {id(f): i for i, f in reversed(list(enumerate(arg_fakes)))}
+        storage_position = {id(f._storage): i for i, f in reversed(list(enumerate(arg_fakes)))}
+        fresh: dict = {}
+        outputs = []
+        for k, fake in enumerate(fakes if isinstance(fakes, (list, tuple)) else (fakes,)):
+            if fake is None:
+                outputs.append(None)
+                continue
+            geometry = (fake._offset, fake._shape, fake._stride, fake.dtype)
+            if id(fake) in position:
+                outputs.append(("same", position[id(fake)]))
+            elif id(fake._storage) in storage_position:
+                source = fake._view_meta[0] if fake._view_meta is not None else None
+                outputs.append(("view", storage_position[id(fake._storage)],
+                                position.get(id(source)), geometry))
+            elif id(fake._storage) in fresh:
+                outputs.append(("alias_out", fresh[id(fake._storage)], geometry))
+            else:
+                fresh[id(fake._storage)] = k
+                outputs.append(("fresh", fake._storage.nbytes(), fake.fake_device, geometry))
+        kind = "many" if isinstance(fakes, (list, tuple)) else "one"
+        kind = fakes.__class__ if hasattr(fakes, "_fields") else kind
+        return TraceNode((kind, tuple(outputs), _mutated_positions(func, args, kwargs, tensors)),
+                         fakes)
 
     def _fake(self, value, originals):
         if isinstance(value, Tensor):
             f = self.fake_mode.from_tensor(value)
             originals[id(f)] = value
-            if id(f._storage) not in self._storage_of_meta_id:
-                self._storage_of_meta_id[id(f._storage)] = (f._storage,
-                                                            weakref.ref(value._storage))
             return f
         if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
             return type(value)(self._fake(v, originals) for v in value)
         return value
 
-    def _record(self, func, args, kwargs, fakes, originals):
+    def _forget_refs(self, mark):
+        """Undo the references an op that turned out uncapturable added."""
         seg = self.segment
-        if func._op.name == _LIFT_FRESH:     # a constant made from data: it is real already
-            return args[0]
-        index = len(seg.ops)
-        ref_args = tuple(self._ref(a) for a in args)
-        ref_kwargs = {k: self._ref(v) for k, v in kwargs.items()}
-        seg.ops.append((func, ref_args, ref_kwargs))
-        seg.fakes.append(fakes)
-        seg.entries.append((func, _key_of(ref_args), _key_of(tuple(ref_kwargs.items()))))
-        bound = bind_arguments(func._op, args, kwargs)
-        for i, argument in enumerate(func._schema.arguments):
-            if argument.is_mutated:
-                for t in _tensors(bound[i]):
-                    self._mark_mutated(t)
-        if isinstance(fakes, (list, tuple)):
-            outs = [self._output(f, originals, _Ref(('n', index, k))) for k, f in enumerate(fakes)]
-            return type(fakes)(*outs) if hasattr(fakes, "_fields") else type(fakes)(outs)
-        return self._output(fakes, originals, _Ref(('n', index, 0)))
+        del seg.inputs[mark[0]:], seg.input_meta[mark[0]:]
+        for key in list(seg.refs)[mark[1]:]:
+            del seg.refs[key]
 
-    def _output(self, fake, originals, ref):
-        """The tensor user code gets for one fake output: the input itself (in-place and
-        out= ops), a view over the source's storage, or a tensor over a new deferred one."""
-        if fake is None:
-            return None
+    def _record(self, func, ref_args, ref_kwargs, tensors, child: TraceNode):
         seg = self.segment
-        source = originals.get(id(fake))
-        if source is not None:                       # in-place: the same tensor, new value
-            self._remember(source, ref)
-            return source
-        storage = self._storage_of_meta(fake._storage)
-        geometry = (fake._offset, fake._shape, fake._stride, fake.dtype)
-        if storage is None:                          # a fresh result
-            storage = _new_deferred(fake._storage.nbytes(), fake.fake_device)
+        index = len(seg.ops)
+        seg.ops.append((func, ref_args, ref_kwargs))
+        seg.fakes.append(child.fakes)
+        seg.node = child
+        kind, outputs, mutated = child.outputs
+        for i in mutated:
+            self._mark_mutated(tensors[i])
+        made = []
+        for k, description in enumerate(outputs):
+            made.append(self._output(description, tensors, made, _Ref(('n', index, k))))
+        if kind == "one":
+            return made[0]
+        return kind(*made) if kind != "many" else type(child.fakes)(made)
+
+    def _output(self, description, tensors, made, ref):
+        """The tensor user code gets for one output (see `_describe`)."""
+        if description is None:
+            return None
+        what = description[0]
+        if what == "same":                           # in-place: the same tensor, new value
+            out = tensors[description[1]]
+            self._remember(out, ref)
+            return out
+        seg = self.segment
+        offset, shape, stride, dtype = geometry = description[-1]
+        if what == "fresh":
+            storage = _new_deferred(description[1], description[2])
             _owner_of_storage[id(storage)] = self
-            meta = fake._storage
-            self.fake_mode._storages[id(storage)] = (
-                weakref.ref(storage, _forget_storage(self.fake_mode, id(storage))), meta)
-            self._storage_of_meta_id[id(meta)] = (meta, weakref.ref(storage))
             seg.deferred[id(storage)] = [weakref.ref(storage), ref, geometry]
-            out = Tensor._make(storage, fake._offset, fake._shape, fake._stride, fake.dtype)
-        else:                                        # a view of an input's storage
-            view_source = fake._view_meta[0] if fake._view_meta is not None else None
-            base = originals.get(id(view_source)) if view_source is not None else None
-            out = Tensor._make(storage, fake._offset, fake._shape, fake._stride, fake.dtype,
+            out = Tensor._make(storage, offset, shape, stride, dtype)
+        elif what == "view":
+            base = tensors[description[2]] if description[2] is not None else None
+            out = Tensor._make(tensors[description[1]]._storage, offset, shape, stride, dtype,
                                base._vc if base is not None else None)
             if base is not None:
-                out._view_meta = (base, fake._shape, fake._stride, fake._offset)
-            entry = seg.deferred.get(id(storage))
-            if entry is not None and entry[2] == geometry:
-                entry[1] = ref                       # the base's newest value
-        key = id(out)
-        self.fake_mode._fakes[key] = (weakref.ref(out, _forget_fake(self.fake_mode, key)), fake)
+                out._view_meta = (base, shape, stride, offset)
+        else:                                        # over an earlier output's new storage
+            out = Tensor._make(made[description[1]]._storage, offset, shape, stride, dtype)
         self._remember(out, ref)
         return out
-
-    def _storage_of_meta(self, meta_storage):
-        known = self._storage_of_meta_id.get(id(meta_storage))
-        return known[1]() if known is not None and known[0] is meta_storage else None
 
     def _remember(self, tensor, ref):
         seg = self.segment
@@ -305,18 +366,13 @@ class LazyCapture(TorchDispatchMode):
             _owner_of_storage[id(storage)] = self
             self.segment.mutated[id(storage)] = storage
 
-    def _ref(self, value):
-        if isinstance(value, Tensor):
-            return self._tensor_ref(value)
-        if isinstance(value, (list, tuple)):
-            return type(value)(self._ref(v) for v in value)
-        return value
-
     def _tensor_ref(self, t):
         seg = self.segment
         known = seg.refs.get(id(t))
-        if known is not None and known[0]() is t:
-            return known[1]
+        if known is not None:
+            if known[0]() is t:
+                return known[1]
+            del seg.refs[id(t)]      # a dead tensor's id, reused: re-added at the end
         entry = seg.deferred.get(id(t._storage))
         if entry is not None:        # an alias of a deferred tensor made without an operator
             ref = _Ref(('a', entry[1], (t._offset, t._shape, t._stride, t.dtype)))
@@ -343,10 +399,10 @@ class LazyCapture(TorchDispatchMode):
         try:
             if break_reason is not None:   # may raise (fullgraph): the segment stays pending
                 self.on_break(GraphBreak(break_reason, user_frame()), bool(self.segment.ops))
-            seg, self.segment = self.segment, _Segment()
-            if not seg.ops:
-                return
-            self._run(seg)
+            seg, self.segment = self.segment, _Segment(self.root)
+            self._new_fake_mode()
+            if seg.ops:
+                self._run(seg)
         finally:
             self.flushing = False
 
@@ -360,9 +416,9 @@ class LazyCapture(TorchDispatchMode):
             storage = storage_ref()
             if storage is not None:
                 live.append((storage, ref, geometry))
-        structure = (tuple(seg.entries), tuple(seg.input_meta),
-                     tuple((ref, geometry) for _, ref, geometry in live))
-        compiled = self.compile_segment(lambda: _build_graph(seg, live), seg.inputs, structure)
+        outputs = tuple((ref, geometry) for _, ref, geometry in live)
+        compiled = self.compile_segment(seg.node.compiled, outputs,
+                                        lambda: _build_graph(seg, live), seg.inputs)
         with _disable_current_modes(), exclude_keys(_PYTHON_AND_ABOVE):
             results = compiled(*seg.inputs)
             if isinstance(results, Tensor):
@@ -444,6 +500,31 @@ def _forget_fake(fake_mode, key):
     return lambda _: fake_mode._fakes.pop(key, None)
 
 
+class _Uncapturable(Exception):
+    """Why an op cannot be recorded (its message is the graph break's reason)."""
+
+
+def _uncapturable(func, tensors):
+    if func._op.name in _METADATA_MUTATIONS:
+        return f"{func} changes a tensor's metadata in place"
+    for t in tensors:
+        kind = t.__class__
+        if kind is not Tensor and kind is not Parameter:
+            return f"{func} on a {kind.__name__}: tensor subclasses are not captured"
+    return None
+
+
+def _mutated_positions(func, args, kwargs, tensors: list) -> tuple:
+    """Which of the op's tensor arguments (`tensors`, in argument order) it writes."""
+    if not func._schema.is_mutable:
+        return ()
+    bound = bind_arguments(func._op, args, kwargs)
+    written = {id(t) for i, a in enumerate(func._schema.arguments) if a.is_mutated
+               for t in _tensors(bound[i])}
+    return tuple(i for i, t in enumerate(tensors)
+                 if id(t) in written and all(u is not t for u in tensors[:i]))
+
+
 def _non_tensor_output(func, result):
     """A result that is not tensors needs the data (the meta kernel cannot know it)."""
     values = result if isinstance(result, (list, tuple)) else (result,)
@@ -465,13 +546,19 @@ def _tensors(tree):
 
 
 def _key_of(value):
-    """A hashable form of recorded arguments in which 1, 1.0 and True differ."""
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__,) + tuple(_key_of(v) for v in value)
-    if isinstance(value, float):
+    """A hashable form of recorded arguments in which 1, 1.0 and True differ (they hash
+    and compare equal as Python values)."""
+    cls = value.__class__
+    if cls is _Ref or cls is int or cls is str or value is None:
+        return value
+    if cls is float:
         return (float, repr(value))
-    if isinstance(value, (bool, int, complex)):
-        return (type(value), value)
+    if cls is tuple or cls is list:
+        if all(v.__class__ is int for v in value):
+            return (cls, *value)
+        return (cls, *map(_key_of, value))
+    if cls is bool or cls is complex:
+        return (cls, value)
     return value
 
 

@@ -20,7 +20,7 @@ from ..nn.modules.module import Module
 from ..utils._python_dispatch import _get_current_dispatch_mode_stack
 from . import config, guards, logs
 from .backends import lookup_backend
-from .capture import LazyCapture
+from .capture import LazyCapture, TraceNode
 from .exc import BackendCompilerFailed, Unsupported
 
 log = logging.getLogger("glasstorch._dynamo")
@@ -43,13 +43,14 @@ def is_compiling() -> bool:
 
 
 class _CacheEntry:
-    """What one set of guards compiled: the snapshot and its graphs by structure."""
+    """What one set of guards compiled: the snapshot, and the tree of traces recorded under
+    it, whose nodes hold the compiled graphs."""
 
-    __slots__ = ("snapshot", "graphs")
+    __slots__ = ("snapshot", "trace")
 
     def __init__(self, snapshot: tuple):
         self.snapshot = snapshot
-        self.graphs: dict = {}      # segment structure -> (GraphModule, compiled callable)
+        self.trace = TraceNode()    # the traces seen, with their compiled graphs
 
 
 class _CompiledFunction:
@@ -89,8 +90,7 @@ class _CompiledFunction:
         entry = self._entry_for(args, kwargs)
         if entry is None:
             return self.fn(*args, **kwargs)
-        capture = LazyCapture(functools.partial(self._compile_segment, entry),
-                              self._on_break, self.fullgraph)
+        capture = LazyCapture(entry.trace, self._compile_segment, self._on_break)
         _state.capture = capture
         try:
             with capture:
@@ -131,8 +131,10 @@ class _CompiledFunction:
                           for source, kind, value in snapshot))
         return entry
 
-    def _compile_segment(self, entry, build_graph, inputs, structure):
-        cached = entry.graphs.get(structure)
+    def _compile_segment(self, cache: dict, outputs: tuple, build_graph, inputs):
+        """The compiled callable for a segment whose trace ends at the node owning `cache`
+        and whose live results are `outputs`: compiled by the backend the first time."""
+        cached = cache.get(outputs)
         if cached is None:
             gm = build_graph()
             if logs.enabled("graph"):
@@ -146,7 +148,7 @@ class _CompiledFunction:
                 log.warning("torch.compile: the backend failed on a graph of %s; it runs "
                             "eagerly (%s: %s)", self.name, type(e).__name__, e)
                 compiled = gm.forward
-            cached = entry.graphs[structure] = (gm, compiled)
+            cached = cache[outputs] = (gm, compiled)
         if _state.explain is not None:
             _state.explain.graphs.append(cached[0])
         return cached[1]
