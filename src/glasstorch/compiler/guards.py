@@ -30,12 +30,12 @@ def snapshot(args: tuple, kwargs: dict, names: list, module: Module | None,
         checks.append(("", f"autocast_{device_type}",
                        (state, get_autocast_dtype(device_type)) if state else False))
     for name, value in zip(names, args):
-        _value_checks(f"L['{name}']", value, checks, dynamic_all)
+        _value_checks(name, value, checks, dynamic_all)
     for name, value in kwargs.items():
-        _value_checks(f"L['{name}']", value, checks, dynamic_all)
+        _value_checks(name, value, checks, dynamic_all)
     if module is not None:
         for path, sub in module.named_modules():
-            source = "L['self']" + "".join(f".{p}" for p in path.split(".") if p)
+            source = "self" + "".join(f".{p}" for p in path.split(".") if p)
             checks.append((source, "training", sub.training))
             for kind, table in (("parameter", sub._parameters), ("buffer", sub._buffers)):
                 checks.append((source, f"{kind}_names", tuple(table)))
