@@ -19,6 +19,7 @@ import warnings
 from typing import Callable
 
 from .._decomp import core_aten_decompositions
+from ..autograd.grad_mode import no_grad
 from ..fx.experimental.proxy_tensor import make_fx
 
 log = logging.getLogger("glasstorch._dynamo")
@@ -67,9 +68,11 @@ def eager(gm, example_inputs, **kwargs):
 @register_backend(name="aot_eager", tags=("debug",))
 def aot_eager(gm, example_inputs, **kwargs):
     """Decompose the graph to core ATen ops (retraced on fake inputs, so nothing runs), then
-    run the decomposed graph."""
-    decomposed = make_fx(gm, core_aten_decompositions(), tracing_mode="fake",
-                         _allow_non_fake_inputs=True)(*example_inputs)
+    run the decomposed graph. The graph is below autograd (its backward, if any, is in it
+    as ops), so it is retraced without grad mode."""
+    with no_grad():
+        decomposed = make_fx(gm, core_aten_decompositions(), tracing_mode="fake",
+                             _allow_non_fake_inputs=True)(*example_inputs)
     return decomposed.forward
 
 

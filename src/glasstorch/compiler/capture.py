@@ -96,16 +96,21 @@ def user_frame():
 
 
 def _data_access_reason() -> str:
-    """Which Tensor method read the data, for the break's reason."""
+    """Which Tensor method (or which glasstorch function, bypassing the operators) read the
+    data, for the break's reason."""
     frame = sys._getframe(2)
-    what = None
+    method = reader = None
+    tensor_py = os.path.join("core", "tensor.py")
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        name = frame.f_code.co_name
-        if frame.f_code.co_filename.endswith(os.path.join("core", "tensor.py")) and \
-                not name.startswith("_array"):
-            what = name
-        elif name in ("tensor_repr", "_tensor_str"):
-            what = "__repr__"
+        name, filename = frame.f_code.co_name, frame.f_code.co_filename
+        if filename.endswith(tensor_py):
+            if not name.startswith("_array"):
+                method = name
+        elif name == "tensor_repr":
+            method = "__repr__"
+        elif reader is None:
+            module = os.path.relpath(filename, os.path.dirname(_PACKAGE_DIR))
+            reader = module.removesuffix(".py").replace(os.sep, ".") + "." + name
         frame = frame.f_back
     described = {"item": "Tensor.item()", "tolist": "Tensor.tolist()",
                  "numpy": "Tensor.numpy()", "__array__": "Tensor.__array__()",
@@ -113,9 +118,11 @@ def _data_access_reason() -> str:
                  "__repr__": "printing a Tensor", "__format__": "formatting a Tensor",
                  "__float__": "float(Tensor)", "__int__": "int(Tensor)",
                  "__index__": "Tensor.__index__()", "data_ptr": "Tensor.data_ptr()"}
-    if what in described:
-        return f"{described[what]} reads the tensor's data"
-    return "a tensor's data was read" + (f" ({what})" if what else "")
+    if method in described:
+        return f"{described[method]} reads the tensor's data"
+    if reader is not None:
+        return f"{reader} reads a tensor's data directly, not through an operator"
+    return "a tensor's data was read"
 
 
 class _Ref(tuple):
@@ -176,6 +183,7 @@ class _Segment:
         self.inputs: list = []       # the real tensors read (placeholders), in order
         self.input_meta: list = []   # their metadata (in the trace's keys)
         self.refs: dict = {}         # id(tensor) -> (weakref, reference)
+        self.views: dict = {}        # (id(storage), geometry) -> (weakref(storage), reference)
         self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
         self.mutated: dict = {}      # id(storage) -> real storage marked deferred meanwhile
 
@@ -336,6 +344,7 @@ class LazyCapture(TorchDispatchMode):
         if what == "fresh":
             storage = _new_deferred(description[1], description[2])
             _owner_of_storage[id(storage)] = self
+            seg.deferred.pop(id(storage), None)      # a dead storage's id, reused
             seg.deferred[id(storage)] = [weakref.ref(storage), ref, geometry]
             out = Tensor._make(storage, offset, shape, stride, dtype)
         elif what == "view":
@@ -350,11 +359,16 @@ class LazyCapture(TorchDispatchMode):
         return out
 
     def _remember(self, tensor, ref):
+        """`tensor`'s value is now `ref`'s: for it, for any tensor later seen over the same
+        memory the same way (an alias made without an operator), and, when it covers its
+        deferred storage's base, for the graph's output that fills the storage."""
         seg = self.segment
+        storage = tensor._storage
+        geometry = (tensor._offset, tensor._shape, tensor._stride, tensor.dtype)
         seg.refs[id(tensor)] = (weakref.ref(tensor), ref)
-        entry = seg.deferred.get(id(tensor._storage))
-        if entry is not None and entry[2] == (tensor._offset, tensor._shape, tensor._stride,
-                                              tensor.dtype):
+        seg.views[(id(storage), geometry)] = (weakref.ref(storage), ref)
+        entry = seg.deferred.get(id(storage))
+        if entry is not None and entry[0]() is storage and entry[2] == geometry:
             entry[1] = ref
 
     def _mark_mutated(self, t):
@@ -373,9 +387,14 @@ class LazyCapture(TorchDispatchMode):
             if known[0]() is t:
                 return known[1]
             del seg.refs[id(t)]      # a dead tensor's id, reused: re-added at the end
-        entry = seg.deferred.get(id(t._storage))
-        if entry is not None:        # an alias of a deferred tensor made without an operator
-            ref = _Ref(('a', entry[1], (t._offset, t._shape, t._stride, t.dtype)))
+        storage = t._storage
+        geometry = (t._offset, t._shape, t._stride, t.dtype)
+        seen = seg.views.get((id(storage), geometry))
+        entry = seg.deferred.get(id(storage))
+        if seen is not None and seen[0]() is storage:   # the same memory seen the same way
+            ref = seen[1]
+        elif entry is not None and entry[0]() is storage:
+            ref = _Ref(('a', entry[1], geometry))     # another view of a deferred value
         else:
             ref = _Ref(('p', len(seg.inputs)))
             seg.inputs.append(t)

@@ -39,7 +39,7 @@ _all_compiled = weakref.WeakSet()  # every live _CompiledFunction, for reset()
 
 def is_compiling() -> bool:
     """Whether the calling code runs inside a compiled region (being captured)."""
-    return _state.capture is not None
+    return _state.capture is not None and not _state.disabled
 
 
 class _CacheEntry:
@@ -262,8 +262,8 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
     @functools.wraps(fn)
     def eager_fn(*args, **kwargs):
         capture = _state.capture
-        if capture is not None:
-            capture.flush()                  # what came before is computed first
+        if capture is not None:              # what came before is computed first
+            capture.flush(break_reason=f"{fn.__qualname__} is torch.compiler.disable()d")
         _state.disabled += 1
         try:
             from ..utils._python_dispatch import _disable_current_modes

@@ -17,6 +17,7 @@ from ..core import dtype as _dt
 from ..core.tensor import Tensor, preserve_format as _preserve
 from ..autograd import is_grad_enabled, set_grad_enabled
 from ..autograd.hooks import RemovableHandle
+from ..dispatch.modes import _stack as _dispatch_modes
 from ..ops.copy import type_ as _legacy_type
 from ..ops.registry import functions as F
 
@@ -397,7 +398,9 @@ def _plain_arrays(*tensors):
     launch CuPy's kernels on the CuPy arrays, scratch from the caching allocator); others take
     the op-by-op path, with its checks and errors. Returns the NumPy arrays, an empty list
     without data (there the update only counts its writes, so a memory estimate sees
-    what the CPU run allocates), or None."""
+    what the CPU run allocates), or None (also while a dispatch mode is on the stack)."""
+    if _dispatch_modes.modes:      # a mode (a tool, the compiler's capture) sees every op
+        return None
     first = tensors[0]
     d, shape, device = first.dtype, first._shape, first.device.type
     if d not in _PLAIN_DTYPES or device not in ("cpu", "meta", "cuda"):
