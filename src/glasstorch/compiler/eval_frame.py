@@ -195,6 +195,11 @@ class OptimizedModule(Module):
         self._compiled = compiled
         self.forward = _make_wrapper(mod.__call__, compiled)
 
+    def __len__(self) -> int:
+        if hasattr(type(self._orig_mod), "__len__"):
+            return len(self._orig_mod)
+        raise TypeError(f"{type(self._orig_mod).__name__} does not support len()")
+
     @property
     def training(self) -> bool:
         return self._orig_mod.training

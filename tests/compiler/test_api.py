@@ -1,0 +1,128 @@
+"""The user's side of torch.compile, side by side with PyTorch where its answer is
+deterministic: call and decorator forms, OptimizedModule, Module.compile, backends, the
+torch.compiler and torch._dynamo namespaces, logging."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import glasstorch as gt
+import glasstorch.nn as nn
+from oracle import oracle_torch
+
+
+def test_compile_as_a_call_and_as_decorators(counter):
+    def f(x):
+        return x + 1
+    assert gt.compile(f, backend=counter)(gt.ones(1)).item() == 2
+
+    @gt.compile
+    def g(x):
+        return x * 2
+
+    @gt.compile(backend=counter, fullgraph=True)
+    def h(x):
+        return x - 1
+    assert g.__name__ == "g" and g._torchdynamo_orig_callable.__name__ == "g"
+    assert h(gt.ones(1)).item() == 0 and counter.compiles == 2
+    assert gt.compile(f, disable=True) is f
+
+
+def test_optimized_module_matches_pytorch():
+    torch = oracle_torch()
+    theirs = torch.compile(torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU()))
+    ours = gt.compile(nn.Sequential(nn.Linear(2, 3), nn.ReLU()))
+    assert type(ours).__name__ == type(theirs).__name__ == "OptimizedModule"
+    assert type(ours).__module__ == type(theirs).__module__.replace("torch", "glasstorch")
+    assert gt._dynamo.eval_frame.OptimizedModule is type(ours)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert repr(ours) == repr(theirs)
+    assert isinstance(ours._orig_mod, nn.Sequential) and len(ours) == len(theirs) == 2
+
+
+def test_optimized_module_forwards_attributes_and_training_flag(counter):
+    model = nn.Linear(2, 2)
+    compiled = gt.compile(model, backend=counter)
+    compiled.eval()
+    assert not model.training and not compiled.training
+    compiled.custom = 3
+    assert model.custom == 3
+    assert compiled.weight is model.weight
+    out = compiled(gt.ones(1, 2))
+    assert gt.equal(out, model(gt.ones(1, 2))) and counter.compiles == 1
+
+
+def test_module_compile_compiles_in_place(counter):
+    model = nn.Linear(2, 2)
+    keys = list(model.state_dict())
+    assert model.compile(backend=counter) is None
+    assert gt.equal(model(gt.ones(1, 2)), gt.nn.functional.linear(gt.ones(1, 2), model.weight,
+                                                                  model.bias))
+    assert counter.compiles == 1 and list(model.state_dict()) == keys
+
+
+def test_backends_registry():
+    torch = oracle_torch()
+    assert gt.compiler.list_backends()[0] == "inductor"
+    assert "inductor" in torch.compiler.list_backends()
+    everything = gt._dynamo.list_backends(exclude_tags=())
+    assert {"eager", "aot_eager", "inductor"} <= set(everything)
+    assert everything == sorted(everything)
+    with pytest.raises(gt._dynamo.exc.TorchDynamoException, match="Invalid backend"):
+        gt.compile(lambda x: x, backend="no_such_backend")
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        gt.compile(lambda x: x, mode="max-autotune", options={})
+
+
+def test_a_failing_backend_raises_unless_errors_are_suppressed():
+    def broken(gm, example_inputs):
+        raise ValueError("no code today")
+    f = gt.compile(lambda x: x.exp(), backend=broken)
+    with pytest.raises(gt._dynamo.exc.BackendCompilerFailed, match="no code today"):
+        f(gt.zeros(2))
+    gt._dynamo.config.suppress_errors = True
+    try:
+        assert f(gt.zeros(2)).tolist() == [1.0, 1.0]
+    finally:
+        gt._dynamo.config.suppress_errors = False
+
+
+def test_the_inductor_backend_falls_back_to_eager_when_absent():
+    try:
+        import glasstorch.compiler.inductor  # noqa: F401
+        pytest.skip("the inductor code generator is installed")
+    except ImportError:
+        pass
+    with pytest.warns(UserWarning, match="inductor is not available"):
+        out = gt.compile(lambda x: x + 1)(gt.ones(2))
+    assert out.tolist() == [2.0, 2.0]
+
+
+def test_compiler_namespace():
+    assert not gt.compiler.is_compiling() and not gt.compiler.is_dynamo_compiling()
+    f = lambda x: x   # noqa: E731
+    assert gt.compiler.allow_in_graph(f) is f
+    assert gt.compiler.assume_constant_result(f) is f
+    assert gt.compiler.disable(f)(3) == 3
+    assert gt._dynamo.config.cache_size_limit == gt._dynamo.config.recompile_limit == 8
+    assert gt._dynamo.config.suppress_errors is False
+
+
+def test_glasstorch_logs_environment_variable_prints_graphs_and_breaks():
+    program = ("import glasstorch as torch\n"
+               "def f(x):\n"
+               "    y = x + 1\n"
+               "    if y.sum() > 0:\n"
+               "        y = y * 2\n"
+               "    return y\n"
+               "torch.compile(f, backend='eager')(torch.ones(2))\n")
+    env = dict(os.environ, GLASSTORCH_LOGS="graph,graph_breaks",
+               PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..", "src"))
+    result = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "[glasstorch._dynamo.graph] TRACED GRAPH" in result.stderr
+    assert "torch.ops.aten.add.Tensor" in result.stderr
+    assert "[glasstorch._dynamo.graph_breaks] Graph break in f at <string>:4" in result.stderr
