@@ -183,7 +183,7 @@ class _Segment:
         self.inputs: list = []       # the real tensors read (placeholders), in order
         self.input_meta: list = []   # their metadata (in the trace's keys)
         self.refs: dict = {}         # id(tensor) -> (weakref, reference)
-        self.views: dict = {}        # (id(storage), geometry) -> (weakref(storage), reference)
+        self.views: dict = {}        # (id(storage), geometry) -> (reference, deferred?)
         self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
         self.mutated: dict = {}      # id(storage) -> real storage marked deferred meanwhile
 
@@ -216,12 +216,16 @@ class LazyCapture(TorchDispatchMode):
         seg = self.segment
         mark = len(seg.inputs), len(seg.refs)
         tensors: list = []
-        ref_args = self._refs(args, tensors)
-        ref_kwargs = dict(zip(kwargs, self._refs(kwargs.values(), tensors))) if kwargs else {}
+        ref_args, key = self._refs(args, tensors)
+        ref_kwargs = {}
+        if kwargs:
+            values, kwargs_key = self._refs(kwargs.values(), tensors)
+            ref_kwargs = dict(zip(kwargs, values))
+            key += (tuple(kwargs),) + kwargs_key
         why_not = _uncapturable(func, tensors)
         if why_not is None:
-            key = (func, _key_of(ref_args), _key_of(tuple(ref_kwargs.items())),
-                   tuple(seg.input_meta[mark[0]:]))
+            key = (func, key, tuple(seg.input_meta[mark[0]:]) if len(seg.inputs) > mark[0]
+                   else ())
             child = seg.node.children.get(key)
             if child is None:
                 try:
@@ -237,14 +241,16 @@ class LazyCapture(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
     def _refs(self, values, tensors: list) -> tuple:
-        """`values` with each tensor replaced by its reference (lists of tensors too); the
-        tensors are appended to `tensors`, in order."""
-        out = []
+        """(`values` with each tensor replaced by its reference, lists of tensors too; their
+        key, in which 1, 1.0 and True differ). The tensors are appended to `tensors`."""
+        out, key = [], []
         for v in values:
             cls = v.__class__
             if cls is Tensor or cls is Parameter or isinstance(v, Tensor):
                 tensors.append(v)
-                out.append(self._tensor_ref(v))
+                v = self._tensor_ref(v)
+                out.append(v)
+                key.append(v)
             elif (cls is list or cls is tuple) and any(isinstance(x, Tensor) for x in v):
                 items = []
                 for x in v:
@@ -253,9 +259,11 @@ class LazyCapture(TorchDispatchMode):
                         x = self._tensor_ref(x)
                     items.append(x)
                 out.append(cls(items))
+                key.append(_key_of(out[-1]))
             else:
                 out.append(v)
-        return tuple(out)
+                key.append(v if cls is int or cls is str or v is None else _key_of(v))
+        return tuple(out), tuple(key)
 
     def _describe(self, func, args, kwargs, tensors) -> TraceNode:
         """Run the op's Meta kernel on fakes; describe each output relative to the op's
@@ -366,9 +374,10 @@ class LazyCapture(TorchDispatchMode):
         storage = tensor._storage
         geometry = (tensor._offset, tensor._shape, tensor._stride, tensor.dtype)
         seg.refs[id(tensor)] = (weakref.ref(tensor), ref)
-        seg.views[(id(storage), geometry)] = (weakref.ref(storage), ref)
         entry = seg.deferred.get(id(storage))
-        if entry is not None and entry[0]() is storage and entry[2] == geometry:
+        deferred = entry is not None and entry[0]() is storage
+        seg.views[(id(storage), geometry)] = (ref, deferred)
+        if deferred and entry[2] == geometry:
             entry[1] = ref
 
     def _mark_mutated(self, t):
@@ -391,9 +400,12 @@ class LazyCapture(TorchDispatchMode):
         geometry = (t._offset, t._shape, t._stride, t.dtype)
         seen = seg.views.get((id(storage), geometry))
         entry = seg.deferred.get(id(storage))
-        if seen is not None and seen[0]() is storage:   # the same memory seen the same way
-            ref = seen[1]
-        elif entry is not None and entry[0]() is storage:
+        deferred = entry is not None and entry[0]() is storage
+        # A real storage seen before is alive (a placeholder holds it), so its id is its
+        # own; a deferred one's id is checked against its entry's weak reference.
+        if seen is not None and (deferred or not seen[1]):    # the same memory, seen alike
+            ref = seen[0]
+        elif deferred:
             ref = _Ref(('a', entry[1], geometry))     # another view of a deferred value
         else:
             ref = _Ref(('p', len(seg.inputs)))
@@ -570,8 +582,8 @@ def _key_of(value):
     cls = value.__class__
     if cls is _Ref or cls is int or cls is str or value is None:
         return value
-    if cls is float:
-        return (float, repr(value))
+    if cls is float:      # by value; a zero by its repr, so -0.0 and 0.0 differ
+        return (float, value) if value else (float, repr(value))
     if cls is tuple or cls is list:
         if all(v.__class__ is int for v in value):
             return (cls, *value)
