@@ -179,3 +179,28 @@ def test_nested_compiled_functions_are_captured_by_the_outer_one(counter):
     assert outer(gt.ones(2)).tolist() == [5.0, 5.0]
     assert counter.compiles == 1
     assert len([n for n in counter.graphs[0].graph.nodes if n.op == "call_function"]) == 3
+
+
+def test_writing_an_input_through_numpy_after_an_op_read_it_keeps_eager_order():
+    def f(x):
+        y = x * 2                                  # reads x (pending)
+        x.numpy()[0] = 100.0                       # a direct write: the read happens first
+        return y, x + 1
+    x1, x2 = gt.ones(2), gt.ones(2)
+    got = gt.compile(f, backend="eager")(x1)
+    for g, e in zip(got, f(x2)):
+        same(g, e)
+
+
+def test_an_optimizer_update_inside_a_compiled_region_is_recorded_as_operators(counter):
+    w = nn.Parameter(gt.ones(3))
+    optimizer = gt.optim.SGD([w], lr=0.5)
+
+    def step(x):
+        loss = (w * x).sum()
+        loss.backward()
+        optimizer.step()
+        return loss
+    gt.compile(step, backend=counter)(gt.arange(3.))
+    assert w.tolist() == [1.0, 0.5, 0.0] and counter.compiles == 1
+    assert "aten.add_.Tensor" in {str(n.target) for n in counter.graphs[0].graph.nodes}

@@ -185,7 +185,7 @@ class _Segment:
         self.refs: dict = {}         # id(tensor) -> (weakref, reference)
         self.views: dict = {}        # (id(storage), geometry) -> (reference, deferred?)
         self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
-        self.mutated: dict = {}      # id(storage) -> real storage marked deferred meanwhile
+        self.pending: dict = {}      # id(storage) -> real storage the segment reads or writes
 
 
 class LazyCapture(TorchDispatchMode):
@@ -330,7 +330,7 @@ class LazyCapture(TorchDispatchMode):
         seg.node = child
         kind, outputs, mutated = child.outputs
         for i in mutated:
-            self._mark_mutated(tensors[i])
+            tensors[i]._np = None    # a cached NumPy view would read the bytes before the write
         made = []
         for k, description in enumerate(outputs):
             made.append(self._output(description, tensors, made, _Ref(('n', index, k))))
@@ -380,14 +380,17 @@ class LazyCapture(TorchDispatchMode):
         if deferred and entry[2] == geometry:
             entry[1] = ref
 
-    def _mark_mutated(self, t):
-        """An op writes `t`: its storage now awaits the flush, like a fresh result's."""
+    def _mark_pending(self, t):
+        """A real tensor becomes a graph input: until the flush, the segment reads (and may
+        write) its storage, so reading or writing those bytes directly (`.numpy()`, code
+        that bypasses the operators) must flush first. The storage is marked deferred
+        meanwhile; the tensor's cached NumPy view, which would bypass the mark, is dropped."""
         storage = t._storage
-        t._np = None                                 # a cached NumPy view would read stale bytes
-        if type(storage) is UntypedStorage and storage.device.type != "meta":
+        t._np = None
+        if storage.__class__ is UntypedStorage and storage.device.type != "meta":
             storage.__class__ = DeferredStorage
             _owner_of_storage[id(storage)] = self
-            self.segment.mutated[id(storage)] = storage
+            self.segment.pending[id(storage)] = storage
 
     def _tensor_ref(self, t):
         seg = self.segment
@@ -409,6 +412,7 @@ class LazyCapture(TorchDispatchMode):
             ref = _Ref(('a', entry[1], geometry))     # another view of a deferred value
         else:
             ref = _Ref(('p', len(seg.inputs)))
+            self._mark_pending(t)
             seg.inputs.append(t)
             seg.input_meta.append(self._input_meta(t))
         seg.refs[id(t)] = (weakref.ref(t), ref)
@@ -438,7 +442,7 @@ class LazyCapture(TorchDispatchMode):
             self.flushing = False
 
     def _run(self, seg: _Segment) -> None:
-        for storage in seg.mutated.values():          # the graph reads and writes them
+        for storage in seg.pending.values():          # the graph reads and writes them
             storage.__class__ = UntypedStorage
             _owner_of_storage.pop(id(storage), None)
         live = []
