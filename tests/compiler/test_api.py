@@ -126,3 +126,13 @@ def test_glasstorch_logs_environment_variable_prints_graphs_and_breaks():
     assert "[glasstorch._dynamo.graph] TRACED GRAPH" in result.stderr
     assert "torch.ops.aten.add.Tensor" in result.stderr
     assert "[glasstorch._dynamo.graph_breaks] Graph break in f at <string>:4" in result.stderr
+
+
+def test_an_optimized_module_copies_with_its_options_not_its_graphs(counter):
+    import copy
+    compiled = gt.compile(nn.Linear(2, 2), backend=counter)
+    compiled(gt.ones(1, 2))
+    twin = copy.deepcopy(compiled)
+    assert twin._orig_mod is not compiled._orig_mod
+    assert gt.equal(twin(gt.ones(1, 2)), compiled(gt.ones(1, 2)))
+    assert counter.compiles == 2                  # the copy compiled its own graph

@@ -58,6 +58,7 @@ class _CompiledFunction:
 
     def __init__(self, fn, backend, fullgraph: bool, dynamic):
         self.fn = fn
+        self.backend_arg = backend
         self.backend = lookup_backend(backend)
         self.fullgraph = fullgraph
         self.dynamic = dynamic
@@ -167,6 +168,10 @@ class _CompiledFunction:
     def reset(self):
         self.entries.clear()
         self.limit_warned = False
+
+    def __reduce__(self):
+        """Copies and pickles carry the function and the options, not the compiled graphs."""
+        return (_CompiledFunction, (self.fn, self.backend_arg, self.fullgraph, self.dynamic))
 
 
 def _make_wrapper(fn, compiled: _CompiledFunction):
