@@ -136,4 +136,4 @@ def test_an_optimized_module_copies_with_its_options_not_its_graphs(counter):
     assert twin._orig_mod is not compiled._orig_mod
     assert gt.equal(twin(gt.ones(1, 2)), compiled(gt.ones(1, 2)))
     assert counter.compiles == 1           # the copy compiled its own graph, with its own
-    assert twin._compiled.backend is not counter and twin._compiled.backend.compiles == 1
+    assert twin._compiled.backend is not counter and len(twin._compiled.entries) == 1
