@@ -111,3 +111,23 @@ def test_reset_forgets_compiled_graphs(counter):
     gt.compiler.reset()
     compiled(gt.ones(2))
     assert counter.compiles == 2
+
+
+def test_a_trace_that_changes_every_call_stops_compiling_after_the_limit(counter):
+    scale = [1.0]
+
+    def f(x):
+        return x * scale[0]                        # a number read from outside, not guarded
+    compiled = gt.compile(f, backend=counter)
+    old = gt._dynamo.config.recompile_limit
+    gt._dynamo.config.recompile_limit = 3
+    try:
+        with pytest.warns(UserWarning, match=r"compiled new graphs on 3 calls(.|\n)*"
+                          r"aten.mul.Tensor\(<tensor>, 4.0\) where an earlier call had "
+                          r"aten.mul.Tensor\(<tensor>, 1.0\)"):
+            for i in range(6):
+                scale[0] = float(i + 1)
+                assert compiled(gt.ones(2)).tolist() == [i + 1.0] * 2
+    finally:
+        gt._dynamo.config.recompile_limit = old
+    assert counter.compiles == 4                   # the first call and three retraces

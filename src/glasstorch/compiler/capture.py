@@ -202,6 +202,8 @@ class LazyCapture(TorchDispatchMode):
         self.on_break = on_break
         self.segment = _Segment(root)
         self.flushing = False
+        self.divergence = None       # (this call's op key, a cached one) where traces part
+        self.compiled_new_graph = False
         self._new_fake_mode()
 
     def _new_fake_mode(self):
@@ -228,6 +230,8 @@ class LazyCapture(TorchDispatchMode):
                    else ())
             child = seg.node.children.get(key)
             if child is None:
+                if seg.node.children and self.divergence is None:
+                    self.divergence = (key, next(iter(seg.node.children)))
                 try:
                     child = self._describe(func, args, kwargs or {}, tensors)
                 except _Uncapturable as e:
@@ -452,6 +456,7 @@ class LazyCapture(TorchDispatchMode):
             if storage is not None:
                 live.append((storage, ref, geometry))
         outputs = tuple((ref, geometry) for _, ref, geometry in live)
+        self.compiled_new_graph |= outputs not in seg.node.compiled
         compiled = self.compile_segment(seg.node.compiled, outputs,
                                         lambda: _build_graph(seg, live), seg.inputs)
         with _disable_current_modes(), exclude_keys(_PYTHON_AND_ABOVE):
@@ -578,6 +583,25 @@ def _tensors(tree):
     elif isinstance(tree, dict):
         for item in tree.values():
             yield from _tensors(item)
+
+
+def describe_divergence(divergence) -> str:
+    """Two op keys where a call's trace left the cached ones, in words."""
+    def show(key):
+        func, arguments, _ = key
+        return f"{func}(" + ", ".join(_show_key(a) for a in arguments) + ")"
+    ours, cached = divergence
+    return f"{show(ours)} where an earlier call had {show(cached)}"
+
+
+def _show_key(value) -> str:
+    if isinstance(value, _Ref):
+        return "<tensor>"
+    if isinstance(value, tuple) and value and value[0] in (float, bool, complex):
+        return repr(value[1])
+    if isinstance(value, tuple) and value and value[0] in (tuple, list):
+        return "[" + ", ".join(_show_key(v) for v in value[1:]) + "]"
+    return repr(value)
 
 
 def _key_of(value):

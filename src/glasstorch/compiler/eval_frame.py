@@ -20,7 +20,7 @@ from ..nn.modules.module import Module
 from ..utils._python_dispatch import _get_current_dispatch_mode_stack
 from . import config, guards, logs
 from .backends import lookup_backend
-from .capture import LazyCapture, TraceNode
+from .capture import LazyCapture, TraceNode, describe_divergence
 from .exc import BackendCompilerFailed, Unsupported
 
 log = logging.getLogger("glasstorch._dynamo")
@@ -46,11 +46,14 @@ class _CacheEntry:
     """What one set of guards compiled: the snapshot, and the tree of traces recorded under
     it, whose nodes hold the compiled graphs."""
 
-    __slots__ = ("snapshot", "trace")
+    __slots__ = ("snapshot", "trace", "calls", "retraces", "eager")
 
     def __init__(self, snapshot: tuple):
         self.snapshot = snapshot
         self.trace = TraceNode()    # the traces seen, with their compiled graphs
+        self.calls = 0              # calls that ran under this entry
+        self.retraces = 0           # later calls whose trace needed a new graph
+        self.eager = False          # past the limit: calls under this entry run eagerly
 
 
 class _CompiledFunction:
@@ -89,7 +92,7 @@ class _CompiledFunction:
                         self.name)
             return self.fn(*args, **kwargs)
         entry = self._entry_for(args, kwargs)
-        if entry is None:
+        if entry is None or entry.eager:
             return self.fn(*args, **kwargs)
         capture = LazyCapture(entry.trace, self._compile_segment, self._on_break)
         _state.capture = capture
@@ -99,7 +102,29 @@ class _CompiledFunction:
         finally:
             _state.capture = None
             capture.flush()
+            self._count_retrace(entry, capture)
         return result
+
+    def _count_retrace(self, entry, capture):
+        """A later call under the same guards whose trace differs (a Python number that
+        changes every call, a data-dependent branch) compiles new graphs; past the recompile
+        limit the entry runs eagerly, with one warning naming where the traces part."""
+        entry.calls += 1
+        if entry.calls == 1 or not capture.compiled_new_graph:
+            return
+        entry.retraces += 1
+        where = describe_divergence(capture.divergence) if capture.divergence else "?"
+        logs.artifact_logger("recompiles").debug(
+            "Recompiling function %s in %s: the trace changed at %s", self.name,
+            self.location, where)
+        if entry.retraces >= config.recompile_limit:
+            entry.eager = True
+            warnings.warn(
+                f"glasstorch._dynamo: {self.name!r} ({self.location}) compiled new graphs on "
+                f"{entry.retraces} calls with the same guards, and now runs eagerly under "
+                f"them. The trace changed at {where}. A Python number that changes every "
+                "call (a learning rate, a step count) is a constant of the graph: pass it as "
+                "a tensor to keep one graph.", UserWarning, stacklevel=4)
 
     def _entry_for(self, args, kwargs):
         names = self.arg_names + [f"arg{i}" for i in range(len(self.arg_names), len(args))]
@@ -117,7 +142,7 @@ class _CompiledFunction:
                         f"({config.recompile_limit})\n   function: {self.name!r} "
                         f"({self.location})\n   last reason: {reason}\nTo log all "
                         "recompilation reasons, use GLASSTORCH_LOGS=\"recompiles\".",
-                        UserWarning, stacklevel=3)
+                        UserWarning, stacklevel=4)
                 return None
             logs.artifact_logger("recompiles").debug(
                 "Recompiling function %s in %s\n    triggered by the following guard "
