@@ -70,7 +70,7 @@ def test_backends_registry():
     everything = gt._dynamo.list_backends(exclude_tags=())
     assert {"eager", "aot_eager", "inductor"} <= set(everything)
     assert everything == sorted(everything)
-    with pytest.raises(gt._dynamo.exc.TorchDynamoException, match="Invalid backend"):
+    with pytest.raises(gt._dynamo.exc.InvalidBackend, match="Invalid backend"):
         gt.compile(lambda x: x, backend="no_such_backend")
     with pytest.raises(RuntimeError, match="Either mode or options"):
         gt.compile(lambda x: x, mode="max-autotune", options={})
@@ -137,3 +137,23 @@ def test_an_optimized_module_copies_with_its_options_not_its_graphs(counter):
     assert gt.equal(twin(gt.ones(1, 2)), compiled(gt.ones(1, 2)))
     assert counter.compiles == 1           # the copy compiled its own graph, with its own
     assert twin._compiled.backend is not counter and len(twin._compiled.entries) == 1
+
+
+def test_compile_signature_and_argument_errors_match_pytorch():
+    import inspect
+    torch = oracle_torch()
+    assert list(inspect.signature(gt.compile).parameters) == \
+        list(inspect.signature(torch.compile).parameters)
+    for T in (gt, torch):
+        with pytest.raises(AssertionError, match="A callable function is expected"):
+            T.compile(3)
+        with pytest.raises(RuntimeError, match="Unrecognized mode=bogus"):
+            T.compile(lambda x: x, mode="bogus")
+
+
+def test_a_per_function_recompile_limit(counter):
+    compiled = gt.compile(lambda x: x + 1, backend=counter, recompile_limit=1)
+    compiled(gt.ones(1))
+    with pytest.warns(UserWarning, match=r"recompile_limit \(1\)"):
+        compiled(gt.ones(2))
+    assert counter.compiles == 1

@@ -21,6 +21,7 @@ from typing import Callable
 from .._decomp import core_aten_decompositions
 from ..autograd.grad_mode import no_grad
 from ..fx.experimental.proxy_tensor import make_fx
+from .exc import InvalidBackend
 
 log = logging.getLogger("glasstorch._dynamo")
 _BACKENDS: dict = {}        # name -> (compiler_fn, tags)
@@ -42,10 +43,7 @@ def lookup_backend(compiler_fn) -> Callable:
     """A backend name or callable as the callable."""
     if isinstance(compiler_fn, str):
         if compiler_fn not in _BACKENDS:
-            from .exc import TorchDynamoException
-            raise TorchDynamoException(
-                f"Invalid backend: {compiler_fn!r}, see `torch._dynamo.list_backends()` for "
-                "available backends.")
+            raise InvalidBackend(compiler_fn)
         return _BACKENDS[compiler_fn][0]
     if not callable(compiler_fn):
         raise TypeError(f"backend must be a string or a callable, got {type(compiler_fn)}")

@@ -59,8 +59,9 @@ class _CacheEntry:
 class _CompiledFunction:
     """The state behind one `torch.compile(fn)`: backend, options and cache entries."""
 
-    def __init__(self, fn, backend, fullgraph: bool, dynamic):
+    def __init__(self, fn, backend, fullgraph: bool, dynamic, name=None, recompile_limit=None):
         self.fn = fn
+        self.recompile_limit = recompile_limit
         self.backend_arg = backend
         self.backend = lookup_backend(backend)
         self.fullgraph = fullgraph
@@ -70,7 +71,7 @@ class _CompiledFunction:
         target = inspect.unwrap(getattr(fn, "__func__", fn))
         code = getattr(target, "__code__", None) or getattr(
             getattr(target, "forward", None), "__code__", None)
-        self.name = getattr(target, "__qualname__", None) or type(target).__name__
+        self.name = name or getattr(target, "__qualname__", None) or type(target).__name__
         self.location = f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
         self.module = getattr(fn, "__self__", None)
         if not isinstance(self.module, Module):
@@ -117,7 +118,7 @@ class _CompiledFunction:
         logs.artifact_logger("recompiles").debug(
             "Recompiling function %s in %s: the trace changed at %s", self.name,
             self.location, where)
-        if entry.retraces >= config.recompile_limit:
+        if entry.retraces >= self.limit:
             entry.eager = True
             warnings.warn(
                 f"glasstorch._dynamo: {self.name!r} ({self.location}) compiled new graphs on "
@@ -125,6 +126,11 @@ class _CompiledFunction:
                 f"them. The trace changed at {where}. A Python number that changes every "
                 "call (a learning rate, a step count) is a constant of the graph: pass it as "
                 "a tensor to keep one graph.", UserWarning, stacklevel=4)
+
+    @property
+    def limit(self) -> int:
+        """This function's recompile limit: its own, else `config.recompile_limit`."""
+        return config.recompile_limit if self.recompile_limit is None else self.recompile_limit
 
     def _entry_for(self, args, kwargs):
         names = self.arg_names + [f"arg{i}" for i in range(len(self.arg_names), len(args))]
@@ -134,12 +140,12 @@ class _CompiledFunction:
                 return entry
         if self.entries:
             reason = guards.failure(self.entries[-1].snapshot, snapshot)
-            if len(self.entries) >= config.recompile_limit:
+            if len(self.entries) >= self.limit:
                 if not self.limit_warned:
                     self.limit_warned = True
                     warnings.warn(
                         f"glasstorch._dynamo hit config.recompile_limit "
-                        f"({config.recompile_limit})\n   function: {self.name!r} "
+                        f"({self.limit})\n   function: {self.name!r} "
                         f"({self.location})\n   last reason: {reason}\nTo log all "
                         "recompilation reasons, use GLASSTORCH_LOGS=\"recompiles\".",
                         UserWarning, stacklevel=4)
@@ -196,7 +202,8 @@ class _CompiledFunction:
 
     def __reduce__(self):
         """Copies and pickles carry the function and the options, not the compiled graphs."""
-        return (_CompiledFunction, (self.fn, self.backend_arg, self.fullgraph, self.dynamic))
+        return (_CompiledFunction, (self.fn, self.backend_arg, self.fullgraph, self.dynamic,
+                                    self.name, self.recompile_limit))
 
 
 def _make_wrapper(fn, compiled: _CompiledFunction):
@@ -261,31 +268,45 @@ class OptimizedModule(Module):
 OptimizedModule.__module__ = "glasstorch._dynamo.eval_frame"   # PyTorch's path for the class
 
 
-def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",
-            mode=None, options=None, disable: bool = False):
+_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend=None, mode=None,
+            options=None, name=None, disable: bool = False, recompile_limit=None,
+            isolate_recompiles: bool = False, shapes_spec=None):
     """Compile `model` (a function or an nn.Module): the same results as eager, computed
-    through graphs captured from each call and compiled by `backend`. Usable as a decorator,
-    with or without arguments. See docs/15-compiler.md."""
+    through graphs captured from each call and compiled by `backend` ("inductor" when None).
+    Usable as a decorator, with or without arguments. `recompile_limit` overrides
+    `torch._dynamo.config.recompile_limit` for this function; `name` names it in logs and
+    warnings. See docs/15-compiler.md."""
+    options_ = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                    options=options, name=name, disable=disable,
+                    recompile_limit=recompile_limit, isolate_recompiles=isolate_recompiles,
+                    shapes_spec=shapes_spec)
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be "
                            "specified at the same time.")
-    if mode not in (None, "default", "reduce-overhead", "max-autotune",
-                    "max-autotune-no-cudagraphs"):
-        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: default, "
-                           "reduce-overhead, max-autotune, max-autotune-no-cudagraphs")
+    if mode is not None and mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           f"{', '.join(_MODES)}")
+    if shapes_spec is not None:
+        raise NotImplementedError("torch.compile(shapes_spec=...): glasstorch has no "
+                                  "symbolic shapes")
     if model is None:
-        return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
-                                  mode=mode, options=options, disable=disable)
+        return lambda fn: compile(fn, **options_)
     if not callable(model):
-        raise RuntimeError("torch.compile: model must be callable, got "
-                           f"{type(model).__name__}")
+        raise AssertionError(f"A callable function is expected, but {type(model)} is "
+                             "provided.")
+    backend = "inductor" if backend is None else backend
     lookup_backend(backend)                  # an unknown name fails here, as in PyTorch
     if disable:
         return model
     if isinstance(model, Module):
-        return OptimizedModule(model, _CompiledFunction(model.__call__, backend, fullgraph,
-                                                        dynamic))
-    return _make_wrapper(model, _CompiledFunction(model, backend, fullgraph, dynamic))
+        compiled = _CompiledFunction(model.__call__, backend, fullgraph, dynamic, name,
+                                     recompile_limit)
+        return OptimizedModule(model, compiled)
+    return _make_wrapper(model, _CompiledFunction(model, backend, fullgraph, dynamic, name,
+                                                  recompile_limit))
 
 
 def disable(fn=None, recursive: bool = True, *, reason: str | None = None):

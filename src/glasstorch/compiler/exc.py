@@ -5,6 +5,14 @@ class TorchDynamoException(RuntimeError):
     """Base of the compiler's errors."""
 
 
+class InvalidBackend(TorchDynamoException):
+    """`backend=` names no registered backend."""
+
+    def __init__(self, name: str):
+        super().__init__(f"Invalid backend: {name!r}, see `torch._dynamo.list_backends()` for "
+                         "available backends.")
+
+
 class Unsupported(TorchDynamoException):
     """Capture met something it cannot put in a graph while `fullgraph=True` forbids a break."""
 
