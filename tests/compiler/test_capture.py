@@ -204,3 +204,12 @@ def test_an_optimizer_update_inside_a_compiled_region_is_recorded_as_operators(c
     gt.compile(step, backend=counter)(gt.arange(3.))
     assert w.tolist() == [1.0, 0.5, 0.0] and counter.compiles == 1
     assert "aten.add_.Tensor" in {str(n.target) for n in counter.graphs[0].graph.nodes}
+
+
+def test_a_tensor_repointed_without_an_operator_is_seen_with_its_new_value():
+    def f(p):
+        p.data = p.data * 2                        # .data assignment: no operator runs
+        return p + 1
+    a, b = nn.Parameter(gt.ones(2)), nn.Parameter(gt.ones(2))
+    same(gt.compile(f, backend="eager")(a), f(b))
+    same(a.detach(), b.detach())

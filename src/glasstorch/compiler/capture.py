@@ -6,15 +6,18 @@ kernel: it computes the outputs' metadata with the op's Meta kernel (through a
 FakeTensorMode), appends the call to the current *segment*, and returns plain
 `glasstorch.Tensor`s over `DeferredStorage`s: storages whose bytes do not exist yet. Views
 of a tensor are views of its storage, as in eager mode, so aliasing is eager's by
-construction; an in-place op on a real tensor marks that tensor's storage deferred too.
+construction. A real tensor the segment reads or writes has its storage marked deferred
+too, until the flush, so that its bytes are not read or written around the recorded ops.
+On later calls the recorded trace is replayed: each op is checked against the trace tree
+of the call's cache entry (one lookup; see TraceNode) instead of running a Meta kernel.
 
 Anything that needs data ends the segment (a *flush*): reading a deferred storage's bytes
 (`.item()`, `bool(t)`, `print(t)`, `.numpy()`, `.tolist()`: all reach `storage.buf`), an op
 the capture cannot describe without running it (no Meta kernel, data-dependent output shape,
 a tensor subclass, a non-tensor result), and the end of the compiled function. A flush turns
 the segment into an ATen-level FX graph (placeholders are the real tensors it read; outputs
-are the deferred storages still alive), looks the graph up in its cache by the segment's
-structure, hands it to the backend on a miss, runs the compiled callable below the dispatch
+are the deferred storages still alive), looks the graph up at the trace's last node,
+hands it to the backend on a miss, runs the compiled callable below the dispatch
 keys that already ran (autograd recorded its graph during capture), and moves the results'
 bytes into the deferred storages, which become ordinary storages. The same Tensor objects
 that user code, autograd's saved tensors and module attributes hold now have values.
@@ -182,7 +185,7 @@ class _Segment:
         self.fakes: list = []        # each op's fake outputs (node.meta["val"])
         self.inputs: list = []       # the real tensors read (placeholders), in order
         self.input_meta: list = []   # their metadata (in the trace's keys)
-        self.refs: dict = {}         # id(tensor) -> (weakref, reference)
+        self.refs: dict = {}         # id(tensor) -> (weakref, reference, id(storage), geometry)
         self.views: dict = {}        # (id(storage), geometry) -> (reference, deferred?)
         self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
         self.pending: dict = {}      # id(storage) -> real storage the segment reads or writes
@@ -377,7 +380,7 @@ class LazyCapture(TorchDispatchMode):
         seg = self.segment
         storage = tensor._storage
         geometry = (tensor._offset, tensor._shape, tensor._stride, tensor.dtype)
-        seg.refs[id(tensor)] = (weakref.ref(tensor), ref)
+        seg.refs[id(tensor)] = (weakref.ref(tensor), ref, id(storage), geometry)
         entry = seg.deferred.get(id(storage))
         deferred = entry is not None and entry[0]() is storage
         seg.views[(id(storage), geometry)] = (ref, deferred)
@@ -399,12 +402,14 @@ class LazyCapture(TorchDispatchMode):
     def _tensor_ref(self, t):
         seg = self.segment
         known = seg.refs.get(id(t))
-        if known is not None:
-            if known[0]() is t:
-                return known[1]
-            del seg.refs[id(t)]      # a dead tensor's id, reused: re-added at the end
         storage = t._storage
         geometry = (t._offset, t._shape, t._stride, t.dtype)
+        if known is not None:
+            if known[0]() is t and known[2] == id(storage) and known[3] == geometry:
+                return known[1]
+            # a dead tensor's id reused, or metadata set without an operator (`t.data = u`):
+            # looked up afresh, and re-added at the end
+            del seg.refs[id(t)]
         seen = seg.views.get((id(storage), geometry))
         entry = seg.deferred.get(id(storage))
         deferred = entry is not None and entry[0]() is storage
@@ -419,7 +424,7 @@ class LazyCapture(TorchDispatchMode):
             self._mark_pending(t)
             seg.inputs.append(t)
             seg.input_meta.append(self._input_meta(t))
-        seg.refs[id(t)] = (weakref.ref(t), ref)
+        seg.refs[id(t)] = (weakref.ref(t), ref, id(storage), geometry)
         return ref
 
     def _input_meta(self, t):
@@ -530,14 +535,6 @@ def _fill(storage, geometry, value, inputs) -> None:
     UntypedStorage.buf.__set__(storage, fresh.buf)
     storage._allocator, fresh._allocator = fresh._allocator, None
     Tensor._make(storage, offset, shape, stride, dtype).copy_(value)
-
-
-def _forget_storage(fake_mode, key):
-    return lambda _: fake_mode._storages.pop(key, None)
-
-
-def _forget_fake(fake_mode, key):
-    return lambda _: fake_mode._fakes.pop(key, None)
 
 
 class _Uncapturable(Exception):
