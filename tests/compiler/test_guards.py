@@ -31,7 +31,7 @@ def test_a_changed_input_recompiles(counter, first, second):
     assert compiles_after(counter, fn, first, second) == 2
 
 
-def test_grad_mode_is_guarded(counter):
+def test_grad_mode_and_autocast_are_guarded(counter):
     compiled = gt.compile(lambda x: x * 2, backend=counter)
     x = gt.ones(2)
     compiled(x)
@@ -39,6 +39,9 @@ def test_grad_mode_is_guarded(counter):
         compiled(x)
     compiled(x)
     assert counter.compiles == 2
+    with gt.autocast("cpu", dtype=gt.bfloat16):
+        compiled(x)
+    assert counter.compiles == 3
 
 
 def test_module_training_flag_and_replaced_or_added_parameters_are_guarded(counter):
