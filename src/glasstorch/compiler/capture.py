@@ -310,7 +310,9 @@ class LazyCapture(TorchDispatchMode):
                 outputs.append(("fresh", fake._storage.nbytes(), fake.fake_device, geometry))
         kind = "many" if isinstance(fakes, (list, tuple)) else "one"
         kind = fakes.__class__ if hasattr(fakes, "_fields") else kind
-        return TraceNode((kind, tuple(outputs), _mutated_positions(func, args, kwargs, tensors)),
+        depth = len(self.segment.ops)        # the op's index in every segment on this path
+        outputs = tuple((d, _Ref(('n', depth, k))) for k, d in enumerate(outputs))
+        return TraceNode((kind, outputs, _mutated_positions(func, args, kwargs, tensors)),
                          fakes)
 
     def _fake(self, value, originals):
@@ -331,7 +333,6 @@ class LazyCapture(TorchDispatchMode):
 
     def _record(self, func, ref_args, ref_kwargs, tensors, child: TraceNode):
         seg = self.segment
-        index = len(seg.ops)
         seg.ops.append((func, ref_args, ref_kwargs))
         seg.fakes.append(child.fakes)
         seg.node = child
@@ -339,8 +340,8 @@ class LazyCapture(TorchDispatchMode):
         for i in mutated:
             tensors[i]._np = None    # a cached NumPy view would read the bytes before the write
         made = []
-        for k, description in enumerate(outputs):
-            made.append(self._output(description, tensors, made, _Ref(('n', index, k))))
+        for description, ref in outputs:
+            made.append(self._output(description, tensors, made, ref))
         if kind == "one":
             return made[0]
         return kind(*made) if kind != "many" else type(child.fakes)(made)
