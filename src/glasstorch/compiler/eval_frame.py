@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import sys
 import threading
 import warnings
 import weakref
@@ -20,7 +21,7 @@ from ..nn.modules.module import Module
 from ..utils._python_dispatch import _get_current_dispatch_mode_stack
 from . import config, guards, logs
 from .backends import lookup_backend
-from .capture import LazyCapture, TraceNode, describe_divergence
+from .capture import _PACKAGE_DIR, LazyCapture, TraceNode, describe_divergence
 from .exc import BackendCompilerFailed, Unsupported
 
 log = logging.getLogger("glasstorch._dynamo")
@@ -68,16 +69,18 @@ class _CompiledFunction:
         self.dynamic = dynamic
         self.entries: list = []
         self.limit_warned = False
-        target = inspect.unwrap(getattr(fn, "__func__", fn))
-        code = getattr(target, "__code__", None) or getattr(
-            getattr(target, "forward", None), "__code__", None)
-        self.name = name or getattr(target, "__qualname__", None) or type(target).__name__
-        self.location = f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
         self.module = getattr(fn, "__self__", None)
         if not isinstance(self.module, Module):
-            self.module = fn if isinstance(fn, Module) else None
+            self.module = None
+        # A module's call is described by its forward: names in guards, logs and warnings.
+        described = self.module.forward if self.module is not None and \
+            getattr(fn, "__name__", "") in ("__call__", "_call_impl") else fn
+        target = inspect.unwrap(getattr(described, "__func__", described))
+        code = getattr(target, "__code__", None)
+        self.name = name or getattr(target, "__qualname__", None) or type(target).__name__
+        self.location = f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
         try:
-            parameters = list(inspect.signature(fn).parameters.values())
+            parameters = list(inspect.signature(described).parameters.values())
         except (TypeError, ValueError):
             parameters = []
         self.arg_names = [p.name for p in parameters
@@ -125,7 +128,7 @@ class _CompiledFunction:
                 f"{entry.retraces} calls with the same guards, and now runs eagerly under "
                 f"them. The trace changed at {where}. A Python number that changes every "
                 "call (a learning rate, a step count) is a constant of the graph: pass it as "
-                "a tensor to keep one graph.", UserWarning, stacklevel=4)
+                "a tensor to keep one graph.", UserWarning, stacklevel=_user_stacklevel())
 
     @property
     def limit(self) -> int:
@@ -148,7 +151,7 @@ class _CompiledFunction:
                         f"({self.limit})\n   function: {self.name!r} "
                         f"({self.location})\n   last reason: {reason}\nTo log all "
                         "recompilation reasons, use GLASSTORCH_LOGS=\"recompiles\".",
-                        UserWarning, stacklevel=4)
+                        UserWarning, stacklevel=_user_stacklevel())
                 return None
             logs.artifact_logger("recompiles").debug(
                 "Recompiling function %s in %s\n    triggered by the following guard "
@@ -204,6 +207,15 @@ class _CompiledFunction:
         """Copies and pickles carry the function and the options, not the compiled graphs."""
         return (_CompiledFunction, (self.fn, self.backend_arg, self.fullgraph, self.dynamic,
                                     self.name, self.recompile_limit))
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` that makes a warning point at the user's line calling into
+    glasstorch (through a compiled function, or an OptimizedModule and its hooks)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _make_wrapper(fn, compiled: _CompiledFunction):
