@@ -70,6 +70,7 @@ def test_explain_names_the_reason_and_the_users_line():
     text = str(out)
     assert "Graph Count: 2\nGraph Break Count: 1\n" in text
     assert f"{__file__}:{brk.lineno}" in text and "aten.gt.Scalar" in text
+    assert ("x", "tensor") in [(g.source, g.kind) for g in out.out_guards]
 
 
 def test_code_before_and_after_a_break_still_runs_compiled(counter):

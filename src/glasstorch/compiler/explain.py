@@ -1,15 +1,22 @@
 """`torch._dynamo.explain(fn)(*args)`: compile once, and report the graphs and the breaks."""
 from __future__ import annotations
 
+from collections import namedtuple
+
 from . import eval_frame
+
+
+class Guard(namedtuple("Guard", "source kind expected")):
+    """One check of the call's guard snapshot (guards.py): `source` ('x', 'self.lin.weight',
+    '' for global state), its `kind` and the `expected` value."""
 
 
 class ExplainOutput:
     """What one call of a function under capture produced: its graphs (GraphModules, in the
-    order they ran), the graph breaks (each with its reason and the user's file:line), and
-    counts. `print(explain_output)` shows it."""
+    order they ran), the graph breaks (each with its reason and the user's file:line), the
+    guards of its cache entry (`out_guards`), and counts. `print(explain_output)` shows it."""
 
-    def __init__(self, graphs: list, breaks: list, compile_times: str = ""):
+    def __init__(self, graphs: list, breaks: list, guards: tuple = (), compile_times: str = ""):
         self.graphs = graphs
         self.graph_count = len(graphs)
         self.break_reasons = breaks
@@ -17,7 +24,7 @@ class ExplainOutput:
         self.ops_per_graph = [[str(n.target) for n in g.graph.nodes if n.op == "call_function"]
                               for g in graphs]
         self.op_count = sum(len(ops) for ops in self.ops_per_graph)
-        self.out_guards = []
+        self.out_guards = [Guard(*check) for check in guards]
         self.compile_times = compile_times
 
     def __str__(self) -> str:
@@ -59,5 +66,6 @@ def explain(f, *extra_args, **extra_kwargs):
             compiled(*args, **kwargs)
         finally:
             eval_frame._state.explain = previous
-        return ExplainOutput(recorder.graphs, recorder.breaks)
+        guards = compiled.entries[0].snapshot if compiled.entries else ()
+        return ExplainOutput(recorder.graphs, recorder.breaks, guards)
     return inner
