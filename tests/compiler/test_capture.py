@@ -213,3 +213,19 @@ def test_a_tensor_repointed_without_an_operator_is_seen_with_its_new_value():
     a, b = nn.Parameter(gt.ones(2)), nn.Parameter(gt.ones(2))
     same(gt.compile(f, backend="eager")(a), f(b))
     same(a.detach(), b.detach())
+
+
+def test_threads_share_a_compiled_function_safely():
+    import threading
+    compiled = gt.compile(lambda t: (t * 2).sum(), backend="eager")
+    results = []
+
+    def work(i):
+        for _ in range(10):
+            results.append(compiled(gt.full((8,), float(i))).item() == 16.0 * i)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 40 and all(results)

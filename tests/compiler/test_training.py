@@ -81,3 +81,29 @@ def test_compiled_train_step_reuses_its_graphs(counter):
     assert counter.compiles == 1                   # forward, backward and update: one graph
     targets = {str(n.target) for n in counter.graphs[0].graph.nodes}
     assert {"aten._log_softmax_backward_data.default", "aten.add_.Tensor"} <= targets
+
+
+def test_a_small_gpt_trains_the_same_compiled_as_eager():
+    from glasstorch.examples.chargpt import GPT
+    gt.manual_seed(0)
+    eager_model = GPT(40, 8, d_model=16, n_head=2, n_layer=1, dropout=0.1)
+    compiled_model = copy.deepcopy(eager_model)
+
+    def losses(model, net):
+        optimizer = gt.optim.AdamW(model.parameters(), lr=1e-3)
+        gt.manual_seed(1)
+        out = []
+        for _ in range(5):
+            idx, target = gt.randint(0, 40, (2, 8)), gt.randint(0, 40, (2, 8))
+            loss = F.cross_entropy(net(idx).view(-1, 40), target.view(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            out.append(loss.item())
+        return out
+    expected = losses(eager_model, eager_model)
+    compiled = gt.compile(compiled_model, backend="eager")
+    assert losses(compiled_model, compiled) == expected
+    assert list(compiled.state_dict())[0].startswith("_orig_mod.")
+    for p, q in zip(compiled_model.parameters(), eager_model.parameters()):
+        assert gt.equal(p, q)
