@@ -95,6 +95,8 @@ def test_the_inductor_backend_falls_back_to_eager_when_absent():
         pytest.skip("the inductor code generator is installed")
     except ImportError:
         pass
+    from glasstorch.compiler import backends
+    backends._warned_no_inductor = False           # the warning is once per process
     with pytest.warns(UserWarning, match="inductor is not available"):
         out = gt.compile(lambda x: x + 1)(gt.ones(2))
     assert out.tolist() == [2.0, 2.0]
