@@ -67,6 +67,7 @@ def test_explain_names_the_reason_and_the_users_line():
     (brk,) = out.break_reasons
     assert "data-dependent control flow" in brk.reason
     assert brk.filename == __file__ and brk.lineno == line_of(f, "if x.sum() > 0")
+    assert (brk.user_stack[-1].filename, brk.user_stack[-1].lineno) == (__file__, brk.lineno)
     text = str(out)
     assert "Graph Count: 2\nGraph Break Count: 1\n" in text
     assert f"{__file__}:{brk.lineno}" in text and "aten.gt.Scalar" in text

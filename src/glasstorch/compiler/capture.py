@@ -30,6 +30,7 @@ from __future__ import annotations
 import operator
 import os
 import sys
+import traceback
 import weakref
 
 from ..core.storage import UntypedStorage
@@ -149,6 +150,11 @@ class GraphBreak:
     @property
     def location(self) -> str:
         return f"{self.filename}:{self.lineno}"
+
+    @property
+    def user_stack(self) -> list:
+        """The user's frame as PyTorch's break reasons give it (a list of FrameSummary)."""
+        return [traceback.FrameSummary(self.filename, self.lineno, self.function)]
 
     def __repr__(self):
         return f"GraphBreak(reason={self.reason!r}, at {self.location} in {self.function})"
