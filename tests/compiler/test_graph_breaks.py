@@ -143,3 +143,16 @@ def test_a_tensor_subclass_is_not_captured_and_runs_eagerly(counter):
     x = gt.ones(2).as_subclass(Marked)
     out = gt.compile(lambda t: t * 2, backend=counter)(x)
     assert out.tolist() == [2.0, 2.0] and counter.compiles == 0
+
+
+def test_an_explicit_generator_runs_its_op_eagerly_with_eagers_draws():
+    g = gt.Generator().manual_seed(3)
+
+    def f(x):
+        return x + gt.randn(3, generator=g)
+    explained = gt._dynamo.explain(f)(gt.zeros(3))
+    assert "torch.Generator" in explained.break_reasons[0].reason
+    g.manual_seed(3)
+    got = gt.compile(f, backend="aot_eager")(gt.zeros(3))
+    g.manual_seed(3)
+    assert gt.equal(got, f(gt.zeros(3)))

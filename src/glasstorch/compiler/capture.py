@@ -233,7 +233,7 @@ class LazyCapture(TorchDispatchMode):
             values, kwargs_key = self._refs(kwargs.values(), tensors)
             ref_kwargs = dict(zip(kwargs, values))
             key += (tuple(kwargs),) + kwargs_key
-        why_not = _uncapturable(func, tensors)
+        why_not = _uncapturable(func, tensors, kwargs)
         if why_not is None:
             key = (func, key, tuple(seg.input_meta[mark[0]:]) if len(seg.inputs) > mark[0]
                    else ())
@@ -548,9 +548,11 @@ class _Uncapturable(Exception):
     """Why an op cannot be recorded (its message is the graph break's reason)."""
 
 
-def _uncapturable(func, tensors):
+def _uncapturable(func, tensors, kwargs):
     if func._op.name in _METADATA_MUTATIONS:
         return f"{func} changes a tensor's metadata in place"
+    if kwargs and kwargs.get("generator") is not None:
+        return f"{func} draws from an explicit torch.Generator, whose state Python can read"
     for t in tensors:
         kind = t.__class__
         if kind is not Tensor and kind is not Parameter:
