@@ -161,3 +161,15 @@ def test_a_per_function_recompile_limit(counter):
     with pytest.warns(UserWarning, match=r"recompile_limit \(1\)"):
         compiled(gt.ones(2))
     assert counter.compiles == 1
+
+
+def test_a_module_compiled_in_place_copies_to_a_module_that_computes_with_its_own_weights():
+    import copy
+    model = nn.Linear(2, 2)
+    model.compile(backend="eager")
+    twin = copy.deepcopy(model)
+    with gt.no_grad():
+        twin.weight.zero_()
+        twin.bias.fill_(1.0)
+    assert twin(gt.ones(1, 2)).tolist() == [[1.0, 1.0]]
+    assert not gt.equal(model(gt.ones(1, 2)), twin(gt.ones(1, 2)))

@@ -137,7 +137,10 @@ class _CompiledFunction:
 
     def _entry_for(self, args, kwargs):
         names = self.arg_names + [f"arg{i}" for i in range(len(self.arg_names), len(args))]
-        snapshot = guards.snapshot(args, kwargs, names, self.module, self.dynamic is True)
+        module = self.module
+        if module is None and args and names[0] == "self" and isinstance(args[0], Module):
+            module, args, names = args[0], args[1:], names[1:]   # a compiled unbound forward
+        snapshot = guards.snapshot(args, kwargs, names, module, self.dynamic is True)
         for entry in self.entries:
             if entry.snapshot == snapshot:
                 return entry
