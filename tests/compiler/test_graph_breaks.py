@@ -156,3 +156,11 @@ def test_an_explicit_generator_runs_its_op_eagerly_with_eagers_draws():
     got = gt.compile(f, backend="aot_eager")(gt.zeros(3))
     g.manual_seed(3)
     assert gt.equal(got, f(gt.zeros(3)))
+
+
+def test_explain_a_module_guards_its_parameters():
+    model = gt.nn.Sequential(gt.nn.Linear(2, 2), gt.nn.ReLU())
+    explained = gt._dynamo.explain(model)(gt.ones(3, 2))
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    sources = {(g.source, g.kind) for g in explained.out_guards}
+    assert {("input", "tensor"), ("self.0.weight", "id"), ("self.0", "training")} <= sources

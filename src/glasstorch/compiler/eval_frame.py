@@ -69,12 +69,13 @@ class _CompiledFunction:
         self.dynamic = dynamic
         self.entries: list = []
         self.limit_warned = False
-        self.module = getattr(fn, "__self__", None)
+        self.module = fn if isinstance(fn, Module) else getattr(fn, "__self__", None)
         if not isinstance(self.module, Module):
             self.module = None
         # A module's call is described by its forward: names in guards, logs and warnings.
-        described = self.module.forward if self.module is not None and \
-            getattr(fn, "__name__", "") in ("__call__", "_call_impl") else fn
+        described = self.module.forward if self.module is not None and (
+            fn is self.module or getattr(fn, "__name__", "") in ("__call__", "_call_impl")) \
+            else fn
         target = inspect.unwrap(getattr(described, "__func__", described))
         code = getattr(target, "__code__", None)
         self.name = name or getattr(target, "__qualname__", None) or type(target).__name__
