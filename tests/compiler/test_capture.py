@@ -229,3 +229,43 @@ def test_threads_share_a_compiled_function_safely():
     for t in threads:
         t.join()
     assert len(results) == 40 and all(results)
+
+
+def test_reading_or_setting_the_rng_state_lets_recorded_random_ops_draw_first():
+    def f(x):
+        a = x + gt.randn(3)
+        gt.manual_seed(7)                          # the draw above happens first
+        b = F.dropout(x, 0.5)
+        state = gt.get_rng_state()                 # reflects the dropout's draws
+        with gt.random.fork_rng():
+            c = gt.rand(3)
+        return a, b, state, c, gt.rand(3)
+    gt.manual_seed(1)
+    got = gt.compile(f, backend="eager")(gt.ones(3))
+    gt.manual_seed(1)
+    for g, e in zip(got, f(gt.ones(3))):
+        same(g, e)
+
+
+def test_a_compiled_model_with_checkpointed_dropout_gets_eagers_gradients():
+    from glasstorch.utils.checkpoint import checkpoint
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+        def forward(self, x):
+            x = F.dropout(self.a(x), 0.3)
+            return checkpoint(lambda h: F.dropout(self.b(h), 0.3).relu(), x,
+                              use_reentrant=False)
+    gt.manual_seed(0)
+    model = Net()
+    reference = copy.deepcopy(model)
+    x = gt.randn(3, 4)
+    gt.manual_seed(5)
+    gt.compile(model, backend="eager")(x).sum().backward()
+    gt.manual_seed(5)
+    reference(x).sum().backward()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        same(p.grad, q.grad)

@@ -172,13 +172,14 @@ class TraceNode:
     lookup is the guard that the trace repeats. `compiled` maps the segment's live outputs
     to its (GraphModule, compiled callable)."""
 
-    __slots__ = ("children", "outputs", "fakes", "compiled")
+    __slots__ = ("children", "outputs", "fakes", "compiled", "random")
 
-    def __init__(self, outputs=None, fakes=None):
+    def __init__(self, outputs=None, fakes=None, random: bool = False):
         self.children: dict = {}
         self.outputs = outputs
         self.fakes = fakes
         self.compiled: dict = {}
+        self.random = random         # the op draws from a random number generator
 
 
 class _Segment:
@@ -195,6 +196,7 @@ class _Segment:
         self.views: dict = {}        # (id(storage), geometry) -> (reference, deferred?)
         self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
         self.pending: dict = {}      # id(storage) -> real storage the segment reads or writes
+        self.random = False          # whether some recorded op draws random numbers
 
 
 class LazyCapture(TorchDispatchMode):
@@ -319,7 +321,7 @@ class LazyCapture(TorchDispatchMode):
         depth = len(self.segment.ops)        # the op's index in every segment on this path
         outputs = tuple((d, _Ref(('n', depth, k))) for k, d in enumerate(outputs))
         return TraceNode((kind, outputs, _mutated_positions(func, args, kwargs, tensors)),
-                         fakes)
+                         fakes, _draws_random(func))
 
     def _fake(self, value, originals):
         if isinstance(value, Tensor):
@@ -342,6 +344,7 @@ class LazyCapture(TorchDispatchMode):
         seg.ops.append((func, ref_args, ref_kwargs))
         seg.fakes.append(child.fakes)
         seg.node = child
+        seg.random = seg.random or child.random
         kind, outputs, mutated = child.outputs
         for i in mutated:
             tensors[i]._np = None    # a cached NumPy view would read the bytes before the write
@@ -439,6 +442,12 @@ class LazyCapture(TorchDispatchMode):
         alias_of = next((i for i, other in enumerate(seg.inputs[:-1])
                          if other._storage is t._storage), None)
         return (t._shape, t._stride, t._offset, t.dtype, t.device, alias_of)
+
+    def before_rng_state_access(self) -> None:
+        """A generator's state is about to be read or replaced: the random ops recorded so
+        far draw first, as they would have in eager mode."""
+        if self.segment.random:
+            self.flush(break_reason="the random number generator's state is read or set")
 
     # ---- flushing ----------------------------------------------------------------------
     def flush(self, break_reason: str | None = None) -> None:
@@ -558,6 +567,21 @@ def _uncapturable(func, tensors, kwargs):
         if kind is not Tensor and kind is not Parameter:
             return f"{func} on a {kind.__name__}: tensor subclasses are not captured"
     return None
+
+
+# Ops that draw from a generator although their overload takes none (`randn.default`).
+_RANDOM_OPS = frozenset({
+    "aten::rand", "aten::randn", "aten::randint", "aten::randperm", "aten::rand_like",
+    "aten::randn_like", "aten::randint_like", "aten::bernoulli", "aten::bernoulli_",
+    "aten::multinomial", "aten::normal", "aten::normal_", "aten::uniform_",
+    "aten::exponential_", "aten::geometric_", "aten::cauchy_", "aten::log_normal_",
+    "aten::random_", "aten::poisson", "aten::native_dropout", "aten::binomial",
+    "aten::_standard_gamma", "aten::_sample_dirichlet", "aten::rrelu_with_noise"})
+
+
+def _draws_random(func) -> bool:
+    return func._op.name.split(".")[0] in _RANDOM_OPS or any(
+        "Generator" in a.type for a in func._schema.arguments)
 
 
 def _mutated_positions(func, args, kwargs, tensors: list) -> tuple:

@@ -17,6 +17,7 @@ import threading
 import warnings
 import weakref
 
+from .. import random as _random
 from ..nn.modules.module import Module
 from ..utils._python_dispatch import _get_current_dispatch_mode_stack
 from . import config, guards, logs
@@ -36,6 +37,16 @@ class _State(threading.local):
 
 _state = _State()
 _all_compiled = weakref.WeakSet()  # every live _CompiledFunction, for reset()
+
+
+def _before_rng_state_access() -> None:
+    """glasstorch.random calls this before a generator's state is read or set."""
+    capture = _state.capture
+    if capture is not None:
+        capture.before_rng_state_access()
+
+
+_random._before_state_access = _before_rng_state_access
 
 
 def is_compiling() -> bool:
