@@ -19,6 +19,7 @@ RANKS = {
     "optim": 7, "utils": 7, "fx": 7,
     "_decomp": 7,                  # decompositions: written in ATen ops and primitives
     "debug.coverage": 8,           # reads every layer's declarations, as `glasstorch ops`
+    "compiler": 8, "_dynamo": 8, "_logging": 8,   # torch.compile: above nn, fx, _decomp
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
 }
 
@@ -69,6 +70,8 @@ ALLOWED_UPWARD = {
     ("dispatch.library", "_subclasses.fake_tensor"):
         "get_ctx() finds the FakeTensorMode running a fake impl, whose exception it raises",
     ("fx.graph", "__init__"): "generated code calls `torch.<name>`: the public namespace",
+    ("nn.modules.module", "compiler.eval_frame"):
+        "Module.compile() compiles the module in place with torch.compile",
     ("fx.node", "__init__"):
         "a type annotation prints as torch.<name> when the public namespace holds it",
 }

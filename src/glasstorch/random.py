@@ -52,6 +52,17 @@ def _check_seed(seed) -> int:
     return seed & _MASK64
 
 
+# Called before a generator's state is read or replaced, when set: the compiler's capture
+# sets it, so that random ops it has recorded but not yet run draw first (as in eager).
+_before_state_access = None
+
+
+def _state_access() -> None:
+    hook = _before_state_access
+    if hook is not None:
+        hook()
+
+
 class Generator:
     """A random number generator; pass it as `generator=` to any sampling function.
 
@@ -75,11 +86,13 @@ class Generator:
 
     def manual_seed(self, seed) -> "Generator":
         """Restart the stream from `seed` (an int in [-2**63, 2**64)); returns self."""
+        _state_access()
         self._reseed(_check_seed(seed))
         return self
 
     def seed(self) -> int:
         """Reseed from the operating system's entropy and return the new seed."""
+        _state_access()
         new = int.from_bytes(os.urandom(8), "little")
         self._reseed(new)
         return new
@@ -90,6 +103,7 @@ class Generator:
 
     def get_state(self) -> Tensor:
         """The full state as a new uint8 tensor; `set_state` of it resumes this exact stream."""
+        _state_access()
         s = self._numpy.bit_generator.state
         raw = b"".join((_MARKER, self._seed.to_bytes(8, "little"),
                         s["state"]["state"].to_bytes(16, "little"),
@@ -101,6 +115,7 @@ class Generator:
 
     def set_state(self, new_state) -> "Generator":
         """Restore a state from `get_state`; a bad state raises and leaves self unchanged."""
+        _state_access()
         raw = _state_bytes(new_state)
         self._numpy = _numpy_generator_from(raw)
         self._seed = int.from_bytes(raw[8:16], "little")

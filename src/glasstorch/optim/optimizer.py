@@ -14,6 +14,7 @@ from copy import deepcopy
 from itertools import chain
 
 from ..core import dtype as _dt
+from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor, preserve_format as _preserve
 from ..autograd import is_grad_enabled, set_grad_enabled
 from ..autograd.hooks import RemovableHandle
@@ -413,7 +414,8 @@ def _plain_arrays(*tensors):
     launch CuPy's kernels on the CuPy arrays, scratch from the caching allocator); others take
     the op-by-op path, with its checks and errors. Returns the NumPy arrays, an empty list
     without data (there the update only counts its writes, so a memory estimate sees
-    what the CPU run allocates), or None."""
+    what the CPU run allocates), or None. A storage of another class is one whose bytes the
+    compiler's capture has not computed yet: there the update must be operators, recorded."""
     first = tensors[0]
     d, shape, device = first.dtype, first._shape, first.device.type
     if d not in _PLAIN_DTYPES or device not in ("cpu", "meta", "cuda"):
@@ -422,7 +424,7 @@ def _plain_arrays(*tensors):
     for t in tensors:
         if (t.__class__ is not Tensor and not isinstance(t, Tensor)) or t.dtype is not d \
                 or t._shape != shape or t._vc is None or t._view_creation is not None \
-                or t.device != first.device \
+                or t.device != first.device or t._storage.__class__ is not UntypedStorage \
                 or (t._storage.device.type == "meta") is not no_data:
             return None
     return [] if no_data else [t._array() for t in tensors]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import types
 import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
@@ -565,6 +566,13 @@ class Module:
 
     def eval(self) -> "Module":
         return self.train(False)
+
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's forward in place with `torch.compile(*args, **kwargs)`;
+        hooks keep running eagerly around it. The compiled forward is bound as a method, so
+        a copy of the module calls it on the copy."""
+        from ...compiler.eval_frame import compile as compile_
+        self.forward = types.MethodType(compile_(type(self).forward, *args, **kwargs), self)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
         for p in self.parameters():

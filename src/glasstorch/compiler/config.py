@@ -1,0 +1,29 @@
+"""`torch._dynamo.config`: the settings capture reads (set them as module attributes).
+
+`recompile_limit` (PyTorch's newer name; `cache_size_limit` is the same setting): how many
+cache entries one compiled function may hold; a call whose guards match none of them when the
+limit is reached warns once, naming the guard that failed, and then runs eagerly.
+`suppress_errors`: a backend that fails to compile a graph logs the error and the graph runs
+eagerly instead of the error propagating.
+"""
+import sys
+import types
+
+recompile_limit = 8
+suppress_errors = False
+verbose = False
+
+
+class _Config(types.ModuleType):
+    """Keeps `cache_size_limit` an alias of `recompile_limit`, as PyTorch's config does."""
+
+    @property
+    def cache_size_limit(self) -> int:
+        return self.recompile_limit
+
+    @cache_size_limit.setter
+    def cache_size_limit(self, value: int) -> None:
+        self.recompile_limit = value
+
+
+sys.modules[__name__].__class__ = _Config

@@ -1,0 +1,71 @@
+"""`torch._dynamo.explain(fn)(*args)`: compile once, and report the graphs and the breaks."""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from . import eval_frame
+
+
+class Guard(namedtuple("Guard", "source kind expected")):
+    """One check of the call's guard snapshot (guards.py): `source` ('x', 'self.lin.weight',
+    '' for global state), its `kind` and the `expected` value."""
+
+
+class ExplainOutput:
+    """What one call of a function under capture produced: its graphs (GraphModules, in the
+    order they ran), the graph breaks (each with its reason and the user's file:line), the
+    guards of its cache entry (`out_guards`), and counts. `print(explain_output)` shows it."""
+
+    def __init__(self, graphs: list, breaks: list, guards: tuple = (), compile_times: str = ""):
+        self.graphs = graphs
+        self.graph_count = len(graphs)
+        self.break_reasons = breaks
+        self.graph_break_count = len(breaks)
+        self.ops_per_graph = [[str(n.target) for n in g.graph.nodes if n.op == "call_function"]
+                              for g in graphs]
+        self.op_count = sum(len(ops) for ops in self.ops_per_graph)
+        self.out_guards = [Guard(*check) for check in guards]
+        self.compile_times = compile_times
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            for i, brk in enumerate(self.break_reasons, 1):
+                lines += [f"  Break Reason {i}:", f"    Reason: {brk.reason}",
+                          f"    User Stack: {brk.location} in {brk.function}"]
+        if self.ops_per_graph:
+            lines.append("Ops per Graph:")
+            for i, ops in enumerate(self.ops_per_graph, 1):
+                lines.append(f"  Ops {i}:")
+                lines += [f"    {op}" for op in ops]
+        return "\n".join(lines) + "\n"
+
+    __repr__ = __str__
+
+
+class _ExplainRecorder:
+    def __init__(self):
+        self.graphs: list = []
+        self.breaks: list = []
+
+
+def explain(f, *extra_args, **extra_kwargs):
+    """`explain(f)(*args, **kwargs)` runs `f` once under a fresh capture with the eager
+    backend and returns an ExplainOutput."""
+    if extra_args or extra_kwargs:
+        raise TypeError("explain(f, *args) was removed in PyTorch 2.1: call explain(f)(*args)")
+
+    def inner(*args, **kwargs):
+        recorder = _ExplainRecorder()
+        compiled = eval_frame._CompiledFunction(f, "eager", False, None)
+        previous, eval_frame._state.explain = eval_frame._state.explain, recorder
+        try:
+            compiled(*args, **kwargs)
+        finally:
+            eval_frame._state.explain = previous
+        guards = compiled.entries[0].snapshot if compiled.entries else ()
+        return ExplainOutput(recorder.graphs, recorder.breaks, guards)
+    return inner
