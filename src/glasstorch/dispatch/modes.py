@@ -203,13 +203,16 @@ def _python_key_kernel(op, ks, *bound):
     rules = op.info.get("torch_dispatch_rules")
     try:
         if _stack.modes:
-            with _pop_mode_temporarily() as mode:
+            mode = _pop_mode()          # off the stack while it handles the call (inlined
+            try:                        # _pop_mode_temporarily: this is every call's path)
                 _stack.handling.append(mode)
                 rule = rules and rules.get(type(mode))
                 types = _subclass_types(op, bound)
                 if rule:
                     return rule(mode, func, types, args, kwargs)
                 return mode.__torch_dispatch__(func, types, args, kwargs)
+            finally:
+                _push_mode(mode)
         _stack.handling.append(None)
         types = tuple(type(t) for t in overloaded)
         for t in overloaded:
