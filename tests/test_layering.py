@@ -19,6 +19,7 @@ RANKS = {
     "optim": 7, "utils": 7, "fx": 7,
     "_decomp": 7,                  # decompositions: written in ATen ops and primitives
     "debug.coverage": 8,           # reads every layer's declarations, as `glasstorch ops`
+    "debug.doctor": 8,             # watches nn, optim and autograd, as `glasstorch doctor`
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
 }
 
@@ -45,6 +46,8 @@ def _module_name(path: Path) -> str:
 # Each says why it cannot be a module-level import of a lower layer. Anything else found
 # inside a function must point down, as at module level.
 ALLOWED_UPWARD = {
+    ("debug", "debug.doctor"):
+        "glasstorch.debug.doctor, which instruments nn and optim, loads on first use",
     ("core.tensor", "ops.factories"):
         "Tensor(2, 3), the legacy constructor, is a factory call",
     ("memory.planning", "__init__"):

@@ -4,6 +4,7 @@
     glasstorch info --json   the same as JSON, for scripts and bug reports
     glasstorch ops           every operator's facets: meta, autograd, CPU and CUDA kernels
     glasstorch ops --missing only the facets operators lack
+    glasstorch doctor train.py [args...]   run a training script and say what is wrong
 """
 from __future__ import annotations
 
@@ -134,6 +135,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="list only operators that lack a facet they need")
     ops.add_argument("--namespace", default="aten", help="operator namespace (default: aten)")
     ops.add_argument("--json", action="store_true", help="print the table as JSON")
+    doctor = commands.add_parser("doctor", help="run a PyTorch training script on glasstorch "
+                                                "and report what is wrong with it")
+    doctor.add_argument("script", help="the training script (it says `import torch`)")
+    doctor.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     return parser
 
 
@@ -155,5 +160,8 @@ def main(argv=None) -> int:
         except BrokenPipeError:         # `glasstorch ops | head`: the reader has had enough
             sys.stdout = open(os.devnull, "w")
         return 0
+    if args.command == "doctor":
+        from glasstorch.debug import doctor
+        return doctor.main(args.script, args.args)
     parser.print_help()
     return 2

@@ -5,6 +5,7 @@
     print(trace)                                   # each call's key set, kernels and times
     print(glasstorch.debug.dispatch_table("add"))  # which kernel serves each key, and why
     glasstorch.debug.local_keyset()                # this thread's included/excluded keys
+    with glasstorch.debug.doctor(): train()        # what is wrong with a training run
 """
 from __future__ import annotations
 
@@ -31,6 +32,13 @@ def local_keyset() -> LocalKeySet:
     (torch._C._dispatch_tls_local_include_set / _exclude_set)."""
     return LocalKeySet(DispatchKeySet(_keys.local_keys.included),
                        DispatchKeySet(_keys.local_keys.excluded))
+
+
+def __getattr__(name):
+    if name == "doctor":                  # the doctor watches nn and optim: loaded on use
+        import importlib
+        return importlib.import_module(f"{__name__}.doctor")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["DispatchKey", "DispatchKeySet", "DispatchTrace", "LocalKeySet", "TraceEvent",

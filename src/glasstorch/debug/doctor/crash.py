@@ -1,0 +1,220 @@
+"""A crash explained by its cause, from what the Watch saw when it happened: the op that
+failed and its tensors, the module running, the backward calls before, the in-place
+writes."""
+from __future__ import annotations
+
+import re
+
+from glasstorch.core.tensor import Tensor
+
+from .frames import is_user_file, traceback_site
+from .report import Finding
+
+
+def _tensors(failed) -> str:
+    out = []
+    for shape, dtype, device, pname in failed.tensors:
+        who = f"parameter {pname}" if pname else "a tensor"
+        out.append(f"{who} {list(shape)} {dtype} on {device}")
+    return "; ".join(out)
+
+
+def _running(failed, watch):
+    """The innermost module running when the op failed, with its name."""
+    if not failed or not failed.modules:
+        return None, ""
+    m = failed.modules[-1]
+    return m, watch.module_names().get(id(m), type(m).__name__)
+
+
+def _shape(exc, failed, watch, site):
+    m = re.search(r"shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", str(exc))
+    if not m:
+        return None
+    rows, got, want, out = map(int, m.groups())
+    module, name = _running(failed, watch)
+    if module is not None and type(module).__name__ == "Linear":
+        return Finding("shape mismatch in a Linear layer",
+                       f"{name} = Linear(in_features={module.in_features}, "
+                       f"out_features={module.out_features}) received inputs with {got} "
+                       f"features ({rows} rows)", site,
+                       f"the tensor reaching {name} has {got} features in its last "
+                       f"dimension, but the layer was built for {module.in_features}",
+                       f"build it as nn.Linear({got}, {module.out_features}), or fix the "
+                       "layer before it (a flatten after convolutions: recompute the "
+                       "channels x height x width it produces)")
+    return Finding("shape mismatch in a matrix product",
+                   f"a ({rows} x {got}) matrix times a ({want} x {out}) matrix", site,
+                   f"the inner sizes must agree: {got} != {want}",
+                   "print the shapes before the product and transpose or reshape the "
+                   "operand that is wrong")
+
+
+def _device(exc, failed, watch, site):
+    if "same device" not in str(exc):
+        return None
+    detail = _tensors(failed) if failed else str(exc)
+    return Finding("device mismatch", f"one op got tensors on different devices: {detail}",
+                   site, "the model's parameters and the batch (or a tensor created inside "
+                   "forward) live on different devices",
+                   "move the batch where the model is after loading it (x, y = x.to(device), "
+                   "y.to(device)), and create tensors inside forward with device=x.device")
+
+
+def _dtype(exc, failed, watch, site):
+    text = str(exc)
+    if "expected target dtype" in text or ("target" in text.lower() and "Long" in text):
+        return Finding("dtype mismatch in the loss's target", text.split(".")[0], site,
+                       "cross-entropy and NLL losses take class indices as int64 (Long) "
+                       "targets; float targets must be class probabilities of the input's "
+                       "shape", "pass class indices: target.long() (or "
+                       "torch.tensor(labels, dtype=torch.long))")
+    if "dtype" not in text and "scalar type" not in text:
+        return None
+    dtypes = sorted({str(d) for _, d, _, _ in failed.tensors}) if failed else []
+    origin = ""
+    if "glasstorch.float64" in dtypes or "torch.float64" in dtypes:
+        origin = ("the float64 tensor most likely comes from NumPy (float64 by default): "
+                  "torch.from_numpy and torch.tensor(array) keep the array's dtype, while "
+                  "parameters are float32")
+    elif any("int" in d for d in dtypes):
+        origin = ("the integer tensor comes from integer data (labels, pixel values "
+                  "or torch.tensor of Python ints), while parameters are float32")
+    else:
+        origin = "the op's tensors were made with different dtypes"
+    detail = _tensors(failed) if failed else text
+    return Finding("dtype mismatch", f"{failed.op if failed else 'an op'} got {detail}",
+                   site, origin, "convert the input where it is made: x.float() (or "
+                   "torch.tensor(array, dtype=torch.float32)); or the model: model.double()")
+
+
+def _freed(exc, failed, watch, site):
+    if "backward through the graph a second time" not in str(exc):
+        return None
+    calls = watch.obs.backwards
+    current = calls[-1] if calls else None
+    earlier = [c for c in calls[:-1] if not c.retain_graph]
+    if current is not None and earlier and earlier[-1].site == current.site:
+        return Finding("backward through a graph already freed",
+                       f"this backward (call {len(calls)}) reaches the graph of an earlier "
+                       f"iteration, which the backward at {earlier[-1].site} already freed",
+                       current.site, "a tensor carried from one iteration to the next (an "
+                       "RNN hidden state, a running total of losses) still points into the "
+                       "previous iteration's graph",
+                       "detach what is carried between iterations (h = h.detach()), or "
+                       "accumulate numbers (total += loss.item()); retain_graph=True would "
+                       "hide this and make every step slower")
+    first = earlier[-1].site if earlier else None
+    return Finding("backward through a graph already freed",
+                   f"the first backward through this graph ran at {first}; this second one "
+                   "needs the intermediate values it freed", current.site if current else site,
+                   "backward() frees the graph's saved tensors unless retain_graph=True, so "
+                   "a second backward through the same graph fails",
+                   "add the losses and call backward once ((loss1 + loss2).backward()), or "
+                   "pass retain_graph=True to the first backward if you really need two")
+
+
+def _inplace(exc, failed, watch, site):
+    text = str(exc)
+    if "modified by an inplace operation" not in text:
+        return None
+    creator = re.search(r"output \d+ of (\w+)", text)
+    shape = re.search(r"\[\w+\.\w+ \[([\d, ]*)\]\]", text)
+    want = tuple(int(s) for s in shape.group(1).split(",") if s.strip()) if shape else None
+    name = creator.group(1) if creator else None
+    write = None
+    for w in reversed(watch.obs.inplace):
+        if (name is None or (w.creator or "").startswith(name)) and \
+                (want is None or w.shape == want):
+            write = w
+            break
+    versions = re.search(r"is at version (\d+); expected version (\d+)", text)
+    seen = f" (version {versions.group(2)} saved, {versions.group(1)} found)" if versions else ""
+    if write is None:
+        return Finding("in-place write to a tensor saved for backward",
+                       f"the output of {name or 'an op'} {list(want or [])} was changed in "
+                       f"place after backward saved it{seen}", site,
+                       "backward needs the values an op saw, and an in-place op overwrote "
+                       "them", "use the out-of-place form (x = x + 1, torch.relu(x), "
+                       "nn.ReLU(inplace=False)) or write into x.clone()")
+    return Finding("in-place write to a tensor saved for backward",
+                   f"{write.op} wrote in place into the output of {name} "
+                   f"{list(write.shape)}, which its consumer saved for backward{seen}",
+                   write.site, f"the backward needs the values {name} produced, and this "
+                   "in-place op overwrote them before backward ran",
+                   "use the out-of-place form (x = x + 1 instead of x += 1, torch.relu(x) "
+                   "instead of relu_, nn.ReLU(inplace=False)) or write into x.clone()")
+
+
+def _no_grad_fn(exc, failed, watch, site):
+    if "does not require grad and does not have a grad_fn" not in str(exc):
+        return None
+    obs = watch.obs
+    cut = obs.cuts[0] if obs.cuts else None
+    if obs.no_grad_calls:
+        cause = ("the forward ran under torch.no_grad() (or inference_mode), so no graph "
+                 "was recorded")
+        where = next(iter(obs.no_grad_calls.values()))
+    elif cut is not None:
+        cause = f"{cut.how} at {cut.site} took the result out of the graph"
+        where = cut.site
+    else:
+        cause = ("nothing the loss is computed from requires grad: the parameters are "
+                 "frozen, or the loss was rebuilt from numbers (.item(), NumPy)")
+        where = site
+    return Finding("the loss has no graph", "backward() was called on a tensor with no "
+                   "grad_fn", where, cause, "compute the loss from the model's output with "
+                   "tensor operations, with grad enabled")
+
+
+def _none_grad(exc, tb, watch, site):
+    if not isinstance(exc, TypeError) or "NoneType" not in str(exc):
+        return None
+    frame = None
+    while tb is not None:
+        if is_user_file(tb.tb_frame.f_code.co_filename):
+            frame = tb.tb_frame
+        tb = tb.tb_next
+    if frame is None or ".grad" not in (site.source if site else ""):
+        return None
+    scopes = {**frame.f_globals, **frame.f_locals}
+    nonleaf = [n for n, v in scopes.items() if isinstance(v, Tensor) and v.requires_grad
+               and v.grad_fn is not None and re.search(rf"\b{re.escape(n)}\.grad\b",
+                                                       site.source)]
+    if not nonleaf:
+        return None
+    n = nonleaf[0]
+    return Finding("a parameter never receives a gradient",
+                   f"{n}.grad is None: {n} is not a leaf (it was made by "
+                   f"{scopes[n].grad_fn.name()})", site,
+                   f"{n} = torch.randn(..., requires_grad=True) * scale is the result of an "
+                   "op, not a leaf, and backward fills .grad only on leaves",
+                   f"make {n} a leaf: scale first, then set requires_grad "
+                   f"({n} = (torch.randn(...) * scale).requires_grad_())")
+
+
+def _memory(exc, failed, watch, site):
+    if not (isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()):
+        return None
+    return Finding("out of memory", str(exc).splitlines()[0][:200], site,
+                   "the batch, the model or the activations kept for backward do not fit",
+                   "reduce the batch size, use gradient checkpointing "
+                   "(torch.utils.checkpoint), or see where memory goes with "
+                   "torch.cuda.memory_summary() (docs: the memory guide)")
+
+
+def explain(exc, tb, watch) -> Finding:
+    """The crash as a finding: its cause when known, else the exception at the user line."""
+    site = traceback_site(tb)
+    failed = watch.obs.failed if watch.obs.failed and watch.obs.failed.exception is exc \
+        else None
+    for explainer in (_shape, _device, _dtype, _freed, _inplace, _no_grad_fn, _memory):
+        found = explainer(exc, failed, watch, site)
+        if found is not None:
+            return found
+    found = _none_grad(exc, tb, watch, site)
+    if found is not None:
+        return found
+    return Finding("the script crashed", f"{type(exc).__name__}: {exc}", site,
+                   "the doctor has no diagnosis for this error beyond its message",
+                   "see the traceback above")

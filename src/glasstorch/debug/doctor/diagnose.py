@@ -1,0 +1,416 @@
+"""From observations to findings: each detector reads the Watch and says what is wrong.
+
+Detectors run in priority order and stay quiet on the look-alikes of their problem:
+accumulation that zeroes every k steps, retain_graph for two losses of one step, infinities
+asked for (masking), frozen parameters, detach() of targets and logged values.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import re
+
+from glasstorch.core.tensor import Tensor
+
+from .frames import Site
+from .report import Finding
+from .watch import reaches
+
+_EXPLODING = 1e6          # a gradient norm no sane scale of data reaches
+_VANISHING = 1e-6         # smallest/largest weight-gradient norm ratio at one step
+
+
+def attribute_site(module, attr: str):
+    """The line of `self.<attr> = ...` in the module's class (or a base), or None."""
+    for cls in type(module).__mro__:
+        try:
+            lines, start = inspect.getsourcelines(cls)
+            filename = inspect.getsourcefile(cls)
+        except (OSError, TypeError):
+            continue
+        pattern = re.compile(rf"\bself\.{re.escape(attr)}\s*=")
+        for i, line in enumerate(lines):
+            if pattern.search(line):
+                return Site(filename, start + i)
+    return None
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def nonfinite(watch) -> list:
+    """NaN/Inf in the loss or the gradients: the loss diverging, else the first op that
+    made NaN/Inf from finite inputs."""
+    obs = watch.obs
+    losses = [(i, b.loss) for i, b in enumerate(obs.backwards) if b.loss is not None]
+    bad_loss = next((i for i, v in losses if not math.isfinite(v)), None)
+    bad_grad = next((it for it, norms in obs.steps
+                     if any(not math.isfinite(n) for n in norms.values())), None)
+    bad = min(x for x in (bad_loss, bad_grad, math.inf) if x is not None)
+    finite = [v for i, v in losses if i < bad]
+    diverged = (len(finite) >= 3 and finite[0] > 0 and max(finite) > 100 * finite[0]
+                and finite[-1] > 10 * finite[0])
+    if bad == math.inf and not diverged:
+        return []
+    candidates = [e for e in obs.nonfinite
+                  if (e.iteration, e.in_backward) >= (bad - 1, True)] or obs.nonfinite
+    event = candidates[0] if candidates and bad != math.inf else None
+    if diverged:
+        peak = max(range(len(finite)), key=finite.__getitem__)
+        evidence = (f"the loss went from {_fmt(finite[0])} at step 1 to {_fmt(finite[peak])} "
+                    f"at step {peak + 1}")
+        if bad != math.inf:
+            evidence += f", then became non-finite at step {bad + 1}"
+            if event is not None:
+                evidence += f" (first {event.what} from {event.op} at {event.site})"
+        opt = obs.optimizers[0] if obs.optimizers else None
+        lr = ""
+        if opt is not None and "lr" in opt.param_groups[0]:
+            lr = f" (lr={opt.param_groups[0]['lr']:g})"
+        site = obs.optimizer_sites.get(id(opt)) if opt is not None else None
+        return [Finding("the loss diverges", evidence, site,
+                        f"the learning rate{lr} is too large: each step overshoots and the "
+                        "loss grows by orders of magnitude until it overflows",
+                        "lower the learning rate (try 10x smaller), or clip gradients with "
+                        "torch.nn.utils.clip_grad_norm_")]
+    if event is not None:
+        phase = "in the backward pass" if event.in_backward else "in the forward pass"
+        ranges = ", ".join(event.input_ranges) or "none"
+        return [Finding("NaN appeared" if event.what == "NaN" else "Inf appeared", f"{event.op} produced {event.what} "
+                        f"{phase} of step {event.iteration + 1} from finite inputs with "
+                        f"ranges {ranges}", event.site,
+                        _nonfinite_cause(event.op),
+                        "keep the op's input in its domain: clamp it (x.clamp(min=1e-8) "
+                        "before log or division, x.clamp(min=0) before sqrt), add an "
+                        "epsilon, or use the stable fused form (log_softmax, "
+                        "cross_entropy with logits, BCEWithLogitsLoss)")]
+    if obs.nonfinite_seen_in_input:
+        op, site, it = obs.nonfinite_seen_in_input[0]
+        return [Finding("NaN appeared", f"{op} received NaN or Inf inputs at step {it + 1}, "
+                        "and no op made them", site,
+                        "the data itself holds NaN or Inf (or a tensor made outside "
+                        "the graph does)", "check the data: torch.isfinite(x).all() on each "
+                        "batch, and clean or drop the bad rows")]
+    return []
+
+
+def _nonfinite_cause(op: str) -> str:
+    name = op.split(".")[1] if "." in op else op
+    causes = {"log": "log of zero or of a negative number",
+              "div": "a division by zero (or 0/0)",
+              "sqrt": "sqrt of a negative number",
+              "pow": "a power that overflows float32 (or a negative base with a fractional "
+                     "exponent)",
+              "exp": "exp of a large number overflows float32 (above about 88)",
+              "rsqrt": "rsqrt of zero or of a negative number"}
+    return causes.get(name.rstrip("_"), f"{name} was given values outside its domain or "
+                                         "that overflow float32")
+
+
+def gradient_scale(watch) -> list:
+    """Exploding gradients (norms beyond any data scale) and vanishing ones (the smallest
+    layer's gradient a millionth of the largest)."""
+    obs = watch.obs
+    names = watch.parameter_names()
+    params = {id(p): p for p in watch._optimizer_params()}
+    for step, (it, norms) in enumerate(obs.steps):
+        finite = {k: v for k, v in norms.items() if math.isfinite(v)}
+        if finite and max(finite.values()) > _EXPLODING:
+            worst = sorted(finite, key=finite.get, reverse=True)
+            layers = ", ".join(f"{names.get(k, 'a parameter')} {_fmt(finite[k])}"
+                               for k in worst[:2])
+            best = min(finite, key=finite.get)
+            return [Finding("gradients explode", f"at step {step + 1} the gradient norms "
+                            f"reach {layers}; the smallest is {names.get(best, '?')} "
+                            f"{_fmt(finite[best])}", obs.backwards[min(it, len(obs.backwards))
+                                                                   - 1].site,
+                            "the layers multiply the gradient up on its way back: weights "
+                            "initialised too large for the depth, or a recurrence with a "
+                            "gain above 1",
+                            "clip with torch.nn.utils.clip_grad_norm_(model.parameters(), "
+                            "1.0) before optimizer.step(), use the default initialisation "
+                            "(or nn.init.xavier_/kaiming_), add normalisation layers")]
+    if obs.steps:
+        it, norms = obs.steps[0]
+        weights = {k: v for k, v in norms.items()
+                   if k in params and params[k].dim() >= 2 and v > 0 and math.isfinite(v)}
+        if len(weights) >= 3:
+            low, high = min(weights, key=weights.get), max(weights, key=weights.get)
+            if weights[low] < _VANISHING * weights[high]:
+                return [Finding("gradients vanish", f"at step 1 the gradient norm of "
+                                f"{names.get(low, '?')} is {_fmt(weights[low])}, of "
+                                f"{names.get(high, '?')} {_fmt(weights[high])} (ratio "
+                                f"{_fmt(weights[low] / weights[high])})",
+                                obs.backwards[max(it - 1, 0)].site if obs.backwards else None,
+                                "each saturating activation (sigmoid, tanh) or small weight "
+                                "on the way back shrinks the gradient, so the early layers "
+                                "do not learn",
+                                "use ReLU-family activations, the default initialisation, "
+                                "normalisation layers or residual connections")]
+    return []
+
+
+def missing_gradients(watch) -> list:
+    """Parameters the optimizer holds that never got a gradient, and why."""
+    obs = watch.obs
+    if not obs.steps or not obs.got_grad:
+        return []
+    names = watch.parameter_names()
+    module_names = watch.module_names()
+    owners = {}
+    for root in obs.roots:
+        for m in root.modules():
+            for p in m._parameters.values():
+                if p is not None:
+                    owners.setdefault(id(p), m)
+    loss_nodes = {id(r()) for r in obs.loss_nodes if r() is not None}
+    cuts = [c for c in obs.cuts if c.node is not None and id(c.node) not in loss_nodes]
+    findings, explained = [], set()
+    for p in watch._optimizer_params():
+        if not p.requires_grad or id(p) in obs.got_grad:
+            continue
+        owner = owners.get(id(p))
+        if owner is not None and id(owner) in explained:
+            continue
+        pname = names.get(id(p), f"a parameter of shape {list(p.shape)}")
+        mname = module_names.get(id(owner), "its module") if owner is not None else "?"
+        evidence = (f"{pname} has no .grad at any of the {len(obs.steps)} optimizer steps, "
+                    f"while {len(obs.got_grad)} other parameter tensors get one")
+        cut = next((c for c in cuts if reaches(c.node, p)), None)
+        if cut is not None:
+            finding = Finding("a parameter never receives a gradient", evidence, cut.site,
+                              f"{cut.how} here takes a tensor that depends on {pname} out "
+                              "of the graph, so the loss does not depend on it for autograd",
+                              f"remove the {cut.how} on the way to the loss (detach only "
+                              "targets, logged values and deliberately frozen paths)")
+        elif owner is not None and id(owner) in obs.cut_inside:
+            finding = Finding("a parameter never receives a gradient", evidence,
+                              obs.cut_inside[id(owner)],
+                              f"{mname}'s output does not require grad: its forward cuts the "
+                              "graph (.detach(), .data, .item() or a NumPy round trip)",
+                              "compute the forward with tensor operations only, without "
+                              "detaching")
+        elif owner is not None and id(owner) in obs.no_grad_calls:
+            finding = Finding("a parameter never receives a gradient", evidence,
+                              obs.no_grad_calls[id(owner)],
+                              f"{mname} runs under torch.no_grad() (or inference_mode), so "
+                              "no graph is recorded for it", "move the training forward "
+                              "out of the no_grad block")
+        elif owner is not None and id(owner) not in obs.called:
+            root = next((r for r in obs.roots if owner in list(r.modules())), None)
+            attr = mname.rsplit(".", 1)[-1]
+            site = attribute_site(root if root is not None else owner, attr)
+            finding = Finding("a parameter never receives a gradient", evidence, site,
+                              f"{mname} is defined but never called in forward",
+                              f"call {mname} in forward, or delete it (or freeze it with "
+                              "requires_grad_(False) if it is meant to be unused)")
+        else:
+            root_site = next(iter(obs.root_sites.values()), None)
+            finding = Finding("a parameter never receives a gradient", evidence, root_site,
+                              f"{pname} is used, but what it computes does not reach the "
+                              "loss (a result computed and thrown away, or a copy made "
+                              "outside the graph)", "make the loss depend on the result "
+                              "that uses it, or remove it")
+        explained.add(id(owner))
+        findings.append(finding)
+    return findings
+
+
+def unregistered(watch) -> list:
+    """Tensors that require grad and modules in plain containers: invisible to parameters()
+    and so to the optimizer."""
+    obs = watch.obs
+    in_optimizer = {id(p) for p in watch._optimizer_params()}
+    if not obs.optimizers:
+        return []
+    findings = []
+    for module, attr, kind, objects in obs.unregistered:
+        cls = type(module).__name__
+        site = attribute_site(module, attr)
+        if kind == "tensor":
+            t = objects[0]
+            if id(t) in in_optimizer:
+                continue
+            leaf = "" if t.grad_fn is None else f", and not a leaf (made by {t.grad_fn.name()})"
+            findings.append(Finding(
+                "a parameter is not registered",
+                f"{cls}.{attr} is a tensor that requires grad (shape {list(t.shape)}) kept as "
+                f"a plain attribute{leaf}", site,
+                "nn.Module registers only nn.Parameter attributes, so it is not in "
+                "model.parameters() and the optimizer never updates it",
+                f"self.{attr} = nn.Parameter(...) (scale the initial values inside, before "
+                "wrapping)"))
+        else:
+            params = [p for m in objects for p in m.parameters() if id(p) not in in_optimizer]
+            if not params:
+                continue
+            container = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
+            findings.append(Finding(
+                "a parameter is not registered",
+                f"{cls}.{attr} is a plain {kind} of {len(objects)} modules; their "
+                f"{len(params)} parameter tensors are not in model.parameters()", site,
+                f"nn.Module does not look inside a plain {kind}, so the optimizer never "
+                "updates these layers (and .to(), state_dict() skip them)",
+                f"self.{attr} = {container}(...)"))
+    return findings
+
+
+def zeroing(watch) -> list:
+    """Gradients carried over an optimizer step into the next backward."""
+    obs = watch.obs
+    stale = len(obs.stale_steps)
+    if stale < 2:
+        return []
+    names = watch.parameter_names()
+    growth = ""
+    if len(obs.steps) >= 2:
+        first, last = obs.steps[0][1], obs.steps[-1][1]
+        common = [k for k in first if k in last and first[k] > 0]
+        if common:
+            k = max(common, key=lambda k: last[k] / first[k])
+            growth = (f"; the gradient norm of {names.get(k, 'a parameter')} went from "
+                      f"{_fmt(first[k])} at step 1 to {_fmt(last[k])} at step "
+                      f"{len(obs.steps)}")
+    total = stale + obs.fresh_steps
+    if obs.fresh_steps == 0:
+        return [Finding("gradients were never zeroed",
+                        f"all {total} backward passes after an optimizer step added to the "
+                        f"gradients of the steps before{growth}", obs.stale_steps[0],
+                        "backward() adds into .grad; without zero_grad() each step applies "
+                        "the sum of all earlier gradients",
+                        "call optimizer.zero_grad() before loss.backward() in every "
+                        "iteration")]
+    return [Finding("gradients are zeroed too rarely",
+                    f"{stale} of {total} backward passes after an optimizer step added to "
+                    f"gradients an earlier step had already applied{growth}",
+                    obs.stale_steps[0],
+                    "zero_grad() runs less often than optimizer.step(), so some steps "
+                    "apply gradients that were applied before",
+                    "call optimizer.zero_grad() right after each optimizer.step(); to "
+                    "accumulate over k batches, call step() and zero_grad() together "
+                    "every k batches")]
+
+
+def _holder(frame, alive: set):
+    """The user's variable keeping old losses alive: (name, kind) or None."""
+    if frame is None:
+        return None
+    scopes = list(frame.f_locals.items()) + list(frame.f_globals.items())
+    for name, value in scopes:
+        if isinstance(value, (list, tuple, dict)):
+            items = value.values() if isinstance(value, dict) else value
+            if any(isinstance(v, Tensor) and id(v.grad_fn) in alive for v in items):
+                return name, type(value).__name__
+    for name, value in scopes:
+        if isinstance(value, Tensor) and value.grad_fn is not None \
+                and id(value.grad_fn) not in alive:
+            seen, stack, n = set(), [value.grad_fn], 0
+            while stack and n < 20000:
+                node = stack.pop()
+                n += 1
+                if node is None or id(node) in seen:
+                    continue
+                if id(node) in alive:
+                    return name, "tensor"
+                seen.add(id(node))
+                stack.extend(nxt for nxt, _ in node.next_functions)
+    return None
+
+
+def _assignment_site(frame, name: str):
+    """The line in the frame's function that appends to or adds into `name`."""
+    if frame is None:
+        return None
+    pattern = re.compile(rf"\b{re.escape(name)}\s*(\+=|\.append\(|\.extend\(|=\s*{re.escape(name)}\s*\+)")
+    try:
+        lines = inspect.getsourcelines(frame.f_code)[0] if frame.f_code.co_name != "<module>" \
+            else open(frame.f_code.co_filename).read().splitlines()
+        start = frame.f_code.co_firstlineno if frame.f_code.co_name != "<module>" else 1
+    except OSError:
+        return None
+    for i, line in enumerate(lines):
+        if pattern.search(line):
+            return Site(frame.f_code.co_filename, start + i)
+    return None
+
+
+def kept_graphs(watch) -> list:
+    obs = watch.obs
+    if obs.kept_graphs is None:
+        return []
+    alive, total, frame, nodes = obs.kept_graphs
+    holder = _holder(frame, {id(n) for n in nodes})
+    name, kind = holder if holder else ("a variable", "")
+    site = _assignment_site(frame, name) if holder else None
+    if site is None and frame is not None:
+        site = Site(frame.f_code.co_filename, frame.f_lineno)
+    held = f"`{name}` ({kind})" if holder else "something"
+    return [Finding("the loss is kept with its graph across iterations",
+                    f"after {total + 2} iterations, {alive} losses of earlier iterations still "
+                    f"hold their graphs, kept by {held}", site,
+                    "a loss tensor keeps its whole autograd graph alive; keeping losses (or "
+                    "adding them into a tensor total) makes memory grow every iteration",
+                    "keep numbers, not tensors: losses.append(loss.item()) or total += "
+                    "loss.item()")]
+
+
+def retain_graph_growth(watch) -> list:
+    """Backwards with retain_graph=True that walk more ops each iteration."""
+    by_site: dict = {}
+    for b in watch.obs.backwards:
+        by_site.setdefault(b.site, []).append(b)
+    for site, calls in by_site.items():
+        if len(calls) >= 5 and all(c.retain_graph for c in calls):
+            first, last = max(calls[0].ops, 1), calls[-1].ops
+            if last >= 3 * first:
+                return [Finding("retain_graph makes each step walk all earlier ones",
+                                f"the backward here ran {calls[0].ops} ops the first time "
+                                f"and {last} the {len(calls)}th time", site,
+                                "a tensor carried from one iteration to the next (a hidden "
+                                "state, a running total) links each new graph to the earlier "
+                                "ones, and retain_graph=True keeps them all alive, so "
+                                "backward N repeats N iterations of work",
+                                "detach what is carried between iterations (h = h.detach()) "
+                                "and drop retain_graph=True")]
+    return []
+
+
+def train_eval(watch) -> list:
+    obs = watch.obs
+    names = watch.module_names()
+    if obs.train_at_eval:
+        site, module = obs.train_at_eval[0]
+        return [Finding("evaluation in training mode",
+                        f"{type(module).__name__} {names.get(id(module), '')!s} ran in "
+                        "training mode under torch.no_grad()", site,
+                        "dropout stays random and batch norm uses (and updates) batch "
+                        "statistics unless the model is in eval mode",
+                        "call model.eval() before evaluating and model.train() before "
+                        "training again")]
+    after = [e for e in obs.eval_at_train if e[0] < len(obs.backwards)]
+    if after:
+        it, site, module = after[0]
+        return [Finding("training in evaluation mode",
+                        f"{type(module).__name__} {names.get(id(module), '')!s} ran in eval "
+                        f"mode in step {it + 1} and later training steps, after training "
+                        "mode before", site,
+                        "model.eval() (for a validation pass) was not undone, so dropout "
+                        "is off and batch norm stops using batch statistics",
+                        "call model.train() at the start of each training epoch")]
+    return []
+
+
+DETECTORS = (nonfinite, gradient_scale, missing_gradients, unregistered, zeroing,
+             kept_graphs, retain_graph_growth, train_eval)
+
+
+def diagnose(watch) -> list:
+    """All findings of a finished (or crashed) run, in priority order."""
+    findings = []
+    for detector in DETECTORS:
+        found = detector(watch)
+        if detector is gradient_scale and findings:
+            continue              # a diverging loss or a NaN explains large gradients
+        findings.extend(found)
+    return findings

@@ -1,0 +1,462 @@
+"""What the doctor watches while a training run goes: the observations, not yet verdicts.
+
+One `Watch` per run gathers them through public extension points, all removed afterwards:
+- a dispatch mode (below autograd, so it sees forward and backward ops): the first op whose
+  float output holds NaN/Inf although its inputs were finite, in-place writes to tensors
+  that require grad, the op a crash happened in, and how many ops each backward runs;
+- global module forward hooks: which module runs (its stack at a crash), the train/eval
+  state of dropout and batch norm, module outputs cut from the graph, unregistered tensors;
+- global optimizer step hooks: gradient norms per parameter at each step;
+- wrappers around `autograd.backward` (so `loss.backward()`), `Tensor.detach`,
+  `Tensor.data`, `Tensor.item` and `Optimizer.__init__`: losses, backward sites and
+  retain_graph, stale gradients after a step, graph cuts made by the user's code, where
+  each optimizer was built.
+"""
+from __future__ import annotations
+
+import collections
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import glasstorch
+from glasstorch import autograd
+from glasstorch.autograd.graph import AccumulateGrad
+from glasstorch.core.tensor import Tensor
+from glasstorch.nn import Module, Parameter
+from glasstorch.nn.modules import module as _module_hooks
+from glasstorch.optim import optimizer as _optimizer
+from glasstorch.utils._python_dispatch import TorchDispatchMode
+
+from .frames import called_from_user, user_frame, user_site
+
+_MAX_EVENTS = 32
+
+
+def as_array(t: Tensor):
+    """The tensor's values as a NumPy array without a copy on the CPU (None on meta)."""
+    kind = t.device.type
+    if kind == "meta":
+        return None
+    return t.numpy(force=True)
+
+
+def all_finite(t: Tensor) -> bool:
+    """One reduction in the common case: a finite sum means finite elements."""
+    a = as_array(t)
+    if a is None or a.size == 0:
+        return True
+    with np.errstate(all="ignore"):
+        if np.isfinite(a.sum(dtype=np.float64)):
+            return True
+        return bool(np.isfinite(a).all())
+
+
+def value_range(t: Tensor) -> str:
+    a = as_array(t)
+    if a is None or a.size == 0:
+        return f"{list(t.shape)} (no values)"
+    a = a.astype(np.float64)
+    with np.errstate(all="ignore"):
+        return f"[{np.nanmin(a):.4g}, {np.nanmax(a):.4g}]"
+
+
+def grad_norm(g: Tensor) -> float:
+    a = as_array(g)
+    if a is None:
+        return 0.0
+    with np.errstate(all="ignore"):
+        return float(np.sqrt(np.square(a, dtype=np.float64).sum()))
+
+
+def _float_tensors(value):
+    if isinstance(value, Tensor):
+        if value.dtype.is_floating_point:
+            yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            if isinstance(v, Tensor) and v.dtype.is_floating_point:
+                yield v
+
+
+@dataclass
+class NonFinite:
+    """The first op that made NaN or Inf out of finite inputs."""
+    op: str
+    what: str                       # "NaN", "inf" or "-inf"
+    site: object
+    iteration: int                  # backward calls completed before it
+    in_backward: bool
+    input_ranges: list
+
+
+@dataclass
+class FailedOp:
+    """The op an exception came out of, with its tensor arguments and the module running."""
+    op: str
+    tensors: list                   # (shape, dtype, device, parameter name or None)
+    modules: list                   # the module stack, outermost first
+    exception: BaseException
+
+
+@dataclass
+class InplaceWrite:
+    op: str
+    site: object
+    creator: str | None             # grad_fn name of the written tensor before the write
+    shape: tuple
+
+
+@dataclass
+class BackwardCall:
+    site: object
+    retain_graph: bool
+    ops: int = 0
+    loss: float | None = None
+
+
+@dataclass
+class Cut:
+    """The user's code took a tensor out of the graph (detach, .data, .item)."""
+    how: str
+    site: object
+    node: object                    # grad_fn of the tensor cut (first few per site only)
+
+
+@dataclass
+class Observations:
+    iteration: int = 0
+    nonfinite: list = field(default_factory=list)
+    nonfinite_seen_in_input: list = field(default_factory=list)
+    failed: FailedOp | None = None
+    inplace: collections.deque = field(default_factory=lambda: collections.deque(maxlen=64))
+    backwards: list = field(default_factory=list)
+    cuts: list = field(default_factory=list)
+    steps: list = field(default_factory=list)            # (iteration, {id(p): norm})
+    got_grad: set = field(default_factory=set)
+    stale_steps: list = field(default_factory=list)      # backward sites after stale steps
+    fresh_steps: int = 0
+    optimizers: list = field(default_factory=list)
+    optimizer_sites: dict = field(default_factory=dict)  # id(opt) -> Site
+    roots: list = field(default_factory=list)            # root modules called by the user
+    root_sites: dict = field(default_factory=dict)       # id(root) -> last call Site
+    called: set = field(default_factory=set)             # ids of modules run
+    no_grad_calls: dict = field(default_factory=dict)    # id(module) -> Site
+    cut_inside: dict = field(default_factory=dict)       # id(module) -> Site
+    unregistered: list = field(default_factory=list)     # (module, attr, kind, objects)
+    train_at_eval: list = field(default_factory=list)    # (Site, module name)
+    eval_at_train: list = field(default_factory=list)    # (iteration, Site, module)
+    was_training: set = field(default_factory=set)
+    kept_graphs: tuple | None = None                     # (holder name, count, frame)
+    loss_nodes: list = field(default_factory=list)
+
+
+def _is_noise_layer(m) -> bool:
+    return type(m).__name__.startswith(("Dropout", "BatchNorm", "AlphaDropout",
+                                        "FeatureAlphaDropout", "InstanceNorm"))
+
+
+class _Mode(TorchDispatchMode):
+    def __init__(self, watch):
+        super().__init__()
+        self.watch = watch
+        self.mutable: dict = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        w = self.watch
+        kwargs = kwargs or {}
+        if w.in_backward:
+            w.backward_ops += 1
+        mutable = self.mutable.get(func)
+        if mutable is None:
+            mutable = self.mutable[func] = func._schema.is_mutable
+        if mutable and args and isinstance(args[0], Tensor) and args[0]._requires_grad:
+            w.on_inplace(func, args[0])
+        try:
+            out = func(*args, **kwargs)
+        except Exception as e:
+            w.on_failed_op(func, args, kwargs, e)
+            raise
+        if len(w.obs.nonfinite) < _MAX_EVENTS:
+            for t in _float_tensors(out):
+                if not all_finite(t):
+                    w.on_nonfinite(func, t, args, kwargs)
+                    break
+        return out
+
+
+class Watch:
+    """Installs the instrumentation on enter and removes all of it on exit."""
+
+    def __init__(self):
+        self.obs = Observations()
+        self.in_backward = False
+        self.backward_ops = 0
+        self._stepped = False
+        self._stack: list = []
+        self._scanned: set = set()
+        self._cut_sites: collections.Counter = collections.Counter()
+        self._undo: list = []
+
+    # ---- installing -------------------------------------------------------------------
+
+    def __enter__(self):
+        self._patch(autograd, "backward", self._wrap_backward(autograd.backward))
+        self._patch_attr(Tensor, "detach", self._wrap_cut(Tensor.detach, "detach()"))
+        self._patch_attr(Tensor, "item", self._wrap_cut(Tensor.item, "item()"))
+        data = Tensor.__dict__["data"]
+        self._patch_attr(Tensor, "data", property(self._wrap_cut(data.fget, ".data"),
+                                                  data.fset))
+        self._patch_attr(_optimizer.Optimizer, "__init__",
+                         self._wrap_optimizer_init(_optimizer.Optimizer.__init__))
+        hooks = [_module_hooks.register_module_forward_pre_hook(self._pre_forward),
+                 _module_hooks.register_module_forward_hook(self._post_forward,
+                                                            always_call=True),
+                 _optimizer.register_optimizer_step_pre_hook(self._pre_step),
+                 _optimizer.register_optimizer_step_post_hook(self._post_step)]
+        self._undo.extend(h.remove for h in hooks)
+        self._mode = _Mode(self)
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._mode.__exit__(None, None, None)
+        while self._undo:
+            self._undo.pop()()
+        return False
+
+    def _patch(self, owner, name, value):
+        old = getattr(owner, name)
+        setattr(owner, name, value)
+        self._undo.append(lambda: setattr(owner, name, old))
+
+    def _patch_attr(self, cls, name, value):
+        old = cls.__dict__[name]
+        setattr(cls, name, value)
+        self._undo.append(lambda: setattr(cls, name, old))
+
+    # ---- backward ---------------------------------------------------------------------
+
+    def _wrap_backward(self, backward):
+        watch = self
+
+        def doctored_backward(tensors, grad_tensors=None, retain_graph=None,
+                              create_graph=False, inputs=None):
+            call = watch._before_backward(tensors, retain_graph or create_graph)
+            watch.in_backward, watch.backward_ops = True, 0
+            try:
+                return backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+            finally:
+                watch.in_backward = False
+                call.ops = watch.backward_ops
+                watch.obs.iteration += 1
+        return doctored_backward
+
+    def _before_backward(self, tensors, retain) -> BackwardCall:
+        obs = self.obs
+        call = BackwardCall(user_site(3), bool(retain))
+        loss = tensors if isinstance(tensors, Tensor) else None
+        if loss is not None and loss.numel() == 1 and loss.dtype.is_floating_point:
+            a = as_array(loss)
+            call.loss = None if a is None else float(a.reshape(()))
+            if loss.grad_fn is not None:
+                self._watch_kept_graphs(loss)
+        obs.backwards.append(call)
+        if self._stepped:
+            self._stepped = False
+            if any(p.grad is not None and np.any(as_array(p.grad))
+                   for p in self._optimizer_params()):
+                obs.stale_steps.append(call.site)
+            else:
+                obs.fresh_steps += 1
+        return call
+
+    def _watch_kept_graphs(self, loss):
+        """Losses of earlier iterations whose graphs are still alive: kept by the user."""
+        obs = self.obs
+        obs.loss_nodes.append(weakref.ref(loss.grad_fn))
+        n = len(obs.loss_nodes)
+        if obs.kept_graphs is not None or n < 8:
+            return
+        old = obs.loss_nodes[:-2]
+        alive = [r() for r in old if r() is not None]
+        if len(alive) >= 0.75 * len(old):
+            obs.kept_graphs = (len(alive), len(old), user_frame(2), alive)
+
+    # ---- optimizer ----------------------------------------------------------------------
+
+    def _wrap_optimizer_init(self, init):
+        watch = self
+
+        def doctored_init(opt, *args, **kwargs):
+            init(opt, *args, **kwargs)
+            if not any(o is opt for o in watch.obs.optimizers):
+                watch.obs.optimizers.append(opt)
+                watch.obs.optimizer_sites[id(opt)] = user_site(2)
+        return doctored_init
+
+    def _optimizer_params(self):
+        for opt in self.obs.optimizers:
+            for group in opt.param_groups:
+                yield from group["params"]
+
+    def _pre_step(self, opt, args, kwargs):
+        norms = {}
+        for group in opt.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self.obs.got_grad.add(id(p))
+                    norms[id(p)] = grad_norm(p.grad)
+        self.obs.steps.append((self.obs.iteration, norms))
+
+    def _post_step(self, opt, args, kwargs):
+        self._stepped = True
+
+    # ---- modules ----------------------------------------------------------------------
+
+    def _pre_forward(self, module, args):
+        obs = self.obs
+        if not self._stack:
+            if not any(r is module for r in obs.roots):
+                obs.roots.append(module)
+            obs.root_sites[id(module)] = user_site(3)
+        self._stack.append(module)
+        obs.called.add(id(module))
+        if id(module) not in self._scanned:
+            self._scanned.add(id(module))
+            self._scan_unregistered(module)
+        if _is_noise_layer(module):
+            self._check_mode(module)
+
+    def _post_forward(self, module, args, output):
+        if self._stack and self._stack[-1] is module:
+            self._stack.pop()
+        if not any(p.requires_grad for p in module._parameters.values() if p is not None):
+            return
+        if not glasstorch.is_grad_enabled():
+            self.obs.no_grad_calls.setdefault(id(module), self._root_site())
+        elif isinstance(output, Tensor) and not output.requires_grad:
+            self.obs.cut_inside.setdefault(id(module), self._root_site())
+
+    def _root_site(self):
+        root = self._stack[0] if self._stack else None
+        return self.obs.root_sites.get(id(root)) if root is not None else user_site(4)
+
+    def _check_mode(self, module):
+        obs = self.obs
+        root = self._stack[0]
+        if module.training:
+            obs.was_training.add(id(module))
+            if not glasstorch.is_grad_enabled() and len(obs.train_at_eval) < 4:
+                obs.train_at_eval.append((obs.root_sites.get(id(root)), module))
+        elif glasstorch.is_grad_enabled() and id(module) in obs.was_training:
+            obs.eval_at_train.append((obs.iteration, obs.root_sites.get(id(root)), module))
+
+    def _scan_unregistered(self, module):
+        """Tensors that require grad and modules kept as plain attributes or in plain
+        containers: nn.Module does not see them, so neither do parameters() nor the
+        optimizer."""
+        registered = None
+        for name, value in vars(module).items():
+            if name.startswith("_"):
+                continue
+            if isinstance(value, Tensor) and not isinstance(value, Parameter) \
+                    and value.requires_grad:
+                self.obs.unregistered.append((module, name, "tensor", [value]))
+            elif isinstance(value, (list, tuple, dict)):
+                items = list(value.values()) if isinstance(value, dict) else list(value)
+                mods = [v for v in items if isinstance(v, Module)]
+                if not mods:
+                    continue
+                if registered is None:
+                    registered = {id(m) for m in module.modules()}
+                hidden = [m for m in mods if id(m) not in registered
+                          and any(p.requires_grad for p in m.parameters())]
+                if hidden:
+                    self.obs.unregistered.append((module, name, type(value).__name__, hidden))
+
+    # ---- the user's graph cuts ---------------------------------------------------------
+
+    def _wrap_cut(self, method, how):
+        watch = self
+
+        def doctored(self, *args, **kwargs):
+            if self._requires_grad and self.grad_fn is not None and called_from_user(2):
+                watch._on_cut(self, how)
+            return method(self, *args, **kwargs)
+        doctored.__name__, doctored.__doc__ = method.__name__, method.__doc__
+        return doctored
+
+    def _on_cut(self, tensor, how):
+        site = user_site(3)
+        self._cut_sites[site] += 1
+        if self._cut_sites[site] <= 2 and glasstorch.is_grad_enabled():
+            self.obs.cuts.append(Cut(how, site, tensor.grad_fn))
+
+    # ---- from the mode ----------------------------------------------------------------
+
+    def on_inplace(self, func, tensor):
+        if self.in_backward or not glasstorch.is_grad_enabled():
+            return
+        creator = tensor.grad_fn.name() if tensor.grad_fn is not None else None
+        self.obs.inplace.append(InplaceWrite(str(func), user_site(4), creator,
+                                             tuple(tensor.shape)))
+
+    def on_failed_op(self, func, args, kwargs, exc):
+        if self.obs.failed is not None and self.obs.failed.exception is exc:
+            return
+        names = self.parameter_names()
+        tensors = [(tuple(a.shape), a.dtype, a.device, names.get(id(a)))
+                   for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
+        self.obs.failed = FailedOp(str(func), tensors, list(self._stack), exc)
+
+    def on_nonfinite(self, func, out, args, kwargs):
+        values = list(args) + list(kwargs.values())
+        flat = [v for a in values for v in (a if isinstance(a, (list, tuple)) else (a,))]
+        if any(isinstance(v, float) and not np.isfinite(v) for v in flat):
+            return                            # an infinity asked for: masking, fills
+        tensors = [v for v in flat if isinstance(v, Tensor)]
+        if any(t.dtype.is_floating_point and not all_finite(t) for t in tensors):
+            if not self.obs.nonfinite_seen_in_input:
+                self.obs.nonfinite_seen_in_input.append((str(func), user_site(4),
+                                                         self.obs.iteration))
+            return
+        a = as_array(out)
+        what = "NaN" if np.isnan(a).any() else ("inf" if (a == np.inf).any() else "-inf")
+        ranges = [value_range(t) for t in tensors if t.dtype.is_floating_point]
+        self.obs.nonfinite.append(NonFinite(str(func), what, user_site(4),
+                                            self.obs.iteration, self.in_backward, ranges))
+
+    # ---- names ------------------------------------------------------------------------
+
+    def parameter_names(self) -> dict:
+        """id(parameter) -> qualified name, from the root modules the user called."""
+        names = {}
+        for root in self.obs.roots:
+            for name, p in root.named_parameters():
+                names.setdefault(id(p), name)
+        return names
+
+    def module_names(self) -> dict:
+        names = {}
+        for root in self.obs.roots:
+            for name, m in root.named_modules():
+                names.setdefault(id(m), name or type(m).__name__)
+        return names
+
+
+def reaches(node, variable) -> bool:
+    """Whether the graph below `node` accumulates into `variable`."""
+    seen, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if n is None or n in seen:
+            continue
+        seen.add(n)
+        if isinstance(n, AccumulateGrad):
+            if n.variable is variable:
+                return True
+            continue
+        stack.extend(nxt for nxt, _ in n.next_functions)
+    return False
