@@ -46,8 +46,6 @@ def _module_name(path: Path) -> str:
 # Each says why it cannot be a module-level import of a lower layer. Anything else found
 # inside a function must point down, as at module level.
 ALLOWED_UPWARD = {
-    ("debug", "debug.doctor"):
-        "glasstorch.debug.doctor, which instruments nn and optim, loads on first use",
     ("core.tensor", "ops.factories"):
         "Tensor(2, 3), the legacy constructor, is a factory call",
     ("memory.planning", "__init__"):

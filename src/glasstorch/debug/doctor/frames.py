@@ -8,10 +8,8 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 
-import glasstorch
-
 _SKIP = tuple(os.path.normcase(os.path.realpath(p)) + os.sep for p in {
-    os.path.dirname(glasstorch.__file__),
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
     sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import glasstorch
 from glasstorch import autograd
+from glasstorch.autograd.grad_mode import is_grad_enabled
 from glasstorch.autograd.graph import AccumulateGrad
 from glasstorch.core.tensor import Tensor
 from glasstorch.nn import Module, Parameter
@@ -334,7 +334,7 @@ class Watch:
             self._stack.pop()
         if not any(p.requires_grad for p in module._parameters.values() if p is not None):
             return
-        if not glasstorch.is_grad_enabled():
+        if not is_grad_enabled():
             self.obs.no_grad_calls.setdefault(id(module), self._root_site())
         elif isinstance(output, Tensor) and not output.requires_grad:
             self.obs.cut_inside.setdefault(id(module), self._root_site())
@@ -348,9 +348,9 @@ class Watch:
         root = self._stack[0]
         if module.training:
             obs.was_training.add(id(module))
-            if not glasstorch.is_grad_enabled() and len(obs.train_at_eval) < 4:
+            if not is_grad_enabled() and len(obs.train_at_eval) < 4:
                 obs.train_at_eval.append((obs.root_sites.get(id(root)), module))
-        elif glasstorch.is_grad_enabled() and id(module) in obs.was_training:
+        elif is_grad_enabled() and id(module) in obs.was_training:
             obs.eval_at_train.append((obs.iteration, obs.root_sites.get(id(root)), module))
 
     def _scan_unregistered(self, module):
@@ -391,13 +391,13 @@ class Watch:
     def _on_cut(self, tensor, how):
         site = user_site(3)
         self._cut_sites[site] += 1
-        if self._cut_sites[site] <= 2 and glasstorch.is_grad_enabled():
+        if self._cut_sites[site] <= 2 and is_grad_enabled():
             self.obs.cuts.append(Cut(how, site, tensor.grad_fn))
 
     # ---- from the mode ----------------------------------------------------------------
 
     def on_inplace(self, func, tensor):
-        if self.in_backward or not glasstorch.is_grad_enabled():
+        if self.in_backward or not is_grad_enabled():
             return
         creator = tensor.grad_fn.name() if tensor.grad_fn is not None else None
         self.obs.inplace.append(InplaceWrite(str(func), user_site(4), creator,
