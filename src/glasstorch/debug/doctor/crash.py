@@ -122,14 +122,23 @@ def _inplace(exc, failed, watch, site):
     shape = re.search(r"\[\w+\.\w+ \[([\d, ]*)\]\]", text)
     want = tuple(int(s) for s in shape.group(1).split(",") if s.strip()) if shape else None
     name = creator.group(1) if creator else None
-    write = None
-    for w in reversed(watch.obs.inplace):
-        if (name is None or (w.creator or "").startswith(name)) and \
-                (want is None or w.shape == want):
-            write = w
-            break
+    writes = [w for w in reversed(watch.obs.inplace) if want is None or w.shape == want]
+    write = next((w for w in writes if name and (w.creator or "").startswith(name)),
+                 writes[0] if writes else None)
     versions = re.search(r"is at version (\d+); expected version (\d+)", text)
     seen = f" (version {versions.group(2)} saved, {versions.group(1)} found)" if versions else ""
+    calls = watch.obs.backwards
+    if write is None and len(calls) >= 2 and calls[-1].retain_graph and \
+            calls[-2].site == calls[-1].site:
+        return Finding("retain_graph makes each step walk all earlier ones",
+                       f"backward call {len(calls)} reached a graph of an earlier iteration, "
+                       f"whose saved {name or 'tensor'} {list(want or [])} optimizer.step() "
+                       f"has since changed{seen}", calls[-1].site,
+                       "a tensor carried from one iteration to the next (a hidden state, a "
+                       "running total) links each new graph to the earlier ones, and "
+                       "retain_graph=True keeps them alive, so each backward walks them again",
+                       "detach what is carried between iterations (h = h.detach()) and drop "
+                       "retain_graph=True")
     if write is None:
         return Finding("in-place write to a tensor saved for backward",
                        f"the output of {name or 'an op'} {list(want or [])} was changed in "
@@ -137,6 +146,7 @@ def _inplace(exc, failed, watch, site):
                        "backward needs the values an op saw, and an in-place op overwrote "
                        "them", "use the out-of-place form (x = x + 1, torch.relu(x), "
                        "nn.ReLU(inplace=False)) or write into x.clone()")
+    name = re.sub(r"Backward\d*$", "", write.creator or "") or name
     return Finding("in-place write to a tensor saved for backward",
                    f"{write.op} wrote in place into the output of {name} "
                    f"{list(write.shape)}, which its consumer saved for backward{seen}",

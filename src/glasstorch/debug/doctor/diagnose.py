@@ -7,6 +7,7 @@ asked for (masking), frozen parameters, detach() of targets and logged values.
 from __future__ import annotations
 
 import inspect
+import linecache
 import math
 import re
 
@@ -16,22 +17,23 @@ from .frames import Site
 from .report import Finding
 from .watch import reaches
 
-_EXPLODING = 1e6          # a gradient norm no sane scale of data reaches
+_EXPLODING = 1e3          # a gradient norm well-scaled data and weights do not reach
 _VANISHING = 1e-6         # smallest/largest weight-gradient norm ratio at one step
 
 
 def attribute_site(module, attr: str):
-    """The line of `self.<attr> = ...` in the module's class (or a base), or None."""
+    """The line of `self.<attr> = ...` in the module's class (or a base), or None. Read
+    from the methods' code, as a class run as __main__ has no module file to ask."""
+    pattern = re.compile(rf"\bself\.{re.escape(attr)}\s*=")
     for cls in type(module).__mro__:
-        try:
-            lines, start = inspect.getsourcelines(cls)
-            filename = inspect.getsourcefile(cls)
-        except (OSError, TypeError):
+        init = vars(cls).get("__init__")
+        code = getattr(init, "__code__", None)
+        if code is None:
             continue
-        pattern = re.compile(rf"\bself\.{re.escape(attr)}\s*=")
-        for i, line in enumerate(lines):
-            if pattern.search(line):
-                return Site(filename, start + i)
+        lines = linecache.getlines(code.co_filename)
+        for n in range(code.co_firstlineno, len(lines) + 1):
+            if pattern.search(lines[n - 1]):
+                return Site(code.co_filename, n)
     return None
 
 
@@ -56,6 +58,8 @@ def nonfinite(watch) -> list:
     candidates = [e for e in obs.nonfinite
                   if (e.iteration, e.in_backward) >= (bad - 1, True)] or obs.nonfinite
     event = candidates[0] if candidates and bad != math.inf else None
+    if diverged and obs.steps and max(obs.steps[0][1].values(), default=0) > _EXPLODING:
+        return gradient_scale(watch)        # the gradients were too large from the start
     if diverged:
         peak = max(range(len(finite)), key=finite.__getitem__)
         evidence = (f"the loss went from {_fmt(finite[0])} at step 1 to {_fmt(finite[peak])} "

@@ -397,10 +397,9 @@ class Watch:
     # ---- from the mode ----------------------------------------------------------------
 
     def on_inplace(self, func, tensor):
-        if self.in_backward or not is_grad_enabled():
+        if self.in_backward or tensor.grad_fn is None:    # optimizers write leaves
             return
-        creator = tensor.grad_fn.name() if tensor.grad_fn is not None else None
-        self.obs.inplace.append(InplaceWrite(str(func), user_site(4), creator,
+        self.obs.inplace.append(InplaceWrite(str(func), user_site(4), tensor.grad_fn.name(),
                                              tuple(tensor.shape)))
 
     def on_failed_op(self, func, args, kwargs, exc):

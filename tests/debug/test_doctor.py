@@ -1,0 +1,125 @@
+"""The doctor on a corpus of small training scripts: each buggy script's problem is found,
+with the right kind, at the right line; each clean look-alike gives `No problems found.`."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from glasstorch.debug import doctor
+
+CORPUS = Path(__file__).parent / "doctor_corpus"
+
+# script -> (kind of the first finding, the text of the line it points at, or None)
+BUGS = {
+    "nan_log.py": ("Inf appeared", "torch.log(p)"),
+    "diverging_lr.py": ("the loss diverges", "lr=0.5"),
+    "never_zeroed.py": ("gradients were never zeroed", "loss.backward()"),
+    "zeroed_too_rarely.py": ("gradients are zeroed too rarely", "loss.backward()"),
+    "detached_layer.py": ("a parameter never receives a gradient", ".detach()"),
+    "unused_layer.py": ("a parameter never receives a gradient", "self.conv2 ="),
+    "unregistered_list.py": ("a parameter is not registered", "self.hidden ="),
+    "unregistered_tensor.py": ("a parameter is not registered", "self.scale ="),
+    "linear_shape.py": ("shape mismatch in a Linear layer", "self.fc(x)"),
+    "dtype_numpy.py": ("dtype mismatch", "model(X)"),
+    "device_mismatch.py": ("device mismatch", "model(x)"),
+    "rnn_hidden_freed.py": ("backward through a graph already freed", "loss.backward()"),
+    "double_backward.py": ("backward through a graph already freed", "loss_reg.backward()"),
+    "inplace_saved.py": ("in-place write to a tensor saved for backward", "a += 1"),
+    "kept_losses.py": ("the loss is kept with its graph across iterations",
+                       "losses.append(loss)"),
+    "retain_graph_growth.py": ("retain_graph makes each step walk all earlier ones",
+                               "retain_graph=True"),
+    "retain_graph_stale.py": ("retain_graph makes each step walk all earlier ones",
+                              "retain_graph=True"),
+    "exploding.py": ("gradients explode", "loss.backward()"),
+    "vanishing.py": ("gradients vanish", "backward()"),
+    "eval_in_train_mode.py": ("evaluation in training mode", "model(x_val)"),
+}
+CLEAN = sorted(p.name for p in CORPUS.glob("clean_*.py"))
+
+
+def _run(name):
+    status, doc = doctor.run_script(str(CORPUS / name), print_report=False)
+    return status, doc
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_finds_the_bug(name):
+    kind, line = BUGS[name]
+    status, doc = _run(name)
+    kinds = [f.kind for f in doc.findings]
+    assert kind in kinds, doc.report
+    finding = doc.findings[kinds.index(kind)]
+    assert finding.site is not None and Path(finding.site.filename).name == name, doc.report
+    assert line in finding.site.source, doc.report
+    assert finding.evidence and finding.cause and finding.fix
+
+
+@pytest.mark.parametrize("name", CLEAN)
+def test_clean_scripts_give_one_verdict_line(name):
+    status, doc = _run(name)
+    assert status == 0
+    assert doc.report == "No problems found."
+
+
+def test_crash_exit_status_and_torch_restored():
+    torch = pytest.importorskip("torch")        # a real PyTorch is set aside, then restored
+    status, doc = _run("linear_shape.py")
+    assert status == 1
+    import torch as again
+    assert again is torch
+    assert "glasstorch" not in type(again.ones(1)).__module__
+
+
+def test_context_manager_and_decorator(capsys):
+    with doctor() as doc:
+        import torch
+        x = torch.ones(3, requires_grad=True)
+        (x * 2).sum().backward()
+    assert doc.findings == []
+    assert capsys.readouterr().out.strip() == "No problems found."
+
+    @doctor(print_report=False)
+    def train():
+        import torch
+        w = torch.zeros(2, requires_grad=True)
+        opt = torch.optim.SGD([w], lr=0.1)
+        for _ in range(4):
+            (w - 1).pow(2).sum().backward()
+            opt.step()
+    train()
+    assert capsys.readouterr().out == ""
+
+
+def test_context_manager_explains_a_crash_and_reraises():
+    with pytest.raises(RuntimeError, match="second time"):
+        with doctor(print_report=False) as doc:
+            import torch
+            x = torch.ones(2, requires_grad=True)
+            y = (x.exp() * 2).sum()
+            y.backward()
+            y.backward()
+    assert doc.findings[0].kind == "backward through a graph already freed"
+
+
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2] / "src"))
+    return subprocess.run([sys.executable, "-m", "glasstorch", "doctor", *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_cli_clean_script():
+    r = _cli(str(CORPUS / "clean_numpy_converted.py"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "No problems found."
+    assert r.stdout.splitlines()[0].startswith("final loss")
+
+
+def test_cli_crash_passes_argv_and_exit_status():
+    r = _cli(str(CORPUS / "device_mismatch.py"), "--ignored-flag")
+    assert r.returncode == 1
+    assert "Traceback" in r.stderr
+    assert "1. device mismatch" in r.stdout
+    assert "device_mismatch.py:8" in r.stdout
