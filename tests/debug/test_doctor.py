@@ -36,6 +36,12 @@ BUGS = {
     "exploding.py": ("gradients explode", "loss.backward()"),
     "vanishing.py": ("gradients vanish", "backward()"),
     "eval_in_train_mode.py": ("evaluation in training mode", "model(x_val)"),
+    "loss_broadcast.py": ("silent broadcasting in a loss", "criterion(model(x), y)"),
+    "softmax_into_ce.py": ("probabilities fed to a loss that expects logits",
+                           "criterion(model(x), y)"),
+    "scheduler_first.py": ("a scheduler stepped before the optimizer", "scheduler.step()"),
+    "checkpoint_loaded_nothing.py": ("a checkpoint load that loaded nothing", "strict=False"),
+    "hooks_pile_up.py": ("hooks that pile up", "register_forward_hook"),
 }
 CLEAN = sorted(p.name for p in CORPUS.glob("clean_*.py"))
 

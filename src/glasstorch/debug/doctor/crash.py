@@ -50,11 +50,36 @@ def _shape(exc, failed, watch, site):
                    "operand that is wrong")
 
 
+def _layer_inputs(exc, watch, attr):
+    """"Linear `fc`'s parameters are on meta; its input [4, 3] is on cpu", from the module
+    running when `exc` came out of it; attr is "device" or "dtype"."""
+    crash = watch.obs.crash_modules
+    if crash is None or crash[0] is not exc or not crash[1]:
+        return None
+    module, args = crash[1][-1]
+
+    def show(value):
+        return str(value).replace("torch.", "")
+    own = sorted({show(getattr(p, attr)) for p in module.parameters(recurse=False)})
+    ins = [(list(a.shape), show(getattr(a, attr))) for a in args if isinstance(a, Tensor)]
+    if not own or not ins:
+        return None
+    kind = type(module).__name__
+    name = watch.module_names().get(id(module), kind)
+    label = kind if name == kind else f"{kind} `{name}`"
+    prep = "on" if attr == "device" else "in"
+    inputs = "; ".join(f"its input {shape} is {prep} {v}" for shape, v in ins)
+    return f"{label}'s parameters are {prep} {', '.join(own)}; {inputs}"
+
+
 def _device(exc, failed, watch, site):
     if "same device" not in str(exc):
         return None
-    detail = _tensors(failed) if failed else str(exc)
-    return Finding("device mismatch", f"one op got tensors on different devices: {detail}",
+    detail = _layer_inputs(exc, watch, "device")
+    if detail is None:
+        detail = "one op got tensors on different devices: " + (
+            _tensors(failed) if failed else str(exc).split(" (when")[0])
+    return Finding("device mismatch", detail,
                    site, "the model's parameters and the batch (or a tensor created inside "
                    "forward) live on different devices",
                    "move the batch where the model is after loading it (x, y = x.to(device), "
@@ -82,8 +107,9 @@ def _dtype(exc, failed, watch, site):
                   "or torch.tensor of Python ints), while parameters are float32")
     else:
         origin = "the op's tensors were made with different dtypes"
-    detail = _tensors(failed) if failed else text
-    return Finding("dtype mismatch", f"{failed.op if failed else 'an op'} got {detail}",
+    detail = _layer_inputs(exc, watch, "dtype") or (
+        f"{failed.op if failed else 'an op'} got " + (_tensors(failed) if failed else text))
+    return Finding("dtype mismatch", detail,
                    site, origin, "convert the input where it is made: x.float() (or "
                    "torch.tensor(array, dtype=torch.float32)); or the model: model.double()")
 

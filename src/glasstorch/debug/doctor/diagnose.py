@@ -279,14 +279,14 @@ def zeroing(watch) -> list:
     total = stale + obs.fresh_steps
     if obs.fresh_steps == 0:
         return [Finding("gradients were never zeroed",
-                        f"all {total} backward passes after an optimizer step added to the "
+                        f"all {total} optimizer steps after the first applied again the "
                         f"gradients of the steps before{growth}", obs.stale_steps[0],
                         "backward() adds into .grad; without zero_grad() each step applies "
                         "the sum of all earlier gradients",
                         "call optimizer.zero_grad() before loss.backward() in every "
                         "iteration")]
     return [Finding("gradients are zeroed too rarely",
-                    f"{stale} of {total} backward passes after an optimizer step added to "
+                    f"{stale} of {total} optimizer steps after the first applied again "
                     f"gradients an earlier step had already applied{growth}",
                     obs.stale_steps[0],
                     "zero_grad() runs less often than optimizer.step(), so some steps "
@@ -405,8 +405,99 @@ def train_eval(watch) -> list:
     return []
 
 
+def warned(watch) -> list:
+    """PyTorch's own warnings that name a bug: a loss broadcasting its target, a scheduler
+    stepped before the optimizer."""
+    findings = []
+    for kind, text, site in watch.obs.warned:
+        if kind == "broadcast":
+            sizes = re.findall(r"torch\.Size\(\[[\d, ]*\]\)", text)
+            target, inp = (sizes + ["?", "?"])[:2]
+            findings.append(Finding(
+                "silent broadcasting in a loss", f"the target has size {target}, the input "
+                f"{inp}: the loss compares every input with every target", site,
+                "a [N, 1] prediction against an [N] target broadcasts to [N, N], so the loss "
+                "averages N*N wrong pairs instead of N right ones",
+                "give both the same shape: pred.squeeze(1) or target.unsqueeze(1)"))
+        elif kind == "scheduler":
+            findings.append(Finding(
+                "a scheduler stepped before the optimizer", "lr_scheduler.step() ran before "
+                "any optimizer.step()", site, "the schedule's first value is skipped: the "
+                "learning rate changes one step early",
+                "call scheduler.step() after optimizer.step() (once per epoch or per batch, "
+                "as the scheduler expects)"))
+    return findings
+
+
+def probabilities_as_logits(watch) -> list:
+    obs = watch.obs
+    if not obs.probabilities_as_logits:
+        return []
+    op, site = obs.probabilities_as_logits[0]
+    sigmoid = "with_logits" in op
+    made = "sigmoid" if sigmoid else "softmax"
+    loss = "BCEWithLogitsLoss" if sigmoid else "cross_entropy (CrossEntropyLoss)"
+    return [Finding("probabilities fed to a loss that expects logits",
+                    f"the output of {made} went straight into the loss ({op})", site,
+                    f"{loss} applies {made} itself, so applying it before squashes the "
+                    "scores twice: gradients shrink and the loss cannot go below a floor",
+                    f"pass the raw scores (logits) to the loss, and apply {made} only for "
+                    "predictions")]
+
+
+def empty_loads(watch) -> list:
+    findings = []
+    for site, module, missing, unexpected in watch.obs.empty_loads:
+        seen = ", ".join(repr(k) for k in unexpected[:3]) or "none"
+        findings.append(Finding(
+            "a checkpoint load that loaded nothing", f"load_state_dict(strict=False) into "
+            f"{type(module).__name__} matched none of its {len(missing)} keys (for example "
+            f"{missing[0]!r}); the checkpoint's keys: {seen}", site,
+            "the keys differ (a nested dict such as {'model': ...}, or a 'module.' prefix "
+            "from DataParallel), and strict=False hides it: the model keeps its initial "
+            "weights", "load the right dict (checkpoint['model']) or strip the prefix, and "
+            "keep strict=True so a mismatch raises"))
+    return findings
+
+
+def piled_hooks(watch) -> list:
+    """Hooks registered again every iteration: each call runs all of them."""
+    steps = len(watch.obs.backwards)
+    if steps < 4:
+        return []
+    for root in watch.obs.roots:
+        for name, m in root.named_modules():
+            count = len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
+            tensors = [p for p in m.parameters(recurse=False) if p._hooks]
+            tensor_hooks = max((len(p._hooks) for p in tensors), default=0)
+            n = max(count, tensor_hooks)
+            if n >= 4 and n >= steps // 2:
+                site = _registration_site(watch)
+                return [Finding("hooks that pile up", f"{type(m).__name__} "
+                                f"{name or '(the model)'} holds {n} hooks after {steps} "
+                                "iterations", site, "a hook registered inside the training "
+                                "loop is added again every iteration and never removed, so "
+                                "each forward or backward runs all of them",
+                                "register hooks once, before the loop, or keep the handle "
+                                "and call handle.remove()")]
+    return []
+
+
+def _registration_site(watch):
+    pattern = re.compile(r"\.register_(forward_hook|forward_pre_hook|full_backward_hook|"
+                         r"backward_hook|hook)\(")
+    for site in watch.obs.root_sites.values():
+        if site is None:
+            continue
+        for n, line in enumerate(linecache.getlines(site.filename), 1):
+            if pattern.search(line):
+                return Site(site.filename, n)
+    return None
+
+
 DETECTORS = (nonfinite, gradient_scale, missing_gradients, unregistered, zeroing,
-             kept_graphs, retain_graph_growth, train_eval)
+             kept_graphs, retain_graph_growth, train_eval, warned, probabilities_as_logits,
+             empty_loads, piled_hooks)
 
 
 def diagnose(watch) -> list:

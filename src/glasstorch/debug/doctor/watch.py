@@ -15,12 +15,16 @@ One `Watch` per run gathers them through public extension points, all removed af
 from __future__ import annotations
 
 import collections
+import sys
+import re
+import warnings
 import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from glasstorch import autograd
+from glasstorch import ops as glasstorch_ops
 from glasstorch.autograd.grad_mode import is_grad_enabled
 from glasstorch.autograd.graph import AccumulateGrad
 from glasstorch.core.tensor import Tensor
@@ -148,6 +152,10 @@ class Observations:
     train_at_eval: list = field(default_factory=list)    # (Site, module name)
     eval_at_train: list = field(default_factory=list)    # (iteration, Site, module)
     was_training: set = field(default_factory=set)
+    warned: list = field(default_factory=list)           # (kind, message, Site)
+    empty_loads: list = field(default_factory=list)      # (Site, module, missing, unexpected)
+    probabilities_as_logits: list = field(default_factory=list)   # (loss op, Site)
+    crash_modules: tuple | None = None                   # (exception, [(module, args)])
     kept_graphs: tuple | None = None                     # (holder name, count, frame)
     loss_nodes: list = field(default_factory=list)
 
@@ -155,6 +163,17 @@ class Observations:
 def _is_noise_layer(m) -> bool:
     return type(m).__name__.startswith(("Dropout", "BatchNorm", "AlphaDropout",
                                         "FeatureAlphaDropout", "InstanceNorm"))
+
+
+_aten = glasstorch_ops.aten
+_PROBABILITY_OPS = frozenset({_aten._softmax.default, _aten.sigmoid.default})
+_PROBABILITY_LOSSES = frozenset({_aten._log_softmax.default,
+                                 _aten.binary_cross_entropy_with_logits.default})
+_ZEROING = frozenset({_aten.fill_.Scalar, _aten.mul_.Tensor})   # zero_() is fill_(0)
+_WARNINGS = {                              # PyTorch's own warnings that name a bug
+    "Using a target size": "broadcast",
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`": "scheduler",
+}
 
 
 class _Mode(TorchDispatchMode):
@@ -178,6 +197,16 @@ class _Mode(TorchDispatchMode):
         except Exception as e:
             w.on_failed_op(func, args, kwargs, e)
             raise
+        if func in _ZEROING:
+            w.on_zeroing(func, args)
+        if func in _PROBABILITY_LOSSES and not w.in_backward:
+            made = w.probabilities.get(id(args[0]))
+            if made is not None and made() is args[0]:
+                w.on_probabilities_as_logits(func)
+        elif func in _PROBABILITY_OPS and not w.in_backward:
+            if len(w.probabilities) > 256:
+                w.probabilities.clear()
+            w.probabilities[id(out)] = weakref.ref(out)
         if len(w.obs.nonfinite) < _MAX_EVENTS:
             for t in _float_tensors(out):
                 if not all_finite(t):
@@ -193,11 +222,14 @@ class Watch:
         self.obs = Observations()
         self.in_backward = False
         self.backward_ops = 0
-        self._stepped = False
-        self._stack: list = []
+        self._applied: dict = {}          # id(param) -> weakref to the grad last applied
+        self._zeroed: set = set()         # data_ptr of gradients zeroed in place since
+        self._stack: list = []            # the modules running, outermost first
+        self._args: list = []             # and their inputs
         self._scanned: set = set()
         self._cut_sites: collections.Counter = collections.Counter()
         self._undo: list = []
+        self.probabilities: dict = {}     # id -> weakref: the latest softmax/sigmoid outputs
 
     # ---- installing -------------------------------------------------------------------
 
@@ -208,6 +240,15 @@ class Watch:
         data = Tensor.__dict__["data"]
         self._patch_attr(Tensor, "data", property(self._wrap_cut(data.fget, ".data"),
                                                   data.fset))
+        self._patch_attr(Module, "load_state_dict",
+                         self._wrap_load_state_dict(Module.load_state_dict))
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        for message in _WARNINGS:
+            warnings.filterwarnings("always", message=re.escape(message))
+        self._show_warning = warnings.showwarning
+        warnings.showwarning = self._on_warning
+        self._undo.append(lambda: self._warnings.__exit__(None, None, None))
         self._patch_attr(_optimizer.Optimizer, "__init__",
                          self._wrap_optimizer_init(_optimizer.Optimizer.__init__))
         hooks = [_module_hooks.register_module_forward_pre_hook(self._pre_forward),
@@ -263,13 +304,6 @@ class Watch:
             if loss.grad_fn is not None:
                 self._watch_kept_graphs(loss)
         obs.backwards.append(call)
-        if self._stepped:
-            self._stepped = False
-            if any(p.grad is not None and np.any(as_array(p.grad))
-                   for p in self._optimizer_params()):
-                obs.stale_steps.append(call.site)
-            else:
-                obs.fresh_steps += 1
         return call
 
     def _watch_kept_graphs(self, loss):
@@ -302,16 +336,33 @@ class Watch:
                 yield from group["params"]
 
     def _pre_step(self, opt, args, kwargs):
-        norms = {}
+        norms, stale, compared = {}, False, False
+        for group in opt.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                self.obs.got_grad.add(id(p))
+                norms[id(p)] = grad_norm(g)
+                applied = self._applied.get(id(p))
+                if applied is not None:
+                    compared = True
+                    stale |= applied() is g and g.data_ptr() not in self._zeroed
+        self.obs.steps.append((self.obs.iteration, norms))
+        if stale:
+            self.obs.stale_steps.append(self.obs.backwards[-1].site if self.obs.backwards
+                                        else user_site(2))
+        elif compared:
+            self.obs.fresh_steps += 1
+
+    def _post_step(self, opt, args, kwargs):
+        """Remember each gradient this step applied: if the next step finds the same tensor,
+        not zeroed in between, it applies these values a second time."""
         for group in opt.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    self.obs.got_grad.add(id(p))
-                    norms[id(p)] = grad_norm(p.grad)
-        self.obs.steps.append((self.obs.iteration, norms))
-
-    def _post_step(self, opt, args, kwargs):
-        self._stepped = True
+                    self._applied[id(p)] = weakref.ref(p.grad)
+                    self._zeroed.discard(p.grad.data_ptr())
 
     # ---- modules ----------------------------------------------------------------------
 
@@ -322,6 +373,7 @@ class Watch:
                 obs.roots.append(module)
             obs.root_sites[id(module)] = user_site(3)
         self._stack.append(module)
+        self._args.append(args)
         obs.called.add(id(module))
         if id(module) not in self._scanned:
             self._scanned.add(id(module))
@@ -330,8 +382,13 @@ class Watch:
             self._check_mode(module)
 
     def _post_forward(self, module, args, output):
+        exc = sys.exc_info()[1] if output is None else None
+        if exc is not None and (self.obs.crash_modules is None
+                                or self.obs.crash_modules[0] is not exc):
+            self.obs.crash_modules = (exc, list(zip(self._stack, self._args)))
         if self._stack and self._stack[-1] is module:
             self._stack.pop()
+            self._args.pop()
         if not any(p.requires_grad for p in module._parameters.values() if p is not None):
             return
         if not is_grad_enabled():
@@ -394,7 +451,40 @@ class Watch:
         if self._cut_sites[site] <= 2 and is_grad_enabled():
             self.obs.cuts.append(Cut(how, site, tensor.grad_fn))
 
+    # ---- PyTorch's warnings, checkpoints -----------------------------------------------
+
+    def _on_warning(self, message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        kind = next((k for m, k in _WARNINGS.items() if text.startswith(m)), None)
+        if kind is None:
+            return self._show_warning(message, category, filename, lineno, file, line)
+        site = user_site(2)
+        if not any(w[0] == kind and w[2] == site for w in self.obs.warned):
+            self.obs.warned.append((kind, text, site))
+            self._show_warning(message, category, filename, lineno, file, line)
+
+    def _wrap_load_state_dict(self, load):
+        watch = self
+
+        def doctored_load_state_dict(module, state_dict, strict=True, assign=False):
+            result = load(module, state_dict, strict, assign)
+            expected = module.state_dict()
+            if expected and len(result.missing_keys) == len(expected):
+                watch.obs.empty_loads.append((user_site(2), module, list(result.missing_keys),
+                                              list(result.unexpected_keys)))
+            return result
+        doctored_load_state_dict.__doc__ = load.__doc__
+        return doctored_load_state_dict
+
     # ---- from the mode ----------------------------------------------------------------
+
+    def on_zeroing(self, func, args):
+        if len(args) > 1 and isinstance(args[1], (int, float)) and args[1] == 0:
+            self._zeroed.add(args[0].data_ptr())
+
+    def on_probabilities_as_logits(self, func):
+        if len(self.obs.probabilities_as_logits) < 4:
+            self.obs.probabilities_as_logits.append((str(func), user_site(4)))
 
     def on_inplace(self, func, tensor):
         if self.in_backward or tensor.grad_fn is None:    # optimizers write leaves
