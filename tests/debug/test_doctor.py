@@ -13,7 +13,7 @@ CORPUS = Path(__file__).parent / "doctor_corpus"
 
 # script -> (kind of the first finding, the text of the line it points at, or None)
 BUGS = {
-    "nan_log.py": ("Inf appeared", "torch.log(p)"),
+    "nan_log.py": ("NaN appeared", "torch.log(p)"),
     "diverging_lr.py": ("the loss diverges", "lr=0.5"),
     "never_zeroed.py": ("gradients were never zeroed", "loss.backward()"),
     "zeroed_too_rarely.py": ("gradients are zeroed too rarely", "loss.backward()"),
@@ -42,6 +42,14 @@ BUGS = {
     "scheduler_first.py": ("a scheduler stepped before the optimizer", "scheduler.step()"),
     "checkpoint_loaded_nothing.py": ("a checkpoint load that loaded nothing", "strict=False"),
     "hooks_pile_up.py": ("hooks that pile up", "register_forward_hook"),
+    "train_in_eval_mode.py": ("training in evaluation mode", "model(x[i:i + 16])"),
+    "not_a_leaf.py": ("a parameter never receives a gradient", "w -= lr * w.grad"),
+    "no_grad_forward.py": ("a parameter never receives a gradient", "model(x)"),
+    "item_retensor.py": ("a parameter never receives a gradient", ".item()"),
+    "numpy_roundtrip.py": ("a parameter never receives a gradient", ".numpy()"),
+    "loss_no_graph.py": ("the loss has no graph", ".item()"),
+    "running_total_tensor.py": ("the loss is kept with its graph across iterations",
+                                "epoch_loss += loss"),
 }
 CLEAN = sorted(p.name for p in CORPUS.glob("clean_*.py"))
 

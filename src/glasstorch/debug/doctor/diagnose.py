@@ -6,12 +6,9 @@ asked for (masking), frozen parameters, detach() of targets and logged values.
 """
 from __future__ import annotations
 
-import inspect
 import linecache
 import math
 import re
-
-from glasstorch.core.tensor import Tensor
 
 from .frames import Site
 from .report import Finding
@@ -81,7 +78,9 @@ def nonfinite(watch) -> list:
     if event is not None:
         phase = "in the backward pass" if event.in_backward else "in the forward pass"
         ranges = ", ".join(event.input_ranges) or "none"
-        return [Finding("NaN appeared" if event.what == "NaN" else "Inf appeared", f"{event.op} produced {event.what} "
+        nan = event.what == "NaN" or any(math.isnan(v) for _, v in losses) or any(
+            math.isnan(n) for _, norms in obs.steps for n in norms.values())
+        return [Finding("NaN appeared" if nan else "Inf appeared", f"{event.op} produced {event.what} "
                         f"{phase} of step {event.iteration + 1} from finite inputs with "
                         f"ranges {ranges}", event.site,
                         _nonfinite_cause(event.op),
@@ -296,60 +295,12 @@ def zeroing(watch) -> list:
                     "every k batches")]
 
 
-def _holder(frame, alive: set):
-    """The user's variable keeping old losses alive: (name, kind) or None."""
-    if frame is None:
-        return None
-    scopes = list(frame.f_locals.items()) + list(frame.f_globals.items())
-    for name, value in scopes:
-        if isinstance(value, (list, tuple, dict)):
-            items = value.values() if isinstance(value, dict) else value
-            if any(isinstance(v, Tensor) and id(v.grad_fn) in alive for v in items):
-                return name, type(value).__name__
-    for name, value in scopes:
-        if isinstance(value, Tensor) and value.grad_fn is not None \
-                and id(value.grad_fn) not in alive:
-            seen, stack, n = set(), [value.grad_fn], 0
-            while stack and n < 20000:
-                node = stack.pop()
-                n += 1
-                if node is None or id(node) in seen:
-                    continue
-                if id(node) in alive:
-                    return name, "tensor"
-                seen.add(id(node))
-                stack.extend(nxt for nxt, _ in node.next_functions)
-    return None
-
-
-def _assignment_site(frame, name: str):
-    """The line in the frame's function that appends to or adds into `name`."""
-    if frame is None:
-        return None
-    pattern = re.compile(rf"\b{re.escape(name)}\s*(\+=|\.append\(|\.extend\(|=\s*{re.escape(name)}\s*\+)")
-    try:
-        lines = inspect.getsourcelines(frame.f_code)[0] if frame.f_code.co_name != "<module>" \
-            else open(frame.f_code.co_filename).read().splitlines()
-        start = frame.f_code.co_firstlineno if frame.f_code.co_name != "<module>" else 1
-    except OSError:
-        return None
-    for i, line in enumerate(lines):
-        if pattern.search(line):
-            return Site(frame.f_code.co_filename, start + i)
-    return None
-
-
 def kept_graphs(watch) -> list:
     obs = watch.obs
     if obs.kept_graphs is None:
         return []
-    alive, total, frame, nodes = obs.kept_graphs
-    holder = _holder(frame, {id(n) for n in nodes})
-    name, kind = holder if holder else ("a variable", "")
-    site = _assignment_site(frame, name) if holder else None
-    if site is None and frame is not None:
-        site = Site(frame.f_code.co_filename, frame.f_lineno)
-    held = f"`{name}` ({kind})" if holder else "something"
+    alive, total, holder, site = obs.kept_graphs
+    held = f"`{holder[0]}` ({holder[1]})" if holder else "something"
     return [Finding("the loss is kept with its graph across iterations",
                     f"after {total + 2} iterations, {alive} losses of earlier iterations still "
                     f"hold their graphs, kept by {held}", site,
@@ -380,14 +331,20 @@ def retain_graph_growth(watch) -> list:
     return []
 
 
+def _label(module, names: dict) -> str:
+    kind = type(module).__name__
+    name = names.get(id(module), kind)
+    return kind if name == kind else f"{kind} `{name}`"
+
+
 def train_eval(watch) -> list:
     obs = watch.obs
     names = watch.module_names()
     if obs.train_at_eval:
         site, module = obs.train_at_eval[0]
         return [Finding("evaluation in training mode",
-                        f"{type(module).__name__} {names.get(id(module), '')!s} ran in "
-                        "training mode under torch.no_grad()", site,
+                        f"{_label(module, names)} ran in training mode under "
+                        "torch.no_grad()", site,
                         "dropout stays random and batch norm uses (and updates) batch "
                         "statistics unless the model is in eval mode",
                         "call model.eval() before evaluating and model.train() before "
@@ -396,9 +353,9 @@ def train_eval(watch) -> list:
     if after:
         it, site, module = after[0]
         return [Finding("training in evaluation mode",
-                        f"{type(module).__name__} {names.get(id(module), '')!s} ran in eval "
-                        f"mode in step {it + 1} and later training steps, after training "
-                        "mode before", site,
+                        f"{_label(module, names)} ran in eval mode in training step "
+                        f"{it + 1} (and {len(after) - 1} more forward calls with grad), "
+                        "after running in training mode before", site,
                         "model.eval() (for a validation pass) was not undone, so dropout "
                         "is off and batch norm stops using batch statistics",
                         "call model.train() at the start of each training epoch")]
@@ -508,4 +465,6 @@ def diagnose(watch) -> list:
         if detector is gradient_scale and findings:
             continue              # a diverging loss or a NaN explains large gradients
         findings.extend(found)
+    if any(f.kind.startswith("retain_graph") for f in findings):   # the same cause, told once
+        findings = [f for f in findings if not f.kind.startswith("the loss is kept")]
     return findings

@@ -15,6 +15,7 @@ One `Watch` per run gathers them through public extension points, all removed af
 from __future__ import annotations
 
 import collections
+import inspect
 import sys
 import re
 import warnings
@@ -33,7 +34,7 @@ from glasstorch.nn.modules import module as _module_hooks
 from glasstorch.optim import optimizer as _optimizer
 from glasstorch.utils._python_dispatch import TorchDispatchMode
 
-from .frames import called_from_user, user_frame, user_site
+from .frames import Site, called_from_user, user_frame, user_site
 
 _MAX_EVENTS = 32
 
@@ -145,6 +146,7 @@ class Observations:
     optimizer_sites: dict = field(default_factory=dict)  # id(opt) -> Site
     roots: list = field(default_factory=list)            # root modules called by the user
     root_sites: dict = field(default_factory=dict)       # id(root) -> last call Site
+    root_names: dict = field(default_factory=dict)       # id(root) -> the user's name
     called: set = field(default_factory=set)             # ids of modules run
     no_grad_calls: dict = field(default_factory=dict)    # id(module) -> Site
     cut_inside: dict = field(default_factory=dict)       # id(module) -> Site
@@ -156,7 +158,7 @@ class Observations:
     empty_loads: list = field(default_factory=list)      # (Site, module, missing, unexpected)
     probabilities_as_logits: list = field(default_factory=list)   # (loss op, Site)
     crash_modules: tuple | None = None                   # (exception, [(module, args)])
-    kept_graphs: tuple | None = None                     # (holder name, count, frame)
+    kept_graphs: tuple | None = None          # (alive, total, (name, kind) or None, Site)
     loss_nodes: list = field(default_factory=list)
 
 
@@ -316,7 +318,12 @@ class Watch:
         old = obs.loss_nodes[:-2]
         alive = [r() for r in old if r() is not None]
         if len(alive) >= 0.75 * len(old):
-            obs.kept_graphs = (len(alive), len(old), user_frame(2), alive)
+            frame = user_frame(2)
+            holder = _holder(frame, {id(n) for n in alive})
+            site = _assignment_site(frame, holder[0]) if holder else None
+            if site is None and frame is not None:
+                site = Site(frame.f_code.co_filename, frame.f_lineno)
+            obs.kept_graphs = (len(alive), len(old), holder, site)
 
     # ---- optimizer ----------------------------------------------------------------------
 
@@ -371,6 +378,7 @@ class Watch:
         if not self._stack:
             if not any(r is module for r in obs.roots):
                 obs.roots.append(module)
+                obs.root_names[id(module)] = _variable_name(user_frame(3), module)
             obs.root_sites[id(module)] = user_site(3)
         self._stack.append(module)
         self._args.append(args)
@@ -522,17 +530,79 @@ class Watch:
     def parameter_names(self) -> dict:
         """id(parameter) -> qualified name, from the root modules the user called."""
         names = {}
-        for root in self.obs.roots:
+        for root, prefix in self._prefixes():
             for name, p in root.named_parameters():
-                names.setdefault(id(p), name)
+                names.setdefault(id(p), prefix + name)
         return names
 
     def module_names(self) -> dict:
         names = {}
-        for root in self.obs.roots:
+        for root, prefix in self._prefixes():
             for name, m in root.named_modules():
-                names.setdefault(id(m), name or type(m).__name__)
+                names.setdefault(id(m), (prefix + name).rstrip(".") or type(m).__name__)
         return names
+
+    def _prefixes(self):
+        """Each root module with the prefix its names get: none for a single model, the
+        user's variable name when several are called (`encoder.weight`, `head.weight`)."""
+        roots = self.obs.roots
+        if len(roots) == 1:
+            return [(roots[0], "")]
+        return [(r, f"{self.obs.root_names.get(id(r)) or type(r).__name__}.") for r in roots]
+
+
+def _holder(frame, alive: set):
+    """The user's variable keeping old losses alive: (name, kind) or None."""
+    if frame is None:
+        return None
+    scopes = list(frame.f_locals.items()) + list(frame.f_globals.items())
+    for name, value in scopes:
+        if isinstance(value, (list, tuple, dict)):
+            items = value.values() if isinstance(value, dict) else value
+            if any(isinstance(v, Tensor) and id(v.grad_fn) in alive for v in items):
+                return name, type(value).__name__
+    for name, value in scopes:
+        if isinstance(value, Tensor) and value.grad_fn is not None \
+                and id(value.grad_fn) not in alive:
+            seen, stack, n = set(), [value.grad_fn], 0
+            while stack and n < 20000:
+                node = stack.pop()
+                n += 1
+                if node is None or id(node) in seen:
+                    continue
+                if id(node) in alive:
+                    return name, "tensor"
+                seen.add(id(node))
+                stack.extend(nxt for nxt, _ in node.next_functions)
+    return None
+
+
+def _assignment_site(frame, name: str):
+    """The line in the frame's function that appends to or adds into `name`."""
+    if frame is None:
+        return None
+    pattern = re.compile(rf"\b{re.escape(name)}\s*(\+=|\.append\(|\.extend\(|=\s*{re.escape(name)}\s*\+)")
+    try:
+        lines = inspect.getsourcelines(frame.f_code)[0] if frame.f_code.co_name != "<module>" \
+            else open(frame.f_code.co_filename).read().splitlines()
+        start = frame.f_code.co_firstlineno if frame.f_code.co_name != "<module>" else 1
+    except OSError:
+        return None
+    for i, line in enumerate(lines):
+        if pattern.search(line):
+            return Site(frame.f_code.co_filename, start + i)
+    return None
+
+
+def _variable_name(frame, value):
+    """The name the user's frame gives `value`, or None."""
+    if frame is None:
+        return None
+    for scope in (frame.f_locals, frame.f_globals):
+        for name, v in scope.items():
+            if v is value and not name.startswith("_"):
+                return name
+    return None
 
 
 def reaches(node, variable) -> bool:
