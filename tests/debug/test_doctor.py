@@ -124,15 +124,30 @@ def _cli(*args):
                           capture_output=True, text=True, env=env, timeout=120)
 
 
-def test_cli_clean_script():
-    r = _cli(str(CORPUS / "clean_numpy_converted.py"))
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[-1] == "No problems found."
-    assert r.stdout.splitlines()[0].startswith("final loss")
+def test_cli_clean_script_in_process(capsys):
+    from glasstorch import cli
+    status = cli.main(["doctor", str(CORPUS / "clean_numpy_converted.py")])
+    out = capsys.readouterr().out.splitlines()
+    assert status == 0
+    assert out[0].startswith("final loss") and out[-1] == "No problems found."
 
 
-def test_cli_crash_passes_argv_and_exit_status():
-    r = _cli(str(CORPUS / "device_mismatch.py"), "--ignored-flag")
+def test_script_gets_its_argv_main_name_and_exit_status(tmp_path, capsys):
+    from glasstorch import cli
+    script = tmp_path / "train.py"
+    script.write_text("import sys, torch\n"
+                      "print(__name__, sys.argv[1:], torch.__name__)\n"
+                      "sys.exit(3)\n")
+    argv = list(sys.argv)
+    status = cli.main(["doctor", str(script), "--epochs", "2"])
+    assert status == 3 and sys.argv == argv
+    assert capsys.readouterr().out.splitlines() == [
+        "__main__ ['--epochs', '2'] glasstorch", "No problems found."]
+
+
+def test_cli_explains_a_crash():
+    """The one subprocess: `python -m glasstorch doctor` as a user runs it."""
+    r = _cli(str(CORPUS / "device_mismatch.py"))
     assert r.returncode == 1
     assert "Traceback" in r.stderr
     assert "1. device mismatch" in r.stdout
