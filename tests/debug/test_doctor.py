@@ -50,6 +50,35 @@ BUGS = {
     "loss_no_graph.py": ("the loss has no graph", ".item()"),
     "running_total_tensor.py": ("the loss is kept with its graph across iterations",
                                 "epoch_loss += loss"),
+    "nll_on_logits.py": ("logits fed to a loss that expects log-probabilities",
+                         "criterion(model(x), y)"),
+    "optimizer_never_steps.py": ("the optimizer never steps", "loss.backward()"),
+    "optimizer_stale_model.py": ("the optimizer does not hold the model's parameters",
+                                 "torch.optim.Adam"),
+}
+
+# crashes in one line each: (code, kind of the finding, a piece of its evidence)
+CRASHES = {
+    "bce_target_shape": ("nn.BCELoss()(torch.sigmoid(torch.randn(4, 1)), torch.rand(4))",
+                         "shape mismatch in the loss", "torch.Size([4, 1])"),
+    "bce_on_logits": ("nn.BCELoss()(torch.randn(4) * 5, torch.rand(4))",
+                      "logits fed to a loss that expects probabilities", "[0, 1]"),
+    "class_out_of_range": ("F.cross_entropy(torch.randn(4, 3), torch.tensor([0, 1, 2, 3]))",
+                           "class index out of range", "3 classes"),
+    "conv_channels": ("nn.Conv2d(3, 4, 3)(torch.randn(2, 1, 8, 8))",
+                      "shape mismatch in a convolution", "[2, 1, 8, 8]"),
+    "view": ("torch.randn(3, 4).t().view(12)", "a view of a non-contiguous tensor", "view()"),
+    "non_leaf_to_optimizer": ("torch.optim.SGD([torch.randn(3, requires_grad=True) * 2], lr=1)",
+                              "a parameter never receives a gradient", "not a leaf"),
+    "non_scalar_backward": ("(torch.randn(3, requires_grad=True) * 2).backward()",
+                            "backward of a non-scalar loss", "[3]"),
+    "embedding_float": ("nn.Embedding(5, 2)(torch.tensor([1.0, 2.0]))", "dtype mismatch",
+                        "float indices"),
+    "embedding_range": ("nn.Embedding(5, 2)(torch.tensor([1, 7]))",
+                        "index out of range in an Embedding", "num_embeddings=5"),
+    "broadcast": ("torch.randn(2, 3) + torch.randn(4, 3)", "shape mismatch", "[4, 3]"),
+    "linear_long_input": ("nn.Linear(3, 2)(torch.tensor([[1, 2, 3]]))", "dtype mismatch",
+                          "int64"),
 }
 CLEAN = sorted(p.name for p in CORPUS.glob("clean_*.py"))
 
@@ -69,6 +98,19 @@ def test_finds_the_bug(name):
     assert finding.site is not None and Path(finding.site.filename).name == name, doc.report
     assert line in finding.site.source, doc.report
     assert finding.evidence and finding.cause and finding.fix
+
+
+@pytest.mark.parametrize("name", sorted(CRASHES))
+def test_crash_explained_by_its_cause(name):
+    code, kind, evidence = CRASHES[name]
+    with pytest.raises(Exception):
+        with doctor(print_report=False) as doc:
+            import torch
+            from torch import nn
+            import torch.nn.functional as F
+            exec(code, {"torch": torch, "nn": nn, "F": F})
+    assert doc.findings[0].kind == kind, doc.report
+    assert evidence in doc.findings[0].evidence, doc.report
 
 
 @pytest.mark.parametrize("name", CLEAN)

@@ -1,4 +1,5 @@
-"""Clean: cross_entropy on logits (softmax only for predictions), BCEWithLogits on raw scores,
+"""Clean: cross_entropy on logits (softmax only for predictions), NLL on log_softmax,
+BCEWithLogits on raw scores,
 shapes that match in the loss, one hook registered before the loop and removed, and a
 deliberate partial load with strict=False (a new head on a pretrained body)."""
 import torch
@@ -21,6 +22,7 @@ for step in range(6):
     logits = head(h)
     loss = F.cross_entropy(logits, y) + F.binary_cross_entropy_with_logits(gate(h), flag)
     loss = loss + F.mse_loss(gate(h).squeeze(1), flag.squeeze(1))
+    loss = loss + F.nll_loss(F.log_softmax(logits, dim=1), y)
     opt.zero_grad()
     loss.backward()
     opt.step()

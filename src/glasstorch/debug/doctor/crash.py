@@ -20,11 +20,13 @@ def _tensors(failed) -> str:
 
 
 def _running(failed, watch):
-    """The innermost module running when the op failed, with its name."""
+    """The innermost module running when the op failed, and its label."""
     if not failed or not failed.modules:
         return None, ""
     m = failed.modules[-1]
-    return m, watch.module_names().get(id(m), type(m).__name__)
+    kind = type(m).__name__
+    name = watch.module_names().get(id(m), kind)
+    return m, kind if name == kind else f"{kind} `{name}`"
 
 
 def _shape(exc, failed, watch, site):
@@ -35,10 +37,10 @@ def _shape(exc, failed, watch, site):
     module, name = _running(failed, watch)
     if module is not None and type(module).__name__ == "Linear":
         return Finding("shape mismatch in a Linear layer",
-                       f"{name} = Linear(in_features={module.in_features}, "
+                       f"{name} (in_features={module.in_features}, "
                        f"out_features={module.out_features}) received inputs with {got} "
                        f"features ({rows} rows)", site,
-                       f"the tensor reaching {name} has {got} features in its last "
+                       f"the tensor reaching it has {got} features in its last "
                        f"dimension, but the layer was built for {module.in_features}",
                        f"build it as nn.Linear({got}, {module.out_features}), or fix the "
                        "layer before it (a flatten after convolutions: recompute the "
@@ -94,7 +96,7 @@ def _dtype(exc, failed, watch, site):
                        "targets; float targets must be class probabilities of the input's "
                        "shape", "pass class indices: target.long() (or "
                        "torch.tensor(labels, dtype=torch.long))")
-    if "dtype" not in text and "scalar type" not in text:
+    if "dtype" not in text and "scalar type" not in text or "indices" in text:
         return None
     dtypes = sorted({str(d) for _, d, _, _ in failed.tensors}) if failed else []
     origin = ""
@@ -239,12 +241,106 @@ def _memory(exc, failed, watch, site):
                    "torch.cuda.memory_summary() (docs: the memory guide)")
 
 
+def _loss_input(exc, failed, watch, site):
+    text = str(exc)
+    m = re.search(r"Using a target size \((torch\.Size\(\[[\d, ]*\]\))\) that is different "
+                  r"to the input size \((torch\.Size\(\[[\d, ]*\]\))\)", text)
+    if m:
+        return Finding("shape mismatch in the loss", f"the target has size {m.group(1)}, the "
+                       f"input {m.group(2)}", site, "the loss compares prediction and target "
+                       "element by element, so they must have the same shape",
+                       "give both the same shape: pred.squeeze(1) or target.unsqueeze(1)")
+    if "should be between 0 and 1" in text:
+        return Finding("logits fed to a loss that expects probabilities",
+                       f"{failed.op if failed else 'the loss'} got values outside [0, 1]", site,
+                       "BCELoss takes probabilities, and its input is raw scores (logits)",
+                       "use nn.BCEWithLogitsLoss on the raw scores (it applies the sigmoid "
+                       "itself, stably)")
+    m = re.search(r"Target (-?\d+) is out of bounds", text)
+    if m:
+        classes = failed.tensors[0][0][1] if failed and failed.tensors and \
+            len(failed.tensors[0][0]) >= 2 else None
+        counted = f"the model's output has {classes} classes (0 to {classes - 1})" \
+            if classes else "the model's output has fewer classes"
+        return Finding("class index out of range", f"a target is {m.group(1)}, but {counted}",
+                       site, "the last layer outputs fewer scores than there are classes, or "
+                       "the labels start at 1", "make the last layer output one score per "
+                       "class (nn.Linear(..., num_classes)) and number the labels from 0")
+    return None
+
+
+def _layout(exc, failed, watch, site):
+    text = str(exc)
+    m = re.search(r"weight of size \[(\d+), (\d+)[\d, ]*\], expected input\[([\d, ]+)\] to "
+                  r"have (\d+) channels, but got (\d+) channels", text)
+    if m:
+        module, label = _running(failed, watch)
+        label = label or "a convolution"
+        return Finding("shape mismatch in a convolution",
+                       f"{label} takes {m.group(4)} input channels; its input "
+                       f"[{m.group(3)}] has {m.group(5)} in dimension 1", site,
+                       "the layer was built for another channel count, or the images are "
+                       "laid out [N, H, W, C] where convolutions expect [N, C, H, W]",
+                       f"build the layer with in_channels={m.group(5)}, or move the channels "
+                       "first: x.permute(0, 3, 1, 2)")
+    if re.search(r"Expected \d+D \(unbatched\) or \d+D \(batched\) input", text):
+        return Finding("shape mismatch in a convolution", text.split(", but")[0] + ", got "
+                       + text.rsplit("size: ", 1)[-1], site,
+                       "the input lacks the batch or the channel dimension",
+                       "add it: x.unsqueeze(0) for one sample, x.unsqueeze(1) for a batch of "
+                       "one-channel images")
+    if "view size is not compatible with input tensor's size and stride" in text:
+        return Finding("a view of a non-contiguous tensor", "view() was asked to reshape a "
+                       "tensor whose elements are not in row-major order", site,
+                       "after transpose, permute or expand a tensor cannot be reinterpreted "
+                       "without copying, which view never does",
+                       "use .reshape(...) (copies when needed) or .contiguous().view(...)")
+    if "can't optimize a non-leaf Tensor" in text:
+        return Finding("a parameter never receives a gradient", "a tensor given to the "
+                       "optimizer is not a leaf", site,
+                       "it is the result of an op (torch.randn(..., requires_grad=True) * 0.01, "
+                       "or .to() after requires_grad), and backward fills .grad only on leaves",
+                       "make it a leaf: (torch.randn(...) * 0.01).requires_grad_(), or "
+                       "nn.Parameter(...)")
+    if "grad can be implicitly created only for scalar outputs" in text:
+        calls = watch.obs.backwards
+        shape = f" of shape {list(calls[-1].shape)}" if calls and calls[-1].shape else ""
+        return Finding("backward of a non-scalar loss", f"backward() was called on a "
+                       f"tensor{shape}", calls[-1].site if calls else site,
+                       "backward() without an argument needs a single number; the loss still "
+                       "has one value per element (reduction='none', or no .mean())",
+                       "reduce it: loss.mean().backward() (or loss.sum())")
+    if "indices" in text and "Long, Int" in text:
+        return Finding("dtype mismatch", "an embedding got float indices", site,
+                       "nn.Embedding looks rows up by integer index",
+                       "pass int64 indices: idx.long()")
+    if "index out of range in self" in text:
+        module, label = _running(failed, watch)
+        if module is not None and type(module).__name__ == "Embedding":
+            return Finding("index out of range in an Embedding",
+                           f"{label} has num_embeddings={module.num_embeddings}; "
+                           "an index reached past it", site,
+                           "the vocabulary (or category count) is larger than the table",
+                           "build it with num_embeddings = the largest index + 1")
+    m = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) "
+                  r"at non-singleton dimension (\d+)", text)
+    if m or "Sizes of tensors must match" in text:
+        shapes = ", ".join(str(list(t[0])) for t in failed.tensors) if failed else ""
+        return Finding("shape mismatch", f"{failed.op if failed else 'an op'} got shapes "
+                       f"{shapes or text}", site, "the shapes neither agree nor broadcast "
+                       "(sizes must be equal or 1 in each dimension, from the right)",
+                       "print the shapes on this line and reshape, transpose or slice the "
+                       "one that is wrong")
+    return None
+
+
 def explain(exc, tb, watch) -> Finding:
     """The crash as a finding: its cause when known, else the exception at the user line."""
     site = traceback_site(tb)
     failed = watch.obs.failed if watch.obs.failed and watch.obs.failed.exception is exc \
         else None
-    for explainer in (_shape, _device, _dtype, _freed, _inplace, _no_grad_fn, _memory):
+    for explainer in (_shape, _device, _dtype, _freed, _inplace, _no_grad_fn, _memory,
+                      _loss_input, _layout):
         found = explainer(exc, failed, watch, site)
         if found is not None:
             return found

@@ -402,6 +402,48 @@ def probabilities_as_logits(watch) -> list:
                     "predictions")]
 
 
+def logits_as_log_probabilities(watch) -> list:
+    found = watch.obs.logits_as_log_probabilities
+    if not found:
+        return []
+    op, top, site = found[0]
+    return [Finding("logits fed to a loss that expects log-probabilities",
+                    f"the input of {op} reaches {_fmt(top)}, and log-probabilities are never "
+                    "above 0", site, "NLLLoss takes log-probabilities; given raw scores it "
+                    "rewards making the right score large without bound, so the loss goes "
+                    "negative and the other classes are ignored",
+                    "apply F.log_softmax(x, dim=1) before NLLLoss, or use cross_entropy on the "
+                    "raw scores")]
+
+
+def optimizer_use(watch) -> list:
+    """An optimizer that never steps, or that holds none of the parameters trained."""
+    obs = watch.obs
+    if not obs.optimizers or len(obs.backwards) < 3:
+        return []
+    opt = obs.optimizers[0]
+    site = obs.optimizer_sites.get(id(opt))
+    if not obs.steps:
+        return [Finding("the optimizer never steps", f"{len(obs.backwards)} backward passes "
+                        "and no optimizer.step()", obs.backwards[0].site,
+                        "the gradients are computed but never applied: the weights do not "
+                        "change", "call optimizer.step() after loss.backward()")]
+    held = {id(p) for p in watch._optimizer_params()}
+    for root in obs.roots:
+        trained = [p for p in root.parameters() if p.requires_grad]
+        if trained and not any(id(p) in held for p in trained) \
+                and any(p.grad is not None for p in trained):
+            name = obs.root_names.get(id(root)) or type(root).__name__
+            return [Finding("the optimizer does not hold the model's parameters",
+                            f"`{name}` has {len(trained)} parameter tensors that receive "
+                            f"gradients, none of them in the optimizer built here", site,
+                            "the optimizer was built over other tensors (the parameters of a "
+                            "model re-created after it, or of a copy), so it updates those",
+                            f"build the optimizer from {name}.parameters() after {name} is "
+                            "created for good")]
+    return []
+
+
 def empty_loads(watch) -> list:
     findings = []
     for site, module, missing, unexpected in watch.obs.empty_loads:
@@ -454,7 +496,7 @@ def _registration_site(watch):
 
 DETECTORS = (nonfinite, gradient_scale, missing_gradients, unregistered, zeroing,
              kept_graphs, retain_graph_growth, train_eval, warned, probabilities_as_logits,
-             empty_loads, piled_hooks)
+             logits_as_log_probabilities, optimizer_use, empty_loads, piled_hooks)
 
 
 def diagnose(watch) -> list:

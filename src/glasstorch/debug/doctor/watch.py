@@ -119,6 +119,7 @@ class BackwardCall:
     retain_graph: bool
     ops: int = 0
     loss: float | None = None
+    shape: tuple | None = None
 
 
 @dataclass
@@ -157,6 +158,7 @@ class Observations:
     warned: list = field(default_factory=list)           # (kind, message, Site)
     empty_loads: list = field(default_factory=list)      # (Site, module, missing, unexpected)
     probabilities_as_logits: list = field(default_factory=list)   # (loss op, Site)
+    logits_as_log_probabilities: list = field(default_factory=list)  # (op, max, Site)
     crash_modules: tuple | None = None                   # (exception, [(module, args)])
     kept_graphs: tuple | None = None          # (alive, total, (name, kind) or None, Site)
     loss_nodes: list = field(default_factory=list)
@@ -171,6 +173,8 @@ _aten = glasstorch_ops.aten
 _PROBABILITY_OPS = frozenset({_aten._softmax.default, _aten.sigmoid.default})
 _PROBABILITY_LOSSES = frozenset({_aten._log_softmax.default,
                                  _aten.binary_cross_entropy_with_logits.default})
+_LOG_PROBABILITY_LOSSES = frozenset({_aten.nll_loss_forward.default,
+                                     _aten.nll_loss2d_forward.default})
 _ZEROING = frozenset({_aten.fill_.Scalar, _aten.mul_.Tensor})   # zero_() is fill_(0)
 _WARNINGS = {                              # PyTorch's own warnings that name a bug
     "Using a target size": "broadcast",
@@ -201,6 +205,8 @@ class _Mode(TorchDispatchMode):
             raise
         if func in _ZEROING:
             w.on_zeroing(func, args)
+        if func in _LOG_PROBABILITY_LOSSES and not w.in_backward:
+            w.check_log_probabilities(func, args[0])
         if func in _PROBABILITY_LOSSES and not w.in_backward:
             made = w.probabilities.get(id(args[0]))
             if made is not None and made() is args[0]:
@@ -300,6 +306,8 @@ class Watch:
         obs = self.obs
         call = BackwardCall(user_site(3), bool(retain))
         loss = tensors if isinstance(tensors, Tensor) else None
+        if loss is not None:
+            call.shape = tuple(loss.shape)
         if loss is not None and loss.numel() == 1 and loss.dtype.is_floating_point:
             a = as_array(loss)
             call.loss = None if a is None else float(a.reshape(()))
@@ -490,6 +498,15 @@ class Watch:
         if len(args) > 1 and isinstance(args[1], (int, float)) and args[1] == 0:
             self._zeroed.add(args[0].data_ptr())
 
+    def check_log_probabilities(self, func, scores):
+        """NLL takes log-probabilities, all <= 0: a positive input is raw scores."""
+        if self.obs.logits_as_log_probabilities:
+            return
+        a = as_array(scores)
+        if a is not None and a.size and float(a.max()) > 1e-4:
+            self.obs.logits_as_log_probabilities.append((str(func), float(a.max()),
+                                                         user_site(4)))
+
     def on_probabilities_as_logits(self, func):
         if len(self.obs.probabilities_as_logits) < 4:
             self.obs.probabilities_as_logits.append((str(func), user_site(4)))
@@ -504,8 +521,10 @@ class Watch:
         if self.obs.failed is not None and self.obs.failed.exception is exc:
             return
         names = self.parameter_names()
+        values = list(args) + list(kwargs.values())
+        flat = [v for a in values for v in (a if isinstance(a, (list, tuple)) else (a,))]
         tensors = [(tuple(a.shape), a.dtype, a.device, names.get(id(a)))
-                   for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
+                   for a in flat if isinstance(a, Tensor)]
         self.obs.failed = FailedOp(str(func), tensors, list(self._stack), exc)
 
     def on_nonfinite(self, func, out, args, kwargs):
