@@ -83,11 +83,11 @@ def nonfinite(watch) -> list:
         return [Finding("NaN appeared" if nan else "Inf appeared", f"{event.op} produced {event.what} "
                         f"{phase} of step {event.iteration + 1} from finite inputs with "
                         f"ranges {ranges}", event.site,
-                        _nonfinite_cause(event.op),
-                        "keep the op's input in its domain: clamp it (x.clamp(min=1e-8) "
-                        "before log or division, x.clamp(min=0) before sqrt), add an "
-                        "epsilon, or use the stable fused form (log_softmax, "
-                        "cross_entropy with logits, BCEWithLogitsLoss)")]
+                        _nonfinite_cause(event.op, event.in_backward),
+                        "keep each op's input inside its domain: an epsilon "
+                        "(torch.sqrt(x + 1e-8), x / (y + 1e-8)), a clamp (x.clamp(min=1e-8) "
+                        "before log), or the stable fused form (log_softmax, cross_entropy "
+                        "on logits, BCEWithLogitsLoss)")]
     if obs.nonfinite_seen_in_input:
         op, site, it = obs.nonfinite_seen_in_input[0]
         return [Finding("NaN appeared", f"{op} received NaN or Inf inputs at step {it + 1}, "
@@ -98,8 +98,12 @@ def nonfinite(watch) -> list:
     return []
 
 
-def _nonfinite_cause(op: str) -> str:
+def _nonfinite_cause(op: str, in_backward: bool) -> str:
     name = op.split(".")[1] if "." in op else op
+    if in_backward:
+        return (f"a derivative is infinite where the forward was evaluated ({name} in the "
+                "backward pass): sqrt or a norm at 0, pow with an exponent below 1 at 0, "
+                "log or division at 0")
     causes = {"log": "log of zero or of a negative number",
               "div": "a division by zero (or 0/0)",
               "sqrt": "sqrt of a negative number",
@@ -167,7 +171,7 @@ def missing_gradients(watch) -> list:
             for p in m._parameters.values():
                 if p is not None:
                     owners.setdefault(id(p), m)
-    loss_nodes = {id(r()) for r in obs.loss_nodes if r() is not None}
+    loss_nodes = {id(r()) for _, r in obs.loss_nodes if r() is not None}
     cuts = [c for c in obs.cuts if c.node is not None and id(c.node) not in loss_nodes]
     findings, explained = [], set()
     for p in watch._optimizer_params():
@@ -299,15 +303,21 @@ def kept_graphs(watch) -> list:
     obs = watch.obs
     if obs.kept_graphs is None:
         return []
-    alive, total, holder, site = obs.kept_graphs
+    what, alive, total, holder, site = obs.kept_graphs
     held = f"`{holder[0]}` ({holder[1]})" if holder else "something"
-    return [Finding("the loss is kept with its graph across iterations",
-                    f"after {total + 2} iterations, {alive} losses of earlier iterations still "
-                    f"hold their graphs, kept by {held}", site,
-                    "a loss tensor keeps its whole autograd graph alive; keeping losses (or "
-                    "adding them into a tensor total) makes memory grow every iteration",
-                    "keep numbers, not tensors: losses.append(loss.item()) or total += "
-                    "loss.item()")]
+    evidence = (f"{alive} of the {total} {what} of earlier iterations still hold their "
+                f"graphs, kept by {held}")
+    if what == "losses":
+        return [Finding("the loss is kept with its graph across iterations", evidence, site,
+                        "a loss tensor keeps its whole autograd graph alive; keeping losses "
+                        "(or adding them into a tensor total) makes memory grow every "
+                        "iteration", "keep numbers, not tensors: losses.append(loss.item()) "
+                        "or total += loss.item()")]
+    return [Finding("outputs are kept with their graphs across iterations", evidence, site,
+                    "a model output keeps the autograd graph (and the activations) that made "
+                    "it; keeping outputs makes memory grow every iteration",
+                    "keep detached copies: preds.append(out.detach()) (or .cpu(), "
+                    ".argmax(1))")]
 
 
 def retain_graph_growth(watch) -> list:
@@ -508,5 +518,5 @@ def diagnose(watch) -> list:
             continue              # a diverging loss or a NaN explains large gradients
         findings.extend(found)
     if any(f.kind.startswith("retain_graph") for f in findings):   # the same cause, told once
-        findings = [f for f in findings if not f.kind.startswith("the loss is kept")]
+        findings = [f for f in findings if "kept with" not in f.kind]
     return findings

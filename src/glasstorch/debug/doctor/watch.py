@@ -160,8 +160,9 @@ class Observations:
     probabilities_as_logits: list = field(default_factory=list)   # (loss op, Site)
     logits_as_log_probabilities: list = field(default_factory=list)  # (op, max, Site)
     crash_modules: tuple | None = None                   # (exception, [(module, args)])
-    kept_graphs: tuple | None = None          # (alive, total, (name, kind) or None, Site)
-    loss_nodes: list = field(default_factory=list)
+    kept_graphs: tuple | None = None   # (what, alive, total, (name, kind) or None, Site)
+    loss_nodes: list = field(default_factory=list)       # (iteration, weakref to grad_fn)
+    output_nodes: list = field(default_factory=list)     # the same for models' outputs
 
 
 def _is_noise_layer(m) -> bool:
@@ -175,6 +176,7 @@ _PROBABILITY_LOSSES = frozenset({_aten._log_softmax.default,
                                  _aten.binary_cross_entropy_with_logits.default})
 _LOG_PROBABILITY_LOSSES = frozenset({_aten.nll_loss_forward.default,
                                      _aten.nll_loss2d_forward.default})
+_UNINITIALISED = ("empty", "new_empty", "resize")      # whatever memory held: not a NaN source
 _ZEROING = frozenset({_aten.fill_.Scalar, _aten.mul_.Tensor})   # zero_() is fill_(0)
 _WARNINGS = {                              # PyTorch's own warnings that name a bug
     "Using a target size": "broadcast",
@@ -187,6 +189,15 @@ class _Mode(TorchDispatchMode):
         super().__init__()
         self.watch = watch
         self.mutable: dict = {}
+        self.valued: dict = {}
+
+    def _produces_values(self, func) -> bool:
+        """Whether the op's output holds computed values (not uninitialised memory)."""
+        valued = self.valued.get(func)
+        if valued is None:
+            name = func._schema.name.split("::")[-1]
+            valued = self.valued[func] = not name.startswith(_UNINITIALISED)
+        return valued
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         w = self.watch
@@ -215,7 +226,7 @@ class _Mode(TorchDispatchMode):
             if len(w.probabilities) > 256:
                 w.probabilities.clear()
             w.probabilities[id(out)] = weakref.ref(out)
-        if len(w.obs.nonfinite) < _MAX_EVENTS:
+        if len(w.obs.nonfinite) < _MAX_EVENTS and self._produces_values(func):
             for t in _float_tensors(out):
                 if not all_finite(t):
                     w.on_nonfinite(func, t, args, kwargs)
@@ -317,21 +328,28 @@ class Watch:
         return call
 
     def _watch_kept_graphs(self, loss):
-        """Losses of earlier iterations whose graphs are still alive: kept by the user."""
+        """Losses (and model outputs) of earlier iterations whose graphs are still alive:
+        the user keeps them."""
         obs = self.obs
-        obs.loss_nodes.append(weakref.ref(loss.grad_fn))
-        n = len(obs.loss_nodes)
-        if obs.kept_graphs is not None or n < 8:
+        obs.loss_nodes.append((obs.iteration, weakref.ref(loss.grad_fn)))
+        if obs.kept_graphs is None:
+            self._check_kept(obs.loss_nodes, "losses")
+        if obs.kept_graphs is None:
+            self._check_kept(obs.output_nodes, "outputs")
+
+    def _check_kept(self, nodes, what):
+        now = self.obs.iteration
+        old = [ref for it, ref in nodes if it < now - 1]
+        if len(old) < 6:
             return
-        old = obs.loss_nodes[:-2]
         alive = [r() for r in old if r() is not None]
         if len(alive) >= 0.75 * len(old):
-            frame = user_frame(2)
+            frame = user_frame(3)
             holder = _holder(frame, {id(n) for n in alive})
             site = _assignment_site(frame, holder[0]) if holder else None
             if site is None and frame is not None:
                 site = Site(frame.f_code.co_filename, frame.f_lineno)
-            obs.kept_graphs = (len(alive), len(old), holder, site)
+            self.obs.kept_graphs = (what, len(alive), len(old), holder, site)
 
     # ---- optimizer ----------------------------------------------------------------------
 
@@ -405,6 +423,8 @@ class Watch:
         if self._stack and self._stack[-1] is module:
             self._stack.pop()
             self._args.pop()
+        if not self._stack and isinstance(output, Tensor) and output.grad_fn is not None:
+            self.obs.output_nodes.append((self.obs.iteration, weakref.ref(output.grad_fn)))
         if not any(p.requires_grad for p in module._parameters.values() if p is not None):
             return
         if not is_grad_enabled():
@@ -564,9 +584,9 @@ class Watch:
     def _prefixes(self):
         """Each root module with the prefix its names get: none for a single model, the
         user's variable name when several are called (`encoder.weight`, `head.weight`)."""
-        roots = self.obs.roots
-        if len(roots) == 1:
-            return [(roots[0], "")]
+        roots = [r for r in self.obs.roots if next(r.parameters(), None) is not None]
+        if len(roots) <= 1:
+            return [(r, "") for r in roots]
         return [(r, f"{self.obs.root_names.get(id(r)) or type(r).__name__}.") for r in roots]
 
 
