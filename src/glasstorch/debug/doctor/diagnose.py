@@ -47,9 +47,7 @@ def nonfinite(watch) -> list:
     bad_grad = next((it for it, norms in obs.steps
                      if any(not math.isfinite(n) for n in norms.values())), None)
     bad = min(x for x in (bad_loss, bad_grad, math.inf) if x is not None)
-    finite = [v for i, v in losses if i < bad]
-    diverged = (len(finite) >= 3 and finite[0] > 0 and max(finite) > 100 * finite[0]
-                and finite[-1] > 10 * finite[0])
+    diverged = _diverging(obs, bad)
     if bad == math.inf and not diverged:
         return []
     candidates = [e for e in obs.nonfinite
@@ -58,8 +56,8 @@ def nonfinite(watch) -> list:
     if diverged and obs.steps and max(obs.steps[0][1].values(), default=0) > _EXPLODING:
         return gradient_scale(watch)        # the gradients were too large from the start
     if diverged:
-        peak = max(range(len(finite)), key=finite.__getitem__)
-        evidence = (f"the loss went from {_fmt(finite[0])} at step 1 to {_fmt(finite[peak])} "
+        (start, first), (peak, top) = diverged
+        evidence = (f"the loss went from {_fmt(first)} at step {start + 1} to {_fmt(top)} "
                     f"at step {peak + 1}")
         if bad != math.inf:
             evidence += f", then became non-finite at step {bad + 1}"
@@ -98,6 +96,26 @@ def nonfinite(watch) -> list:
     return []
 
 
+def _diverging(obs, bad):
+    """((step, first loss), (step, peak loss)) of the first backward line whose finite losses
+    grew by orders of magnitude (before the first non-finite one, at step `bad`), or None.
+    Each line apart: a GAN's two losses, or a main loss and an auxiliary one, differ in
+    scale."""
+    by_site: dict = {}
+    for i, b in enumerate(obs.backwards):
+        if b.loss is not None and i < bad:
+            by_site.setdefault(b.site, []).append((i, b.loss))
+    for seq in by_site.values():
+        values = [v for _, v in seq]
+        if len(values) < 3 or values[0] <= 0:
+            continue
+        peak = max(range(len(values)), key=values.__getitem__)
+        rise, last = values[peak] / values[0], values[-1] / values[0]
+        if (bad != math.inf and rise > 100 and last > 10) or (rise > 1e6 and last > 1e3):
+            return seq[0], seq[peak]
+    return None
+
+
 def _nonfinite_cause(op: str, in_backward: bool) -> str:
     name = op.split(".")[1] if "." in op else op
     if in_backward:
@@ -132,12 +150,13 @@ def gradient_scale(watch) -> list:
                             f"reach {layers}; the smallest is {names.get(best, '?')} "
                             f"{_fmt(finite[best])}", obs.backwards[min(it, len(obs.backwards))
                                                                    - 1].site,
-                            "the layers multiply the gradient up on its way back: weights "
-                            "initialised too large for the depth, or a recurrence with a "
-                            "gain above 1",
+                            "the gradients are orders of magnitude too large: weights "
+                            "initialised too large for the depth, a recurrence with a gain "
+                            "above 1, or inputs and targets on a large scale",
                             "clip with torch.nn.utils.clip_grad_norm_(model.parameters(), "
                             "1.0) before optimizer.step(), use the default initialisation "
-                            "(or nn.init.xavier_/kaiming_), add normalisation layers")]
+                            "(or nn.init.xavier_/kaiming_), normalise inputs and targets, add "
+                            "normalisation layers")]
     if obs.steps:
         it, norms = obs.steps[0]
         weights = {k: v for k, v in norms.items()
