@@ -53,9 +53,10 @@ def all_finite(t: Tensor) -> bool:
     if a is None or a.size == 0:
         return True
     with np.errstate(all="ignore"):
-        if np.isfinite(a.sum(dtype=np.float64)):
+        total = a.sum() if a.dtype.itemsize >= 4 else a.sum(dtype=np.float32)
+        if np.isfinite(total):
             return True
-        return bool(np.isfinite(a).all())
+        return bool(np.isfinite(a).all())       # an overflowing sum of finite values
 
 
 def value_range(t: Tensor) -> str:
@@ -192,11 +193,15 @@ class _Mode(TorchDispatchMode):
         self.valued: dict = {}
 
     def _produces_values(self, func) -> bool:
-        """Whether the op's output holds computed values (not uninitialised memory)."""
+        """Whether the op's output holds new values to check: not a view of an input (whose
+        values were checked when made), not uninitialised memory."""
         valued = self.valued.get(func)
         if valued is None:
-            name = func._schema.name.split("::")[-1]
-            valued = self.valued[func] = not name.startswith(_UNINITIALISED)
+            schema = func._schema
+            name = schema.name.split("::")[-1]
+            aliases = [getattr(r, "alias", None) or "" for r in schema.returns]
+            view = any(a and "!" not in a for a in aliases)       # "a!": written in place
+            valued = self.valued[func] = not (view or name.startswith(_UNINITIALISED))
         return valued
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
