@@ -419,9 +419,8 @@ def probabilities_as_logits(watch) -> list:
     obs = watch.obs
     if not obs.probabilities_as_logits:
         return []
-    op, site = obs.probabilities_as_logits[0]
-    sigmoid = "with_logits" in op
-    made = "sigmoid" if sigmoid else "softmax"
+    made, op, site = obs.probabilities_as_logits[0]
+    sigmoid = made == "sigmoid"
     loss = "BCEWithLogitsLoss" if sigmoid else "cross_entropy (CrossEntropyLoss)"
     return [Finding("probabilities fed to a loss that expects logits",
                     f"the output of {made} went straight into the loss ({op})", site,
@@ -445,13 +444,64 @@ def logits_as_log_probabilities(watch) -> list:
                     "raw scores")]
 
 
+def wrong_dimension(watch) -> list:
+    found = watch.obs.wrong_dimension
+    if not found:
+        return []
+    op, shape, loss, site = found[0]
+    name = op.split(".")[1].lstrip("_")
+    return [Finding("normalisation over the wrong dimension",
+                    f"{name} over dim 0 of a {list(shape)} tensor fed {loss}", site,
+                    f"dim 0 is the batch: {name} there makes each class's scores sum to one "
+                    "across the samples instead of each sample's scores across the classes",
+                    f"normalise over the classes: {name}(x, dim=1) (or dim=-1)")]
+
+
+def data_starving(watch) -> list:
+    """Most of the run spent waiting for batches."""
+    obs = watch.obs
+    if obs.batches < 3 or obs.data_seconds < 0.25 or obs.data_seconds < 0.5 * obs.seconds:
+        return []
+    share = obs.data_seconds / obs.seconds
+    return [Finding("data loading starves compute",
+                    f"{obs.data_seconds:.2f} s of the run's {obs.seconds:.2f} s ({share:.0%}) "
+                    f"went into fetching {obs.batches} batches "
+                    f"({1000 * obs.data_seconds / obs.batches:.1f} ms each)", obs.data_site,
+                    "the batches are built one item at a time in the training process, and "
+                    "the per-item work (decoding, transforms) costs more than the step",
+                    "DataLoader(..., num_workers=4, persistent_workers=True), precompute or "
+                    "cache the per-item work, or load larger chunks at once")]
+
+
+def pinned_saves(watch) -> list:
+    findings = []
+    for site, shape, own, storage in watch.obs.pinned_saves[:1]:
+        findings.append(Finding(
+            "a small view pins a large storage", f"the tensor saved is {list(shape)} "
+            f"({own} bytes), a view into a storage of {storage} bytes", site,
+            "a view shares its base's storage, and torch.save writes the whole storage, so "
+            "the file (and whatever loads it) carries the large tensor too",
+            "save a copy with its own storage: torch.save(t.clone(), ...) (the same for "
+            "small views kept in lists: keep t.clone())"))
+    return findings
+
+
 def optimizer_use(watch) -> list:
     """An optimizer that never steps, or that holds none of the parameters trained."""
     obs = watch.obs
-    if not obs.optimizers or len(obs.backwards) < 3:
+    if not obs.optimizers:
         return []
     opt = obs.optimizers[0]
     site = obs.optimizer_sites.get(id(opt))
+    if not obs.backwards and len(obs.steps) >= 3:
+        named = _named_not_called(watch)
+        return [Finding("backward() is never called", f"{len(obs.steps)} optimizer steps and "
+                        "no backward pass: no parameter ever gets a gradient",
+                        named or site, "`loss.backward` without parentheses only names the "
+                        "method" if named else "the loss is computed but backward() is "
+                        "missing", "call it: loss.backward()")]
+    if len(obs.backwards) < 3:
+        return []
     if not obs.steps:
         return [Finding("the optimizer never steps", f"{len(obs.backwards)} backward passes "
                         "and no optimizer.step()", obs.backwards[0].site,
@@ -471,6 +521,18 @@ def optimizer_use(watch) -> list:
                             f"build the optimizer from {name}.parameters() after {name} is "
                             "created for good")]
     return []
+
+
+def _named_not_called(watch):
+    """A `.backward` that is never called (no parentheses) in the user's files."""
+    pattern = re.compile(r"\.backward\s*($|#|;)")
+    files = {site.filename for site in list(watch.obs.root_sites.values())
+             + list(watch.obs.optimizer_sites.values()) if site is not None}
+    for filename in sorted(files):
+        for n, line in enumerate(linecache.getlines(filename), 1):
+            if pattern.search(line):
+                return Site(filename, n)
+    return None
 
 
 def empty_loads(watch) -> list:
@@ -525,7 +587,8 @@ def _registration_site(watch):
 
 DETECTORS = (nonfinite, gradient_scale, missing_gradients, unregistered, zeroing,
              kept_graphs, retain_graph_growth, train_eval, warned, probabilities_as_logits,
-             logits_as_log_probabilities, optimizer_use, empty_loads, piled_hooks)
+             logits_as_log_probabilities, wrong_dimension, optimizer_use, empty_loads,
+             piled_hooks, pinned_saves, data_starving)
 
 
 def diagnose(watch) -> list:

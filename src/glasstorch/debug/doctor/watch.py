@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import inspect
+import time
 import sys
 import re
 import warnings
@@ -33,6 +34,7 @@ from glasstorch.nn import Module, Parameter
 from glasstorch.nn.modules import module as _module_hooks
 from glasstorch.optim import optimizer as _optimizer
 from glasstorch.utils._python_dispatch import TorchDispatchMode
+from glasstorch.utils.data import dataloader as _dataloader
 
 from .frames import Site, called_from_user, user_frame, user_site
 
@@ -158,8 +160,14 @@ class Observations:
     was_training: set = field(default_factory=set)
     warned: list = field(default_factory=list)           # (kind, message, Site)
     empty_loads: list = field(default_factory=list)      # (Site, module, missing, unexpected)
-    probabilities_as_logits: list = field(default_factory=list)   # (loss op, Site)
+    probabilities_as_logits: list = field(default_factory=list)   # (made by, loss op, Site)
     logits_as_log_probabilities: list = field(default_factory=list)  # (op, max, Site)
+    wrong_dimension: list = field(default_factory=list)  # (op, dim, shape, loss op, Site)
+    pinned_saves: list = field(default_factory=list)     # (Site, shape, tensor bytes, storage)
+    data_seconds: float = 0.0                            # spent fetching batches
+    batches: int = 0
+    data_site: object = None                             # the loop that fetched them
+    seconds: float = 0.0                                 # the whole watched run
     crash_modules: tuple | None = None                   # (exception, [(module, args)])
     kept_graphs: tuple | None = None   # (what, alive, total, (name, kind) or None, Site)
     loss_nodes: list = field(default_factory=list)       # (iteration, weakref to grad_fn)
@@ -172,13 +180,60 @@ def _is_noise_layer(m) -> bool:
 
 
 _aten = glasstorch_ops.aten
-_PROBABILITY_OPS = frozenset({_aten._softmax.default, _aten.sigmoid.default})
-_PROBABILITY_LOSSES = frozenset({_aten._log_softmax.default,
-                                 _aten.binary_cross_entropy_with_logits.default})
-_LOG_PROBABILITY_LOSSES = frozenset({_aten.nll_loss_forward.default,
-                                     _aten.nll_loss2d_forward.default})
+
+
+def _remember(table: dict, out, note=None):
+    """Keep a weak reference to a recent op output, to recognise it as a later op's input."""
+    if len(table) > 256:
+        table.clear()
+    table[id(out)] = (weakref.ref(out), note)
+
+
+def _recall(table: dict, t):
+    entry = table.get(id(t))
+    return entry[1] if entry is not None and entry[0]() is t else None
+
+
+def _after_normalising(w, func, args, out):         # _softmax, _log_softmax
+    if func is _aten._log_softmax.default:         # cross_entropy's first step
+        w.check_logits_input(func, args[0])
+    if args[0].dim() >= 2 and args[1] in (0, -args[0].dim()):
+        _remember(w.batch_normalised, out, (str(func), tuple(args[0].shape)))
+    if func is _aten._softmax.default:
+        _remember(w.probabilities, out, "softmax")
+
+
+def _after_sigmoid(w, func, args, out):
+    _remember(w.probabilities, out, "sigmoid")
+
+
+def _after_logit_loss(w, func, args, out):         # binary_cross_entropy_with_logits
+    w.check_logits_input(func, args[0])
+
+
+def _after_nll(w, func, args, out):
+    w.check_log_probabilities(func, args[0])
+    made = _recall(w.batch_normalised, args[0])
+    if made is not None:
+        w.on_wrong_dimension(made, func)
+
+
+def _after_zeroing(w, func, args, out):            # zero_() is fill_(0)
+    if len(args) > 1 and isinstance(args[1], (int, float)) and args[1] == 0:
+        w._zeroed.add(args[0].data_ptr())
+
+
+_AFTER = {                                          # ops whose calls some detector reads
+    _aten._softmax.default: _after_normalising,
+    _aten._log_softmax.default: _after_normalising,
+    _aten.sigmoid.default: _after_sigmoid,
+    _aten.binary_cross_entropy_with_logits.default: _after_logit_loss,
+    _aten.nll_loss_forward.default: _after_nll,
+    _aten.nll_loss2d_forward.default: _after_nll,
+    _aten.fill_.Scalar: _after_zeroing,
+    _aten.mul_.Tensor: _after_zeroing,
+}
 _UNINITIALISED = ("empty", "new_empty", "resize")      # whatever memory held: not a NaN source
-_ZEROING = frozenset({_aten.fill_.Scalar, _aten.mul_.Tensor})   # zero_() is fill_(0)
 _WARNINGS = {                              # PyTorch's own warnings that name a bug
     "Using a target size": "broadcast",
     "Detected call of `lr_scheduler.step()` before `optimizer.step()`": "scheduler",
@@ -219,18 +274,9 @@ class _Mode(TorchDispatchMode):
         except Exception as e:
             w.on_failed_op(func, args, kwargs, e)
             raise
-        if func in _ZEROING:
-            w.on_zeroing(func, args)
-        if func in _LOG_PROBABILITY_LOSSES and not w.in_backward:
-            w.check_log_probabilities(func, args[0])
-        if func in _PROBABILITY_LOSSES and not w.in_backward:
-            made = w.probabilities.get(id(args[0]))
-            if made is not None and made() is args[0]:
-                w.on_probabilities_as_logits(func)
-        elif func in _PROBABILITY_OPS and not w.in_backward:
-            if len(w.probabilities) > 256:
-                w.probabilities.clear()
-            w.probabilities[id(out)] = weakref.ref(out)
+        special = _AFTER.get(func)
+        if special is not None and not w.in_backward:
+            special(w, func, args, out)
         if len(w.obs.nonfinite) < _MAX_EVENTS and self._produces_values(func):
             for t in _float_tensors(out):
                 if not all_finite(t):
@@ -253,7 +299,8 @@ class Watch:
         self._scanned: set = set()
         self._cut_sites: collections.Counter = collections.Counter()
         self._undo: list = []
-        self.probabilities: dict = {}     # id -> weakref: the latest softmax/sigmoid outputs
+        self.probabilities: dict = {}     # recent softmax/sigmoid outputs (see _remember)
+        self.batch_normalised: dict = {}  # recent softmax/log_softmax outputs over dim 0
 
     # ---- installing -------------------------------------------------------------------
 
@@ -281,11 +328,17 @@ class Watch:
                  _optimizer.register_optimizer_step_pre_hook(self._pre_step),
                  _optimizer.register_optimizer_step_post_hook(self._post_step)]
         self._undo.extend(h.remove for h in hooks)
+        self._patch_attr(_dataloader._BaseDataLoaderIter, "__next__",
+                         self._wrap_next(_dataloader._BaseDataLoaderIter.__next__))
+        glasstorch = sys.modules["glasstorch"]       # torch.save is glasstorch.save
+        self._patch(glasstorch, "save", self._wrap_save(glasstorch.save))
         self._mode = _Mode(self)
         self._mode.__enter__()
+        self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc):
+        self.obs.seconds = time.perf_counter() - self._start
         self._mode.__exit__(None, None, None)
         while self._undo:
             self._undo.pop()()
@@ -504,6 +557,33 @@ class Watch:
             self.obs.warned.append((kind, text, site))
             self._show_warning(message, category, filename, lineno, file, line)
 
+    def _wrap_next(self, next_batch):
+        watch = self
+
+        def doctored_next(iterator):
+            start = time.perf_counter()
+            try:
+                return next_batch(iterator)
+            finally:
+                watch.obs.data_seconds += time.perf_counter() - start
+                watch.obs.batches += 1
+                if watch.obs.data_site is None:
+                    watch.obs.data_site = user_site(2)
+        return doctored_next
+
+    def _wrap_save(self, save):
+        watch = self
+
+        def doctored_save(obj, f, *args, **kwargs):
+            for t in _tensors_in(obj):
+                storage, own = t.untyped_storage().nbytes(), t.numel() * t.element_size()
+                if storage >= 1 << 20 and storage >= 4 * own:
+                    watch.obs.pinned_saves.append((user_site(2), tuple(t.shape), own, storage))
+                    break
+            return save(obj, f, *args, **kwargs)
+        doctored_save.__doc__ = save.__doc__
+        return doctored_save
+
     def _wrap_load_state_dict(self, load):
         watch = self
 
@@ -519,9 +599,10 @@ class Watch:
 
     # ---- from the mode ----------------------------------------------------------------
 
-    def on_zeroing(self, func, args):
-        if len(args) > 1 and isinstance(args[1], (int, float)) and args[1] == 0:
-            self._zeroed.add(args[0].data_ptr())
+    def on_wrong_dimension(self, made, loss):
+        if not self.obs.wrong_dimension:
+            op, shape = made
+            self.obs.wrong_dimension.append((op, shape, str(loss), user_site(4)))
 
     def check_log_probabilities(self, func, scores):
         """NLL takes log-probabilities, all <= 0: a positive input is raw scores."""
@@ -532,9 +613,11 @@ class Watch:
             self.obs.logits_as_log_probabilities.append((str(func), float(a.max()),
                                                          user_site(4)))
 
-    def on_probabilities_as_logits(self, func):
-        if len(self.obs.probabilities_as_logits) < 4:
-            self.obs.probabilities_as_logits.append((str(func), user_site(4)))
+    def check_logits_input(self, func, scores):
+        """A loss that applies softmax or sigmoid itself, given their output."""
+        made = _recall(self.probabilities, scores)
+        if made is not None and not self.obs.probabilities_as_logits:
+            self.obs.probabilities_as_logits.append((made, str(func), user_site(5)))
 
     def on_inplace(self, func, tensor):
         if self.in_backward or tensor.grad_fn is None:    # optimizers write leaves
@@ -636,6 +719,18 @@ def _assignment_site(frame, name: str):
         if pattern.search(line):
             return Site(frame.f_code.co_filename, start + i)
     return None
+
+
+def _tensors_in(obj, depth: int = 3):
+    """The tensors in a saved object: itself, or inside dicts, lists and tuples."""
+    if isinstance(obj, Tensor):
+        yield obj
+    elif depth and isinstance(obj, dict):
+        for v in obj.values():
+            yield from _tensors_in(v, depth - 1)
+    elif depth and isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _tensors_in(v, depth - 1)
 
 
 def _variable_name(frame, value):
