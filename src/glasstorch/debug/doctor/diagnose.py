@@ -12,7 +12,7 @@ import re
 
 from .frames import Site
 from .report import Finding
-from .watch import reaches
+from .graphs import reaches
 
 _EXPLODING = 1e3          # a gradient norm well-scaled data and weights do not reach
 _VANISHING = 1e-6         # smallest/largest weight-gradient norm ratio at one step

@@ -1,288 +1,51 @@
 """What the doctor watches while a training run goes: the observations, not yet verdicts.
 
 One `Watch` per run gathers them through public extension points, all removed afterwards:
-- a dispatch mode (below autograd, so it sees forward and backward ops): the first op whose
-  float output holds NaN/Inf although its inputs were finite, in-place writes to tensors
-  that require grad, the op a crash happened in, and how many ops each backward runs;
+- a dispatch mode (mode.py, below autograd, so it sees forward and backward ops): NaN/Inf
+  made from finite inputs, in-place writes, the op a crash came from, ops per backward;
 - global module forward hooks: which module runs (its stack at a crash), the train/eval
   state of dropout and batch norm, module outputs cut from the graph, unregistered tensors;
-- global optimizer step hooks: gradient norms per parameter at each step;
-- wrappers around `autograd.backward` (so `loss.backward()`), `Tensor.detach`,
-  `Tensor.data`, `Tensor.item` and `Optimizer.__init__`: losses, backward sites and
-  retain_graph, stale gradients after a step, graph cuts made by the user's code, where
-  each optimizer was built.
+- global optimizer step hooks: gradient norms per parameter at each step, and whether a
+  step finds the gradients it applied last time, unzeroed;
+- wrappers, for the run, around `autograd.backward` (so `loss.backward()`), `Tensor.detach`,
+  `.data` and `.item`, `Optimizer.__init__`, `Module.load_state_dict`, `torch.save` and the
+  DataLoader's `__next__`, and a filter for PyTorch's own warnings that name a bug.
 """
 from __future__ import annotations
 
 import collections
-import inspect
-import time
-import sys
 import re
+import sys
+import time
 import warnings
 import weakref
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from glasstorch import autograd
-from glasstorch import ops as glasstorch_ops
 from glasstorch.autograd.grad_mode import is_grad_enabled
-from glasstorch.autograd.graph import AccumulateGrad
 from glasstorch.core.tensor import Tensor
 from glasstorch.nn import Module, Parameter
 from glasstorch.nn.modules import module as _module_hooks
 from glasstorch.optim import optimizer as _optimizer
-from glasstorch.utils._python_dispatch import TorchDispatchMode
 from glasstorch.utils.data import dataloader as _dataloader
 
 from .frames import Site, called_from_user, user_frame, user_site
+from .graphs import assignment_site, holder, tensors_in, variable_name
+from .mode import WatchMode, recall
+from .observations import BackwardCall, Cut, FailedOp, InplaceWrite, NonFinite, Observations
+from .values import all_finite, as_array, grad_norm, value_range
 
-_MAX_EVENTS = 32
-
-
-def as_array(t: Tensor):
-    """The tensor's values as a NumPy array without a copy on the CPU (None on meta)."""
-    kind = t.device.type
-    if kind == "meta":
-        return None
-    return t.numpy(force=True)
-
-
-def all_finite(t: Tensor) -> bool:
-    """One reduction in the common case: a finite sum means finite elements."""
-    a = as_array(t)
-    if a is None or a.size == 0:
-        return True
-    with np.errstate(all="ignore"):
-        total = a.sum() if a.dtype.itemsize >= 4 else a.sum(dtype=np.float32)
-        if np.isfinite(total):
-            return True
-        return bool(np.isfinite(a).all())       # an overflowing sum of finite values
-
-
-def value_range(t: Tensor) -> str:
-    a = as_array(t)
-    if a is None or a.size == 0:
-        return f"{list(t.shape)} (no values)"
-    a = a.astype(np.float64)
-    with np.errstate(all="ignore"):
-        return f"[{np.nanmin(a):.4g}, {np.nanmax(a):.4g}]"
-
-
-def grad_norm(g: Tensor) -> float:
-    a = as_array(g)
-    if a is None:
-        return 0.0
-    with np.errstate(all="ignore"):
-        return float(np.sqrt(np.square(a, dtype=np.float64).sum()))
-
-
-def _float_tensors(value):
-    if isinstance(value, Tensor):
-        if value.dtype.is_floating_point:
-            yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            if isinstance(v, Tensor) and v.dtype.is_floating_point:
-                yield v
-
-
-@dataclass
-class NonFinite:
-    """The first op that made NaN or Inf out of finite inputs."""
-    op: str
-    what: str                       # "NaN", "inf" or "-inf"
-    site: object
-    iteration: int                  # backward calls completed before it
-    in_backward: bool
-    input_ranges: list
-
-
-@dataclass
-class FailedOp:
-    """The op an exception came out of, with its tensor arguments and the module running."""
-    op: str
-    tensors: list                   # (shape, dtype, device, parameter name or None)
-    modules: list                   # the module stack, outermost first
-    exception: BaseException
-
-
-@dataclass
-class InplaceWrite:
-    op: str
-    site: object
-    creator: str | None             # grad_fn name of the written tensor before the write
-    shape: tuple
-
-
-@dataclass
-class BackwardCall:
-    site: object
-    retain_graph: bool
-    ops: int = 0
-    loss: float | None = None
-    shape: tuple | None = None
-
-
-@dataclass
-class Cut:
-    """The user's code took a tensor out of the graph (detach, .data, .item)."""
-    how: str
-    site: object
-    node: object                    # grad_fn of the tensor cut (first few per site only)
-
-
-@dataclass
-class Observations:
-    iteration: int = 0
-    nonfinite: list = field(default_factory=list)
-    nonfinite_seen_in_input: list = field(default_factory=list)
-    failed: FailedOp | None = None
-    inplace: collections.deque = field(default_factory=lambda: collections.deque(maxlen=64))
-    backwards: list = field(default_factory=list)
-    cuts: list = field(default_factory=list)
-    steps: list = field(default_factory=list)            # (iteration, {id(p): norm})
-    got_grad: set = field(default_factory=set)
-    stale_steps: list = field(default_factory=list)      # backward sites after stale steps
-    fresh_steps: int = 0
-    optimizers: list = field(default_factory=list)
-    optimizer_sites: dict = field(default_factory=dict)  # id(opt) -> Site
-    roots: list = field(default_factory=list)            # root modules called by the user
-    root_sites: dict = field(default_factory=dict)       # id(root) -> last call Site
-    root_names: dict = field(default_factory=dict)       # id(root) -> the user's name
-    called: set = field(default_factory=set)             # ids of modules run
-    no_grad_calls: dict = field(default_factory=dict)    # id(module) -> Site
-    cut_inside: dict = field(default_factory=dict)       # id(module) -> Site
-    unregistered: list = field(default_factory=list)     # (module, attr, kind, objects)
-    train_at_eval: list = field(default_factory=list)    # (Site, module name)
-    eval_at_train: list = field(default_factory=list)    # (iteration, Site, module)
-    was_training: set = field(default_factory=set)
-    warned: list = field(default_factory=list)           # (kind, message, Site)
-    empty_loads: list = field(default_factory=list)      # (Site, module, missing, unexpected)
-    probabilities_as_logits: list = field(default_factory=list)   # (made by, loss op, Site)
-    logits_as_log_probabilities: list = field(default_factory=list)  # (op, max, Site)
-    wrong_dimension: list = field(default_factory=list)  # (op, dim, shape, loss op, Site)
-    pinned_saves: list = field(default_factory=list)     # (Site, shape, tensor bytes, storage)
-    data_seconds: float = 0.0                            # spent fetching batches
-    batches: int = 0
-    data_site: object = None                             # the loop that fetched them
-    seconds: float = 0.0                                 # the whole watched run
-    crash_modules: tuple | None = None                   # (exception, [(module, args)])
-    kept_graphs: tuple | None = None   # (what, alive, total, (name, kind) or None, Site)
-    loss_nodes: list = field(default_factory=list)       # (iteration, weakref to grad_fn)
-    output_nodes: list = field(default_factory=list)     # the same for models' outputs
-
-
-def _is_noise_layer(m) -> bool:
-    return type(m).__name__.startswith(("Dropout", "BatchNorm", "AlphaDropout",
-                                        "FeatureAlphaDropout", "InstanceNorm"))
-
-
-_aten = glasstorch_ops.aten
-
-
-def _remember(table: dict, out, note=None):
-    """Keep a weak reference to a recent op output, to recognise it as a later op's input."""
-    if len(table) > 256:
-        table.clear()
-    table[id(out)] = (weakref.ref(out), note)
-
-
-def _recall(table: dict, t):
-    entry = table.get(id(t))
-    return entry[1] if entry is not None and entry[0]() is t else None
-
-
-def _after_normalising(w, func, args, out):         # _softmax, _log_softmax
-    if func is _aten._log_softmax.default:         # cross_entropy's first step
-        w.check_logits_input(func, args[0])
-    if args[0].dim() >= 2 and args[1] in (0, -args[0].dim()):
-        _remember(w.batch_normalised, out, (str(func), tuple(args[0].shape)))
-    if func is _aten._softmax.default:
-        _remember(w.probabilities, out, "softmax")
-
-
-def _after_sigmoid(w, func, args, out):
-    _remember(w.probabilities, out, "sigmoid")
-
-
-def _after_logit_loss(w, func, args, out):         # binary_cross_entropy_with_logits
-    w.check_logits_input(func, args[0])
-
-
-def _after_nll(w, func, args, out):
-    w.check_log_probabilities(func, args[0])
-    made = _recall(w.batch_normalised, args[0])
-    if made is not None:
-        w.on_wrong_dimension(made, func)
-
-
-def _after_zeroing(w, func, args, out):            # zero_() is fill_(0)
-    if len(args) > 1 and isinstance(args[1], (int, float)) and args[1] == 0:
-        w._zeroed.add(args[0].data_ptr())
-
-
-_AFTER = {                                          # ops whose calls some detector reads
-    _aten._softmax.default: _after_normalising,
-    _aten._log_softmax.default: _after_normalising,
-    _aten.sigmoid.default: _after_sigmoid,
-    _aten.binary_cross_entropy_with_logits.default: _after_logit_loss,
-    _aten.nll_loss_forward.default: _after_nll,
-    _aten.nll_loss2d_forward.default: _after_nll,
-    _aten.fill_.Scalar: _after_zeroing,
-    _aten.mul_.Tensor: _after_zeroing,
-}
-_UNINITIALISED = ("empty", "new_empty", "resize")      # whatever memory held: not a NaN source
 _WARNINGS = {                              # PyTorch's own warnings that name a bug
     "Using a target size": "broadcast",
     "Detected call of `lr_scheduler.step()` before `optimizer.step()`": "scheduler",
 }
 
 
-class _Mode(TorchDispatchMode):
-    def __init__(self, watch):
-        super().__init__()
-        self.watch = watch
-        self.mutable: dict = {}
-        self.valued: dict = {}
+def _is_noise_layer(m) -> bool:
+    return type(m).__name__.startswith(("Dropout", "BatchNorm", "AlphaDropout",
+                                        "FeatureAlphaDropout", "InstanceNorm"))
 
-    def _produces_values(self, func) -> bool:
-        """Whether the op's output holds new values to check: not a view of an input (whose
-        values were checked when made), not uninitialised memory."""
-        valued = self.valued.get(func)
-        if valued is None:
-            schema = func._schema
-            name = schema.name.split("::")[-1]
-            aliases = [getattr(r, "alias", None) or "" for r in schema.returns]
-            view = any(a and "!" not in a for a in aliases)       # "a!": written in place
-            valued = self.valued[func] = not (view or name.startswith(_UNINITIALISED))
-        return valued
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        w = self.watch
-        kwargs = kwargs or {}
-        if w.in_backward:
-            w.backward_ops += 1
-        mutable = self.mutable.get(func)
-        if mutable is None:
-            mutable = self.mutable[func] = func._schema.is_mutable
-        if mutable and args and isinstance(args[0], Tensor) and args[0]._requires_grad:
-            w.on_inplace(func, args[0])
-        try:
-            out = func(*args, **kwargs)
-        except Exception as e:
-            w.on_failed_op(func, args, kwargs, e)
-            raise
-        special = _AFTER.get(func)
-        if special is not None and not w.in_backward:
-            special(w, func, args, out)
-        if len(w.obs.nonfinite) < _MAX_EVENTS and self._produces_values(func):
-            for t in _float_tensors(out):
-                if not all_finite(t):
-                    w.on_nonfinite(func, t, args, kwargs)
-                    break
-        return out
 
 
 class Watch:
@@ -293,7 +56,7 @@ class Watch:
         self.in_backward = False
         self.backward_ops = 0
         self._applied: dict = {}          # id(param) -> weakref to the grad last applied
-        self._zeroed: set = set()         # data_ptr of gradients zeroed in place since
+        self.zeroed: set = set()          # data_ptr of gradients zeroed in place since
         self._stack: list = []            # the modules running, outermost first
         self._args: list = []             # and their inputs
         self._scanned: set = set()
@@ -332,7 +95,7 @@ class Watch:
                          self._wrap_next(_dataloader._BaseDataLoaderIter.__next__))
         glasstorch = sys.modules["glasstorch"]       # torch.save is glasstorch.save
         self._patch(glasstorch, "save", self._wrap_save(glasstorch.save))
-        self._mode = _Mode(self)
+        self._mode = WatchMode(self)
         self._mode.__enter__()
         self._start = time.perf_counter()
         return self
@@ -403,11 +166,11 @@ class Watch:
         alive = [r() for r in old if r() is not None]
         if len(alive) >= 0.75 * len(old):
             frame = user_frame(3)
-            holder = _holder(frame, {id(n) for n in alive})
-            site = _assignment_site(frame, holder[0]) if holder else None
+            found = holder(frame, {id(n) for n in alive})
+            site = assignment_site(frame, found[0]) if found else None
             if site is None and frame is not None:
                 site = Site(frame.f_code.co_filename, frame.f_lineno)
-            self.obs.kept_graphs = (what, len(alive), len(old), holder, site)
+            self.obs.kept_graphs = (what, len(alive), len(old), found, site)
 
     # ---- optimizer ----------------------------------------------------------------------
 
@@ -438,7 +201,7 @@ class Watch:
                 applied = self._applied.get(id(p))
                 if applied is not None:
                     compared = True
-                    stale |= applied() is g and g.data_ptr() not in self._zeroed
+                    stale |= applied() is g and g.data_ptr() not in self.zeroed
         self.obs.steps.append((self.obs.iteration, norms))
         if stale:
             self.obs.stale_steps.append(self.obs.backwards[-1].site if self.obs.backwards
@@ -453,7 +216,7 @@ class Watch:
             for p in group["params"]:
                 if p.grad is not None:
                     self._applied[id(p)] = weakref.ref(p.grad)
-                    self._zeroed.discard(p.grad.data_ptr())
+                    self.zeroed.discard(p.grad.data_ptr())
 
     # ---- modules ----------------------------------------------------------------------
 
@@ -462,7 +225,7 @@ class Watch:
         if not self._stack:
             if not any(r is module for r in obs.roots):
                 obs.roots.append(module)
-                obs.root_names[id(module)] = _variable_name(user_frame(3), module)
+                obs.root_names[id(module)] = variable_name(user_frame(3), module)
             obs.root_sites[id(module)] = user_site(3)
         self._stack.append(module)
         self._args.append(args)
@@ -575,7 +338,7 @@ class Watch:
         watch = self
 
         def doctored_save(obj, f, *args, **kwargs):
-            for t in _tensors_in(obj):
+            for t in tensors_in(obj):
                 storage, own = t.untyped_storage().nbytes(), t.numel() * t.element_size()
                 if storage >= 1 << 20 and storage >= 4 * own:
                     watch.obs.pinned_saves.append((user_site(2), tuple(t.shape), own, storage))
@@ -615,7 +378,7 @@ class Watch:
 
     def check_logits_input(self, func, scores):
         """A loss that applies softmax or sigmoid itself, given their output."""
-        made = _recall(self.probabilities, scores)
+        made = recall(self.probabilities, scores)
         if made is not None and not self.obs.probabilities_as_logits:
             self.obs.probabilities_as_logits.append((made, str(func), user_site(5)))
 
@@ -676,85 +439,3 @@ class Watch:
         if len(roots) <= 1:
             return [(r, "") for r in roots]
         return [(r, f"{self.obs.root_names.get(id(r)) or type(r).__name__}.") for r in roots]
-
-
-def _holder(frame, alive: set):
-    """The user's variable keeping old losses alive: (name, kind) or None."""
-    if frame is None:
-        return None
-    scopes = list(frame.f_locals.items()) + list(frame.f_globals.items())
-    for name, value in scopes:
-        if isinstance(value, (list, tuple, dict)):
-            items = value.values() if isinstance(value, dict) else value
-            if any(isinstance(v, Tensor) and id(v.grad_fn) in alive for v in items):
-                return name, type(value).__name__
-    for name, value in scopes:
-        if isinstance(value, Tensor) and value.grad_fn is not None \
-                and id(value.grad_fn) not in alive:
-            seen, stack, n = set(), [value.grad_fn], 0
-            while stack and n < 20000:
-                node = stack.pop()
-                n += 1
-                if node is None or id(node) in seen:
-                    continue
-                if id(node) in alive:
-                    return name, "tensor"
-                seen.add(id(node))
-                stack.extend(nxt for nxt, _ in node.next_functions)
-    return None
-
-
-def _assignment_site(frame, name: str):
-    """The line in the frame's function that appends to or adds into `name`."""
-    if frame is None:
-        return None
-    pattern = re.compile(rf"\b{re.escape(name)}\s*(\+=|\.append\(|\.extend\(|=\s*{re.escape(name)}\s*\+)")
-    try:
-        lines = inspect.getsourcelines(frame.f_code)[0] if frame.f_code.co_name != "<module>" \
-            else open(frame.f_code.co_filename).read().splitlines()
-        start = frame.f_code.co_firstlineno if frame.f_code.co_name != "<module>" else 1
-    except OSError:
-        return None
-    for i, line in enumerate(lines):
-        if pattern.search(line):
-            return Site(frame.f_code.co_filename, start + i)
-    return None
-
-
-def _tensors_in(obj, depth: int = 3):
-    """The tensors in a saved object: itself, or inside dicts, lists and tuples."""
-    if isinstance(obj, Tensor):
-        yield obj
-    elif depth and isinstance(obj, dict):
-        for v in obj.values():
-            yield from _tensors_in(v, depth - 1)
-    elif depth and isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _tensors_in(v, depth - 1)
-
-
-def _variable_name(frame, value):
-    """The name the user's frame gives `value`, or None."""
-    if frame is None:
-        return None
-    for scope in (frame.f_locals, frame.f_globals):
-        for name, v in scope.items():
-            if v is value and not name.startswith("_"):
-                return name
-    return None
-
-
-def reaches(node, variable) -> bool:
-    """Whether the graph below `node` accumulates into `variable`."""
-    seen, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        if n is None or n in seen:
-            continue
-        seen.add(n)
-        if isinstance(n, AccumulateGrad):
-            if n.variable is variable:
-                return True
-            continue
-        stack.extend(nxt for nxt, _ in n.next_functions)
-    return False
