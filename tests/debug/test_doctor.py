@@ -202,3 +202,15 @@ def test_cli_explains_a_crash():
     assert "Traceback" in r.stderr
     assert "1. device mismatch" in r.stdout
     assert "device_mismatch.py:8" in r.stdout
+
+
+def test_a_failing_check_never_breaks_the_run(monkeypatch, capsys):
+    from glasstorch.debug.doctor import diagnose, mode
+
+    def boom(*args):
+        raise ValueError("boom")
+    monkeypatch.setattr(mode, "all_finite", boom)
+    monkeypatch.setattr(diagnose, "DETECTORS", (boom,) + diagnose.DETECTORS)
+    status, doc = _run("clean_numpy_converted.py")
+    assert status == 0 and doc.report == "No problems found."
+    assert "internal error(s), please report" in capsys.readouterr().err

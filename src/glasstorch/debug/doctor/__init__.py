@@ -47,13 +47,20 @@ class Doctor(contextlib.ContextDecorator):
         self._watch.__exit__(None, None, None)
         self._alias.__exit__(None, None, None)
         findings = []
+        errors = self._watch.obs.internal_errors
         if exc is not None and not isinstance(exc, (SystemExit, KeyboardInterrupt)):
-            findings.append(explain(exc, tb, self._watch))
+            try:
+                findings.append(explain(exc, tb, self._watch))
+            except Exception as e:
+                errors.append(f"explain: {type(e).__name__}: {e}")
         findings.extend(diagnose(self._watch))
         self.findings = findings
         self.report = format_report(findings)
         if self.print_report:
             print(self.report, flush=True)
+        if errors:
+            print(f"glasstorch doctor: {len(errors)} internal error(s), please report: "
+                  f"{errors[0]}", file=sys.stderr)
         return False
 
 

@@ -595,7 +595,11 @@ def diagnose(watch) -> list:
     """All findings of a finished (or crashed) run, in priority order."""
     findings = []
     for detector in DETECTORS:
-        found = detector(watch)
+        try:
+            found = detector(watch)
+        except Exception as e:            # one detector's bug must not hide the others
+            watch.obs.internal_errors.append(f"{detector.__name__}: {type(e).__name__}: {e}")
+            continue
         if detector is gradient_scale and findings:
             continue              # a diverging loss or a NaN explains large gradients
         findings.extend(found)

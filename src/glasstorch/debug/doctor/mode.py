@@ -106,12 +106,15 @@ class WatchMode(TorchDispatchMode):
         except Exception as e:
             w.on_failed_op(func, args, kwargs, e)
             raise
-        special = _AFTER.get(func)
-        if special is not None and not w.in_backward:
-            special(w, func, args, out)
-        if len(w.obs.nonfinite) < _MAX_EVENTS and self._produces_values(func):
-            for t in float_tensors(out):
-                if not all_finite(t):
-                    w.on_nonfinite(func, t, args, kwargs)
-                    break
+        try:
+            special = _AFTER.get(func)
+            if special is not None and not w.in_backward:
+                special(w, func, args, out)
+            if len(w.obs.nonfinite) < _MAX_EVENTS and self._produces_values(func):
+                for t in float_tensors(out):
+                    if not all_finite(t):
+                        w.on_nonfinite(func, t, args, kwargs)
+                        break
+        except Exception as e:               # the checks never break the user's run
+            w.obs.internal_errors.append(f"{func}: {type(e).__name__}: {e}")
         return out

@@ -92,3 +92,4 @@ class Observations:
     kept_graphs: tuple | None = None   # (what, alive, total, (name, kind) or None, Site)
     loss_nodes: list = field(default_factory=list)       # (iteration, weakref to grad_fn)
     output_nodes: list = field(default_factory=list)     # the same for models' outputs
+    internal_errors: list = field(default_factory=list)  # the doctor's own failures

@@ -14,6 +14,7 @@ One `Watch` per run gathers them through public extension points, all removed af
 from __future__ import annotations
 
 import collections
+import functools
 import re
 import sys
 import time
@@ -40,6 +41,19 @@ _WARNINGS = {                              # PyTorch's own warnings that name a 
     "Using a target size": "broadcast",
     "Detected call of `lr_scheduler.step()` before `optimizer.step()`": "scheduler",
 }
+
+
+def _quiet(method):
+    """Instrumentation never breaks the user's run: an error in it is recorded (and shown
+    after the report), not raised into the user's code."""
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:
+            self.obs.internal_errors.append(f"{method.__name__}: {type(e).__name__}: {e}")
+            return None
+    return guarded
 
 
 def _is_noise_layer(m) -> bool:
@@ -130,10 +144,12 @@ class Watch:
                 return backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
             finally:
                 watch.in_backward = False
-                call.ops = watch.backward_ops
+                if call is not None:
+                    call.ops = watch.backward_ops
                 watch.obs.iteration += 1
         return doctored_backward
 
+    @_quiet
     def _before_backward(self, tensors, retain) -> BackwardCall:
         obs = self.obs
         call = BackwardCall(user_site(3), bool(retain))
@@ -179,16 +195,21 @@ class Watch:
 
         def doctored_init(opt, *args, **kwargs):
             init(opt, *args, **kwargs)
-            if not any(o is opt for o in watch.obs.optimizers):
-                watch.obs.optimizers.append(opt)
-                watch.obs.optimizer_sites[id(opt)] = user_site(2)
+            watch._record_optimizer(opt)
         return doctored_init
+
+    @_quiet
+    def _record_optimizer(self, opt):
+        if not any(o is opt for o in self.obs.optimizers):
+            self.obs.optimizers.append(opt)
+            self.obs.optimizer_sites[id(opt)] = user_site(3)
 
     def _optimizer_params(self):
         for opt in self.obs.optimizers:
             for group in opt.param_groups:
                 yield from group["params"]
 
+    @_quiet
     def _pre_step(self, opt, args, kwargs):
         norms, stale, compared = {}, False, False
         for group in opt.param_groups:
@@ -209,6 +230,7 @@ class Watch:
         elif compared:
             self.obs.fresh_steps += 1
 
+    @_quiet
     def _post_step(self, opt, args, kwargs):
         """Remember each gradient this step applied: if the next step finds the same tensor,
         not zeroed in between, it applies these values a second time."""
@@ -220,6 +242,7 @@ class Watch:
 
     # ---- modules ----------------------------------------------------------------------
 
+    @_quiet
     def _pre_forward(self, module, args):
         obs = self.obs
         if not self._stack:
@@ -236,6 +259,7 @@ class Watch:
         if _is_noise_layer(module):
             self._check_mode(module)
 
+    @_quiet
     def _post_forward(self, module, args, output):
         exc = sys.exc_info()[1] if output is None else None
         if exc is not None and (self.obs.crash_modules is None
@@ -302,6 +326,7 @@ class Watch:
         doctored.__name__, doctored.__doc__ = method.__name__, method.__doc__
         return doctored
 
+    @_quiet
     def _on_cut(self, tensor, how):
         site = user_site(3)
         self._cut_sites[site] += 1
@@ -328,45 +353,61 @@ class Watch:
             try:
                 return next_batch(iterator)
             finally:
-                watch.obs.data_seconds += time.perf_counter() - start
-                watch.obs.batches += 1
-                if watch.obs.data_site is None:
-                    watch.obs.data_site = user_site(2)
+                watch._record_batch(time.perf_counter() - start)
         return doctored_next
+
+    @_quiet
+    def _record_batch(self, seconds):
+        self.obs.data_seconds += seconds
+        self.obs.batches += 1
+        if self.obs.data_site is None:
+            self.obs.data_site = user_site(3)
 
     def _wrap_save(self, save):
         watch = self
 
         def doctored_save(obj, f, *args, **kwargs):
-            for t in tensors_in(obj):
-                storage, own = t.untyped_storage().nbytes(), t.numel() * t.element_size()
-                if storage >= 1 << 20 and storage >= 4 * own:
-                    watch.obs.pinned_saves.append((user_site(2), tuple(t.shape), own, storage))
-                    break
+            watch._record_save(obj)
             return save(obj, f, *args, **kwargs)
         doctored_save.__doc__ = save.__doc__
         return doctored_save
+
+    @_quiet
+    def _record_save(self, obj):
+        """A small view saved: torch.save writes its whole storage."""
+        for t in tensors_in(obj):
+            storage, own = t.untyped_storage().nbytes(), t.numel() * t.element_size()
+            if storage >= 1 << 20 and storage >= 4 * own:
+                self.obs.pinned_saves.append((user_site(3), tuple(t.shape), own, storage))
+                return
 
     def _wrap_load_state_dict(self, load):
         watch = self
 
         def doctored_load_state_dict(module, state_dict, strict=True, assign=False):
             result = load(module, state_dict, strict, assign)
-            expected = module.state_dict()
-            if expected and len(result.missing_keys) == len(expected):
-                watch.obs.empty_loads.append((user_site(2), module, list(result.missing_keys),
-                                              list(result.unexpected_keys)))
+            watch._record_load(module, result)
             return result
         doctored_load_state_dict.__doc__ = load.__doc__
         return doctored_load_state_dict
 
+    @_quiet
+    def _record_load(self, module, result):
+        """A load that matched none of the module's keys."""
+        expected = module.state_dict()
+        if expected and len(result.missing_keys) == len(expected):
+            self.obs.empty_loads.append((user_site(3), module, list(result.missing_keys),
+                                         list(result.unexpected_keys)))
+
     # ---- from the mode ----------------------------------------------------------------
 
+    @_quiet
     def on_wrong_dimension(self, made, loss):
         if not self.obs.wrong_dimension:
             op, shape = made
             self.obs.wrong_dimension.append((op, shape, str(loss), user_site(4)))
 
+    @_quiet
     def check_log_probabilities(self, func, scores):
         """NLL takes log-probabilities, all <= 0: a positive input is raw scores."""
         if self.obs.logits_as_log_probabilities:
@@ -376,18 +417,21 @@ class Watch:
             self.obs.logits_as_log_probabilities.append((str(func), float(a.max()),
                                                          user_site(4)))
 
+    @_quiet
     def check_logits_input(self, func, scores):
         """A loss that applies softmax or sigmoid itself, given their output."""
         made = recall(self.probabilities, scores)
         if made is not None and not self.obs.probabilities_as_logits:
             self.obs.probabilities_as_logits.append((made, str(func), user_site(5)))
 
+    @_quiet
     def on_inplace(self, func, tensor):
         if self.in_backward or tensor.grad_fn is None:    # optimizers write leaves
             return
         self.obs.inplace.append(InplaceWrite(str(func), user_site(4), tensor.grad_fn.name(),
                                              tuple(tensor.shape)))
 
+    @_quiet
     def on_failed_op(self, func, args, kwargs, exc):
         if self.obs.failed is not None and self.obs.failed.exception is exc:
             return
@@ -398,6 +442,7 @@ class Watch:
                    for a in flat if isinstance(a, Tensor)]
         self.obs.failed = FailedOp(str(func), tensors, list(self._stack), exc)
 
+    @_quiet
     def on_nonfinite(self, func, out, args, kwargs):
         values = list(args) + list(kwargs.values())
         flat = [v for a in values for v in (a if isinstance(a, (list, tuple)) else (a,))]
