@@ -205,7 +205,9 @@ def test_cli_explains_a_crash():
 
 
 def test_a_failing_check_never_breaks_the_run(monkeypatch, capsys):
-    from glasstorch.debug.doctor import diagnose, mode
+    import importlib
+    diagnose = importlib.import_module("glasstorch.debug.doctor.diagnose")
+    mode = importlib.import_module("glasstorch.debug.doctor.mode")
 
     def boom(*args):
         raise ValueError("boom")
