@@ -216,3 +216,10 @@ def test_a_failing_check_never_breaks_the_run(monkeypatch, capsys):
     status, doc = _run("clean_numpy_converted.py")
     assert status == 0 and doc.report == "No problems found."
     assert "internal error(s), please report" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, made", [("device_mismatch.py", "x = torch.randn(4, 3)"),
+                                        ("dtype_numpy.py", "X = torch.from_numpy(features)")])
+def test_mismatch_names_where_the_input_was_made(name, made):
+    status, doc = _run(name)
+    assert doc.findings[0].evidence.endswith(made), doc.report

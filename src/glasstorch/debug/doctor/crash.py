@@ -8,6 +8,7 @@ import re
 from glasstorch.core.tensor import Tensor
 
 from .frames import is_user_file, traceback_site
+from .graphs import made_at
 from .report import Finding
 
 
@@ -71,7 +72,18 @@ def _layer_inputs(exc, watch, attr):
     label = kind if name == kind else f"{kind} `{name}`"
     prep = "on" if attr == "device" else "in"
     inputs = "; ".join(f"its input {shape} is {prep} {v}" for shape, v in ins)
-    return f"{label}'s parameters are {prep} {', '.join(own)}; {inputs}"
+    found = _origin(exc, crash[1][0][1])
+    return f"{label}'s parameters are {prep} {', '.join(own)}; {inputs}{found}"
+
+
+def _origin(exc, args) -> str:
+    """'; `X` was made at train.py:9' for the tensor given to the outermost module."""
+    tensor = next((a for a in args if isinstance(a, Tensor)), None)
+    found = made_at(exc.__traceback__, tensor) if tensor is not None else None
+    if found is None or found[1] is None:
+        return ""
+    name, site = found
+    return f"; `{name}` was made at {site}: {site.source}"
 
 
 def _device(exc, failed, watch, site):

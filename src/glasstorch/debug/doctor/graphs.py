@@ -3,12 +3,13 @@ line that fills it, whether a graph reaches a parameter."""
 from __future__ import annotations
 
 import inspect
+import linecache
 import re
 
 from glasstorch.autograd.graph import AccumulateGrad
 from glasstorch.core.tensor import Tensor
 
-from .frames import Site
+from .frames import Site, is_user_file
 
 
 def holder(frame, alive: set):
@@ -91,3 +92,27 @@ def reaches(node, variable) -> bool:
             continue
         stack.extend(nxt for nxt, _ in n.next_functions)
     return False
+
+
+def made_at(tb, tensor):
+    """(name, Site) of the user's line that last assigned `tensor` to a variable, found
+    from the frames of a traceback, innermost first; None when no variable holds it."""
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    for frame, lineno in reversed(frames):
+        if not is_user_file(frame.f_code.co_filename):
+            continue
+        name = next((n for n, v in frame.f_locals.items() if v is tensor), None)
+        if name is None:
+            continue
+        pattern = re.compile(rf"^\s*(?:{re.escape(name)}\s*(?:,[^=]*)?=(?!=)|[^=]*,\s*"
+                             rf"{re.escape(name)}\s*=(?!=)|for\b.*\b{re.escape(name)}\b.*\bin\b)")
+        lines = linecache.getlines(frame.f_code.co_filename)
+        first = frame.f_code.co_firstlineno
+        for n in range(min(lineno, len(lines)), first - 1, -1):
+            if pattern.search(lines[n - 1]):
+                return name, Site(frame.f_code.co_filename, n)
+        return name, None
+    return None
