@@ -378,15 +378,16 @@ def train_eval(watch) -> list:
                         "statistics unless the model is in eval mode",
                         "call model.eval() before evaluating and model.train() before "
                         "training again")]
-    after = [e for e in obs.eval_at_train if e[0] < len(obs.backwards)]
+    after = [e for e in obs.eval_at_train if e[0] < len(obs.backwards)] or [
+        e for e in obs.dropout_off_in_training if e[0] < len(obs.backwards)]
     if after:
         it, site, module = after[0]
         return [Finding("training in evaluation mode",
                         f"{_label(module, names)} ran in eval mode in training step "
-                        f"{it + 1} (and {len(after) - 1} more forward calls with grad), "
-                        "after running in training mode before", site,
-                        "model.eval() (for a validation pass) was not undone, so dropout "
-                        "is off and batch norm stops using batch statistics",
+                        f"{it + 1}, with grad enabled and a backward after it", site,
+                        "model.eval() (for a validation pass, or before the loop) was not "
+                        "undone, so dropout is off and batch norm stops using batch "
+                        "statistics",
                         "call model.train() at the start of each training epoch")]
     return []
 
@@ -507,6 +508,15 @@ def optimizer_use(watch) -> list:
                         "and no optimizer.step()", obs.backwards[0].site,
                         "the gradients are computed but never applied: the weights do not "
                         "change", "call optimizer.step() after loss.backward()")]
+    if len(obs.steps) >= 3 and not any(any(n > 0 for n in norms.values())
+                                       for _, norms in obs.steps):
+        return [Finding("gradients are zeroed before the step uses them",
+                        f"at each of the {len(obs.steps)} optimizer steps every gradient was "
+                        f"None or zero, after {len(obs.backwards)} backward passes",
+                        _line_with(watch, r"\.zero_grad\(") or obs.backwards[0].site,
+                        "zero_grad() runs between loss.backward() and optimizer.step(), so "
+                        "each step finds no gradient", "order each iteration as "
+                        "optimizer.zero_grad(), loss.backward(), optimizer.step()")]
     held = {id(p) for p in watch._optimizer_params()}
     for root in obs.roots:
         trained = [p for p in root.parameters() if p.requires_grad]
@@ -525,7 +535,13 @@ def optimizer_use(watch) -> list:
 
 def _named_not_called(watch):
     """A `.backward` that is never called (no parentheses) in the user's files."""
-    pattern = re.compile(r"\.backward\s*($|#|;)")
+    return _line_with(watch, r"\.backward\s*($|#|;)")
+
+
+def _line_with(watch, regex: str):
+    """The first line matching `regex` in the files where the user's models and optimizers
+    were called and built."""
+    pattern = re.compile(regex)
     files = {site.filename for site in list(watch.obs.root_sites.values())
              + list(watch.obs.optimizer_sites.values()) if site is not None}
     for filename in sorted(files):

@@ -78,6 +78,7 @@ class Observations:
     train_at_eval: list = field(default_factory=list)    # (Site, module name)
     eval_at_train: list = field(default_factory=list)    # (iteration, Site, module)
     was_training: set = field(default_factory=set)
+    dropout_off_in_training: list = field(default_factory=list)  # eval dropout under grad
     warned: list = field(default_factory=list)           # (kind, message, Site)
     empty_loads: list = field(default_factory=list)      # (Site, module, missing, unexpected)
     probabilities_as_logits: list = field(default_factory=list)   # (made by, loss op, Site)

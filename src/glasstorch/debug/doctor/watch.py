@@ -290,6 +290,11 @@ class Watch:
                 obs.train_at_eval.append((obs.root_sites.get(id(root)), module))
         elif is_grad_enabled() and id(module) in obs.was_training:
             obs.eval_at_train.append((obs.iteration, obs.root_sites.get(id(root)), module))
+        elif is_grad_enabled() and type(module).__name__.startswith("Dropout") \
+                and len(obs.dropout_off_in_training) < 4 \
+                and any(p.requires_grad for p in root.parameters()):
+            obs.dropout_off_in_training.append((obs.iteration, obs.root_sites.get(id(root)),
+                                                module))
 
     def _scan_unregistered(self, module):
         """Tensors that require grad and modules kept as plain attributes or in plain
