@@ -508,15 +508,6 @@ def optimizer_use(watch) -> list:
                         "and no optimizer.step()", obs.backwards[0].site,
                         "the gradients are computed but never applied: the weights do not "
                         "change", "call optimizer.step() after loss.backward()")]
-    if len(obs.steps) >= 3 and not any(any(n > 0 for n in norms.values())
-                                       for _, norms in obs.steps):
-        return [Finding("gradients are zeroed before the step uses them",
-                        f"at each of the {len(obs.steps)} optimizer steps every gradient was "
-                        f"None or zero, after {len(obs.backwards)} backward passes",
-                        _line_with(watch, r"\.zero_grad\(") or obs.backwards[0].site,
-                        "zero_grad() runs between loss.backward() and optimizer.step(), so "
-                        "each step finds no gradient", "order each iteration as "
-                        "optimizer.zero_grad(), loss.backward(), optimizer.step()")]
     held = {id(p) for p in watch._optimizer_params()}
     for root in obs.roots:
         trained = [p for p in root.parameters() if p.requires_grad]
@@ -530,6 +521,16 @@ def optimizer_use(watch) -> list:
                             "model re-created after it, or of a copy), so it updates those",
                             f"build the optimizer from {name}.parameters() after {name} is "
                             "created for good")]
+    used = any(id(p) in held for root in obs.roots for p in root.parameters())
+    never = not any(n > 0 for _, norms in obs.steps for n in norms.values())
+    if used and len(obs.steps) >= 3 and never:
+        return [Finding("gradients are zeroed before the step uses them",
+                        f"at each of the {len(obs.steps)} optimizer steps every gradient was "
+                        f"None or zero, after {len(obs.backwards)} backward passes",
+                        _line_with(watch, r"\.zero_grad\(") or obs.backwards[0].site,
+                        "zero_grad() runs between loss.backward() and optimizer.step(), so "
+                        "each step finds no gradient", "order each iteration as "
+                        "optimizer.zero_grad(), loss.backward(), optimizer.step()")]
     return []
 
 
