@@ -11,8 +11,8 @@ import math
 import re
 
 from .frames import Site
-from .report import Finding
 from .graphs import reaches
+from .report import Finding
 
 _EXPLODING = 1e3          # a gradient norm well-scaled data and weights do not reach
 _VANISHING = 1e-6         # smallest/largest weight-gradient norm ratio at one step
@@ -138,7 +138,7 @@ def gradient_scale(watch) -> list:
     layer's gradient a millionth of the largest)."""
     obs = watch.obs
     names = watch.parameter_names()
-    params = {id(p): p for p in watch._optimizer_params()}
+    params = {id(p): p for p in watch.optimizer_params()}
     for step, (it, norms) in enumerate(obs.steps):
         finite = {k: v for k, v in norms.items() if math.isfinite(v)}
         if finite and max(finite.values()) > _EXPLODING:
@@ -193,7 +193,7 @@ def missing_gradients(watch) -> list:
     loss_nodes = {id(r()) for _, r in obs.loss_nodes if r() is not None}
     cuts = [c for c in obs.cuts if c.node is not None and id(c.node) not in loss_nodes]
     findings, explained = [], set()
-    for p in watch._optimizer_params():
+    for p in watch.optimizer_params():
         if not p.requires_grad or id(p) in obs.got_grad:
             continue
         owner = owners.get(id(p))
@@ -247,7 +247,7 @@ def unregistered(watch) -> list:
     """Tensors that require grad and modules in plain containers: invisible to parameters()
     and so to the optimizer."""
     obs = watch.obs
-    in_optimizer = {id(p) for p in watch._optimizer_params()}
+    in_optimizer = {id(p) for p in watch.optimizer_params()}
     if not obs.optimizers:
         return []
     findings = []
@@ -508,7 +508,7 @@ def optimizer_use(watch) -> list:
                         "and no optimizer.step()", obs.backwards[0].site,
                         "the gradients are computed but never applied: the weights do not "
                         "change", "call optimizer.step() after loss.backward()")]
-    held = {id(p) for p in watch._optimizer_params()}
+    held = {id(p) for p in watch.optimizer_params()}
     for root in obs.roots:
         trained = [p for p in root.parameters() if p.requires_grad]
         if trained and not any(id(p) in held for p in trained) \

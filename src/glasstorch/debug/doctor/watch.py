@@ -204,7 +204,7 @@ class Watch:
             self.obs.optimizers.append(opt)
             self.obs.optimizer_sites[id(opt)] = user_site(3)
 
-    def _optimizer_params(self):
+    def optimizer_params(self):
         for opt in self.obs.optimizers:
             for group in opt.param_groups:
                 yield from group["params"]
