@@ -205,6 +205,7 @@ class Watch:
             self.obs.optimizer_sites[id(opt)] = user_site(3)
 
     def optimizer_params(self):
+        """Every parameter the run's optimizers hold."""
         for opt in self.obs.optimizers:
             for group in opt.param_groups:
                 yield from group["params"]
