@@ -4,6 +4,7 @@
     glasstorch info --json   the same as JSON, for scripts and bug reports
     glasstorch ops           every operator's facets: meta, autograd, CPU and CUDA kernels
     glasstorch ops --missing only the facets operators lack
+    glasstorch doctor train.py [args...]   run a training script and say what is wrong
     glasstorch profile script.py [args]    run a script under the profiler, print its table
     glasstorch memory script.py [args]     run a script, print its peak memory and summary
 """
@@ -136,6 +137,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="list only operators that lack a facet they need")
     ops.add_argument("--namespace", default="aten", help="operator namespace (default: aten)")
     ops.add_argument("--json", action="store_true", help="print the table as JSON")
+    doctor = commands.add_parser("doctor", help="run a PyTorch training script on glasstorch "
+                                                "and report what is wrong with it")
+    doctor.add_argument("script", help="the training script (it says `import torch`)")
+    doctor.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     prof = commands.add_parser("profile", help="run a script under glasstorch.profiler and "
                                                "print the time each operator took")
     prof.add_argument("--trace", metavar="OUT.json", help="also write a Chrome trace (Perfetto)")
@@ -171,6 +176,9 @@ def main(argv=None) -> int:
         except BrokenPipeError:         # `glasstorch ops | head`: the reader has had enough
             sys.stdout = open(os.devnull, "w")
         return 0
+    if args.command == "doctor":
+        from glasstorch.debug import doctor
+        return doctor.main(args.script, args.args)
     if args.command == "profile":
         from glasstorch.profiler.script import profile_script
         return profile_script(args.script, args.args, trace=args.trace, sort_by=args.sort_by,

@@ -7,6 +7,7 @@
     glasstorch.debug.local_keyset()                # this thread's included/excluded keys
     print(glasstorch.debug.explain(t))             # t's storage, strides, sharers, bytes
     glasstorch.debug.set_debug_level(2)            # GLASSTORCH_DEBUG=2: print calls, kernels
+    with glasstorch.debug.doctor(): train()        # what is wrong with a training run
 """
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ def local_keyset() -> LocalKeySet:
     (torch._C._dispatch_tls_local_include_set / _exclude_set)."""
     return LocalKeySet(DispatchKeySet(_keys.local_keys.included),
                        DispatchKeySet(_keys.local_keys.excluded))
+
+
+def __getattr__(name):
+    if name == "doctor":   # the doctor watches nn and optim (above debug): loaded on first use,
+        import importlib   # by name, as `from . import doctor` would come back here first
+        return importlib.import_module(f"{__name__}.doctor")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["DispatchKey", "DispatchKeySet", "DispatchTrace", "Explanation", "LocalKeySet",

@@ -1,0 +1,20 @@
+"""Clean: the deep, badly initialised network of exploding.py, its gradients clipped to norm 1
+before each step: the optimizer never sees them explode."""
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+layers = []
+for _ in range(8):
+    lin = nn.Linear(32, 32)
+    nn.init.normal_(lin.weight, std=1.5)
+    layers += [lin, nn.LeakyReLU()]
+model = nn.Sequential(*layers, nn.Linear(32, 1))
+opt = torch.optim.SGD(model.parameters(), lr=1e-12)
+for step in range(3):
+    x = torch.randn(16, 32)
+    opt.zero_grad()
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
