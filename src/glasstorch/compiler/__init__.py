@@ -1,0 +1,1 @@
+"""The compiler: torch.compile, graph capture and its backends."""

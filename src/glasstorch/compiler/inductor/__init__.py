@@ -1,0 +1,213 @@
+"""glasstorch's Inductor: an ATen-level FX graph compiled to fused C/OpenMP kernels.
+
+`compile_fx(gm, example_inputs)` is the backend contract, as PyTorch's: `gm` holds ATen ops
+(OpOverload targets, as `make_fx` produces), its placeholders are the tensor inputs, and the
+returned callable takes the same inputs and returns what `gm` returns (values, dtypes,
+shapes, strides; outputs that are views of inputs stay views).
+
+The pipeline, one module each:
+
+1. `lowering`: decompose to core ATen (`glasstorch._decomp`), then lower each node to the
+   loop-level IR (`ir`): pointwise expressions, reductions, views, extern calls;
+2. `scheduler`: fuse the IR's buffers into kernels (pointwise chains, reductions with their
+   prologue and epilogue), drop dead buffers;
+3. `codegen` (C with OpenMP) or `numpy_codegen` (without a C compiler, with one warning):
+   each kernel's source; `build`: the compiler, the disk cache, ctypes;
+4. `host`: the generated Python function that calls the kernels and extern ops in order.
+
+`debug` shows the results (`GLASSTORCH_LOGS=output_code,fusion`, `GLASSTORCH_COMPILE_DEBUG=1`).
+"""
+from __future__ import annotations
+
+import ctypes
+import warnings
+
+from ...autograd.grad_mode import no_grad
+from ...core.tensor import Tensor
+from . import build, debug
+from .codegen import CKernelBuilder, c_source, generate
+from .host import HostCode, runtime_namespace
+from .ir import ComputedBuffer, Value
+from .lowering import GraphLowering, GraphNotCompilable, decompose, layout_of
+from .numpy_codegen import NAMESPACE as NUMPY_NAMESPACE, NumpyKernelBuilder
+from .scheduler import Kernel, Schedule
+
+__all__ = ["CompiledGraph", "compile_fx"]
+
+_warned_no_compiler = False
+
+
+def compile_fx(gm, example_inputs: list):
+    """Compile an ATen-level GraphModule; returns a callable taking the graph's inputs."""
+    return CompiledGraph(gm, list(example_inputs))
+
+
+class CompiledGraph:
+    """The compiled graph. Kernels are specialised to the inputs' shapes, strides and dtypes;
+    inputs laid out otherwise compile again (cached by that signature)."""
+
+    def __init__(self, gm, example_inputs):
+        self.gm = gm
+        self._compiled: dict = {}
+        self._last = None
+        self._compile(example_inputs)
+
+    def _compile(self, inputs):
+        key = _signature(inputs)
+        try:
+            artefacts = _compile_graph(self.gm, inputs)
+            runner = artefacts.run
+        except GraphNotCompilable as e:
+            debug.emit("fusion", f"graph runs eagerly: {e}")
+            artefacts, runner = None, lambda args: self.gm(*args)
+        self._compiled[key] = (runner, artefacts)
+        self._last = (key, runner)
+        return runner
+
+    @property
+    def artefacts(self):
+        """The last compile's `Artefacts` (sources, schedule), None if it ran eagerly."""
+        key, _ = self._last
+        return self._compiled[key][1]
+
+    def __call__(self, *args):
+        key = _signature(args)
+        if self._last is not None and self._last[0] == key:
+            runner = self._last[1]
+        else:
+            entry = self._compiled.get(key)
+            runner = entry[0] if entry else self._compile(list(args))
+            self._last = (key, runner)
+        with no_grad():
+            return runner(args)
+
+
+def _signature(args) -> tuple:
+    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device.type) if isinstance(a, Tensor)
+                 else (type(a), a) for a in args)
+
+
+class Artefacts:
+    """What one compile produced: the decomposed graph, the lowering and schedule, the
+    kernel source (C or NumPy), the host code, and `run(args)`."""
+
+    def __init__(self, graph, lowering, schedule, language, kernel_source, host_source, run):
+        self.graph, self.lowering, self.schedule = graph, lowering, schedule
+        self.language, self.kernel_source, self.host_source = language, kernel_source, host_source
+        self.run = run
+
+    @property
+    def kernels(self) -> list:
+        return [s for s in self.schedule.program if isinstance(s, Kernel)]
+
+
+def _compile_graph(gm, inputs) -> Artefacts:
+    if any(not isinstance(x, Tensor) for x in inputs):
+        raise GraphNotCompilable("an input is not a tensor")
+    graph = decompose(gm, inputs)
+    lowering = GraphLowering(graph, inputs).run()
+    _restride_outputs(gm, lowering)
+    schedule = Schedule(lowering).run()
+    numpy = build.compiler() is None
+    if numpy:
+        _warn_no_compiler()
+    kernels = [s for s in schedule.program if isinstance(s, Kernel)]
+    builders = {}
+    sources = []
+    for k in kernels:
+        kb = NumpyKernelBuilder(k) if numpy else CKernelBuilder(k)
+        sources.append(generate(k, kb))
+        builders[k.name] = kb
+    kernel_args = {name: kb.arguments() for name, kb in builders.items()}
+    host = HostCode(schedule, kernel_args, numpy)
+    structure = _output_structure(graph)
+    host_source = host.write(lowering.inputs, lowering.outputs, structure)
+    namespace = runtime_namespace(numpy)
+    namespace.update(host.constants)
+    if numpy:
+        language, kernel_source = "numpy", "\n".join(sources)
+        kernel_ns = dict(NUMPY_NAMESPACE, _at=namespace["_at"], _bf16=_bf16())
+        exec(compile(kernel_source, "<glasstorch-inductor-kernels>", "exec"), kernel_ns)  # noqa: S102
+        namespace.update({k.name: kernel_ns[k.name] for k in kernels})
+    else:
+        vector = build.vector_math_available()
+        language, kernel_source = "c", c_source(sources, vector)
+        if kernels:
+            lib = build.load(kernel_source, build.libs(vector)[:-1])
+            for k in kernels:
+                fn = getattr(lib, k.name)
+                fn.argtypes = [ctypes.c_void_p] * len(kernel_args[k.name])
+                fn.restype = None
+                namespace[k.name] = fn
+    exec(compile(host_source, "<glasstorch-inductor-host>", "exec"), namespace)  # noqa: S102
+    artefacts = Artefacts(graph, lowering, schedule, language, kernel_source, host_source,
+                          namespace["call"])
+    _report(gm, artefacts)
+    return artefacts
+
+
+def _bf16():
+    from ...core import dtype as dt
+    return dt.bfloat16.np
+
+
+def _output_structure(graph):
+    out = next(n for n in graph.graph.nodes if n.op == "output")
+    return _shape_of(out.args[0])
+
+
+def _shape_of(tree):
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_shape_of(x) for x in tree)
+    return None
+
+
+def _restride_outputs(gm, lowering):
+    """Outputs computed by a kernel take the strides eager gives them (the original graph's
+    output metadata), where no view was built on the buffer yet."""
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    metas = [getattr(n, "meta", {}).get("val") for n in _leaves(out.args[0])]
+    seen = set()
+    for value, meta in zip(lowering.outputs, metas):
+        if isinstance(value, ComputedBuffer) and isinstance(meta, Tensor) and \
+                value not in seen and tuple(meta.shape) == value.shape and \
+                not getattr(value, "viewed", False):
+            value.stride = tuple(meta.stride())
+        seen.add(value)
+
+
+def _leaves(tree):
+    if isinstance(tree, (list, tuple)):
+        return [x for t in tree for x in _leaves(t)]
+    return [tree]
+
+
+def _warn_no_compiler():
+    global _warned_no_compiler
+    if not _warned_no_compiler:
+        _warned_no_compiler = True
+        warnings.warn("glasstorch inductor: no C compiler found (or GLASSTORCH_INDUCTOR_CPP=0); "
+                      "generating NumPy code instead", RuntimeWarning, stacklevel=4)
+
+
+def _report(gm, art: Artefacts):
+    lines = []
+    for k in art.kernels:
+        lines.append(f"{k.name}: loops {list(k.outer)} x {list(k.inner)}: " + ", ".join(
+            f"{n.name} ({type(n.value).__name__.lower()}, {k.level[n]}"
+            f"{', stored' if n in k.stored else ''})" for n in k.nodes))
+    for op, reason in art.lowering.fallbacks:
+        lines.append(f"extern {op}: {reason}")
+    lines += art.schedule.fusion_log
+    debug.emit("fusion", "\n".join(lines))
+    debug.emit("output_code", f"# kernels ({art.language})\n{art.kernel_source}\n"
+                              f"# host code\n{art.host_source}")
+    path = debug.debug_dir()
+    if path is not None:
+        (path / "fx_graph.py").write_text(gm.code)
+        (path / "fx_graph_decomposed.py").write_text(art.graph.code)
+        (path / "ir.txt").write_text("\n".join(repr(s) for s in art.lowering.steps) + "\n")
+        (path / "fusion.txt").write_text("\n".join(lines) + "\n")
+        (path / ("kernels.c" if art.language == "c" else "kernels.py")).write_text(
+            art.kernel_source)
+        (path / "host.py").write_text(art.host_source)

@@ -1,0 +1,391 @@
+"""Kernel source: one scheduled `Kernel` as C with OpenMP (or, through the same driver, as
+NumPy: `numpy_codegen.py`).
+
+`generate(kernel, kb)` walks the kernel's nodes; the builder `kb` emits loops, loads,
+scalar ops (the primitives' expressions rendered in the builder's language, `_prims.render`),
+reductions and stores, and gives each computed scalar a name (common subexpressions get one
+name per loop scope).
+
+Loops: dims that every access walks contiguously are merged into one loop (`collapse_plan`),
+so a contiguous pointwise kernel is one flat `omp parallel for simd` loop. The outer loop is
+parallel when the kernel does enough work (`PARALLEL_THRESHOLD` elements), the innermost is
+`omp simd`; a reduction's loop carries an OpenMP `reduction` clause, which lets the compiler
+reorder the sum for vector lanes (so a float sum differs from eager's pairwise one in the
+last bits). The math functions are declared `omp declare simd`, so vector loops call
+glibc's libmvec variants (accurate to a few ulp, as eager's vectorised NumPy is).
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ..._prims.scalar import BinOp, Call, Select, Unary, Var, render, substitute
+from ...core import dtype as dt
+from .ir import Index, Reduction, Val
+from .scheduler import accesses
+
+PARALLEL_THRESHOLD = 1 << 15
+
+C_TYPES = {dt.bool: "bool", dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t",
+           dt.int32: "int32_t", dt.int64: "int64_t", dt.float16: "_Float16",
+           dt.bfloat16: "uint16_t", dt.float32: "float", dt.float64: "double"}
+HALF = (dt.float16, dt.bfloat16)
+
+VECTOR_MATH = ("exp", "log", "sin", "cos", "tan", "tanh", "erf", "erfc", "expm1", "log1p",
+               "exp2", "log2", "log10", "sinh", "cosh", "asin", "acos", "atan", "asinh",
+               "acosh", "atanh", "pow", "atan2", "hypot")
+
+PRELUDE = r"""#include <stdint.h>
+#include <stdbool.h>
+#include <string.h>
+#include <math.h>
+
+static inline float gt_bf16_load(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t gt_bf16_bits(float f) {          /* round to nearest even */
+    uint32_t u; memcpy(&u, &f, 4);
+    if (f != f) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static inline float gt_bf16_round(float f) { return gt_bf16_load(gt_bf16_bits(f)); }
+static inline float gt_f16_round(float f) { return (float)(_Float16)f; }
+"""
+
+
+def vector_math_declarations() -> str:
+    lines = []
+    for name in VECTOR_MATH:
+        arity = 2 if name in ("pow", "atan2", "hypot") else 1
+        for ctype, suffix in (("float", "f"), ("double", "")):
+            params = ", ".join([ctype] * arity)
+            lines.append(f"#pragma omp declare simd notinbranch\n{ctype} {name}{suffix}({params});")
+    return "\n".join(lines) + "\n"
+
+
+def compute_dtype(d):
+    return dt.float32 if d in HALF else d
+
+
+def result_dtype(expr, vals):
+    """The dtype of an expression's value: bool for comparisons and logic, else the
+    operands' (where: its branches')."""
+    if isinstance(expr, BinOp) and expr.op in ("==", "!=", "<", "<=", ">", ">=", "&&", "||"):
+        return dt.bool
+    if isinstance(expr, Unary) and expr.op == "!":
+        return dt.bool
+    if isinstance(expr, Call) and expr.fn in ("isnan", "isinf", "isfinite", "signbit"):
+        return dt.bool
+    if isinstance(expr, Select) and len(vals) == 3:
+        return vals[1].dtype
+    return vals[0].dtype
+
+
+def collapse_plan(kernel):
+    """old loop var -> (new var, multiplier), merging adjacent dims of a domain that every
+    address walks as one (coefficient of the outer = inner's times the inner's size)."""
+    xs, ys = kernel.outer_vars, kernel.inner_vars
+    addresses = []
+    for node in kernel.nodes:
+        level = kernel.level[node]
+        addresses += [buf.address(idx) for buf, idx in accesses(node, xs, ys, level)]
+        if node in kernel.stored:
+            addresses.append(node.address(kernel.index_of(node)))
+    plan, sizes = {}, {}
+    for prefix, names, dims in (("x", xs, kernel.outer), ("y", ys, kernel.inner)):
+        groups = []
+        for k in range(len(names) - 1, -1, -1):
+            if groups and all(a.terms.get(names[k], 0) ==
+                              a.terms.get(names[k + 1], 0) * dims[k + 1] for a in addresses):
+                groups[-1].insert(0, k)
+            else:
+                groups.append([k])
+        groups.reverse()
+        for j, group in enumerate(groups):
+            new = f"{prefix}{j}"
+            sizes[new] = prod(dims[k] for k in group)
+            mult = 1
+            for k in reversed(group):
+                plan[names[k]] = (new, mult)
+                mult *= dims[k]
+    return plan, sizes
+
+
+def render_index(index: Index, plan) -> str:
+    coeffs = {}
+    for var, c in index.terms.items():
+        new, mult = plan[var]
+        coeffs.setdefault(new, c // mult)
+    parts = [f"{v}*{c}" if c != 1 else v for v, c in sorted(coeffs.items()) if c]
+    if index.const or not parts:
+        parts.append(str(index.const))
+    return " + ".join(parts)
+
+
+def generate(kernel, kb):
+    """Emit `kernel` through the builder `kb`."""
+    xs, ys = kernel.outer_vars, kernel.inner_vars
+    outer = [n for n in kernel.nodes if kernel.level[n] == "outer"]
+    inner = [n for n in kernel.nodes if kernel.level[n] == "inner"]
+    kb.begin_outer()
+    for node in outer:
+        if isinstance(node.value, Reduction):
+            val = kb.reduce(node.value, node.value.input_index(xs, ys))
+        else:
+            val = kb.cast(node.value.fn(kb, kernel.index_of(node)), node.dtype)
+        kb.define_local(node, val, xs)
+        if node in kernel.stored:
+            kb.store(node, kernel.index_of(node), val)
+    if inner:
+        kb.begin_inner()
+        for node in inner:
+            val = kb.cast(node.value.fn(kb, kernel.index_of(node)), node.dtype)
+            kb.define_local(node, val, xs + ys)
+            if node in kernel.stored:
+                kb.store(node, kernel.index_of(node), val)
+        kb.end_inner()
+    kb.end_outer()
+    return kb.source()
+
+
+# ---- C ----------------------------------------------------------------------------------------
+
+def c_literal(value, dtype) -> str:
+    if dtype is dt.bool:
+        return "1" if value else "0"
+    if dtype.category < 2:
+        return f"(({C_TYPES[dtype]}){int(value)}{'LL' if dtype is dt.int64 else ''})"
+    v = float(value)
+    single = compute_dtype(dtype) is dt.float32
+    if v != v:
+        return "NAN"
+    if v in (float("inf"), float("-inf")):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    text = repr(float(np.float32(v))) if single else repr(v)
+    return f"{text}f" if single else text
+
+
+class CKernelBuilder:
+    """Builds one C function; see `generate`."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.plan, self.sizes = collapse_plan(kernel)
+        self.params: dict = {}          # root buffer -> parameter name
+        self.written: set = set()
+        self.lines: list = []
+        self.depth = 1
+        self.scopes = [{}]
+        self.locals: dict = {}          # node -> (Val, names it is indexed by)
+        self.count = 0
+        outer_sizes = self._section_sizes("x", kernel.outer_vars)
+        inner_sizes = self._section_sizes("y", kernel.inner_vars)
+        self.outer_loops, self.inner_loops = outer_sizes, inner_sizes
+        work = prod(kernel.outer) * prod(kernel.inner)
+        self.parallel = work >= PARALLEL_THRESHOLD
+
+    def _section_sizes(self, prefix, names):
+        news = sorted({self.plan[n][0] for n in names}, key=lambda v: int(v[1:]))
+        return [(v, self.sizes[v]) for v in news]
+
+    # ---- text --------------------------------------------------------------------------------
+
+    def line(self, text):
+        self.lines.append("    " * self.depth + text)
+
+    def tmp(self, text, dtype) -> Val:
+        for scope in reversed(self.scopes):
+            if text in scope:
+                return Val(scope[text], dtype)
+        name = f"t{self.count}"
+        self.count += 1
+        self.line(f"{C_TYPES[compute_dtype(dtype)]} {name} = {text};")
+        self.scopes[-1][text] = name
+        return Val(name, dtype)
+
+    def _loops(self, loops, pragma_outer=None, pragma_inner="#pragma omp simd"):
+        for i, (var, size) in enumerate(loops):
+            if i == 0 and pragma_outer:
+                self.line(pragma_outer)
+            if i == len(loops) - 1 and pragma_inner and not (i == 0 and pragma_outer):
+                self.line(pragma_inner)
+            self.line(f"for (int64_t {var} = 0; {var} < {size}; {var}++) {{")
+            self.depth += 1
+        self.scopes.append({})
+
+    def _close(self, loops):
+        self.scopes.pop()
+        for _ in loops:
+            self.depth -= 1
+            self.line("}")
+
+    # ---- the builder's interface --------------------------------------------------------------
+
+    def begin_outer(self):
+        if self.outer_loops:
+            extra = f" collapse({len(self.outer_loops)})" if len(self.outer_loops) > 1 else ""
+            self._loops(self.outer_loops, f"#pragma omp parallel for{extra}"
+                        if self.parallel else None, pragma_inner=None)
+
+    def end_outer(self):
+        if self.outer_loops:
+            self._close(self.outer_loops)
+
+    def begin_inner(self):
+        top = None
+        if self.parallel and not self.outer_loops:
+            top = "#pragma omp parallel for simd" if len(self.inner_loops) == 1 else \
+                "#pragma omp parallel for"
+        self._loops(self.inner_loops, top)
+
+    def end_inner(self):
+        self._close(self.inner_loops)
+
+    def param(self, root) -> str:
+        if root not in self.params:
+            self.params[root] = f"p{len(self.params)}"
+        return self.params[root]
+
+    def load(self, buf, idx):
+        root = buf.root
+        local = self.locals.get(root)
+        if local is not None and buf is root:
+            val, names = local
+            non1 = [i for i, s in zip(idx, root.shape) if s != 1]
+            if non1 == [Index.var(n) for n in names]:
+                return val
+        text = f"{self.param(root)}[{render_index(buf.address(idx), self.plan)}]"
+        if buf.dtype is dt.float16:
+            text = f"(float){text}"
+        elif buf.dtype is dt.bfloat16:
+            text = f"gt_bf16_load({text})"
+        return self.tmp(text, buf.dtype)
+
+    def store(self, node, idx, val):
+        self.written.add(node)
+        target = f"{self.param(node)}[{render_index(node.address(idx), self.plan)}]"
+        text = val.text
+        if node.dtype is dt.bfloat16:
+            text = f"gt_bf16_bits({text})"
+        elif node.dtype is dt.float16:
+            text = f"(_Float16){text}"
+        self.line(f"{target} = {text};")
+
+    def define_local(self, node, val, names):
+        self.locals[node] = (val, list(names))
+
+    def const(self, value, dtype):
+        return Val(c_literal(value, dtype), dtype)
+
+    def cast(self, val, dtype):
+        if val.dtype is dtype:
+            return val
+        src, dst = compute_dtype(val.dtype), compute_dtype(dtype)
+        text = val.text if src is dst else (
+            f"({val.text} != 0)" if dtype is dt.bool else f"(({C_TYPES[dst]}){val.text})")
+        return self.tmp(_rounded(text, dtype), dtype)
+
+    def op(self, expr, vals, dtype=None):
+        dtype = dtype or result_dtype(expr, vals)
+        names = {n: Var(v.text) for n, v in zip("abc", vals)}
+        precision = "float" if compute_dtype(vals[-1].dtype) is dt.float32 else "double"
+        text = render(substitute(expr, names), "c", dtype=precision)
+        return self.tmp(_rounded(text, dtype), dtype)
+
+    def reduce(self, red, in_idx):
+        acc_t = C_TYPES[compute_dtype(red.acc_dtype)]
+        acc = f"acc{self.count}"
+        self.count += 1
+        n = red.count
+        kind = red.kind
+        if kind in ("amax", "amin"):
+            init = c_literal(float("-inf") if kind == "amax" else float("inf"), red.acc_dtype) \
+                if red.acc_dtype.category == 2 else _int_limit(red.acc_dtype, kind)
+        else:
+            init = c_literal(1 if kind == "prod" else 0, red.acc_dtype)
+        floating = red.acc_dtype.category == 2
+        self.line(f"{acc_t} {acc} = {init};")
+        clause = {"sum": "+", "mean": "+", "var": "+", "prod": "*", "amax": "max",
+                  "amin": "min"}[kind]
+        nan = f"{acc}_nan"
+        clauses = f"reduction({clause}:{acc})"
+        if kind in ("amax", "amin") and floating:
+            self.line(f"bool {nan} = 0;")
+            clauses += f" reduction(|:{nan})"
+        self._reduction_loops(clauses)
+        v = red.fn(self, in_idx)
+        if kind in ("sum", "mean", "var"):
+            self.line(f"{acc} += {v.text};")
+        elif kind == "prod":
+            self.line(f"{acc} *= {v.text};")
+        else:
+            cmp = ">" if kind == "amax" else "<"
+            self.line(f"{acc} = ({v.text} {cmp} {acc}) ? {v.text} : {acc};")
+            if floating:
+                self.line(f"{nan} |= ({v.text} != {v.text});")
+        self._close(self.inner_loops)
+        if kind in ("amax", "amin") and floating:
+            self.line(f"if ({nan}) {acc} = NAN;")
+        result = Val(acc, red.acc_dtype)
+        if kind in ("mean", "var"):
+            result = self.tmp(f"{acc} / {c_literal(n, red.acc_dtype)}", red.acc_dtype)
+        if kind == "var":
+            mean = result
+            acc2 = f"acc{self.count}"
+            self.count += 1
+            self.line(f"{acc_t} {acc2} = {c_literal(0, red.acc_dtype)};")
+            self._reduction_loops(f"reduction(+:{acc2})")
+            v = red.fn(self, in_idx)
+            d = self.tmp(f"{v.text} - {mean.text}", red.acc_dtype)
+            self.line(f"{acc2} += {d.text} * {d.text};")
+            self._close(self.inner_loops)
+            result = self.tmp(f"{acc2} / {c_literal(max(n - red.correction, 0), red.acc_dtype)}",
+                              red.acc_dtype)
+        return self.cast(result, red.dtype)
+
+    def _reduction_loops(self, clauses):
+        if self.parallel and not self.outer_loops:
+            if len(self.inner_loops) == 1:
+                self._loops(self.inner_loops, f"#pragma omp parallel for simd {clauses}")
+            else:
+                self._loops(self.inner_loops, f"#pragma omp parallel for {clauses}",
+                            f"#pragma omp simd {clauses}")
+        else:
+            self._loops(self.inner_loops, None, f"#pragma omp simd {clauses}")
+
+    def source(self) -> str:
+        params = []
+        for root, name in self.params.items():
+            ctype = C_TYPES[root.dtype]
+            const = "" if root in self.written else "const "
+            params.append(f"{const}{ctype}* restrict {name}")
+        head = f"void {self.kernel.name}({', '.join(params)})\n{{"
+        return "\n".join([head, *self.lines, "}"]) + "\n"
+
+    def arguments(self) -> list:
+        """The buffers to pass, in the parameters' order."""
+        return list(self.params)
+
+
+def _int_limit(dtype, kind):
+    info = np.iinfo(dtype.np) if dtype is not dt.bool else None
+    if info is None:
+        return "0" if kind == "amax" else "1"
+    return c_literal(info.min if kind == "amax" else info.max, dtype)
+
+
+def _rounded(text, dtype):
+    if dtype is dt.float16:
+        return f"gt_f16_round({text})"
+    if dtype is dt.bfloat16:
+        return f"gt_bf16_round({text})"
+    return text
+
+
+def c_source(kernels_sources: list, vector_math: bool) -> str:
+    """One translation unit with every kernel of a graph."""
+    head = PRELUDE + (vector_math_declarations() if vector_math else "")
+    return head + "\n" + "\n".join(kernels_sources)
+
