@@ -24,6 +24,7 @@ import warnings
 
 from ...autograd.grad_mode import no_grad
 from ...core.tensor import Tensor
+from ...fx.experimental.proxy_tensor import make_fx
 from . import build, debug
 from .codegen import CKernelBuilder, c_source, generate
 from .host import HostCode, runtime_namespace
@@ -106,7 +107,7 @@ def _compile_graph(gm, inputs) -> Artefacts:
         raise GraphNotCompilable("an input is not a tensor")
     graph = decompose(gm, inputs)
     lowering = GraphLowering(graph, inputs).run()
-    _restride_outputs(gm, lowering)
+    _restride_outputs(make_fx(gm, tracing_mode="fake")(*inputs), lowering)
     schedule = Schedule(lowering).run()
     numpy = build.compiler() is None
     if numpy:
@@ -163,8 +164,8 @@ def _shape_of(tree):
 
 
 def _restride_outputs(gm, lowering):
-    """Outputs computed by a kernel take the strides eager gives them (the original graph's
-    output metadata), where no view was built on the buffer yet."""
+    """Outputs computed by a kernel take the strides eager gives them (the graph's output
+    metadata, traced before decomposition), where no view was built on the buffer yet."""
     out = next(n for n in gm.graph.nodes if n.op == "output")
     metas = [getattr(n, "meta", {}).get("val") for n in _leaves(out.args[0])]
     seen = set()

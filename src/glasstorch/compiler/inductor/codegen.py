@@ -134,14 +134,14 @@ def generate(kernel, kb):
         if isinstance(node.value, Reduction):
             val = kb.reduce(node.value, node.value.input_index(xs, ys))
         else:
-            val = kb.cast(node.value.fn(kb, kernel.index_of(node)), node.dtype)
+            val = kb.cast(node.value.load(kb, kernel.index_of(node)), node.dtype)
         kb.define_local(node, val, xs)
         if node in kernel.stored:
             kb.store(node, kernel.index_of(node), val)
     if inner:
         kb.begin_inner()
         for node in inner:
-            val = kb.cast(node.value.fn(kb, kernel.index_of(node)), node.dtype)
+            val = kb.cast(node.value.load(kb, kernel.index_of(node)), node.dtype)
             kb.define_local(node, val, xs + ys)
             if node in kernel.stored:
                 kb.store(node, kernel.index_of(node), val)
@@ -283,6 +283,8 @@ class CKernelBuilder:
         if val.dtype is dtype:
             return val
         src, dst = compute_dtype(val.dtype), compute_dtype(dtype)
+        if src is dst and dtype not in HALF:
+            return Val(val.text, dtype)
         text = val.text if src is dst else (
             f"({val.text} != 0)" if dtype is dt.bool else f"(({C_TYPES[dst]}){val.text})")
         return self.tmp(_rounded(text, dtype), dtype)

@@ -287,8 +287,8 @@ def _compute(dtype):
 
 def pointwise(ctx, node, inputs, compute_dtype, body, out_dtype=None):
     """A Pointwise value for `node`: each input (a Value or a Python number) loaded at the
-    broadcast index and converted to `compute_dtype`, then `body(kb, *vals)`, converted to
-    the node's dtype."""
+    broadcast index and converted to `compute_dtype` (one dtype, or one per input), then
+    `body(kb, *vals)`, converted to the node's dtype."""
     meta = _meta(node)
     shape, out_dtype = tuple(meta.shape), out_dtype or meta.dtype
     loaders, cost = [], 1
@@ -303,9 +303,12 @@ def pointwise(ctx, node, inputs, compute_dtype, body, out_dtype=None):
         else:
             raise Unsupported(f"operand of type {type(x).__name__}")
 
+    computes = compute_dtype if isinstance(compute_dtype, tuple) else \
+        (compute_dtype,) * len(loaders)
+
     def fn(kb, idx):
-        vals = [kb.cast(x.load(kb, remap(idx)), compute_dtype) if remap else
-                kb.const(x, compute_dtype) for x, remap in loaders]
+        vals = [kb.cast(x.load(kb, remap(idx)), d) if remap else kb.const(x, d)
+                for (x, remap), d in zip(loaders, computes)]
         return kb.cast(body(kb, *vals), out_dtype)
     return Pointwise(shape, out_dtype, fn, cost)
 
@@ -537,8 +540,8 @@ for _name, _sym in (("bitwise_and", "&"), ("bitwise_or", "|"), ("bitwise_xor", "
 def _where(ctx, node, cond, x, y):
     _unsupported_dtypes(node, cond, x, y)
     compute = _compute(_meta(node).dtype)
-    return pointwise(ctx, node, [cond, x, y], compute,
-                     lambda kb, k, u, v: kb.op(Select(a, b, c), [kb.cast(k, dt.bool), u, v]))
+    return pointwise(ctx, node, [cond, x, y], (dt.bool, compute, compute),
+                     _op(Select(a, b, c)))
 
 
 @register("clamp.default", "clamp.Tensor", "clamp_min.default", "clamp_min.Tensor",

@@ -137,6 +137,8 @@ class NumpyKernelBuilder:
         if val.dtype is dtype:
             return val
         src, dst = compute_dtype(val.dtype), compute_dtype(dtype)
+        if src is dst and dtype not in (dt.float16, dt.bfloat16):
+            return Val(val.text, dtype)
         text = val.text if src is dst else f"np.asarray({val.text}).astype({_np_name(dst)})"
         return self.tmp(_rounded(text, dtype), dtype)
 

@@ -74,7 +74,7 @@ def accesses(node, outer_vars, inner_vars, level):
         value.fn(rec, value.input_index(outer_vars, inner_vars))
     else:
         names = outer_vars + (inner_vars if level == "inner" else [])
-        value.fn(rec, index_for(node.shape, names))
+        value.load(rec, index_for(node.shape, names))
     return rec.loads
 
 
@@ -132,7 +132,11 @@ class Schedule:
         deps = _reads_from(accesses(node, *_vars_for(node), "inner"))
         self.reads[node] = deps
         after = max((self.position[d] for d in deps if d in self.position), default=-1)
-        for pos in range(len(self.program) - 1, max(after, 0) - 1, -1):
+        # first the kernels writing what it reads (their results stay in registers), the
+        # latest first; then any other kernel it may join, the latest first
+        candidates = range(len(self.program) - 1, max(after, 0) - 1, -1)
+        producers = {self.position[d] for d in deps if d in self.kernel_of}
+        for pos in sorted(candidates, key=lambda p: (p not in producers, -p)):
             step = self.program[pos]
             if not isinstance(step, Kernel):
                 continue
@@ -156,7 +160,8 @@ class Schedule:
     def _why_not(self, node, kernel):
         level = _level_in(node, kernel.outer, kernel.inner)
         if level is None:
-            return (f"its loops {list(_natural_domain(node)[0] + _natural_domain(node)[1])} "
+            outer, inner = _natural_domain(node)
+            return (f"its loops {list(outer)} x {list(inner)} "
                     f"differ from the kernel's {list(kernel.outer)} x {list(kernel.inner)}")
         for buf, idx in accesses(node, kernel.outer_vars, kernel.inner_vars, level):
             root = buf.root
