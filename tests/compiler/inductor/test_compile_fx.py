@@ -154,10 +154,10 @@ def test_a_graph_that_mutates_its_input_runs_eagerly():
 
 def test_inputs_with_other_strides_compile_again():
     x = _randn(4, 5, seed=17)
-    c = compiled(lambda x: x.exp() + 1, x)
+    c = compiled(lambda x: x * 2 + 1, x)
     t = _randn(5, 4, seed=18).t()
-    assert_same(c(t), t.exp() + 1)
-    assert_same(c(x), x.exp() + 1)
+    assert_same(c(t), t * 2 + 1)
+    assert_same(c(x), x * 2 + 1)
     assert len(c._compiled) == 2
 
 
