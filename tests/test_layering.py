@@ -19,6 +19,7 @@ RANKS = {
     "optim": 7, "utils": 7, "fx": 7,
     "_decomp": 7,                  # decompositions: written in ATen ops and primitives
     "debug.coverage": 8,           # reads every layer's declarations, as `glasstorch ops`
+    "compiler": 8,                 # torch.compile and its backends: over FX, _decomp, _prims
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
 }
 
