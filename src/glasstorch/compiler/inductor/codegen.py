@@ -94,7 +94,8 @@ def collapse_plan(kernel):
         if node in kernel.stored:
             addresses.append(node.address(kernel.index_of(node)))
     plan, sizes = {}, {}
-    for prefix, names, dims in (("x", xs, kernel.outer), ("y", ys, kernel.inner)):
+    ys, inner = _loop_order(kernel, ys, addresses)
+    for prefix, names, dims in (("x", xs, kernel.outer), ("y", ys, inner)):
         groups = []
         for k in range(len(names) - 1, -1, -1):
             if groups and all(a.terms.get(names[k], 0) ==
@@ -111,6 +112,17 @@ def collapse_plan(kernel):
                 plan[names[k]] = (new, mult)
                 mult *= dims[k]
     return plan, sizes
+
+
+def _loop_order(kernel, ys, addresses):
+    """The inner loops of a pointwise kernel, reordered so the last one walks its first
+    output with the smallest stride (a transposed output is written row by row)."""
+    stores = [node.address(kernel.index_of(node)) for node in kernel.nodes
+              if node in kernel.stored]
+    if kernel.outer or not stores or len(ys) < 2:
+        return ys, kernel.inner
+    order = sorted(range(len(ys)), key=lambda k: -abs(stores[0].terms.get(ys[k], 0)))
+    return [ys[k] for k in order], tuple(kernel.inner[k] for k in order)
 
 
 def render_index(index: Index, plan) -> str:

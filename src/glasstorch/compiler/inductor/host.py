@@ -8,7 +8,7 @@ outputs: buffers, or views of them (a view of an input stays a view of it).
 """
 from __future__ import annotations
 
-from ..._ops import ops_namespace
+from ..._ops import OpOverload, ops_namespace
 from ...core import dtype as dt
 from ...core.tensor import Tensor
 from .ir import ComputedBuffer, ExternBuffer, InputBuffer, Value
@@ -35,6 +35,8 @@ class HostCode:
         if value is None or isinstance(value, (bool, int, str)) or (
                 isinstance(value, float) and value == value and abs(value) != float("inf")):
             return repr(value)
+        if isinstance(value, OpOverload) and value.namespace in ("aten", "prims"):
+            return str(value)                   # aten.mm.default, as eager code spells it
         if isinstance(value, (list, tuple)):
             inner = ", ".join(self.constant(v) for v in value)
             return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
@@ -132,7 +134,8 @@ class HostCode:
 def runtime_namespace(numpy: bool) -> dict:
     """The names host code uses."""
     from .numpy_codegen import at
-    ns = {"dt": dt, "_empty": _empty, "_view": _view, "_layout": _layout}
+    ns = {"dt": dt, "aten": aten, "prims": ops_namespace("prims"), "_empty": _empty,
+          "_view": _view, "_layout": _layout}
     ns["_arg"] = _flat if numpy else _pointer
     ns["_at"] = at
     return ns

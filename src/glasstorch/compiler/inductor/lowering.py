@@ -162,6 +162,15 @@ class GraphLowering:
                                  isinstance(val, (list, tuple))))
         return tuple(outputs) if isinstance(val, (list, tuple)) else outputs[0]
 
+    def extern_call(self, op, args, shape, dtype) -> ExternBuffer:
+        """A dispatcher call made by a lowering (the BLAS call under an epilogue); its
+        result is taken to be row-major."""
+        name = self.new_name()
+        args = _map_values(args, self.realize_for_host)
+        out = ExternBuffer(name, shape, dtype, contiguous_strides(shape), None)
+        self.steps.append(Extern(name, op, args, {}, [out], False))
+        return out
+
     def _output(self, value):
         if isinstance(value, Value) and not isinstance(value, Buffer) and \
                 layout_of(value) is None:
@@ -800,3 +809,22 @@ def _var(ctx, node, x, dim=None, *, correction=None, keepdim=False):
     if _meta(node).dtype.category != 2:
         raise Unsupported("var of integers")
     return _reduction(ctx, node, x, dim, "var", 1 if correction is None else correction)
+
+
+# ---- matrix products ----------------------------------------------------------------------------
+
+@register("addmm.default")
+def _addmm(ctx, node, bias, m1, m2, *, beta=1, alpha=1):
+    """The BLAS call (mm) through the dispatcher, then bias and scaling as a pointwise
+    epilogue, which fuses with the ops after it (an activation)."""
+    meta = _meta(node)
+    if meta.dtype not in (dt.float32, dt.float64) or not isinstance(bias, Value):
+        raise Unsupported(f"{meta.dtype} addmm")
+    product = ctx.extern_call(aten.mm.default, (m1, m2), tuple(meta.shape), meta.dtype)
+    def body(kb, b_val, p_val):
+        if beta != 1:
+            b_val = kb.op(BinOp("*", a, b), [b_val, kb.const(beta, meta.dtype)])
+        if alpha != 1:
+            p_val = kb.op(BinOp("*", a, b), [p_val, kb.const(alpha, meta.dtype)])
+        return kb.op(BinOp("+", a, b), [b_val, p_val])
+    return pointwise(ctx, node, [bias, product], meta.dtype, body)
