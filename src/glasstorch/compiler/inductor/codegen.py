@@ -16,6 +16,7 @@ glibc's libmvec variants (accurate to a few ulp, as eager's vectorised NumPy is)
 """
 from __future__ import annotations
 
+import re
 from math import prod
 
 import numpy as np
@@ -191,6 +192,7 @@ class CKernelBuilder:
         self.depth = 1
         self.scopes = [{}]
         self.locals: dict = {}          # node -> (Val, names it is indexed by)
+        self.sums: dict = {}            # a sum loop's text -> its accumulator
         self.count = 0
         outer_sizes = self._section_sizes("x", kernel.outer_vars)
         inner_sizes = self._section_sizes("y", kernel.inner_vars)
@@ -309,55 +311,64 @@ class CKernelBuilder:
         return self.tmp(_rounded(text, dtype), dtype)
 
     def reduce(self, red, in_idx):
-        acc_t = C_TYPES[compute_dtype(red.acc_dtype)]
-        acc = f"acc{self.count}"
-        self.count += 1
-        n = red.count
-        kind = red.kind
-        if kind in ("amax", "amin"):
-            init = c_literal(float("-inf") if kind == "amax" else float("inf"), red.acc_dtype) \
-                if red.acc_dtype.category == 2 else _int_limit(red.acc_dtype, kind)
-        else:
-            init = c_literal(1 if kind == "prod" else 0, red.acc_dtype)
-        floating = red.acc_dtype.category == 2
-        self.line(f"{acc_t} {acc} = {init};")
-        clause = {"sum": "+", "mean": "+", "var": "+", "prod": "*", "amax": "max",
-                  "amin": "min"}[kind]
-        nan = f"{acc}_nan"
-        clauses = f"reduction({clause}:{acc})"
-        if kind in ("amax", "amin") and floating:
-            self.line(f"bool {nan} = 0;")
-            clauses += f" reduction(|:{nan})"
-        self._reduction_loops(clauses)
-        v = red.fn(self, in_idx)
+        kind, floating = red.kind, red.acc_dtype.category == 2
         if kind in ("sum", "mean", "var"):
-            self.line(f"{acc} += {v.text};")
+            acc = self._sum(red, in_idx)
         elif kind == "prod":
-            self.line(f"{acc} *= {v.text};")
+            acc = self._accumulate(red, in_idx, "*", c_literal(1, red.acc_dtype),
+                                   lambda acc, v: [f"{acc} *= {v};"])
         else:
             cmp = ">" if kind == "amax" else "<"
-            self.line(f"{acc} = ({v.text} {cmp} {acc}) ? {v.text} : {acc};")
-            if floating:
-                self.line(f"{nan} |= ({v.text} != {v.text});")
-        self._close(self.inner_loops)
-        if kind in ("amax", "amin") and floating:
-            self.line(f"if ({nan}) {acc} = NAN;")
+            init = c_literal(float("-inf") if kind == "amax" else float("inf"),
+                             red.acc_dtype) if floating else _int_limit(red.acc_dtype, kind)
+            acc = self._accumulate(red, in_idx, "max" if kind == "amax" else "min", init,
+                                   lambda acc, v: [f"{acc} = ({v} {cmp} {acc}) ? {v} : {acc};"]
+                                   + ([f"{acc}_nan |= ({v} != {v});"] if floating else []),
+                                   nan_flag=floating)
         result = Val(acc, red.acc_dtype)
         if kind in ("mean", "var"):
-            result = self.tmp(f"{acc} / {c_literal(n, red.acc_dtype)}", red.acc_dtype)
+            result = self.tmp(f"{acc} / {c_literal(red.count, red.acc_dtype)}", red.acc_dtype)
         if kind == "var":
             mean = result
-            acc2 = f"acc{self.count}"
-            self.count += 1
-            self.line(f"{acc_t} {acc2} = {c_literal(0, red.acc_dtype)};")
-            self._reduction_loops(f"reduction(+:{acc2})")
-            v = red.fn(self, in_idx)
-            d = self.tmp(f"{v.text} - {mean.text}", red.acc_dtype)
-            self.line(f"{acc2} += {d.text} * {d.text};")
-            self._close(self.inner_loops)
-            result = self.tmp(f"{acc2} / {c_literal(max(n - red.correction, 0), red.acc_dtype)}",
-                              red.acc_dtype)
+
+            def squares(acc, v):
+                d = self.tmp(f"{v} - {mean.text}", red.acc_dtype)
+                return [f"{acc} += {d.text} * {d.text};"]
+            m2 = self._accumulate(red, in_idx, "+", c_literal(0, red.acc_dtype), squares)
+            divisor = c_literal(max(red.count - red.correction, 0), red.acc_dtype)
+            result = self.tmp(f"{m2} / {divisor}", red.acc_dtype)
         return self.cast(result, red.dtype)
+
+    def _sum(self, red, in_idx) -> str:
+        """The sum of a reduction's input: a loop, or the same loop's result when the kernel
+        already summed that input (var and mean of one tensor share their first pass)."""
+        start = len(self.lines)
+        acc = self._accumulate(red, in_idx, "+", c_literal(0, red.acc_dtype),
+                               lambda acc, v: [f"{acc} += {v};"])
+        signature = _normalized(self.lines[start:])
+        if signature in self.sums:
+            del self.lines[start:]
+            return self.sums[signature]
+        self.sums[signature] = acc
+        return acc
+
+    def _accumulate(self, red, in_idx, clause, init, update, nan_flag=False) -> str:
+        """`acc = init; for the reduced dims: update(acc, input)`, in the loops' pragmas."""
+        acc = f"acc{self.count}"
+        self.count += 1
+        self.line(f"{C_TYPES[compute_dtype(red.acc_dtype)]} {acc} = {init};")
+        clauses = f"reduction({clause}:{acc})"
+        if nan_flag:
+            self.line(f"bool {acc}_nan = 0;")
+            clauses += f" reduction(|:{acc}_nan)"
+        self._reduction_loops(clauses)
+        v = red.fn(self, in_idx)
+        for text in update(acc, v.text):
+            self.line(text)
+        self._close(self.inner_loops)
+        if nan_flag:
+            self.line(f"if ({acc}_nan) {acc} = NAN;")
+        return acc
 
     def _reduction_loops(self, clauses):
         if self.parallel and not self.outer_loops:
@@ -381,6 +392,14 @@ class CKernelBuilder:
     def arguments(self) -> list:
         """The buffers to pass, in the parameters' order."""
         return list(self.params)
+
+
+def _normalized(lines) -> str:
+    """Loop text with its temporaries renamed in order of appearance: two loops computing
+    the same thing read the same."""
+    names = {}
+    return re.sub(r"\b(?:t|acc)\d+\b", lambda m: names.setdefault(m.group(), f"v{len(names)}"),
+                  "\n".join(lines))
 
 
 def _int_limit(dtype, kind):
