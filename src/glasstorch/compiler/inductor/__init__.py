@@ -12,7 +12,8 @@ The pipeline, one module each:
 2. `scheduler`: fuse the IR's buffers into kernels (pointwise chains, reductions with their
    prologue and epilogue), drop dead buffers;
 3. `codegen` (C with OpenMP) or `numpy_codegen` (without a C compiler, with one warning):
-   each kernel's source; `build`: the compiler, the disk cache, ctypes;
+   each kernel's source; `build`: the compiler, the disk cache, ctypes. `cuda_codegen`
+   writes the same kernels as CUDA C for NVRTC (`Artefacts.cuda_source()`);
 4. `host`: the generated Python function that calls the kernels and extern ops in order.
 
 `debug` shows the results (`GLASSTORCH_LOGS=output_code,fusion`, `GLASSTORCH_COMPILE_DEBUG=1`).
@@ -27,6 +28,7 @@ from ...core.tensor import Tensor
 from ...fx.experimental.proxy_tensor import make_fx
 from . import build, debug
 from .codegen import CKernelBuilder, c_source, generate
+from .cuda_codegen import CudaKernelBuilder, cuda_source
 from .host import HostCode, runtime_namespace
 from .ir import ComputedBuffer, Value
 from .lowering import GraphLowering, GraphNotCompilable, decompose, layout_of
@@ -100,6 +102,13 @@ class Artefacts:
     @property
     def kernels(self) -> list:
         return [s for s in self.schedule.program if isinstance(s, Kernel)]
+
+    def cuda_source(self) -> tuple:
+        """The same kernels as CUDA C (one translation unit), with each kernel's launch
+        shape: (source, {kernel name: ("elements" | "rows", count)})."""
+        builders = {k.name: CudaKernelBuilder(k) for k in self.kernels}
+        source = cuda_source([generate(k, builders[k.name]) for k in self.kernels])
+        return source, {name: kb.launch for name, kb in builders.items()}
 
 
 def _compile_graph(gm, inputs) -> Artefacts:

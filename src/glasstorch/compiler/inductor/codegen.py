@@ -183,6 +183,8 @@ def c_literal(value, dtype) -> str:
 class CKernelBuilder:
     """Builds one C function; see `generate`."""
 
+    lang = "c"
+
     def __init__(self, kernel):
         self.kernel = kernel
         self.plan, self.sizes = collapse_plan(kernel)
@@ -271,21 +273,27 @@ class CKernelBuilder:
             if non1 == [Index.var(n) for n in names]:
                 return val
         text = f"{self.param(root)}[{render_index(buf.address(idx), self.plan)}]"
-        if buf.dtype is dt.float16:
-            text = f"(float){text}"
-        elif buf.dtype is dt.bfloat16:
-            text = f"gt_bf16_load({text})"
-        return self.tmp(text, buf.dtype)
+        return self.tmp(self.loaded(text, buf.dtype), buf.dtype)
+
+    def loaded(self, text, dtype) -> str:
+        """An element as it is computed with (half precision: as float)."""
+        if dtype is dt.float16:
+            return f"(float){text}"
+        if dtype is dt.bfloat16:
+            return f"gt_bf16_load({text})"
+        return text
+
+    def stored(self, text, dtype) -> str:
+        if dtype is dt.bfloat16:
+            return f"gt_bf16_bits({text})"
+        if dtype is dt.float16:
+            return f"(_Float16){text}"
+        return text
 
     def store(self, node, idx, val):
         self.written.add(node)
         target = f"{self.param(node)}[{render_index(node.address(idx), self.plan)}]"
-        text = val.text
-        if node.dtype is dt.bfloat16:
-            text = f"gt_bf16_bits({text})"
-        elif node.dtype is dt.float16:
-            text = f"(_Float16){text}"
-        self.line(f"{target} = {text};")
+        self.line(f"{target} = {self.stored(val.text, node.dtype)};")
 
     def define_local(self, node, val, names):
         self.locals[node] = (val, list(names))
@@ -307,7 +315,7 @@ class CKernelBuilder:
         dtype = dtype or result_dtype(expr, vals)
         names = {n: Var(v.text) for n, v in zip("abc", vals)}
         precision = "float" if compute_dtype(vals[-1].dtype) is dt.float32 else "double"
-        text = render(substitute(expr, names), "c", dtype=precision)
+        text = render(substitute(expr, names), self.lang, dtype=precision)
         return self.tmp(_rounded(text, dtype), dtype)
 
     def reduce(self, red, in_idx):
@@ -366,9 +374,14 @@ class CKernelBuilder:
         for text in update(acc, v.text):
             self.line(text)
         self._close(self.inner_loops)
+        self.combine_partials(acc, clause, init, compute_dtype(red.acc_dtype), nan_flag)
         if nan_flag:
             self.line(f"if ({acc}_nan) {acc} = NAN;")
         return acc
+
+    def combine_partials(self, acc, clause, init, dtype, nan_flag):
+        """Where threads hold partial results (CUDA), combine them: nothing to do in C,
+        where OpenMP's reduction clause did it."""
 
     def _reduction_loops(self, clauses):
         if self.parallel and not self.outer_loops:
@@ -383,11 +396,14 @@ class CKernelBuilder:
     def source(self) -> str:
         params = []
         for root, name in self.params.items():
-            ctype = C_TYPES[root.dtype]
+            ctype = self.storage_type(root.dtype)
             const = "" if root in self.written else "const "
             params.append(f"{const}{ctype}* restrict {name}")
         head = f"void {self.kernel.name}({', '.join(params)})\n{{"
         return "\n".join([head, *self.lines, "}"]) + "\n"
+
+    def storage_type(self, dtype) -> str:
+        return C_TYPES[dtype]
 
     def arguments(self) -> list:
         """The buffers to pass, in the parameters' order."""
