@@ -53,8 +53,9 @@ def test_without_a_compiler_numpy_code_runs_with_one_warning(monkeypatch):
     monkeypatch.setattr(inductor, "_warned_no_compiler", False)
     x, y = _x(4, 6, seed=2), _x(6, seed=3)
     h = x.half()
-    fn = lambda x, y, h: (torch.softmax(x * 0.5, -1), torch.relu(x + y).t(), x.var(0),    # noqa: E731
-                          x.amax(1, keepdim=True), h * h + 1, torch.where(x > 0, x, y))
+    def fn(x, y, h):
+        return (torch.softmax(x * 0.5, -1), torch.relu(x + y).t(), x.var(0),
+                x.amax(1, keepdim=True), h * h + 1, torch.where(x > 0, x, y))
     with pytest.warns(RuntimeWarning, match="NumPy"):
         c = compiled(fn, x, y, h)
     assert c.artefacts.language == "numpy"

@@ -115,8 +115,9 @@ def test_softmax_is_one_kernel_and_layer_norm_of_a_residual_sum_at_most_two():
 
 def test_views_of_inputs_stay_views_and_computed_outputs_take_eagers_strides():
     x = _randn(4, 6, seed=11)
-    fn = lambda x: (x.t(), x[1:, ::2], x.view(2, 12), x.unsqueeze(0).expand(3, 4, 6),    # noqa: E731
-                    torch.relu(x).t(), (x * 2).reshape(24), x.t().reshape(24), x[2])
+    def fn(x):
+        return (x.t(), x[1:, ::2], x.view(2, 12), x.unsqueeze(0).expand(3, 4, 6),
+                torch.relu(x).t(), (x * 2).reshape(24), x.t().reshape(24), x[2])
     out = compiled(fn, x)(x)
     assert_same(out, fn(x))
     for view in out[:4] + out[7:]:
@@ -165,7 +166,8 @@ def test_inputs_with_other_strides_compile_again():
 def test_torch_oracle_agrees():
     T = pytest.importorskip("torch")
     a = np.random.default_rng(20).standard_normal((32, 48)).astype(np.float32)
-    fn = lambda x: (torch.softmax(x, -1), F.layer_norm(x, (48,)), torch.relu(x * 2 + 1))    # noqa: E731
+    def fn(x):
+        return torch.softmax(x, -1), F.layer_norm(x, (48,)), torch.relu(x * 2 + 1)
     out = compiled(fn, torch.from_numpy(a))(torch.from_numpy(a))
     t = T.from_numpy(a)
     ref = (T.softmax(t, -1), T.nn.functional.layer_norm(t, (48,)), T.relu(t * 2 + 1))

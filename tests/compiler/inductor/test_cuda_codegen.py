@@ -57,9 +57,11 @@ def conversions(tmp_path_factory):
     body = cuda_codegen.PRELUDE.split("#define NAN")[1].split("\n", 1)[1].split(
         "#define GT_BLOCK_REDUCE")[0]
     source = SHIM + body + r"""
-void f16_load_all(const uint16_t* h, float* out, long n) { for (long i = 0; i < n; i++) out[i] = gt_f16_load(h[i]); }
-void f16_bits_all(const float* f, uint16_t* out, long n) { for (long i = 0; i < n; i++) out[i] = gt_f16_bits(f[i]); }
-void bf16_bits_all(const float* f, uint16_t* out, long n) { for (long i = 0; i < n; i++) out[i] = gt_bf16_bits(f[i]); }
+#define EACH(NAME, FROM, TO, FN) \
+    void NAME(const FROM* in, TO* out, long n) { for (long i = 0; i < n; i++) out[i] = FN(in[i]); }
+EACH(f16_load_all, uint16_t, float, gt_f16_load)
+EACH(f16_bits_all, float, uint16_t, gt_f16_bits)
+EACH(bf16_bits_all, float, uint16_t, gt_bf16_bits)
 """
     work = tmp_path_factory.mktemp("conversions")
     (work / "c.c").write_text(source)

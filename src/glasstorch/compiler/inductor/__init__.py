@@ -30,8 +30,8 @@ from . import build, debug
 from .codegen import CKernelBuilder, c_source, generate
 from .cuda_codegen import CudaKernelBuilder, cuda_source
 from .host import HostCode, runtime_namespace
-from .ir import ComputedBuffer, Value
-from .lowering import GraphLowering, GraphNotCompilable, decompose, layout_of
+from .ir import ComputedBuffer
+from .lowering import GraphLowering, GraphNotCompilable, decompose
 from .numpy_codegen import NAMESPACE as NUMPY_NAMESPACE, NumpyKernelBuilder
 from .scheduler import Kernel, Schedule
 
@@ -129,7 +129,7 @@ def _compile_graph(gm, inputs) -> Artefacts:
         sources.append(generate(k, kb))
         builders[k.name] = kb
     kernel_args = {name: kb.arguments() for name, kb in builders.items()}
-    host = HostCode(schedule, kernel_args, numpy)
+    host = HostCode(schedule, kernel_args)
     structure = _output_structure(graph)
     host_source = host.write(lowering.inputs, lowering.outputs, structure)
     namespace = runtime_namespace(numpy)
@@ -196,8 +196,8 @@ def _warn_no_compiler():
     global _warned_no_compiler
     if not _warned_no_compiler:
         _warned_no_compiler = True
-        warnings.warn("glasstorch inductor: no C compiler found (or GLASSTORCH_INDUCTOR_CPP=0); "
-                      "generating NumPy code instead", RuntimeWarning, stacklevel=4)
+        warnings.warn("glasstorch inductor: no C compiler found (or GLASSTORCH_INDUCTOR_CPP="
+                      "0); generating NumPy code instead", RuntimeWarning, stacklevel=4)
 
 
 def _report(gm, art: Artefacts):

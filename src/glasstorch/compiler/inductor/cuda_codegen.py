@@ -163,7 +163,8 @@ class CudaKernelBuilder(CKernelBuilder):
     def _thread_loop(self, name):
         n = prod(s for _, s in self.inner_loops)
         if self.per_row:
-            self.line(f"for (int64_t {name} = threadIdx.x; {name} < {n}; {name} += blockDim.x) {{")
+            self.line(f"for (int64_t {name} = threadIdx.x; {name} < {n}; "
+                      f"{name} += blockDim.x) {{")
         else:
             self.line(f"for (int64_t {name} = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
                       f"{name} < {n}; {name} += (int64_t)gridDim.x * blockDim.x) {{")

@@ -8,11 +8,14 @@ outputs: buffers, or views of them (a view of an input stays a view of it).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..._ops import OpOverload, ops_namespace
 from ...core import dtype as dt
 from ...core.tensor import Tensor
 from .ir import ComputedBuffer, ExternBuffer, InputBuffer, Value
 from .lowering import Extern, layout_of
+from .numpy_codegen import at
 from .scheduler import Kernel
 
 aten = ops_namespace("aten")
@@ -26,8 +29,8 @@ class HostCode:
     """Writes the host function for a schedule; `kernel_args[k]` are the root buffers of
     kernel k's parameters, in order."""
 
-    def __init__(self, schedule, kernel_args: dict, numpy: bool):
-        self.schedule, self.kernel_args, self.numpy = schedule, kernel_args, numpy
+    def __init__(self, schedule, kernel_args: dict):
+        self.schedule, self.kernel_args = schedule, kernel_args
         self.lines: list = []
         self.constants: dict = {}
 
@@ -38,8 +41,7 @@ class HostCode:
         if isinstance(value, OpOverload) and value.namespace in ("aten", "prims"):
             return str(value)                   # aten.mm.default, as eager code spells it
         if isinstance(value, (list, tuple)):
-            inner = ", ".join(self.constant(v) for v in value)
-            return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+            return _sequence([self.constant(v) for v in value], type(value))
         name = f"_k{len(self.constants)}"
         self.constants[name] = value
         return name
@@ -52,8 +54,7 @@ class HostCode:
                 return root.name
             return f"_view({root.name}, {tuple(shape)}, {tuple(stride)}, {offset})"
         if isinstance(v, (list, tuple)):
-            inner = ", ".join(self.value(x) for x in v)
-            return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
+            return _sequence([self.value(x) for x in v], type(v))
         if isinstance(v, dict):
             return "{" + ", ".join(f"{k!r}: {self.value(x)}" for k, x in v.items()) + "}"
         return self.constant(v)
@@ -123,17 +124,20 @@ class HostCode:
 
     def _structure(self, structure, outputs) -> str:
         if isinstance(structure, (list, tuple)):
-            inner = ", ".join(self._structure(s, outputs) for s in structure)
-            if isinstance(structure, list):
-                return f"[{inner}]"
-            return f"({inner}{',' if len(structure) == 1 else ''})"
+            return _sequence([self._structure(s, outputs) for s in structure], type(structure))
         v = next(outputs)
         return self.value(v)
 
 
+def _sequence(items: list, kind) -> str:
+    """Source text of a list or a tuple of already rendered items."""
+    if kind is list:
+        return f"[{', '.join(items)}]"
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
 def runtime_namespace(numpy: bool) -> dict:
     """The names host code uses."""
-    from .numpy_codegen import at
     ns = {"dt": dt, "aten": aten, "prims": ops_namespace("prims"), "_empty": _empty,
           "_view": _view, "_layout": _layout}
     ns["_arg"] = _flat if numpy else _pointer
@@ -165,7 +169,6 @@ def _pointer(t: Tensor) -> int:
 
 def _flat(t: Tensor):
     """The flat NumPy array of t's storage from its first element on."""
-    import numpy as np
     buf = t.untyped_storage().buf
     isz = t.dtype.itemsize
     start = t.storage_offset() * isz

@@ -25,7 +25,7 @@ from ...core.tensor import Tensor, preserve_format
 from ...fx.experimental.proxy_tensor import make_fx
 from ..._prims.scalar import BinOp, Call, Const, Select, Unary, a, b, c
 from .ir import (ZERO, Buffer, ComputedBuffer, ExternBuffer, Index, InputBuffer, Pointwise,
-                 Reduction, StridedView, Val, Value, View, contiguous_strides)
+                 Reduction, StridedView, Value, View, contiguous_strides)
 
 aten = ops_namespace("aten")
 prims_ns = ops_namespace("prims")
@@ -320,10 +320,6 @@ def pointwise(ctx, node, inputs, compute_dtype, body, out_dtype=None):
                 for (x, remap), d in zip(loaders, computes)]
         return kb.cast(body(kb, *vals), out_dtype)
     return Pointwise(shape, out_dtype, fn, cost)
-
-
-def _dtype_of(x):
-    return x.dtype if isinstance(x, Value) else None
 
 
 def _promoted(*xs):

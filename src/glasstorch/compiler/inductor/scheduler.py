@@ -7,10 +7,12 @@ nodes (pointwise values of shape O + I). So softmax (amax, sum, then the divisio
 layer_norm (mean, var, then the normalised output) is one kernel, whose reductions stay in
 registers. A pure pointwise kernel has O = () and I = its shape.
 
-Nodes join a kernel greedily, in program order: a node joins the last kernel it fits (same
-domain, everything it reads from that kernel read at the kernel's own index, and nothing it
-reads produced by a later step), else it starts a new kernel. Why two nodes did not fuse is
-recorded for the `fusion` log. Dims of size 1 take no loop (`squeezed`).
+Nodes join kernels greedily, in program order. A node may join a kernel with its loops
+(same domain) that comes after everything it reads, if it reads what that kernel writes at
+the kernel's own index; it tries the kernels writing what it reads first (their results are
+then registers), then the others, the latest first; else it starts a new kernel. Why a node
+did not join a kernel is recorded for the `fusion` log. Dims of size 1 take no loop
+(`squeezed`).
 
 Afterwards: a buffer is stored only if something outside its kernel reads it (or the graph
 returns it); a buffer nothing reads is dropped (dead code).
@@ -22,6 +24,8 @@ from .lowering import Extern, layout_of
 
 
 class Kernel:
+    """A fusion group: its loops (outer and inner sizes) and its nodes."""
+
     def __init__(self, name: str, outer: tuple, inner: tuple):
         self.name, self.outer, self.inner = name, outer, inner
         self.nodes: list = []           # ComputedBuffers, in program order
@@ -68,6 +72,7 @@ class Recorder:
 
 
 def accesses(node, outer_vars, inner_vars, level):
+    """[(buffer, index)] that `node` loads, computed inside the given loop variables."""
     rec = Recorder()
     value = node.value
     if isinstance(value, Reduction):
