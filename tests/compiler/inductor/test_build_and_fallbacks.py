@@ -1,5 +1,6 @@
 """The build machinery (disk cache, rebuilds, the NumPy fallback) and what the compiler
 shows (logs, the debug directory), plus random graphs compiled against eager."""
+import os
 import warnings
 
 import numpy as np
@@ -127,3 +128,54 @@ def test_random_pointwise_and_reduction_graphs_match_eager(program):
     y = _x(5, 5, seed=7).t() if transpose else _x(5, seed=8)
     c = compiled(lambda x, y: _run(steps, x, y), x, y)
     assert_same(c(x, y), _run(steps, x, y), rtol=1e-6, atol=1e-6)
+
+
+def test_fake_example_inputs_and_inputs_that_require_grad():
+    from glasstorch._subclasses.fake_tensor import FakeTensorMode
+    from glasstorch.compiler.inductor import compile_fx
+    from glasstorch.fx.experimental.proxy_tensor import make_fx
+    x, y = _x(4, 5, seed=9), _x(4, 5, seed=10).requires_grad_()
+    fn = lambda x, y: (x * y).sum(1) + 1          # noqa: E731
+    gm = make_fx(fn)(x, y)
+    mode = FakeTensorMode()
+    c = compile_fx(gm, [mode.from_tensor(x), mode.from_tensor(y)])
+    out = c(x, y)
+    assert not out.requires_grad                  # the backend runs below autograd
+    assert_same(out, fn(x, y).detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_one_compiled_graph_called_from_several_threads():
+    from concurrent.futures import ThreadPoolExecutor
+    x = _x(64, 33, seed=11)
+    fn = lambda x: torch.softmax(x * 2, -1) - x       # noqa: E731
+    c = compiled(fn, x)
+    inputs = [x * k for k in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda t: c(t), inputs))
+    for t, out in zip(inputs, outs):
+        assert_same(out, c(t))
+        assert_same(out, fn(t), rtol=1e-6, atol=1e-6)
+
+
+_BUILD_IN_CHILD = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("build", sys.argv[2])   # stdlib imports only
+build = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(build)
+print(build.load(sys.argv[1]).answer())
+"""
+
+
+@needs_cc
+def test_processes_building_the_same_library_at_once_share_one_valid_file(tmp_path):
+    import subprocess
+    import sys
+    source = "int answer(void) { return 42; }\n/* %s */\n" % tmp_path.name
+    env = dict(os.environ, GLASSTORCH_CACHE_DIR=str(tmp_path))
+    children = [subprocess.Popen([sys.executable, "-c", _BUILD_IN_CHILD, source, build.__file__],
+                                 env=env, stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    assert [c.communicate(timeout=120)[0].strip() for c in children] == ["42"] * 3
+    (library,) = (tmp_path / "inductor").glob("*/*.so")
+    assert library.read_bytes()[:4] == b"\x7fELF"
+    assert not [p for p in (tmp_path / "inductor").rglob("*") if p.is_dir() and
+                p.parent != tmp_path / "inductor"]       # no temporary build left behind

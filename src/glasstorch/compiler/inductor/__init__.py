@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import warnings
 
+from ..._ops import ops_namespace
 from ...autograd.grad_mode import no_grad
 from ...core.tensor import Tensor
 from ...fx.experimental.proxy_tensor import make_fx
@@ -37,12 +38,22 @@ from .scheduler import Kernel, Schedule
 
 __all__ = ["CompiledGraph", "compile_fx"]
 
+aten = ops_namespace("aten")
+
 _warned_no_compiler = False
 
 
 def compile_fx(gm, example_inputs: list):
-    """Compile an ATen-level GraphModule; returns a callable taking the graph's inputs."""
-    return CompiledGraph(gm, list(example_inputs))
+    """Compile an ATen-level GraphModule; returns a callable taking the graph's inputs.
+    Example inputs may be fake tensors: only their metadata is read."""
+    return CompiledGraph(gm, [_plain(x) for x in example_inputs])
+
+
+def _plain(x):
+    """A plain tensor with x's metadata for a fake (or other subclass) example input."""
+    if isinstance(x, Tensor) and type(x) is not Tensor:
+        return aten.empty_strided.default(list(x.shape), list(x.stride()), dtype=x.dtype)
+    return x
 
 
 class CompiledGraph:
