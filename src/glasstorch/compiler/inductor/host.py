@@ -38,6 +38,8 @@ class HostCode:
         if value is None or isinstance(value, (bool, int, str)) or (
                 isinstance(value, float) and value == value and abs(value) != float("inf")):
             return repr(value)
+        if isinstance(value, dt.dtype):
+            return _dtype_name(value)
         if isinstance(value, OpOverload) and value.namespace in ("aten", "prims"):
             return str(value)                   # aten.mm.default, as eager code spells it
         if isinstance(value, (list, tuple)):

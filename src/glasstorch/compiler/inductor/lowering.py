@@ -162,13 +162,13 @@ class GraphLowering:
                                  isinstance(val, (list, tuple))))
         return tuple(outputs) if isinstance(val, (list, tuple)) else outputs[0]
 
-    def extern_call(self, op, args, shape, dtype) -> ExternBuffer:
+    def extern_call(self, op, args, shape, dtype, kwargs=None, stride=None) -> ExternBuffer:
         """A dispatcher call made by a lowering (the BLAS call under an epilogue); its
-        result is taken to be row-major."""
+        result is row-major unless `stride` says otherwise."""
         name = self.new_name()
         args = _map_values(args, self.realize_for_host)
-        out = ExternBuffer(name, shape, dtype, contiguous_strides(shape), None)
-        self.steps.append(Extern(name, op, args, {}, [out], False))
+        out = ExternBuffer(name, shape, dtype, stride or contiguous_strides(shape), None)
+        self.steps.append(Extern(name, op, args, kwargs or {}, [out], False))
         return out
 
     def _output(self, value):
@@ -609,6 +609,16 @@ def _full(ctx, node, *args, **kwargs):
         raise Unsupported("a fill value that is not a number")
     _unsupported_dtypes(node)
     return pointwise(ctx, node, [value], _compute(meta.dtype), lambda kb, v: v)
+
+
+@register("empty_like.default", "empty.memory_format", "new_empty.default")
+def _empty(ctx, node, *args, **kwargs):
+    """An allocation, laid out as eager's: no need to compute the tensor it copies the
+    shape of."""
+    meta = _meta(node)
+    return ctx.extern_call(aten.empty_strided.default, (list(meta.shape), list(meta.stride())),
+                           tuple(meta.shape), meta.dtype, {"dtype": meta.dtype},
+                           tuple(meta.stride()))
 
 
 # ---- views ---------------------------------------------------------------------------------------
