@@ -97,7 +97,9 @@ class CompiledGraph:
 
 
 def _signature(args) -> tuple:
-    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device.type) if isinstance(a, Tensor)
+    """What kernels are specialised to: each input's shape, strides, dtype and device (read
+    from the tensor's fields: this runs on every call)."""
+    return tuple((a._shape, a._stride, a.dtype, a._storage.device) if isinstance(a, Tensor)
                  else (type(a), a) for a in args)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..._ops import OpOverload, ops_namespace
 from ...core import dtype as dt
+from ...core.device import CPU
 from ...core.tensor import Tensor
 from .ir import ComputedBuffer, ExternBuffer, InputBuffer, Value
 from .lowering import Extern, layout_of
@@ -142,13 +143,15 @@ def runtime_namespace(numpy: bool) -> dict:
     """The names host code uses."""
     ns = {"dt": dt, "aten": aten, "prims": ops_namespace("prims"), "_empty": _empty,
           "_view": _view, "_layout": _layout}
-    ns["_arg"] = _flat if numpy else _pointer
+    ns["_arg"] = _flat if numpy else Tensor.data_ptr      # the first element's address
     ns["_at"] = at
     return ns
 
 
 def _empty(shape, stride, dtype):
-    return aten.empty_strided.default(list(shape), list(stride), dtype=dtype)
+    """A CPU buffer, made as eager kernels make their outputs (no dispatch: the host code
+    already knows the device and layout)."""
+    return Tensor._empty(shape, dtype, CPU, stride)
 
 
 def _view(base: Tensor, shape, stride, offset):
@@ -163,10 +166,6 @@ def _layout(t: Tensor, stride):
     out = _empty(t.shape, stride, t.dtype)
     aten.copy_.default(out, t)
     return out
-
-
-def _pointer(t: Tensor) -> int:
-    return t.data_ptr()
 
 
 def _flat(t: Tensor):
