@@ -96,11 +96,13 @@ BINARY = [torch.add, torch.sub, torch.mul, torch.maximum, torch.minimum,
           lambda u, v: torch.where(u > v, u, v)]
 REDUCE = [lambda v: v.sum(-1, keepdim=True), lambda v: v.amax(-1, keepdim=True),
           lambda v: v.amin(0, keepdim=True)]
+VIEW = [lambda v: v.t(), lambda v: v.reshape(-1).reshape(v.shape),
+        lambda v: v.unsqueeze(0)[0], lambda v: v.reshape(v.shape + (1,))[..., 0]]
 
 
 @st.composite
 def programs(draw):
-    steps = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 6), st.integers(0, 10),
+    steps = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 10),
                                     st.integers(0, 10)), min_size=1, max_size=6))
     transpose = draw(st.booleans())
     return steps, transpose
@@ -114,15 +116,16 @@ def _run(steps, x, y):
             values.append(UNARY[which % len(UNARY)](u))
         elif kind == 1:
             values.append(BINARY[which % len(BINARY)](u, v))
-        else:
+        elif kind == 2:
             values.append(REDUCE[which % len(REDUCE)](u) + v)
+        else:
+            values.append(VIEW[which % len(VIEW)](u) * 2)
     return tuple(values[2:])
 
 
-@needs_cc
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(programs())
-def test_random_pointwise_and_reduction_graphs_match_eager(program):
+def test_random_graphs_of_pointwise_ops_reductions_and_views_match_eager(program):
     steps, transpose = program
     x = _x(5, 5, seed=6)
     y = _x(5, 5, seed=7).t() if transpose else _x(5, seed=8)

@@ -1,15 +1,27 @@
 """Compiled equals eager: glasstorch's inductor against glasstorch's eager ops (and PyTorch
 where it is installed), over the lowered ops, dtypes, broadcasting, strided inputs, views,
-reductions and fused normalisations. Each test compiles one graph holding many ops, so the
-file builds few kernels."""
+reductions and fused normalisations, with C kernels and with the NumPy fallback. Each test
+compiles one graph holding many ops, so the file builds few kernels."""
 import numpy as np
 import pytest
 
 import glasstorch as torch
 import glasstorch.nn.functional as F
+from glasstorch.compiler import inductor
 from glasstorch.compiler.inductor import build
 
 from conftest import assert_same, compiled
+
+
+@pytest.fixture(autouse=True, params=["c", "numpy"])
+def backend(request, monkeypatch):
+    """Every test runs with C kernels and with NumPy kernels (no C compiler)."""
+    if request.param == "numpy":
+        monkeypatch.setenv("GLASSTORCH_INDUCTOR_CPP", "0")
+        monkeypatch.setattr(inductor, "_warned_no_compiler", True)   # tested elsewhere
+    elif build.compiler() is None:
+        pytest.skip("no C compiler")
+    return request.param
 
 
 def _randn(*shape, seed=0):

@@ -21,7 +21,9 @@ from .ir import Index, Val
 _NP_FUNCTIONS = {"fabs": "np.abs", "nearbyint": "np.rint", "asin": "np.arcsin",
                  "acos": "np.arccos", "atan": "np.arctan", "asinh": "np.arcsinh",
                  "acosh": "np.arccosh", "atanh": "np.arctanh", "atan2": "np.arctan2",
-                 "pow": "np.power", "erf": "_erf", "erfc": "_erfc", "lgamma": "_lgamma"}
+                 "pow": "np.power", "erf": "_erf", "erfc": "_erfc", "lgamma": "_lgamma",
+                 "rsqrt": "_rsqrt"}
+_COMPARISONS = ("==", "!=", "<", "<=", ">", ">=", "&&", "||")
 
 
 def _vectorized(fn):
@@ -32,7 +34,8 @@ def _vectorized(fn):
 
 
 NAMESPACE = {"np": np, "_erf": _vectorized(math.erf), "_erfc": _vectorized(math.erfc),
-             "_lgamma": _vectorized(lambda v: math.lgamma(v) if v == v else v)}
+             "_lgamma": _vectorized(lambda v: math.lgamma(v) if v == v else v),
+             "_rsqrt": lambda x: 1 / np.sqrt(x)}
 
 
 def render_numpy(e) -> str:
@@ -45,6 +48,9 @@ def render_numpy(e) -> str:
         return f"{name}({', '.join(render_numpy(x) for x in e.args)})"
     if isinstance(e, BinOp):
         lhs, rhs = render_numpy(e.lhs), render_numpy(e.rhs)
+        if e.op in "+-*/":                     # C adds truth values as ints; NumPy refuses
+            lhs, rhs = (f"np.asarray({text}).astype(np.int8)" if _is_truth(x) else text
+                        for x, text in ((e.lhs, lhs), (e.rhs, rhs)))
         if e.op == "&&":
             return f"np.logical_and({lhs}, {rhs})"
         if e.op == "||":
@@ -57,6 +63,11 @@ def render_numpy(e) -> str:
         return (f"np.where({render_numpy(e.cond)}, {render_numpy(e.if_true)}, "
                 f"{render_numpy(e.if_false)})")
     raise TypeError(f"not a scalar expression: {e!r}")
+
+
+def _is_truth(e) -> bool:
+    return (isinstance(e, BinOp) and e.op in _COMPARISONS) or (
+        isinstance(e, Unary) and e.op == "!")
 
 
 def _np_name(dtype) -> str:
