@@ -196,3 +196,16 @@ def test_dropout_draws_what_eager_draws_from_the_same_seed():
     torch.manual_seed(5)
     assert_same(out, fn(x), rtol=1e-6, atol=1e-6)
     assert "aten.empty_strided.default(" in c.artefacts.host_source    # no kernel for its shape
+
+
+def test_a_module_with_parameters_compiles_its_parameters_as_constants():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 24), torch.nn.GELU(),
+                                torch.nn.LayerNorm(24), torch.nn.Linear(24, 6))
+    x = _randn(5, 12, seed=22)
+    mask = x[:, :6] > 0
+    fn = lambda x, mask: model(x).masked_fill(mask, float("-inf")).softmax(-1)   # noqa: E731
+    with torch.no_grad():
+        c = compiled(fn, x, mask)
+        assert len(c.constants) == 6              # the weights and biases, lifted to inputs
+        assert_same(c(x, mask), fn(x, mask), rtol=1e-5, atol=1e-6)

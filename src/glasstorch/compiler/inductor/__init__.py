@@ -32,7 +32,7 @@ from .codegen import CKernelBuilder, c_source, generate
 from .cuda_codegen import CudaKernelBuilder, cuda_source
 from .host import HostCode, runtime_namespace
 from .ir import ComputedBuffer
-from .lowering import GraphLowering, GraphNotCompilable, decompose
+from .lowering import GraphLowering, GraphNotCompilable, decompose, lift_constants
 from .numpy_codegen import NAMESPACE as NUMPY_NAMESPACE, NumpyKernelBuilder
 from .scheduler import Kernel, Schedule
 
@@ -61,7 +61,8 @@ class CompiledGraph:
     inputs laid out otherwise compile again (cached by that signature)."""
 
     def __init__(self, gm, example_inputs):
-        self.gm = gm
+        self.gm, self.constants = lift_constants(gm)
+        self._constants = tuple(self.constants)
         self._compiled: dict = {}
         self._last = None
         self._compile(example_inputs)
@@ -69,7 +70,7 @@ class CompiledGraph:
     def _compile(self, inputs):
         key = _signature(inputs)
         try:
-            artefacts = _compile_graph(self.gm, inputs)
+            artefacts = _compile_graph(self.gm, list(inputs) + self.constants)
             runner = artefacts.run
         except GraphNotCompilable as e:
             debug.emit("fusion", f"graph runs eagerly: {e}")
@@ -93,7 +94,7 @@ class CompiledGraph:
             runner = entry[0] if entry else self._compile(list(args))
             self._last = (key, runner)
         with no_grad():
-            return runner(args)
+            return runner(args + self._constants)
 
 
 def _signature(args) -> tuple:

@@ -22,6 +22,7 @@ from ..._decomp import decomposition_table
 from ..._ops import OpOverload, ops_namespace
 from ...core import dtype as dt
 from ...core.tensor import Tensor, preserve_format
+from ...fx import Graph, GraphModule
 from ...fx.experimental.proxy_tensor import make_fx
 from ..._prims.scalar import BinOp, Call, Const, Select, Unary, a, b, c
 from .ir import (ZERO, Buffer, ComputedBuffer, ExternBuffer, Index, InputBuffer, Pointwise,
@@ -66,6 +67,30 @@ def _collect_values(tree, found):
     elif isinstance(tree, dict):
         for x in tree.values():
             _collect_values(x, found)
+
+
+def lift_constants(gm):
+    """(a copy of gm whose tensor attributes are placeholders after its inputs, those
+    tensors): the graph's parameters and constants become inputs like the others, which
+    tracing and the kernels handle alike."""
+    graph, env, constants = Graph(), {}, []
+    nodes = list(gm.graph.nodes)
+    for node in nodes:
+        if node.op == "placeholder":
+            env[node] = graph.node_copy(node, env.__getitem__)
+    for node in nodes:
+        if node.op == "get_attr":
+            value = gm
+            for part in node.target.split("."):
+                value = getattr(value, part)
+            if isinstance(value, Tensor):
+                env[node] = graph.placeholder(f"_constant{len(constants)}")
+                env[node].meta = dict(node.meta)
+                constants.append(value)
+    for node in nodes:
+        if node not in env:
+            env[node] = graph.node_copy(node, env.__getitem__)
+    return (GraphModule(gm, graph) if constants else gm), constants
 
 
 def decompose(gm, example_inputs):
@@ -546,6 +571,16 @@ def _where(ctx, node, cond, x, y):
     _unsupported_dtypes(node, cond, x, y)
     compute = _compute(_meta(node).dtype)
     return pointwise(ctx, node, [cond, x, y], (dt.bool, compute, compute),
+                     _op(Select(a, b, c)))
+
+
+@register("masked_fill.Scalar", "masked_fill.Tensor")
+def _masked_fill(ctx, node, x, mask, value):
+    _unsupported_dtypes(node, x, mask, value)
+    if isinstance(value, Value) and value.shape != ():
+        raise Unsupported("a fill value that is not 0-dimensional")
+    compute = _compute(_meta(node).dtype)
+    return pointwise(ctx, node, [mask, value, x], (dt.bool, compute, compute),
                      _op(Select(a, b, c)))
 
 

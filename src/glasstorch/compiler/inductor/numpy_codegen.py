@@ -142,7 +142,9 @@ class NumpyKernelBuilder:
         self.locals[node] = (val, list(names))
 
     def const(self, value, dtype):
-        return Val(f"{_np_name(compute_dtype(dtype))}({value!r})", dtype)
+        text = repr(value) if not isinstance(value, float) or math.isfinite(value) else \
+            f"float({str(value)!r})"                # inf, -inf, nan
+        return Val(f"{_np_name(compute_dtype(dtype))}({text})", dtype)
 
     def cast(self, val, dtype):
         if val.dtype is dtype:
