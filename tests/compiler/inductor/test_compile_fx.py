@@ -209,3 +209,15 @@ def test_a_module_with_parameters_compiles_its_parameters_as_constants():
         c = compiled(fn, x, mask)
         assert len(c.constants) == 6              # the weights and biases, lifted to inputs
         assert_same(c(x, mask), fn(x, mask), rtol=1e-5, atol=1e-6)
+
+
+def _sums(x, h):
+    return (x.sum(-1), x.mean(-1, keepdim=True), x.var(-1), x.sum(0), x.mean(0), x.sum(),
+            (x * 3 - 1).sum(-1), x.t().contiguous().sum(-1), h.sum(-1), h.float().mean(-1))
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (5, 300), (2, 9000)])
+def test_float_sums_add_in_eagers_order_so_results_are_bit_for_bit(shape):
+    x = _randn(*shape, seed=23)
+    h = x.half()
+    assert_same(compiled(_sums, x, h)(x, h), _sums(x, h))

@@ -27,6 +27,8 @@ from .ir import Index, Reduction, Val
 from .scheduler import accesses
 
 PARALLEL_THRESHOLD = 1 << 15
+PAIRWISE_ROW = 1 << 16  # longest row summed pairwise (its values wait in a stack array)
+NUMPY_BUFFER = 8192     # NumPy sums a row it must cast (half -> float) in pieces this long
 
 C_TYPES = {dt.bool: "bool", dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t",
            dt.int32: "int32_t", dt.int64: "int64_t", dt.float16: "_Float16",
@@ -53,6 +55,32 @@ static inline uint16_t gt_bf16_bits(float f) {          /* round to nearest even
 }
 static inline float gt_bf16_round(float f) { return gt_bf16_load(gt_bf16_bits(f)); }
 static inline float gt_f16_round(float f) { return (float)(_Float16)f; }
+
+/* NumPy's pairwise summation (blocks of 8 partial sums up to 128 elements, halves above),
+   so a row sums to the bits eager's sum gives. */
+#define GT_PAIRWISE(T)                                                                  \
+static T gt_pairwise_sum_##T(const T* a, int64_t n) {                                   \
+    if (n < 8) {                                                                        \
+        T r = -0.0;                                                                     \
+        for (int64_t i = 0; i < n; i++) r += a[i];                                      \
+        return r;                                                                       \
+    }                                                                                   \
+    if (n <= 128) {                                                                     \
+        T r[8];                                                                         \
+        int64_t i;                                                                      \
+        for (int j = 0; j < 8; j++) r[j] = a[j];                                        \
+        for (i = 8; i < n - (n % 8); i += 8)                                            \
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];                               \
+        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));      \
+        for (; i < n; i++) res += a[i];                                                 \
+        return res;                                                                     \
+    }                                                                                   \
+    int64_t half = n / 2;                                                               \
+    half -= half % 8;                                                                   \
+    return gt_pairwise_sum_##T(a, half) + gt_pairwise_sum_##T(a + half, n - half);      \
+}
+GT_PAIRWISE(float)
+GT_PAIRWISE(double)
 """
 
 
@@ -184,6 +212,7 @@ class CKernelBuilder:
     """Builds one C function; see `generate`."""
 
     lang = "c"
+    exact_sums = True           # float sums in eager's order where it is known
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -339,25 +368,67 @@ class CKernelBuilder:
         if kind == "var":
             mean = result
 
-            def squares(acc, v):
+            def square(v):
                 d = self.tmp(f"{v} - {mean.text}", red.acc_dtype)
-                return [f"{acc} += {d.text} * {d.text};"]
-            m2 = self._accumulate(red, in_idx, "+", c_literal(0, red.acc_dtype), squares)
+                return f"{d.text} * {d.text}"
+            m2 = self._sum(red, in_idx, square)
             divisor = c_literal(max(red.count - red.correction, 0), red.acc_dtype)
             result = self.tmp(f"{m2} / {divisor}", red.acc_dtype)
         return self.cast(result, red.dtype)
 
-    def _sum(self, red, in_idx) -> str:
-        """The sum of a reduction's input: a loop, or the same loop's result when the kernel
-        already summed that input (var and mean of one tensor share their first pass)."""
+    def _sum(self, red, in_idx, summand=lambda v: v) -> str:
+        """The sum of `summand(input)` over the reduced dims: a loop, or the same loop's
+        result when the kernel already summed that input (var and mean of one tensor share
+        their first pass)."""
         start = len(self.lines)
-        acc = self._accumulate(red, in_idx, "+", c_literal(0, red.acc_dtype),
-                               lambda acc, v: [f"{acc} += {v};"])
+        acc = self._accumulate_sum(red, in_idx, summand)
         signature = _normalized(self.lines[start:])
         if signature in self.sums:
             del self.lines[start:]
             return self.sums[signature]
         self.sums[signature] = acc
+        return acc
+
+    def _sum_order(self, red) -> str:
+        """How a float sum adds, to add as eager (NumPy) does where the order is known:
+        'pairwise' (NumPy's pairwise summation over a row, the reduced dims trailing and
+        merged into one loop), 'sequential' (the reduced dims before the kept ones: NumPy
+        adds row after row), else 'simd' (vector lanes: the last bits may differ)."""
+        if red.acc_dtype.category != 2 or not self.exact_sums:
+            return "simd"
+        reduced = [d for d in red.dims if red.in_shape[d] != 1]
+        kept = [d for d in range(len(red.in_shape)) if d not in red.dims and
+                red.in_shape[d] != 1]
+        if reduced and kept and max(reduced) < min(kept):
+            return "sequential"
+        longest = NUMPY_BUFFER if red.in_dtype is not red.acc_dtype else PAIRWISE_ROW
+        if reduced and (not kept or min(reduced) > max(kept)) and \
+                len(self.inner_loops) == 1 and red.count <= longest:
+            return "pairwise"
+        return "simd"
+
+    def _accumulate_sum(self, red, in_idx, summand) -> str:
+        ctype = C_TYPES[compute_dtype(red.acc_dtype)]
+        acc = f"acc{self.count}"
+        self.count += 1
+        order = self._sum_order(red)
+        if order == "pairwise":
+            row, (var, _) = f"{acc}_row", self.inner_loops[0]
+            self.line(f"{ctype} {row}[{red.count}];")
+            self._loops(self.inner_loops, None)
+            self.line(f"{row}[{var}] = {summand(red.fn(self, in_idx).text)};")
+            self._close(self.inner_loops)
+            self.line(f"{ctype} {acc} = gt_pairwise_sum_{ctype}({row}, {red.count});")
+            return acc
+        zero = c_literal(-0.0 if red.acc_dtype.category == 2 else 0, red.acc_dtype)
+        self.line(f"{ctype} {acc} = {zero};")
+        if order == "sequential":
+            self._loops(self.inner_loops, None, None)
+        else:
+            self._reduction_loops(f"reduction(+:{acc})")
+        self.line(f"{acc} += {summand(red.fn(self, in_idx).text)};")
+        self._close(self.inner_loops)
+        self.combine_partials(acc, "+", zero, compute_dtype(red.acc_dtype), False)
         return acc
 
     def _accumulate(self, red, in_idx, clause, init, update, nan_flag=False) -> str:
@@ -414,7 +485,7 @@ def _normalized(lines) -> str:
     """Loop text with its temporaries renamed in order of appearance: two loops computing
     the same thing read the same."""
     names = {}
-    return re.sub(r"\b(?:t|acc)\d+\b", lambda m: names.setdefault(m.group(), f"v{len(names)}"),
+    return re.sub(r"\b(?:t|acc)\d+(?!\d)", lambda m: names.setdefault(m.group(), f"v{len(names)}"),
                   "\n".join(lines))
 
 

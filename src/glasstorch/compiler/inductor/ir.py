@@ -130,11 +130,14 @@ class View(Value):
 
 class Reduction:
     """`kind` ('sum', 'prod', 'amax', 'amin', 'mean', 'var') of `fn(kb, in_idx)` over the
-    dims `dims` of an input of shape `in_shape`; the result has `shape` (keepdim or not),
-    `dtype`, and accumulates in `acc_dtype`. `correction` is var's."""
+    dims `dims` of an input of shape `in_shape` and dtype `in_dtype`; the result has
+    `shape` (keepdim or not), `dtype`, and accumulates in `acc_dtype`. `correction` is
+    var's."""
 
-    def __init__(self, shape, dtype, acc_dtype, in_shape, dims, fn, kind, correction=0):
+    def __init__(self, shape, dtype, acc_dtype, in_shape, dims, fn, kind, correction=0,
+                 in_dtype=None):
         self.shape, self.dtype, self.acc_dtype = tuple(shape), dtype, acc_dtype
+        self.in_dtype = in_dtype or acc_dtype
         self.in_shape, self.dims, self.fn, self.kind = tuple(in_shape), tuple(dims), fn, kind
         self.correction = correction
         self.kept = tuple(s for d, s in enumerate(in_shape) if d not in dims and s != 1)

@@ -812,7 +812,7 @@ def _reduction(ctx, node, x, dims, kind, correction=0, acc_dtype=None):
 
     def fn(kb, idx):
         return kb.cast(x.load(kb, idx), acc)
-    red = Reduction(meta.shape, meta.dtype, acc, x.shape, dims, fn, kind, correction)
+    red = Reduction(meta.shape, meta.dtype, acc, x.shape, dims, fn, kind, correction, x.dtype)
     buf = ComputedBuffer(ctx.new_name(), red, contiguous_strides(meta.shape))
     ctx.steps.append(buf)
     return buf
