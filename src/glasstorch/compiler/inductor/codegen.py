@@ -320,8 +320,8 @@ class CKernelBuilder:
         return text
 
     def store(self, node, idx, val):
-        self.written.add(node)
-        target = f"{self.param(node)}[{render_index(node.address(idx), self.plan)}]"
+        self.written.add(node.root)
+        target = f"{self.param(node.root)}[{render_index(node.address(idx), self.plan)}]"
         self.line(f"{target} = {self.stored(val.text, node.dtype)};")
 
     def define_local(self, node, val, names):

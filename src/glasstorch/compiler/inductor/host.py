@@ -14,7 +14,7 @@ from ..._ops import OpOverload, ops_namespace
 from ...core import dtype as dt
 from ...core.device import CPU
 from ...core.tensor import Tensor
-from .ir import ComputedBuffer, ExternBuffer, InputBuffer, Value
+from .ir import ComputedBuffer, ExternBuffer, InputBuffer, InputUpdate, Value
 from .lowering import Extern, layout_of
 from .numpy_codegen import at
 from .scheduler import Kernel
@@ -85,7 +85,7 @@ class HostCode:
         for pos, step in enumerate(program):
             if isinstance(step, Kernel):
                 for node in step.nodes:
-                    if node not in step.stored:
+                    if node not in step.stored or isinstance(node, InputUpdate):
                         continue
                     size = node.numel() * node.dtype.itemsize
                     reusable = node not in output_roots and node not in host_read

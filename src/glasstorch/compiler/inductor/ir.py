@@ -213,3 +213,16 @@ class StridedView(Buffer):
     @property
     def root(self) -> Buffer:
         return self.base
+
+
+class InputUpdate(ComputedBuffer):
+    """The new value of a graph input an in-place op changed, written into the input's own
+    memory (with its strides) by the last kernels of the graph."""
+
+    def __init__(self, target: InputBuffer, value):
+        super().__init__(target.name, value, target.stride)
+        self.target = target
+
+    @property
+    def root(self) -> Buffer:
+        return self.target

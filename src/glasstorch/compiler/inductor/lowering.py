@@ -25,8 +25,8 @@ from ...core.tensor import Tensor, preserve_format
 from ...fx import Graph, GraphModule
 from ...fx.experimental.proxy_tensor import make_fx
 from ..._prims.scalar import BinOp, Call, Const, Select, Unary, a, b, c
-from .ir import (ZERO, Buffer, ComputedBuffer, ExternBuffer, Index, InputBuffer, Pointwise,
-                 Reduction, StridedView, Value, View, contiguous_strides)
+from .ir import (ZERO, Buffer, ComputedBuffer, ExternBuffer, Index, InputBuffer, InputUpdate,
+                 Pointwise, Reduction, StridedView, Value, View, contiguous_strides)
 
 aten = ops_namespace("aten")
 prims_ns = ops_namespace("prims")
@@ -94,9 +94,31 @@ def lift_constants(gm):
 
 
 def decompose(gm, example_inputs):
-    """The graph with the decomposition table applied, retraced on fake tensors."""
-    return make_fx(gm, decomposition_table=decomposition_table,
-                   tracing_mode="fake")(*example_inputs)
+    """The graph with the decomposition table applied, retraced on fake tensors. In-place
+    ops whose functional op can be compiled become that op and a `copy_` into their
+    argument (`x.addcmul_(a, b)`: `copy_(x, addcmul(x, a, b))`), so only `copy_` mutates."""
+    table = dict(decomposition_table)
+    for node in gm.graph.nodes:
+        functional = _functional_op(node.target)
+        if functional is not None and (functional in LOWERINGS or functional in table):
+            table[node.target] = _functionalized(functional)
+    return make_fx(gm, decomposition_table=table, tracing_mode="fake")(*example_inputs)
+
+
+def _functional_op(op):
+    """`aten.add.Tensor` for `aten.add_.Tensor`; None for anything else."""
+    if not isinstance(op, OpOverload) or not op._schema.is_mutable or op.namespace != "aten":
+        return None
+    packet = op.name().split("::")[1].split(".")[0]
+    if not packet.endswith("_") or packet.startswith("_") or packet == "copy_":
+        return None
+    return getattr(getattr(aten, packet[:-1], None), op._overloadname, None)
+
+
+def _functionalized(functional):
+    def in_place(self, *args, **kwargs):
+        return aten.copy_.default(self, functional(self, *args, **kwargs))
+    return in_place
 
 
 class GraphLowering:
@@ -110,6 +132,8 @@ class GraphLowering:
         self.inputs: list = []
         self.outputs: list = []
         self.fallbacks: list = []        # (op, reason): what ran through the dispatcher
+        self.input_of: dict = {}         # fx node -> the input it is (or is the new value of)
+        self.updates: dict = {}          # InputBuffer -> its value after the graph's ops
         self._count = 0
         self.example_inputs = example_inputs
 
@@ -121,20 +145,24 @@ class GraphLowering:
     # ---- the walk ------------------------------------------------------------------------------
 
     def run(self):
-        _check_mutations(self.gm.graph)
         inputs = iter(self.example_inputs)
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 ex = next(inputs)
                 buf = InputBuffer(node.name, ex.shape, ex.dtype, ex.stride())
                 self.inputs.append(buf)
-                self.env[node] = buf
+                self.env[node] = self.input_of[node] = buf
             elif node.op == "call_function":
                 self.env[node] = self._lower(node)
             elif node.op == "output":
-                self.outputs = [self._output(v) for v in _flatten(self._arg(node.args[0]))]
+                self.outputs = [self.input_of.get(n, None) or self._output(self._arg(n))
+                                for n in _flatten(node.args[0])]
             else:
                 raise GraphNotCompilable(f"{node.op} nodes are not supported")
+        for target, value in self.updates.items():
+            # computed in full before any input is overwritten: later kernels may still
+            # read the old values
+            self.steps.append(InputUpdate(target, self.realize(value)))
         return self
 
     def _arg(self, a):
@@ -151,6 +179,8 @@ class GraphLowering:
             return args[0][args[1]]
         if not isinstance(node.target, OpOverload):
             raise GraphNotCompilable(f"call of {node.target} is not an ATen op")
+        if node.target._schema.is_mutable:
+            return self._lower_in_place(node, args, kwargs)
         lowering = LOWERINGS.get(node.target)
         if lowering is not None and _all_nonempty(node.meta.get("val")):
             try:
@@ -163,6 +193,40 @@ class GraphLowering:
             reason = "no lowering" if lowering is None else "empty tensor"
             self.fallbacks.append((str(node.target), reason))
         return self._extern(node, args, kwargs)
+
+    def _lower_in_place(self, node, args, kwargs):
+        """An in-place op (after `decompose`, mostly `copy_`). Later ops read the new value
+        through this node, as `make_fx` records them, so `copy_` is its source's value; on
+        a graph input that value is also written back into the input at the end of the
+        graph. Another in-place op on a value only it reads (dropout's `bernoulli_`) runs
+        through the dispatcher. Overwriting a view, or a value with views, runs the graph
+        eagerly."""
+        schema = node.target._schema
+        mutated = [a for arg, a in zip(schema.arguments, node.args) if arg.is_mutated]
+        target = mutated[0] if len(mutated) == 1 else None
+        root = self.input_of.get(target) if target is not None else None
+        if root is None:
+            if target is None or not hasattr(target, "users") or _aliased(target, node):
+                raise GraphNotCompilable(f"{node.target} overwrites a view, or a value a "
+                                         "view reads")
+            if node.target.name() == "aten::copy_":       # later ops read this node
+                return self._functional(node, args, kwargs)
+            if len(target.users) > 1:
+                raise GraphNotCompilable(f"{node.target} overwrites a value other ops read")
+            return self._extern(node, args, kwargs)
+        value = self._functional(node, args, kwargs)
+        self.updates[root] = value
+        self.input_of[node] = root
+        return value
+
+    def _functional(self, node, args, kwargs):
+        """The value `copy_(x, src)` gives x (`decompose` turned the graph's other in-place
+        ops on inputs into their functional op and a `copy_`): src, broadcast to x's shape
+        and converted to its dtype."""
+        meta = _meta(node)
+        if node.target.name() != "aten::copy_" or not _all_nonempty(meta):
+            raise GraphNotCompilable(f"{node.target} changes an input")
+        return pointwise(self, node, [args[1]], _compute(meta.dtype), lambda kb, v: v)
 
     def _maybe_store(self, node, value):
         """Store a pointwise chain that is long, or read by several ops and not cheap."""
@@ -219,6 +283,14 @@ class GraphLowering:
         return self.realize(value)
 
 
+def _aliased(target, mutation) -> bool:
+    """Whether overwriting `target` would change another tensor: it is a view, or another
+    op made a view of it."""
+    def is_view(n):
+        return isinstance(getattr(n, "target", None), OpOverload) and n.target._schema.is_view
+    return is_view(target) or any(is_view(u) for u in target.users if u is not mutation)
+
+
 def _all_nonempty(val) -> bool:
     vals = val if isinstance(val, (list, tuple)) else [val]
     return all(isinstance(v, Tensor) and v.numel() > 0 and v.device.type == "cpu"
@@ -239,20 +311,6 @@ def _flatten(tree):
     if isinstance(tree, (list, tuple)):
         return [x for t in tree for x in _flatten(t)]
     return [tree]
-
-
-def _check_mutations(graph):
-    """In-place ops run through the dispatcher, in order. That is only safe when nothing
-    else reads what they overwrite: a mutated input, or a value with other readers, makes
-    the whole graph run eagerly."""
-    for node in graph.nodes:
-        if node.op == "call_function" and isinstance(node.target, OpOverload) and \
-                node.target._schema.is_mutable:
-            for arg, value in zip(node.target._schema.arguments, node.args):
-                if arg.is_mutated and hasattr(value, "users"):
-                    if value.op == "placeholder" or len(value.users) > 1:
-                        raise GraphNotCompilable(
-                            f"{node.target} overwrites {value.name}, which other ops read")
 
 
 # ---- layouts of views ----------------------------------------------------------------------------

@@ -15,11 +15,12 @@ did not join a kernel is recorded for the `fusion` log. Dims of size 1 take no l
 (`squeezed`).
 
 Afterwards: a buffer is stored only if something outside its kernel reads it (or the graph
-returns it); a buffer nothing reads is dropped (dead code).
+returns it); a buffer nothing reads is dropped (dead code). The writes of new values into
+inputs (`InputUpdate`) form kernels of their own, after every other step.
 """
 from __future__ import annotations
 
-from .ir import Index, Reduction, Val, index_for, squeezed
+from .ir import Index, InputUpdate, Reduction, Val, index_for, squeezed
 from .lowering import Extern, layout_of
 
 
@@ -163,6 +164,8 @@ class Schedule:
         self.kernel_of[node] = kernel
 
     def _why_not(self, node, kernel):
+        if isinstance(node, InputUpdate) != all(isinstance(n, InputUpdate) for n in kernel.nodes):
+            return "inputs are overwritten only by the graph's last kernels, after every read"
         level = _level_in(node, kernel.outer, kernel.inner)
         if level is None:
             outer, inner = _natural_domain(node)
@@ -194,7 +197,8 @@ class Schedule:
                                   if self.kernel_of.get(r) is not step)
         for step in self.program:
             if isinstance(step, Kernel):
-                step.stored = {n for n in step.nodes if n in needed}
+                step.stored = {n for n in step.nodes if n in needed or
+                               isinstance(n, InputUpdate)}
 
 
 def _vars_for(node):
@@ -210,7 +214,7 @@ def _dead_code_eliminated(lowering):
         if isinstance(step, Extern):
             kept.append(step)
             live.update(layout_of(v)[0] for v in step.buffers_read())
-        elif step in live:
+        elif step in live or isinstance(step, InputUpdate):
             kept.append(step)
             live.update(_reads_from(accesses(step, *_vars_for(step), "inner")))
     return list(reversed(kept))
