@@ -252,3 +252,9 @@ def test_float_sums_add_in_eagers_order_so_results_are_bit_for_bit(shape):
     x = _randn(*shape, seed=23)
     h = x.half()
     assert_same(compiled(_sums, x, h)(x, h), _sums(x, h))
+
+
+def test_empty_tensors_and_reductions_over_empty_dims_run_as_eager():
+    x = torch.randn(3, 0)
+    fn = lambda x: (x.sum(1), x.mean(0), x * 2, x.t())    # noqa: E731
+    assert_same(compiled(fn, x)(x), fn(x))

@@ -865,6 +865,8 @@ def _reduction(ctx, node, x, dims, kind, correction=0, acc_dtype=None):
     elif isinstance(dims, int):
         dims = [dims]
     dims = sorted({_dim(d, n) for d in dims})
+    if any(x.shape[d] == 0 for d in dims):
+        raise Unsupported("a reduction over an empty dim")
     acc = acc_dtype or (_compute(meta.dtype) if kind in ("sum", "prod", "mean", "var")
                         else _compute(x.dtype))
 
