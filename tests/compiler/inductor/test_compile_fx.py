@@ -203,6 +203,8 @@ def test_inputs_with_other_strides_compile_again():
     assert_same(c(t), t * 2 + 1)
     assert_same(c(x), x * 2 + 1)
     assert len(c._compiled) == 2
+    with pytest.raises(TypeError, match="takes 1 inputs, got 2"):
+        c(x, x)
 
 
 @pytest.mark.skipif(build.compiler() is None, reason="no C compiler")

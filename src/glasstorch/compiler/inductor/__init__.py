@@ -63,6 +63,7 @@ class CompiledGraph:
     def __init__(self, gm, example_inputs):
         self.gm, self.constants = lift_constants(gm)
         self._constants = tuple(self.constants)
+        self._arity = len(example_inputs)
         self._compiled: dict = {}
         self._last = None
         self._compile(example_inputs)
@@ -90,6 +91,9 @@ class CompiledGraph:
         if self._last is not None and self._last[0] == key:
             runner = self._last[1]
         else:
+            if len(args) != self._arity:
+                raise TypeError(f"the compiled graph takes {self._arity} inputs, got "
+                                f"{len(args)}")
             entry = self._compiled.get(key)
             runner = entry[0] if entry else self._compile(list(args))
             self._last = (key, runner)

@@ -41,7 +41,8 @@ class Unsupported(Exception):
 
 
 class GraphNotCompilable(Exception):
-    """The whole graph runs eagerly (for instance, it mutates one of its inputs)."""
+    """The whole graph runs eagerly (it overwrites a view, calls something that is not an
+    ATen op, ...)."""
 
 
 class Extern:
@@ -52,7 +53,8 @@ class Extern:
         self.name, self.op, self.args, self.kwargs = name, op, args, kwargs
         self.outputs, self.tuple_result = outputs, tuple_result
 
-    def buffers_read(self):
+    def buffers_read(self) -> list:
+        """The values among its arguments (buffers, or views of buffers)."""
         found = []
         _collect_values((self.args, self.kwargs), found)
         return found
