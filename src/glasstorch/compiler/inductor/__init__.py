@@ -147,7 +147,7 @@ def _compile_graph(gm, inputs) -> Artefacts:
         sources.append(generate(k, kb))
         builders[k.name] = kb
     kernel_args = {name: kb.arguments() for name, kb in builders.items()}
-    host = HostCode(schedule, kernel_args)
+    host = HostCode(schedule, kernel_args, threads=not numpy)
     structure = _output_structure(graph)
     host_source = host.write(lowering.inputs, lowering.outputs, structure)
     namespace = runtime_namespace(numpy)
@@ -164,7 +164,7 @@ def _compile_graph(gm, inputs) -> Artefacts:
             lib = build.load(kernel_source, build.libs(vector)[:-1])
             for k in kernels:
                 fn = getattr(lib, k.name)
-                fn.argtypes = [ctypes.c_void_p] * len(kernel_args[k.name])
+                fn.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * len(kernel_args[k.name])
                 fn.restype = None
                 namespace[k.name] = fn
     exec(compile(host_source, "<glasstorch-inductor-host>", "exec"), namespace)  # noqa: S102

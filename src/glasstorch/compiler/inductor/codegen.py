@@ -27,6 +27,7 @@ from .ir import Index, Reduction, Val
 from .scheduler import accesses
 
 PARALLEL_THRESHOLD = 1 << 15
+THREADS = " num_threads(nthreads)"    # the host passes glasstorch's thread count
 PAIRWISE_ROW = 1 << 16  # longest row summed pairwise (its values wait in a stack array)
 NUMPY_BUFFER = 8192     # NumPy sums a row it must cast (half -> float) in pieces this long
 
@@ -271,7 +272,7 @@ class CKernelBuilder:
     def begin_outer(self):
         if self.outer_loops:
             extra = f" collapse({len(self.outer_loops)})" if len(self.outer_loops) > 1 else ""
-            self._loops(self.outer_loops, f"#pragma omp parallel for{extra}"
+            self._loops(self.outer_loops, f"#pragma omp parallel for{extra}{THREADS}"
                         if self.parallel else None, pragma_inner=None)
 
     def end_outer(self):
@@ -281,8 +282,8 @@ class CKernelBuilder:
     def begin_inner(self):
         top = None
         if self.parallel and not self.outer_loops:
-            top = "#pragma omp parallel for simd" if len(self.inner_loops) == 1 else \
-                "#pragma omp parallel for"
+            top = f"#pragma omp parallel for simd{THREADS}" if len(self.inner_loops) == 1 \
+                else f"#pragma omp parallel for{THREADS}"
         self._loops(self.inner_loops, top)
 
     def end_inner(self):
@@ -457,9 +458,9 @@ class CKernelBuilder:
     def _reduction_loops(self, clauses):
         if self.parallel and not self.outer_loops:
             if len(self.inner_loops) == 1:
-                self._loops(self.inner_loops, f"#pragma omp parallel for simd {clauses}")
+                self._loops(self.inner_loops, f"#pragma omp parallel for simd {clauses}{THREADS}")
             else:
-                self._loops(self.inner_loops, f"#pragma omp parallel for {clauses}",
+                self._loops(self.inner_loops, f"#pragma omp parallel for {clauses}{THREADS}",
                             f"#pragma omp simd {clauses}")
         else:
             self._loops(self.inner_loops, None, f"#pragma omp simd {clauses}")
@@ -470,11 +471,15 @@ class CKernelBuilder:
             ctype = self.storage_type(root.dtype)
             const = "" if root in self.written else "const "
             params.append(f"{const}{ctype}* restrict {name}")
-        head = f"void {self.kernel.name}({', '.join(params)})\n{{"
+        head = f"void {self.kernel.name}({', '.join(self.leading_params() + params)})\n{{"
         return "\n".join([head, *self.lines, "}"]) + "\n"
 
     def storage_type(self, dtype) -> str:
         return C_TYPES[dtype]
+
+    def leading_params(self) -> list:
+        """Parameters before the buffers: the number of threads of parallel loops."""
+        return ["int nthreads"]
 
     def arguments(self) -> list:
         """The buffers to pass, in the parameters' order."""

@@ -134,6 +134,9 @@ class CudaKernelBuilder(CKernelBuilder):
             return f"gt_f16_bits({text})"
         return super().stored(text, dtype)
 
+    def leading_params(self):
+        return []
+
     def storage_type(self, dtype):
         return "uint16_t" if dtype is dt.float16 else C_TYPES[dtype]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._ops import OpOverload, ops_namespace
+from ...backends.cpu.parallel import get_num_threads
 from ...core import dtype as dt
 from ...core.device import CPU
 from ...core.tensor import Tensor
@@ -30,8 +31,8 @@ class HostCode:
     """Writes the host function for a schedule; `kernel_args[k]` are the root buffers of
     kernel k's parameters, in order."""
 
-    def __init__(self, schedule, kernel_args: dict):
-        self.schedule, self.kernel_args = schedule, kernel_args
+    def __init__(self, schedule, kernel_args: dict, threads: bool):
+        self.schedule, self.kernel_args, self.threads = schedule, kernel_args, threads
         self.lines: list = []
         self.constants: dict = {}
 
@@ -81,6 +82,8 @@ class HostCode:
         emit = self.lines.append
         emit("def call(args):")
         emit(f"    {names}{',' if len(inputs) == 1 else ''} = args" if inputs else "    pass")
+        if self.threads and any(isinstance(step, Kernel) for step in program):
+            emit("    nthreads = _threads()")
         free: dict = {}                                 # nbytes -> [buffer names]
         for pos, step in enumerate(program):
             if isinstance(step, Kernel):
@@ -94,7 +97,8 @@ class HostCode:
                     else:
                         emit(f"    {node.name} = _empty({tuple(node.shape)}, "
                              f"{tuple(node.stride)}, {_dtype_name(node.dtype)})")
-                args = ", ".join(f"_arg({r.name})" for r in self.kernel_args[step.name])
+                args = ", ".join((["nthreads"] if self.threads else []) +
+                                 [f"_arg({r.name})" for r in self.kernel_args[step.name]])
                 emit(f"    {step.name}({args})")
             else:
                 self._extern(step, kernel_read_externs)
@@ -142,7 +146,7 @@ def _sequence(items: list, kind) -> str:
 def runtime_namespace(numpy: bool) -> dict:
     """The names host code uses."""
     ns = {"dt": dt, "aten": aten, "prims": ops_namespace("prims"), "_empty": _empty,
-          "_view": _view, "_layout": _layout}
+          "_view": _view, "_layout": _layout, "_threads": get_num_threads}
     ns["_arg"] = _flat if numpy else Tensor.data_ptr      # the first element's address
     ns["_at"] = at
     return ns
