@@ -182,3 +182,17 @@ def test_processes_building_the_same_library_at_once_share_one_valid_file(tmp_pa
     assert library.read_bytes()[:4] == b"\x7fELF"
     assert not [p for p in (tmp_path / "inductor").rglob("*") if p.is_dir() and
                 p.parent != tmp_path / "inductor"]       # no temporary build left behind
+
+
+def test_a_compiler_that_fails_falls_back_to_numpy_code_with_a_warning(monkeypatch, tmp_path):
+    build.vector_math_available()             # probed (and cached) with the real compiler
+    fake_cc = tmp_path / "cc"
+    fake_cc.write_text("#!/bin/sh\necho 'cc: error: no _Float16 here' >&2\nexit 1\n")
+    fake_cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake_cc))
+    monkeypatch.setenv("GLASSTORCH_CACHE_DIR", str(tmp_path / "cache"))
+    x = _x(6, seed=12)
+    with pytest.warns(RuntimeWarning, match="no _Float16 here"):
+        c = compiled(lambda x: x * 2 - 1, x)
+    assert c.artefacts.language == "numpy"
+    assert_same(c(x), x * 2 - 1)

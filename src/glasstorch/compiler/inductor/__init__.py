@@ -139,17 +139,25 @@ def _compile_graph(gm, inputs) -> Artefacts:
     numpy = build.compiler() is None
     if numpy:
         _warn_no_compiler()
+    try:
+        artefacts = _generate(graph, lowering, schedule, numpy)
+    except build.BuildError as e:          # a compiler that rejects our C (no _Float16, ...)
+        warnings.warn(f"glasstorch inductor: the C compiler failed, generating NumPy code "
+                      f"instead: {str(e).splitlines()[-1] if str(e) else e}", RuntimeWarning,
+                      stacklevel=4)
+        artefacts = _generate(graph, lowering, schedule, numpy=True)
+    _report(gm, artefacts)
+    return artefacts
+
+
+def _generate(graph, lowering, schedule, numpy: bool) -> Artefacts:
+    """Kernel sources (C, or NumPy), the host code, and the function running them."""
     kernels = [s for s in schedule.program if isinstance(s, Kernel)]
-    builders = {}
-    sources = []
-    for k in kernels:
-        kb = NumpyKernelBuilder(k) if numpy else CKernelBuilder(k)
-        sources.append(generate(k, kb))
-        builders[k.name] = kb
+    builders = {k.name: NumpyKernelBuilder(k) if numpy else CKernelBuilder(k) for k in kernels}
+    sources = [generate(k, builders[k.name]) for k in kernels]
     kernel_args = {name: kb.arguments() for name, kb in builders.items()}
     host = HostCode(schedule, kernel_args, threads=not numpy)
-    structure = _output_structure(graph)
-    host_source = host.write(lowering.inputs, lowering.outputs, structure)
+    host_source = host.write(lowering.inputs, lowering.outputs, _output_structure(graph))
     namespace = runtime_namespace(numpy)
     namespace.update(host.constants)
     if numpy:
@@ -168,10 +176,8 @@ def _compile_graph(gm, inputs) -> Artefacts:
                 fn.restype = None
                 namespace[k.name] = fn
     exec(compile(host_source, "<glasstorch-inductor-host>", "exec"), namespace)  # noqa: S102
-    artefacts = Artefacts(graph, lowering, schedule, language, kernel_source, host_source,
-                          namespace["call"])
-    _report(gm, artefacts)
-    return artefacts
+    return Artefacts(graph, lowering, schedule, language, kernel_source, host_source,
+                     namespace["call"])
 
 
 def _bf16():
