@@ -249,7 +249,7 @@ def _sums(x, h):
             (x * 3 - 1).sum(-1), x.t().contiguous().sum(-1), h.sum(-1), h.float().mean(-1))
 
 
-@pytest.mark.parametrize("shape", [(3, 7), (5, 300), (2, 9000)])
+@pytest.mark.parametrize("shape", [(3, 7), (5, 300), (2, 6000)])
 def test_float_sums_add_in_eagers_order_so_results_are_bit_for_bit(shape):
     x = _randn(*shape, seed=23)
     h = x.half()

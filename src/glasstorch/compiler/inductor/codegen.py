@@ -28,7 +28,7 @@ from .scheduler import accesses
 
 PARALLEL_THRESHOLD = 1 << 15
 THREADS = " num_threads(nthreads)"    # the host passes glasstorch's thread count
-PAIRWISE_ROW = 1 << 16  # longest row summed pairwise (its values wait in a stack array)
+PAIRWISE_ROW = 1 << 14  # longest row summed pairwise (its values wait in a stack array)
 NUMPY_BUFFER = 8192     # NumPy sums a row it must cast (half -> float) in pieces this long
 
 C_TYPES = {dt.bool: "bool", dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t",
