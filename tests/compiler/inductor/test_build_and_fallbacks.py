@@ -11,7 +11,7 @@ import glasstorch as torch
 from glasstorch.compiler import inductor
 from glasstorch.compiler.inductor import build
 
-from conftest import assert_same, compiled
+from inductor_helpers import assert_same, compiled
 
 needs_cc = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 

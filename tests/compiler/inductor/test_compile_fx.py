@@ -10,7 +10,7 @@ import glasstorch.nn.functional as F
 from glasstorch.compiler import inductor
 from glasstorch.compiler.inductor import build
 
-from conftest import assert_same, compiled
+from inductor_helpers import assert_same, compiled
 
 
 @pytest.fixture(autouse=True, params=["c", "numpy"])

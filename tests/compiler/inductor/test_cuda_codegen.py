@@ -12,7 +12,7 @@ import glasstorch.nn.functional as F
 from glasstorch.backends.cuda import nvrtc
 from glasstorch.compiler.inductor import cuda_codegen
 
-from conftest import compiled
+from inductor_helpers import compiled
 
 
 def _graphs():
