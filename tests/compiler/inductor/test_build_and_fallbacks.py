@@ -196,3 +196,11 @@ def test_a_compiler_that_fails_falls_back_to_numpy_code_with_a_warning(monkeypat
         c = compiled(lambda x: x * 2 - 1, x)
     assert c.artefacts.language == "numpy"
     assert_same(c(x), x * 2 - 1)
+
+
+def test_kernel_times_name_every_kernel_of_a_call():
+    x = _x(32, 16, seed=13)
+    c = compiled(lambda x: (torch.softmax(x, -1), (x * 2).sum(0)), x)
+    times = c.kernel_times(x)
+    assert sorted(times) == sorted(k.name for k in c.artefacts.kernels)
+    assert all(t > 0 for t in times.values())

@@ -21,6 +21,7 @@ The pipeline, one module each:
 from __future__ import annotations
 
 import ctypes
+import time
 import warnings
 
 from ..._ops import ops_namespace
@@ -86,6 +87,13 @@ class CompiledGraph:
         key, _ = self._last
         return self._compiled[key][1]
 
+    def kernel_times(self, *args) -> dict:
+        """{kernel name: seconds} of one call on `args`, kernel by kernel (empty when the
+        graph runs eagerly)."""
+        self(*args)                                  # compiles for these inputs if needed
+        artefacts = self.artefacts
+        return {} if artefacts is None else artefacts.kernel_times(args + self._constants)
+
     def __call__(self, *args):
         key = _signature(args)
         if self._last is not None and self._last[0] == key:
@@ -112,10 +120,30 @@ class Artefacts:
     """What one compile produced: the decomposed graph, the lowering and schedule, the
     kernel source (C or NumPy), the host code, and `run(args)`."""
 
-    def __init__(self, graph, lowering, schedule, language, kernel_source, host_source, run):
+    def __init__(self, graph, lowering, schedule, language, kernel_source, host_source,
+                 namespace):
         self.graph, self.lowering, self.schedule = graph, lowering, schedule
         self.language, self.kernel_source, self.host_source = language, kernel_source, host_source
-        self.run = run
+        self.namespace = namespace
+        self.run = namespace["call"]
+
+    def kernel_times(self, args) -> dict:
+        """{kernel name: seconds} of one run of the host code on `args` (inputs, then the
+        graph's constants), each kernel timed on its own: which fused kernel costs what."""
+        times = {}
+
+        def timed(name, fn):
+            def call(*a):
+                start = time.perf_counter()
+                fn(*a)
+                times[name] = times.get(name, 0.0) + time.perf_counter() - start
+            return call
+        namespace = dict(self.namespace)
+        namespace.update({k.name: timed(k.name, self.namespace[k.name]) for k in self.kernels})
+        exec(compile(self.host_source, "<glasstorch-inductor-host>", "exec"), namespace)  # noqa: S102
+        with no_grad():
+            namespace["call"](tuple(args))
+        return times
 
     @property
     def kernels(self) -> list:
@@ -176,8 +204,7 @@ def _generate(graph, lowering, schedule, numpy: bool) -> Artefacts:
                 fn.restype = None
                 namespace[k.name] = fn
     exec(compile(host_source, "<glasstorch-inductor-host>", "exec"), namespace)  # noqa: S102
-    return Artefacts(graph, lowering, schedule, language, kernel_source, host_source,
-                     namespace["call"])
+    return Artefacts(graph, lowering, schedule, language, kernel_source, host_source, namespace)
 
 
 def _bf16():
