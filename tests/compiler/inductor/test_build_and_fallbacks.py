@@ -204,3 +204,31 @@ def test_kernel_times_name_every_kernel_of_a_call():
     times = c.kernel_times(x)
     assert sorted(times) == sorted(k.name for k in c.artefacts.kernels)
     assert all(t > 0 for t in times.values())
+
+
+DTYPES = {"float32": lambda t: t, "float64": lambda t: t.double(), "float16": lambda t: t.half(),
+          "bfloat16": lambda t: t.bfloat16(), "int64": lambda t: (t * 3).to(torch.int64),
+          "int32": lambda t: (t * 3).to(torch.int32), "bool": lambda t: t > 0}
+MIXED_UNARY = [lambda v: v + 1, lambda v: v * 2.5, lambda v: v > 0, lambda v: v.float(),
+               lambda v: v.half(), lambda v: v.to(torch.int32), lambda v: torch.where(v > 0, v, 1),
+               lambda v: v.sum(-1, keepdim=True), lambda v: v.t().t()]
+MIXED_BINARY = [torch.add, torch.mul, torch.maximum, lambda a, b: a == b]
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from(sorted(DTYPES)), st.sampled_from(sorted(DTYPES)),
+       st.lists(st.tuples(st.booleans(), st.integers(0, 8), st.integers(0, 6),
+                          st.integers(0, 6)), min_size=1, max_size=4))
+def test_random_graphs_over_mixed_dtypes_match_eager_bit_for_bit(dx, dy, steps):
+    x, y = DTYPES[dx](_x(4, 6, seed=14)), DTYPES[dy](_x(4, 6, seed=15))
+
+    def fn(x, y):
+        values = [x, y]
+        for unary, which, i, j in steps:
+            u, v = values[i % len(values)], values[j % len(values)]
+            if unary:
+                values.append(MIXED_UNARY[which % len(MIXED_UNARY)](u))
+            elif torch.bool not in (u.dtype, v.dtype) or which % 4 == 3:
+                values.append(MIXED_BINARY[which % len(MIXED_BINARY)](u, v))
+        return tuple(values[2:]) or (x + 0,)
+    assert_same(compiled(fn, x, y)(x, y), fn(x, y))
