@@ -225,6 +225,11 @@ class CKernelBuilder:
         self.scopes = [{}]
         self.locals: dict = {}          # node -> (Val, names it is indexed by)
         self.sums: dict = {}            # a sum loop's text -> its accumulator
+        self.rows: dict = {}            # (pointwise, index) -> row array holding its values
+        self.row_sums: dict = {}        # row array -> the accumulator of its pairwise sum
+        self.inlining: list = []
+        self.last_inlined = None
+        self.row_loops = 0              # how many loops over the row domain are open
         self.count = 0
         outer_sizes = self._section_sizes("x", kernel.outer_vars)
         inner_sizes = self._section_sizes("y", kernel.inner_vars)
@@ -252,6 +257,7 @@ class CKernelBuilder:
         return Val(name, dtype)
 
     def _loops(self, loops, pragma_outer=None, pragma_inner="#pragma omp simd"):
+        self.row_loops += loops is self.inner_loops
         for i, (var, size) in enumerate(loops):
             if i == 0 and pragma_outer:
                 self.line(pragma_outer)
@@ -262,6 +268,7 @@ class CKernelBuilder:
         self.scopes.append({})
 
     def _close(self, loops):
+        self.row_loops -= loops is self.inner_loops
         self.scopes.pop()
         for _ in loops:
             self.depth -= 1
@@ -319,6 +326,22 @@ class CKernelBuilder:
         if dtype is dt.float16:
             return f"(_Float16){text}"
         return text
+
+    def inline(self, value, idx):
+        """A pointwise value at idx: computed here, or read back from the row a pairwise sum
+        of this kernel stored it in (softmax's exp, layer norm's residual sum)."""
+        key = (id(value), tuple(idx))
+        row = self.rows.get(key)
+        if row is not None and self.row_loops:
+            return Val(f"{row}[{self.inner_loops[0][0]}]", value.dtype)
+        self.inlining.append(key)
+        try:
+            val = value.fn(self, idx)
+        finally:
+            self.inlining.pop()
+        if not self.inlining:
+            self.last_inlined = (key, val)
+        return val
 
     def store(self, node, idx, val):
         self.written.add(node.root)
@@ -381,12 +404,14 @@ class CKernelBuilder:
         """The sum of `summand(input)` over the reduced dims: a loop, or the same loop's
         result when the kernel already summed that input (var and mean of one tensor share
         their first pass)."""
-        start = len(self.lines)
-        acc = self._accumulate_sum(red, in_idx, summand)
+        start, rows = len(self.lines), dict(self.rows)
+        acc, copied = self._accumulate_sum(red, in_idx, summand)
         signature = _normalized(self.lines[start:])
-        if signature in self.sums:
+        earlier = self.sums.get(signature) or self.row_sums.get(copied)
+        if earlier is not None:
             del self.lines[start:]
-            return self.sums[signature]
+            self.rows = rows                # the row array just made is gone with its loop
+            return earlier
         self.sums[signature] = acc
         return acc
 
@@ -417,10 +442,18 @@ class CKernelBuilder:
             row, (var, _) = f"{acc}_row", self.inner_loops[0]
             self.line(f"{ctype} {row}[{red.count}];")
             self._loops(self.inner_loops, None)
-            self.line(f"{row}[{var}] = {summand(red.fn(self, in_idx).text)};")
+            self.last_inlined = None
+            value = red.fn(self, in_idx)
+            text = summand(value.text)
+            self.line(f"{row}[{var}] = {text};")
             self._close(self.inner_loops)
+            if self.last_inlined is not None and self.last_inlined[1].text == text and \
+                    self.last_inlined[1].dtype is red.acc_dtype:
+                self.rows[self.last_inlined[0]] = row       # the row holds that value
+            self.row_sums[row] = acc
             self.line(f"{ctype} {acc} = gt_pairwise_sum_{ctype}({row}, {red.count});")
-            return acc
+            copied = text.split("[")[0] if text == f"{text.split('[')[0]}[{var}]" else None
+            return acc, copied
         zero = c_literal(-0.0 if red.acc_dtype.category == 2 else 0, red.acc_dtype)
         self.line(f"{ctype} {acc} = {zero};")
         if order == "sequential":
@@ -430,7 +463,7 @@ class CKernelBuilder:
         self.line(f"{acc} += {summand(red.fn(self, in_idx).text)};")
         self._close(self.inner_loops)
         self.combine_partials(acc, "+", zero, compute_dtype(red.acc_dtype), False)
-        return acc
+        return acc, None
 
     def _accumulate(self, red, in_idx, clause, init, update, nan_flag=False) -> str:
         """`acc = init; for the reduced dims: update(acc, input)`, in the loops' pragmas."""

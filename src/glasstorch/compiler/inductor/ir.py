@@ -16,7 +16,9 @@ an index is. Four kinds:
 Indices are affine (`Index`: a constant plus loop variables times coefficients), so a load's
 address is affine in the loop variables, and loops can be merged where every access allows.
 Code generators pass a *kernel builder* (`kb`) to the values; `kb.load`, `kb.op`, `kb.const`
-and `kb.cast` emit statements in the kernel's language and return `Val`s (a name and dtype).
+and `kb.cast` emit statements in the kernel's language and return `Val`s (a name and dtype);
+`kb.inline(pointwise, idx)` computes a pointwise value (or reuses it, where the builder
+kept it).
 """
 from __future__ import annotations
 
@@ -114,7 +116,7 @@ class Pointwise(Value):
         self.shape, self.dtype, self.fn, self.cost = tuple(shape), dtype, fn, cost
 
     def load(self, kb, idx):
-        return self.fn(kb, idx)
+        return kb.inline(self, idx)
 
 
 class View(Value):

@@ -134,6 +134,9 @@ class NumpyKernelBuilder:
             text = f"{text}.astype(np.float32)"
         return self.tmp(text, buf.dtype)
 
+    def inline(self, value, idx):
+        return value.fn(self, idx)
+
     def store(self, node, idx, val):
         self.lines.append(f"    np.copyto({self._view(node, idx)}, {val.text}, "
                           "casting='unsafe')")

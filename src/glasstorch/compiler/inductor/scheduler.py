@@ -62,6 +62,9 @@ class Recorder:
         self.loads.append((buf, list(idx)))
         return Val("v", buf.dtype)
 
+    def inline(self, value, idx):
+        return value.fn(self, idx)
+
     def op(self, expr, vals, dtype=None):
         return Val("v", dtype or vals[0].dtype)
 
