@@ -260,3 +260,12 @@ def test_empty_tensors_and_reductions_over_empty_dims_run_as_eager():
     x = torch.randn(3, 0)
     fn = lambda x: (x.sum(1), x.mean(0), x * 2, x.t())    # noqa: E731
     assert_same(compiled(fn, x)(x), fn(x))
+
+
+def test_views_give_size_one_dims_eagers_strides():
+    x = _randn(4, 6, seed=24)
+
+    def fn(x):
+        s = x.sum(-1, keepdim=True)
+        return x.unsqueeze(1), x[:, :1], s.t().t(), (x * 2)[:1].unsqueeze(-1), s.expand(4, 1)
+    assert_same(compiled(fn, x)(x), fn(x))

@@ -724,8 +724,15 @@ def _view(ctx, node, x, remap):
     layout = layout_of(v)
     if layout is not None:
         root, shape, stride, offset = layout
-        return StridedView(root, shape, stride, offset)
+        return StridedView(root, shape, _size1_strides(node, stride), offset)
     return v
+
+
+def _size1_strides(node, stride) -> tuple:
+    """`stride` with eager's strides for dims of size 1 (which address nothing, so only
+    the view op's rule decides them; the node's metadata has eager's)."""
+    meta = _meta(node)
+    return tuple(m if n == 1 else s for s, m, n in zip(stride, meta.stride(), meta.shape))
 
 
 def _dim(d, n):
@@ -818,12 +825,12 @@ def _reshape(ctx, node, x, size):
         root, shape, stride, offset = layout
         strides = view_strides(shape, stride, new_shape)
         if strides is not None:
-            return StridedView(root, new_shape, strides, offset)
+            return StridedView(root, new_shape, _size1_strides(node, strides), offset)
     remap = _split_remap(x.shape, new_shape)
     if remap is not None:
         return View(x, new_shape, remap)
     buf = ctx.realize(x)
-    return StridedView(buf, new_shape, contiguous_strides(new_shape), 0)
+    return StridedView(buf, new_shape, _size1_strides(node, contiguous_strides(new_shape)), 0)
 
 
 def _split_remap(old, new):
