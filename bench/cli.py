@@ -15,10 +15,11 @@ def all_workloads(device: str = "cpu") -> list:
     if device == "cuda":
         from . import gpu
         return gpu.workloads()
-    from . import peak_memory, training, workloads
+    from . import compiled, peak_memory, training, workloads
     memory = Workload("memory", "peak RSS growth of the CNN training step, fresh process per "
                       "library", target=Target(1.2), run=peak_memory.run)
-    return workloads.OPERATORS + training.WORKLOADS + workloads.LOADERS + [memory]
+    return (workloads.OPERATORS + training.WORKLOADS + compiled.WORKLOADS +
+            workloads.LOADERS + [memory])
 
 
 def select(names: str | None, device: str = "cpu") -> list:

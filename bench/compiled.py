@@ -1,0 +1,126 @@
+"""The compiler's workloads (issue 16): glasstorch's inductor (`compile_fx` on the `make_fx`
+graph) against torch eager and `torch.compile` (PyTorch's Inductor on the CPU), same
+inputs, one process.
+
+Each row's ratio is compiled glasstorch / torch eager (the issue's targets: at most 0.5 for
+the pointwise chains, 1/1.4 for the normalisations); the notes give torch.compile's time,
+glasstorch / torch.compile (the target: at most 1), and glasstorch's compile times, cold
+(an empty kernel cache) and warm (the same graph again, its library cached on disk).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+from .harness import Row, Settings, Target, Workload, _short, compare, time_interleaved
+from .workloads import BIG, array, tensor
+
+
+def _fma_relu(lib):
+    a, b, c = (tensor(lib, array(BIG, seed)) for seed in range(3))
+    return (lambda a, b, c: lib.relu(a * b + c)), (a, b, c)
+
+
+def _gelu_chain(lib):
+    x = tensor(lib, array(BIG))
+
+    def gelu_chain(x):            # a sigmoid GELU plus a tanh GELU
+        return x * lib.sigmoid(1.702 * x) + 0.5 * x * (
+            1 + lib.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+    return gelu_chain, (x,)
+
+
+def _layer_norm_residual(lib):
+    x, r = tensor(lib, array((8192, 1024), 0)), tensor(lib, array((8192, 1024), 1))
+    w, b = tensor(lib, array(1024, 2)), tensor(lib, array(1024, 3))
+    layer_norm = lib.nn.functional.layer_norm
+    return (lambda x, r, w, b: layer_norm(x + r, (1024,), w, b)), (x, r, w, b)
+
+
+def _scaled_softmax(lib):
+    x = tensor(lib, array((4096, 4096)))
+    return (lambda x: lib.softmax(x * 0.125, -1)), (x,)
+
+
+def _glasstorch_compile(fn, inputs):
+    from glasstorch.compiler.inductor import compile_fx
+    from glasstorch.fx.experimental.proxy_tensor import make_fx
+    return compile_fx(make_fx(fn)(*inputs), list(inputs))
+
+
+def _compile_times(fn, inputs):
+    """(cold, warm) seconds of glasstorch's `compile_fx` (the graph traced once before):
+    with an empty kernel cache, then the same graph again."""
+    from glasstorch.compiler.inductor import compile_fx
+    from glasstorch.fx.experimental.proxy_tensor import make_fx
+    gm = make_fx(fn)(*inputs)
+    old = os.environ.get("GLASSTORCH_CACHE_DIR")
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["GLASSTORCH_CACHE_DIR"] = cache
+        try:
+            start = time.perf_counter()
+            compile_fx(gm, list(inputs))
+            cold = time.perf_counter() - start
+            start = time.perf_counter()
+            compile_fx(gm, list(inputs))
+            warm = time.perf_counter() - start
+        finally:
+            if old is None:
+                os.environ.pop("GLASSTORCH_CACHE_DIR")
+            else:
+                os.environ["GLASSTORCH_CACHE_DIR"] = old
+    return cold, warm
+
+
+def _measure(name, description, setup, target, rtol, atol):
+    def run(settings: Settings) -> Row:
+        import torch
+
+        import glasstorch
+        row = Row(name, description, target=target)
+        g_fn, g_in = setup(glasstorch)
+        t_fn, t_in = setup(torch)
+        cold, warm = _compile_times(g_fn, g_in)
+        compiled = _glasstorch_compile(g_fn, g_in)
+        calls = {"glasstorch": lambda: compiled(*g_in), "torch": lambda: t_fn(*t_in)}
+        notes = []
+        try:
+            start = time.perf_counter()
+            t_compiled = torch.compile(t_fn)
+            t_compiled(*t_in)
+            notes.append(f"torch.compile first call {time.perf_counter() - start:.1f} s")
+            calls["torch.compile"] = lambda: t_compiled(*t_in)
+        except Exception as e:      # PyTorch's inductor needs a working C++ toolchain
+            notes.append(f"torch.compile failed: {_short(e)}")
+        reference = (calls["torch"](),)
+        for lib in ("glasstorch", "torch.compile"):
+            if lib in calls:
+                problem = compare((calls[lib](),), reference, rtol, atol)
+                if problem:
+                    row.error = f"error: {lib} differs from torch: {problem}"
+                    return row
+        row.times = time_interleaved(calls, settings)
+        row.metric = row.times["glasstorch"] / row.times["torch"]
+        if "torch.compile" in row.times:
+            tc = row.times["torch.compile"]
+            notes.insert(0, f"torch.compile {tc * 1e3:.1f} ms; glasstorch/torch.compile "
+                            f"{row.times['glasstorch'] / tc:.2f}")
+        notes.append(f"glasstorch compile cold {cold:.2f} s, warm {warm:.2f} s")
+        row.extra = "; ".join(notes)
+        return row
+    return Workload(name, description, target=target, run=run)
+
+
+POINTWISE, NORMALISATION = Target(0.5), Target(round(1 / 1.4, 3))
+
+WORKLOADS = [
+    _measure("c_fma_relu", "compiled relu(a*b+c), 10M float32", _fma_relu, POINTWISE,
+             1e-6, 1e-6),
+    _measure("c_gelu", "compiled sigmoid-GELU + tanh-GELU chain, 10M float32", _gelu_chain,
+             POINTWISE, 1e-4, 1e-5),
+    _measure("c_layernorm", "compiled layer_norm(x + r), 8192x1024 float32",
+             _layer_norm_residual, NORMALISATION, 1e-4, 1e-4),
+    _measure("c_softmax", "compiled softmax(x * 0.125, -1), 4096x4096 float32",
+             _scaled_softmax, NORMALISATION, 1e-4, 1e-8),
+]

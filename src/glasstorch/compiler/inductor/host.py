@@ -1,0 +1,180 @@
+"""The host code: a readable generated Python function that runs one compiled graph.
+
+It allocates the buffers kernels write, calls the kernels (through ctypes, with data
+pointers; or the NumPy kernels, with flat arrays) and the extern ops (through the
+dispatcher) in program order, frees buffers after their last use and hands a dead buffer
+to a later one of the same size (a memory plan by liveness), and returns the graph's
+outputs: buffers, or views of them (a view of an input stays a view of it).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._ops import OpOverload, ops_namespace
+from ...backends.cpu.parallel import get_num_threads
+from ...core import dtype as dt
+from ...core.device import CPU
+from ...core.tensor import Tensor
+from .ir import ComputedBuffer, ExternBuffer, InputBuffer, InputUpdate, Value
+from .lowering import Extern, layout_of
+from .numpy_codegen import at
+from .scheduler import Kernel
+
+aten = ops_namespace("aten")
+
+
+def _dtype_name(d) -> str:
+    return f"dt.{d.name}" if hasattr(d, "name") else repr(d)
+
+
+class HostCode:
+    """Writes the host function for a schedule; `kernel_args[k]` are the root buffers of
+    kernel k's parameters, in order."""
+
+    def __init__(self, schedule, kernel_args: dict, threads: bool):
+        self.schedule, self.kernel_args, self.threads = schedule, kernel_args, threads
+        self.lines: list = []
+        self.constants: dict = {}
+
+    def constant(self, value) -> str:
+        if value is None or isinstance(value, (bool, int, str)) or (
+                isinstance(value, float) and value == value and abs(value) != float("inf")):
+            return repr(value)
+        if isinstance(value, dt.dtype):
+            return _dtype_name(value)
+        if isinstance(value, OpOverload) and value.namespace in ("aten", "prims"):
+            return str(value)                   # aten.mm.default, as eager code spells it
+        if isinstance(value, (list, tuple)):
+            return _sequence([self.constant(v) for v in value], type(value))
+        name = f"_k{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def value(self, v) -> str:
+        """A host expression for a Value: a buffer's name, or a view of one."""
+        if isinstance(v, Value):
+            root, shape, stride, offset = layout_of(v)
+            if v is root:
+                return root.name
+            return f"_view({root.name}, {tuple(shape)}, {tuple(stride)}, {offset})"
+        if isinstance(v, (list, tuple)):
+            return _sequence([self.value(x) for x in v], type(v))
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k!r}: {self.value(x)}" for k, x in v.items()) + "}"
+        return self.constant(v)
+
+    def write(self, inputs, outputs, structure) -> str:
+        program = self.schedule.program
+        output_roots = {layout_of(v)[0] for v in outputs if isinstance(v, Value)}
+        last_use, host_read = {}, set()
+        for pos, step in enumerate(program):
+            if isinstance(step, Kernel):
+                for root in self.kernel_args[step.name]:
+                    last_use[root] = pos
+            else:
+                for v in step.buffers_read():
+                    root = layout_of(v)[0]
+                    last_use[root] = pos
+                    host_read.add(root)
+        kernel_read_externs = {r for args in self.kernel_args.values() for r in args
+                               if isinstance(r, ExternBuffer)}
+        names = ", ".join(b.name for b in inputs)
+        emit = self.lines.append
+        emit("def call(args):")
+        emit(f"    {names}{',' if len(inputs) == 1 else ''} = args" if inputs else "    pass")
+        if self.threads and any(isinstance(step, Kernel) for step in program):
+            emit("    nthreads = _threads()")
+        free: dict = {}                                 # nbytes -> [buffer names]
+        for pos, step in enumerate(program):
+            if isinstance(step, Kernel):
+                for node in step.nodes:
+                    if node not in step.stored or isinstance(node, InputUpdate):
+                        continue
+                    size = node.numel() * node.dtype.itemsize
+                    reusable = node not in output_roots and node not in host_read
+                    if reusable and free.get(size):
+                        emit(f"    {node.name} = {free[size].pop()}  # reuse")
+                    else:
+                        emit(f"    {node.name} = _empty({tuple(node.shape)}, "
+                             f"{tuple(node.stride)}, {_dtype_name(node.dtype)})")
+                args = ", ".join((["nthreads"] if self.threads else []) +
+                                 [f"_arg({r.name})" for r in self.kernel_args[step.name]])
+                emit(f"    {step.name}({args})")
+            else:
+                self._extern(step, kernel_read_externs)
+            for root, last in last_use.items():
+                if last == pos and root not in output_roots and not isinstance(
+                        root, InputBuffer):
+                    if isinstance(root, ComputedBuffer) and root not in host_read:
+                        size = root.numel() * root.dtype.itemsize
+                        free.setdefault(size, []).append(root.name)
+                    else:
+                        emit(f"    del {root.name}")
+        emit(f"    return {self._structure(structure, iter(outputs))}")
+        return "\n".join(self.lines) + "\n"
+
+    def _extern(self, step: Extern, kernel_read):
+        op = self.constant(step.op)
+        args = ", ".join(self.value(a) for a in step.args)
+        kwargs = ", ".join(f"{k}={self.value(v)}" for k, v in step.kwargs.items())
+        call = f"{op}({', '.join(x for x in (args, kwargs) if x)})"
+        emit = self.lines.append
+        if step.tuple_result:
+            emit(f"    {step.name} = {call}")
+            for i, out in enumerate(step.outputs):
+                emit(f"    {out.name} = {step.name}[{i}]")
+        else:
+            emit(f"    {step.outputs[0].name} = {call}")
+        for out in step.outputs:
+            if out in kernel_read:       # kernels were generated for the layout eager gives
+                emit(f"    {out.name} = _layout({out.name}, {tuple(out.stride)})")
+
+    def _structure(self, structure, outputs) -> str:
+        if isinstance(structure, (list, tuple)):
+            return _sequence([self._structure(s, outputs) for s in structure], type(structure))
+        v = next(outputs)
+        return self.value(v)
+
+
+def _sequence(items: list, kind) -> str:
+    """Source text of a list or a tuple of already rendered items."""
+    if kind is list:
+        return f"[{', '.join(items)}]"
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+def runtime_namespace(numpy: bool) -> dict:
+    """The names host code uses."""
+    ns = {"dt": dt, "aten": aten, "prims": ops_namespace("prims"), "_empty": _empty,
+          "_view": _view, "_layout": _layout, "_threads": get_num_threads}
+    ns["_arg"] = _flat if numpy else Tensor.data_ptr      # the first element's address
+    ns["_at"] = at
+    return ns
+
+
+def _empty(shape, stride, dtype):
+    """A CPU buffer, made as eager kernels make their outputs (no dispatch: the host code
+    already knows the device and layout)."""
+    return Tensor._empty(shape, dtype, CPU, stride)
+
+
+def _view(base: Tensor, shape, stride, offset):
+    return aten.as_strided.default(base, list(shape), list(stride),
+                                   base.storage_offset() + offset)
+
+
+def _layout(t: Tensor, stride):
+    """`t` laid out with `stride` (a copy when the op returned another layout)."""
+    if tuple(t.stride()) == tuple(stride):
+        return t
+    out = _empty(t.shape, stride, t.dtype)
+    aten.copy_.default(out, t)
+    return out
+
+
+def _flat(t: Tensor):
+    """The flat NumPy array of t's storage from its first element on."""
+    buf = t.untyped_storage().buf
+    isz = t.dtype.itemsize
+    start = t.storage_offset() * isz
+    return np.ndarray(((buf.nbytes - start) // isz,), t.dtype.np, buf, start)
