@@ -190,6 +190,21 @@ def test_non_fake_inputs_are_refused_unless_allowed(T):
     assert isinstance(out, fake.FakeTensor) and out.fake_mode is mode
 
 
+def test_a_real_tensor_beside_a_fake_one_is_refused_by_the_mode(T):
+    """A real CPU tensor and a fake one hold two backends but one device: the mode, not a
+    device check, answers (PyTorch's error, not a bare StopIteration)."""
+    fake = fake_module(T)
+    weight = T.randn(10, 4)
+    with fake.FakeTensorMode():
+        index = T.tensor([1, 2])
+        with pytest.raises(AssertionError, match="allow_non_fake_inputs"):
+            T.nn.functional.embedding(index, weight)
+        with pytest.raises(AssertionError, match="allow_non_fake_inputs"):
+            weight + T.ones(10, 4)
+    with fake.FakeTensorMode(allow_non_fake_inputs=True):
+        assert tuple(T.nn.functional.embedding(T.tensor([1, 2]), weight).shape) == (2, 4)
+
+
 def test_inplace_ops_keep_the_fake_and_bump_its_version(T):
     with fake_module(T).FakeTensorMode():
         x = T.zeros(2, 3, device="cuda")
