@@ -43,6 +43,7 @@ from ..fx.passes.shape_prop import _extract_tensor_metadata
 from ..nn.modules.module import Module
 from ..nn.parameter import Parameter
 from ..utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from ..utils._pytree import tree_leaves
 from .._subclasses.fake_tensor import FakeTensorMode
 from .._ops import ops_namespace
 
@@ -605,14 +606,7 @@ def _non_tensor_output(func, result):
 
 
 def _tensors(tree):
-    if isinstance(tree, Tensor):
-        yield tree
-    elif isinstance(tree, (list, tuple)):
-        for item in tree:
-            yield from _tensors(item)
-    elif isinstance(tree, dict):
-        for item in tree.values():
-            yield from _tensors(item)
+    return [leaf for leaf in tree_leaves(tree) if isinstance(leaf, Tensor)]
 
 
 def describe_divergence(divergence) -> str:

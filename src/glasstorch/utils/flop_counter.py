@@ -23,6 +23,7 @@ from ..core.tensor import Tensor
 from ..dispatch.modes import TorchDispatchMode
 from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from ..ops import aten
+from ._pytree import tree_leaves
 
 __all__ = ["FlopCounterMode", "register_flop_formula"]
 
@@ -216,14 +217,7 @@ class _ModuleTracker:
 
 
 def _tensors(tree):
-    if isinstance(tree, Tensor):
-        yield tree
-    elif isinstance(tree, (list, tuple)):
-        for item in tree:
-            yield from _tensors(item)
-    elif isinstance(tree, dict):
-        for item in tree.values():
-            yield from _tensors(item)
+    return [leaf for leaf in tree_leaves(tree) if isinstance(leaf, Tensor)]
 
 
 # ---- the counter -------------------------------------------------------------------------
