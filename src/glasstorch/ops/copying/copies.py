@@ -9,24 +9,16 @@ from ...core import dtype as dt
 from ...core.device import as_device
 from ...dispatch.dispatcher import define
 from ...dispatch.keys import BACKEND_MASK
-from ...core.shape import (channels_last_strides, contiguous_strides, expand_strides,
-                          has_internal_overlap, is_non_overlapping_and_dense,
-                          iterator_strides)
-from ...core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
-                           preserve_format)
+from ...core.shape import expand_strides, has_internal_overlap
+from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..registry import composite, export, kernel_op
+from ...backends.cpu.copy import assign_array, strides_for
 
 # ---- copy_ -----------------------------------------------------------------------------
 
 copy_ = kernel_op("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
                   function=False, mutates=(0,), tags=("cross_device",),
                   doc="Copy `src` into self, broadcasting and converting the dtype.")
-
-
-def assign_array(dst: np.ndarray, src) -> None:
-    """dst[...] = src with PyTorch's casting (complex to real drops the imaginary part;
-    NumPy's cast warnings are silenced for glasstorch's modules in backends/cpu)."""
-    np.copyto(dst, src, casting="unsafe")
 
 
 def _check_copy(self, src):
@@ -164,22 +156,6 @@ _functional("zero(Tensor self) -> Tensor", lambda self: self.clone().zero_())
 
 
 # ---- clone / contiguous ----------------------------------------------------------------
-
-def strides_for(t: Tensor, memory_format) -> tuple:
-    """Output strides for clone/empty_like under a memory format (preserve keeps layout)."""
-    shape = t._shape
-    if memory_format is preserve_format:
-        # dense: the very same strides; otherwise dense ones in the input's dimension order
-        stride = t._stride
-        if stride == contiguous_strides(shape) or is_non_overlapping_and_dense(shape, stride):
-            return stride
-        return iterator_strides(shape, ((shape, stride),))
-    if memory_format is contiguous_format:
-        return contiguous_strides(shape)
-    if memory_format is channels_last or memory_format is channels_last_3d:
-        return channels_last_strides(shape)
-    raise RuntimeError(f"unsupported memory format {memory_format}")
-
 
 clone_op = kernel_op("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
                      doc="A copy with its own storage; preserve_format keeps dense strides.")
