@@ -23,7 +23,7 @@ import numpy as np
 from ...backends.arrays import asarray, module_of
 from ...core import dtype as dt
 from ...core.tensor import Tensor
-from .convolution import col2im_add, compute_array, suggest_layout, windows
+from ...backends.cpu.convolution import col2im_add, compute_array, suggest_layout, windows
 from ..copying.copies import assign_array
 from ..indexing.subscripts import add_at
 from ..registry import composite, spec, structured

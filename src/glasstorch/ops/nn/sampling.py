@@ -30,7 +30,7 @@ from ...core import dtype as dt
 from ...core.shape import iterator_strides
 from ...core.tensor import Tensor
 from ...dispatch.dispatcher import define
-from .convolution import suggest_layout
+from ...backends.cpu.convolution import suggest_layout
 from ..copying.copies import assign_array
 from ..indexing.subscripts import add_at
 from ...core.promotion import opmath
