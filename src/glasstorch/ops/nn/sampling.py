@@ -35,36 +35,20 @@ from ..copying.copies import assign_array
 from ..indexing.subscripts import add_at
 from ...core.promotion import opmath
 from ..registry import composite, spec, structured
+from ...backends.cpu.sampling import (_along, _compute, affine_grid_cpu, base_grid,
+    channel_shuffle_cpu, gather_axes, pad_geometry, pixel_shuffle_cpu,
+    pixel_unshuffle_cpu, plan_beside)
+
+
+def composite_op(schema: str, fn):
+    """An aten operator whose kernel is `fn`, written in other ops (so its autograd graph
+    is theirs): PyTorch's CompositeImplicitAutograd."""
+    op = define(schema)
+    op.register("CompositeImplicitAutograd", fn)
+    return op
 
 
 # ---- separable gathers and their adjoint ------------------------------------------------
-
-def _along(w: np.ndarray, axis: int, ndim: int) -> np.ndarray:
-    return w.reshape((-1,) + (1,) * (ndim - 1 - axis))
-
-
-def _plan_beside(plan, a):
-    """The plan with its index and weight vectors on the GPU of the CuPy array `a`."""
-    xp = module_of(a)
-    return [(axis, [(xp.asarray(i), None if w is None else xp.asarray(w)) for i, w in taps])
-            for axis, taps in plan]
-
-
-def gather_axes(a: np.ndarray, plan) -> np.ndarray:
-    """Apply `plan` [(axis, taps)], taps being [(index, weight or None)], to `a`: along each
-    axis out[j] = sum_k weight_k[j] * a[index_k[j]]."""
-    if a.__class__ is not np.ndarray:
-        plan = _plan_beside(plan, a)
-    for axis, taps in plan:
-        out = None
-        for idx, w in taps:
-            v = np.take(a, idx, axis=axis)
-            if w is not None:
-                v = v * _along(w, axis, a.ndim)
-            out = v if out is None else out + v
-        a = out
-    return a
-
 
 def scatter_axes(g: np.ndarray, plan, in_shape) -> np.ndarray:
     """The adjoint of `gather_axes`: every gradient element is added back to the input
@@ -73,7 +57,7 @@ def scatter_axes(g: np.ndarray, plan, in_shape) -> np.ndarray:
     a GPU by atomic adds."""
     device = g.__class__ is not np.ndarray
     if device:
-        plan = _plan_beside(plan, g)
+        plan = plan_beside(plan, g)
     for axis, taps in reversed(plan):
         shape = list(g.shape)
         shape[axis] = in_shape[axis]
@@ -102,11 +86,6 @@ def _spatial_plan(ndim: int, per_axis) -> list:
     nd = len(per_axis)
     return [(ndim - nd + i, taps) for i, taps in reversed(list(enumerate(per_axis)))
             if taps is not None]
-
-
-def _compute(a: np.ndarray, d: dt.dtype) -> np.ndarray:
-    ct = opmath(d)
-    return a if a.dtype == ct else a.astype(ct)
 
 
 def _not_for(name: str, d: dt.dtype, allowed) -> None:
@@ -205,51 +184,12 @@ def _pad_plan(mode, sizes, padding, ndim):
     return _spatial_plan(ndim, per_axis)
 
 
-def _too_small(mode, nd, sizes, out):
-    if nd == 1:
-        return f"input (W: {sizes[0]}) is too small. Calculated output W: {out[0]}"
-    if nd == 2:
-        sep = "" if mode == "reflect" else " "
-        return (f"input (H: {sizes[0]}, W: {sizes[1]}{sep}) is too small. Calculated output "
-                f"H: {out[0]} W: {out[1]}")
-    return (f"input (D: {sizes[0]} H: {sizes[1]}, W: {sizes[2]}) is too small. Calculated "
-            f"output D: {out[0]} H: {out[1]} W: {out[2]}")
-
-
-def _pad_geometry(name, mode, nd, self, padding):
-    """Output shape of a reflection/replication pad after PyTorch's checks."""
-    shape = self._shape
-    if len(shape) not in (nd + 1, nd + 2) or 0 in shape[-nd - 1:]:
-        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with possibly 0 "
-                           "batch size and other non-zero dimensions for input, but got: "
-                           f"{list(shape)}")
-    if len(padding) != 2 * nd:
-        raise RuntimeError(f"{name}: expected padding of length {2 * nd}, but got "
-                           f"{len(padding)}")
-    sizes = shape[-nd:]
-    if mode == "reflect":
-        for k in range(nd):     # W first, as PyTorch checks
-            left, right = padding[2 * k], padding[2 * k + 1]
-            d = len(shape) - 1 - k
-            if left >= shape[d] or right >= shape[d]:
-                raise RuntimeError(f"Argument #{4 + 2 * k}: Padding size should be less than the "
-                                   "corresponding input dimension, but got: padding "
-                                   f"({left}, {right}) at dimension {d} of input {list(shape)}")
-    out = tuple(n + padding[2 * (nd - 1 - i)] + padding[2 * (nd - 1 - i) + 1]
-                for i, n in enumerate(sizes))
-    if all(o < 1 for o in out) or any(o < 0 for o in out):
-        raise RuntimeError(_too_small(mode, nd, sizes, out))
-    if self.dtype is dt.bool:
-        raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
-    return shape[:-nd] + out
-
-
 def _make_pad(kind: str, nd: int):
     mode = "reflect" if kind == "reflection" else "replicate"
     name = f"{kind}_pad{nd}d"
 
     def meta(self, padding):
-        shape = _pad_geometry(name, mode, nd, self, padding)
+        shape = pad_geometry(name, mode, nd, self, padding)
         return spec(shape, self.dtype, suggest_layout(shape, self))
 
     decl = structured(f"{name}(Tensor self, SymInt[{2 * nd}] padding) -> Tensor", meta,
@@ -287,14 +227,6 @@ replication_pad3d, replication_pad3d_backward = _make_pad("replication", 3)
 
 
 # ---- circular padding and the pad dispatcher (composite, as in PyTorch) -----------------
-
-def _composite_op(schema: str, fn):
-    """An aten operator whose kernel is `fn`, written in other ops (so its autograd graph
-    is theirs): PyTorch's CompositeImplicitAutograd."""
-    op = define(schema)
-    op.register("CompositeImplicitAutograd", fn)
-    return op
-
 
 def _pad_circular_impl(self, pad):
     pad = tuple(pad)
@@ -342,7 +274,7 @@ def _pad_circular_impl(self, pad):
     return out
 
 
-_pad_circular = _composite_op("_pad_circular(Tensor self, SymInt[] pad) -> Tensor",
+_pad_circular = composite_op("_pad_circular(Tensor self, SymInt[] pad) -> Tensor",
                               _pad_circular_impl)
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
@@ -377,7 +309,7 @@ def _pad_impl(self, pad, mode="constant", value=None):
         "or 5D input: padding size = 6 (pads last 3 dimensions)")
 
 
-pad = _composite_op("pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) "
+pad = composite_op("pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) "
                     "-> Tensor", _pad_impl)
 
 
@@ -558,7 +490,7 @@ def _make_upsample(kind: str, nd: int):
                               scales, grad_output.dtype)
         assign_array(out._array(), scatter_axes(g, plan, tuple(input_size)))
 
-    vec = _composite_op(
+    vec = composite_op(
         f"{name}.vec(Tensor input, SymInt[]? output_size, {ac}float[]? scale_factors) -> Tensor",
         _vec_impl(decl, nd, weighted))
     return decl, back, vec
@@ -630,15 +562,7 @@ pixel_shuffle = structured("pixel_shuffle(Tensor self, int upscale_factor) -> Te
                                "channels becomes an r x r block of pixels.")
 
 
-@pixel_shuffle.impl("CPU")
-def _pixel_shuffle_cpu(out, self, upscale_factor):
-    r = upscale_factor
-    a = self._array()
-    *batch, c, h, w = a.shape
-    nb = len(batch)
-    a = a.reshape(*batch, c // (r * r), r, r, h, w)
-    a = a.transpose(*range(nb + 1), nb + 3, nb + 1, nb + 4, nb + 2)
-    assign_array(out._array(), a.reshape(out._shape))
+pixel_shuffle.impl("CPU")(pixel_shuffle_cpu)
 
 
 def _pixel_unshuffle_meta(self, downscale_factor):
@@ -659,15 +583,7 @@ pixel_unshuffle = structured("pixel_unshuffle(Tensor self, int downscale_factor)
                              promotes=False, doc="The inverse of pixel_shuffle.")
 
 
-@pixel_unshuffle.impl("CPU")
-def _pixel_unshuffle_cpu(out, self, downscale_factor):
-    r = downscale_factor
-    a = self._array()
-    *batch, c, h, w = a.shape
-    nb = len(batch)
-    a = a.reshape(*batch, c, h // r, r, w // r, r)
-    a = a.transpose(*range(nb + 1), nb + 2, nb + 4, nb + 1, nb + 3)
-    assign_array(out._array(), a.reshape(out._shape))
+pixel_unshuffle.impl("CPU")(pixel_unshuffle_cpu)
 
 
 def _channel_shuffle_meta(self, groups):
@@ -690,12 +606,7 @@ channel_shuffle = structured("channel_shuffle(Tensor self, SymInt groups) -> Ten
                                                  "interleave the groups.")
 
 
-@channel_shuffle.impl("CPU")
-def _channel_shuffle_cpu(out, self, groups):
-    a = self._array()
-    n, c, *rest = a.shape
-    a = a.reshape(n, groups, c // groups, *rest).swapaxes(1, 2)
-    assign_array(out._array(), a.reshape(out._shape))
+channel_shuffle.impl("CPU")(channel_shuffle_cpu)
 
 
 @composite()
@@ -1044,7 +955,7 @@ def _grid_sampler_impl(input, grid, interpolation_mode, padding_mode, align_corn
     return grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
-grid_sampler = _composite_op("grid_sampler(Tensor input, Tensor grid, int interpolation_mode, "
+grid_sampler = composite_op("grid_sampler(Tensor input, Tensor grid, int interpolation_mode, "
                              "int padding_mode, bool align_corners) -> Tensor",
                              _grid_sampler_impl)
 
@@ -1057,26 +968,6 @@ def _grid_sampler_function(input, grid, interpolation_mode, padding_mode, align_
 
 
 # ---- affine grids -----------------------------------------------------------------------
-
-def _linspace_from_neg_one(n: int, align_corners: bool, ct) -> np.ndarray:
-    if n <= 1:
-        return np.zeros(1, dtype=ct)
-    r = np.linspace(-1, 1, n).astype(ct)
-    return r if align_corners else r * ct(n - 1) / ct(n)
-
-
-def base_grid(sizes, align_corners: bool, ct) -> np.ndarray:
-    """(prod(sizes), k + 1) homogeneous coordinates [x, y, (z,) 1] of every output point,
-    x along the last of the spatial `sizes`."""
-    k = len(sizes)
-    axes = [_linspace_from_neg_one(n, align_corners, ct) for n in sizes]
-    grid = np.ones(tuple(sizes) + (k + 1,), dtype=ct)
-    for d in range(k):            # coordinate d runs along spatial dim k-1-d
-        shape = [1] * k
-        shape[k - 1 - d] = sizes[k - 1 - d]
-        grid[..., d] = axes[k - 1 - d].reshape(shape)
-    return grid.reshape(-1, k + 1)
-
 
 def base_grid_tensor(theta: Tensor, sizes, align_corners: bool) -> Tensor:
     """base_grid as a tensor of theta's dtype (for the gradient formula)."""
@@ -1110,8 +1001,4 @@ affine_grid_generator = structured(
     doc="The sampling grid of the affine maps theta (N, k, k+1) over an output of `size`.")
 
 
-@affine_grid_generator.impl("CPU")
-def _affine_grid_cpu(out, theta, size, align_corners):
-    th = _compute(theta._array(), theta.dtype)
-    base = asarray(base_grid(tuple(size)[2:], align_corners, th.dtype.type), like=th)
-    assign_array(out._array(), np.matmul(base, th.transpose(0, 2, 1)).reshape(out._shape))
+affine_grid_generator.impl("CPU")(affine_grid_cpu)
