@@ -25,7 +25,7 @@ from ...core import dtype as dt
 from ...core.tensor import Tensor
 from ...backends.cpu.convolution import col2im_add, compute_array, suggest_layout, windows
 from ..copying.copies import assign_array
-from ..indexing.subscripts import add_at
+from ...backends.cpu.indexing import add_at
 from ..registry import composite, spec, structured
 
 _AXES = {2: ("H", "W"), 3: ("T", "H", "W")}

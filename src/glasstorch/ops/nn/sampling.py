@@ -32,7 +32,7 @@ from ...core.tensor import Tensor
 from ...dispatch.dispatcher import define
 from ...backends.cpu.convolution import suggest_layout
 from ..copying.copies import assign_array
-from ..indexing.subscripts import add_at
+from ...backends.cpu.indexing import add_at
 from ...core.promotion import opmath
 from ..registry import composite, spec, structured
 from ...backends.cpu.sampling import (_along, _compute, affine_grid_cpu, base_grid,

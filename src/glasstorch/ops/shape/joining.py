@@ -21,7 +21,7 @@ from ...core.shape import (Size, as_shape, broadcast_shapes2, channels_last_stri
                           wrap_dims)
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..copying.copies import assign_array, strides_for
-from ..indexing.subscripts import check_scalar_fits
+from ...backends.cpu.indexing import check_scalar_fits
 from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype
 from ..registry import TensorSpec, composite, export, kernel_op, spec, structured, warn_user
