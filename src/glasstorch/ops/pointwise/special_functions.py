@@ -4,7 +4,8 @@ tolerance.
 Also the pointwise functions the other math modules lack: logaddexp(2), heaviside, sinc,
 i0, polygamma, mvlgamma, igamma(c), and torch.special's own operators (special_i0e, ...,
 exposed by glasstorch.special). float16/bfloat16 compute in float32; the special functions
-in float64, from `backends/cpu/special.py`.
+in float64, from `backends/cpu/special.py`. Most kernels are in
+`backends/cpu/special_functions.py`.
 """
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ from ..copying.copies import assign_array
 from .meta import pointwise_spec
 from ...core.promotion import common_dtype, float_dtype, opmath
 from ..registry import composite, export, kernel_op, resize_output, spec, structured
+from ...backends.cpu.special_functions import (INDEX_REDUCTIONS, frexp_kernel,
+    heaviside_kernel, index_reduce_kernel, mvlgamma_kernel, nextafter_kernel,
+    polygamma_kernel, renorm_kernel, sinc_kernel, trace_kernel, xlog1py_kernel, zeta_kernel)
 
 _POINTWISE = ("pointwise",)
 
@@ -169,15 +173,10 @@ def _heaviside_meta(self, values):
     return pointwise_spec((self, values), self.dtype)
 
 
-def _heaviside_kernel(out, self, values):
-    a, v = cpu.computed((self, values), self.dtype)
-    cpu.assign(out, np.where(a == 0, v, a > 0))
-
-
 heaviside = structured("heaviside(Tensor self, Tensor values) -> Tensor", _heaviside_meta,
                        tags=_POINTWISE, doc="0 where input < 0, values where input == 0, "
                                             "1 where input > 0 (0 for nan).")
-heaviside.impl("CPU")(_heaviside_kernel)
+heaviside.impl("CPU")(heaviside_kernel)
 
 
 # ---- unary special functions: sinc, i0, polygamma, mvlgamma -------------------------------
@@ -195,18 +194,9 @@ def _real_float_meta(kname):
     return meta
 
 
-def _sinc_kernel(out, self):
-    d = float_dtype(self)
-    (x,) = cpu.computed((self,), d)
-    with np.errstate(all="ignore"):
-        px = x * np.pi
-        r = np.sin(px) / px
-    cpu.assign(out, np.where(x == 0, 1.0, r))
-
-
 sinc = structured("sinc(Tensor self) -> Tensor", _unary_float_meta, tags=_POINTWISE,
                   doc="sin(pi x) / (pi x), and 1 at 0.")
-sinc.impl("CPU")(_sinc_kernel)
+sinc.impl("CPU")(sinc_kernel)
 
 i0 = structured("i0(Tensor self) -> Tensor", _real_float_meta("i0_vml_cpu"), tags=_POINTWISE,
                 doc="The modified Bessel function of the first kind, order 0.")
@@ -219,14 +209,10 @@ def _polygamma_meta(n, self):
     return _real_float_meta({0: "digamma", 1: "trigamma"}.get(n, "polygamma"))(self)
 
 
-def _polygamma_kernel(out, n, self):
-    cpu.assign(out, sp.polygamma(n, cpu.operand(self, float_dtype(self))))
-
-
 polygamma_op = structured("polygamma(int n, Tensor self) -> Tensor", _polygamma_meta,
                           inplace=False, function=False, method=False, tags=_POINTWISE,
                           doc="The n-th derivative of digamma.")
-polygamma_op.impl("CPU")(_polygamma_kernel)
+polygamma_op.impl("CPU")(polygamma_kernel)
 
 
 @composite()
@@ -261,18 +247,10 @@ def _mvlgamma_meta(self, p):
     return _real_float_meta("arange_cpu")(self)     # the kernel PyTorch's error names
 
 
-def _mvlgamma_kernel(out, self, p):
-    x = cpu.as_type(cpu.operand(self, float_dtype(self)), np.float64)
-    r = p * (p - 1) / 4 * math.log(math.pi)
-    for i in range(p):
-        r = r + sp.lgamma(x - i / 2)
-    cpu.assign(out, r)
-
-
 mvlgamma = structured("mvlgamma(Tensor self, int p) -> Tensor", _mvlgamma_meta,
                       tags=_POINTWISE,
                       doc="The multivariate log-gamma of dimension p.")
-mvlgamma.impl("CPU")(_mvlgamma_kernel)
+mvlgamma.impl("CPU")(mvlgamma_kernel)
 
 
 # ---- trace, renorm -------------------------------------------------------------------------
@@ -286,15 +264,9 @@ def _trace_meta(self):
     return spec((), d)
 
 
-def _trace_kernel(out, self):
-    a = self._array()
-    cd = np.int64 if self.dtype.category == dt.INT else opmath(self.dtype)
-    assign_array(out._array(), np.trace(a, dtype=cd))
-
-
 trace = structured("trace(Tensor self) -> Tensor", _trace_meta, inplace=False, out=False,
                    doc="The sum of the main diagonal of a matrix (integers give int64).")
-trace.impl("CPU")(_trace_kernel)
+trace.impl("CPU")(trace_kernel)
 
 
 def _renorm_meta(self, p, dim, maxnorm):
@@ -312,34 +284,10 @@ def _renorm_meta(self, p, dim, maxnorm):
     return spec(self._shape, self.dtype)
 
 
-def renorm_factor(a: np.ndarray, p, dim: int, maxnorm):
-    """Per slice along `dim`: maxnorm / (norm + 1e-7) where the slice's p-norm exceeds
-    maxnorm, else 1 (PyTorch's rule, with its 1e-7)."""
-    if not a.size:
-        return 1.0                                  # nothing to scale
-    others = tuple(i for i in range(a.ndim) if i != dim)
-    mag = np.abs(a)
-    if p == math.inf:
-        norm = mag.max(axis=others, keepdims=True)
-    elif p == 1:
-        norm = mag.sum(axis=others, keepdims=True)
-    elif p == 2:
-        norm = np.sqrt((mag * mag).sum(axis=others, keepdims=True))
-    else:
-        norm = (mag ** p).sum(axis=others, keepdims=True) ** (1.0 / p)
-    with np.errstate(all="ignore"):
-        return np.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
-
-
-def _renorm_kernel(out, self, p, dim, maxnorm):
-    (a,) = cpu.computed((self,), self.dtype)
-    cpu.assign(out, a * renorm_factor(a, p, wrap_dim(dim, a.ndim), maxnorm))
-
-
 renorm = structured("renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor",
                     _renorm_meta, doc="Rescale each slice along `dim` whose p-norm exceeds "
                                       "maxnorm to have norm maxnorm.")
-renorm.impl("CPU")(_renorm_kernel)
+renorm.impl("CPU")(renorm_kernel)
 
 
 # ---- composites: kron, diff, isclose, allclose, equal ---------------------------------------
@@ -464,7 +412,6 @@ def equal(input, other):
     return bool(np.array_equal(a, b))
 
 
-
 # ---- torch.special's own operators (exposed by glasstorch.special) -------------------------
 
 def _special_unary(name, fn, kname, doc, *, reduced=True):
@@ -538,14 +485,6 @@ special_entr = _special_unary("entr", _entr, "entr_cpu",
                               "-x * log(x) for x > 0, 0 at 0, -inf below.")
 
 
-def _xlog1py_kernel(out, self, other):
-    d = float_dtype(self, other)
-    a, b = cpu.computed((self, other), d)
-    with np.errstate(all="ignore"):
-        r = np.where((a == 0) & ~np.isnan(b), 0.0, a * np.log1p(b))
-    cpu.assign(out, r)
-
-
 def _xlog1py_meta(self, other):
     d = float_dtype(self, other)
     if d.is_complex:
@@ -557,7 +496,7 @@ special_xlog1py = structured("special_xlog1py(Tensor self, Tensor other) -> Tens
                              _xlog1py_meta, inplace=False, function=False, method=False,
                              number_self=True, tags=_POINTWISE,
                              doc="input * log1p(other), and 0 where input is 0.")
-special_xlog1py.impl("CPU")(_xlog1py_kernel)
+special_xlog1py.impl("CPU")(xlog1py_kernel)
 
 
 def _zeta_meta(self, other):
@@ -567,17 +506,11 @@ def _zeta_meta(self, other):
     return pointwise_spec((self, other), d)
 
 
-def _zeta_kernel(out, self, other):
-    d = float_dtype(self, other)
-    a, b = cpu.computed((self, other), d)
-    cpu.assign(out, sp.zeta(a, b))
-
-
 special_zeta = structured("special_zeta(Tensor self, Tensor other) -> Tensor", _zeta_meta,
                           inplace=False, function=False, method=False, number_self=True,
                           tags=_POINTWISE,
                           doc="The Hurwitz zeta function sum_k (other + k) ** -input.")
-special_zeta.impl("CPU")(_zeta_kernel)
+special_zeta.impl("CPU")(zeta_kernel)
 
 
 # ---- regularized incomplete gamma functions ---------------------------------------------------
@@ -680,25 +613,10 @@ def _nextafter_meta(self, other):
     return pointwise_spec((self, other), d)
 
 
-def _nextafter_kernel(out, self, other):
-    d = common_dtype(self, other)
-    a, b = cpu.operands((self, other), d)
-    if d is dt.bfloat16:                # no NumPy bfloat16 ufunc: step the bit pattern
-        a, b = np.broadcast_arrays(np.asarray(a, dt.bfloat16.np), np.asarray(b, dt.bfloat16.np))
-        bits = a.view(np.uint16).astype(np.int32)
-        fa, fb = a.astype(np.float32), b.astype(np.float32)
-        bits = bits + np.where((fb > fa) == (fa > 0), 1, -1)
-        bits = np.where(fa == 0, np.where(fb > 0, 0x0001, 0x8001), bits)
-        r = bits.astype(np.uint16).view(dt.bfloat16.np).astype(np.float32)
-        cpu.assign(out, np.where(np.isnan(fa) | np.isnan(fb), np.nan, np.where(fa == fb, fb, r)))
-        return
-    cpu.assign(out, np.nextafter(a, b))
-
-
 nextafter = structured("nextafter(Tensor self, Tensor other) -> Tensor", _nextafter_meta,
                        tags=_POINTWISE, doc="The next representable value after input "
                                             "towards other.")
-nextafter.impl("CPU")(_nextafter_kernel)
+nextafter.impl("CPU")(nextafter_kernel)
 nextafter.on_cuda = "host"     # a bfloat16 step needs its bit pattern, not a float32 widening
 
 
@@ -708,19 +626,11 @@ def _frexp_meta(self):
     return pointwise_spec((self,), self.dtype), pointwise_spec((self,), dt.int32)
 
 
-def _frexp_kernel(out, self):
-    mantissa, exponent = out
-    a = self._array()
-    m, e = np.frexp(a.astype(np.float32) if self.dtype is dt.bfloat16 else a)
-    assign_array(mantissa._array(), m)
-    assign_array(exponent._array(), e)
-
-
 frexp_op = structured("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)",
                       _frexp_meta, inplace=False, out=False, function=False, method=False,
                       promotes=False, tags=_POINTWISE,
                       doc="input = mantissa * 2**exponent, |mantissa| in [0.5, 1).")
-frexp_op.impl("CPU")(_frexp_kernel)
+frexp_op.impl("CPU")(frexp_kernel)
 
 
 @composite(method=True)
@@ -944,14 +854,10 @@ def combinations(input, r=2, with_replacement=False):
 
 # ---- index_reduce ---------------------------------------------------------------------------
 
-_INDEX_REDUCTIONS = {"prod": (np.multiply, 1), "mean": (np.add, 0),
-                     "amax": (np.maximum, -np.inf), "amin": (np.minimum, np.inf)}
-
-
 def _index_reduce_meta(self, dim, index, source, reduce, include_self=True):
     _require_tensor("index_reduce", "index", 3, index)
     _require_tensor("index_reduce", "source", 4, source)
-    if reduce not in _INDEX_REDUCTIONS:
+    if reduce not in INDEX_REDUCTIONS:
         raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
     d = wrap_dim(dim, self.dim())
@@ -986,55 +892,9 @@ def _index_reduce_meta(self, dim, index, source, reduce, include_self=True):
     return spec(self._shape, self.dtype)
 
 
-def _at(ufunc, a, idx, values) -> None:
-    """ufunc.at(a, idx, values) along a's first axis: unbuffered, so repeated indices all
-    count. CuPy has `at` for few ufuncs and dtypes: on a GPU the repeats are applied in
-    rounds over distinct indices, in the order NumPy applies them."""
-    if a.__class__ is np.ndarray:
-        ufunc.at(a, idx, values)
-        return
-    xp = arrays.module_of(a)
-    order = xp.argsort(idx, kind="stable")
-    ordered = idx[order]
-    rank = xp.arange(idx.size) - xp.searchsorted(ordered, ordered, side="left")
-    values = xp.broadcast_to(xp.asarray(values, a.dtype), idx.shape + a.shape[1:])
-    for r in range(int(rank.max()) + 1 if idx.size else 0):
-        pick = order[rank == r]
-        rows = idx[pick]
-        a[rows] = ufunc(a[rows], values[pick])
-
-
-def _index_reduce_kernel(out, self, dim, index, source, reduce, include_self=True):
-    """Reduce with the ufunc's unbuffered `at` along `dim` moved first; positions that
-    receive no source keep self's value."""
-    if self.numel() == 0:
-        return
-    ufunc, identity = _INDEX_REDUCTIONS[reduce]
-    d = wrap_dim(dim, self.dim()) if self.dim() else 0
-    cd = opmath(self.dtype)
-    a = np.moveaxis(np.atleast_1d(self._array().astype(cd)), d, 0)
-    src = np.moveaxis(np.atleast_1d(source._array().astype(cd, copy=False)), d, 0)
-    idx = index._array().astype(np.int64, copy=False).reshape(-1)
-    touched = np.unique(idx)
-    if not include_self:
-        if cd.kind in "iub" and reduce in ("amax", "amin"):
-            limits = np.iinfo(cd) if cd.kind != "b" else None
-            identity = (False if reduce == "amax" else True) if limits is None else \
-                (limits.min if reduce == "amax" else limits.max)
-        a[touched] = identity
-    _at(ufunc, a, idx, src)
-    if reduce == "mean":
-        counts = arrays.module_of(a).zeros(a.shape[0], dtype=np.int64)
-        _at(np.add, counts, idx, 1)
-        counts = counts + (1 if include_self else 0)
-        counts = np.maximum(counts, 1).reshape((-1,) + (1,) * (a.ndim - 1))
-        a = a // counts if cd.kind in "iub" else a / counts.astype(cd)
-    assign_array(out._array(), np.moveaxis(a, 0, d).reshape(out._array().shape))
-
-
 index_reduce = structured("index_reduce(Tensor self, int dim, Tensor index, Tensor source, "
                           "str reduce, *, bool include_self=True) -> Tensor",
                           _index_reduce_meta, promotes=False,
                           doc="self with source's slices reduced (prod, mean, amax, amin) "
                               "into the slices index names along dim.")
-index_reduce.impl("CPU")(_index_reduce_kernel)
+index_reduce.impl("CPU")(index_reduce_kernel)
