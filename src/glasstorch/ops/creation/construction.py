@@ -1,4 +1,6 @@
-"""Tensors built from others: diagonals, block matrices, rotations, index grids."""
+"""Tensors built from others: diagonals, block matrices, rotations, index grids.
+
+The kernels of rot90, diag_embed and block_diag are in backends/cpu/construction.py."""
 from __future__ import annotations
 
 import operator
@@ -16,23 +18,14 @@ from ..pointwise.special_functions import into_out
 from ...core.promotion import common_dtype
 from ..registry import TensorSpec, composite, export, spec, structured
 from ..shape.views import diagonal
+from ...backends.cpu.construction import (block_diag_kernel, block_shapes, diag_embed_kernel,
+    rot90_dims, rot90_kernel)
 
 
 # ---- rot90 ---------------------------------------------------------------------------------
 
-def _rot90_dims(self, dims):
-    if len(dims) != 2:
-        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
-    if self.dim() < 2:
-        raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.dim()}")
-    if dims[0] == dims[1] or abs(dims[0] - dims[1]) == self.dim():
-        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
-                           f"and dim1 = {dims[1]}")
-    return wrap_dim(dims[0], self.dim()), wrap_dim(dims[1], self.dim())
-
-
 def _rot90_meta(self, k=1, dims=(0, 1)):
-    d0, d1 = _rot90_dims(self, dims)
+    d0, d1 = rot90_dims(self, dims)
     k %= 4
     if k == 0:
         return spec(self._shape, self.dtype)
@@ -51,10 +44,7 @@ rot90 = structured("rot90(Tensor self, int k=1, int[] dims=[0, 1]) -> Tensor", _
                        "dim towards the second.")
 
 
-@rot90.impl("CPU")
-def _rot90_kernel(out, self, k=1, dims=(0, 1)):
-    d0, d1 = _rot90_dims(self, dims)
-    assign_array(out._array(), np.rot90(self._array(), k, (d0, d1)))
+rot90.impl("CPU")(rot90_kernel)
 
 
 # ---- diagonals ---------------------------------------------------------------------------------
@@ -78,17 +68,7 @@ diag_embed = structured("diag_embed(Tensor self, int offset=0, int dim1=-2, int 
                             "last dim of input; zeros elsewhere.")
 
 
-@diag_embed.impl("CPU")
-def _diag_embed_kernel(out, self, offset=0, dim1=-2, dim2=-1):
-    n = out.dim()
-    d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
-    o = out._array()
-    o[...] = 0
-    if o.size == 0:
-        return
-    i = arrays.module_of(o).arange(self._shape[-1])
-    moved = np.moveaxis(o, (d1, d2), (-2, -1))      # a view: writes land in `o`
-    moved[..., i + max(-offset, 0), i + max(offset, 0)] = self._array()
+diag_embed.impl("CPU")(diag_embed_kernel)
 
 
 @composite(method=True)
@@ -113,22 +93,8 @@ def diagflat(input, offset=0):
 
 # ---- block_diag, cartesian_prod ----------------------------------------------------------------
 
-def _block_shapes(tensors):
-    shapes = []
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"block_diag(): argument 'tensors' must be tuple of Tensors, not "
-                            f"{type(t).__name__}")
-        if t.dim() > 2:
-            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
-                               f"dimensions. Input {i} has {t.dim()} dimensions")
-        s = tuple(t._shape)
-        shapes.append(s if len(s) == 2 else (1, s[0]) if s else (1, 1))
-    return shapes
-
-
 def _block_diag_meta(tensors):
-    shapes = _block_shapes(tensors)
+    shapes = block_shapes(tensors)
     if not tensors:
         return spec((1, 0), dt.get_default_dtype())
     d = common_dtype(*tensors)
@@ -140,14 +106,7 @@ block_diag_op = structured("block_diag(Tensor[] tensors) -> Tensor", _block_diag
                            doc="A block-diagonal matrix made of the inputs.")
 
 
-@block_diag_op.impl("CPU")
-def _block_diag_kernel(out, tensors):
-    o = out._array()
-    o[...] = 0
-    r = c = 0
-    for t, (h, w) in zip(tensors, _block_shapes(tensors)):
-        assign_array(o[r:r + h, c:c + w], t._array().reshape(h, w))
-        r, c = r + h, c + w
+block_diag_op.impl("CPU")(block_diag_kernel)
 
 
 @composite()
