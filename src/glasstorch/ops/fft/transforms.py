@@ -8,7 +8,8 @@ The torch.fft functions are composites over them: they promote the input, pad or
 the requested sizes, pick the normalization from `norm` and conjugate for the Hermitian
 transforms, so autograd only needs the three operators' derivatives.
 
-Transforms compute in double precision and round once to the output dtype. Outputs take
+Transforms compute in double precision and round once to the output dtype (the kernels are
+in backends/cpu/fft.py). Outputs take
 the layout PyTorch's CPU (MKL) path gives them: batch dims outermost, ordered by the input's
 strides, then the transformed dims.
 """
@@ -27,11 +28,7 @@ from ...core.tensor import Tensor, preserve_format
 from ..copying.copies import assign_array, strides_for
 from ..shape.joining import _cat
 from ..registry import resize_output, spec, structured
-
-NONE, BY_ROOT_N, BY_N = 0, 1, 2
-_NUMPY_NORM = {True: {NONE: "backward", BY_ROOT_N: "ortho", BY_N: "forward"},
-               False: {NONE: "forward", BY_ROOT_N: "ortho", BY_N: "backward"}}
-
+from ...backends.cpu.fft import BY_N, BY_ROOT_N, NONE, c2c_cpu, c2r_cpu, r2c_cpu
 
 # ---- output layout ---------------------------------------------------------------------
 
@@ -147,36 +144,13 @@ _fft_c2r = structured(
         "entries in the last dim.")
 
 
-def _dims(self, dim):
-    return [wrap_dim(d, self.dim(), scalar_ok=False) for d in dim]
+_fft_r2c.impl("CPU")(r2c_cpu)
 
 
-@_fft_r2c.impl("CPU")
-def _r2c_cpu(out, self, dim, normalization, onesided):
-    a = self._array().astype(np.float64, copy=False)
-    norm = _NUMPY_NORM[True][normalization]
-    dims = _dims(self, dim)
-    transform = np.fft.rfftn if onesided else np.fft.fftn
-    assign_array(out._array(), transform(a, axes=dims, norm=norm))
+_fft_c2c.impl("CPU")(c2c_cpu)
 
 
-@_fft_c2c.impl("CPU")
-def _c2c_cpu(out, self, dim, normalization, forward):
-    a = self._array().astype(np.complex128, copy=False)
-    dims = _dims(self, dim)
-    if dims:
-        transform = np.fft.fftn if forward else np.fft.ifftn
-        a = transform(a, axes=dims, norm=_NUMPY_NORM[forward][normalization])
-    assign_array(out._array(), a)
-
-
-@_fft_c2r.impl("CPU")
-def _c2r_cpu(out, self, dim, normalization, last_dim_size):
-    a = self._array().astype(np.complex128, copy=False)
-    dims = _dims(self, dim)
-    sizes = [a.shape[d] for d in dims[:-1]] + [last_dim_size]
-    assign_array(out._array(), np.fft.irfftn(a, s=sizes, axes=dims,
-                                             norm=_NUMPY_NORM[False][normalization]))
+_fft_c2r.impl("CPU")(c2r_cpu)
 
 
 # ---- the torch.fft functions -------------------------------------------------------------
