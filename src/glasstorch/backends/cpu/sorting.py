@@ -9,6 +9,7 @@ from ...core.promotion import common_dtype
 from ...core.shape import contiguous_strides, wrap_dim
 from ...core.tensor import Tensor
 from ..arrays import asarray, module_of
+from .ranges import linspace_values
 
 
 _FLOAT32 = np.dtype(np.float32)
@@ -347,3 +348,20 @@ def _bincount_cpu(self, weights=None, minlength=0):
     out = Tensor._empty(result.shape, dtype, self.device)
     np.copyto(out._array(), result, casting="unsafe")
     return out
+
+
+def _histogram_cpu(outs, self, bins=100, range=None, weight=None, density=False):
+    x = self._array()
+    if range is not None:
+        lo, hi = float(range[0]), float(range[1])
+    elif x.size:
+        lo, hi = float(x.min()), float(x.max())
+    else:
+        lo, hi = 0.0, 1.0
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"{HD}dimension 0's range [{lo:g}, {hi:g}] is not finite")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    lo, hi = (float(v) for v in np.array([lo, hi], dtype=x.dtype))
+    edges = linspace_values(lo, hi, bins + 1, self.dtype)       # torch.linspace's edges
+    histogram_fill(outs, self, asarray(edges, like=x), weight, density)

@@ -39,7 +39,8 @@ from ...random import Generator, default_generator
 from ..creation.factories import (BACKEND_SELECT, OPTIONS, _finish, _size_arg, empty_like_kernel,
                         factory_op, like_keyset)
 from ..registry import export, kernel_op, resize_output
-from ..creation.ranges import LIMITS, check_out_dtype, converted, fmt, store_values, warn_user, write
+from ...backends.cpu.ranges import LIMITS, converted, write
+from ..creation.ranges import check_out_dtype, fmt, store_values, warn_user
 
 # PyTorch's C++ names for dtypes, used verbatim in its sampler errors.
 CTYPE = {dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half",

@@ -185,7 +185,7 @@ _HDD = "torch.histogramdd: "
 def _histogramdd_edges(points: np.ndarray, bins, range, d: dt.dtype) -> list:
     """Per dimension, the bin edges: the given tensors' values, or `bins` equal bins over
     the range (the data's range by default, widened by 0.5 each way when empty)."""
-    from ..creation.ranges import _linspace_values
+    from ...backends.cpu.ranges import linspace_values
     n = points.shape[1]
     if isinstance(bins, Tensor):
         bins = [bins]
@@ -229,7 +229,7 @@ def _histogramdd_edges(points: np.ndarray, bins, range, d: dt.dtype) -> list:
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         lo, hi = (float(v) for v in np.array([lo, hi], dtype=d.np))
-        edges.append(np.asarray(_linspace_values(lo, hi, b + 1, d), dtype=d.np))
+        edges.append(np.asarray(linspace_values(lo, hi, b + 1, d), dtype=d.np))
     return edges
 
 

@@ -15,17 +15,16 @@ import operator
 import numpy as np
 
 from ... import return_types
-from ...backends.arrays import asarray, module_of
+from ...backends.arrays import module_of
 from ...core import dtype as dt
 from ...core.shape import dense_strides_like, is_non_overlapping_and_dense, wrap_dim
 from ...core.tensor import Tensor
 from ..indexing.subscripts import TYPE_META_NAMES
 from ...core.promotion import common_dtype
-from ..creation.ranges import _linspace_values
 from ..registry import export, kernel_op, resize_output, spec, structured
 from ..wrappers import bad_self
-from ...backends.cpu.sorting import (HD, SS, _bincount_cpu, _keys, _kthvalue_cpu, _rows,
-    _topk_cpu, bucketize_cpu, histc_cpu, histogram_bins_cpu, histogram_fill, mode_cpu,
+from ...backends.cpu.sorting import (HD, SS, _bincount_cpu, _histogram_cpu, _keys,
+    _kthvalue_cpu, _rows, _topk_cpu, bucketize_cpu, histc_cpu, histogram_bins_cpu, mode_cpu,
     not_implemented, search_side, searchsorted_cpu, sort_cpu, sort_stable_cpu, store,
     unique2_cpu, unique_consecutive_cpu, unique_dim_cpu)
 
@@ -634,22 +633,7 @@ histogram_op = structured(
     function=False, inplace=False, promotes=False)
 
 
-@histogram_op.impl("CPU")
-def _histogram_cpu(outs, self, bins=100, range=None, weight=None, density=False):
-    x = self._array()
-    if range is not None:
-        lo, hi = float(range[0]), float(range[1])
-    elif x.size:
-        lo, hi = float(x.min()), float(x.max())
-    else:
-        lo, hi = 0.0, 1.0
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise RuntimeError(f"{HD}dimension 0's range [{lo:g}, {hi:g}] is not finite")
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
-    lo, hi = (float(v) for v in np.array([lo, hi], dtype=x.dtype))
-    edges = _linspace_values(lo, hi, bins + 1, self.dtype)       # torch.linspace's edges
-    histogram_fill(outs, self, asarray(edges, like=x), weight, density)
+histogram_op.impl("CPU")(_histogram_cpu)
 
 
 histogram_bins_op = structured(
