@@ -156,3 +156,72 @@ def index_reduce_kernel(out, self, dim, index, source, reduce, include_self=True
         counts = np.maximum(counts, 1).reshape((-1,) + (1,) * (a.ndim - 1))
         a = a // counts if cd.kind in "iub" else a / counts.astype(cd)
     assign_array(out._array(), np.moveaxis(a, 0, d).reshape(out._array().shape))
+
+
+def cum_extremum_kernel(ufunc):
+    def kernel(out, self, dim):
+        values, indices = out
+        if self.numel() == 0:
+            return
+        a = self._array()
+        if a.ndim == 0:
+            assign_array(values._array(), a)
+            indices._array()[...] = 0
+            return
+        d = wrap_dim(dim, a.ndim)
+        if a.dtype == dt.bfloat16.np:
+            a = a.astype(np.float32)
+        v = _accumulate(ufunc, a, d)
+        shape = [1] * a.ndim
+        shape[d] = a.shape[d]
+        positions = arrays.module_of(a).arange(a.shape[d]).reshape(shape)
+        hit = (a == v) | (np.isnan(a) if a.dtype.kind in "fc" else False)
+        idx = _accumulate(np.maximum, np.where(hit, positions, 0), d)
+        assign_array(values._array(), v)
+        assign_array(indices._array(), idx)
+    return kernel
+
+
+def _accumulate(ufunc, a, axis: int):
+    """ufunc.accumulate(a, axis) for maximum or minimum; CuPy's ufuncs accumulate only add
+    and multiply, so on a GPU a scan of ceil(log2 n) elementwise passes."""
+    if a.__class__ is np.ndarray:
+        return ufunc.accumulate(a, axis=axis)
+    v = np.moveaxis(a, axis, -1).copy()
+    step = 1
+    while step < v.shape[-1]:
+        v[..., step:] = ufunc(v[..., step:], v[..., :-step])
+        step *= 2
+    return np.moveaxis(v, -1, axis)
+
+
+def logaddexp_kernel(base2: bool):
+    exp, log1p = (np.exp2, lambda v: np.log1p(v) / math.log(2.0)) if base2 else (np.exp,
+                                                                                 np.log1p)
+
+    def kernel(out, self, other):
+        d = common_dtype(self, other)
+        a, b = cpu.computed((self, other), d)
+        with np.errstate(all="ignore"):
+            if a.dtype.kind == "c":     # factor out the operand with the larger real part
+                first = a.real >= b.real
+                m, rest = np.where(first, a, b), np.where(first, b, a)
+                r = m + np.log1p(np.exp(rest - m))
+            else:
+                r = np.maximum(a, b) + log1p(exp(-np.abs(a - b)))
+            r = np.where(np.isinf(a.real) & (a == b), a, r)
+        cpu.assign(out, r)
+    return kernel
+
+
+def _entr(x):
+    x = arrays.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        r = np.where(x > 0, -x * np.log(x), np.where(x == 0, 0.0, -np.inf))
+    return np.where(np.isnan(x), x, r)
+
+
+def integer_binary_kernel(ufunc):
+    def kernel(out, self, other):
+        cpu.assign(out, np.abs(ufunc(*cpu.operands((self, other), common_dtype(self, other)))))
+    return kernel

@@ -25,9 +25,10 @@ from ..copying.copies import assign_array
 from .meta import pointwise_spec
 from ...core.promotion import common_dtype, float_dtype, opmath
 from ..registry import composite, export, kernel_op, resize_output, spec, structured
-from ...backends.cpu.special_functions import (INDEX_REDUCTIONS, frexp_kernel,
-    heaviside_kernel, index_reduce_kernel, mvlgamma_kernel, nextafter_kernel,
-    polygamma_kernel, renorm_kernel, sinc_kernel, trace_kernel, xlog1py_kernel, zeta_kernel)
+from ...backends.cpu.special_functions import (INDEX_REDUCTIONS, _entr, cum_extremum_kernel,
+    frexp_kernel, heaviside_kernel, index_reduce_kernel, integer_binary_kernel,
+    logaddexp_kernel, mvlgamma_kernel, nextafter_kernel, polygamma_kernel, renorm_kernel,
+    sinc_kernel, trace_kernel, xlog1py_kernel, zeta_kernel)
 
 _POINTWISE = ("pointwise",)
 
@@ -62,49 +63,12 @@ def _cum_extremum_meta(name):
     return meta
 
 
-def _cum_extremum_kernel(ufunc):
-    def kernel(out, self, dim):
-        values, indices = out
-        if self.numel() == 0:
-            return
-        a = self._array()
-        if a.ndim == 0:
-            assign_array(values._array(), a)
-            indices._array()[...] = 0
-            return
-        d = wrap_dim(dim, a.ndim)
-        if a.dtype == dt.bfloat16.np:
-            a = a.astype(np.float32)
-        v = _accumulate(ufunc, a, d)
-        shape = [1] * a.ndim
-        shape[d] = a.shape[d]
-        positions = arrays.module_of(a).arange(a.shape[d]).reshape(shape)
-        hit = (a == v) | (np.isnan(a) if a.dtype.kind in "fc" else False)
-        idx = _accumulate(np.maximum, np.where(hit, positions, 0), d)
-        assign_array(values._array(), v)
-        assign_array(indices._array(), idx)
-    return kernel
-
-
-def _accumulate(ufunc, a, axis: int):
-    """ufunc.accumulate(a, axis) for maximum or minimum; CuPy's ufuncs accumulate only add
-    and multiply, so on a GPU a scan of ceil(log2 n) elementwise passes."""
-    if a.__class__ is np.ndarray:
-        return ufunc.accumulate(a, axis=axis)
-    v = np.moveaxis(a, axis, -1).copy()
-    step = 1
-    while step < v.shape[-1]:
-        v[..., step:] = ufunc(v[..., step:], v[..., :-step])
-        step *= 2
-    return np.moveaxis(v, -1, axis)
-
-
 def _cum_extremum(name, ufunc, result_type, result_out_type):
     decl = structured(f"{name}(Tensor self, int dim) -> (Tensor values, Tensor indices)",
                       _cum_extremum_meta(name), inplace=False, function=False, method=False,
                       promotes=False,
                       doc=f"The running {name[3:]} along `dim` and where it was last reached.")
-    decl.impl("CPU")(_cum_extremum_kernel(ufunc))
+    decl.impl("CPU")(cum_extremum_kernel(ufunc))
     op = decl.function
 
     def fn(input, dim, *, out=None):
@@ -135,33 +99,14 @@ def _logaddexp_meta(name):
     return meta
 
 
-def _logaddexp_kernel(base2: bool):
-    exp, log1p = (np.exp2, lambda v: np.log1p(v) / math.log(2.0)) if base2 else (np.exp,
-                                                                                 np.log1p)
-
-    def kernel(out, self, other):
-        d = common_dtype(self, other)
-        a, b = cpu.computed((self, other), d)
-        with np.errstate(all="ignore"):
-            if a.dtype.kind == "c":     # factor out the operand with the larger real part
-                first = a.real >= b.real
-                m, rest = np.where(first, a, b), np.where(first, b, a)
-                r = m + np.log1p(np.exp(rest - m))
-            else:
-                r = np.maximum(a, b) + log1p(exp(-np.abs(a - b)))
-            r = np.where(np.isinf(a.real) & (a == b), a, r)
-        cpu.assign(out, r)
-    return kernel
-
-
 logaddexp = structured("logaddexp(Tensor self, Tensor other) -> Tensor",
                        _logaddexp_meta("logaddexp"), inplace=False, tags=_POINTWISE,
                        doc="log(exp(input) + exp(other)), without overflow.")
-logaddexp.impl("CPU")(_logaddexp_kernel(False))
+logaddexp.impl("CPU")(logaddexp_kernel(False))
 logaddexp2 = structured("logaddexp2(Tensor self, Tensor other) -> Tensor",
                         _logaddexp_meta("logaddexp2"), inplace=False, tags=_POINTWISE,
                         doc="log2(2**input + 2**other), without overflow.")
-logaddexp2.impl("CPU")(_logaddexp_kernel(True))
+logaddexp2.impl("CPU")(logaddexp_kernel(True))
 
 
 def _heaviside_meta(self, values):
@@ -474,13 +419,6 @@ special_scaled_modified_bessel_k1 = _special_unary(
     "exp(x) * K1(x).", reduced=False)
 
 
-def _entr(x):
-    x = arrays.asarray(x, np.float64)
-    with np.errstate(all="ignore"):
-        r = np.where(x > 0, -x * np.log(x), np.where(x == 0, 0.0, -np.inf))
-    return np.where(np.isnan(x), x, r)
-
-
 special_entr = _special_unary("entr", _entr, "entr_cpu",
                               "-x * log(x) for x > 0, 0 at 0, -inf below.")
 
@@ -589,20 +527,14 @@ def _integer_binary_meta(name):
     return meta
 
 
-def _integer_binary_kernel(ufunc):
-    def kernel(out, self, other):
-        cpu.assign(out, np.abs(ufunc(*cpu.operands((self, other), common_dtype(self, other)))))
-    return kernel
-
-
 gcd = structured("gcd(Tensor self, Tensor other) -> Tensor", _integer_binary_meta("gcd"),
                  tags=_POINTWISE, doc="The greatest common divisor (non-negative; gcd(0, 0) "
                                       "is 0).")
-gcd.impl("CPU")(_integer_binary_kernel(np.gcd))
+gcd.impl("CPU")(integer_binary_kernel(np.gcd))
 lcm = structured("lcm(Tensor self, Tensor other) -> Tensor", _integer_binary_meta("lcm"),
                  tags=_POINTWISE, doc="The least common multiple (non-negative; 0 if either "
                                       "is 0).")
-lcm.impl("CPU")(_integer_binary_kernel(np.lcm))
+lcm.impl("CPU")(integer_binary_kernel(np.lcm))
 
 
 def _nextafter_meta(self, other):
