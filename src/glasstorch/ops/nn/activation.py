@@ -27,7 +27,8 @@ from ...core.tensor import Tensor
 from ..creation.factories import empty_like, zeros
 from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype, opmath
-from ..random.samplers import _stream, uniform01
+from ...backends.cpu.random import uniform01
+from ..random.samplers import _stream
 from ..registry import TensorSpec, composite, export, kernel_op, spec, structured
 from ..wrappers import generate_wrapper
 from ...backends.cpu.activation import (
