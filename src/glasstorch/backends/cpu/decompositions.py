@@ -853,3 +853,15 @@ def _check_lu_input(name: str, A: Tensor) -> None:
                            f"size: {list(A._shape)} instead")
     if A.dtype.category < dt.FLOAT or A.dtype.itemsize < 4:
         raise NotImplementedError(f"\"lu_cpu\" not implemented for '{A.dtype.cname}'")
+
+
+def rank_array(a: np.ndarray, hermitian: bool, atol, rtol) -> np.ndarray:
+    """The rank of each matrix of `a`: its singular values (eigenvalue magnitudes if
+    hermitian) above the tolerance."""
+    if not a.size:
+        s = np.zeros(a.shape[:-2] + (0,))
+    elif hermitian:
+        s = np.abs(np.linalg.eigvalsh(a))
+    else:
+        s = svd_arrays(a, compute_uv=False)
+    return (s > cutoff(s, atol, rtol)).sum(-1).astype(np.int64)

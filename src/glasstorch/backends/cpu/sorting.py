@@ -365,3 +365,43 @@ def _histogram_cpu(outs, self, bins=100, range=None, weight=None, density=False)
     lo, hi = (float(v) for v in np.array([lo, hi], dtype=x.dtype))
     edges = linspace_values(lo, hi, bins + 1, self.dtype)       # torch.linspace's edges
     histogram_fill(outs, self, asarray(edges, like=x), weight, density)
+
+
+def _median_positions(keys: np.ndarray, ignore_nan: bool):
+    """Per row of `keys` (rows, n): the input index of the lower median. With NaN present
+    median picks the first NaN; nanmedian skips NaNs (all NaN: the first NaN)."""
+    order = np.argsort(keys, axis=1, kind="stable")
+    n = keys.shape[1]
+    if keys.dtype.kind == "f":
+        nans = np.isnan(keys).sum(axis=1, keepdims=True)
+        if ignore_nan:
+            valid = n - nans
+            pos = np.where(valid > 0, (valid - 1) // 2, 0)
+        else:
+            pos = np.where(nans > 0, n - nans, (n - 1) // 2)
+    else:
+        pos = module_of(keys).full((keys.shape[0], 1), (n - 1) // 2)
+    return np.take_along_axis(order, pos, 1)
+
+
+def median_all_kernel(ignore_nan):
+    def kernel(out, self):
+        if self.numel() == 0:            # NaN; what the NaN converts to for integers
+            out._array()[()] = np.nan if self.dtype.is_floating_point else np.iinfo(
+                self.dtype.np).min
+            return
+        a = self._array().reshape(1, -1)
+        keys = _keys(a, self.dtype)
+        store(out, np.take_along_axis(a, _median_positions(keys, ignore_nan), 1))
+    return kernel
+
+
+def median_dim_kernel(ignore_nan):
+    def kernel(outs, self, dim, keepdim=False):
+        a, keys = _rows(self, wrap_dim(dim, self.dim()))
+        if not a.size:
+            return
+        pos = _median_positions(keys, ignore_nan)
+        store(outs[1], pos)
+        store(outs[0], np.take_along_axis(a, pos, 1))
+    return kernel

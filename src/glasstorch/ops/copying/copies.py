@@ -10,7 +10,7 @@ from ...dispatch.keys import BACKEND_MASK
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..registry import composite, export, kernel_op
 from ...backends.cpu.copy import (assign_array, check_copy, check_fill_value, copy_across,
-                                  copy_cpu, fill_cpu, scalar_value, strides_for)
+    copy_cpu, fill_cpu, scalar_value, strides_for)
 
 # ---- copy_ -----------------------------------------------------------------------------
 

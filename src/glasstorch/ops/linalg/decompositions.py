@@ -30,15 +30,15 @@ from ..shape.joining import where
 from ..creation.ranges import eye
 from ..reduction.reductions import _norm_meta, norm_op
 from ..registry import composite, export, kernel_op, structured, warn_user
-from ...backends.cpu.decompositions import (_batch, _cholesky_solve_cpu, _into, _lu_cpu,
-    _triangular_solve_cpu, check_eig, check_float, check_float_or_double, check_matrix,
-    check_pinv_input, check_pivots, check_square, check_uplo, cholesky_ex_cpu,
-    cholesky_inverse_cpu, cholesky_legacy_cpu, cross_checks, cross_cpu, cutoff, det_cpu,
-    eig_cpu, eigh_cpu, fortran_strides, inv_ex_cpu, legacy_solve_checks, lstsq_cpu,
-    lu_factor_ex_cpu, lu_solve_checks, lu_solve_cpu, lu_unpack_cpu, matrix_exp_cpu,
-    need_tensor, new_tensor, pinv_cpu, qr_checks, qr_cpu, raise_for_info, raise_for_lu,
-    same_dtype, slogdet_cpu, solve_checks, solve_ex_cpu, solve_triangular_checks,
-    solve_triangular_cpu, svd_arrays, svd_checks, svd_cpu, tolerances, _check_lu_input)
+from ...backends.cpu.decompositions import (_batch, _check_lu_input, _cholesky_solve_cpu,
+    _into, _lu_cpu, _triangular_solve_cpu, check_eig, check_float, check_float_or_double,
+    check_matrix, check_pinv_input, check_pivots, check_square, check_uplo, cholesky_ex_cpu,
+    cholesky_inverse_cpu, cholesky_legacy_cpu, cross_checks, cross_cpu, det_cpu, eig_cpu,
+    eigh_cpu, fortran_strides, inv_ex_cpu, legacy_solve_checks, lstsq_cpu, lu_factor_ex_cpu,
+    lu_solve_checks, lu_solve_cpu, lu_unpack_cpu, matrix_exp_cpu, need_tensor, new_tensor,
+    pinv_cpu, qr_checks, qr_cpu, raise_for_info, raise_for_lu, rank_array, same_dtype,
+    slogdet_cpu, solve_checks, solve_ex_cpu, solve_triangular_checks, solve_triangular_cpu,
+    svd_checks, svd_cpu, tolerances)
 from ...backends.cpu.decompositions import (LinAlgError,  # noqa: F401  (glasstorch.linalg's,
                                             _is_vector_rhs)  # and for the derivatives)
 
@@ -320,10 +320,6 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
     return _into(linalg_pinv(A, atol=atol, rtol=rtol, hermitian=hermitian), out, "linalg_pinv")
 
 
-def _rank_arrays(s: np.ndarray, atol, rtol) -> np.ndarray:
-    return (s > cutoff(s, atol, rtol)).sum(-1).astype(np.int64)
-
-
 linalg_lstsq = kernel_op(
     "linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> "
     "(Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)", method=False,
@@ -351,13 +347,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
         atol, rtol = tol, 0.0
     atol, rtol = tolerances(name, A, atol, rtol)
     a = A.cpu()._array()            # LAPACK's decompositions run on the host
-    if not a.size:
-        s = np.zeros(a.shape[:-2] + (0,))
-    elif hermitian:
-        s = np.abs(np.linalg.eigvalsh(a))
-    else:
-        s = svd_arrays(a, compute_uv=False)
-    return _into(new_tensor(_rank_arrays(s, atol, rtol), dt.int64).to(A.device), out)
+    return _into(new_tensor(rank_array(a, hermitian, atol, rtol), dt.int64).to(A.device), out)
 
 
 # ---- matrix functions ----------------------------------------------------------------------

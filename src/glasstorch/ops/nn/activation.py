@@ -31,10 +31,10 @@ from ...backends.cpu.random import uniform01
 from ..random.samplers import _stream
 from ..registry import TensorSpec, composite, export, kernel_op, spec, structured
 from ..wrappers import generate_wrapper
-from ...backends.cpu.activation import (
-    _celu, _elu, _gelu, _hardshrink, _hardsigmoid, _hardswish, _hardtanh, _leaky_relu,
-    _log_sigmoid, _mish, _relu, _silu, _softplus, _softshrink, _threshold, activation_kernel,
-    backward_kernel, gelu_grad, glu_cpu, prelu_kernel_cpu, threshold_grad)
+from ...backends.cpu.activation import (_celu, _elu, _gelu, _hardshrink, _hardsigmoid,
+    _hardswish, _hardtanh, _leaky_relu, _log_sigmoid, _mish, _relu, _silu, _softplus,
+    _softshrink, _threshold, activation_kernel, backward_kernel, gelu_grad, glu_cpu,
+    prelu_kernel_cpu, threshold_grad)
 
 _POINTWISE = ("pointwise",)
 SELU_ALPHA = 1.6732632423543772848170429916717

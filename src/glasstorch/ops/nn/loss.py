@@ -21,9 +21,9 @@ from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype
 from ..registry import composite, spec, structured
 from ...backends.cpu.loss import (MEAN, NONE, SUM, bce_kernel, bce_logits_kernel,
-    ctc_backward_kernel, ctc_kernel, log_softmax_backward_kernel, log_softmax_kernel,
-    multi_margin_kernel, multilabel_kernel, nll_kernel, pointwise_loss_kernel, huber,
-    smooth_l1, soft_margin, softmax_backward_kernel, softmax_kernel, squared_error)
+    ctc_backward_kernel, ctc_kernel, huber, log_softmax_backward_kernel, log_softmax_kernel,
+    multi_margin_kernel, multilabel_kernel, nll_kernel, pointwise_loss_kernel, smooth_l1,
+    soft_margin, softmax_backward_kernel, softmax_kernel, squared_error)
 
 # The top-level functions (torch.kl_div, torch.ctc_loss, ...) default to reduction 0: PyTorch's
 # Python bindings read their schemas' `reduction=Mean` default as 0, so `torch.kl_div(x, y)`

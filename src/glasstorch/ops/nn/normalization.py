@@ -19,10 +19,9 @@ from ..shape.joining import cat
 from ..linalg.products import addmm, einsum, matmul, mm
 from ..registry import TensorSpec, composite, kernel_op, structured
 from ..shape.views import unsafe_view_op
-from ...backends.cpu.normalization import (
-    LOW, batch_norm_cpu, channel_shape, check_indices, embedding_bag_checks, embedding_bag_cpu,
-    embedding_cpu, embedding_grad_cpu, embedding_renorm_cpu, group_norm_cpu, layer_norm_cpu,
-    one_hot_cpu)
+from ...backends.cpu.normalization import (LOW, batch_norm_cpu, channel_shape, check_indices,
+    embedding_bag_checks, embedding_bag_cpu, embedding_cpu, embedding_grad_cpu,
+    embedding_renorm_cpu, group_norm_cpu, layer_norm_cpu, one_hot_cpu)
 from ...backends.cpu.normalization import (_as, _compute,  # noqa: F401
                                            embedding_grad_scale)  # (for the derivatives)
 

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
-
 from ... import return_types
-from ...backends.arrays import module_of
 from ...core import dtype as dt
 from ...core.shape import dense_strides_like, is_non_overlapping_and_dense, wrap_dim
 from ...core.tensor import Tensor
@@ -23,10 +20,10 @@ from ..indexing.subscripts import TYPE_META_NAMES
 from ...core.promotion import common_dtype
 from ..registry import export, kernel_op, resize_output, spec, structured
 from ..wrappers import bad_self
-from ...backends.cpu.sorting import (HD, SS, _bincount_cpu, _histogram_cpu, _keys,
-    _kthvalue_cpu, _rows, _topk_cpu, bucketize_cpu, histc_cpu, histogram_bins_cpu, mode_cpu,
-    not_implemented, search_side, searchsorted_cpu, sort_cpu, sort_stable_cpu, store,
-    unique2_cpu, unique_consecutive_cpu, unique_dim_cpu)
+from ...backends.cpu.sorting import (HD, SS, _bincount_cpu, _histogram_cpu, _kthvalue_cpu,
+    _topk_cpu, bucketize_cpu, histc_cpu, histogram_bins_cpu, median_all_kernel,
+    median_dim_kernel, mode_cpu, not_implemented, search_side, searchsorted_cpu, sort_cpu,
+    sort_stable_cpu, unique2_cpu, unique_consecutive_cpu, unique_dim_cpu)
 
 
 def _single_dim(name: str, self: Tensor, dim) -> int:
@@ -242,23 +239,6 @@ export("kthvalue", kthvalue, method=True)
 
 # ---- median, nanmedian -----------------------------------------------------------------
 
-def _median_positions(keys: np.ndarray, ignore_nan: bool):
-    """Per row of `keys` (rows, n): the input index of the lower median. With NaN present
-    median picks the first NaN; nanmedian skips NaNs (all NaN: the first NaN)."""
-    order = np.argsort(keys, axis=1, kind="stable")
-    n = keys.shape[1]
-    if keys.dtype.kind == "f":
-        nans = np.isnan(keys).sum(axis=1, keepdims=True)
-        if ignore_nan:
-            valid = n - nans
-            pos = np.where(valid > 0, (valid - 1) // 2, 0)
-        else:
-            pos = np.where(nans > 0, n - nans, (n - 1) // 2)
-    else:
-        pos = module_of(keys).full((keys.shape[0], 1), (n - 1) // 2)
-    return np.take_along_axis(order, pos, 1)
-
-
 def _median_all_meta_for(name):
     def meta(self):
         if self.dtype is dt.bool:
@@ -280,45 +260,22 @@ def _median_dim_meta_for(name):
     return meta
 
 
-def _median_all_kernel(ignore_nan):
-    def kernel(out, self):
-        if self.numel() == 0:            # NaN; what the NaN converts to for integers
-            out._array()[()] = np.nan if self.dtype.is_floating_point else np.iinfo(
-                self.dtype.np).min
-            return
-        a = self._array().reshape(1, -1)
-        keys = _keys(a, self.dtype)
-        store(out, np.take_along_axis(a, _median_positions(keys, ignore_nan), 1))
-    return kernel
-
-
-def _median_dim_kernel(ignore_nan):
-    def kernel(outs, self, dim, keepdim=False):
-        a, keys = _rows(self, wrap_dim(dim, self.dim()))
-        if not a.size:
-            return
-        pos = _median_positions(keys, ignore_nan)
-        store(outs[1], pos)
-        store(outs[0], np.take_along_axis(a, pos, 1))
-    return kernel
-
-
 median_all = structured("median(Tensor self) -> Tensor", _median_all_meta_for("median"),
                         method=False, function=False, inplace=False, promotes=False)
-median_all.impl("CPU")(_median_all_kernel(False))
+median_all.impl("CPU")(median_all_kernel(False))
 median_dim = structured("median.dim(Tensor self, int dim, bool keepdim=False) -> "
                         "(Tensor values, Tensor indices)", _median_dim_meta_for("median"),
                         method=False, function=False, inplace=False, promotes=False)
-median_dim.impl("CPU")(_median_dim_kernel(False))
+median_dim.impl("CPU")(median_dim_kernel(False))
 nanmedian_all = structured("nanmedian(Tensor self) -> Tensor",
                            _median_all_meta_for("nanmedian"), method=False, function=False,
                            inplace=False, promotes=False)
-nanmedian_all.impl("CPU")(_median_all_kernel(True))
+nanmedian_all.impl("CPU")(median_all_kernel(True))
 nanmedian_dim = structured("nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> "
                            "(Tensor values, Tensor indices)",
                            _median_dim_meta_for("nanmedian"), method=False, function=False,
                            inplace=False, promotes=False)
-nanmedian_dim.impl("CPU")(_median_dim_kernel(True))
+nanmedian_dim.impl("CPU")(median_dim_kernel(True))
 
 
 def _median_fn(name, all_decl, dim_decl, result_type, result_out_type, doc):
