@@ -405,3 +405,29 @@ def median_dim_kernel(ignore_nan):
         store(outs[1], pos)
         store(outs[0], np.take_along_axis(a, pos, 1))
     return kernel
+
+
+def histogramdd_counts(points: np.ndarray, edges: list, weights, density: bool) -> np.ndarray:
+    """histogramdd's counts (or weight sums, or density) of the (n, d) points over the grid
+    of bins that the d edge arrays make; the last bin of each dim is closed on the right."""
+    sizes = [e.size - 1 for e in edges]
+    inside = np.ones(points.shape[0], dtype=bool)
+    cells = []
+    for i, e in enumerate(edges):        # the last bin of each dim is closed on the right
+        x = points[:, i]
+        inside &= (x >= e[0]) & (x <= e[-1])
+        cells.append(np.minimum(np.searchsorted(e, x, "right") - 1, sizes[i] - 1))
+    flat = np.ravel_multi_index([np.clip(c[inside], 0, None) for c in cells], sizes) \
+        if sizes else np.zeros(0, np.int64)
+    w = None if weights is None else weights[inside]
+    hist = np.bincount(flat, w, minlength=int(np.prod(sizes))).reshape(sizes)
+    if density:
+        total = hist.sum()
+        volume = np.ones(sizes)
+        for i, e in enumerate(edges):
+            shape = [1] * len(sizes)
+            shape[i] = sizes[i]
+            volume = volume * np.diff(e).reshape(shape)
+        with np.errstate(all="ignore"):
+            hist = hist / (total * volume)
+    return hist
