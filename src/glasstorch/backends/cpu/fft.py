@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.shape import wrap_dim
+from ..arrays import asarray
 from .copy import assign_array
 
 
@@ -41,3 +42,28 @@ def c2r_cpu(out, self, dim, normalization, last_dim_size):
     sizes = [a.shape[d] for d in dims[:-1]] + [last_dim_size]
     assign_array(out._array(), np.fft.irfftn(a, s=sizes, axes=dims,
                                              norm=_NUMPY_NORM[False][normalization]))
+
+
+def frequencies_into(out, values: np.ndarray, scale: float, dtype) -> None:
+    """out = values * scale: the integers made in `dtype`, then scaled in its opmath type."""
+    a = values.astype(dtype.np)
+    compute = np.dtype(np.float32) if dtype.itemsize < 4 else dtype.np
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a = a.astype(compute) * compute.type(scale)
+    assign_array(out._array(), asarray(a, like=out._array()))
+
+
+def fftfreq_values(n: int) -> np.ndarray:
+    """[0, 1, ..., -(n // 2), ..., -1]: an n-point DFT's frequencies times n."""
+    return np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)])
+
+
+def rfftfreq_values(n: int) -> np.ndarray:
+    """[0, 1, ..., n // 2]: rfft's frequencies times n."""
+    return np.arange(n // 2 + 1)
+
+
+def inverse(x):
+    """1 / x in double precision, inf for 0 (PyTorch scales by it: 0 * inf is nan)."""
+    with np.errstate(divide="ignore"):
+        return float(np.float64(1.0) / np.float64(x))

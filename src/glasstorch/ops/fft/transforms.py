@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
-
-from ...backends.arrays import asarray
 from ...core import dtype as dt
 from ...core.device import as_device
 from ...core.grad_state import state as _grad_state
 from ...core.shape import contiguous_strides, wrap_dim
 from ...core.tensor import Tensor, preserve_format
-from ..copying.copies import assign_array, strides_for
+from ..copying.copies import strides_for
 from ..shape.joining import _cat
 from ..registry import resize_output, spec, structured
-from ...backends.cpu.fft import BY_N, BY_ROOT_N, NONE, c2c_cpu, c2r_cpu, r2c_cpu
+from ...backends.cpu.fft import (BY_N, BY_ROOT_N, NONE, c2c_cpu, c2r_cpu, fftfreq_values,
+    frequencies_into, inverse, r2c_cpu, rfftfreq_values)
 
 # ---- output layout ---------------------------------------------------------------------
 
@@ -483,20 +481,10 @@ def _frequencies(fname, values, scale, out, dtype, device, requires_grad):
         out = Tensor._empty((len(values),), dtype, as_device(device))
     elif out._shape != (len(values),):
         resize_output(out, (len(values),))
-    a = values.astype(dtype.np)     # arange in the dtype, then scaled in its opmath type
-    compute = np.dtype(np.float32) if dtype.itemsize < 4 else dtype.np
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        a = a.astype(compute) * compute.type(scale)
-    assign_array(out._array(), asarray(a, like=out._array()))
+    frequencies_into(out, values, scale, dtype)
     if requires_grad:
         out.requires_grad_(True)
     return out
-
-
-def _inverse(x):
-    """1 / x in double precision, inf for 0 (PyTorch scales by it: 0 * inf is nan)."""
-    with np.errstate(divide="ignore"):
-        return float(np.float64(1.0) / np.float64(x))
 
 
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -505,8 +493,8 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     n = _int("fftfreq", "n", n)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    values = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)])
-    return _frequencies("fftfreq", values, _inverse(n * d), out, dtype, device, requires_grad)
+    return _frequencies("fftfreq", fftfreq_values(n), inverse(n * d), out, dtype, device,
+                        requires_grad)
 
 
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
@@ -515,8 +503,8 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
     n = _int("rfftfreq", "n", n)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    return _frequencies("rfftfreq", np.arange(n // 2 + 1), _inverse(n * d), out, dtype,
-                        device, requires_grad)
+    return _frequencies("rfftfreq", rfftfreq_values(n), inverse(n * d), out, dtype, device,
+                        requires_grad)
 
 
 def _shift(fname, input, dim, inverse):
