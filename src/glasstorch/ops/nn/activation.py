@@ -16,25 +16,21 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from ...backends import arrays
-from ...backends.cpu.pointwise import COMPLEX, FLOATING, INTS, assign, check_dtype
+from ...backends.cpu.pointwise import COMPLEX, FLOATING, INTS
 from ...core import dtype as dt
 from ...core.shape import (Size, broadcast_shapes2, is_non_overlapping_and_dense, iterator_strides,
                           wrap_dim)
 from ...core.tensor import Tensor
 from ..creation.factories import empty_like, zeros
 from ..pointwise.meta import pointwise_spec
-from ...core.promotion import common_dtype, opmath
-from ...backends.cpu.random import uniform01
+from ...core.promotion import common_dtype
 from ..random.samplers import _stream
 from ..registry import TensorSpec, composite, export, kernel_op, spec, structured
 from ..wrappers import generate_wrapper
 from ...backends.cpu.activation import (_celu, _elu, _gelu, _hardshrink, _hardsigmoid,
     _hardswish, _hardtanh, _leaky_relu, _log_sigmoid, _mish, _relu, _silu, _softplus,
     _softshrink, _threshold, activation_kernel, backward_kernel, gelu_grad, glu_cpu,
-    prelu_kernel_cpu, threshold_grad)
+    native_dropout_into, prelu_kernel_cpu, rrelu_with_noise_into, threshold_grad)
 
 _POINTWISE = ("pointwise",)
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -305,19 +301,8 @@ rrelu_with_noise = structured(
 @rrelu_with_noise.impl("CPU")
 def _rrelu_with_noise_cpu(out, self, noise, lower=0.125, upper=1.0 / 3.0, training=False,
                           generator=None):
-    d = self.dtype
-    check_dtype("leaky_relu_cpu" if not training else "rrelu_with_noise_out_cpu", d, FLOATING)
-    cd = opmath(d)
-    x = self._array().astype(cd, copy=False)
-    if not training:
-        assign(out, _leaky_relu(x, (lower + upper) / 2))
-        return
-    rng = _stream(generator, self)
-    r = uniform01(rng, x.shape, dt.float64 if d is dt.float64 else dt.float32)
-    r = arrays.asarray((r * (upper - lower) + lower).astype(cd), like=x)   # host draws
-    slopes = np.where(x <= 0, r, cd.type(1))
-    assign(noise, slopes)
-    assign(out, x * slopes)
+    rrelu_with_noise_into(out, self, noise, lower, upper, training,
+                          lambda: _stream(generator, self))
 
 
 rrelu_with_noise_ = _inplace_wrapper(rrelu_with_noise)
@@ -337,11 +322,6 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
 
 
 # ---- dropout -------------------------------------------------------------------------------
-
-def _dropout_mask(input: Tensor, keep: float) -> np.ndarray:
-    """Bernoulli(keep) draws shaped like `input`, from the default generator."""
-    return _stream(None, input).random(tuple(input._shape)) < keep
-
 
 native_dropout = kernel_op("native_dropout(Tensor input, float p, bool? train) -> "
                            "(Tensor, Tensor)", method=False,
@@ -364,15 +344,7 @@ def _native_dropout_cpu(input, p, train):
     out, mask = _native_dropout_outputs(input, p, train)
     if input.numel() == 0:
         return out, mask
-    if train is None or train:
-        keep = 1 - p
-        x = input._array().astype(opmath(input.dtype), copy=False)
-        m = arrays.asarray(_dropout_mask(input, keep), like=x)     # drawn on the host
-        assign(mask, m)
-        assign(out, x * m * (0.0 if keep == 0 else 1 / keep))
-    else:
-        assign(mask, True)
-        assign(out, input._array())
+    native_dropout_into(out, mask, input, p, train, lambda: _stream(None, input))
     return out, mask
 
 
