@@ -58,3 +58,11 @@ def block_diag_kernel(out, tensors):
     for t, (h, w) in zip(tensors, block_shapes(tensors)):
         assign_array(o[r:r + h, c:c + w], t._array().reshape(h, w))
         r, c = r + h, c + w
+
+
+def triangle_indices(row: int, col: int, offset: int, lower: bool) -> np.ndarray:
+    """(2, N) row and column indices of the lower (upper) triangle of a row x col matrix
+    from the `offset`-th diagonal, in row-major order, made on the host."""
+    r, c = np.indices((row, col)).reshape(2, -1)
+    keep = (c - r <= offset) if lower else (c - r >= offset)
+    return np.stack((r[keep], c[keep]))

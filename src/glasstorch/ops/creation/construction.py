@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
-
 from ...backends import arrays
 from ...core import dtype as dt
 from ...core.device import as_device
@@ -19,7 +17,7 @@ from ...core.promotion import common_dtype
 from ..registry import TensorSpec, composite, export, spec, structured
 from ..shape.views import diagonal
 from ...backends.cpu.construction import (block_diag_kernel, block_shapes, diag_embed_kernel,
-    rot90_dims, rot90_kernel)
+    rot90_dims, rot90_kernel, triangle_indices)
 
 
 # ---- rot90 ---------------------------------------------------------------------------------
@@ -140,9 +138,7 @@ def _tri_indices(name, lower: bool):
         dtype = dt.int64 if dtype is None else dtype
         if dtype not in (dt.int32, dt.int64):
             raise NotImplementedError(f'"{name}" not implemented for \'{dtype.cname}\'')
-        r, c = np.indices((row, col)).reshape(2, -1)
-        keep = (c - r <= offset) if lower else (c - r >= offset)
-        values = np.stack((r[keep], c[keep]))
+        values = triangle_indices(row, col, offset, lower)
         out = Tensor._empty(values.shape, dtype, as_device(device))
         o = out._array()
         assign_array(o, arrays.asarray(values, like=o))      # made on the host
