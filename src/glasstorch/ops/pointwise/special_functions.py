@@ -25,10 +25,10 @@ from ..copying.copies import assign_array
 from .meta import pointwise_spec
 from ...core.promotion import common_dtype, float_dtype, opmath
 from ..registry import composite, export, kernel_op, resize_output, spec, structured
-from ...backends.cpu.special_functions import (INDEX_REDUCTIONS, _entr, cum_extremum_kernel,
-    frexp_kernel, heaviside_kernel, index_reduce_kernel, integer_binary_kernel,
-    logaddexp_kernel, mvlgamma_kernel, nextafter_kernel, polygamma_kernel, renorm_kernel,
-    sinc_kernel, trace_kernel, xlog1py_kernel, zeta_kernel)
+from ...backends.cpu.special_functions import (INDEX_REDUCTIONS, _entr, arrays_equal,
+    close_array, cum_extremum_kernel, frexp_kernel, heaviside_kernel, index_reduce_kernel,
+    integer_binary_kernel, logaddexp_kernel, mvlgamma_kernel, nextafter_kernel,
+    polygamma_kernel, renorm_kernel, sinc_kernel, trace_kernel, xlog1py_kernel, zeta_kernel)
 
 _POINTWISE = ("pointwise",)
 
@@ -326,19 +326,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     included, are always close; nan only with equal_nan)."""
     _check_close_args("isclose", input, other, rtol, atol)
     a, b = _compared((input, other), input.dtype)
-    if input.dtype is dt.bool:
-        return _bool_tensor(np.equal(a, b), input.device)
-    if input.dtype.category == dt.INT:
-        cd = dt.get_default_dtype().np
-        a, b = a.astype(cd), b.astype(cd)
-    elif input.dtype in cpu.REDUCED:
-        a, b = a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)
-    with np.errstate(all="ignore"):
-        close = (a == b) | (np.isfinite(a) & np.isfinite(b)
-                            & (np.abs(a - b) <= atol + rtol * np.abs(b)))
-        if equal_nan:
-            close |= np.isnan(a) & np.isnan(b)
-    return _bool_tensor(close, input.device)
+    return _bool_tensor(close_array(a, b, input.dtype, rtol, atol, equal_nan), input.device)
 
 
 @composite(method=True)
@@ -354,7 +342,7 @@ def equal(input, other):
     if input._shape != other._shape:
         return False
     a, b = _compared((input, other), common_dtype(input, other))
-    return bool(np.array_equal(a, b))
+    return arrays_equal(a, b)
 
 
 # ---- torch.special's own operators (exposed by glasstorch.special) -------------------------
