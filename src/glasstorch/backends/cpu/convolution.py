@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from numpy.lib.stride_tricks import as_strided
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ...core import dtype as dt
 from ...core.promotion import opmath

@@ -6,7 +6,8 @@ dtype, straight into its memory (`np.matmul(a, b, out=o)`: no copy for large mat
 float16 and bfloat16 are computed in float32 and rounded once, as PyTorch's CPU kernels do.
 NumPy's matmul copes with an output that overlaps an input, so only the `beta * input` term
 of the addmm family needs care when the output is the input (in-place calls). The same
-kernels run on CuPy arrays (CUDA tensors: cuBLAS).
+kernels run on CuPy arrays (CUDA tensors: cuBLAS). The kernels registered for the product ops
+(`product_cpu`, `matmul_cpu`, `gemm_kernel`, ...) take tensors and call these on their arrays.
 """
 from __future__ import annotations
 
