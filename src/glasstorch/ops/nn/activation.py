@@ -55,8 +55,6 @@ def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, **options):
     return decl
 
 
-# ---- formulas on NumPy arrays ----------------------------------------------------------
-
 # ---- checks ------------------------------------------------------------------------------
 
 def _relu_meta(self):
@@ -408,4 +406,3 @@ feature_dropout, feature_dropout_ = _export_dropout("feature_dropout", feature=T
 alpha_dropout, alpha_dropout_ = _export_dropout("alpha_dropout", alpha=True)
 feature_alpha_dropout, feature_alpha_dropout_ = _export_dropout("feature_alpha_dropout",
                                                                 feature=True, alpha=True)
-

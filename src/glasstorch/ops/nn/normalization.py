@@ -456,4 +456,3 @@ one_hot.impl("CPU")(one_hot_cpu)
 
 
 one_hot.on_cuda = "shared"
-
