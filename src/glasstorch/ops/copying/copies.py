@@ -45,8 +45,6 @@ def copy_fresh(out: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 
 fill_ = kernel_op("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", function=False,
                   mutates=(0,), doc="Fill self with one value.")
-
-
 fill_.impl("CPU")(fill_cpu)
 
 

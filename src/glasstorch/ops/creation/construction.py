@@ -40,8 +40,6 @@ rot90 = structured("rot90(Tensor self, int k=1, int[] dims=[0, 1]) -> Tensor", _
                    inplace=False, out=False,
                    doc="Rotate by k quarter turns in the plane of `dims`, from the first "
                        "dim towards the second.")
-
-
 rot90.impl("CPU")(rot90_kernel)
 
 
@@ -64,8 +62,6 @@ diag_embed = structured("diag_embed(Tensor self, int offset=0, int dim1=-2, int 
                         "Tensor", _diag_embed_meta, inplace=False, out=False,
                         doc="A tensor whose diagonals (offset, over dim1 and dim2) hold the "
                             "last dim of input; zeros elsewhere.")
-
-
 diag_embed.impl("CPU")(diag_embed_kernel)
 
 
@@ -102,8 +98,6 @@ def _block_diag_meta(tensors):
 block_diag_op = structured("block_diag(Tensor[] tensors) -> Tensor", _block_diag_meta,
                            inplace=False, out=False, method=False, function=False,
                            doc="A block-diagonal matrix made of the inputs.")
-
-
 block_diag_op.impl("CPU")(block_diag_kernel)
 
 

@@ -85,8 +85,6 @@ gather = structured("gather(Tensor self, int dim, Tensor index, *, bool sparse_g
                     "Tensor", _gather_meta, inplace=False, promotes=False,
                     doc="out[p] = self[p with p[dim] replaced by index[p]]: the elements of "
                         "self at `index` along `dim` (shaped like index).")
-
-
 gather.impl("CPU")(gather_cpu)
 
 
@@ -210,8 +208,6 @@ scatter_add = structured("scatter_add(Tensor self, int dim, Tensor index, Tensor
                          _scatter_add_meta, promotes=False,
                          doc="self with src added at `index` along `dim` (repeated indices "
                              "accumulate).")
-
-
 scatter_add.impl("CPU")(scatter_add_cpu)
 
 
@@ -239,8 +235,6 @@ scatter_reduce = structured("scatter_reduce.two(Tensor self, int dim, Tensor ind
                             doc="self with src reduced into it at `index` along `dim` by sum, "
                                 "prod, mean, amax or amin (include_self=False leaves self's "
                                 "values at the written positions out).")
-
-
 scatter_reduce.impl("CPU")(scatter_reduce_cpu)
 
 
@@ -277,8 +271,6 @@ index_add = structured("index_add(Tensor self, int dim, Tensor index, Tensor sou
                        "Scalar alpha=1) -> Tensor", _index_add_meta, promotes=False,
                        doc="self with alpha * source's slices added at `index` along `dim` "
                            "(repeated indices accumulate).")
-
-
 index_add.impl("CPU")(index_add_cpu)
 
 
@@ -314,8 +306,6 @@ def _index_copy_meta(self, dim, index, source):
 index_copy = structured("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> "
                         "Tensor", _index_copy_meta, promotes=False,
                         doc="self with source's slices copied to `index` along `dim`.")
-
-
 index_copy.impl("CPU")(index_copy_cpu)
 
 
@@ -423,8 +413,6 @@ put = structured("put(Tensor self, Tensor index, Tensor source, bool accumulate=
                  _put_meta, promotes=False, out=False,
                  doc="self, read as if flattened, with source written (or added, with "
                      "accumulate=True) at `index`.")
-
-
 put.impl("CPU")(put_cpu)
 
 
@@ -479,6 +467,4 @@ masked_scatter = structured("masked_scatter(Tensor self, Tensor mask, Tensor sou
                             _masked_scatter_meta, promotes=False, out=False,
                             doc="self (broadcast with mask) with source's leading elements, in "
                                 "order, written where mask is True.")
-
-
 masked_scatter.impl("CPU")(masked_scatter_cpu)

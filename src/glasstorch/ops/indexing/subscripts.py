@@ -567,8 +567,6 @@ def _index_select_meta(self, dim, index):
 index_select = structured("index_select(Tensor self, int dim, Tensor index) -> Tensor",
                           _index_select_meta, inplace=False, promotes=False,
                           doc="The entries of `index` along `dim` (a copy).")
-
-
 index_select.impl("CPU")(index_select_cpu)
 
 
@@ -582,8 +580,6 @@ def _take_meta(self, index):
 take = structured("take(Tensor self, Tensor index) -> Tensor", _take_meta, inplace=False,
                   promotes=False,
                   doc="Elements of self, read as if flattened, at `index` (shaped like index).")
-
-
 take.impl("CPU")(take_cpu)
 
 
@@ -604,8 +600,6 @@ masked_fill = structured("masked_fill.Scalar(Tensor self, Tensor mask, Scalar va
                          _masked_fill_meta, out=False,
                          doc="self with `value` where `mask` is True (mask broadcasts; value is "
                              "a number or a 0-dim tensor).")
-
-
 masked_fill.impl("CPU")(masked_fill_cpu)
 
 
@@ -613,8 +607,6 @@ masked_select = kernel_op("masked_select(Tensor self, Tensor mask) -> Tensor",
                           doc="The elements of self where mask is True, as a 1-D copy.",
                           tags=("dynamic_output_shape",))
 masked_select.on_cuda = "shared"
-
-
 masked_select.impl("CPU")(masked_select_cpu)
 
 
@@ -624,8 +616,6 @@ nonzero_op = kernel_op("nonzero(Tensor self) -> Tensor", method=False, function=
                        doc="Indices of the nonzero elements, one row per element (int64).",
                        tags=("dynamic_output_shape",))
 nonzero_op.on_cuda = "shared"
-
-
 nonzero_op.impl("CPU")(nonzero_cpu)
 
 

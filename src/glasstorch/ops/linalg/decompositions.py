@@ -117,8 +117,6 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 
 linalg_det = kernel_op("linalg_det(Tensor A) -> Tensor", method=False,
                        doc="Determinant of each square matrix.")
-
-
 linalg_det.impl("CPU")(det_cpu)
 
 
@@ -131,8 +129,6 @@ def det(input):
 linalg_slogdet = kernel_op("linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)",
                            method=False,
                            doc="(sign, log|det|) of each square matrix, without overflow.")
-
-
 linalg_slogdet.impl("CPU")(slogdet_cpu)
 
 
@@ -156,8 +152,6 @@ def logdet(input):
 linalg_inv_ex = kernel_op(
     "linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)",
     method=False, doc="(inverse, info) of each square matrix; info > 0 marks a singular one.")
-
-
 linalg_inv_ex.impl("CPU")(inv_ex_cpu)
 
 
@@ -179,8 +173,6 @@ linalg_solve_ex = kernel_op(
     "linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> "
     "(Tensor result, Tensor info)", method=False,
     doc="(X, info) with AX = B (XA = B if not left); info > 0 marks a singular A.")
-
-
 linalg_solve_ex.impl("CPU")(solve_ex_cpu)
 
 
@@ -200,8 +192,6 @@ linalg_cholesky_ex = kernel_op(
     "(Tensor L, Tensor info)", method=False,
     doc="(L, info): the Cholesky factor of each Hermitian positive-definite matrix (read "
         "from its lower triangle; the upper one and U with upper=True).")
-
-
 linalg_cholesky_ex.impl("CPU")(cholesky_ex_cpu)
 
 
@@ -217,8 +207,6 @@ def cholesky(A, *, upper=False, out=None):
 
 linalg_qr = kernel_op("linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)",
                       method=False, doc="QR decomposition; mode 'reduced', 'complete' or 'r'.")
-
-
 linalg_qr.impl("CPU")(qr_cpu)
 
 
@@ -228,8 +216,6 @@ _linalg_svd = kernel_op(
     "_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None)"
     " -> (Tensor U, Tensor S, Tensor Vh)", method=False,
     doc="(U, S, Vh) with A = U diag(S) Vh, singular values in decreasing order.")
-
-
 _linalg_svd.impl("CPU")(svd_cpu)
 
 
@@ -275,16 +261,12 @@ linalg_eigh = kernel_op(
     "linalg_eigh(Tensor self, str UPLO='L') -> (Tensor eigenvalues, Tensor eigenvectors)",
     method=False, doc="Eigenvalues (ascending) and orthonormal eigenvectors of each Hermitian "
                       "matrix, read from its UPLO triangle.")
-
-
 linalg_eigh.impl("CPU")(eigh_cpu)
 
 
 linalg_eig = kernel_op(
     "linalg_eig(Tensor self) -> (Tensor eigenvalues, Tensor eigenvectors)", method=False,
     doc="Complex eigenvalues and unit-norm eigenvectors of each square matrix.")
-
-
 linalg_eig.impl("CPU")(eig_cpu)
 
 
@@ -307,8 +289,6 @@ linalg_pinv = kernel_op(
     "linalg_pinv.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, "
     "bool hermitian=False) -> Tensor", method=False,
     doc="Moore-Penrose pseudo-inverse, singular values under the tolerance dropped.")
-
-
 linalg_pinv.impl("CPU")(pinv_cpu)
 
 
@@ -325,8 +305,6 @@ linalg_lstsq = kernel_op(
     "(Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)", method=False,
     doc="Least-squares solution of A X = B with residuals, rank and singular values where "
         "the driver computes them ('gelsy' by default).", tags=("dynamic_output_shape",))
-
-
 linalg_lstsq.impl("CPU")(lstsq_cpu)
 
 
@@ -382,8 +360,6 @@ export("matrix_power", matrix_power, method=True)
 
 linalg_matrix_exp = kernel_op("linalg_matrix_exp(Tensor self) -> Tensor", method=False,
                               doc="Matrix exponential of each square matrix.")
-
-
 linalg_matrix_exp.impl("CPU")(matrix_exp_cpu)
 
 
@@ -399,8 +375,6 @@ linalg_solve_triangular = kernel_op(
     "linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, "
     "bool unitriangular=False) -> Tensor", method=False,
     doc="X with AX = B (XA = B if not left) for triangular A (only its triangle is read).")
-
-
 linalg_solve_triangular.impl("CPU")(solve_triangular_cpu)
 
 
@@ -417,8 +391,6 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 linalg_cross = kernel_op("linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor",
                          method=False, doc="Cross product of 3-vectors along `dim`.")
 linalg_cross.on_cuda = "shared"
-
-
 linalg_cross.impl("CPU")(cross_cpu)
 
 
@@ -642,8 +614,6 @@ export("pinverse", pinverse, method=True)
 
 cholesky_op = kernel_op("cholesky(Tensor self, bool upper=False) -> Tensor", function=False,
                         method=False, doc="The deprecated torch.cholesky.")
-
-
 cholesky_op.impl("CPU")(cholesky_legacy_cpu)
 
 
@@ -746,8 +716,6 @@ def _triangular_solve_meta(self, A, upper=True, transpose=False, unitriangular=F
 cholesky_solve_op = kernel_op(
     "cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor",
     doc="X with (L L^H) X = B, from the Cholesky factor L (U^H U with upper=True).")
-
-
 cholesky_solve_op.impl("CPU")(_cholesky_solve_cpu)
 
 
@@ -762,8 +730,6 @@ def _cholesky_solve_meta(self, input2, upper=False):
 cholesky_inverse_op = kernel_op(
     "cholesky_inverse(Tensor self, bool upper=False) -> Tensor",
     doc="(L L^H)^-1 from the Cholesky factor L (U^H U with upper=True).")
-
-
 cholesky_inverse_op.impl("CPU")(cholesky_inverse_cpu)
 
 
@@ -780,8 +746,6 @@ linalg_lu_factor_ex = kernel_op(
     "linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> "
     "(Tensor LU, Tensor pivots, Tensor info)", method=False,
     doc="(LU, pivots, info): L and U packed in one matrix, LAPACK's 1-based row swaps.")
-
-
 linalg_lu_factor_ex.impl("CPU")(lu_factor_ex_cpu)
 
 
@@ -795,8 +759,6 @@ def lu_factor(A, *, pivot=True, out=None):
 
 linalg_lu = kernel_op("linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, "
                       "Tensor U)", method=False, doc="(P, L, U) with A = P L U.")
-
-
 linalg_lu.impl("CPU")(_lu_cpu)
 
 
@@ -804,8 +766,6 @@ lu_unpack_op = kernel_op(
     "lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, "
     "bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)", method=False,
     doc="(P, L, U) from lu_factor's packed LU and pivots.")
-
-
 lu_unpack_op.impl("CPU")(lu_unpack_cpu)
 
 
@@ -825,8 +785,6 @@ linalg_lu_solve = kernel_op(
     "linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, "
     "bool adjoint=False) -> Tensor", method=False,
     doc="X with A X = B (X A = B if not left; A^H if adjoint) from A's lu_factor.")
-
-
 linalg_lu_solve.impl("CPU")(lu_solve_cpu)
 
 

@@ -320,8 +320,6 @@ matmul = structured("matmul(Tensor self, Tensor other) -> Tensor", _matmul_meta,
                     promotes=False, out_meta=_with_out(_matmul_meta),
                     doc="Matrix product with NumPy's rules: 1-D operands become a row/column "
                         "and are removed again, batch dimensions broadcast.")
-
-
 matmul.impl("CPU")(matmul_cpu)
 
 
@@ -532,8 +530,6 @@ addr = structured("addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1,
                   "Scalar alpha=1) -> Tensor", _addr_meta, check_inplace=_addr_inplace,
                   doc="beta * input + alpha * outer(vec1, vec2), promoting dtypes; for bool, "
                       "`or` and `and`.")
-
-
 addr.impl("CPU")(addr_cpu)
 
 
@@ -555,8 +551,6 @@ inner = structured("inner(Tensor self, Tensor other) -> Tensor", _inner_meta, in
                    out_meta=_with_out(_inner_meta),
                    doc="Sum of products over the last dimension of both inputs (a product "
                        "with a 0-dim input is pointwise).")
-
-
 inner.impl("CPU")(inner_cpu)
 
 
@@ -602,8 +596,6 @@ tensordot_op = structured("tensordot(Tensor self, Tensor other, int[] dims_self,
                           function=False, inplace=False, promotes=False,
                           out_meta=_with_out(_tensordot_meta),
                           doc="Contract dims_self of input with dims_other of other.")
-
-
 tensordot_op.impl("CPU")(tensordot_cpu)
 
 

@@ -227,8 +227,6 @@ def _glu_meta(self, dim=-1):
 glu = structured("glu(Tensor self, int dim=-1) -> Tensor", _glu_meta, function=False,
                  method=False, inplace=False,
                  doc="first half * sigmoid(second half), halving `dim`.")
-
-
 glu.impl("CPU")(glu_cpu)
 
 
@@ -247,8 +245,6 @@ _prelu_kernel = structured("_prelu_kernel(Tensor self, Tensor weight) -> Tensor"
                            _prelu_kernel_meta, method=False, inplace=False, out=False,
                            tags=_POINTWISE,
                            doc="input where input > 0, else weight * input (broadcast).")
-
-
 _prelu_kernel.impl("CPU")(prelu_kernel_cpu)
 
 

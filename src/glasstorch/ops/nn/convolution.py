@@ -43,8 +43,6 @@ convolution = structured(
     _convolution_meta, method=False, inplace=False, promotes=False,
     doc="N-d convolution (transposed=True: its adjoint), the op behind conv*d and "
         "conv_transpose*d.")
-
-
 convolution.impl("CPU")(convolution_cpu)
 
 
@@ -223,8 +221,6 @@ im2col = structured("im2col(Tensor self, int[2] kernel_size, int[2] dilation, in
                     " int[2] stride) -> Tensor", _im2col_meta, inplace=False, method=False,
                     function=False, promotes=False,
                     doc="Sliding blocks of a (N, C, H, W) input as (N, C*kh*kw, L) columns.")
-
-
 im2col.impl("CPU")(im2col_cpu)
 
 
@@ -257,6 +253,4 @@ col2im = structured("col2im(Tensor self, SymInt[2] output_size, int[2] kernel_si
                     inplace=False, method=False, function=False, promotes=False,
                     doc="Sum (N, C*kh*kw, L) columns back into a (N, C, H, W) image: the "
                         "adjoint of im2col.")
-
-
 col2im.impl("CPU")(col2im_cpu)

@@ -86,8 +86,6 @@ cdist_forward = structured(
     "_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor", _cdist_meta,
     function=False, method=False, inplace=False,
     doc="p-norm distances between the rows of x1 and x2, batch dimensions broadcast.")
-
-
 cdist_forward.impl("CPU")(cdist_forward_cpu)
 
 
@@ -96,8 +94,6 @@ euclidean_dist = structured(
     inplace=False, out=False,
     doc="Euclidean distances between rows through one matrix product "
         "(|a|^2 - 2 a.b + |b|^2, clamped at 0 before the square root).")
-
-
 euclidean_dist.impl("CPU")(euclidean_dist_cpu)
 
 
@@ -105,8 +101,6 @@ pdist_forward = structured(
     "_pdist_forward(Tensor self, float p=2.) -> Tensor", _pdist_meta, function=False,
     method=False, inplace=False,
     doc="Distances between every pair of rows i < j, in row-major order of the pairs.")
-
-
 pdist_forward.impl("CPU")(pdist_forward_cpu)
 
 

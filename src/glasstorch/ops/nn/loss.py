@@ -53,16 +53,12 @@ def _softmax_meta(name):
 _softmax = structured("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
                       _softmax_meta("softmax"), method=False, inplace=False,
                       doc="softmax over `dim` (the op behind torch.softmax).")
-
-
 _softmax.impl("CPU")(softmax_kernel)
 
 
 _log_softmax = structured("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
                           _softmax_meta("log_softmax"), method=False, inplace=False,
                           doc="log(softmax(x)) over `dim`, computed as x - max - log(sum exp).")
-
-
 _log_softmax.impl("CPU")(log_softmax_kernel)
 
 
@@ -91,8 +87,6 @@ _softmax_backward_data = structured(
     "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype)"
     " -> Tensor", _softmax_backward_meta("_softmax_backward_data"), method=False,
     inplace=False, doc="The gradient of softmax: output * (grad - sum(grad * output)).")
-
-
 _softmax_backward_data.impl("CPU")(softmax_backward_kernel)
 
 
@@ -101,8 +95,6 @@ _log_softmax_backward_data = structured(
     "ScalarType input_dtype) -> Tensor", _softmax_backward_meta("_log_softmax_backward_data"),
     method=False, inplace=False,
     doc="The gradient of log_softmax: grad - exp(output) * sum(grad).")
-
-
 _log_softmax_backward_data.impl("CPU")(log_softmax_backward_kernel)
 
 
@@ -281,8 +273,6 @@ binary_cross_entropy = structured(
     "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) "
     "-> Tensor", _bce_meta, method=False, function=False, inplace=False,
     doc="-w (y log x + (1 - y) log(1 - x)) with the logs clamped at -100, reduced.")
-
-
 binary_cross_entropy.impl("CPU")(bce_kernel)
 
 
@@ -292,8 +282,6 @@ binary_cross_entropy_with_logits = structured(
     _bce_logits_meta, method=False, inplace=False,
     doc="binary_cross_entropy(sigmoid(x), y) computed stably from the logits x, with an "
         "optional weight for the positive term.")
-
-
 binary_cross_entropy_with_logits.impl("CPU")(bce_logits_kernel)
 
 
@@ -324,8 +312,6 @@ multi_margin_loss = structured(
     "Tensor? weight=None, int reduction=1) -> Tensor", _multi_margin_meta, method=False,
     function=False, inplace=False,
     doc="Sum over wrong classes i of max(0, margin - x[y] + x[i])^p (times weight[y]) / C.")
-
-
 multi_margin_loss.impl("CPU")(multi_margin_kernel)
 
 
@@ -347,8 +333,6 @@ multilabel_margin_loss_forward = structured(
     inplace=False, out=False,
     doc="Sum over target classes j (the entries of target before the first -1) and "
         "non-target classes i of max(0, 1 - x[j] + x[i]) / C; also the target mask.")
-
-
 multilabel_margin_loss_forward.impl("CPU")(multilabel_kernel)
 
 
@@ -580,8 +564,6 @@ _ctc_loss_backward = structured(
     "bool zero_infinity=False) -> Tensor", _ctc_backward_meta, method=False, function=False,
     inplace=False, out=False, doc="The gradient of _ctc_loss by the beta recursion (PyTorch's formula).")
 _ctc_loss_backward.on_cuda = "host"     # as _ctc_loss
-
-
 _ctc_loss_backward.impl("CPU")(ctc_backward_kernel)
 
 

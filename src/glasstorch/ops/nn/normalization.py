@@ -167,8 +167,6 @@ native_layer_norm = structured(
     "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
     "float eps) -> (Tensor, Tensor, Tensor)", _layer_norm_meta, method=False, inplace=False,
     out=False)
-
-
 native_layer_norm.impl("CPU")(layer_norm_cpu)
 
 
@@ -211,8 +209,6 @@ native_batch_norm = structured(
     "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
     "Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, "
     "Tensor)", _batch_norm_meta, method=False, inplace=False, out=False)
-
-
 native_batch_norm.impl("CPU")(batch_norm_cpu)
 
 
@@ -281,8 +277,6 @@ native_group_norm = structured(
     "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, "
     "SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)", _group_norm_meta,
     method=False, inplace=False, out=False)
-
-
 native_group_norm.impl("CPU")(group_norm_cpu)
 
 
@@ -369,8 +363,6 @@ embedding = structured(
     "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq="
     "False, bool sparse=False) -> Tensor", _embedding_meta, method=False, inplace=False,
     out=False)
-
-
 embedding.impl("CPU")(embedding_cpu)
 
 
@@ -383,16 +375,12 @@ embedding_dense_backward = structured(
     "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, "
     "SymInt padding_idx, bool scale_grad_by_freq) -> Tensor", _embedding_grad_meta,
     method=False, function=False, inplace=False, out=False)
-
-
 embedding_dense_backward.impl("CPU")(embedding_grad_cpu)
 
 
 embedding_renorm_ = kernel_op(
     "embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> "
     "Tensor(a!)", method=False, mutates=(0,))
-
-
 embedding_renorm_.impl("CPU")(embedding_renorm_cpu)
 embedding_renorm_.on_cuda = "shared"
 
@@ -412,8 +400,6 @@ _embedding_bag = kernel_op(
     "False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool "
     "include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
     method=False)
-
-
 _embedding_bag.impl("CPU")(embedding_bag_cpu)
 
 
@@ -450,8 +436,6 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
 
 one_hot = kernel_op("one_hot(Tensor self, int num_classes=-1) -> Tensor", method=False,
                     function=False, tags=("dynamic_output_shape",))
-
-
 one_hot.impl("CPU")(one_hot_cpu)
 
 

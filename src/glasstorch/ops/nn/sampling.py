@@ -106,8 +106,6 @@ constant_pad_nd = structured(
     method=False, inplace=False, promotes=False,
     doc="self padded with `value` (pad[0], pad[1] before/after the last dim, then the one "
         "before it, ...); negative pads crop.")
-
-
 constant_pad_nd.impl("CPU")(constant_pad_cpu)
 
 
@@ -378,8 +376,6 @@ pixel_shuffle = structured("pixel_shuffle(Tensor self, int upscale_factor) -> Te
                            _pixel_shuffle_meta, method=False, inplace=False, promotes=False,
                            doc="(*, C*r*r, H, W) -> (*, C, H*r, W*r): each group of r*r "
                                "channels becomes an r x r block of pixels.")
-
-
 pixel_shuffle.impl("CPU")(pixel_shuffle_cpu)
 
 
@@ -399,8 +395,6 @@ def _pixel_unshuffle_meta(self, downscale_factor):
 pixel_unshuffle = structured("pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor",
                              _pixel_unshuffle_meta, method=False, inplace=False,
                              promotes=False, doc="The inverse of pixel_shuffle.")
-
-
 pixel_unshuffle.impl("CPU")(pixel_unshuffle_cpu)
 
 
@@ -422,8 +416,6 @@ channel_shuffle = structured("channel_shuffle(Tensor self, SymInt groups) -> Ten
                              _channel_shuffle_meta, method=False, inplace=False,
                              promotes=False, doc="Channels (g, C/g) reordered as (C/g, g): "
                                                  "interleave the groups.")
-
-
 channel_shuffle.impl("CPU")(channel_shuffle_cpu)
 
 
@@ -583,6 +575,4 @@ affine_grid_generator = structured(
     "affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor",
     _affine_grid_meta, method=False, inplace=False, promotes=False,
     doc="The sampling grid of the affine maps theta (N, k, k+1) over an output of `size`.")
-
-
 affine_grid_generator.impl("CPU")(affine_grid_cpu)

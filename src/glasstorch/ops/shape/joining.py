@@ -100,8 +100,6 @@ def _cat_meta(tensors, dim=0):
 _cat = structured("cat(Tensor[] tensors, int dim=0) -> Tensor", _cat_meta, method=False,
                   function=False, inplace=False,
                   doc="Concatenate tensors along an existing dimension (dtypes promote).")
-
-
 _cat.impl("CPU")(cat_cpu)
 
 
@@ -144,8 +142,6 @@ def _stack_meta(tensors, dim=0):
 _stack = structured("stack(Tensor[] tensors, int dim=0) -> Tensor", _stack_meta, method=False,
                     function=False, inplace=False,
                     doc="Join equal-shaped tensors along a new dimension.")
-
-
 _stack.impl("CPU")(stack_cpu)
 
 
@@ -210,8 +206,6 @@ def _where_meta(condition, self, other):
 _where = structured("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
                     _where_meta, method=False, function=False, inplace=False, promotes=False,
                     doc="Elements of input where condition is True, else of other.")
-
-
 _where.impl("CPU")(where_cpu)
 
 
@@ -268,8 +262,6 @@ def _flip_meta(self, dims):
 
 flip = structured("flip(Tensor self, int[] dims) -> Tensor", _flip_meta, inplace=False,
                   out=False, doc="A copy with the order of elements reversed along `dims`.")
-
-
 flip.impl("CPU")(flip_cpu)
 
 
@@ -303,8 +295,6 @@ def _roll_meta(self, shifts, dims=()):
 roll = structured("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", _roll_meta,
                   inplace=False, out=False,
                   doc="Shift elements circularly along `dims` (the flattened tensor if none).")
-
-
 roll.impl("CPU")(roll_cpu)
 
 
@@ -323,8 +313,6 @@ def _repeat_meta(self, sizes):
 repeat = structured("repeat(Tensor self, SymInt[] sizes) -> Tensor", _repeat_meta,
                     function=False, inplace=False, out=False,
                     doc="Tile the tensor `sizes[i]` times along each dimension (a copy).")
-
-
 repeat.impl("CPU")(repeat_cpu)
 
 
@@ -349,8 +337,6 @@ _repeat_counts = kernel_op("repeat_interleave.Tensor(Tensor repeats, *, SymInt? 
                            doc="[0]*r0 + [1]*r1 + ...: each index repeated repeats[i] times.",
                            tags=("dynamic_output_shape",))
 _repeat_counts.on_cuda = "shared"
-
-
 _repeat_counts.impl("CPU")(repeat_counts_cpu)
 
 

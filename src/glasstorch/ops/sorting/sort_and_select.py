@@ -193,8 +193,6 @@ def _topk_meta(self, k, dim=-1, largest=True, sorted=True):
 topk_op = structured("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, "
                      "bool sorted=True) -> (Tensor values, Tensor indices)", _topk_meta,
                      method=False, function=False, inplace=False, promotes=False)
-
-
 topk_op.impl("CPU")(_topk_cpu)
 
 
@@ -221,8 +219,6 @@ def _kthvalue_meta(self, k, dim=-1, keepdim=False):
 kthvalue_op = structured("kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> "
                          "(Tensor values, Tensor indices)", _kthvalue_meta, method=False,
                          function=False, inplace=False, promotes=False)
-
-
 kthvalue_op.impl("CPU")(_kthvalue_cpu)
 
 
@@ -321,8 +317,6 @@ def _mode_meta(self, dim=-1, keepdim=False):
 mode_op = structured("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, "
                      "Tensor indices)", _mode_meta, method=False, function=False,
                      inplace=False, promotes=False)
-
-
 mode_op.impl("CPU")(mode_cpu)
 
 
@@ -343,8 +337,6 @@ unique2_op = kernel_op("_unique2(Tensor self, bool sorted=True, bool return_inve
                        "bool return_counts=False) -> (Tensor, Tensor, Tensor)", method=False,
                        function=False, tags=("dynamic_output_shape",))
 unique2_op.on_cuda = "shared"
-
-
 unique2_op.impl("CPU")(unique2_cpu)
 
 
@@ -353,8 +345,6 @@ unique_dim_op = kernel_op("unique_dim(Tensor self, int dim, bool sorted=True, "
                           "(Tensor, Tensor, Tensor)", method=False, function=False,
                           tags=("dynamic_output_shape",))
 unique_dim_op.on_cuda = "shared"
-
-
 unique_dim_op.impl("CPU")(unique_dim_cpu)
 
 
@@ -363,8 +353,6 @@ unique_consecutive_op = kernel_op(
     "int? dim=None) -> (Tensor, Tensor, Tensor)", method=False, function=False,
     tags=("dynamic_output_shape",))
 unique_consecutive_op.on_cuda = "shared"
-
-
 unique_consecutive_op.impl("CPU")(unique_consecutive_cpu)
 
 
@@ -456,8 +444,6 @@ searchsorted_op = structured(
     "bool right=False, str? side=None, Tensor? sorter=None) -> Tensor", _searchsorted_meta,
     method=False, function=False, inplace=False, promotes=False,
     check_out=_searchsorted_check_out)
-
-
 searchsorted_op.impl("CPU")(searchsorted_cpu)
 
 
@@ -493,8 +479,6 @@ bucketize_op = structured(
     promotes=False, number_self=True, check_out=_bucketize_check_out,
     doc="The index of the bucket of `boundaries` (1-D, ascending) each element falls in: "
         "searchsorted(boundaries, input, right=right).")
-
-
 bucketize_op.impl("CPU")(bucketize_cpu)
 
 
@@ -524,8 +508,6 @@ def _histc_check_out(s, out, self, bins=100, min=0, max=0):
 histc_op = structured("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor",
                       _histc_meta, method=False, function=False, inplace=False,
                       promotes=False, check_out=_histc_check_out)
-
-
 histc_op.impl("CPU")(histc_cpu)
 
 
@@ -588,8 +570,6 @@ histogram_op = structured(
     "histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, "
     "bool density=False) -> (Tensor hist, Tensor bin_edges)", _histogram_meta, method=False,
     function=False, inplace=False, promotes=False)
-
-
 histogram_op.impl("CPU")(_histogram_cpu)
 
 
@@ -597,8 +577,6 @@ histogram_bins_op = structured(
     "histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, "
     "bool density=False) -> (Tensor hist, Tensor bin_edges)", _histogram_bins_meta,
     method=False, function=False, inplace=False, promotes=False)
-
-
 histogram_bins_op.impl("CPU")(histogram_bins_cpu)
 
 
@@ -628,6 +606,4 @@ bincount_op = kernel_op("bincount(Tensor self, Tensor? weights=None, SymInt minl
                         "value (float32 weights give float32, others float64); at least "
                         "`minlength` bins.", tags=("dynamic_output_shape",))
 bincount_op.on_cuda = "shared"
-
-
 bincount_op.impl("CPU")(_bincount_cpu)
