@@ -182,3 +182,18 @@ def _operand(x, out_dtype: dt.dtype):
         return x
     return x._array().astype(_compute(out_dtype.to_real()) if x.dtype.category < dt.COMPLEX
                              else x._array().dtype)
+
+
+def bernoulli_into(out, self, rng) -> None:
+    """out = 1 where a uniform draw is below self's probability, else 0."""
+    a = self._array()
+    _write(out, asarray(rng.random(self._shape), like=a) < a)
+
+
+def multinomial_into(out, self, rng, replacement: bool) -> None:
+    """out's category indices drawn from the rows of self (unnormalised weights)."""
+    shape = out._shape
+    p = self._array().astype(np.float64).reshape(-1, self._shape[-1])
+    sequential = not replacement or shape[-1] == 1
+    _check_distribution(p, sequential)
+    out._array()[...] = draw_multinomial(rng, p, shape[-1], replacement).reshape(shape)

@@ -29,7 +29,6 @@ import operator
 
 import numpy as np
 
-from ...backends.arrays import asarray
 from ...core import dtype as dt
 from ...core.device import META, as_device
 from ...core.shape import broadcast_shapes2, expand_strides
@@ -41,10 +40,10 @@ from ..creation.factories import (BACKEND_SELECT, OPTIONS, _finish, _size_arg, e
 from ..registry import export, kernel_op, resize_output
 from ...backends.cpu.ranges import LIMITS, converted, write
 from ..creation.ranges import check_out_dtype, fmt, store_values, warn_user
-from ...backends.cpu.random import (_DIGITS, _adjust_from, _adjust_to, _check_distribution,
-    _check_writable, _operand, _write, draw_bernoulli, draw_bernoulli_tensor, draw_cauchy,
-    draw_exponential, draw_geometric, draw_log_normal, draw_multinomial, draw_normal,
-    draw_random, draw_uniform, normal_values)
+from ...backends.cpu.random import (_DIGITS, _adjust_from, _adjust_to, _check_writable,
+    _operand, _write, bernoulli_into, draw_bernoulli, draw_bernoulli_tensor, draw_cauchy,
+    draw_exponential, draw_geometric, draw_log_normal, draw_normal, draw_random, draw_uniform,
+    multinomial_into, normal_values)
 
 # PyTorch's C++ names for dtypes, used verbatim in its sampler errors.
 CTYPE = {dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half",
@@ -403,8 +402,7 @@ def _bernoulli_cpu(self, generator=None):
     rng = _stream(generator, self)
     out = _contiguous_like(self)
     if out.numel():
-        a = self._array()
-        _write(out, asarray(rng.random(self._shape), like=a) < a)
+        bernoulli_into(out, self, rng)
     return out
 
 
@@ -466,10 +464,7 @@ def _multinomial_cpu(self, num_samples, replacement=False, generator=None):
     rng = _stream(generator, self)
     out = Tensor._empty(shape, dt.int64)
     if out.numel():
-        p = self._array().astype(np.float64).reshape(-1, self._shape[-1])
-        sequential = not replacement or shape[-1] == 1
-        _check_distribution(p, sequential)
-        out._array()[...] = draw_multinomial(rng, p, shape[-1], replacement).reshape(shape)
+        multinomial_into(out, self, rng, replacement)
     return out
 
 
