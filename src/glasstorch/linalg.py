@@ -8,7 +8,8 @@ from __future__ import annotations
 from .ops.creation.factories import ones as _ones, zeros as _zeros
 from .ops.shape.joining import cat as _cat
 from .ops.linalg.products import matmul as _matmul
-from .ops.linalg.decompositions import (LinAlgError, cholesky, eigvals, eigvalsh, inv, lstsq, lu,
+from .backends.cpu.decompositions import LinAlgError
+from .ops.linalg.decompositions import (cholesky, eigvals, eigvalsh, inv, lstsq, lu,
                                 lu_factor, lu_solve, matrix_norm, matrix_power, matrix_rank,
                                 multi_dot, norm, pinv, solve, solve_triangular, svd, svdvals,
                                 vecdot)

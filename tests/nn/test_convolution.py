@@ -404,7 +404,7 @@ def test_convolution_backward_op_matches_torch(case, mask):
 def test_blocked_batches_match_torch(monkeypatch, transposed):
     """Batches split into blocks of one sample give the same values and gradients."""
     torch = oracle_torch()
-    monkeypatch.setattr(gt.ops.nn.convolution, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(gt.backends.cpu.convolution, "_BLOCK_BYTES", 1)
     args = ([2, 1], [1, 1], [1, 2], transposed, [1, 0] if transposed else [0, 0], 2)
     grads_match(lambda x, w, b: gt.convolution(x, w, b, *args),
                 lambda x, w, b: torch.convolution(x, w, b, *args),

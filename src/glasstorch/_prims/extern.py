@@ -11,7 +11,8 @@ import string
 import numpy as np
 
 from ..core import dtype as dt
-from ..ops.nn.convolution import col2im_add, conv_params, pad_array, windows
+from ..backends.cpu.convolution import col2im_add, pad_array, windows
+from ..ops.nn.convolution import conv_params
 from ..ops.registry import spec
 from .declaration import prim
 

@@ -6,12 +6,20 @@ dtype, straight into its memory (`np.matmul(a, b, out=o)`: no copy for large mat
 float16 and bfloat16 are computed in float32 and rounded once, as PyTorch's CPU kernels do.
 NumPy's matmul copes with an output that overlaps an input, so only the `beta * input` term
 of the addmm family needs care when the output is the input (in-place calls). The same
-kernels run on CuPy arrays (CUDA tensors: cuBLAS).
+kernels run on CuPy arrays (CUDA tensors: cuBLAS). The kernels registered for the product ops
+(`product_cpu`, `matmul_cpu`, `gemm_kernel`, ...) take tensors and call these on their arrays.
 """
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
+
+from ...core import dtype as dt
+from ...core.promotion import common_dtype, opmath
+from ...core.shape import wrap_dims
+from ...core.tensor import Tensor
 
 _FLOAT32 = np.dtype(np.float32)
 _HALVES = frozenset((np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)))
@@ -165,3 +173,132 @@ def batched_product(left: np.ndarray, right: np.ndarray, np_dtype) -> np.ndarray
     """bmm of (B, n, k) and (B, k, m) in `np_dtype` (float16/bfloat16 via float32)."""
     r = product(left, right)
     return r if r.dtype == np_dtype else r.astype(np_dtype)
+
+
+# C++ type names in PyTorch's messages: TypeMeta names ("long int") and the target types of
+# Scalar conversions ("int64_t").
+TYPE_NAMES = {dt.bool: "bool", dt.uint8: "unsigned char", dt.int8: "signed char",
+               dt.int16: "short int", dt.int32: "int", dt.int64: "long int",
+               dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16", dt.float32: "float",
+               dt.float64: "double", dt.complex64: "c10::complex<float>",
+               dt.complex128: "c10::complex<double>"}
+
+_SCALAR_NAMES = {**TYPE_NAMES, dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t",
+                 dt.int64: "int64_t"}
+
+_FLOAT_MAX = {d: float(dt.finfo(d).max) for d in (dt.float16, dt.bfloat16, dt.float32,
+                                                  dt.float64, dt.complex64, dt.complex128)}
+
+
+def scalar_as(value, d: dt.dtype):
+    """`value` converted to dtype `d` as c10's checked Scalar conversion does: RuntimeError
+    when it does not fit (a complex with an imaginary part into a real type, a finite float
+    beyond the range), C truncation of floats into integers, wrap-around of small negative
+    integers into unsigned types."""
+    if value.__class__ is int and (value == 1 or value == 0):
+        return value if d is not dt.bool else bool(value)
+    if isinstance(value, Tensor):
+        value = value.item()
+    if not isinstance(value, (int, float, complex, np.number, np.bool_)):
+        raise TypeError(f"expected a number for a Scalar argument, but got "
+                        f"{type(value).__name__}")
+    ok = True
+    if d.category == dt.BOOL:
+        return bool(value)
+    if d.category == dt.COMPLEX:
+        v = complex(value)
+        ok = all(not math.isfinite(x) or abs(x) <= _FLOAT_MAX[d] for x in (v.real, v.imag))
+    else:
+        if isinstance(value, (complex, np.complexfloating)):
+            ok, value = value.imag == 0, value.real
+        if d.category == dt.FLOAT:
+            try:
+                v = float(value)
+            except OverflowError:
+                v, ok = 0.0, False
+            ok = ok and (not math.isfinite(v) or abs(v) <= _FLOAT_MAX[d])
+        else:
+            v, ok = _int_scalar(value, d, ok)
+    if not ok:
+        raise RuntimeError(f"value cannot be converted to type {_SCALAR_NAMES[d]} without "
+                           "overflow")
+    return v
+
+
+def _int_scalar(value, d: dt.dtype, ok: bool):
+    info = dt.iinfo(d)
+    if isinstance(value, (float, np.floating)):
+        ok = ok and math.isfinite(value) and info.min <= value <= info.max
+        return (int(value) if ok else 0), ok
+    v = int(value)
+    if not d.is_signed and v < 0:      # -1 into uint8 is 255, as in C
+        return v & info.max, ok and -v <= info.max
+    return v, ok and info.min <= v <= info.max
+
+
+def gemm_scalars(d: dt.dtype, beta, alpha):
+    """beta and alpha as the addmm family's kernels read them (float for float16/bfloat16)."""
+    target = dt.float32 if d is dt.float16 or d is dt.bfloat16 else d
+    return scalar_as(beta, target), scalar_as(alpha, target)
+
+
+def product_cpu(out, self, other):
+    matmul_into(out._array(), self._array(), other._array())
+
+
+def dot_cpu(out, self, other):
+    dot_into(out._array(), self._array(), other._array())
+
+
+def vdot_cpu(out, self, other):
+    dot_into(out._array(), self._array(), other._array(), conj_first=True)
+
+
+def matmul_cpu(out, self, other):
+    matmul_into(out._array(), self._array(), other._array())
+
+
+def gemm_kernel(batch_sum=False):
+    def kernel(out, self, a, b, beta=1, alpha=1):
+        beta, alpha = gemm_scalars(out.dtype, beta, alpha)
+        gemm_into(out._array(), self._array(), a._array(), b._array(), beta, alpha,
+                      batch_sum)
+    return kernel
+
+
+addbmm_kernel = gemm_kernel(batch_sum=True)
+
+
+def outer_cpu(out, self, vec2):
+    cd = opmath(dt.promote_types(self.dtype, vec2.dtype))
+    outer_into(out._array(), self._array(), vec2._array(), cd)
+
+
+def addr_cpu(out, self, vec1, vec2, beta=1, alpha=1):
+    d = dt.promote_types(dt.promote_types(self.dtype, vec1.dtype), vec2.dtype)
+    addr_into(out._array(), self._array(), vec1._array(), vec2._array(),
+                  scalar_as(beta, d), scalar_as(alpha, d), np.dtype(opmath(d)))
+
+
+def inner_cpu(out, self, other):
+    a, b = self._array(), other._array()
+    if a.ndim == 0 or b.ndim == 0:
+        np.multiply(a, b, out=out._array(), dtype=opmath(common_dtype(self, other)),
+                    casting="unsafe")
+        return
+    cd = compute_dtype(a.dtype)
+    np.copyto(out._array(), np.inner(a.astype(cd, copy=False), b.astype(cd, copy=False)),
+              casting="unsafe")
+
+
+def tensordot_cpu(out, self, other, dims_self, dims_other):
+    a, b = self._array(), other._array()
+    c1, c2 = wrap_dims(dims_self, a.ndim), wrap_dims(dims_other, b.ndim)
+    for d1, d2 in zip(c1, c2):          # a size-1 contracted dim broadcasts: sum the other
+        if b.shape[d2] == 1 and a.shape[d1] != 1:
+            a = sum_keepdim(a, (d1,), a.dtype)
+        elif a.shape[d1] == 1 and b.shape[d2] != 1:
+            b = sum_keepdim(b, (d2,), b.dtype)
+    cd = compute_dtype(a.dtype)
+    np.copyto(out._array(), np.tensordot(a.astype(cd, copy=False), b.astype(cd, copy=False),
+                                         axes=(c1, c2)), casting="unsafe")

@@ -1,75 +1,34 @@
-"""Copies and casts: copy_, fill_, clone, contiguous, to/_to_copy and the dtype shorthands."""
+"""Copies and casts: copy_, fill_, clone, contiguous, to/_to_copy and the dtype shorthands.
+
+The CPU kernels of copy_ and fill_ are in backends/cpu/copy.py."""
 from __future__ import annotations
-
-import warnings
-
-import numpy as np
 
 from ...core import dtype as dt
 from ...core.device import as_device
 from ...dispatch.dispatcher import define
 from ...dispatch.keys import BACKEND_MASK
-from ...core.shape import (channels_last_strides, contiguous_strides, expand_strides,
-                          has_internal_overlap, is_non_overlapping_and_dense,
-                          iterator_strides)
-from ...core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
-                           preserve_format)
+from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..registry import composite, export, kernel_op
+from ...backends.cpu.copy import (assign_array, check_copy, check_fill_value, copy_across,
+    copy_cpu, fill_cpu, scalar_value, strides_for)
 
 # ---- copy_ -----------------------------------------------------------------------------
 
 copy_ = kernel_op("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
                   function=False, mutates=(0,), tags=("cross_device",),
                   doc="Copy `src` into self, broadcasting and converting the dtype.")
-
-
-def assign_array(dst: np.ndarray, src) -> None:
-    """dst[...] = src with PyTorch's casting (complex to real drops the imaginary part;
-    NumPy's cast warnings are silenced for glasstorch's modules in backends/cpu)."""
-    np.copyto(dst, src, casting="unsafe")
-
-
-def _check_copy(self, src):
-    if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not "
-                        f"{type(src).__name__}")
-    expand_strides(src._shape, src._stride, self._shape)   # raises if not broadcastable
-    if has_internal_overlap(self._shape, self._stride) and self.numel() > 1:
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a"
-            " single memory location. Please clone() the tensor before performing the "
-            "operation.")
-    if src.is_complex() and not self.is_complex():
-        warnings.warn("Casting complex values to real discards the imaginary part",
-                      UserWarning, stacklevel=4)
-
-
-@copy_.impl("CPU")
-def _copy_cpu(self, src, non_blocking=False):
-    _check_copy(self, src)
-    if src.device.type != "cpu":
-        return _copy_across(self, src, non_blocking)
-    assign_array(self._array(), src._array())
-    return self
+copy_.impl("CPU")(copy_cpu)
 
 
 @copy_.impl("CUDA")
 def _copy_cuda(self, src, non_blocking=False):
-    _check_copy(self, src)
-    return _copy_across(self, src, non_blocking)
-
-
-def _copy_across(self, src, non_blocking):
-    """Copies with a GPU on either side (backends/cuda/copy.py)."""
-    if src.device.type == "meta":
-        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-    from ...backends.cuda.copy import copy_between
-    return copy_between(self, src, non_blocking)
+    check_copy(self, src)
+    return copy_across(self, src, non_blocking)
 
 
 @copy_.impl("Meta")
 def _copy_meta(self, src, non_blocking=False):
-    _check_copy(self, src)
+    check_copy(self, src)
     return self
 
 
@@ -86,24 +45,7 @@ def copy_fresh(out: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 
 fill_ = kernel_op("fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", function=False,
                   mutates=(0,), doc="Fill self with one value.")
-
-
-def _check_fill_value(value) -> None:
-    if isinstance(value, Tensor) and value.dim() != 0:
-        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
-                           f"with {value.dim()} dimensions.")
-
-
-def scalar_value(value):
-    """A Python number from a number or a 0-dim tensor."""
-    _check_fill_value(value)
-    return value.item() if isinstance(value, Tensor) else value
-
-
-@fill_.impl("CPU")
-def _fill_cpu(self, value):
-    assign_array(self._array(), np.asarray(scalar_value(value)))
-    return self
+fill_.impl("CPU")(fill_cpu)
 
 
 @fill_.impl("CUDA")
@@ -122,13 +64,13 @@ def _fill_meta(self, value):
 # input (the value's gradient is the sum of self's) and a mode sees fill_.Tensor.
 fill_tensor_ = kernel_op("fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",
                          method=False, function=False, mutates=(0,))
-fill_tensor_.impl("CPU")(_fill_cpu)
+fill_tensor_.impl("CPU")(fill_cpu)
 fill_tensor_.impl("CUDA")(_fill_cuda)
 
 
 @fill_tensor_.impl("Meta")
 def _fill_tensor_meta(self, value):
-    _check_fill_value(value)
+    check_fill_value(value)
     return self
 
 
@@ -164,22 +106,6 @@ _functional("zero(Tensor self) -> Tensor", lambda self: self.clone().zero_())
 
 
 # ---- clone / contiguous ----------------------------------------------------------------
-
-def strides_for(t: Tensor, memory_format) -> tuple:
-    """Output strides for clone/empty_like under a memory format (preserve keeps layout)."""
-    shape = t._shape
-    if memory_format is preserve_format:
-        # dense: the very same strides; otherwise dense ones in the input's dimension order
-        stride = t._stride
-        if stride == contiguous_strides(shape) or is_non_overlapping_and_dense(shape, stride):
-            return stride
-        return iterator_strides(shape, ((shape, stride),))
-    if memory_format is contiguous_format:
-        return contiguous_strides(shape)
-    if memory_format is channels_last or memory_format is channels_last_3d:
-        return channels_last_strides(shape)
-    raise RuntimeError(f"unsupported memory format {memory_format}")
-
 
 clone_op = kernel_op("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
                      doc="A copy with its own storage; preserve_format keeps dense strides.")

@@ -1,9 +1,9 @@
-"""Tensors built from others: diagonals, block matrices, rotations, index grids."""
+"""Tensors built from others: diagonals, block matrices, rotations, index grids.
+
+The kernels of rot90, diag_embed and block_diag are in backends/cpu/construction.py."""
 from __future__ import annotations
 
 import operator
-
-import numpy as np
 
 from ...backends import arrays
 from ...core import dtype as dt
@@ -16,23 +16,14 @@ from ..pointwise.special_functions import into_out
 from ...core.promotion import common_dtype
 from ..registry import TensorSpec, composite, export, spec, structured
 from ..shape.views import diagonal
+from ...backends.cpu.construction import (block_diag_kernel, block_shapes, diag_embed_kernel,
+    rot90_dims, rot90_kernel, triangle_indices)
 
 
 # ---- rot90 ---------------------------------------------------------------------------------
 
-def _rot90_dims(self, dims):
-    if len(dims) != 2:
-        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
-    if self.dim() < 2:
-        raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.dim()}")
-    if dims[0] == dims[1] or abs(dims[0] - dims[1]) == self.dim():
-        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
-                           f"and dim1 = {dims[1]}")
-    return wrap_dim(dims[0], self.dim()), wrap_dim(dims[1], self.dim())
-
-
 def _rot90_meta(self, k=1, dims=(0, 1)):
-    d0, d1 = _rot90_dims(self, dims)
+    d0, d1 = rot90_dims(self, dims)
     k %= 4
     if k == 0:
         return spec(self._shape, self.dtype)
@@ -49,12 +40,7 @@ rot90 = structured("rot90(Tensor self, int k=1, int[] dims=[0, 1]) -> Tensor", _
                    inplace=False, out=False,
                    doc="Rotate by k quarter turns in the plane of `dims`, from the first "
                        "dim towards the second.")
-
-
-@rot90.impl("CPU")
-def _rot90_kernel(out, self, k=1, dims=(0, 1)):
-    d0, d1 = _rot90_dims(self, dims)
-    assign_array(out._array(), np.rot90(self._array(), k, (d0, d1)))
+rot90.impl("CPU")(rot90_kernel)
 
 
 # ---- diagonals ---------------------------------------------------------------------------------
@@ -76,19 +62,7 @@ diag_embed = structured("diag_embed(Tensor self, int offset=0, int dim1=-2, int 
                         "Tensor", _diag_embed_meta, inplace=False, out=False,
                         doc="A tensor whose diagonals (offset, over dim1 and dim2) hold the "
                             "last dim of input; zeros elsewhere.")
-
-
-@diag_embed.impl("CPU")
-def _diag_embed_kernel(out, self, offset=0, dim1=-2, dim2=-1):
-    n = out.dim()
-    d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
-    o = out._array()
-    o[...] = 0
-    if o.size == 0:
-        return
-    i = arrays.module_of(o).arange(self._shape[-1])
-    moved = np.moveaxis(o, (d1, d2), (-2, -1))      # a view: writes land in `o`
-    moved[..., i + max(-offset, 0), i + max(offset, 0)] = self._array()
+diag_embed.impl("CPU")(diag_embed_kernel)
 
 
 @composite(method=True)
@@ -113,22 +87,8 @@ def diagflat(input, offset=0):
 
 # ---- block_diag, cartesian_prod ----------------------------------------------------------------
 
-def _block_shapes(tensors):
-    shapes = []
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"block_diag(): argument 'tensors' must be tuple of Tensors, not "
-                            f"{type(t).__name__}")
-        if t.dim() > 2:
-            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
-                               f"dimensions. Input {i} has {t.dim()} dimensions")
-        s = tuple(t._shape)
-        shapes.append(s if len(s) == 2 else (1, s[0]) if s else (1, 1))
-    return shapes
-
-
 def _block_diag_meta(tensors):
-    shapes = _block_shapes(tensors)
+    shapes = block_shapes(tensors)
     if not tensors:
         return spec((1, 0), dt.get_default_dtype())
     d = common_dtype(*tensors)
@@ -138,16 +98,7 @@ def _block_diag_meta(tensors):
 block_diag_op = structured("block_diag(Tensor[] tensors) -> Tensor", _block_diag_meta,
                            inplace=False, out=False, method=False, function=False,
                            doc="A block-diagonal matrix made of the inputs.")
-
-
-@block_diag_op.impl("CPU")
-def _block_diag_kernel(out, tensors):
-    o = out._array()
-    o[...] = 0
-    r = c = 0
-    for t, (h, w) in zip(tensors, _block_shapes(tensors)):
-        assign_array(o[r:r + h, c:c + w], t._array().reshape(h, w))
-        r, c = r + h, c + w
+block_diag_op.impl("CPU")(block_diag_kernel)
 
 
 @composite()
@@ -181,9 +132,7 @@ def _tri_indices(name, lower: bool):
         dtype = dt.int64 if dtype is None else dtype
         if dtype not in (dt.int32, dt.int64):
             raise NotImplementedError(f'"{name}" not implemented for \'{dtype.cname}\'')
-        r, c = np.indices((row, col)).reshape(2, -1)
-        keep = (c - r <= offset) if lower else (c - r >= offset)
-        values = np.stack((r[keep], c[keep]))
+        values = triangle_indices(row, col, offset, lower)
         out = Tensor._empty(values.shape, dtype, as_device(device))
         o = out._array()
         assign_array(o, arrays.asarray(values, like=o))      # made on the host

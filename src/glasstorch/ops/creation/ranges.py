@@ -1,7 +1,7 @@
 """Range factories: arange, range, linspace, logspace, eye.
 
 Values are computed on the host with NumPy following PyTorch's arithmetic (its accumulate
-types, truncations and halfway split), then written into a new tensor or through `out=`'s
+types, truncations and halfway split: backends/cpu/ranges.py), then written into a new tensor or through `out=`'s
 strided view; on 'meta' only shapes are made. Without `out=` each is a factory operator
 (`aten::arange.start_step`, `aten::linspace`, `aten::eye.m`, ...) that a dispatch mode sees.
 Sizes and errors are PyTorch's:
@@ -27,65 +27,16 @@ from ...core.device import as_device
 from ...core.tensor import Tensor
 from .factories import BACKEND_SELECT, OPTIONS, _finish, factory_op
 from ..registry import export, warn_user
+from ...backends.cpu.ranges import (CONVERT_NAME, _number, accumulate_args, accumulated,
+    converted, linspace_values, logspace_values, single_power, write)
 
-# PyTorch's names for dtypes in "value cannot be converted to type X without overflow".
-_CONVERT_NAME = {dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t", dt.int32: "int",
-                 dt.int64: "int64_t", dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16",
-                 dt.float32: "float", dt.float64: "double", dt.bool: "bool",
-                 dt.complex64: "c10::complex<float>", dt.complex128: "c10::complex<double>"}
 _INT64_MAX = (1 << 63) - 1
-# (lowest, max) of every real dtype, as Python numbers.
-LIMITS = {d: (0, 1) if d is dt.bool else
-          (dt.iinfo(d).min, dt.iinfo(d).max) if d.category == dt.INT else
-          (dt.finfo(d).min, dt.finfo(d).max) for d in dt.ALL_DTYPES if d.category != dt.COMPLEX}
 
 
 def check_out_dtype(dtype, out: Tensor) -> None:
     if dtype is not None and dtype is not out.dtype:
         raise RuntimeError(f"dtype {dtype.cname} does not match dtype of out parameter "
                            f"({out.dtype.cname})")
-
-
-def converted(value, d: dt.dtype):
-    """`value` as dtype `d` holds it, with PyTorch's overflow check (c10::checked_convert):
-    floats must be in range (inf/nan only into floats), ints may wrap into unsigned types
-    from down to -max, complex values need a zero imaginary part unless `d` is complex."""
-    if isinstance(value, complex) and d.category != dt.COMPLEX:
-        if value.imag != 0:
-            _overflow(d)
-        value = value.real
-    if d.category == dt.COMPLEX:
-        return complex(value)
-    lo, hi = LIMITS[d]
-    if d.category == dt.FLOAT:
-        if math.isfinite(value) and not lo <= value <= hi:
-            _overflow(d)
-        if d.itemsize == 2:                 # c10 converts double to Half/BFloat16 via float
-            value = np.float32(value)
-        return float(np.asarray(value, d.np).astype(np.float64))
-    if isinstance(value, float):
-        if not lo <= value <= hi:          # also nan
-            _overflow(d)
-        return math.trunc(value)
-    if lo == 0 and value < 0:              # unsigned: negatives wrap (two's complement)
-        if -value > hi:
-            _overflow(d)
-        return value % (hi + 1)
-    if not lo <= value <= hi:
-        _overflow(d)
-    return value
-
-
-def _overflow(d):
-    raise RuntimeError(f"value cannot be converted to type {_CONVERT_NAME[d]} without overflow")
-
-
-def write(t: Tensor, values) -> None:
-    """Cast NumPy values into a CPU tensor through its strided view (only its elements).
-
-    NumPy's overflow/invalid-cast RuntimeWarnings are silenced for glasstorch modules by the
-    CPU backend's warning filter, so no np.errstate is needed on this hot path."""
-    np.copyto(t._array(), values, casting="unsafe")
 
 
 def store_values(t: Tensor, make_values, *, bump: bool) -> Tensor:
@@ -103,21 +54,6 @@ def store_values(t: Tensor, make_values, *, bump: bool) -> Tensor:
         write(host, values)
         t.copy_(host)
     return t
-
-
-def _number(fn: str, name: str, position: int, value):
-    """A Python number from a number or a 0-dim tensor."""
-    if isinstance(value, Tensor):
-        if value.dim() != 0:
-            raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be Number, "
-                            "not Tensor")
-        return value.item()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (int, float, complex)):
-        return value
-    raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be Number, not "
-                    f"{type(value).__name__}")
 
 
 def _new_or_out(shape, d, device, out) -> tuple:
@@ -164,38 +100,6 @@ def _step_dtype(fn: str, dtype, out, values) -> dt.dtype:
     return dtype
 
 
-def fma(a, b, c):
-    """a * b + c rounded once to double: PyTorch's CPU kernels are built with fused
-    multiply-add, which decides where integer results truncate. Emulated in x87 extended
-    precision where NumPy has it (products of a double and an index below 2**11 are exact
-    there); elsewhere a plain multiply-add."""
-    if _EXTENDED:
-        return (np.asarray(a, np.longdouble) * b + c).astype(np.float64)
-    return a * b + c
-
-
-_EXTENDED = np.finfo(np.longdouble).nmant >= 63
-
-
-def _accumulated(start, step, n: int, d: dt.dtype) -> np.ndarray:
-    """start + step * i for i < n in PyTorch's accumulate type for `d`."""
-    if d.category == dt.INT:
-        return np.arange(n, dtype=np.int64) * np.int64(step) + np.int64(start)
-    i = np.arange(n, dtype=np.float64)
-    if d is dt.float16 or d is dt.bfloat16:     # float accumulation (exact products in double)
-        return (float(np.float32(step)) * i + float(np.float32(start))).astype(np.float32)
-    return fma(step, i, start)
-
-
-def _accumulate_args(d: dt.dtype, start, end, step) -> tuple:
-    """start, end, step converted to the accumulate type (int64, float32 or double)."""
-    if d.category == dt.INT:
-        return tuple(converted(v, dt.int64) for v in (start, end, step))
-    if d is dt.float16 or d is dt.bfloat16:
-        return tuple(float(np.float32(v)) for v in (start, end, step))
-    return tuple(float(v) for v in (start, end, step))
-
-
 def _arange(start, end, step, out, dtype, device) -> Tensor:
     """arange's values in a new tensor on `device`, or in `out` (end None: start is the end)."""
     if end is None:
@@ -206,7 +110,7 @@ def _arange(start, end, step, out, dtype, device) -> Tensor:
     start, end, step = _real_args("arange", names, (start, end, step))
     d = _step_dtype("arange", dtype, out, (start, end, step))
     _check_bounds(float(start), float(end), float(step))
-    xstart, xend, xstep = _accumulate_args(d, start, end, step)
+    xstart, xend, xstep = accumulate_args(d, start, end, step)
     if d is dt.int64:
         if xstep == 0:
             raise ValueError("step must be nonzero")
@@ -224,7 +128,7 @@ def _arange(start, end, step, out, dtype, device) -> Tensor:
                   "Note that this may occur as a result of rounding error. The out tensor will"
                   f" be resized to a tensor of shape ({n},).")
     t, bump = _new_or_out((n,), d, device, out)
-    return store_values(t, lambda: _accumulated(xstart, xstep, n, d), bump=bump)
+    return store_values(t, lambda: accumulated(xstart, xstep, n, d), bump=bump)
 
 
 arange_op = factory_op(f"arange(Scalar end, *, {OPTIONS}) -> Tensor",
@@ -271,7 +175,7 @@ def _range(start, end, step, out, dtype, device) -> Tensor:
     if dtype is None:
         dtype = out.dtype if out is not None else dt.get_default_dtype()
     d = _step_dtype("range", dtype, out, ())
-    xstart, xend, xstep = _accumulate_args(d, start, end, step)
+    xstart, xend, xstep = accumulate_args(d, start, end, step)
     if xstep == 0:
         raise RuntimeError("step must be nonzero")
     _check_bounds(float(xstart), float(xend), float(xstep))
@@ -285,7 +189,7 @@ def _range(start, end, step, out, dtype, device) -> Tensor:
         raise RuntimeError("invalid size, possible overflow?")
     size = math.trunc(size)
     t, bump = _new_or_out((size,), d, device, out)
-    return store_values(t, lambda: _accumulated(xstart, xstep, size, d), bump=bump)
+    return store_values(t, lambda: accumulated(xstart, xstep, size, d), bump=bump)
 
 
 range_op = factory_op(
@@ -340,49 +244,13 @@ def _spaced_dtype(fn: str, dtype, out, start, end) -> dt.dtype:
     elif dtype.category != dt.COMPLEX and (isinstance(start, complex) or
                                            isinstance(end, complex)):
         raise RuntimeError(f"torch.{fn}(): inferred dtype "
-                           f"{_CONVERT_NAME[dt.default_complex_dtype()]} can't be safely cast "
+                           f"{CONVERT_NAME[dt.default_complex_dtype()]} can't be safely cast "
                            f"to passed dtype {dtype.cname}")
     if dtype is dt.bool:
         raise NotImplementedError(f'"{fn}" not implemented for \'Bool\'')
     if out is not None:
         check_out_dtype(dtype, out)
     return dtype
-
-
-def _halfway(first, last, steps: int, step, fused=True) -> np.ndarray:
-    """first + step * i for the first half, last - step * (steps - 1 - i) for the rest
-    (so each end is exact), in double; `fused` as PyTorch's per-ISA kernels (linspace), not
-    as its generic ones (logspace)."""
-    i = np.arange(steps, dtype=np.float64)
-    half = steps // 2
-    if fused:
-        return np.concatenate((fma(step, i[:half], first),
-                               fma(-step, steps - 1 - i[half:], last)))
-    return np.concatenate((first + step * i[:half], last - step * (steps - 1 - i[half:])))
-
-
-def _linspace_values(start, end, steps: int, d: dt.dtype) -> np.ndarray:
-    """PyTorch's arithmetic: integers in double then truncated, float32 in float32,
-    float16/bfloat16 rounding after every operation, float64 and complex in double."""
-    if steps == 1:
-        return np.asarray(start)
-    if d is dt.float16 or d is dt.bfloat16:
-        scalar = d.np.type
-        step = (scalar(end) - scalar(start)) / scalar(steps - 1)
-        i = np.arange(steps, dtype=np.float64)
-        half = steps // 2
-        up = scalar(start) + step * i[:half].astype(d.np)
-        down = scalar(end) - step * (steps - 1 - i[half:]).astype(d.np)
-        return np.concatenate((up, down))
-    if d is dt.float32:
-        step = (np.float32(end) - np.float32(start)) / np.float32(steps - 1)
-        return _halfway(float(start), float(end), steps, float(step)).astype(np.float32)
-    if d.category == dt.COMPLEX:
-        step = (end - start) / (steps - 1)
-        i = np.arange(steps)
-        return np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
-    values = _halfway(start, end, steps, (float(end) - float(start)) / (steps - 1))
-    return np.trunc(values) if d.category == dt.INT else values
 
 
 def _linspace(start, end, steps, out, dtype, device) -> Tensor:
@@ -393,7 +261,7 @@ def _linspace(start, end, steps, out, dtype, device) -> Tensor:
         start = converted(start, d)
         end = converted(end, d) if steps > 1 else end
     t, bump = _new_or_out((steps,), d, device, out)
-    return store_values(t, lambda: _linspace_values(start, end, steps, d), bump=bump)
+    return store_values(t, lambda: linspace_values(start, end, steps, d), bump=bump)
 
 
 linspace_op = factory_op(
@@ -417,43 +285,18 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _finish(t, requires_grad)
 
 
-def _logspace_values(start, end, steps: int, base, d: dt.dtype) -> np.ndarray:
-    """base ** exponents, the exponents spaced as linspace spaces its values."""
-    if d.category == dt.COMPLEX:
-        step = (end - start) / (steps - 1)
-        i = np.arange(steps)
-        return np.power(complex(base), np.where(i < steps // 2, start + step * i,
-                                                end - step * (steps - 1 - i)))
-    if d.category == dt.INT:
-        base = float(np.float32(base))             # PyTorch raises a float base for integers
-        step = float(end - start) / (steps - 1)
-    else:                                          # the difference is taken in the dtype
-        step = float(np.subtract(np.asarray(end, d.np), np.asarray(start, d.np))) / (steps - 1)
-    values = np.power(float(base), _halfway(start, end, steps, step, fused=False))
-    if d.category == dt.INT:
-        return np.trunc(values)
-    return values.astype(np.float32) if d.itemsize == 2 else values   # Half(float(double))
-
-
-def _single_power(start, base, d: dt.dtype):
-    """steps == 1: base ** start, filled with the dtype's overflow check."""
-    if d.category == dt.COMPLEX or isinstance(start, complex):
-        return converted(complex(base) ** complex(start), d)
-    return converted(float(np.power(float(base), float(start))), d)
-
-
 def _logspace(start, end, steps, base, out, dtype, device) -> Tensor:
     start, end = _endpoint("logspace", "start", 1, start), _endpoint("logspace", "end", 2, end)
     steps = _steps("logspace", steps)
     base = _number("logspace", "base", 4, base)
     d = _spaced_dtype("logspace", dtype, out, start, end)
     if steps == 1:
-        single = _single_power(start, base, d)
+        single = single_power(start, base, d)
     elif steps > 1:
         start, end = converted(start, d), converted(end, d)
     t, bump = _new_or_out((steps,), d, device, out)
     return store_values(t, lambda: np.asarray(single) if steps == 1 else
-                        _logspace_values(start, end, steps, base, d), bump=bump)
+                        logspace_values(start, end, steps, base, d), bump=bump)
 
 
 logspace_op = factory_op(

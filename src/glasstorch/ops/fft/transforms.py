@@ -8,7 +8,8 @@ The torch.fft functions are composites over them: they promote the input, pad or
 the requested sizes, pick the normalization from `norm` and conjugate for the Hermitian
 transforms, so autograd only needs the three operators' derivatives.
 
-Transforms compute in double precision and round once to the output dtype. Outputs take
+Transforms compute in double precision and round once to the output dtype (the kernels are
+in backends/cpu/fft.py). Outputs take
 the layout PyTorch's CPU (MKL) path gives them: batch dims outermost, ordered by the input's
 strides, then the transformed dims.
 """
@@ -16,22 +17,16 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
-
-from ...backends.arrays import asarray
 from ...core import dtype as dt
 from ...core.device import as_device
 from ...core.grad_state import state as _grad_state
 from ...core.shape import contiguous_strides, wrap_dim
 from ...core.tensor import Tensor, preserve_format
-from ..copying.copies import assign_array, strides_for
+from ..copying.copies import strides_for
 from ..shape.joining import _cat
 from ..registry import resize_output, spec, structured
-
-NONE, BY_ROOT_N, BY_N = 0, 1, 2
-_NUMPY_NORM = {True: {NONE: "backward", BY_ROOT_N: "ortho", BY_N: "forward"},
-               False: {NONE: "forward", BY_ROOT_N: "ortho", BY_N: "backward"}}
-
+from ...backends.cpu.fft import (BY_N, BY_ROOT_N, NONE, c2c_cpu, c2r_cpu, fftfreq_values,
+    frequencies_into, inverse, r2c_cpu, rfftfreq_values)
 
 # ---- output layout ---------------------------------------------------------------------
 
@@ -147,36 +142,13 @@ _fft_c2r = structured(
         "entries in the last dim.")
 
 
-def _dims(self, dim):
-    return [wrap_dim(d, self.dim(), scalar_ok=False) for d in dim]
+_fft_r2c.impl("CPU")(r2c_cpu)
 
 
-@_fft_r2c.impl("CPU")
-def _r2c_cpu(out, self, dim, normalization, onesided):
-    a = self._array().astype(np.float64, copy=False)
-    norm = _NUMPY_NORM[True][normalization]
-    dims = _dims(self, dim)
-    transform = np.fft.rfftn if onesided else np.fft.fftn
-    assign_array(out._array(), transform(a, axes=dims, norm=norm))
+_fft_c2c.impl("CPU")(c2c_cpu)
 
 
-@_fft_c2c.impl("CPU")
-def _c2c_cpu(out, self, dim, normalization, forward):
-    a = self._array().astype(np.complex128, copy=False)
-    dims = _dims(self, dim)
-    if dims:
-        transform = np.fft.fftn if forward else np.fft.ifftn
-        a = transform(a, axes=dims, norm=_NUMPY_NORM[forward][normalization])
-    assign_array(out._array(), a)
-
-
-@_fft_c2r.impl("CPU")
-def _c2r_cpu(out, self, dim, normalization, last_dim_size):
-    a = self._array().astype(np.complex128, copy=False)
-    dims = _dims(self, dim)
-    sizes = [a.shape[d] for d in dims[:-1]] + [last_dim_size]
-    assign_array(out._array(), np.fft.irfftn(a, s=sizes, axes=dims,
-                                             norm=_NUMPY_NORM[False][normalization]))
+_fft_c2r.impl("CPU")(c2r_cpu)
 
 
 # ---- the torch.fft functions -------------------------------------------------------------
@@ -509,20 +481,10 @@ def _frequencies(fname, values, scale, out, dtype, device, requires_grad):
         out = Tensor._empty((len(values),), dtype, as_device(device))
     elif out._shape != (len(values),):
         resize_output(out, (len(values),))
-    a = values.astype(dtype.np)     # arange in the dtype, then scaled in its opmath type
-    compute = np.dtype(np.float32) if dtype.itemsize < 4 else dtype.np
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        a = a.astype(compute) * compute.type(scale)
-    assign_array(out._array(), asarray(a, like=out._array()))
+    frequencies_into(out, values, scale, dtype)
     if requires_grad:
         out.requires_grad_(True)
     return out
-
-
-def _inverse(x):
-    """1 / x in double precision, inf for 0 (PyTorch scales by it: 0 * inf is nan)."""
-    with np.errstate(divide="ignore"):
-        return float(np.float64(1.0) / np.float64(x))
 
 
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -531,8 +493,8 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     n = _int("fftfreq", "n", n)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    values = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)])
-    return _frequencies("fftfreq", values, _inverse(n * d), out, dtype, device, requires_grad)
+    return _frequencies("fftfreq", fftfreq_values(n), inverse(n * d), out, dtype, device,
+                        requires_grad)
 
 
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
@@ -541,8 +503,8 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None,
     n = _int("rfftfreq", "n", n)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    return _frequencies("rfftfreq", np.arange(n // 2 + 1), _inverse(n * d), out, dtype,
-                        device, requires_grad)
+    return _frequencies("rfftfreq", rfftfreq_values(n), inverse(n * d), out, dtype, device,
+                        requires_grad)
 
 
 def _shift(fname, input, dim, inverse):

@@ -8,53 +8,33 @@ fancy assignment, and accumulating writes through `ufunc.at`, so duplicate indic
 (or multiply, or take the max/min) as in PyTorch. Index values are checked before anything
 is written, so a bad index leaves the destination unchanged.
 
-The kernels run on NumPy and CuPy arrays alike. CuPy's `ufunc.at` scatters only with add
-(and max/min for some dtypes), so on a GPU the other accumulating writes combine the values
-bound for each position first (`_combine_at`) and then write every position once.
+The kernels (backends/cpu/scatter.py) run on NumPy and CuPy arrays alike. CuPy's `ufunc.at`
+scatters only with add (and max/min for some dtypes), so on a GPU the other accumulating
+writes combine the values bound for each position first (`combine_at`) and then write every
+position once.
 """
 from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
-from ...backends.arrays import module_of
 from ...core import dtype as dt
 from ...core.shape import broadcast_shapes2, wrap_dim
 from ...core.tensor import Tensor, preserve_format
-from ..copying.copies import assign_array, strides_for
-from .subscripts import (_assert_no_overlap, _masked_fill_cpu, _masked_fill_meta, add_at,
-                       check_scalar_fits, masked_fill as _masked_fill_scalar)
+from ..copying.copies import strides_for
+from ...backends.cpu.indexing import check_scalar_fits, masked_fill_cpu
+from .subscripts import _masked_fill_meta, masked_fill as _masked_fill_scalar
 from ..registry import composite, export, spec, structured
 from ..autocast import PROMOTE, autocast_policy
 from ..wrappers import bad_self, generate_wrapper
+from ...backends.cpu.scatter import (SCATTER_REDUCE, _size, gather_cpu, index_add_cpu,
+    index_copy_cpu, index_fill_cpu, masked_scatter_cpu, put_cpu, scatter_add_cpu,
+    scatter_reduce_cpu, scatter_src_kernel, scatter_value_kernel)
 
 _INDEX_DTYPES = (dt.int32, dt.int64)
 
 
 def _nonempty_dim(t: Tensor) -> int:
     return max(t.dim(), 1)
-
-
-def _size(t: Tensor, d: int) -> int:
-    return t._shape[d] if t._shape else 1
-
-
-def _as_nd(a: np.ndarray) -> np.ndarray:
-    """A 0-dim array as a 1-element vector view (PyTorch treats scalars as size-1 dims)."""
-    return a.reshape(1) if a.ndim == 0 else a
-
-
-def _copy_self(out: Tensor, self: Tensor, *read) -> np.ndarray:
-    """out's array holding self's values, after PyTorch's check that out shares no memory
-    with the tensors the op still has to read."""
-    for t in read:
-        if isinstance(t, Tensor):
-            _assert_no_overlap(out, t)
-    arr = out._array()
-    if out is not self:
-        assign_array(arr, self._array())
-    return _as_nd(arr)
 
 
 # ---- gather / scatter checks -----------------------------------------------------------
@@ -93,91 +73,6 @@ def _scatter_shape_check(self, d, index, src=None) -> None:
             raise RuntimeError(text)
 
 
-def _check_bounds(idx: np.ndarray, d: int, size: int, *, negative=False, error=RuntimeError,
-                  prefix="") -> None:
-    """PyTorch's 'index i is out of bounds for dimension d with size n'."""
-    if not idx.size:
-        return
-    low = -size if negative else 0
-    if idx.__class__ is np.ndarray:
-        wrong = idx.min() < low or idx.max() >= size
-    else:                               # a GPU array: one synchronisation, not two
-        wrong = bool(((idx < low) | (idx >= size)).any())
-    if wrong:
-        bad = int(idx[(idx < low) | (idx >= size)].ravel()[0])
-        raise error(f"{prefix}index {bad} is out of bounds for dimension {d} with size {size}")
-
-
-def _scatter_key(idx: np.ndarray, d: int) -> tuple:
-    """The fancy index that sends element p of `idx` to position p with p[d] = idx[p]."""
-    n, xp = idx.ndim, module_of(idx)
-    return tuple(idx if k == d else xp.arange(s).reshape((s,) + (1,) * (n - 1 - k))
-                 for k, s in enumerate(idx.shape))
-
-
-_HALF = (dt.float16.np, dt.bfloat16.np)
-
-
-def _ufunc_at(ufunc, arr, key, values) -> None:
-    """ufunc.at(arr, key, values) for add, multiply, maximum or minimum, on NumPy or CuPy
-    arrays (key: index arrays; slices too for add)."""
-    if arr.__class__ is np.ndarray:
-        ufunc.at(arr, key, values)
-    elif ufunc is np.add:
-        add_at(arr, key, values)
-    else:
-        _combine_at(ufunc, arr, key, values)
-
-
-def _combine_at(ufunc, arr, key, values) -> None:
-    """ufunc.at on a CuPy array: the values are sorted by the position they go to, combined
-    per position by a segmented scan (log2(n) whole-array steps, each combining a value with
-    the partial result `step` places before it when both go to the same position), and each
-    position is then combined once with its values' result. NaN propagates as in ufunc.at."""
-    xp = module_of(arr)
-    idx = xp.broadcast_arrays(*key)
-    flat = xp.zeros(idx[0].shape, np.int64)
-    for i, size in zip(idx, arr.shape):
-        flat = flat * size + i
-    flat = flat.ravel()
-    if not flat.size:
-        return
-    order = xp.argsort(flat, kind="stable")
-    where = flat[order]
-    v = xp.broadcast_to(xp.asarray(values, arr.dtype), idx[0].shape).ravel()[order]
-    step, n = 1, where.size
-    while step < n:
-        same = where[step:] == where[:-step]
-        v[step:] = xp.where(same, ufunc(v[step:], v[:-step]), v[step:])
-        step *= 2
-    last = xp.ones(n, bool)
-    last[:-1] = where[1:] != where[:-1]
-    pos = xp.unravel_index(where[last], arr.shape)
-    arr[pos] = ufunc(arr[pos], v[last])
-
-
-def _accumulate(ufunc, arr: np.ndarray, key, values) -> None:
-    """ufunc.at(arr, key, values); float16/bfloat16 accumulate in float32 and round once, as
-    PyTorch's scatter/index_add kernels do."""
-    if arr.dtype in _HALF:
-        work = arr.astype(np.float32)
-        _ufunc_at(ufunc, work, key, values.astype(np.float32))
-        assign_array(arr, work)
-    else:
-        _ufunc_at(ufunc, arr, key, values)
-
-
-def _leading(a: np.ndarray, shape) -> np.ndarray:
-    """The corner of `a` with the index's shape (src may be larger in every dim)."""
-    return a[tuple(slice(0, s) for s in shape)]
-
-
-def _read_index(index: Tensor, d: int, size: int) -> np.ndarray:
-    idx = _as_nd(index._array())
-    _check_bounds(idx, d, size)
-    return idx
-
-
 # ---- gather ----------------------------------------------------------------------------
 
 def _gather_meta(self, dim, index, sparse_grad=False):
@@ -191,24 +86,10 @@ gather = structured("gather(Tensor self, int dim, Tensor index, *, bool sparse_g
                     "Tensor", _gather_meta, inplace=False, promotes=False,
                     doc="out[p] = self[p with p[dim] replaced by index[p]]: the elements of "
                         "self at `index` along `dim` (shaped like index).")
-
-
-@gather.impl("CPU")
-def _gather_cpu(out, self, dim, index, sparse_grad=False):
-    if not out.numel():
-        return
-    d = wrap_dim(dim, self.dim())
-    _assert_no_overlap(out, self)
-    arr = _as_nd(self._array())
-    idx = _read_index(index, d, arr.shape[d])
-    sub = arr[tuple(slice(None) if k == d else slice(0, s) for k, s in enumerate(idx.shape))]
-    assign_array(out._array(), np.take_along_axis(sub, idx, axis=d).reshape(out._shape))
+gather.impl("CPU")(gather_cpu)
 
 
 # ---- scatter ---------------------------------------------------------------------------
-
-_SCATTER_REDUCE = {"add": np.add, "multiply": np.multiply}
-
 
 def _scatter_src_meta(self, dim, index, src, reduce=None):
     d = wrap_dim(dim, self.dim())
@@ -217,7 +98,7 @@ def _scatter_src_meta(self, dim, index, src, reduce=None):
         raise TypeError(f"scatter(): argument 'src' must be Tensor, not {type(src).__name__}")
     if src.dtype is not self.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    if reduce is not None and reduce not in _SCATTER_REDUCE:
+    if reduce is not None and reduce not in SCATTER_REDUCE:
         raise RuntimeError("reduce argument must be either add or multiply.")
     _scatter_shape_check(self, d, index, src)
     return spec(self._shape, self.dtype)
@@ -226,38 +107,11 @@ def _scatter_src_meta(self, dim, index, src, reduce=None):
 def _scatter_value_meta(self, dim, index, value, reduce=None):
     d = wrap_dim(dim, self.dim())
     _check_index_dtype("scatter", index)
-    if reduce is not None and reduce not in _SCATTER_REDUCE:
+    if reduce is not None and reduce not in SCATTER_REDUCE:
         raise RuntimeError("reduce argument must be either add or multiply.")
     check_scalar_fits(value, self.dtype)
     _scatter_shape_check(self, d, index)
     return spec(self._shape, self.dtype)
-
-
-def _scatter_into(out, self, dim, index, values, reduce, src=None):
-    """values: an array (src) or a scalar; reduce None, 'add' or 'multiply'."""
-    d = wrap_dim(dim, self.dim())
-    idx = _read_index(index, d, _size(self, d)) if index.numel() else None
-    arr = _copy_self(out, self, index, src)
-    if idx is None:
-        return
-    key = _scatter_key(idx, d)
-    if src is not None:
-        values = _leading(_as_nd(values), idx.shape)
-    else:
-        values = np.asarray(values).astype(arr.dtype)
-    if reduce is None:
-        arr[key] = values
-    else:
-        _accumulate(_SCATTER_REDUCE[reduce], arr, key, values)
-
-
-def _scatter_src_kernel(out, self, dim, index, src, reduce=None):
-    _scatter_into(out, self, dim, index, src._array(), reduce, src)
-
-
-def _scatter_value_kernel(out, self, dim, index, value, reduce=None):
-    _scatter_into(out, self, dim, index, value.item() if isinstance(value, Tensor) else value,
-                  reduce)
 
 
 _SCATTER_DOC = "self with `src` (or `value`) written at `index` along `dim`."
@@ -272,9 +126,9 @@ scatter_reduce_value = structured("scatter.value_reduce(Tensor self, int dim, Te
                                   "Scalar value, *, str reduce) -> Tensor", _scatter_value_meta,
                                   promotes=False, doc=_SCATTER_DOC)
 for _decl in (scatter_src, scatter_reduce_src):
-    _decl.impl("CPU")(_scatter_src_kernel)
+    _decl.impl("CPU")(scatter_src_kernel)
 for _decl in (scatter_value, scatter_reduce_value):
-    _decl.impl("CPU")(_scatter_value_kernel)
+    _decl.impl("CPU")(scatter_value_kernel)
 
 _REDUCE_WARNING = ("The reduce argument of torch.scatter with Tensor src is deprecated and will "
                    "be removed in a future PyTorch release. Use torch.scatter_reduce instead for "
@@ -355,16 +209,10 @@ scatter_add = structured("scatter_add(Tensor self, int dim, Tensor index, Tensor
                          _scatter_add_meta, promotes=False,
                          doc="self with src added at `index` along `dim` (repeated indices "
                              "accumulate).")
-
-
-@scatter_add.impl("CPU")
-def _scatter_add_cpu(out, self, dim, index, src):
-    _scatter_into(out, self, dim, index, src._array(), "add", src)
+scatter_add.impl("CPU")(scatter_add_cpu)
 
 
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
-_REDUCE_UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
-                 "amin": np.minimum}
 
 
 def _scatter_reduce_meta(self, dim, index, src, reduce, include_self=True):
@@ -388,55 +236,10 @@ scatter_reduce = structured("scatter_reduce.two(Tensor self, int dim, Tensor ind
                             doc="self with src reduced into it at `index` along `dim` by sum, "
                                 "prod, mean, amax or amin (include_self=False leaves self's "
                                 "values at the written positions out).")
-
-
-def _identity(reduce: str, np_dtype):
-    if reduce in ("sum", "mean"):
-        return 0
-    if reduce == "prod":
-        return 1
-    if np_dtype.kind == "b":
-        return reduce == "amin"
-    if np_dtype.kind in "iu":
-        info = np.iinfo(np_dtype)
-        return info.min if reduce == "amax" else info.max
-    return -np.inf if reduce == "amax" else np.inf
-
-
-@scatter_reduce.impl("CPU")
-def _scatter_reduce_cpu(out, self, dim, index, src, reduce, include_self=True):
-    d = wrap_dim(dim, self.dim())
-    idx = _read_index(index, d, _size(self, d)) if index.numel() else None
-    arr = _copy_self(out, self, index, src)
-    if idx is None:
-        return
-    key = _scatter_key(idx, d)
-    values = _leading(_as_nd(src._array()), idx.shape)
-    work = arr.astype(np.float32) if arr.dtype in _HALF else arr    # round once at the end
-    if not include_self:
-        work[key] = _identity(reduce, work.dtype)
-    _ufunc_at(_REDUCE_UFUNC[reduce], work, key, values)
-    if reduce == "mean":
-        if work is not arr:             # PyTorch rounds the sum before dividing it
-            assign_array(arr, work)
-            work = arr.astype(np.float32)
-        count = module_of(work).full(work.shape, 1 if include_self else 0, np.int64)
-        _ufunc_at(np.add, count, key, 1)
-        hit = count > 0
-        if work.dtype.kind in "iu":
-            work[hit] = np.floor_divide(work[hit], count[hit])
-        else:
-            with np.errstate(invalid="ignore", over="ignore"):
-                work[hit] = work[hit] / count[hit]
-    if work is not arr:
-        assign_array(arr, work)
+scatter_reduce.impl("CPU")(scatter_reduce_cpu)
 
 
 # ---- index_add / index_copy / index_fill -----------------------------------------------
-
-def _slice_key(d: int, idx: np.ndarray) -> tuple:
-    return (slice(None),) * d + (idx,)
-
 
 def _index_add_meta(self, dim, index, source, alpha=1):
     d = wrap_dim(dim, self.dim())
@@ -469,18 +272,7 @@ index_add = structured("index_add(Tensor self, int dim, Tensor index, Tensor sou
                        "Scalar alpha=1) -> Tensor", _index_add_meta, promotes=False,
                        doc="self with alpha * source's slices added at `index` along `dim` "
                            "(repeated indices accumulate).")
-
-
-@index_add.impl("CPU")
-def _index_add_cpu(out, self, dim, index, source, alpha=1):
-    d = wrap_dim(dim, self.dim())
-    idx = index._array().reshape(-1)
-    _check_bounds(idx, d, _size(self, d))
-    arr = _copy_self(out, self, index, source)
-    values = _as_nd(source._array())
-    if alpha != 1:
-        values = values * np.asarray(alpha).astype(arr.dtype)[()]
-    _accumulate(np.add, arr, _slice_key(d, idx), values)
+index_add.impl("CPU")(index_add_cpu)
 
 
 def _index_copy_meta(self, dim, index, source):
@@ -515,16 +307,7 @@ def _index_copy_meta(self, dim, index, source):
 index_copy = structured("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> "
                         "Tensor", _index_copy_meta, promotes=False,
                         doc="self with source's slices copied to `index` along `dim`.")
-
-
-@index_copy.impl("CPU")
-def _index_copy_cpu(out, self, dim, index, source):
-    d = wrap_dim(dim, self.dim())
-    idx = index._array().reshape(-1)
-    _check_bounds(idx, d, _size(self, d), error=IndexError, prefix="index_copy_(): ")
-    arr = _copy_self(out, self, index, source)
-    arr[_slice_key(d, idx)] = _as_nd(source._array()).reshape(
-        arr.shape[:d] + (idx.size,) + arr.shape[d + 1:])
+index_copy.impl("CPU")(index_copy_cpu)
 
 
 def _index_fill_meta(self, dim, index, value):
@@ -542,16 +325,6 @@ def _index_fill_meta(self, dim, index, value):
     return spec(self._shape, self.dtype, strides_for(self, preserve_format))
 
 
-def _index_fill_cpu(out, self, dim, index, value):
-    d = wrap_dim(dim, self.dim())
-    size = _size(self, d)
-    idx = index._array().reshape(-1)
-    _check_bounds(idx, d, size, negative=True, error=IndexError)
-    arr = _copy_self(out, self, index, value)
-    fill = value.item() if isinstance(value, Tensor) else value
-    arr[_slice_key(d, idx)] = np.asarray(fill).astype(arr.dtype)
-
-
 _INDEX_FILL_DOC = "self with the slices at `index` along `dim` set to `value`."
 index_fill_scalar = structured("index_fill.int_Scalar(Tensor self, int dim, Tensor index, "
                                "Scalar value) -> Tensor", _index_fill_meta, out=False,
@@ -559,8 +332,8 @@ index_fill_scalar = structured("index_fill.int_Scalar(Tensor self, int dim, Tens
 index_fill_tensor = structured("index_fill.int_Tensor(Tensor self, int dim, Tensor index, "
                                "Tensor value) -> Tensor", _index_fill_meta, out=False,
                                promotes=False, doc=_INDEX_FILL_DOC)
-index_fill_scalar.impl("CPU")(_index_fill_cpu)
-index_fill_tensor.impl("CPU")(_index_fill_cpu)
+index_fill_scalar.impl("CPU")(index_fill_cpu)
+index_fill_tensor.impl("CPU")(index_fill_cpu)
 _index_fill_inplace = {d: generate_wrapper("index_fill_", d.inplace.schema, d.inplace,
                                            method=True, doc=d.doc)
                        for d in (index_fill_scalar, index_fill_tensor)}
@@ -641,25 +414,7 @@ put = structured("put(Tensor self, Tensor index, Tensor source, bool accumulate=
                  _put_meta, promotes=False, out=False,
                  doc="self, read as if flattened, with source written (or added, with "
                      "accumulate=True) at `index`.")
-
-
-@put.impl("CPU")
-def _put_cpu(out, self, index, source, accumulate=False):
-    idx = index._array().reshape(-1)
-    n = self.numel()
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        bad = int(idx[(idx < -n) | (idx >= n)].ravel()[0])
-        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
-                         "elements.")
-    arr = _copy_self(out, self, index, source).reshape(out._shape)
-    flat = arr.reshape(-1)                  # a copy unless arr is row-major contiguous
-    values = source._array().reshape(-1)
-    if accumulate:
-        add_at(flat, idx, values)
-    else:
-        flat[idx] = values
-    if not arr.flags.c_contiguous:          # flat is a copy
-        arr[...] = flat.reshape(arr.shape)
+put.impl("CPU")(put_cpu)
 
 
 # ---- masked_fill with a tensor value / masked_scatter ----------------------------------
@@ -667,7 +422,7 @@ def _put_cpu(out, self, index, source, accumulate=False):
 masked_fill_tensor = structured("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> "
                                 "Tensor", _masked_fill_meta, out=False,
                                 doc=_masked_fill_scalar.doc)
-masked_fill_tensor.impl("CPU")(_masked_fill_cpu)
+masked_fill_tensor.impl("CPU")(masked_fill_cpu)
 _masked_fill_inplace = {d: generate_wrapper("masked_fill_", d.inplace.schema, d.inplace,
                                             method=True, doc=d.doc)
                         for d in (_masked_fill_scalar, masked_fill_tensor)}
@@ -713,18 +468,7 @@ masked_scatter = structured("masked_scatter(Tensor self, Tensor mask, Tensor sou
                             _masked_scatter_meta, promotes=False, out=False,
                             doc="self (broadcast with mask) with source's leading elements, in "
                                 "order, written where mask is True.")
-
-
-@masked_scatter.impl("CPU")
-def _masked_scatter_cpu(out, self, mask, source):
-    arr = out._array()
-    where = np.broadcast_to(mask._array(), arr.shape)
-    count = int(np.count_nonzero(where))
-    values = source._array().reshape(-1)
-    if count > values.size:
-        raise RuntimeError("Number of elements of source < number of ones in mask")
-    arr = _copy_self(out, self, mask, source).reshape(out._shape)
-    arr[where] = values[:count]
+masked_scatter.impl("CPU")(masked_scatter_cpu)
 
 # autocast runs these in another precision (ops/autocast.py)
 autocast_policy(index_copy, cpu=PROMOTE)

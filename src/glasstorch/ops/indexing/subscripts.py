@@ -10,86 +10,34 @@ go first (NumPy's rule). __setitem__ walks the same path and ends in one in-plac
 (copy_/fill_ for basic indices, index_put_ for advanced ones), so the version counter
 moves once.
 
-The kernels run on NumPy and CuPy arrays alike (CUDA tensors run them on the GPU); index
+The kernels (backends/cpu/indexing.py, except index and index_put_, whose plan is built
+here) run on NumPy and CuPy arrays alike (CUDA tensors run them on the GPU); index
 tensors may be on the CPU whatever the indexed tensor's device, and are moved to it.
 """
 from __future__ import annotations
 
-import math
-import warnings
-
 import numpy as np
 
-from ...backends.arrays import module_of
 from ...core import dtype as dt
-from ...core.shape import (broadcast_shapes, broadcast_shapes2, is_non_overlapping_and_dense,
-                          iterator_strides, view_strides, wrap_dim)
+from ...core.shape import (broadcast_shapes, broadcast_shapes2, iterator_strides,
+    view_strides, wrap_dim)
 from ...core.tensor import Tensor
 from ..copying.copies import _clone_impl, assign_array
 from ..registry import composite, export, kernel_op, spec, structured, warn_user
 from ..autocast import PROMOTE, autocast_policy
 from ..shape.views import alias, select, slice_op, unsqueeze
+from ...backends.cpu.indexing import (_assert_no_overlap, _scalar, add_at, check_scalar_fits,
+    check_values, copyto_where, index_data, index_select_cpu, masked_fill_cpu,
+    masked_select_cpu, nonzero_cpu, take_cpu)
 
 # ---- scalars ---------------------------------------------------------------------------
 
-# C++ names PyTorch prints: c10's checked_convert and caffe2's TypeMeta.
-_CONVERT_NAMES = {dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t", dt.int32: "int",
-                  dt.int64: "int64_t", dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16",
-                  dt.float32: "float", dt.float64: "double", dt.complex64: "c10::complex<float>",
-                  dt.complex128: "c10::complex<double>", dt.bool: "bool"}
 TYPE_META_NAMES = {dt.bool: "bool", dt.uint8: "unsigned char", dt.int8: "signed char",
                    dt.int16: "short int", dt.int32: "int", dt.int64: "long int",
                    dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16", dt.float32: "float",
                    dt.float64: "double", dt.complex64: "c10::complex<float>",
                    dt.complex128: "c10::complex<double>"}
 _SCALAR_TYPES = (bool, int, float, complex, np.number, np.bool_)
-
-
-def _int_limits(d):
-    info = np.iinfo(d.np)
-    # (lowest int, lowest float, highest): unsigned types take negative ints down to -max
-    return (-int(info.max) if info.min == 0 else int(info.min)), int(info.min), int(info.max)
-
-
-_INT_LIMITS = {d: _int_limits(d) for d in (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)}
-_FLOAT_MAX = {d: float(np.finfo(d.to_real().np).max)          # float16/bfloat16 just round
-              for d in (dt.float32, dt.float64, dt.complex64, dt.complex128)}
-
-
-def check_scalar_fits(value, dtype) -> None:
-    """PyTorch's overflow check when a Python scalar is stored into a tensor of `dtype`."""
-    if dtype is dt.bool or isinstance(value, (bool, np.bool_)):
-        return
-    if value.__class__ is int and not -2 ** 63 <= value < 2 ** 63:
-        raise ValueError("Overflow when unpacking long long")
-    ok = True
-    if isinstance(value, (complex, np.complexfloating)):
-        if dtype.category != dt.COMPLEX:
-            ok, value = value.imag == 0, value.real
-        else:
-            value = max(abs(value.real), abs(value.imag))
-    limits = _INT_LIMITS.get(dtype)
-    if limits is not None:
-        if isinstance(value, (int, np.integer)):
-            ok = ok and limits[0] <= value <= limits[2]
-        else:
-            ok = ok and math.isfinite(value) and limits[1] <= value <= limits[2]
-    else:
-        limit = _FLOAT_MAX.get(dtype)
-        ok = ok and (limit is None or not math.isfinite(value) or abs(value) <= limit)
-    if not ok:
-        raise RuntimeError(f"value cannot be converted to type {_CONVERT_NAMES[dtype]} without "
-                           "overflow")
-
-
-def _scalar(value):
-    return value.item() if isinstance(value, (Tensor, np.generic)) else value
-
-
-def _copyto_where(dst: np.ndarray, value, where) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        np.copyto(dst, np.asarray(value).astype(dst.dtype), where=where)
 
 
 # ---- advanced indexing: the plan shared by index and index_put_ ------------------------
@@ -142,36 +90,6 @@ def _expand_masks(self, indices):
     if len(items) > self.dim():
         raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
     return items
-
-
-def index_data(t: Tensor, self: Tensor):
-    """The elements of `t`, an index (or value) for `self`, as an array beside self's: index
-    tensors may be on the CPU whatever self's device (as in PyTorch), and a CPU (or meta)
-    self reads a GPU index on the host."""
-    kind = t._storage.device.type
-    if kind == "cpu":
-        return t._array() if self._storage.device.type != "cuda" else t.to(self.device)._array()
-    return t._array() if kind == self._storage.device.type else t.cpu()._array()
-
-
-# CuPy's scatter-add (`add.at`) takes these dtypes only.
-_DEVICE_ADD_AT = frozenset(np.dtype(c) for c in "ilqILQefd")
-
-
-def add_at(arr, key, values) -> None:
-    """np.add.at(arr, key, values): duplicate positions add up. On a CuPy array of a dtype
-    CuPy's scatter-add lacks, complex numbers add as two real parts and narrow integers and
-    bools add in int64 (wrapping, and saturating to True, as PyTorch's kernels do)."""
-    if arr.__class__ is np.ndarray or arr.dtype in _DEVICE_ADD_AT:
-        np.add.at(arr, key, values)
-    elif arr.dtype.kind == "c":
-        values = arr.dtype.type(values) if np.isscalar(values) else values
-        np.add.at(arr.real, key, values.real)
-        np.add.at(arr.imag, key, values.imag)
-    else:
-        work = arr.astype(np.int64)
-        np.add.at(work, key, values if np.isscalar(values) else values.astype(np.int64))
-        assign_array(arr, work != 0 if arr.dtype == np.bool_ else work)
 
 
 def _broadcast_strides(shape, stride, target):
@@ -297,28 +215,6 @@ def _single_mask(self, indices, values):
     return index_data(mask, self).astype(bool).reshape(mask._shape + (1,) * trailing)
 
 
-def _check_values(self, plan, values):
-    shape, target = values._shape, plan.shape
-    lead = len(target) - len(shape)
-    if lead < 0 or any(s != 1 and s != target[lead + i] for i, s in enumerate(shape)):
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(shape)} cannot be "
-                           f"broadcast to indexing result of shape {list(target)}")
-
-
-def _assert_no_overlap(a: Tensor, b: Tensor) -> None:
-    """PyTorch's assert_no_overlap: dense tensors whose byte ranges in one storage meet."""
-    if a._storage is not b._storage or not a.numel() or not b.numel():
-        return
-    if not (is_non_overlapping_and_dense(a._shape, a._stride) and
-            is_non_overlapping_and_dense(b._shape, b._stride)):
-        return      # "too hard" to tell, as in PyTorch
-    a_begin, b_begin = a._offset * a.itemsize, b._offset * b.itemsize
-    if a_begin < b_begin + b.nbytes and b_begin < a_begin + a.nbytes:
-        raise RuntimeError("unsupported operation: some elements of the input tensor and the "
-                           "written-to tensor refer to a single memory location. Please clone() "
-                           "the tensor before performing the operation.")
-
-
 def _index_put_checks(self, indices, values, accumulate):
     """The masked-fill mask when that fast path applies, else the plan (after checks)."""
     if not isinstance(values, Tensor):
@@ -334,7 +230,7 @@ def _index_put_checks(self, indices, values, accumulate):
         if other is not None:
             _assert_no_overlap(self, other)
     plan = index_plan(self, indices)
-    _check_values(self, plan, values)
+    check_values(self, plan, values)
     if values.dtype is not self.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{self.dtype.cname} for the destination and {values.dtype.cname} "
@@ -347,7 +243,7 @@ def _index_put_cpu(self, indices, values, accumulate=False):
     mask, plan = _index_put_checks(self, indices, values, accumulate)
     arr = self._array()
     if mask is not None:
-        _copyto_where(arr, values.item(), mask)
+        copyto_where(arr, values.item(), mask)
         return self
     if plan.empty:
         return self
@@ -672,19 +568,7 @@ def _index_select_meta(self, dim, index):
 index_select = structured("index_select(Tensor self, int dim, Tensor index) -> Tensor",
                           _index_select_meta, inplace=False, promotes=False,
                           doc="The entries of `index` along `dim` (a copy).")
-
-
-@index_select.impl("CPU")
-def _index_select_cpu(out, self, dim, index):
-    idx = index._array().reshape(-1)
-    arr = self._array()
-    size = arr.shape[wrap_dim(dim, self.dim())] if arr.ndim else 1
-    if idx.size and (idx.min() < -size or idx.max() >= size):
-        raise IndexError("index out of range in self")
-    if arr.ndim == 0:
-        assign_array(out._array(), arr)
-    else:
-        assign_array(out._array(), np.take(arr, idx, axis=wrap_dim(dim, self.dim())))
+index_select.impl("CPU")(index_select_cpu)
 
 
 def _take_meta(self, index):
@@ -697,17 +581,7 @@ def _take_meta(self, index):
 take = structured("take(Tensor self, Tensor index) -> Tensor", _take_meta, inplace=False,
                   promotes=False,
                   doc="Elements of self, read as if flattened, at `index` (shaped like index).")
-
-
-@take.impl("CPU")
-def _take_cpu(out, self, index):
-    idx = index._array()
-    n = self.numel()
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        bad = int(idx[(idx < -n) | (idx >= n)].ravel()[0])
-        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
-                         "elements.")
-    assign_array(out._array(), self._array().reshape(-1)[idx])
+take.impl("CPU")(take_cpu)
 
 
 # ---- masks -----------------------------------------------------------------------------
@@ -727,32 +601,14 @@ masked_fill = structured("masked_fill.Scalar(Tensor self, Tensor mask, Scalar va
                          _masked_fill_meta, out=False,
                          doc="self with `value` where `mask` is True (mask broadcasts; value is "
                              "a number or a 0-dim tensor).")
-
-
-@masked_fill.impl("CPU")
-def _masked_fill_cpu(out, self, mask, value):
-    arr = out._array()
-    if out is not self:
-        assign_array(arr, np.broadcast_to(self._array(), arr.shape))
-    _copyto_where(arr, _scalar(value), np.broadcast_to(mask._array(), arr.shape))
+masked_fill.impl("CPU")(masked_fill_cpu)
 
 
 masked_select = kernel_op("masked_select(Tensor self, Tensor mask) -> Tensor",
                           doc="The elements of self where mask is True, as a 1-D copy.",
                           tags=("dynamic_output_shape",))
 masked_select.on_cuda = "shared"
-
-
-@masked_select.impl("CPU")
-def _masked_select_cpu(self, mask):
-    if mask.dtype is not dt.bool:
-        raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = broadcast_shapes2(mask._shape, self._shape)
-    values = np.broadcast_to(self._array(), shape)[np.broadcast_to(index_data(mask, self),
-                                                                    shape)]
-    out = Tensor._empty(values.shape, self.dtype, self.device)
-    assign_array(out._array(), values)
-    return out
+masked_select.impl("CPU")(masked_select_cpu)
 
 
 # ---- nonzero / argwhere ----------------------------------------------------------------
@@ -761,19 +617,7 @@ nonzero_op = kernel_op("nonzero(Tensor self) -> Tensor", method=False, function=
                        doc="Indices of the nonzero elements, one row per element (int64).",
                        tags=("dynamic_output_shape",))
 nonzero_op.on_cuda = "shared"
-
-
-@nonzero_op.impl("CPU")
-def _nonzero_cpu(self):
-    arr = self._array()
-    found = np.nonzero(arr) if arr.ndim else \
-        ((module_of(arr).zeros(int(arr != 0), np.int64)),)
-    n = found[0].size
-    ndim = self.dim()
-    out = Tensor._empty((n, ndim), dt.int64, self.device, (1, n))   # column-major, as torch
-    if ndim:
-        assign_array(out._array(), np.stack(found, axis=1))
-    return out
+nonzero_op.impl("CPU")(nonzero_cpu)
 
 
 def nonzero(input, *, out=None, as_tuple=False):
@@ -803,6 +647,7 @@ export("nonzero", _nonzero_method, method=True, function=False)
 def argwhere(input):
     """Indices of the nonzero elements as an (n, ndim) tensor (nonzero())."""
     return nonzero_op.functional(input)
+
 
 # autocast runs these in another precision (ops/autocast.py)
 autocast_policy(index_put_copy_op, cuda=PROMOTE)

@@ -17,7 +17,8 @@ from ..reduction.derivatives import _norm
 from ..creation.factories import zeros_like
 from ..shape.joining import cat
 from ..creation.ranges import eye
-from .decompositions import (_is_vector_rhs, _linalg_svd, cholesky_solve_op, linalg_cross,
+from ...backends.cpu.decompositions import _is_vector_rhs
+from .decompositions import (_linalg_svd, cholesky_solve_op, linalg_cross,
                             linalg_det, linalg_inv_ex, linalg_lu_solve, linalg_matrix_exp,
                             linalg_solve_triangular, lu_unpack_op, pinv, solve)
 from . import decompositions

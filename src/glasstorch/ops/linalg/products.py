@@ -6,7 +6,8 @@ function checks in the order PyTorch's kernel does, so the first error (and its 
 PyTorch's. `outer`, `addr` and `inner` with a 0-dim operand are pointwise products and do
 promote. `matmul` is one op whose meta function follows PyTorch's choice between dot, mv,
 mm (folding batch dimensions into rows when that needs no copy) and bmm, because that
-choice decides which error a bad call gets; its CPU kernel is a single `np.matmul`.
+choice decides which error a bad call gets; its CPU kernel (backends/cpu/linalg.py) is a
+single `np.matmul`.
 `einsum` runs PyTorch's own contraction algorithm (diagonals, permutes, sums, pairwise bmm)
 on metadata for the Meta device and on arrays for the CPU, so result dtypes, strides and
 the views it returns are PyTorch's.
@@ -32,21 +33,11 @@ from ...core.shape import (Size, broadcast_shapes2, contiguous_strides, expand_s
                           view_strides, wrap_dim, wrap_dims)
 from ...core.tensor import Tensor
 from ..pointwise.meta import promoting_meta
-from ...core.promotion import common_dtype, opmath
 from ..registry import TensorSpec, export, kernel_op, structured
 from ..autocast import LOWER_PRECISION, PROMOTE, autocast_policy
-
-# C++ type names in PyTorch's messages: TypeMeta names ("long int") and the target types of
-# Scalar conversions ("int64_t").
-_TYPE_NAMES = {dt.bool: "bool", dt.uint8: "unsigned char", dt.int8: "signed char",
-               dt.int16: "short int", dt.int32: "int", dt.int64: "long int",
-               dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16", dt.float32: "float",
-               dt.float64: "double", dt.complex64: "c10::complex<float>",
-               dt.complex128: "c10::complex<double>"}
-_SCALAR_NAMES = {**_TYPE_NAMES, dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t",
-                 dt.int64: "int64_t"}
-_FLOAT_MAX = {d: float(dt.finfo(d).max) for d in (dt.float16, dt.bfloat16, dt.float32,
-                                                  dt.float64, dt.complex64, dt.complex128)}
+from ...backends.cpu.linalg import (TYPE_NAMES, addbmm_kernel, addr_cpu, dot_cpu, gemm_kernel,
+    gemm_scalars, inner_cpu, matmul_cpu, outer_cpu, product_cpu, scalar_as, tensordot_cpu,
+    vdot_cpu)
 
 
 def _spec(shape, dtype) -> TensorSpec:
@@ -79,60 +70,6 @@ def _expand_input(self: Tensor, shape) -> None:
     expand_strides(self._shape, self._stride, shape)
 
 
-# ---- Scalar arguments (alpha, beta) ----------------------------------------------------
-
-def scalar_as(value, d: dt.dtype):
-    """`value` converted to dtype `d` as c10's checked Scalar conversion does: RuntimeError
-    when it does not fit (a complex with an imaginary part into a real type, a finite float
-    beyond the range), C truncation of floats into integers, wrap-around of small negative
-    integers into unsigned types."""
-    if value.__class__ is int and (value == 1 or value == 0):
-        return value if d is not dt.bool else bool(value)
-    if isinstance(value, Tensor):
-        value = value.item()
-    if not isinstance(value, (int, float, complex, np.number, np.bool_)):
-        raise TypeError(f"expected a number for a Scalar argument, but got "
-                        f"{type(value).__name__}")
-    ok = True
-    if d.category == dt.BOOL:
-        return bool(value)
-    if d.category == dt.COMPLEX:
-        v = complex(value)
-        ok = all(not math.isfinite(x) or abs(x) <= _FLOAT_MAX[d] for x in (v.real, v.imag))
-    else:
-        if isinstance(value, (complex, np.complexfloating)):
-            ok, value = value.imag == 0, value.real
-        if d.category == dt.FLOAT:
-            try:
-                v = float(value)
-            except OverflowError:
-                v, ok = 0.0, False
-            ok = ok and (not math.isfinite(v) or abs(v) <= _FLOAT_MAX[d])
-        else:
-            v, ok = _int_scalar(value, d, ok)
-    if not ok:
-        raise RuntimeError(f"value cannot be converted to type {_SCALAR_NAMES[d]} without "
-                           "overflow")
-    return v
-
-
-def _int_scalar(value, d: dt.dtype, ok: bool):
-    info = dt.iinfo(d)
-    if isinstance(value, (float, np.floating)):
-        ok = ok and math.isfinite(value) and info.min <= value <= info.max
-        return (int(value) if ok else 0), ok
-    v = int(value)
-    if not d.is_signed and v < 0:      # -1 into uint8 is 255, as in C
-        return v & info.max, ok and -v <= info.max
-    return v, ok and info.min <= v <= info.max
-
-
-def _gemm_scalars(d: dt.dtype, beta, alpha):
-    """beta and alpha as the addmm family's kernels read them (float for float16/bfloat16)."""
-    target = dt.float32 if d is dt.float16 or d is dt.bfloat16 else d
-    return scalar_as(beta, target), scalar_as(alpha, target)
-
-
 # ---- out= and in-place checks with PyTorch's texts --------------------------------------
 # Meta functions take `out` (the out= tensor, else None) and check it where PyTorch's kernel
 # does, which is often between the checks of the inputs.
@@ -146,8 +83,8 @@ def _with_out(meta):
 
 def _out_dtype(out, d: dt.dtype) -> None:
     if out is not None and out.dtype is not d:
-        raise RuntimeError(f"Expected out tensor to have dtype {_TYPE_NAMES[d]}, but got "
-                           f"{_TYPE_NAMES[out.dtype]} instead")
+        raise RuntimeError(f"Expected out tensor to have dtype {TYPE_NAMES[d]}, but got "
+                           f"{TYPE_NAMES[out.dtype]} instead")
 
 
 def _inplace_same_shape(spec, self, *args) -> None:
@@ -215,7 +152,7 @@ def _mm_checks(s1, d1, s2, d2, out=None) -> None:
     _out_dtype(out, d1)
     if d1 is not d2:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{_TYPE_NAMES[d1]} != {_TYPE_NAMES[d2]}")
+                           f"{TYPE_NAMES[d1]} != {TYPE_NAMES[d2]}")
     _not_for_bool(d1, "addmm_impl_cpu_")
 
 
@@ -284,11 +221,9 @@ mv = structured("mv(Tensor self, Tensor vec) -> Tensor", _mv_meta, inplace=False
                 doc="Matrix-vector product of a 2-D and a 1-D tensor.")
 
 
-@mm.impl("CPU")
-@bmm.impl("CPU")
-@mv.impl("CPU")
-def _product_cpu(out, self, other):
-    cpu.matmul_into(out._array(), self._array(), other._array())
+mm.impl("CPU")(product_cpu)
+bmm.impl("CPU")(product_cpu)
+mv.impl("CPU")(product_cpu)
 
 
 def _dot_meta(self, other, *, out=None):
@@ -305,14 +240,10 @@ vdot = structured("vdot(Tensor self, Tensor other) -> Tensor", _dot_meta, inplac
                   doc="Inner product of two 1-D tensors, conjugating the first.")
 
 
-@dot.impl("CPU")
-def _dot_cpu(out, self, other):
-    cpu.dot_into(out._array(), self._array(), other._array())
+dot.impl("CPU")(dot_cpu)
 
 
-@vdot.impl("CPU")
-def _vdot_cpu(out, self, other):
-    cpu.dot_into(out._array(), self._array(), other._array(), conj_first=True)
+vdot.impl("CPU")(vdot_cpu)
 
 
 # ---- matmul ----------------------------------------------------------------------------
@@ -390,11 +321,7 @@ matmul = structured("matmul(Tensor self, Tensor other) -> Tensor", _matmul_meta,
                     promotes=False, out_meta=_with_out(_matmul_meta),
                     doc="Matrix product with NumPy's rules: 1-D operands become a row/column "
                         "and are removed again, batch dimensions broadcast.")
-
-
-@matmul.impl("CPU")
-def _matmul_cpu(out, self, other):
-    cpu.matmul_into(out._array(), self._array(), other._array())
+matmul.impl("CPU")(matmul_cpu)
 
 
 def _matmul_operator(self, other):
@@ -435,7 +362,7 @@ def _addmm_meta(self, mat1, mat2, beta=1, alpha=1, *, out=None):
     shape = (mat1._shape[0], mat2._shape[1])
     _expand_input(self, shape)
     _not_for_bool(mat1.dtype, "addmm_impl_cpu_")
-    _gemm_scalars(mat1.dtype, beta, alpha)
+    gemm_scalars(mat1.dtype, beta, alpha)
     return _spec(shape, mat1.dtype)
 
 
@@ -449,7 +376,7 @@ def _addmv_meta(self, mat, vec, beta=1, alpha=1, *, out=None):
     _need_tensor("addmv", "mat", 2, mat)
     _need_tensor("addmv", "vec", 3, vec)
     _mv_checks(self._shape, self.dtype, mat._shape, mat.dtype, vec._shape, vec.dtype, out)
-    _gemm_scalars(vec.dtype, beta, alpha)
+    gemm_scalars(vec.dtype, beta, alpha)
     return _spec((mat._shape[0],), vec.dtype)
 
 
@@ -470,11 +397,11 @@ def _baddbmm_meta(self, batch1, batch2, beta=1, alpha=1, *, out=None):
     _expand_input(self, shape)
     if self.dtype is not batch1.dtype:
         raise RuntimeError(f"Input dtypes must be the same, got: input "
-                           f"{_TYPE_NAMES[self.dtype]}, batch1: {_TYPE_NAMES[batch1.dtype]}, "
-                           f"batch2: {_TYPE_NAMES[batch2.dtype]}")
+                           f"{TYPE_NAMES[self.dtype]}, batch1: {TYPE_NAMES[batch1.dtype]}, "
+                           f"batch2: {TYPE_NAMES[batch2.dtype]}")
     _check_3d(batch1, batch2)
     _bmm_checks(batch1._shape, batch1.dtype, batch2._shape, batch2.dtype, out, "baddbmm")
-    _gemm_scalars(batch2.dtype, beta, alpha)
+    gemm_scalars(batch2.dtype, beta, alpha)
     return _spec(shape, batch2.dtype)
 
 
@@ -506,7 +433,7 @@ def _addbmm_meta(self, batch1, batch2, beta=1, alpha=1, *, out=None):
             raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                                f"{batch1.dtype.cname} and {batch2.dtype.cname}")
         _not_for_bool(d, "addmm_impl_cpu_")
-    _gemm_scalars(d, beta, alpha)
+    gemm_scalars(d, beta, alpha)
     return _spec(shape, d)
 
 
@@ -516,19 +443,10 @@ addbmm = structured("addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar
                     doc="beta * input + alpha * (sum over the batch of batch1[i] @ batch2[i]).")
 
 
-def _gemm_kernel(batch_sum=False):
-    def kernel(out, self, a, b, beta=1, alpha=1):
-        beta, alpha = _gemm_scalars(out.dtype, beta, alpha)
-        cpu.gemm_into(out._array(), self._array(), a._array(), b._array(), beta, alpha,
-                      batch_sum)
-    return kernel
-
-
-addmm.impl("CPU")(_gemm_kernel())
-addmv.impl("CPU")(_gemm_kernel())
-baddbmm.impl("CPU")(_gemm_kernel())
-_addbmm_kernel = _gemm_kernel(batch_sum=True)
-addbmm.impl("CPU")(_addbmm_kernel)
+addmm.impl("CPU")(gemm_kernel())
+addmv.impl("CPU")(gemm_kernel())
+baddbmm.impl("CPU")(gemm_kernel())
+addbmm.impl("CPU")(addbmm_kernel)
 
 
 @addbmm.impl("CUDA")
@@ -540,9 +458,9 @@ def _addbmm_cuda(out, self, batch1, batch2, beta=1, alpha=1):
     from ...backends.cuda.runtime import DeviceGuard
     with DeviceGuard(out._storage.device.index):
         if out.dtype is not dt.bfloat16:
-            _addbmm_kernel(out, self, batch1, batch2, beta, alpha)
+            addbmm_kernel(out, self, batch1, batch2, beta, alpha)
             return
-        beta, alpha = _gemm_scalars(out.dtype, beta, alpha)
+        beta, alpha = gemm_scalars(out.dtype, beta, alpha)
         xp = module_of(out._array())
 
         def wide(t):
@@ -573,11 +491,8 @@ ger = structured("ger(Tensor self, Tensor vec2) -> Tensor", _outer_meta, inplace
                  doc="Alias of outer.")
 
 
-@outer.impl("CPU")
-@ger.impl("CPU")
-def _outer_cpu(out, self, vec2):
-    cd = opmath(dt.promote_types(self.dtype, vec2.dtype))
-    cpu.outer_into(out._array(), self._array(), vec2._array(), cd)
+outer.impl("CPU")(outer_cpu)
+ger.impl("CPU")(outer_cpu)
 
 
 def _addr_scalar(d: dt.dtype, value, name: str):
@@ -616,13 +531,7 @@ addr = structured("addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1,
                   "Scalar alpha=1) -> Tensor", _addr_meta, check_inplace=_addr_inplace,
                   doc="beta * input + alpha * outer(vec1, vec2), promoting dtypes; for bool, "
                       "`or` and `and`.")
-
-
-@addr.impl("CPU")
-def _addr_cpu(out, self, vec1, vec2, beta=1, alpha=1):
-    d = dt.promote_types(dt.promote_types(self.dtype, vec1.dtype), vec2.dtype)
-    cpu.addr_into(out._array(), self._array(), vec1._array(), vec2._array(),
-                  scalar_as(beta, d), scalar_as(alpha, d), np.dtype(opmath(d)))
+addr.impl("CPU")(addr_cpu)
 
 
 def _inner_meta(self, other, *, out=None):
@@ -643,18 +552,7 @@ inner = structured("inner(Tensor self, Tensor other) -> Tensor", _inner_meta, in
                    out_meta=_with_out(_inner_meta),
                    doc="Sum of products over the last dimension of both inputs (a product "
                        "with a 0-dim input is pointwise).")
-
-
-@inner.impl("CPU")
-def _inner_cpu(out, self, other):
-    a, b = self._array(), other._array()
-    if a.ndim == 0 or b.ndim == 0:
-        np.multiply(a, b, out=out._array(), dtype=opmath(common_dtype(self, other)),
-                    casting="unsafe")
-        return
-    cd = cpu.compute_dtype(a.dtype)
-    np.copyto(out._array(), np.inner(a.astype(cd, copy=False), b.astype(cd, copy=False)),
-              casting="unsafe")
+inner.impl("CPU")(inner_cpu)
 
 
 # ---- tensordot -------------------------------------------------------------------------
@@ -699,20 +597,7 @@ tensordot_op = structured("tensordot(Tensor self, Tensor other, int[] dims_self,
                           function=False, inplace=False, promotes=False,
                           out_meta=_with_out(_tensordot_meta),
                           doc="Contract dims_self of input with dims_other of other.")
-
-
-@tensordot_op.impl("CPU")
-def _tensordot_cpu(out, self, other, dims_self, dims_other):
-    a, b = self._array(), other._array()
-    c1, c2 = wrap_dims(dims_self, a.ndim), wrap_dims(dims_other, b.ndim)
-    for d1, d2 in zip(c1, c2):          # a size-1 contracted dim broadcasts: sum the other
-        if b.shape[d2] == 1 and a.shape[d1] != 1:
-            a = cpu.sum_keepdim(a, (d1,), a.dtype)
-        elif a.shape[d1] == 1 and b.shape[d2] != 1:
-            b = cpu.sum_keepdim(b, (d2,), b.dtype)
-    cd = cpu.compute_dtype(a.dtype)
-    np.copyto(out._array(), np.tensordot(a.astype(cd, copy=False), b.astype(cd, copy=False),
-                                         axes=(c1, c2)), casting="unsafe")
+tensordot_op.impl("CPU")(tensordot_cpu)
 
 
 def tensordot(a, b, dims=2, out=None):

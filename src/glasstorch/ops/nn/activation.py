@@ -1,7 +1,8 @@
 """Activation functions (relu, elu, gelu, softplus, hardtanh, glu, prelu, rrelu...) and dropout.
 
 Each activation is one `structured` declaration whose output has the input's dtype; its
-kernel computes in `opmath` (float32 for float16/bfloat16) and rounds once. Formulas are the
+kernel (backends/cpu/activation.py) computes in `opmath` (float32 for float16/bfloat16) and
+rounds once. Formulas are the
 numerically stable ones PyTorch uses (softplus switches to the identity above `threshold`,
 log_sigmoid never exponentiates a positive number). Ops PyTorch keeps in `torch._C._nn`
 (leaky_relu, elu, gelu, ...) are not exported as `glasstorch.<name>`; nn.functional calls
@@ -15,12 +16,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from ...backends import arrays
-from ...backends.cpu import parallel, special
-from ...backends.cpu.pointwise import (COMPLEX, FLOATING, INTS, REDUCED, assign, check_dtype,
-                                      scalar)
+from ...backends.cpu.pointwise import COMPLEX, FLOATING, INTS
 from ...core import dtype as dt
 from ...core.shape import (Size, broadcast_shapes2, is_non_overlapping_and_dense, iterator_strides,
                           wrap_dim)
@@ -28,11 +24,15 @@ from ...core.tensor import Tensor
 from ..creation.factories import empty_like, empty_like_op, zeros
 from ..pointwise import elementwise
 from ..pointwise.meta import pointwise_spec
-from ...core.promotion import common_dtype, opmath
-from ..random.samplers import _stream, uniform01
+from ...core.promotion import common_dtype
+from ..random.samplers import _stream
 from ..registry import TensorSpec, composite, export, kernel_op, spec, structured
 from ..autocast import FP32, LOWER_PRECISION, autocast_policy
 from ..wrappers import generate_wrapper
+from ...backends.cpu.activation import (_celu, _elu, _gelu, _hardshrink, _hardsigmoid,
+    _hardswish, _hardtanh, _leaky_relu, _log_sigmoid, _mish, _relu, _silu, _softplus,
+    _softshrink, _threshold, activation_kernel, backward_kernel, gelu_grad, glu_cpu,
+    native_dropout_into, prelu_kernel_cpu, rrelu_with_noise_into, threshold_grad)
 
 _POINTWISE = ("pointwise",)
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -53,153 +53,8 @@ def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, **options):
     """Declare an activation: `fn(x, *params)` maps a NumPy array (in opmath) to the result;
     `params` are the schema's Scalar arguments, converted to the dtype for integer inputs."""
     decl = structured(schema, meta, tags=_POINTWISE, **options)
-
-    @decl.impl("CPU")
-    def kernel(out, self, *params):
-        d = self.dtype
-        check_dtype(kname, d, allowed)
-        x = self._array()
-        if d.category == dt.INT or d in REDUCED:     # bounds rounded to the dtype first
-            params = tuple(_rounded(p, d) for p in params)
-        cd = opmath(d)
-        def part(xp, op):
-            np.copyto(op, fn(xp if xp.dtype == cd else xp.astype(cd), *params),
-                      casting="unsafe")
-        with np.errstate(all="ignore"):
-            parallel.chunked(part, [x, out._array()], parallel.BLOCK)
-    kernel.__qualname__ = f"cpu_{decl.name}"
+    decl.impl("CPU")(activation_kernel(decl.name, fn, kname, allowed))
     return decl
-
-
-def _rounded(p, d):
-    if not isinstance(p, (int, float)) or isinstance(p, bool):
-        return p
-    return scalar(p, d) if d.category == dt.INT else float(d.np.type(p))
-
-
-# ---- formulas on NumPy arrays ----------------------------------------------------------
-
-def _relu(x):
-    return np.maximum(x, x.dtype.type(0))
-
-
-def _leaky_relu(x, negative_slope=0.01):
-    return np.where(x > 0, x, x * negative_slope)
-
-
-def _elu(x, alpha=1, scale=1, input_scale=1):
-    return np.where(x <= 0, np.expm1(x * input_scale) * (alpha * scale), x * scale)
-
-
-def _celu(x, alpha=1.0):
-    return _elu(x, alpha, 1.0, 1.0 / alpha)
-
-
-_SQRT_HALF = math.sqrt(0.5)
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-def _gelu(x, approximate="none"):
-    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) or 0.5 x (1 + erf(x / sqrt(2))), in
-    place on one temporary (the kernel calls this on cache-sized parts)."""
-    if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
-        return _gelu(x.reshape(1), approximate).reshape(())
-    if approximate == "tanh":
-        r = np.multiply(x, x)
-        r *= x
-        r *= 0.044715
-        r += x
-        r *= _SQRT_2_OVER_PI
-        np.tanh(r, out=r)
-    elif x.dtype == np.float32:            # x Phi(x)
-        r = _normal_cdf_float32(x)[0]
-        r *= x
-        return r
-    else:
-        r = special.erf(x * _SQRT_HALF)
-    r += 1
-    r *= x
-    r *= 0.5
-    return r
-
-
-# Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7): PyTorch's vectorised float erf, so
-# float32 gelu agrees with PyTorch's where it is far from erf's exact value (x < -4).
-# Taking x (not z = x / sqrt 2), 1 / (1 + p |z|) = q / (q + |x|) with q = sqrt 2 / p; the
-# coefficients (Horner order, a5 first) are halved, which is exact, to give the cdf directly.
-_AS_Q = np.float32(1 / (0.3275911 * _SQRT_HALF))
-_AS_HALF_COEFFS = tuple(np.float32(c / 2) for c in (1.061405429, -1.453152027, 1.421413741,
-                                                    -0.284496736, 0.254829592))
-
-
-def _normal_cdf_float32(x: np.ndarray) -> tuple:
-    """(Phi(x) = (1 + erf(x / sqrt 2)) / 2, exp(-x^2 / 2)) for a float32 array x, each a
-    fresh array, rounded as PyTorch's 0.5 (1 + erf) is. The exponential is returned because
-    GELU's gradient needs it too: one np.exp, the costliest pass, instead of two."""
-    t = np.abs(x)
-    t += _AS_Q
-    np.divide(_AS_Q, t, out=t)             # t = 1 / (1 + p |z|)
-    e = np.multiply(x, x)
-    e *= -0.5
-    np.exp(e, out=e)                       # exp(-z^2)
-    r = np.multiply(t, _AS_HALF_COEFFS[0])
-    for c in _AS_HALF_COEFFS[1:-1]:
-        r += c
-        r *= t
-    r += _AS_HALF_COEFFS[-1]
-    r *= t
-    r *= e
-    np.subtract(0.5, r, out=r)             # |erf(z)| / 2
-    np.copysign(r, x, out=r)
-    r += 0.5
-    return r, e
-
-
-def _silu(x):
-    return x / (1 + np.exp(-x))
-
-
-def _softplus_stable(x):
-    """log(1 + exp(x)) without overflow."""
-    return np.logaddexp(x.dtype.type(0), x)
-
-
-def _mish(x):
-    return x * np.tanh(_softplus_stable(x))
-
-
-def _softplus(x, beta=1, threshold=20):
-    bx = x * beta
-    return np.where(bx > threshold, x, np.log1p(np.exp(bx)) / beta)
-
-
-def _hardtanh(x, min_val=-1, max_val=1):
-    return np.minimum(np.maximum(x, min_val), max_val)
-
-
-def _hardsigmoid(x):
-    return np.minimum(np.maximum(x + 3, 0), 6) / 6
-
-
-def _hardswish(x):
-    return x * np.minimum(np.maximum(x + 3, 0), 6) / 6
-
-
-def _softshrink(x, lambd=0.5):
-    return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x * 0))
-
-
-def _hardshrink(x, lambd=0.5):
-    return np.where((x >= -lambd) & (x <= lambd), x.dtype.type(0), x)
-
-
-def _threshold(x, threshold, value):
-    return np.where(x <= threshold, value, x)
-
-
-def _log_sigmoid(x):
-    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
 
 
 # ---- checks ------------------------------------------------------------------------------
@@ -317,98 +172,20 @@ def _backward_meta(name):
     return meta
 
 
-def _backward_kernel(decl, kname, allowed, part):
-    """A fused CPU kernel out = part(grad, x, *params), in the op's compute dtype, walked in
-    cache-sized blocks (split across threads when large)."""
-    @decl.impl("CPU")
-    def kernel(out, grad_output, self, *params):
-        d = out.dtype
-        check_dtype(kname, d, allowed)
-        cd = opmath(d)
-        o = out._array()
-        g, x = (np.broadcast_to(t._array(), o.shape) for t in (grad_output, self))
-
-        def run(gp, xp, op):
-            r = part(gp if gp.dtype == cd else gp.astype(cd),
-                     xp if xp.dtype == cd else xp.astype(cd), *params)
-            np.copyto(op, r, casting="unsafe")
-        with np.errstate(all="ignore"):
-            parallel.chunked(run, [g, x, o], parallel.BLOCK)
-    kernel.__qualname__ = f"cpu_{decl.name}"
-
-
-def _gelu_grad(g, x, approximate):
-    """g * gelu'(x), on temporaries of x's size."""
-    if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
-        return _gelu_grad(g.reshape(1), x.reshape(1), approximate).reshape(())
-    if approximate == "tanh":              # 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
-        x2 = np.multiply(x, x)
-        t = np.multiply(x2, 0.044715)
-        t += 1
-        t *= x
-        t *= _SQRT_2_OVER_PI
-        np.tanh(t, out=t)
-        x2 *= 3 * 0.044715
-        x2 += 1
-        x2 *= _SQRT_2_OVER_PI
-        r = np.multiply(t, t)
-        np.subtract(1, r, out=r)
-        r *= x2
-        r *= x
-        r *= 0.5
-        t += 1
-        t *= 0.5
-        r += t
-    else:                                  # Phi(x) + x phi(x)
-        if x.dtype == np.float32:          # one exp serves Phi and phi
-            r, x2 = _normal_cdf_float32(x)
-        else:
-            r = special.erf(np.multiply(x, _SQRT_HALF))
-            r += 1
-            r *= 0.5
-            x2 = np.multiply(x, x)
-            x2 *= -0.5
-            np.exp(x2, out=x2)
-        x2 *= _INV_SQRT_2PI
-        x2 *= x
-        r += x2
-    r *= g
-    return r
-
-
-_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _threshold_grad(g, x, threshold):
-    """g where x > threshold, else 0 (a NaN x passes g on, as PyTorch's kernel). Floats are
-    masked bitwise: exact (a NaN gradient where x <= threshold still gives 0) and without
-    the per-element branches a select over a random mask costs."""
-    if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
-        return _threshold_grad(g.reshape(1), x.reshape(1), threshold).reshape(())
-    keep = np.less_equal(x, threshold)
-    np.logical_not(keep, out=keep)
-    if g.dtype.kind != "f":
-        return np.multiply(g, keep)
-    bits = _BITS[g.dtype.itemsize]
-    mask = keep.view(np.uint8).astype(bits)
-    np.negative(mask, out=mask)                     # all ones where g is kept
-    r = arrays.module_of(g).empty(np.broadcast_shapes(g.shape, mask.shape), g.dtype)
-    np.bitwise_and(g.view(bits), mask, out=r.view(bits))
-    return r
-
-
 gelu_backward = structured(
     'gelu_backward(Tensor grad_output, Tensor self, *, str approximate="none") -> Tensor',
     _backward_meta("gelu_backward"), method=False, function=False, inplace=False,
     tags=_POINTWISE, doc="grad_output * gelu'(self): GELU's gradient in one pass.")
-_backward_kernel(gelu_backward, "GeluBackwardKernelImpl", FLOATING, _gelu_grad)
+gelu_backward.impl("CPU")(
+    backward_kernel("gelu_backward", "GeluBackwardKernelImpl", FLOATING, gelu_grad))
 
 threshold_backward = structured(
     "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
     _backward_meta("threshold_backward"), method=False, function=False, inplace=False,
     tags=_POINTWISE, doc="grad_output where self > threshold, else 0: relu's gradient.")
-_backward_kernel(threshold_backward, "threshold_backward_cpu", _INTEGER_OR_FLOAT,
-                 _threshold_grad)
+threshold_backward.impl("CPU")(
+    backward_kernel("threshold_backward", "threshold_backward_cpu", _INTEGER_OR_FLOAT,
+                    threshold_grad))
 
 leaky_relu_ = _inplace_wrapper(leaky_relu)
 elu_ = _inplace_wrapper(elu)
@@ -452,15 +229,7 @@ def _glu_meta(self, dim=-1):
 glu = structured("glu(Tensor self, int dim=-1) -> Tensor", _glu_meta, function=False,
                  method=False, inplace=False,
                  doc="first half * sigmoid(second half), halving `dim`.")
-
-
-@glu.impl("CPU")
-def _glu_cpu(out, self, dim=-1):
-    check_dtype("glu_cpu", self.dtype, FLOATING)
-    d = wrap_dim(dim, self.dim())
-    a, b = np.split(self._array().astype(opmath(self.dtype), copy=False), 2, axis=d)
-    with np.errstate(all="ignore"):
-        assign(out, a / (1 + np.exp(-b)))
+glu.impl("CPU")(glu_cpu)
 
 
 # ---- prelu -------------------------------------------------------------------------------
@@ -478,14 +247,7 @@ _prelu_kernel = structured("_prelu_kernel(Tensor self, Tensor weight) -> Tensor"
                            _prelu_kernel_meta, method=False, inplace=False, out=False,
                            tags=_POINTWISE,
                            doc="input where input > 0, else weight * input (broadcast).")
-
-
-@_prelu_kernel.impl("CPU")
-def _prelu_kernel_cpu(out, self, weight):
-    check_dtype("prelu_cpu", self.dtype, FLOATING)
-    cd = opmath(self.dtype)
-    x, w = self._array().astype(cd, copy=False), weight._array().astype(cd, copy=False)
-    assign(out, np.where(x > 0, x, w * x))
+_prelu_kernel.impl("CPU")(prelu_kernel_cpu)
 
 
 @composite(method=True)
@@ -535,19 +297,8 @@ rrelu_with_noise = structured(
 @rrelu_with_noise.impl("CPU")
 def _rrelu_with_noise_cpu(out, self, noise, lower=0.125, upper=1.0 / 3.0, training=False,
                           generator=None):
-    d = self.dtype
-    check_dtype("leaky_relu_cpu" if not training else "rrelu_with_noise_out_cpu", d, FLOATING)
-    cd = opmath(d)
-    x = self._array().astype(cd, copy=False)
-    if not training:
-        assign(out, _leaky_relu(x, (lower + upper) / 2))
-        return
-    rng = _stream(generator, self)
-    r = uniform01(rng, x.shape, dt.float64 if d is dt.float64 else dt.float32)
-    r = arrays.asarray((r * (upper - lower) + lower).astype(cd), like=x)   # host draws
-    slopes = np.where(x <= 0, r, cd.type(1))
-    assign(noise, slopes)
-    assign(out, x * slopes)
+    rrelu_with_noise_into(out, self, noise, lower, upper, training,
+                          lambda: _stream(generator, self))
 
 
 rrelu_with_noise_ = _inplace_wrapper(rrelu_with_noise)
@@ -567,11 +318,6 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
 
 
 # ---- dropout -------------------------------------------------------------------------------
-
-def _dropout_mask(input: Tensor, keep: float) -> np.ndarray:
-    """Bernoulli(keep) draws shaped like `input`, from the default generator."""
-    return _stream(None, input).random(tuple(input._shape)) < keep
-
 
 native_dropout = kernel_op("native_dropout(Tensor input, float p, bool? train) -> "
                            "(Tensor, Tensor)", method=False,
@@ -594,15 +340,7 @@ def _native_dropout_cpu(input, p, train):
     out, mask = _native_dropout_outputs(input, p, train)
     if input.numel() == 0:
         return out, mask
-    if train is None or train:
-        keep = 1 - p
-        x = input._array().astype(opmath(input.dtype), copy=False)
-        m = arrays.asarray(_dropout_mask(input, keep), like=x)     # drawn on the host
-        assign(mask, m)
-        assign(out, x * m * (0.0 if keep == 0 else 1 / keep))
-    else:
-        assign(mask, True)
-        assign(out, input._array())
+    native_dropout_into(out, mask, input, p, train, lambda: _stream(None, input))
     return out, mask
 
 
@@ -673,6 +411,7 @@ feature_dropout, feature_dropout_ = _export_dropout("feature_dropout", feature=T
 alpha_dropout, alpha_dropout_ = _export_dropout("alpha_dropout", alpha=True)
 feature_alpha_dropout, feature_alpha_dropout_ = _export_dropout("feature_alpha_dropout",
                                                                 feature=True, alpha=True)
+
 
 # autocast runs these in another precision (ops/autocast.py)
 autocast_policy(_prelu_kernel, cpu=LOWER_PRECISION, cuda=LOWER_PRECISION)

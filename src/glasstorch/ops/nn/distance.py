@@ -5,53 +5,21 @@ the (rows1, rows2, columns) differences never get large); `_euclidean_dist` is P
 matrix-product form of the p=2 distance, which `cdist` uses for large inputs
 ('use_mm_for_euclid_dist_if_necessary': more than 25 rows on either side) or when asked.
 `cdist`, `pdist`, `pairwise_distance` and `cosine_similarity` are composites, as in PyTorch.
+The CPU kernels are in backends/cpu/distance.py.
 """
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from ...backends import arrays
 from ...core.grad_state import grad_disabled
-from ...backends.cpu.pointwise import FLOATING, assign, check_dtype
-from ...core import dtype as dt
+from ...backends.cpu.pointwise import FLOATING
 from ...core.shape import Size, broadcast_shapes2
-from ...core.promotion import common_dtype, opmath
+from ...core.promotion import common_dtype
 from ..registry import composite, spec, structured
+from ...backends.cpu.distance import cdist_forward_cpu, euclidean_dist_cpu, pdist_forward_cpu
 
-_FULL_FLOATS = frozenset((dt.float32, dt.float64))     # PyTorch's CPU loops have no 16-bit ones
-_CHUNK = 1 << 22          # elements of the differences held at once
 _MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
           "donot_use_mm_for_euclid_dist": 2}
-
-
-def _row_distances(d: np.ndarray, p: float) -> np.ndarray:
-    """p-norm over the last axis of absolute differences `d`."""
-    if p == 0:
-        return np.count_nonzero(d, axis=-1).astype(d.dtype)
-    if p == 1:
-        return d.sum(-1)
-    if p == 2:
-        return np.sqrt((d * d).sum(-1))
-    if math.isinf(p):
-        return d.max(-1)
-    return (d ** p).sum(-1) ** (1.0 / p)
-
-
-def pairwise_p_distances(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
-    """Distances between the rows of a (..., r1, m) and b (..., r2, m), batch dims
-    broadcast: (..., r1, r2)."""
-    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    r1, r2, m = a.shape[-2], b.shape[-2], a.shape[-1]
-    out = arrays.module_of(a).zeros(batch + (r1, r2), a.dtype)
-    if m == 0 or out.size == 0:
-        return out
-    step = max(1, _CHUNK // max(1, r2 * m * max(1, math.prod(batch))))
-    for start in range(0, r1, step):
-        rows = a[..., start:start + step, None, :]
-        out[..., start:start + step, :] = _row_distances(np.abs(rows - b[..., None, :, :]), p)
-    return out
 
 
 # ---- checks ----------------------------------------------------------------------------
@@ -118,14 +86,7 @@ cdist_forward = structured(
     "_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor", _cdist_meta,
     function=False, method=False, inplace=False,
     doc="p-norm distances between the rows of x1 and x2, batch dimensions broadcast.")
-
-
-@cdist_forward.impl("CPU")
-def _cdist_forward_cpu(out, x1, x2, p, compute_mode):
-    check_dtype("cdist", x1.dtype, _FULL_FLOATS)
-    cd = opmath(x1.dtype)
-    a, b = x1._array().astype(cd, copy=False), x2._array().astype(cd, copy=False)
-    assign(out, pairwise_p_distances(a, b, p))
+cdist_forward.impl("CPU")(cdist_forward_cpu)
 
 
 euclidean_dist = structured(
@@ -133,34 +94,14 @@ euclidean_dist = structured(
     inplace=False, out=False,
     doc="Euclidean distances between rows through one matrix product "
         "(|a|^2 - 2 a.b + |b|^2, clamped at 0 before the square root).")
-
-
-@euclidean_dist.impl("CPU")
-def _euclidean_dist_cpu(out, x1, x2):
-    cd = opmath(x1.dtype)
-    a, b = x1._array().astype(cd, copy=False), x2._array().astype(cd, copy=False)
-    an = (a * a).sum(-1, keepdims=True)
-    bn = (b * b).sum(-1, keepdims=True)
-    left = np.concatenate([a * cd.type(-2), an, np.ones_like(an)], -1)
-    right = np.concatenate([b, np.ones_like(bn), bn], -1)
-    assign(out, np.sqrt(np.maximum(left @ np.swapaxes(right, -1, -2), 0)))
+euclidean_dist.impl("CPU")(euclidean_dist_cpu)
 
 
 pdist_forward = structured(
     "_pdist_forward(Tensor self, float p=2.) -> Tensor", _pdist_meta, function=False,
     method=False, inplace=False,
     doc="Distances between every pair of rows i < j, in row-major order of the pairs.")
-
-
-@pdist_forward.impl("CPU")
-def _pdist_forward_cpu(out, self, p=2.0):
-    check_dtype("pdist", self.dtype, _FULL_FLOATS)
-    n = self.shape[0]
-    if n < 2:
-        return
-    x = self._array().astype(opmath(self.dtype), copy=False)
-    full = pairwise_p_distances(x, x, p)
-    assign(out, full[arrays.module_of(x).triu_indices(n, 1)])
+pdist_forward.impl("CPU")(pdist_forward_cpu)
 
 
 @composite()

@@ -1,8 +1,8 @@
 """Softmax, log-softmax and the loss operators.
 
 Where PyTorch's loss is a real operator (nll_loss_forward, mse_loss, binary_cross_entropy,
-multi_margin_loss, _ctc_loss, ...) it is a `structured` declaration with a NumPy kernel and
-a derivative in `derivatives_loss.py`, with PyTorch's node name. Where PyTorch composes it
+multi_margin_loss, _ctc_loss, ...) it is a `structured` declaration whose NumPy kernel is in
+backends/cpu/loss.py, with its derivative in `loss_derivatives.py` and PyTorch's node name. Where PyTorch composes it
 from other ops (l1_loss, kl_div, cross_entropy_loss, cosine_embedding_loss, ...) it is a
 composite here too, so its graph has PyTorch's nodes. Kernels compute in float32 for
 float16/bfloat16 inputs (PyTorch's opmath) and round once into the output. `reduction` is
@@ -13,43 +13,22 @@ from __future__ import annotations
 import math
 from math import prod
 
-import numpy as np
-
-from ...backends import arrays
-from ...backends.cpu import parallel
 from ...core import dtype as dt
 from ...core.shape import broadcast_shapes2, wrap_dim
 from ...core.tensor import Tensor
 from ..shape.joining import where
 from ..pointwise.meta import pointwise_spec
-from ...core.promotion import common_dtype, opmath
+from ...core.promotion import common_dtype
 from ..registry import composite, spec, structured
 from ..autocast import FP32, autocast_policy
+from ...backends.cpu.loss import (MEAN, NONE, SUM, bce_kernel, bce_logits_kernel,
+    ctc_backward_kernel, ctc_kernel, huber, log_softmax_backward_kernel, log_softmax_kernel,
+    multi_margin_kernel, multilabel_kernel, nll_kernel, pointwise_loss_kernel, smooth_l1,
+    soft_margin, softmax_backward_kernel, softmax_kernel, squared_error)
 
-NONE, MEAN, SUM = 0, 1, 2
 # The top-level functions (torch.kl_div, torch.ctc_loss, ...) default to reduction 0: PyTorch's
 # Python bindings read their schemas' `reduction=Mean` default as 0, so `torch.kl_div(x, y)`
 # is unreduced. nn.functional always passes the reduction explicitly.
-
-
-def _acc(t: Tensor) -> np.ndarray:
-    """The tensor's elements in the dtype its op computes in."""
-    a = t._array()
-    c = opmath(t.dtype)
-    return a if a.dtype == c else a.astype(c)
-
-
-def _store(out: Tensor, result) -> None:
-    o = out._array()
-    np.copyto(o, arrays.asarray(result).reshape(o.shape), casting="unsafe")
-
-
-def _reduce(loss: np.ndarray, reduction: int):
-    if reduction == NONE:
-        return loss
-    if reduction == SUM:
-        return loss.sum()
-    return loss.sum() / loss.size if loss.size else np.array(np.nan, loss.dtype)
 
 
 # ---- softmax, log_softmax ----------------------------------------------------------------
@@ -72,89 +51,16 @@ def _softmax_meta(name):
     return meta
 
 
-def _softmax_part(x: np.ndarray, o: np.ndarray, cd: np.dtype, log: bool) -> None:
-    """(log_)softmax over axis 1 of a cache-sized part `x`, written into `o`: the row max
-    is subtracted, then exponentials are summed, in place on one buffer of dtype cd."""
-    # an infinite max gives NaN, as in torch (CuPy's maximum has no reduce: its max)
-    m = np.maximum.reduce(x, axis=1, keepdims=True) if x.__class__ is np.ndarray else \
-        x.max(axis=1, keepdims=True)
-    if x.dtype != cd:
-        z = x.astype(cd)
-        z -= m
-    else:
-        z = np.subtract(x, m, out=o if o.dtype == cd else None)
-    if log:
-        s = np.add.reduce(np.exp(z), axis=1, keepdims=True)
-        z -= np.log(s, out=s)
-    else:
-        np.exp(z, out=z)
-        s = np.add.reduce(z, axis=1, keepdims=True)
-        z *= np.reciprocal(s, out=s)            # as PyTorch: one division per row
-    if z is not o:
-        np.copyto(o, z, casting="unsafe")
-
-
-def _softmax_into(out: Tensor, inputs, dim: int, part) -> None:
-    """Call `part(*xs, o)` (a reduction over axis 1 of 2-D or 3-D blocks, written into o)
-    on the inputs and the output seen as (outer, n, inner), n the size of `dim`, in blocks
-    of about BLOCK elements split across threads."""
-    o = out._array()
-    if o.size == 0:
-        return
-    shape = o.shape or (1,)
-    ax = dim % len(shape)
-    n = shape[ax]
-    outer, inner = prod(shape[:ax]), prod(shape[ax + 1:])
-    direct = o.flags.c_contiguous
-    parts = [t._array().reshape(outer, n, inner) for t in inputs]   # copies only if needed
-    parts.append(o.reshape(outer, n, inner) if direct else
-                 arrays.module_of(o).empty((outer, n, inner), o.dtype))
-    if inner == 1:
-        parts = [a[:, :, 0] for a in parts]
-    per = max(1, parallel.BLOCK // (n * inner))
-    if o.__class__ is not np.ndarray:           # on a GPU: one pass over everything
-        part(*parts)
-    elif per > 1 or inner == 1:                 # blocks of whole (n, inner) slabs
-        def run(start, stop):
-            for i in range(start, stop, per):
-                part(*[a[i:i + per] for a in parts])
-        parallel.parallel_for(outer, run, n * inner)
-    else:                                       # blocks of columns of one slab
-        width = max(parallel.BLOCK // n, 1024)   # long enough inner loops for NumPy
-        cols = -(-inner // width)
-
-        def run(start, stop):
-            for u in range(start, stop):
-                i, c = divmod(u, cols)
-                region = (slice(i, i + 1), slice(None), slice(c * width, (c + 1) * width))
-                part(*[a[region] for a in parts])
-        parallel.parallel_for(outer * cols, run, n * width)
-    if not direct:
-        np.copyto(o, parts[-1].reshape(o.shape))
-
-
 _softmax = structured("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
                       _softmax_meta("softmax"), method=False, inplace=False,
                       doc="softmax over `dim` (the op behind torch.softmax).")
-
-
-@_softmax.impl("CPU")
-def _softmax_kernel(out, self, dim, half_to_float):
-    cd = opmath(self.dtype)
-    with np.errstate(all="ignore"):
-        _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, False))
+_softmax.impl("CPU")(softmax_kernel)
 
 
 _log_softmax = structured("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
                           _softmax_meta("log_softmax"), method=False, inplace=False,
                           doc="log(softmax(x)) over `dim`, computed as x - max - log(sum exp).")
-
-
-@_log_softmax.impl("CPU")
-def _log_softmax_kernel(out, self, dim, half_to_float):
-    cd = opmath(self.dtype)
-    with np.errstate(all="ignore"):
-        _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, True))
+_log_softmax.impl("CPU")(log_softmax_kernel)
 
 
 def _softmax_backward_meta(name):
@@ -182,24 +88,7 @@ _softmax_backward_data = structured(
     "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype)"
     " -> Tensor", _softmax_backward_meta("_softmax_backward_data"), method=False,
     inplace=False, doc="The gradient of softmax: output * (grad - sum(grad * output)).")
-
-
-def _softmax_backward_part(cd, g, y, o) -> None:
-    if g.dtype != cd:
-        g, y = g.astype(cd), y.astype(cd)
-    s = np.add.reduce(np.multiply(g, y), axis=1, keepdims=True)
-    r = np.subtract(g, s, out=o if o.dtype == cd else None)
-    r *= y
-    if r is not o:
-        np.copyto(o, r, casting="unsafe")
-
-
-@_softmax_backward_data.impl("CPU")
-def _softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
-    cd = opmath(out.dtype)
-    with np.errstate(all="ignore"):
-        _softmax_into(out, (grad_output, output), dim,
-                      lambda g, y, o: _softmax_backward_part(cd, g, y, o))
+_softmax_backward_data.impl("CPU")(softmax_backward_kernel)
 
 
 _log_softmax_backward_data = structured(
@@ -207,25 +96,7 @@ _log_softmax_backward_data = structured(
     "ScalarType input_dtype) -> Tensor", _softmax_backward_meta("_log_softmax_backward_data"),
     method=False, inplace=False,
     doc="The gradient of log_softmax: grad - exp(output) * sum(grad).")
-
-
-def _log_softmax_backward_part(cd, g, y, o) -> None:
-    if g.dtype != cd:
-        g, y = g.astype(cd), y.astype(cd)
-    s = np.add.reduce(g, axis=1, keepdims=True)
-    e = np.exp(y)
-    e *= s
-    r = np.subtract(g, e, out=o if o.dtype == cd else e)
-    if r is not o:
-        np.copyto(o, r, casting="unsafe")
-
-
-@_log_softmax_backward_data.impl("CPU")
-def _log_softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
-    cd = opmath(out.dtype)
-    with np.errstate(all="ignore"):
-        _softmax_into(out, (grad_output, output), dim,
-                      lambda g, y, o: _log_softmax_backward_part(cd, g, y, o))
+_log_softmax_backward_data.impl("CPU")(log_softmax_backward_kernel)
 
 
 def _with_dtype(name, input, dtype):
@@ -292,49 +163,19 @@ def _nll2d_meta(self, target, weight, reduction, ignore_index):
     return spec(t if reduction == NONE else (), self.dtype), spec((), self.dtype)
 
 
-def _nll_kernel(outs, self, target, weight, reduction, ignore_index):
-    """Pick -w[t] * x[t] along the class dim; entries equal to ignore_index count 0."""
-    x = _acc(self)
-    cdim = 1 if x.ndim >= 2 else 0
-    n_classes = x.shape[cdim]
-    t = target._array().astype(np.int64)
-    if x.ndim == 1:
-        t = t.reshape(())                      # unbatched: a 0-dim or one-element target
-    valid = t != ignore_index
-    bad = valid & ((t < 0) | (t >= n_classes))
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
-    safe = np.where(valid, t, 0)
-    picked = np.take_along_axis(x, np.expand_dims(safe, cdim), cdim)
-    picked = picked.reshape(safe.shape)
-    w = valid.astype(x.dtype)
-    if weight is not None:
-        w = w * _acc(weight).reshape(-1)[safe]
-    loss = -picked * w
-    total = w.sum() if reduction != NONE else 0     # PyTorch leaves it 0 when not reducing
-    if reduction == NONE:
-        _store(outs[0], loss)
-    elif reduction == SUM:
-        _store(outs[0], loss.sum())
-    else:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            _store(outs[0], loss.sum() / total)       # all ignored: 0/0 = nan, as PyTorch
-    _store(outs[1], total)
-
-
 nll_loss_forward = structured(
     "nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "
     "SymInt ignore_index) -> (Tensor output, Tensor total_weight)", _nll_meta,
     method=False, function=False, inplace=False, out=False,
     doc="Negative log-likelihood of (N, C) or (C,) log-probabilities at the target classes.")
-nll_loss_forward.impl("CPU")(_nll_kernel)
+nll_loss_forward.impl("CPU")(nll_kernel)
 
 nll_loss2d_forward = structured(
     "nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "
     "SymInt ignore_index) -> (Tensor output, Tensor total_weight)", _nll2d_meta,
     method=False, function=False, inplace=False, out=False,
     doc="nll_loss_forward for (N, C, H, W) inputs and (N, H, W) targets.")
-nll_loss2d_forward.impl("CPU")(_nll_kernel)
+nll_loss2d_forward.impl("CPU")(nll_kernel)
 
 
 def nll_loss_nd(self, target, weight=None, reduction=MEAN, ignore_index=-100):
@@ -382,57 +223,31 @@ def _pointwise_loss_meta(name):
     return meta
 
 
-def _pair(out, self, target):
-    """Both operands in the op's compute dtype (float32 for float16/bfloat16)."""
-    c = opmath(out.dtype)
-    return self._array().astype(c, copy=False), target._array().astype(c, copy=False)
-
-
 def _pointwise_loss(schema, name, elementwise, doc):
     decl = structured(schema, _pointwise_loss_meta(name), method=False, function=False,
                       inplace=False, doc=doc)
-
-    @decl.impl("CPU")
-    def kernel(out, self, target, reduction=MEAN, *rest):
-        x, y = _pair(out, self, target)
-        with np.errstate(over="ignore"):          # exp overflow is inf, as in PyTorch
-            loss = elementwise(x, y, *rest)
-        loss = np.broadcast_to(loss, np.broadcast_shapes(x.shape, y.shape))
-        _store(out, _reduce(loss, reduction))
-    kernel.__qualname__ = f"{name}_kernel"
+    decl.impl("CPU")(pointwise_loss_kernel(name, elementwise))
     return decl
 
 
 mse_loss = _pointwise_loss(
     "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", "mse_cpu",
-    lambda x, y: (x - y) ** 2, "Squared error (x - y)^2, reduced.")
-
-
-def _smooth_l1(x, y, beta):
-    d = np.abs(x - y)
-    if beta == 0:
-        return d
-    return np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    squared_error, "Squared error (x - y)^2, reduced.")
 
 
 smooth_l1_loss = _pointwise_loss(
     "smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.) -> Tensor",
-    "smooth_l1_cpu", _smooth_l1,
+    "smooth_l1_cpu", smooth_l1,
     "0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = x - y), reduced.")
-
-
-def _huber(x, y, delta):
-    d = np.abs(x - y)
-    return np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
 
 
 huber_loss = _pointwise_loss(
     "huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.) -> Tensor",
-    "huber_cpu", _huber, "0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), reduced.")
+    "huber_cpu", huber, "0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), reduced.")
 
 soft_margin_loss = _pointwise_loss(
     "soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
-    "soft_margin_loss", lambda x, y: np.log1p(np.exp(-y * x)),
+    "soft_margin_loss", soft_margin,
     "log(1 + exp(-y x)), reduced.")
 
 
@@ -459,18 +274,7 @@ binary_cross_entropy = structured(
     "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) "
     "-> Tensor", _bce_meta, method=False, function=False, inplace=False,
     doc="-w (y log x + (1 - y) log(1 - x)) with the logs clamped at -100, reduced.")
-
-
-@binary_cross_entropy.impl("CPU")
-def _bce_kernel(out, self, target, weight=None, reduction=MEAN):
-    x, y = _pair(out, self, target)
-    if ((x < 0) | (x > 1)).any() or np.isnan(x).any():
-        raise RuntimeError("all elements of input should be between 0 and 1")
-    with np.errstate(divide="ignore"):
-        loss = -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
-    if weight is not None:
-        loss = loss * _acc(weight)
-    _store(out, _reduce(np.broadcast_to(loss, x.shape), reduction))
+binary_cross_entropy.impl("CPU")(bce_kernel)
 
 
 binary_cross_entropy_with_logits = structured(
@@ -479,21 +283,7 @@ binary_cross_entropy_with_logits = structured(
     _bce_logits_meta, method=False, inplace=False,
     doc="binary_cross_entropy(sigmoid(x), y) computed stably from the logits x, with an "
         "optional weight for the positive term.")
-
-
-def softplus_neg(x: np.ndarray) -> np.ndarray:
-    """log(1 + exp(-x)) without overflow."""
-    return np.maximum(-x, 0) + np.log1p(np.exp(-np.abs(x)))
-
-
-@binary_cross_entropy_with_logits.impl("CPU")
-def _bce_logits_kernel(out, self, target, weight=None, pos_weight=None, reduction=MEAN):
-    x, y = _pair(out, self, target)
-    scale = 1 if pos_weight is None else (_acc(pos_weight) - 1) * y + 1
-    loss = (1 - y) * x + scale * softplus_neg(x)
-    if weight is not None:
-        loss = loss * _acc(weight)
-    _store(out, _reduce(np.broadcast_to(loss, x.shape), reduction))
+binary_cross_entropy_with_logits.impl("CPU")(bce_logits_kernel)
 
 
 # ---- margin losses over classes ------------------------------------------------------------
@@ -523,22 +313,7 @@ multi_margin_loss = structured(
     "Tensor? weight=None, int reduction=1) -> Tensor", _multi_margin_meta, method=False,
     function=False, inplace=False,
     doc="Sum over wrong classes i of max(0, margin - x[y] + x[i])^p (times weight[y]) / C.")
-
-
-@multi_margin_loss.impl("CPU")
-def _multi_margin_kernel(out, self, target, p=1, margin=1, weight=None, reduction=MEAN):
-    x = _acc(self).reshape(-1, self._shape[-1] if self._shape else 1)
-    t = target._array().reshape(-1).astype(np.int64)
-    c = x.shape[1]
-    if ((t < 0) | (t >= c)).any():
-        raise RuntimeError("target out of range")
-    rows = arrays.module_of(t).arange(len(t))
-    z = margin - x[rows, t][:, None] + x
-    h = np.maximum(z, 0) ** p
-    h[rows, t] = 0
-    if weight is not None:
-        h = h * _acc(weight).reshape(-1)[t][:, None]
-    _store(out, _reduce(h.sum(1) / c, reduction))
+multi_margin_loss.impl("CPU")(multi_margin_kernel)
 
 
 def _multilabel_meta(self, target, reduction):
@@ -559,28 +334,7 @@ multilabel_margin_loss_forward = structured(
     inplace=False, out=False,
     doc="Sum over target classes j (the entries of target before the first -1) and "
         "non-target classes i of max(0, 1 - x[j] + x[i]) / C; also the target mask.")
-
-
-def multilabel_counts(t: np.ndarray, c: int) -> np.ndarray:
-    """How often each class is listed in each row's targets (up to the first negative)."""
-    listed = np.cumprod(t >= 0, axis=-1).astype(bool)
-    if listed.any() and (t[listed] >= c).any():
-        raise RuntimeError("argument #2 'target' is out of range")
-    rows = np.broadcast_to(arrays.module_of(t).arange(t.shape[0])[:, None], t.shape)
-    flat = rows[listed] * c + t[listed]
-    return np.bincount(flat, minlength=t.size).reshape(t.shape)
-
-
-@multilabel_margin_loss_forward.impl("CPU")
-def _multilabel_kernel(outs, self, target, reduction):
-    c = self._shape[-1] if self._shape else 1
-    x = _acc(self).reshape(-1, c)
-    counts = multilabel_counts(target._array().reshape(-1, c).astype(np.int64), c)
-    is_target = counts > 0
-    z = np.maximum(1 - x[:, :, None] + x[:, None, :], 0)           # [n, j, i]
-    pairs = counts[:, :, None] * ~is_target[:, None, :]
-    _store(outs[0], _reduce((z * pairs).sum((1, 2)) / c, reduction))
-    _store(outs[1], is_target)
+multilabel_margin_loss_forward.impl("CPU")(multilabel_kernel)
 
 
 def multilabel_margin_loss(self, target, reduction=MEAN):
@@ -791,77 +545,12 @@ def _ctc_meta(log_probs, targets, input_lengths, target_lengths, blank=0,
             spec((batch, n_time, 2 * max_target + 1), log_probs.dtype))
 
 
-def _extended_labels(targets, target_lengths, blank):
-    """The blank-interleaved label sequences (N, 2S+1), their lengths and where a
-    transition may skip a position (s-2 -> s: a label different from the one before)."""
-    lengths = np.asarray(target_lengths, np.int64)
-    batch, longest = len(lengths), int(lengths.max(initial=0))
-    t = targets._array().astype(np.int64)
-    if t.ndim == 1:                                  # concatenated targets
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        idx = starts[:, None] + np.arange(longest)
-        padded = t[np.minimum(idx, max(t.size - 1, 0))] if t.size else np.zeros(idx.shape,
-                                                                                np.int64)
-    else:
-        padded = t[:, :longest]
-    padded = np.where(np.arange(longest) < lengths[:, None], padded, blank)
-    ext = np.full((batch, 2 * longest + 1), blank, np.int64)
-    ext[:, 1::2] = padded
-    skip = np.zeros(ext.shape, bool)
-    skip[:, 3::2] = padded[:, 1:] != padded[:, :-1]
-    return ext, 2 * lengths + 1, skip
-
-
-def _logsumexp3(a, b, c):
-    m = np.maximum(np.maximum(a, b), c)
-    shift = np.where(np.isfinite(m), m, 0)
-    with np.errstate(divide="ignore"):
-        return np.log(np.exp(a - shift) + np.exp(b - shift) + np.exp(c - shift)) + shift
-
-
-def _shift(a, k):
-    """a[..., s - k] (−inf where s < k)."""
-    out = np.full_like(a, -np.inf)
-    out[:, k:] = a[:, :a.shape[1] - k]
-    return out
-
-
-def _ctc_kernel(outs, log_probs, targets, input_lengths, target_lengths, blank=0,
-                zero_infinity=False):
-    """The alpha recursion in log space, vectorised over the batch, looping over time."""
-    lp = _acc(log_probs)
-    n_time, batch, _ = lp.shape
-    ext, ext_len, skip = _extended_labels(targets, target_lengths, blank)
-    rows = np.arange(batch)[:, None]
-    live = np.arange(ext.shape[1]) < ext_len[:, None]
-    alpha = np.full((batch, n_time, ext.shape[1]), -np.inf, lp.dtype)
-    if n_time:
-        first = np.full(ext.shape, -np.inf, lp.dtype)
-        first[:, :2] = lp[0][rows, ext[:, :2]]
-        alpha[:, 0] = np.where(live, first, -np.inf)
-    for t in range(1, n_time):
-        a = alpha[:, t - 1]
-        a2 = np.where(skip, _shift(a, 2), -np.inf)
-        alpha[:, t] = np.where(live, _logsumexp3(a, _shift(a, 1), a2) + lp[t][rows, ext],
-                               -np.inf)
-    lengths = np.asarray(input_lengths, np.int64)
-    last = alpha[np.arange(batch), np.maximum(lengths - 1, 0)]
-    end = ext_len - 1
-    tail = np.where(end > 0, last[np.arange(batch), np.maximum(end - 1, 0)], -np.inf)
-    nll = -np.logaddexp(last[np.arange(batch), end], tail)
-    nll = np.where(lengths == 0, np.where(ext_len == 1, 0.0, np.inf), nll)
-    if zero_infinity:
-        nll = np.where(np.isinf(nll), 0.0, nll)
-    _store(outs[0], nll)
-    _store(outs[1], alpha)
-
-
 _ctc_loss = structured(
     "_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, "
     "int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)", _ctc_meta, method=False,
     inplace=False, out=False,
     doc="Connectionist temporal classification loss per sample, and the log-alphas.")
-_ctc_loss.impl("CPU")(_ctc_kernel)
+_ctc_loss.impl("CPU")(ctc_kernel)
 _ctc_loss.on_cuda = "host"     # a recursion over time steps built from host length lists
 
 
@@ -876,54 +565,7 @@ _ctc_loss_backward = structured(
     "bool zero_infinity=False) -> Tensor", _ctc_backward_meta, method=False, function=False,
     inplace=False, out=False, doc="The gradient of _ctc_loss by the beta recursion (PyTorch's formula).")
 _ctc_loss_backward.on_cuda = "host"     # as _ctc_loss
-
-
-@_ctc_loss_backward.impl("CPU")
-def _ctc_backward_kernel(out, grad, log_probs, targets, input_lengths, target_lengths,
-                         neg_log_likelihood, log_alpha, blank, zero_infinity=False):
-    """grad = exp(lp) - exp(log(sum over s with label c of alpha beta) + nll - lp), times
-    the incoming gradient, and 0 past each input length (PyTorch's gradient, which is the
-    log-softmax logits' gradient once composed with log_softmax's derivative)."""
-    lp = _acc(log_probs)
-    n_time, batch, n_classes = lp.shape
-    ext, ext_len, skip = _extended_labels(targets, target_lengths, blank)
-    rows = np.arange(batch)[:, None]
-    lengths = np.asarray(input_lengths, np.int64)
-    live = np.arange(ext.shape[1]) < ext_len[:, None]
-    ends = (np.arange(ext.shape[1]) == ext_len[:, None] - 1) | (
-        np.arange(ext.shape[1]) == ext_len[:, None] - 2)
-    skip_from = np.zeros(skip.shape, bool)               # s -> s+2 allowed at s
-    skip_from[:, :-2] = skip[:, 2:]
-    alpha = _acc(log_alpha)
-    nll = _acc(neg_log_likelihood)
-    beta = np.full(alpha.shape, -np.inf, lp.dtype)
-    grad_lp = np.zeros((batch, n_time, n_classes), lp.dtype)
-    after = np.full(ext.shape, -np.inf, lp.dtype)
-    for t in range(n_time - 1, -1, -1):
-        emit = lp[t][rows, ext]
-        b1 = np.full_like(after, -np.inf)
-        b1[:, :-1] = after[:, 1:]
-        b2 = np.full_like(after, -np.inf)
-        b2[:, :-2] = np.where(skip_from[:, :-2], after[:, 2:], -np.inf)
-        step = _logsumexp3(after, b1, b2) + emit
-        start = np.where(ends & live, emit, -np.inf)
-        cur = np.where((t == lengths - 1)[:, None], start,
-                       np.where((t < lengths - 1)[:, None] & live, step, -np.inf))
-        beta[:, t] = cur
-        after = cur
-        ab = alpha[:, t] + cur
-        m = np.max(ab, axis=1, keepdims=True, initial=-np.inf)
-        m = np.where(np.isfinite(m), m, 0)
-        summed = np.zeros((batch, n_classes), lp.dtype)
-        np.add.at(summed, (np.broadcast_to(rows, ext.shape), ext), np.exp(ab - m))
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            lcab = np.log(summed) + m
-            grad_lp[:, t] = np.exp(lp[t]) - np.exp(lcab + nll[:, None] - lp[t])
-    g = np.moveaxis(grad_lp, 1, 0) * np.asarray(_acc(grad)).reshape(1, batch, 1)
-    g = np.where((np.arange(n_time)[:, None] < lengths)[:, :, None], g, 0)
-    if zero_infinity:
-        g = np.where(np.isinf(nll)[None, :, None], 0, g)
-    _store(out, np.nan_to_num(g, nan=0.0) if zero_infinity else g)
+_ctc_loss_backward.impl("CPU")(ctc_backward_kernel)
 
 
 @composite()

@@ -1,18 +1,16 @@
 """Linear layers, normalization (batch, layer, group, instance, RMS, local response),
 embeddings and one_hot: the ops behind torch.nn.functional's functions of those families.
 
-The normalizations share one kernel: statistics over some axes in float32 for
-float16/bfloat16 inputs (float64 stays float64), mean and 1/sqrt(biased var + eps) saved as
-outputs for the derivatives in derivatives_normalization.py. Composites (linear, bilinear,
+The normalizations share one kernel (backends/cpu/normalization.py, with the embedding
+kernels): statistics over some axes in float32 for float16/bfloat16 inputs (float64 stays
+float64), mean and 1/sqrt(biased var + eps) saved as outputs for the derivatives in
+normalization_derivatives.py. Composites (linear, bilinear,
 instance_norm, rms_norm, local_response_norm) are written in other ops, as PyTorch's are.
 """
 from __future__ import annotations
 
 from math import prod
 
-import numpy as np
-
-from ...backends import arrays
 from ...core.grad_state import grad_disabled
 from ...core import dtype as dt
 from ...core.shape import Size, channels_last_strides, contiguous_strides, is_contiguous
@@ -23,6 +21,9 @@ from ..pointwise import elementwise
 from ..registry import TensorSpec, composite, kernel_op, structured
 from ..autocast import FP32, autocast_policy
 from ..shape.views import unsafe_view_op
+from ...backends.cpu.normalization import (LOW, batch_norm_cpu, channel_shape, check_indices,
+    embedding_bag_checks, embedding_bag_cpu, embedding_cpu, embedding_grad_cpu,
+    embedding_renorm_cpu, group_norm_cpu, layer_norm_cpu, one_hot_cpu)
 
 # ---- linear layers ---------------------------------------------------------------------
 
@@ -91,9 +92,6 @@ def bilinear(input1, input2, weight, bias=None):
 
 # ---- shared helpers ----------------------------------------------------------------------
 
-_LOW = (dt.float16, dt.bfloat16)
-
-
 def _check_float(kernel_name: str, input: Tensor) -> None:
     if input.dtype.category != dt.FLOAT:
         raise NotImplementedError(f'"{kernel_name}" not implemented for '
@@ -107,20 +105,11 @@ def _stats_dtype(input: Tensor, *params) -> dt.dtype:
     given = [p for p in params if p is not None]
     if all(p.dtype is d for p in given):
         return d
-    if d not in _LOW:
+    if d not in LOW:
         raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
     if all(p.dtype is dt.float32 for p in given):
         return dt.float32
     raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
-
-
-def _compute(d: dt.dtype) -> np.dtype:
-    return np.dtype(np.float32) if d in _LOW else d.np
-
-
-def _as(t: Tensor, compute: np.dtype) -> np.ndarray:
-    a = t._array()
-    return a if a.dtype == compute else a.astype(compute)
 
 
 def _suggests_channels_last(shape, stride) -> bool:
@@ -139,31 +128,6 @@ def _layout_strides(input: Tensor) -> tuple:
     if _suggests_channels_last(shape, input._stride):
         return channels_last_strides(shape)
     return contiguous_strides(shape)
-
-
-def _normalize(x: np.ndarray, axes: tuple, eps: float):
-    """(x - mean) / sqrt(var + eps) over `axes`, with the keepdims mean, 1/sqrt(var + eps)
-    and biased variance."""
-    n = prod(x.shape[a] for a in axes)
-    with np.errstate(all="ignore"):
-        mean = np.add.reduce(x, axis=axes, keepdims=True) / n
-        centred = x - mean
-        var = np.add.reduce(centred * centred, axis=axes, keepdims=True) / n
-        rstd = 1 / np.sqrt(var + eps)
-        return centred * rstd, mean, rstd, var
-
-
-def _affine(y: np.ndarray, weight, bias, shape, compute) -> np.ndarray:
-    if weight is not None:
-        y *= _as(weight, compute).reshape(shape)
-    if bias is not None:
-        y += _as(bias, compute).reshape(shape)
-    return y
-
-
-def _store(out: Tensor, value: np.ndarray) -> None:
-    dst = out._array()
-    np.copyto(dst, value.reshape(dst.shape), casting="unsafe")
 
 
 # ---- layer norm --------------------------------------------------------------------------
@@ -203,34 +167,7 @@ native_layer_norm = structured(
     "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
     "float eps) -> (Tensor, Tensor, Tensor)", _layer_norm_meta, method=False, inplace=False,
     out=False)
-
-
-@native_layer_norm.impl("CPU")
-def _layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
-    """Rows of the normalized size, normalized in place in the (contiguous) output when it
-    has the compute dtype: no temporaries of the input's size, and the centred rows' sum of
-    squares by einsum, which needs none either."""
-    compute = _compute(input.dtype)
-    n = prod(normalized_shape)
-    rows = prod(input._shape[:input.dim() - len(normalized_shape)])
-    x = _as(input, compute).reshape(rows, n)
-    out = outs[0]._array().reshape(rows, n)
-    y = out if out.dtype == compute else arrays.module_of(out).empty(out.shape, compute)
-    with np.errstate(all="ignore"):
-        mean = np.einsum("ij->i", x)[:, None]
-        mean /= max(n, 1)                  # PyTorch's mean of no elements is 0 (rstd nan)
-        np.subtract(x, mean, out=y)
-        var = np.einsum("ij,ij->i", y, y)[:, None]
-        var /= n
-        var += eps
-        rstd = np.sqrt(var, out=var)
-        np.divide(1, rstd, out=rstd)
-        y *= rstd
-    _affine(y, weight, bias, (n,), compute)
-    if y is not out:
-        np.copyto(out, y, casting="unsafe")
-    _store(outs[1], mean)
-    _store(outs[2], rstd)
+native_layer_norm.impl("CPU")(layer_norm_cpu)
 
 
 @composite()
@@ -242,11 +179,6 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn
 
 
 # ---- batch norm --------------------------------------------------------------------------
-
-def _channel_shape(input) -> tuple:
-    """Where a per-channel (C,) vector broadcasts against an (N, C, *) input."""
-    return (input._shape[1],) + (1,) * (input.dim() - 2)
-
 
 def _batch_norm_checks(input, weight, bias, running_mean, running_var) -> None:
     if input.dim() < 2:
@@ -277,35 +209,7 @@ native_batch_norm = structured(
     "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
     "Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, "
     "Tensor)", _batch_norm_meta, method=False, inplace=False, out=False)
-
-
-@native_batch_norm.impl("CPU")
-def _batch_norm_cpu(outs, input, weight, bias, running_mean, running_var, training, momentum,
-                    eps):
-    compute = _compute(outs[1].dtype if training else input.dtype)
-    compute = np.promote_types(compute, _compute(input.dtype))
-    x = _as(input, compute)
-    cshape = _channel_shape(input)
-    if training:
-        axes = (0,) + tuple(range(2, x.ndim))
-        y, mean, rstd, var = _normalize(x, axes, eps)
-        _store(outs[1], mean)
-        _store(outs[2], rstd)
-        n = x.size // x.shape[1]
-        if running_mean is not None:
-            rm = running_mean._array()
-            np.copyto(rm, (1 - momentum) * rm + momentum * mean.reshape(rm.shape),
-                      casting="unsafe")
-        if running_var is not None:
-            rv = running_var._array()
-            with np.errstate(all="ignore"):
-                unbiased = var.reshape(rv.shape) * (n / np.float64(n - 1))   # n=1: nan
-            np.copyto(rv, (1 - momentum) * rv + momentum * unbiased, casting="unsafe")
-    else:
-        mean = _as(running_mean, compute).reshape(cshape)
-        with np.errstate(all="ignore"):
-            y = (x - mean) / np.sqrt(_as(running_var, compute).reshape(cshape) + eps)
-    _store(outs[0], _affine(y, weight, bias, cshape, compute))
+native_batch_norm.impl("CPU")(batch_norm_cpu)
 
 
 @composite()
@@ -317,9 +221,9 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
         _batch_norm_checks(input, weight, bias, running_mean, running_var)
         out = input.clone()
         if weight is not None:
-            out = out * weight.reshape(_channel_shape(input))
+            out = out * weight.reshape(channel_shape(input))
         if bias is not None:
-            out = out + bias.reshape(_channel_shape(input))
+            out = out + bias.reshape(channel_shape(input))
         return out
     return native_batch_norm(input, weight, bias, running_mean, running_var, training,
                              momentum, eps)[0]
@@ -373,17 +277,7 @@ native_group_norm = structured(
     "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, "
     "SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)", _group_norm_meta,
     method=False, inplace=False, out=False)
-
-
-@native_group_norm.impl("CPU")
-def _group_norm_cpu(outs, input, weight, bias, N, C, HxW, group, eps):
-    compute = np.promote_types(_compute(outs[1].dtype), _compute(input.dtype))
-    x = _as(input, compute).reshape(N, group, C // group * HxW)
-    y, mean, rstd, _ = _normalize(x, (2,), eps)
-    y = y.reshape(input._shape)
-    _store(outs[0], _affine(y, weight, bias, _channel_shape(input), compute))
-    _store(outs[1], mean)
-    _store(outs[2], rstd)
+native_group_norm.impl("CPU")(group_norm_cpu)
 
 
 @composite()
@@ -419,7 +313,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         normalized_shape = (normalized_shape,)
     _layer_norm_checks(input, normalized_shape, weight, None)
     _check_float("rms_norm", input)
-    low = input.dtype in _LOW
+    low = input.dtype in LOW
     x = input.float() if low else input
     if eps is None:
         eps = dt.finfo(x.dtype).eps
@@ -457,20 +351,13 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 # ---- embeddings --------------------------------------------------------------------------
 
-def _check_indices(op: str, name: str, position: int, t: Tensor) -> None:
-    if t.dtype is not dt.int64 and t.dtype is not dt.int32:
-        raise RuntimeError(f"Expected tensor for argument #{position} '{name}' to have one of "
-                           f"the following scalar types: Long, Int; but got {t.type()} instead "
-                           f"(while checking arguments for {op})")
-
-
 def _embedding_meta(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     if sparse:
         raise NotImplementedError("embedding(): sparse=True (sparse gradients) is not "
                                   "supported by glasstorch; use sparse=False")
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
-    _check_indices("embedding", "indices", 1, indices)
+    check_indices("embedding", "indices", 1, indices)
     shape = Size(tuple(indices._shape) + (weight._shape[1],))
     return TensorSpec(shape, weight.dtype, contiguous_strides(shape))
 
@@ -479,21 +366,7 @@ embedding = structured(
     "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq="
     "False, bool sparse=False) -> Tensor", _embedding_meta, method=False, inplace=False,
     out=False)
-
-
-def _rows(indices: Tensor, count: int) -> np.ndarray:
-    """The indices as int64, checked against `count` rows."""
-    idx = indices._array().astype(np.int64, copy=False)
-    if idx.size and (idx.min() < 0 or idx.max() >= count):
-        raise IndexError("index out of range in self")
-    return idx
-
-
-@embedding.impl("CPU")
-def _embedding_cpu(out, weight, indices, padding_idx=-1, scale_grad_by_freq=False,
-                   sparse=False):
-    idx = _rows(indices, weight._shape[0])
-    _store(out, np.take(weight._array(), idx.reshape(-1), axis=0))
+embedding.impl("CPU")(embedding_cpu)
 
 
 def _embedding_grad_meta(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
@@ -505,192 +378,41 @@ embedding_dense_backward = structured(
     "embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, "
     "SymInt padding_idx, bool scale_grad_by_freq) -> Tensor", _embedding_grad_meta,
     method=False, function=False, inplace=False, out=False)
-
-
-def embedding_grad_scale(idx: np.ndarray, num_weights: int, padding_idx: int,
-                         scale_grad_by_freq: bool, dtype) -> np.ndarray:
-    """Per-index factor of an embedding gradient: 0 at padding_idx, else 1 or
-    1/occurrences when scaling by frequency."""
-    scale = np.ones_like(idx, dtype=dtype)
-    if scale_grad_by_freq:
-        counts = np.bincount(idx.reshape(-1), minlength=num_weights)
-        scale /= counts[idx]
-    scale[idx == padding_idx] = 0
-    return scale
-
-
-@embedding_dense_backward.impl("CPU")
-def _embedding_grad_cpu(out, grad_output, indices, num_weights, padding_idx,
-                        scale_grad_by_freq):
-    compute = _compute(grad_output.dtype)
-    idx = indices._array().astype(np.int64, copy=False).reshape(-1)
-    rows = _as(grad_output, compute).reshape(idx.size, grad_output._shape[-1])
-    if scale_grad_by_freq:
-        rows = rows * embedding_grad_scale(idx, num_weights, padding_idx, True, compute)[:, None]
-    else:
-        keep = idx != padding_idx
-        if not keep.all():
-            idx, rows = idx[keep], rows[keep]
-    _store(out, _sum_rows(idx, rows, num_weights))
-
-
-def _sum_rows(idx: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
-    """A (count, width) array whose row k is the sum of the rows i with idx[i] == k. Sorting
-    groups equal indices so that np.add.reduceat sums each group: far cheaper than np.add.at,
-    which handles one element at a time (the sums may round differently, as PyTorch's
-    parallel kernel's do)."""
-    xp = arrays.module_of(rows)
-    acc = xp.zeros((count, rows.shape[1]), rows.dtype)
-    if idx.size:
-        order = np.argsort(idx, kind="stable")
-        ordered = idx[order]
-        starts = np.flatnonzero(np.concatenate((xp.ones(1, bool), ordered[1:] != ordered[:-1])))
-        acc[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
-    return acc
+embedding_dense_backward.impl("CPU")(embedding_grad_cpu)
 
 
 embedding_renorm_ = kernel_op(
     "embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> "
     "Tensor(a!)", method=False, mutates=(0,))
-
-
-@embedding_renorm_.impl("CPU")
-def _embedding_renorm_cpu(self, indices, max_norm, norm_type):
-    _check_indices("embedding_renorm_", "indices", 2, indices)
-    w = self._array()
-    rows = np.unique(_rows(indices, self._shape[0]))
-    compute = _compute(self.dtype)
-    picked = w[rows].astype(compute)
-    if norm_type == float("inf"):        # (CuPy's max has no `initial` for empty rows)
-        norms = np.abs(picked).max(axis=1) if picked.shape[1] else np.zeros_like(
-            picked, shape=picked.shape[:1])
-    elif norm_type == 0:
-        norms = (picked != 0).sum(axis=1).astype(compute)
-    else:
-        norms = (np.abs(picked) ** norm_type).sum(axis=1) ** (1 / norm_type)
-    big = norms > max_norm
-    scale = max_norm / (norms[big] + 1e-7)
-    w[rows[big]] = (picked[big] * scale[:, None]).astype(w.dtype)
-    return self
-
-
+embedding_renorm_.impl("CPU")(embedding_renorm_cpu)
 embedding_renorm_.on_cuda = "shared"
 
 
-@embedding_renorm_.impl("Meta")
 def _embedding_renorm_meta(self, indices, max_norm, norm_type):
-    _check_indices("embedding_renorm_", "indices", 2, indices)
+    check_indices("embedding_renorm_", "indices", 2, indices)
     return self
 
 
+embedding_renorm_.impl("Meta")(_embedding_renorm_meta)
+
+
 # ---- embedding bags ----------------------------------------------------------------------
-
-def _bag_layout(idx: np.ndarray, off: np.ndarray, include_last_offset: bool):
-    """(number of bags, bag of each index or -1 outside every bag)."""
-    n = idx.size
-    bags = off.size - 1 if include_last_offset else off.size
-    bags = max(bags, 0)
-    if off.size and off[0] != 0:
-        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
-                           f"has to start from position 0. However, got {off[0]}")
-    if off.size and off[-1] > n:
-        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
-                           f"offsets[-1] of {off[-1]}")
-    if np.any(np.diff(off) < 0):
-        raise RuntimeError("embedding_bag: offsets must be non-decreasing, but got "
-                           f"{off.tolist()}")
-    ends = off[1:bags + 1] if include_last_offset else np.append(off[1:], n)
-    sizes = ends - off[:bags]
-    bag_of = np.full(n, -1, np.int64)
-    covered = int(sizes.sum())
-    bag_of[:covered] = np.repeat(np.arange(bags), sizes)
-    return bags, bag_of
-
 
 _embedding_bag = kernel_op(
     "_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq="
     "False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool "
     "include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)",
     method=False)
-
-
-def _embedding_bag_checks(weight, indices, offsets, mode, sparse, per_sample_weights):
-    _check_indices("embedding_bag", "indices", 1, indices)
-    _check_indices("embedding_bag", "offsets", 1, offsets)
-    if weight.dim() != 2:
-        raise RuntimeError("'weight' must be 2-D")
-    if indices.dim() != 1 or offsets.dim() != 1:
-        raise RuntimeError("embedding_bag: expected 1-D indices and offsets, but got "
-                           f"indices of size {list(indices._shape)} and offsets of size "
-                           f"{list(offsets._shape)}")
-    if sparse:
-        raise NotImplementedError("embedding_bag(): sparse=True (sparse gradients) is not "
-                                  "supported by glasstorch; use sparse=False")
-    if mode not in (0, 1, 2):
-        raise RuntimeError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got "
-                           f"{mode}")
-    if per_sample_weights is not None:
-        if mode != 0:
-            raise NotImplementedError("embedding_bag: per_sample_weights is only supported "
-                                      "for mode='sum'")
-        if per_sample_weights.dtype is not weight.dtype:
-            raise RuntimeError("Expected tensor for argument #1 'weight' to have the same type "
-                               "as tensor for argument #1 'per_sample_weights'; but type "
-                               f"{weight.type()} does not equal {per_sample_weights.type()} "
-                               "(while checking arguments for embedding_bag)")
-        if per_sample_weights._shape != indices._shape:
-            raise RuntimeError("embedding_bag: per_sample_weights must have the shape of "
-                               f"indices {list(indices._shape)}, but got "
-                               f"{list(per_sample_weights._shape)}")
-
-
-@_embedding_bag.impl("CPU")
-def _embedding_bag_cpu(weight, indices, offsets, scale_grad_by_freq=False, mode=0,
-                       sparse=False, per_sample_weights=None, include_last_offset=False,
-                       padding_idx=-1):
-    _embedding_bag_checks(weight, indices, offsets, mode, sparse, per_sample_weights)
-    num, dim = weight._shape
-    idx = indices._array().astype(np.int64, copy=False)
-    bad = np.nonzero((idx < 0) | (idx >= num))[0]
-    if bad.size:
-        raise RuntimeError(f"Index {bad[0]} of input takes value {idx[bad[0]]} which is not in "
-                           f"the valid range [0, {num})")
-    bags, bag_of = _bag_layout(idx, offsets._array().astype(np.int64, copy=False),
-                               include_last_offset)
-    compute = _compute(weight.dtype)
-    use = (bag_of >= 0) & (idx != padding_idx)
-    where, into = np.nonzero(use)[0], bag_of[use]
-    rows = _as(weight, compute)[idx[where]]
-    bag_size = np.bincount(into, minlength=bags).astype(np.int64)
-    max_indices = bag_size
-    if mode == 2:
-        acc = np.full((bags, dim), -np.inf, compute)
-        np.maximum.at(acc, into, rows)
-        k, d = np.nonzero(rows == acc[into])
-        first = np.full((bags, dim), idx.size, np.int64)
-        np.minimum.at(first, (into[k], d), where[k])
-        max_indices = np.where(first < idx.size, idx[np.minimum(first, idx.size - 1)], 0) \
-            if idx.size else np.zeros((bags, dim), np.int64)
-        acc[bag_size == 0] = 0
-    else:
-        if per_sample_weights is not None:
-            rows = rows * _as(per_sample_weights, compute)[where][:, None]
-        acc = _sum_rows(into, rows, bags)
-        if mode == 1:
-            acc /= np.maximum(bag_size, 1)[:, None]
-    out = Tensor._empty((bags, dim), weight.dtype, weight.device)
-    _store(out, acc)
-    return (out, _long(bag_of), _long(bag_size), _long(max_indices.copy()))
+_embedding_bag.impl("CPU")(embedding_bag_cpu)
 
 
 _embedding_bag.on_cuda = "host"   # bag layout and max_indices built from host-side index scans
 
 
-@_embedding_bag.impl("Meta")
 def _embedding_bag_meta(weight, indices, offsets, scale_grad_by_freq=False, mode=0,
                         sparse=False, per_sample_weights=None, include_last_offset=False,
                         padding_idx=-1):
-    _embedding_bag_checks(weight, indices, offsets, mode, sparse, per_sample_weights)
+    embedding_bag_checks(weight, indices, offsets, mode, sparse, per_sample_weights)
     bags = max(offsets.numel() - (1 if include_last_offset else 0), 0)
     dim, device = weight._shape[1], weight.device
     return (Tensor._empty((bags, dim), weight.dtype, device),
@@ -699,10 +421,7 @@ def _embedding_bag_meta(weight, indices, offsets, scale_grad_by_freq=False, mode
             Tensor._empty((bags, dim) if mode == 2 else (bags,), dt.int64, device))
 
 
-def _long(a: np.ndarray) -> Tensor:
-    t = Tensor._empty(a.shape, dt.int64)
-    _store(t, a)
-    return t
+_embedding_bag.impl("Meta")(_embedding_bag_meta)
 
 
 @composite()
@@ -720,30 +439,11 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
 
 one_hot = kernel_op("one_hot(Tensor self, int num_classes=-1) -> Tensor", method=False,
                     function=False, tags=("dynamic_output_shape",))
-
-
-@one_hot.impl("CPU")
-def _one_hot_cpu(self, num_classes=-1):
-    if self.dtype is not dt.int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    a = self._array()
-    if num_classes == -1:
-        if a.size == 0:
-            raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        num_classes = int(a.max()) + 1
-    if a.size:
-        if a.min() < 0:
-            raise RuntimeError("Class values must be non-negative.")
-        if a.max() >= num_classes:
-            raise RuntimeError("Class values must be smaller than num_classes.")
-    elif num_classes < 0:
-        raise RuntimeError("Class values must be smaller than num_classes.")
-    out = Tensor._empty(tuple(self._shape) + (num_classes,), dt.int64, self.device)
-    _store(out, (a[..., None] == arrays.module_of(a).arange(num_classes)).astype(np.int64))
-    return out
+one_hot.impl("CPU")(one_hot_cpu)
 
 
 one_hot.on_cuda = "shared"
+
 
 # autocast runs these in another precision (ops/autocast.py)
 autocast_policy(native_layer_norm, cuda=FP32)

@@ -20,8 +20,8 @@ from ...core.device import CPU
 from ...core.grad_state import state as _grad_state
 from ...core.tensor import Tensor
 from ..creation.factories import from_numpy
-from .normalization import (_as, _compute, embedding, embedding_dense_backward,
-                            embedding_grad_scale)
+from ...backends.cpu.normalization import _as, _compute, embedding_grad_scale
+from .normalization import embedding, embedding_dense_backward
 from . import normalization
 
 

@@ -6,8 +6,8 @@ indices are flat positions in the input's spatial plane, as PyTorch's. Adaptive 
 pools are one small averaging matrix per spatial dim (separable, BLAS); adaptive max pools
 gather each window, padded to the longest window by repeating its last element. The
 gradients of max pools scatter-add through the indices; average pools add back through
-col2im. 1-d pools are 2-d pools over an inserted dim, as in PyTorch. The kernels run on
-NumPy and CuPy arrays alike; small index and weight tables are made on the host and moved
+col2im. 1-d pools are 2-d pools over an inserted dim, as in PyTorch. The kernels
+(backends/cpu/pooling.py) run on NumPy and CuPy arrays alike; small index and weight tables are made on the host and moved
 to the GPU with the data.
 
     >>> x = glasstorch.arange(16.).reshape(1, 1, 4, 4)
@@ -18,56 +18,19 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from ...backends.arrays import asarray, module_of
 from ...core import dtype as dt
 from ...core.tensor import Tensor
-from .convolution import col2im_add, compute_array, suggest_layout, windows
-from ..copying.copies import assign_array
-from ..indexing.subscripts import add_at
+from ...backends.cpu.convolution import suggest_layout
 from ..registry import composite, spec, structured
+from ...backends.cpu.pooling import (_avg_args, _pool_params, _sizes, _x,
+    adaptive_avg_backward_kernel, adaptive_avg_kernel, adaptive_max_backward_kernel,
+    adaptive_max_kernel, avg_pool_backward_kernel, avg_pool_kernel, max_pool_backward_kernel,
+    max_pool_kernel, max_unpool_kernel)
 
 _AXES = {2: ("H", "W"), 3: ("T", "H", "W")}
 
 
-def _pad_lr(a: np.ndarray, left, right, value) -> np.ndarray:
-    """`a` padded on its last len(left) dims by left[i] before and right[i] after."""
-    if not any(left) and not any(right):
-        return a
-    nd = len(left)
-    sizes = a.shape[-nd:]
-    out = module_of(a).full(a.shape[:-nd] + tuple(n + l + r for n, l, r in
-                                                  zip(sizes, left, right)), value, dtype=a.dtype)
-    out[(Ellipsis,) + tuple(slice(l, l + n) for n, l in zip(sizes, left))] = a
-    return out
-
-
-def _x(sizes) -> str:
-    return "x".join(str(s) for s in sizes)
-
-
 # ---- geometry and checks ----------------------------------------------------------------
-
-def _pool_params(name, nd, kernel_size, stride, padding, dilation=None):
-    """Expand int-or-tuple parameters as PyTorch's pool functions accept them."""
-    def expand(what, v, allow_empty=False, verb="must either be a single int"):
-        v = tuple(v)
-        if allow_empty and not v:
-            return None
-        if len(v) == 1:
-            return v * nd
-        if len(v) != nd:
-            words = {2: "two", 3: "three"}[nd]
-            raise RuntimeError(f"{name}: {what} {verb}, or a tuple of {words} ints")
-        return v
-    kernel = expand("kernel_size", kernel_size)
-    stride = expand("stride", stride, True, "must either be omitted, a single int") or kernel
-    padding = expand("padding", padding)
-    dilation = (1,) * nd if dilation is None else expand(
-        "dilation", dilation, verb="must be either a single int")
-    return kernel, stride, padding, dilation
-
 
 def _out_size(n, k, s, p, d, ceil_mode) -> int:
     if s == 0:
@@ -119,111 +82,12 @@ def _pool_geometry(self, nd, kernel, stride, padding, dilation, ceil_mode):
     return out
 
 
-def _right_pad(sizes, out, kernel, stride, padding, dilation):
-    """Padding after the input so that ceil_mode's last windows are inside the array."""
-    return tuple(max(p, (o - 1) * s + d * (k - 1) + 1 - n - p) for n, o, k, s, p, d in
-                 zip(sizes, out, kernel, stride, padding, dilation))
-
-
 def _not_for(name: str, d: dt.dtype, ints=True) -> None:
     if d is dt.bool or d.is_complex or (not ints and d.category < 2):
         raise NotImplementedError(f"\"{name}\" not implemented for '{d.cname}'")
 
 
 # ---- max pooling ------------------------------------------------------------------------
-
-def _lowest(d: np.dtype):
-    return -np.inf if d.kind in "fc" else np.iinfo(d).min
-
-
-def _flat_indices(arg, out, kernel, stride, padding, dilation, in_sizes) -> np.ndarray:
-    """Flat positions in the input plane of the chosen kernel offsets `arg` (..., *out)."""
-    starts, offsets = _window_starts(out, kernel, stride, padding, dilation, in_sizes)
-    if arg.__class__ is not np.ndarray:
-        starts, offsets = asarray(starts, like=arg), asarray(offsets, like=arg)
-    flat = offsets.take(arg.astype(np.intp, copy=False))   # a uint8 index is 10x slower
-    flat += starts
-    return flat
-
-
-def _window_argmax(win: np.ndarray) -> np.ndarray:
-    """argmax over the last axis, a NaN winning (the last one, as PyTorch's loop)."""
-    arg = win.argmax(-1)
-    nan = np.isnan(win) if win.dtype.kind == "f" else None
-    if nan is not None and nan.any():
-        last = win.shape[-1] - 1 - nan[..., ::-1].argmax(-1)
-        arg = np.where(nan.any(-1), last, arg)
-    return arg
-
-
-def _window_starts(osz, kernel, stride, padding, dilation, in_sizes):
-    """(*out) flat input-plane position of each window's first element, and the flat
-    offset of every kernel position from it (in np.ndindex order)."""
-    nd = len(kernel)
-    starts, offsets = 0, 0
-    for i in range(nd):
-        step = math.prod(in_sizes[i + 1:])
-        shape = [1] * nd
-        shape[i] = osz[i]
-        starts = starts + ((np.arange(osz[i]) * stride[i] - padding[i]) * step).reshape(shape)
-        shape[i] = kernel[i]
-        offsets = offsets + (np.arange(kernel[i]) * (dilation[i] * step)).reshape(shape)
-    return np.asarray(starts, np.int64), np.ravel(offsets)
-
-
-def _max_pool_cpu(out, indices, self, nd, kernel, stride, padding, dilation):
-    """The windows copied once to a (K, ...) layout, then one pass per kernel offset over
-    contiguous rows: keep the running maximum (NaN propagates) and the offset where a
-    strictly larger value appears, so ties keep the first position, as PyTorch's loop."""
-    x = compute_array(self)
-    sizes = x.shape[-nd:]
-    osz = out._shape[-nd:]
-    xp = _pad_lr(x, padding, _right_pad(sizes, osz, kernel, stride, padding, dilation),
-                 _lowest(x.dtype))
-    win = windows(xp, kernel, stride, dilation, osz)
-    shape = win.shape[:-nd]
-    am = module_of(x)
-    cols = am.empty((math.prod(kernel),) + shape, x.dtype)
-    np.copyto(cols.reshape(tuple(kernel) + shape),
-              np.moveaxis(win, tuple(range(-nd, 0)), tuple(range(nd))))
-    values = cols[0].copy()
-    # the running offset, kept with arithmetic (masked writes are ~30x slower): a larger
-    # value at offset j sets arg = max(arg, j), as every earlier offset is below j
-    arg = am.zeros(shape, np.uint8 if len(cols) <= 256 else np.intp)
-    larger, step = am.empty(shape, bool), am.empty(shape, arg.dtype)
-    for j in range(1, len(cols)):
-        np.greater(cols[j], values, out=larger)
-        np.maximum(values, cols[j], out=values)
-        np.multiply(larger, arg.dtype.type(j), out=step)
-        np.maximum(arg, step, out=arg)
-    if values.dtype.kind == "f" and np.isnan(values).any():
-        for j in range(len(cols)):      # a NaN wins, the last one as PyTorch's loop
-            np.copyto(arg, j, where=np.isnan(cols[j]))
-    flat = _flat_indices(arg, osz, kernel, stride, padding, dilation, sizes)
-    if any(padding):
-        # a window whose maximum is the padding value keeps PyTorch's starting index: its
-        # first position that is not before the input
-        bad = values == _lowest(values.dtype)
-        if bad.any():
-            first = _flat_indices(_not_before(osz, kernel, stride, padding, dilation).argmax(-1),
-                                  osz, kernel, stride, padding, dilation, sizes)
-            flat = np.where(bad, asarray(first, like=flat), flat)
-    assign_array(out._array(), values)
-    assign_array(indices._array(), flat)
-
-
-def _not_before(osz, kernel, stride, padding, dilation) -> np.ndarray:
-    """(*out, K) mask of the kernel positions at or after the input's start."""
-    nd = len(kernel)
-    mask = np.ones(tuple(osz) + tuple(kernel), dtype=bool)
-    for i in range(nd):
-        pos = (np.arange(osz[i])[:, None] * stride[i] - padding[i]
-               + np.arange(kernel[i])[None, :] * dilation[i])
-        shape = [1] * (2 * nd)
-        shape[i], shape[nd + i] = osz[i], kernel[i]
-        mask &= (pos >= 0).reshape(shape)
-    return mask.reshape(tuple(osz) + (-1,))
-
 
 def _make_max_pool(nd: int):
     name = f"max_pool{nd}d_with_indices"
@@ -242,11 +106,7 @@ def _make_max_pool(nd: int):
         method=False, function=False, inplace=False, promotes=False,
         doc=f"{nd}-d max pooling giving the values and their flat indices in each input plane.")
 
-    @decl.impl("CPU")
-    def kernel(out, self, kernel_size, stride=(), padding=(0,), dilation=(1,),
-               ceil_mode=False):
-        k, s, p, d = _pool_params(name, nd, kernel_size, stride, padding, dilation)
-        _max_pool_cpu(out[0], out[1], self, nd, k, s, p, d)
+    decl.impl("CPU")(max_pool_kernel(nd))
     return decl
 
 
@@ -256,24 +116,6 @@ max_pool3d_with_indices = _make_max_pool(3)
 
 def _scatter_meta(grad_output, self, indices):
     return spec(self._shape, self.dtype, suggest_layout(self._shape, self))
-
-
-def _scatter_add_cpu(out, grad_output, indices, nd):
-    """out's planes get grad_output added at the flat positions `indices` (np.add.at on
-    the flattened planes: repeated positions accumulate)."""
-    shape = out._shape
-    plane = math.prod(shape[-nd:])
-    rows = math.prod(shape[:-nd])
-    cols = math.prod(indices._shape[-nd:])
-    g = compute_array(grad_output).reshape(rows, cols)
-    am = module_of(g)
-    flat = indices._array().reshape(rows, cols) + (am.arange(rows) * plane)[:, None]
-    a = out._array()
-    total = a if a.dtype == g.dtype and a.flags.c_contiguous else am.empty(shape, g.dtype)
-    total.fill(0)
-    add_at(total.reshape(-1), flat.reshape(-1), g.reshape(-1))
-    if total is not a:
-        assign_array(a, total)
 
 
 def _make_max_pool_backward(nd: int):
@@ -287,10 +129,7 @@ def _make_max_pool_backward(nd: int):
         inplace=False, promotes=False,
         doc=f"Gradient of max_pool{nd}d_with_indices: grad_output added at the indices.")
 
-    @decl.impl("CPU")
-    def kernel(out, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
-               indices):
-        _scatter_add_cpu(out, grad_output, indices, nd)
+    decl.impl("CPU")(max_pool_backward_kernel(nd))
     return decl
 
 
@@ -372,43 +211,6 @@ def plane_gather(source: Tensor, indices: Tensor, nd: int) -> Tensor:
 
 # ---- average pooling --------------------------------------------------------------------
 
-def _avg_divisor(sizes, out, kernel, stride, padding, count_include_pad, divisor_override):
-    """Each output's divisor (broadcastable over *out), as PyTorch's avg_pool kernels."""
-    if divisor_override is not None:
-        return divisor_override
-    nd = len(kernel)
-    div = np.ones((1,) * nd, dtype=np.int64)
-    for i in range(nd):
-        start = np.arange(out[i]) * stride[i] - padding[i]
-        end = np.minimum(start + kernel[i], sizes[i] + padding[i])
-        if not count_include_pad:
-            start, end = np.maximum(start, 0), np.minimum(end, sizes[i])
-        shape = [1] * nd
-        shape[i] = out[i]
-        div = div * (end - start).reshape(shape)
-    return div
-
-
-def _beside(div, like):
-    """A divisor array on the device of `like` (an int divisor_override stays an int)."""
-    return div if isinstance(div, int) else asarray(div, like=like)
-
-
-def _divide(total: np.ndarray, div):
-    if total.dtype.kind in "iu":       # integer pools divide as C++ does (toward zero)
-        q = np.abs(total) // np.abs(div)
-        return np.where((total < 0) != (div < 0), -q, q)
-    return total / div
-
-
-def _avg_args(nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
-              divisor_override):
-    k, s, p, _ = _pool_params(f"avg_pool{nd}d", nd, kernel_size, stride, padding)
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
-    return k, s, p
-
-
 def _make_avg_pool(nd: int):
     name = f"avg_pool{nd}d"
 
@@ -427,19 +229,7 @@ def _make_avg_pool(nd: int):
         "Tensor", meta, method=False, function=False, inplace=False, promotes=False,
         doc=f"{nd}-d average pooling.")
 
-    @decl.impl("CPU")
-    def kernel(out, self, kernel_size, stride=(), padding=(0,), ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
-        k, s, p = _avg_args(nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                            divisor_override)
-        x = compute_array(self)
-        sizes, osz = x.shape[-nd:], out._shape[-nd:]
-        ones = (1,) * nd
-        xp = _pad_lr(x, p, _right_pad(sizes, osz, k, s, p, ones), 0)
-        total = windows(xp, k, s, ones, osz).sum(tuple(range(-nd, 0)))
-        div = _beside(_avg_divisor(sizes, osz, k, s, p, count_include_pad, divisor_override),
-                      total)
-        assign_array(out._array(), _divide(total, div))
+    decl.impl("CPU")(avg_pool_kernel(nd))
 
     def backward_meta(grad_output, self, kernel_size, stride, padding, ceil_mode,
                       count_include_pad, divisor_override):
@@ -453,22 +243,7 @@ def _make_avg_pool(nd: int):
         inplace=False, promotes=False,
         doc=f"Gradient of {name}: each output's share added back over its window.")
 
-    @backward.impl("CPU")
-    def backward_kernel(out, grad_output, self, kernel_size, stride, padding, ceil_mode,
-                        count_include_pad, divisor_override):
-        k, s, p = _avg_args(nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                            divisor_override)
-        g = compute_array(grad_output)
-        sizes, osz = self._shape[-nd:], g.shape[-nd:]
-        ones = (1,) * nd
-        right = _right_pad(sizes, osz, k, s, p, ones)
-        share = g / _beside(_avg_divisor(sizes, osz, k, s, p, count_include_pad,
-                                         divisor_override), g)
-        full = module_of(g).zeros(g.shape[:-nd] + tuple(n + a + b for n, a, b in
-                                                        zip(sizes, p, right)), dtype=share.dtype)
-        col2im_add(full, np.broadcast_to(share, tuple(k) + share.shape), k, s, ones)
-        assign_array(out._array(), full[(Ellipsis,) + tuple(slice(a, a + n) for a, n in
-                                                            zip(p, sizes))])
+    backward.impl("CPU")(avg_pool_backward_kernel(nd))
     return decl, backward
 
 
@@ -496,35 +271,6 @@ def avg_pool1d(input, kernel_size, stride=(), padding=0, ceil_mode=False,
 
 
 # ---- adaptive pooling -------------------------------------------------------------------
-
-def _adaptive_bounds(n: int, out: int):
-    """PyTorch's windows: [floor(i*n/out), ceil((i+1)*n/out)) for each output i."""
-    i = np.arange(out)
-    return (i * n) // out, -((-(i + 1) * n) // out)
-
-
-def _averaging_matrix(n: int, out: int, dtype) -> np.ndarray:
-    start, end = _adaptive_bounds(n, out)
-    j = np.arange(n)[:, None]
-    inside = (j >= start[None, :]) & (j < end[None, :])
-    return inside / (end - start)[None, :].astype(dtype)
-
-
-def _along_dims(a: np.ndarray, mats) -> np.ndarray:
-    """Multiply the last len(mats) dims of `a` by one matrix each (a separable map)."""
-    nd = len(mats)
-    for i, m in enumerate(mats):
-        m = asarray(m, like=a)
-        axis = a.ndim - nd + i
-        a = np.moveaxis(np.moveaxis(a, axis, -1) @ m, -1, axis)
-    return a
-
-
-def _sizes(output_size, nd) -> tuple:
-    """An int[nd] argument given as one int stands for all dims."""
-    output_size = tuple(output_size)
-    return output_size * nd if len(output_size) == 1 else output_size
-
 
 def _adaptive_checks(name, self, output_size, nd, colon=""):
     output_size = _sizes(output_size, nd)
@@ -556,12 +302,7 @@ def _make_adaptive_avg(nd: int):
                       method=False, inplace=False, promotes=False,
                       doc=f"{nd}-d adaptive average pooling (PyTorch's windows).")
 
-    @decl.impl("CPU")
-    def kernel(out, self, output_size):
-        x = compute_array(self)
-        mats = [_averaging_matrix(n, o, x.dtype) for n, o in
-                zip(x.shape[-nd:], _sizes(output_size, nd))]
-        assign_array(out._array(), _along_dims(x, mats))
+    decl.impl("CPU")(adaptive_avg_kernel(nd))
 
     def backward_meta(grad_output, self):
         stride = suggest_layout(self._shape, self) if nd == 2 else None
@@ -571,12 +312,7 @@ def _make_adaptive_avg(nd: int):
                           backward_meta, method=False, function=False, inplace=False,
                           promotes=False, doc=f"Gradient of _{name}.")
 
-    @backward.impl("CPU")
-    def backward_kernel(out, grad_output, self):
-        g = compute_array(grad_output)
-        mats = [_averaging_matrix(n, o, g.dtype).T for n, o in
-                zip(self._shape[-nd:], g.shape[-nd:])]
-        assign_array(out._array(), _along_dims(g, mats))
+    backward.impl("CPU")(adaptive_avg_backward_kernel(nd))
     return decl, backward
 
 
@@ -634,40 +370,7 @@ def _make_adaptive_max(nd: int):
                       method=False, function=False, inplace=False, promotes=False,
                       doc=f"{nd}-d adaptive max pooling with flat indices.")
 
-    @decl.impl("CPU")
-    def kernel(out, self, output_size):
-        x = compute_array(self)
-        sizes, output_size = x.shape[-nd:], _sizes(output_size, nd)
-        if 0 in out[0]._shape:
-            return
-        positions, index = [], []
-        for i, (n, o) in enumerate(zip(sizes, output_size)):
-            start, end = _adaptive_bounds(n, o)
-            k = int((end - start).max())
-            pos = asarray(np.minimum(start[:, None] + np.arange(k)[None, :], (end - 1)[:, None]),
-                          like=x)
-            positions.append(pos)
-            shape = [1] * (2 * nd)
-            shape[2 * i], shape[2 * i + 1] = o, k
-            index.append(pos.reshape(shape))
-        win = x[(Ellipsis,) + tuple(index)]                 # (..., o0, k0, o1, k1, ...)
-        lead = win.ndim - 2 * nd
-        perm = tuple(range(lead)) + tuple(lead + 2 * i for i in range(nd)) + tuple(
-            lead + 2 * i + 1 for i in range(nd))
-        win = win.transpose(perm)
-        kernel = win.shape[-nd:]
-        win = win.reshape(win.shape[:-nd] + (math.prod(kernel),))
-        arg = _window_argmax(win)
-        offsets = np.unravel_index(arg, kernel)
-        am = module_of(x)
-        flat = am.zeros(arg.shape, dtype=np.int64)
-        for i in range(nd):
-            shape = [1] * nd
-            shape[i] = output_size[i]
-            rows = am.arange(output_size[i]).reshape(shape)
-            flat = flat * sizes[i] + positions[i][rows, offsets[i]]
-        assign_array(out[0]._array(), win.max(-1))
-        assign_array(out[1]._array(), flat)
+    decl.impl("CPU")(adaptive_max_kernel(nd))
 
     def backward_meta(grad_output, self, indices):
         return _scatter_meta(grad_output, self, indices)
@@ -677,9 +380,7 @@ def _make_adaptive_max(nd: int):
                           inplace=False, promotes=False,
                           doc=f"Gradient of {name}: grad_output added at the indices.")
 
-    @backward.impl("CPU")
-    def backward_kernel(out, grad_output, self, indices):
-        _scatter_add_cpu(out, grad_output, indices, nd)
+    backward.impl("CPU")(adaptive_max_backward_kernel(nd))
     return decl, backward
 
 
@@ -738,21 +439,7 @@ def _make_max_unpool(nd: int):
                       promotes=False,
                       doc=f"Place each value at its flat index in a zero {nd}-d output plane.")
 
-    @decl.impl("CPU")
-    def kernel(out, self, indices, output_size, stride=None, padding=None):
-        plane = math.prod(output_size)
-        rows = math.prod(self._shape[:-nd])
-        cols = math.prod(indices._shape[-nd:])
-        idx = indices._array().reshape(rows, cols)
-        bad = (idx < 0) | (idx >= plane)
-        if bad.any():
-            raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes "
-                               f"are of size {_x(output_size)})")
-        am = module_of(idx)
-        flat = am.zeros(rows * plane, dtype=out._array().dtype)
-        flat[(idx + (am.arange(rows) * plane)[:, None]).ravel()] = (
-            self._array().reshape(rows, cols).ravel())
-        assign_array(out._array(), flat.reshape(out._shape))
+    decl.impl("CPU")(max_unpool_kernel(nd))
     return decl
 
 

@@ -4,7 +4,8 @@ tolerance.
 Also the pointwise functions the other math modules lack: logaddexp(2), heaviside, sinc,
 i0, polygamma, mvlgamma, igamma(c), and torch.special's own operators (special_i0e, ...,
 exposed by glasstorch.special). float16/bfloat16 compute in float32; the special functions
-in float64, from `backends/cpu/special.py`.
+in float64, from `backends/cpu/special.py`. Most kernels are in
+`backends/cpu/special_functions.py`.
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ from .meta import pointwise_spec
 from ...core.promotion import common_dtype, float_dtype, opmath
 from ..registry import composite, export, kernel_op, resize_output, spec, structured
 from ..autocast import FP32, autocast_policy
+from ...backends.cpu.special_functions import (INDEX_REDUCTIONS, _entr, arrays_equal,
+    close_array, cum_extremum_kernel, frexp_kernel, heaviside_kernel, index_reduce_kernel,
+    integer_binary_kernel, logaddexp_kernel, mvlgamma_kernel, nextafter_kernel,
+    polygamma_kernel, renorm_kernel, sinc_kernel, trace_kernel, xlog1py_kernel, zeta_kernel)
 
 _POINTWISE = ("pointwise",)
 
@@ -59,49 +64,12 @@ def _cum_extremum_meta(name):
     return meta
 
 
-def _cum_extremum_kernel(ufunc):
-    def kernel(out, self, dim):
-        values, indices = out
-        if self.numel() == 0:
-            return
-        a = self._array()
-        if a.ndim == 0:
-            assign_array(values._array(), a)
-            indices._array()[...] = 0
-            return
-        d = wrap_dim(dim, a.ndim)
-        if a.dtype == dt.bfloat16.np:
-            a = a.astype(np.float32)
-        v = _accumulate(ufunc, a, d)
-        shape = [1] * a.ndim
-        shape[d] = a.shape[d]
-        positions = arrays.module_of(a).arange(a.shape[d]).reshape(shape)
-        hit = (a == v) | (np.isnan(a) if a.dtype.kind in "fc" else False)
-        idx = _accumulate(np.maximum, np.where(hit, positions, 0), d)
-        assign_array(values._array(), v)
-        assign_array(indices._array(), idx)
-    return kernel
-
-
-def _accumulate(ufunc, a, axis: int):
-    """ufunc.accumulate(a, axis) for maximum or minimum; CuPy's ufuncs accumulate only add
-    and multiply, so on a GPU a scan of ceil(log2 n) elementwise passes."""
-    if a.__class__ is np.ndarray:
-        return ufunc.accumulate(a, axis=axis)
-    v = np.moveaxis(a, axis, -1).copy()
-    step = 1
-    while step < v.shape[-1]:
-        v[..., step:] = ufunc(v[..., step:], v[..., :-step])
-        step *= 2
-    return np.moveaxis(v, -1, axis)
-
-
 def _cum_extremum(name, ufunc, result_type, result_out_type):
     decl = structured(f"{name}(Tensor self, int dim) -> (Tensor values, Tensor indices)",
                       _cum_extremum_meta(name), inplace=False, function=False, method=False,
                       promotes=False,
                       doc=f"The running {name[3:]} along `dim` and where it was last reached.")
-    decl.impl("CPU")(_cum_extremum_kernel(ufunc))
+    decl.impl("CPU")(cum_extremum_kernel(ufunc))
     op = decl.function
 
     def fn(input, dim, *, out=None):
@@ -132,33 +100,14 @@ def _logaddexp_meta(name):
     return meta
 
 
-def _logaddexp_kernel(base2: bool):
-    exp, log1p = (np.exp2, lambda v: np.log1p(v) / math.log(2.0)) if base2 else (np.exp,
-                                                                                 np.log1p)
-
-    def kernel(out, self, other):
-        d = common_dtype(self, other)
-        a, b = cpu.computed((self, other), d)
-        with np.errstate(all="ignore"):
-            if a.dtype.kind == "c":     # factor out the operand with the larger real part
-                first = a.real >= b.real
-                m, rest = np.where(first, a, b), np.where(first, b, a)
-                r = m + np.log1p(np.exp(rest - m))
-            else:
-                r = np.maximum(a, b) + log1p(exp(-np.abs(a - b)))
-            r = np.where(np.isinf(a.real) & (a == b), a, r)
-        cpu.assign(out, r)
-    return kernel
-
-
 logaddexp = structured("logaddexp(Tensor self, Tensor other) -> Tensor",
                        _logaddexp_meta("logaddexp"), inplace=False, tags=_POINTWISE,
                        doc="log(exp(input) + exp(other)), without overflow.")
-logaddexp.impl("CPU")(_logaddexp_kernel(False))
+logaddexp.impl("CPU")(logaddexp_kernel(False))
 logaddexp2 = structured("logaddexp2(Tensor self, Tensor other) -> Tensor",
                         _logaddexp_meta("logaddexp2"), inplace=False, tags=_POINTWISE,
                         doc="log2(2**input + 2**other), without overflow.")
-logaddexp2.impl("CPU")(_logaddexp_kernel(True))
+logaddexp2.impl("CPU")(logaddexp_kernel(True))
 
 
 def _heaviside_meta(self, values):
@@ -170,15 +119,10 @@ def _heaviside_meta(self, values):
     return pointwise_spec((self, values), self.dtype)
 
 
-def _heaviside_kernel(out, self, values):
-    a, v = cpu.computed((self, values), self.dtype)
-    cpu.assign(out, np.where(a == 0, v, a > 0))
-
-
 heaviside = structured("heaviside(Tensor self, Tensor values) -> Tensor", _heaviside_meta,
                        tags=_POINTWISE, doc="0 where input < 0, values where input == 0, "
                                             "1 where input > 0 (0 for nan).")
-heaviside.impl("CPU")(_heaviside_kernel)
+heaviside.impl("CPU")(heaviside_kernel)
 
 
 # ---- unary special functions: sinc, i0, polygamma, mvlgamma -------------------------------
@@ -196,18 +140,9 @@ def _real_float_meta(kname):
     return meta
 
 
-def _sinc_kernel(out, self):
-    d = float_dtype(self)
-    (x,) = cpu.computed((self,), d)
-    with np.errstate(all="ignore"):
-        px = x * np.pi
-        r = np.sin(px) / px
-    cpu.assign(out, np.where(x == 0, 1.0, r))
-
-
 sinc = structured("sinc(Tensor self) -> Tensor", _unary_float_meta, tags=_POINTWISE,
                   doc="sin(pi x) / (pi x), and 1 at 0.")
-sinc.impl("CPU")(_sinc_kernel)
+sinc.impl("CPU")(sinc_kernel)
 
 i0 = structured("i0(Tensor self) -> Tensor", _real_float_meta("i0_vml_cpu"), tags=_POINTWISE,
                 doc="The modified Bessel function of the first kind, order 0.")
@@ -220,14 +155,10 @@ def _polygamma_meta(n, self):
     return _real_float_meta({0: "digamma", 1: "trigamma"}.get(n, "polygamma"))(self)
 
 
-def _polygamma_kernel(out, n, self):
-    cpu.assign(out, sp.polygamma(n, cpu.operand(self, float_dtype(self))))
-
-
 polygamma_op = structured("polygamma(int n, Tensor self) -> Tensor", _polygamma_meta,
                           inplace=False, function=False, method=False, tags=_POINTWISE,
                           doc="The n-th derivative of digamma.")
-polygamma_op.impl("CPU")(_polygamma_kernel)
+polygamma_op.impl("CPU")(polygamma_kernel)
 
 
 @composite()
@@ -262,18 +193,10 @@ def _mvlgamma_meta(self, p):
     return _real_float_meta("arange_cpu")(self)     # the kernel PyTorch's error names
 
 
-def _mvlgamma_kernel(out, self, p):
-    x = cpu.as_type(cpu.operand(self, float_dtype(self)), np.float64)
-    r = p * (p - 1) / 4 * math.log(math.pi)
-    for i in range(p):
-        r = r + sp.lgamma(x - i / 2)
-    cpu.assign(out, r)
-
-
 mvlgamma = structured("mvlgamma(Tensor self, int p) -> Tensor", _mvlgamma_meta,
                       tags=_POINTWISE,
                       doc="The multivariate log-gamma of dimension p.")
-mvlgamma.impl("CPU")(_mvlgamma_kernel)
+mvlgamma.impl("CPU")(mvlgamma_kernel)
 
 
 # ---- trace, renorm -------------------------------------------------------------------------
@@ -287,15 +210,9 @@ def _trace_meta(self):
     return spec((), d)
 
 
-def _trace_kernel(out, self):
-    a = self._array()
-    cd = np.int64 if self.dtype.category == dt.INT else opmath(self.dtype)
-    assign_array(out._array(), np.trace(a, dtype=cd))
-
-
 trace = structured("trace(Tensor self) -> Tensor", _trace_meta, inplace=False, out=False,
                    doc="The sum of the main diagonal of a matrix (integers give int64).")
-trace.impl("CPU")(_trace_kernel)
+trace.impl("CPU")(trace_kernel)
 
 
 def _renorm_meta(self, p, dim, maxnorm):
@@ -313,34 +230,10 @@ def _renorm_meta(self, p, dim, maxnorm):
     return spec(self._shape, self.dtype)
 
 
-def renorm_factor(a: np.ndarray, p, dim: int, maxnorm):
-    """Per slice along `dim`: maxnorm / (norm + 1e-7) where the slice's p-norm exceeds
-    maxnorm, else 1 (PyTorch's rule, with its 1e-7)."""
-    if not a.size:
-        return 1.0                                  # nothing to scale
-    others = tuple(i for i in range(a.ndim) if i != dim)
-    mag = np.abs(a)
-    if p == math.inf:
-        norm = mag.max(axis=others, keepdims=True)
-    elif p == 1:
-        norm = mag.sum(axis=others, keepdims=True)
-    elif p == 2:
-        norm = np.sqrt((mag * mag).sum(axis=others, keepdims=True))
-    else:
-        norm = (mag ** p).sum(axis=others, keepdims=True) ** (1.0 / p)
-    with np.errstate(all="ignore"):
-        return np.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
-
-
-def _renorm_kernel(out, self, p, dim, maxnorm):
-    (a,) = cpu.computed((self,), self.dtype)
-    cpu.assign(out, a * renorm_factor(a, p, wrap_dim(dim, a.ndim), maxnorm))
-
-
 renorm = structured("renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor",
                     _renorm_meta, doc="Rescale each slice along `dim` whose p-norm exceeds "
                                       "maxnorm to have norm maxnorm.")
-renorm.impl("CPU")(_renorm_kernel)
+renorm.impl("CPU")(renorm_kernel)
 
 
 # ---- composites: kron, diff, isclose, allclose, equal ---------------------------------------
@@ -434,19 +327,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     included, are always close; nan only with equal_nan)."""
     _check_close_args("isclose", input, other, rtol, atol)
     a, b = _compared((input, other), input.dtype)
-    if input.dtype is dt.bool:
-        return _bool_tensor(np.equal(a, b), input.device)
-    if input.dtype.category == dt.INT:
-        cd = dt.get_default_dtype().np
-        a, b = a.astype(cd), b.astype(cd)
-    elif input.dtype in cpu.REDUCED:
-        a, b = a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)
-    with np.errstate(all="ignore"):
-        close = (a == b) | (np.isfinite(a) & np.isfinite(b)
-                            & (np.abs(a - b) <= atol + rtol * np.abs(b)))
-        if equal_nan:
-            close |= np.isnan(a) & np.isnan(b)
-    return _bool_tensor(close, input.device)
+    return _bool_tensor(close_array(a, b, input.dtype, rtol, atol, equal_nan), input.device)
 
 
 @composite(method=True)
@@ -462,8 +343,7 @@ def equal(input, other):
     if input._shape != other._shape:
         return False
     a, b = _compared((input, other), common_dtype(input, other))
-    return bool(np.array_equal(a, b))
-
+    return arrays_equal(a, b)
 
 
 # ---- torch.special's own operators (exposed by glasstorch.special) -------------------------
@@ -528,23 +408,8 @@ special_scaled_modified_bessel_k1 = _special_unary(
     "exp(x) * K1(x).", reduced=False)
 
 
-def _entr(x):
-    x = arrays.asarray(x, np.float64)
-    with np.errstate(all="ignore"):
-        r = np.where(x > 0, -x * np.log(x), np.where(x == 0, 0.0, -np.inf))
-    return np.where(np.isnan(x), x, r)
-
-
 special_entr = _special_unary("entr", _entr, "entr_cpu",
                               "-x * log(x) for x > 0, 0 at 0, -inf below.")
-
-
-def _xlog1py_kernel(out, self, other):
-    d = float_dtype(self, other)
-    a, b = cpu.computed((self, other), d)
-    with np.errstate(all="ignore"):
-        r = np.where((a == 0) & ~np.isnan(b), 0.0, a * np.log1p(b))
-    cpu.assign(out, r)
 
 
 def _xlog1py_meta(self, other):
@@ -558,7 +423,7 @@ special_xlog1py = structured("special_xlog1py(Tensor self, Tensor other) -> Tens
                              _xlog1py_meta, inplace=False, function=False, method=False,
                              number_self=True, tags=_POINTWISE,
                              doc="input * log1p(other), and 0 where input is 0.")
-special_xlog1py.impl("CPU")(_xlog1py_kernel)
+special_xlog1py.impl("CPU")(xlog1py_kernel)
 
 
 def _zeta_meta(self, other):
@@ -568,17 +433,11 @@ def _zeta_meta(self, other):
     return pointwise_spec((self, other), d)
 
 
-def _zeta_kernel(out, self, other):
-    d = float_dtype(self, other)
-    a, b = cpu.computed((self, other), d)
-    cpu.assign(out, sp.zeta(a, b))
-
-
 special_zeta = structured("special_zeta(Tensor self, Tensor other) -> Tensor", _zeta_meta,
                           inplace=False, function=False, method=False, number_self=True,
                           tags=_POINTWISE,
                           doc="The Hurwitz zeta function sum_k (other + k) ** -input.")
-special_zeta.impl("CPU")(_zeta_kernel)
+special_zeta.impl("CPU")(zeta_kernel)
 
 
 # ---- regularized incomplete gamma functions ---------------------------------------------------
@@ -657,20 +516,14 @@ def _integer_binary_meta(name):
     return meta
 
 
-def _integer_binary_kernel(ufunc):
-    def kernel(out, self, other):
-        cpu.assign(out, np.abs(ufunc(*cpu.operands((self, other), common_dtype(self, other)))))
-    return kernel
-
-
 gcd = structured("gcd(Tensor self, Tensor other) -> Tensor", _integer_binary_meta("gcd"),
                  tags=_POINTWISE, doc="The greatest common divisor (non-negative; gcd(0, 0) "
                                       "is 0).")
-gcd.impl("CPU")(_integer_binary_kernel(np.gcd))
+gcd.impl("CPU")(integer_binary_kernel(np.gcd))
 lcm = structured("lcm(Tensor self, Tensor other) -> Tensor", _integer_binary_meta("lcm"),
                  tags=_POINTWISE, doc="The least common multiple (non-negative; 0 if either "
                                       "is 0).")
-lcm.impl("CPU")(_integer_binary_kernel(np.lcm))
+lcm.impl("CPU")(integer_binary_kernel(np.lcm))
 
 
 def _nextafter_meta(self, other):
@@ -681,25 +534,10 @@ def _nextafter_meta(self, other):
     return pointwise_spec((self, other), d)
 
 
-def _nextafter_kernel(out, self, other):
-    d = common_dtype(self, other)
-    a, b = cpu.operands((self, other), d)
-    if d is dt.bfloat16:                # no NumPy bfloat16 ufunc: step the bit pattern
-        a, b = np.broadcast_arrays(np.asarray(a, dt.bfloat16.np), np.asarray(b, dt.bfloat16.np))
-        bits = a.view(np.uint16).astype(np.int32)
-        fa, fb = a.astype(np.float32), b.astype(np.float32)
-        bits = bits + np.where((fb > fa) == (fa > 0), 1, -1)
-        bits = np.where(fa == 0, np.where(fb > 0, 0x0001, 0x8001), bits)
-        r = bits.astype(np.uint16).view(dt.bfloat16.np).astype(np.float32)
-        cpu.assign(out, np.where(np.isnan(fa) | np.isnan(fb), np.nan, np.where(fa == fb, fb, r)))
-        return
-    cpu.assign(out, np.nextafter(a, b))
-
-
 nextafter = structured("nextafter(Tensor self, Tensor other) -> Tensor", _nextafter_meta,
                        tags=_POINTWISE, doc="The next representable value after input "
                                             "towards other.")
-nextafter.impl("CPU")(_nextafter_kernel)
+nextafter.impl("CPU")(nextafter_kernel)
 nextafter.on_cuda = "host"     # a bfloat16 step needs its bit pattern, not a float32 widening
 
 
@@ -709,19 +547,11 @@ def _frexp_meta(self):
     return pointwise_spec((self,), self.dtype), pointwise_spec((self,), dt.int32)
 
 
-def _frexp_kernel(out, self):
-    mantissa, exponent = out
-    a = self._array()
-    m, e = np.frexp(a.astype(np.float32) if self.dtype is dt.bfloat16 else a)
-    assign_array(mantissa._array(), m)
-    assign_array(exponent._array(), e)
-
-
 frexp_op = structured("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)",
                       _frexp_meta, inplace=False, out=False, function=False, method=False,
                       promotes=False, tags=_POINTWISE,
                       doc="input = mantissa * 2**exponent, |mantissa| in [0.5, 1).")
-frexp_op.impl("CPU")(_frexp_kernel)
+frexp_op.impl("CPU")(frexp_kernel)
 
 
 @composite(method=True)
@@ -945,14 +775,10 @@ def combinations(input, r=2, with_replacement=False):
 
 # ---- index_reduce ---------------------------------------------------------------------------
 
-_INDEX_REDUCTIONS = {"prod": (np.multiply, 1), "mean": (np.add, 0),
-                     "amax": (np.maximum, -np.inf), "amin": (np.minimum, np.inf)}
-
-
 def _index_reduce_meta(self, dim, index, source, reduce, include_self=True):
     _require_tensor("index_reduce", "index", 3, index)
     _require_tensor("index_reduce", "source", 4, source)
-    if reduce not in _INDEX_REDUCTIONS:
+    if reduce not in INDEX_REDUCTIONS:
         raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
     d = wrap_dim(dim, self.dim())
@@ -987,58 +813,12 @@ def _index_reduce_meta(self, dim, index, source, reduce, include_self=True):
     return spec(self._shape, self.dtype)
 
 
-def _at(ufunc, a, idx, values) -> None:
-    """ufunc.at(a, idx, values) along a's first axis: unbuffered, so repeated indices all
-    count. CuPy has `at` for few ufuncs and dtypes: on a GPU the repeats are applied in
-    rounds over distinct indices, in the order NumPy applies them."""
-    if a.__class__ is np.ndarray:
-        ufunc.at(a, idx, values)
-        return
-    xp = arrays.module_of(a)
-    order = xp.argsort(idx, kind="stable")
-    ordered = idx[order]
-    rank = xp.arange(idx.size) - xp.searchsorted(ordered, ordered, side="left")
-    values = xp.broadcast_to(xp.asarray(values, a.dtype), idx.shape + a.shape[1:])
-    for r in range(int(rank.max()) + 1 if idx.size else 0):
-        pick = order[rank == r]
-        rows = idx[pick]
-        a[rows] = ufunc(a[rows], values[pick])
-
-
-def _index_reduce_kernel(out, self, dim, index, source, reduce, include_self=True):
-    """Reduce with the ufunc's unbuffered `at` along `dim` moved first; positions that
-    receive no source keep self's value."""
-    if self.numel() == 0:
-        return
-    ufunc, identity = _INDEX_REDUCTIONS[reduce]
-    d = wrap_dim(dim, self.dim()) if self.dim() else 0
-    cd = opmath(self.dtype)
-    a = np.moveaxis(np.atleast_1d(self._array().astype(cd)), d, 0)
-    src = np.moveaxis(np.atleast_1d(source._array().astype(cd, copy=False)), d, 0)
-    idx = index._array().astype(np.int64, copy=False).reshape(-1)
-    touched = np.unique(idx)
-    if not include_self:
-        if cd.kind in "iub" and reduce in ("amax", "amin"):
-            limits = np.iinfo(cd) if cd.kind != "b" else None
-            identity = (False if reduce == "amax" else True) if limits is None else \
-                (limits.min if reduce == "amax" else limits.max)
-        a[touched] = identity
-    _at(ufunc, a, idx, src)
-    if reduce == "mean":
-        counts = arrays.module_of(a).zeros(a.shape[0], dtype=np.int64)
-        _at(np.add, counts, idx, 1)
-        counts = counts + (1 if include_self else 0)
-        counts = np.maximum(counts, 1).reshape((-1,) + (1,) * (a.ndim - 1))
-        a = a // counts if cd.kind in "iub" else a / counts.astype(cd)
-    assign_array(out._array(), np.moveaxis(a, 0, d).reshape(out._array().shape))
-
-
 index_reduce = structured("index_reduce(Tensor self, int dim, Tensor index, Tensor source, "
                           "str reduce, *, bool include_self=True) -> Tensor",
                           _index_reduce_meta, promotes=False,
                           doc="self with source's slices reduced (prod, mean, amax, amin) "
                               "into the slices index names along dim.")
-index_reduce.impl("CPU")(_index_reduce_kernel)
+index_reduce.impl("CPU")(index_reduce_kernel)
 
 # autocast runs these in another precision (ops/autocast.py)
 autocast_policy(renorm, cuda=FP32)

@@ -18,41 +18,39 @@ strided view, so a view is filled in place and nothing outside it changes.
 Floating samples keep as many random bits as the dtype has mantissa digits, so `rand` is in
 [0, 1) for every dtype; float16/bfloat16 are computed in float32 and rounded.
 
-CUDA tensors draw the same way, on the host, from their GPU's generator (its NumPy stream),
-and the samples are copied to the GPU: the numbers do not depend on whether a sampler runs
-here or on the host path. multinomial and poisson take the host path.
+The draws are NumPy code in backends/cpu/random.py; the samplers' kernels, which pick the
+generator, stay here. CUDA tensors draw the same way, on the host, from their GPU's generator
+(its NumPy stream), and the samples are copied to the GPU: the numbers do not depend on
+whether a sampler runs here or on the host path. multinomial and poisson take the host path.
 """
 from __future__ import annotations
 
-import math
 import operator
 
 import numpy as np
 
-from ...backends.arrays import asarray
 from ...core import dtype as dt
 from ...core.device import META, as_device
-from ...core.shape import broadcast_shapes2, expand_strides, has_internal_overlap
+from ...core.shape import broadcast_shapes2, expand_strides
 from ...core.tensor import Tensor, preserve_format
 from ...dispatch.keys import BACKEND_MASK
 from ...random import Generator, default_generator
 from ..creation.factories import (BACKEND_SELECT, OPTIONS, _finish, _size_arg, empty_like_kernel,
                         factory_op, like_keyset)
 from ..registry import export, kernel_op, resize_output
-from ..creation.ranges import LIMITS, check_out_dtype, converted, fmt, store_values, warn_user, write
+from ...backends.cpu.ranges import LIMITS, converted, write
+from ..creation.ranges import check_out_dtype, fmt, store_values, warn_user
+from ...backends.cpu.random import (_DIGITS, _adjust_from, _adjust_to, _check_writable,
+    _operand, _write, bernoulli_into, draw_bernoulli, draw_bernoulli_tensor, draw_cauchy,
+    draw_exponential, draw_geometric, draw_log_normal, draw_normal, draw_random, draw_uniform,
+    multinomial_into, normal_values)
 
 # PyTorch's C++ names for dtypes, used verbatim in its sampler errors.
 CTYPE = {dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half",
          dt.bfloat16: "c10::BFloat16", dt.uint8: "unsigned char", dt.int8: "signed char",
          dt.int16: "short int", dt.int32: "int", dt.int64: "long int", dt.bool: "bool",
          dt.complex64: "c10::complex<float>", dt.complex128: "c10::complex<double>"}
-_DIGITS = {dt.float16: 11, dt.bfloat16: 8, dt.float32: 24, dt.float64: 53}
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def _compute(real: dt.dtype):
-    """The NumPy dtype samples of a real floating dtype are computed in."""
-    return np.float64 if real is dt.float64 else np.float32
 
 
 def _stream(generator, t: Tensor) -> np.random.Generator:
@@ -81,50 +79,6 @@ def _floating_or_complex(name: str, t: Tensor) -> dt.dtype:
     if t.dtype.category < dt.FLOAT:
         raise _not_implemented(name, t.dtype)
     return t.dtype.to_real()
-
-
-def _write(t: Tensor, values) -> None:
-    """ranges.write on any device: host samples go to a CUDA tensor's GPU first."""
-    a = t._array()
-    if a.__class__ is not np.ndarray:
-        values = asarray(values, like=a)
-    np.copyto(a, values, casting="unsafe")
-
-
-def _check_writable(t: Tensor) -> None:
-    if has_internal_overlap(t._shape, t._stride) and t.numel() > 1:
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a"
-            " single memory location. Please clone() the tensor before performing the "
-            "operation.")
-
-
-# ---- sample makers: NumPy arrays of `shape`, in the compute dtype ----------------------
-
-def uniform01(rng, shape, real: dt.dtype) -> np.ndarray:
-    """Uniform in [0, 1) with `real`'s mantissa digits of randomness (never rounds to 1)."""
-    if real is dt.float64:
-        return rng.random(shape)
-    if real is dt.float32:
-        return rng.random(shape, dtype=np.float32)
-    digits = _DIGITS[real]
-    top = rng.bit_generator.random_raw(shape) >> np.uint64(64 - digits)
-    return top.astype(np.float32) * np.float32(2.0 ** -digits)
-
-
-def standard_normal(rng, shape, d: dt.dtype) -> np.ndarray:
-    """N(0, 1); complex dtypes get N(0, 1/2) real and imaginary parts (variance 1)."""
-    real = d.to_real()
-    if d.category == dt.COMPLEX:
-        z = rng.standard_normal(shape + (2,), dtype=_compute(real)) * _compute(real)(
-            math.sqrt(0.5))
-        return z.view(np.complex128 if real is dt.float64 else np.complex64)[..., 0]
-    return rng.standard_normal(shape, dtype=_compute(real))
-
-
-def _as(value, real: dt.dtype):
-    """A Python float rounded to `real`, in the compute dtype (PyTorch casts bounds first)."""
-    return np.asarray(value, real.np).astype(_compute(real))
 
 
 # ---- in-place samplers ---------------------------------------------------------------
@@ -172,18 +126,9 @@ def _check_uniform(self, from_, to):
     return from_, to
 
 
-def _draw_uniform(rng, shape, d, from_, to):
-    real = d.to_real()
-    lo, hi = _as(from_, real), _as(to, real)
-    if d.category == dt.COMPLEX:
-        return (uniform01(rng, shape, real) * (hi - lo) + lo) + \
-            1j * (uniform01(rng, shape, real) * (hi - lo) + lo)
-    return uniform01(rng, shape, real) * (hi - lo) + lo
-
-
 uniform_op = _inplace_sampler(
     "uniform_(Tensor(a!) self, float from_=0, float to=1, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_uniform, _draw_uniform, method=False,
+    "-> Tensor(a!)", _check_uniform, draw_uniform, method=False,
     doc="Fill self with values uniform in [from, to).")
 
 
@@ -214,17 +159,9 @@ def _check_normal(self, mean, std):
     return mean, std
 
 
-def _draw_normal(rng, shape, d, mean, std):
-    real = _compute(d.to_real())
-    if d.category == dt.COMPLEX:
-        z = standard_normal(rng, shape, d) * real(std)
-        return z + (real(mean) + 1j * real(mean))
-    return standard_normal(rng, shape, d) * real(std) + real(mean)
-
-
 normal_op = _inplace_sampler(
     "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_normal, _draw_normal,
+    "-> Tensor(a!)", _check_normal, draw_normal,
     doc="Fill self with normal samples of the given mean and standard deviation.")
 
 
@@ -237,13 +174,9 @@ def _check_bernoulli_float(self, p):
     return (p,)
 
 
-def _draw_bernoulli(rng, shape, d, p):
-    return rng.random(shape) < p
-
-
 bernoulli_float_op = _inplace_sampler(
     "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_bernoulli_float, _draw_bernoulli, method=False,
+    "-> Tensor(a!)", _check_bernoulli_float, draw_bernoulli, method=False,
     doc="Fill self with 1 with probability p and 0 otherwise.")
 
 
@@ -267,14 +200,9 @@ def _check_bernoulli_tensor(self, p):
     return (p,)
 
 
-def _draw_bernoulli_tensor(rng, shape, d, p):
-    a = p._array()
-    return asarray(rng.random(shape), like=a) < np.broadcast_to(a, shape)
-
-
 bernoulli_tensor_op = _inplace_sampler(
     "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_bernoulli_tensor, _draw_bernoulli_tensor, method=False,
+    "-> Tensor(a!)", _check_bernoulli_tensor, draw_bernoulli_tensor, method=False,
     doc="Fill self with 1 with probability p (broadcast to self) and 0 otherwise.")
 
 
@@ -298,22 +226,6 @@ def _int_arg(name: str, value) -> int:
     if not _INT64_MIN <= value <= _INT64_MAX:
         raise ValueError(f"random_(): argument '{name}' must fit in int64, but got {value}")
     return value
-
-
-def _adjust_from(from_: int, d: dt.dtype) -> int:
-    """Raise `from` until it survives the cast to float dtype `d` (so no sample is below it)."""
-    rounded = np.asarray(from_ + 1, d.np)
-    if np.isfinite(rounded) and int(rounded.astype(np.float64)) < from_:
-        from_ = int(np.nextafter(rounded, np.asarray(np.inf, d.np)).astype(np.float64))
-    return from_
-
-
-def _adjust_to(to: int, d: dt.dtype) -> int:
-    """Lower `to` until to - 1 cast to float dtype `d` stays below it."""
-    rounded = np.asarray(to - 1, d.np)
-    if np.isfinite(rounded) and int(rounded.astype(np.float64)) >= to:
-        to = int(np.nextafter(rounded, np.asarray(-np.inf, d.np)).astype(np.float64))
-    return to
 
 
 def _check_in_range(from_: int, to_inc: int, d: dt.dtype) -> None:
@@ -366,32 +278,18 @@ def _check_random_from(self, from_, to):
     return from_, to_inc - from_ + 1
 
 
-def _draw_random(rng, shape, d, first, count):
-    """`count` consecutive integers from `first` (count up to 2**64), as int64.
-
-    Counts up to 2**32 reduce raw 64-bit words modulo count (bias below 2**-32, and much
-    cheaper than an exact bounded draw); larger counts draw exactly."""
-    if count == 1 << 64:
-        offsets = rng.bit_generator.random_raw(shape)
-    elif count <= 1 << 32:
-        offsets = rng.bit_generator.random_raw(shape) % np.uint64(count)
-    else:
-        offsets = rng.integers(0, count, shape, dtype=np.uint64)
-    return (offsets + np.uint64(first & ((1 << 64) - 1))).view(np.int64)
-
-
 random_from_op = _inplace_sampler(
     "random_.from(Tensor(a!) self, int from_, int? to, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_random_from, _draw_random, method=False,
+    "-> Tensor(a!)", _check_random_from, draw_random, method=False,
     doc="Fill self with integers uniform in [from, to).")
 random_to_op = _inplace_sampler(
     "random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)",
-    lambda self, to: _check_random_from(self, 0, _int_arg("to", to)), _draw_random,
+    lambda self, to: _check_random_from(self, 0, _int_arg("to", to)), draw_random,
     method=False,
     doc="Fill self with integers uniform in [0, to).")
 random_default_op = _inplace_sampler(
     "random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)",
-    lambda self: _check_random_from(self, 0, None), _draw_random, method=False,
+    lambda self: _check_random_from(self, 0, None), draw_random, method=False,
     doc="Fill self with integers uniform over what the dtype holds exactly "
         "([0, 2**mantissa] for floats, [0, max] for integers).")
 
@@ -425,14 +323,9 @@ def _check_exponential(self, lambd):
     return (lambd,)
 
 
-def _draw_exponential(rng, shape, d, lambd):
-    cd = _compute(d)
-    return rng.standard_exponential(shape, dtype=cd) / cd(lambd)
-
-
 exponential_op = _inplace_sampler(
     "exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_exponential, _draw_exponential,
+    "-> Tensor(a!)", _check_exponential, draw_exponential,
     doc="Fill self with exponential samples of rate lambd.")
 
 
@@ -445,13 +338,9 @@ def _check_geometric(self, p):
     return (p,)
 
 
-def _draw_geometric(rng, shape, d, p):
-    return rng.geometric(p, shape)
-
-
 geometric_op = _inplace_sampler(
     "geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)",
-    _check_geometric, _draw_geometric,
+    _check_geometric, draw_geometric,
     doc="Fill self with the number of Bernoulli(p) trials up to the first success (>= 1).")
 
 
@@ -464,14 +353,9 @@ def _check_log_normal(self, mean, std):
     return mean, std
 
 
-def _draw_log_normal(rng, shape, d, mean, std):
-    cd = _compute(d)
-    return np.exp(standard_normal(rng, shape, d) * cd(std) + cd(mean))
-
-
 log_normal_op = _inplace_sampler(
     "log_normal_(Tensor(a!) self, float mean=1, float std=2, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_log_normal, _draw_log_normal,
+    "-> Tensor(a!)", _check_log_normal, draw_log_normal,
     doc="Fill self with exp(N(mean, std)) samples.")
 
 
@@ -483,14 +367,9 @@ def _check_cauchy(self, median, sigma):
     return median, sigma
 
 
-def _draw_cauchy(rng, shape, d, median, sigma):
-    cd = _compute(d)
-    return np.tan(cd(math.pi) * (uniform01(rng, shape, d) - cd(0.5))) * cd(sigma) + cd(median)
-
-
 cauchy_op = _inplace_sampler(
     "cauchy_(Tensor(a!) self, float median=0, float sigma=1, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_cauchy, _draw_cauchy,
+    "-> Tensor(a!)", _check_cauchy, draw_cauchy,
     doc="Fill self with Cauchy samples of the given median and scale.")
 
 for _m in (uniform_, bernoulli_, random_):
@@ -523,8 +402,7 @@ def _bernoulli_cpu(self, generator=None):
     rng = _stream(generator, self)
     out = _contiguous_like(self)
     if out.numel():
-        a = self._array()
-        _write(out, asarray(rng.random(self._shape), like=a) < a)
+        bernoulli_into(out, self, rng)
     return out
 
 
@@ -580,47 +458,13 @@ def _multinomial_shape(self, num_samples, replacement):
     return self._shape[:-1] + (num_samples,)
 
 
-def _check_distribution(p: np.ndarray, sequential: bool) -> None:
-    """PyTorch's checks: the one-pass sampler (no replacement, or one sample) and the
-    cumulative sampler (with replacement) word their errors differently."""
-    if sequential:
-        if not ((p >= 0) & (p < np.inf)).all():
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    else:
-        if not (p >= 0).all():
-            raise RuntimeError("invalid multinomial distribution (encountering probability "
-                               "entry < 0)")
-        if not np.isfinite(p).all():
-            raise RuntimeError("invalid multinomial distribution (encountering probability "
-                               "entry = infinity or NaN)")
-    if (p.sum(axis=-1) <= 0).any():
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-
-
-def _draw_multinomial(rng, p: np.ndarray, n: int, replacement: bool) -> np.ndarray:
-    """Rows of p (2-D float64) -> (rows, n) int64 indices."""
-    if not replacement or n == 1:
-        # Without replacement: the n largest p / Exp(1) keys (the Gumbel top-k trick). Ties
-        # (zero-probability categories) are taken in index order once the others run out.
-        keys = p / rng.standard_exponential(p.shape)
-        return np.argsort(-keys, axis=1, kind="stable")[:, :n]
-    cdf = np.cumsum(p, axis=1)
-    u = rng.random((p.shape[0], n)) * cdf[:, -1:]
-    last = p.shape[1] - 1 - np.argmax(p[:, ::-1] > 0, axis=1)    # last category with p > 0
-    idx = np.stack([np.searchsorted(c, row, side="right") for c, row in zip(cdf, u)])
-    return np.minimum(idx, last[:, None])
-
-
 @multinomial_op.impl("CPU")
 def _multinomial_cpu(self, num_samples, replacement=False, generator=None):
     shape = _multinomial_shape(self, num_samples, replacement)
     rng = _stream(generator, self)
     out = Tensor._empty(shape, dt.int64)
     if out.numel():
-        p = self._array().astype(np.float64).reshape(-1, self._shape[-1])
-        sequential = not replacement or shape[-1] == 1
-        _check_distribution(p, sequential)
-        out._array()[...] = _draw_multinomial(rng, p, shape[-1], replacement).reshape(shape)
+        multinomial_into(out, self, rng, replacement)
     return out
 
 
@@ -695,21 +539,6 @@ def _normal_result(shape, d, device) -> Tensor:
     return Tensor._empty(shape, d, device)
 
 
-def _normal_values(rng, out: Tensor, mean, std) -> Tensor:
-    """out = N(0, 1) * std + mean, broadcasting the operands (arrays or floats)."""
-    if out.numel():
-        z = asarray(standard_normal(rng, out._shape, out.dtype), like=out._array())
-        _write(out, z * std + mean)
-    return out
-
-
-def _operand(x, out_dtype: dt.dtype):
-    if not isinstance(x, Tensor):
-        return x
-    return x._array().astype(_compute(out_dtype.to_real()) if x.dtype.category < dt.COMPLEX
-                             else x._array().dtype)
-
-
 def _normal_overload(schema, result_spec):
     """Declare one tensor overload of normal; `result_spec(mean, std)` -> (shape, dtype, t)."""
     decl = kernel_op(schema, function=False, method=False,
@@ -721,7 +550,7 @@ def _normal_overload(schema, result_spec):
         shape, d, like = result_spec(mean, std)
         out = _normal_result(shape, d, like.device)
         rng = _stream(generator, like)
-        return _normal_values(rng, out, _operand(mean, d), _operand(std, d))
+        return normal_values(rng, out, _operand(mean, d), _operand(std, d))
 
     @decl.impl("Meta")
     def meta(mean, std, generator=None):

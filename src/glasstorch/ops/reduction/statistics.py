@@ -1,8 +1,8 @@
 """Statistics over samples: covariance, correlation, quantiles, multi-dimensional histograms.
 
 cov, corrcoef and the quantiles are composites over sort/gather/lerp and matrix products, as
-PyTorch's are, so their gradients come from those ops; histogramdd counts in NumPy, on the
-host for a GPU's tensors too (its results are copied back).
+PyTorch's are, so their gradients come from those ops; histogramdd counts in NumPy
+(backends/cpu/sorting.py), on the host for a GPU's tensors too (its results are copied back).
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
 from ..pointwise.special_functions import _require_tensor, into_out
 from ..pointwise.elementwise import complex_
+from ...backends.cpu.sorting import histogramdd_counts
 from ..registry import composite, export, warn_user
 
 
@@ -185,7 +186,7 @@ _HDD = "torch.histogramdd: "
 def _histogramdd_edges(points: np.ndarray, bins, range, d: dt.dtype) -> list:
     """Per dimension, the bin edges: the given tensors' values, or `bins` equal bins over
     the range (the data's range by default, widened by 0.5 each way when empty)."""
-    from ..creation.ranges import _linspace_values
+    from ...backends.cpu.ranges import linspace_values
     n = points.shape[1]
     if isinstance(bins, Tensor):
         bins = [bins]
@@ -229,7 +230,7 @@ def _histogramdd_edges(points: np.ndarray, bins, range, d: dt.dtype) -> list:
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         lo, hi = (float(v) for v in np.array([lo, hi], dtype=d.np))
-        edges.append(np.asarray(_linspace_values(lo, hi, b + 1, d), dtype=d.np))
+        edges.append(np.asarray(linspace_values(lo, hi, b + 1, d), dtype=d.np))
     return edges
 
 
@@ -256,26 +257,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
                                f"shape {list(weight.shape)}")
     points = input.detach().cpu()._array().reshape(-1, input.shape[-1])
     edges = _histogramdd_edges(points, bins, range, input.dtype)
-    sizes = [e.size - 1 for e in edges]
-    inside = np.ones(points.shape[0], dtype=bool)
-    cells = []
-    for i, e in enumerate(edges):        # the last bin of each dim is closed on the right
-        x = points[:, i]
-        inside &= (x >= e[0]) & (x <= e[-1])
-        cells.append(np.minimum(np.searchsorted(e, x, "right") - 1, sizes[i] - 1))
-    flat = np.ravel_multi_index([np.clip(c[inside], 0, None) for c in cells], sizes) \
-        if sizes else np.zeros(0, np.int64)
-    w = None if weight is None else weight.detach().cpu()._array().reshape(-1)[inside]
-    hist = np.bincount(flat, w, minlength=int(np.prod(sizes))).reshape(sizes)
-    if density:
-        total = hist.sum()
-        volume = np.ones(sizes)
-        for i, e in enumerate(edges):
-            shape = [1] * len(sizes)
-            shape[i] = sizes[i]
-            volume = volume * np.diff(e).reshape(shape)
-        with np.errstate(all="ignore"):
-            hist = hist / (total * volume)
+    w = None if weight is None else weight.detach().cpu()._array().reshape(-1)
+    hist = histogramdd_counts(points, edges, w, density)
     device = input.device
     return return_types.histogramdd((
         tensor(hist.astype(input.dtype.np), device=device),

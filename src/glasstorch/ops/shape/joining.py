@@ -4,31 +4,28 @@ flip, roll, repeat/tile/repeat_interleave, atleast_Nd, meshgrid and broadcast_te
 Ops whose output shape follows from metadata are `structured` (the function, in-place and
 `out=` variants come from one declaration); the rest are composites of those and of views,
 so meshgrid and broadcast_tensors return expanded views and atleast_Nd returns its input
-when it already has enough dimensions.
+when it already has enough dimensions. The CPU kernels are in backends/cpu/joining.py.
 """
 from __future__ import annotations
 
 import operator
 import warnings
 
-import numpy as np
-
-from ...backends.arrays import module_of
-from ...backends.cpu.pointwise import scalar as np_scalar
 from ...core import dtype as dt
 from ...core.shape import (Size, as_shape, broadcast_shapes2, channels_last_strides,
                           check_nonnegative, contiguous_strides, is_channels_last, wrap_dim,
                           wrap_dims)
 from ...core.tensor import Tensor, contiguous_format, preserve_format
-from ..copying.copies import assign_array, strides_for
-from ..indexing.subscripts import check_scalar_fits
+from ..copying.copies import strides_for
+from ...backends.cpu.indexing import check_scalar_fits
 from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype
 from ..registry import TensorSpec, composite, export, kernel_op, spec, structured, warn_user
 from ..autocast import PROMOTE, autocast_policy
+from ...backends.cpu.joining import (_skipped, cat_cpu, flip_cpu, repeat_counts_cpu,
+    repeat_cpu, roll_cpu, stack_cpu, tri_kernel, where_cpu)
 
 # ---- tensor lists ----------------------------------------------------------------------
-
 
 def _tensor_list(name: str, tensors) -> list:
     """The argument of cat/stack/hstack as a list, with PyTorch's argument errors."""
@@ -56,11 +53,6 @@ def _check_out_cast(name, tensors, out):
 
 
 # ---- cat -------------------------------------------------------------------------------
-
-def _skipped(t: Tensor) -> bool:
-    """Legacy behaviour: 1-D empty tensors are ignored by cat whatever the other shapes."""
-    return t._shape == (0,)
-
 
 def _channels_last_like(t: Tensor) -> bool:
     return t.dim() in (4, 5) and not t.is_contiguous() and is_channels_last(t._shape,
@@ -109,25 +101,7 @@ def _cat_meta(tensors, dim=0):
 _cat = structured("cat(Tensor[] tensors, int dim=0) -> Tensor", _cat_meta, method=False,
                   function=False, inplace=False,
                   doc="Concatenate tensors along an existing dimension (dtypes promote).")
-
-
-@_cat.impl("CPU")
-def _cat_cpu(out, tensors, dim=0):
-    pieces = [t for t in tensors if not _skipped(t)]
-    if not pieces:
-        return
-    d = wrap_dim(dim, pieces[0].dim())
-    arr = out._array()
-    where = [slice(None)] * arr.ndim
-    start = 0
-    for t in pieces:
-        n = t._shape[d]
-        where[d] = slice(start, start + n)
-        if t.dtype is out.dtype:
-            np.copyto(arr[tuple(where)], t._array())
-        else:
-            assign_array(arr[tuple(where)], t._array())
-        start += n
+_cat.impl("CPU")(cat_cpu)
 
 
 def cat(tensors, dim=0, *, out=None):
@@ -169,15 +143,7 @@ def _stack_meta(tensors, dim=0):
 _stack = structured("stack(Tensor[] tensors, int dim=0) -> Tensor", _stack_meta, method=False,
                     function=False, inplace=False,
                     doc="Join equal-shaped tensors along a new dimension.")
-
-
-@_stack.impl("CPU")
-def _stack_cpu(out, tensors, dim=0):
-    d = wrap_dim(dim, tensors[0].dim() + 1)
-    arr = out._array()
-    lead = (slice(None),) * d
-    for i, t in enumerate(tensors):
-        assign_array(arr[lead + (i, Ellipsis)], t._array())
+_stack.impl("CPU")(stack_cpu)
 
 
 def stack(tensors, dim=0, *, out=None):
@@ -241,26 +207,7 @@ def _where_meta(condition, self, other):
 _where = structured("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
                     _where_meta, method=False, function=False, inplace=False, promotes=False,
                     doc="Elements of input where condition is True, else of other.")
-
-
-def _as_np(x, d: dt.dtype):
-    if isinstance(x, Tensor):
-        a = x._array()
-        return a if a.dtype == d.np else a.astype(d.np)
-    return np_scalar(x, d)
-
-
-@_where.impl("CPU")
-def _where_cpu(out, condition, self, other):
-    d = common_dtype(self, other)
-    cond = condition._array()
-    if cond.dtype != np.bool_:
-        cond = cond.astype(bool)
-    result = np.where(cond, _as_np(self, d), _as_np(other, d))
-    if out.dtype is d:
-        np.copyto(out._array(), result)
-    else:
-        assign_array(out._array(), result)
+_where.impl("CPU")(where_cpu)
 
 
 def where(condition, input=None, other=None, *, out=None):
@@ -299,28 +246,12 @@ def _tri_meta(name):
     return meta
 
 
-def _tri_kernel(lower: bool):
-    def kernel(out, self, diagonal=0):
-        m, n = self._shape[-2:]
-        arr = out._array()
-        tri = np.tri if arr.__class__ is np.ndarray else module_of(arr).tri
-        if lower:
-            drop = ~tri(m, n, diagonal, dtype=bool)
-        else:
-            drop = tri(m, n, diagonal - 1, dtype=bool)
-        if out is not self:
-            assign_array(arr, self._array())
-        np.copyto(arr, np.zeros((), arr.dtype), where=drop)
-    kernel.__name__ = kernel.__qualname__ = "cpu_tril" if lower else "cpu_triu"
-    return kernel
-
-
 tril = structured("tril(Tensor self, int diagonal=0) -> Tensor", _tri_meta("tril"), promotes=False,
                   doc="The lower triangle of the last two dimensions; the rest is zero.")
 triu = structured("triu(Tensor self, int diagonal=0) -> Tensor", _tri_meta("triu"), promotes=False,
                   doc="The upper triangle of the last two dimensions; the rest is zero.")
-tril.impl("CPU")(_tri_kernel(True))
-triu.impl("CPU")(_tri_kernel(False))
+tril.impl("CPU")(tri_kernel(True))
+triu.impl("CPU")(tri_kernel(False))
 
 
 # ---- flip / roll -----------------------------------------------------------------------
@@ -332,13 +263,7 @@ def _flip_meta(self, dims):
 
 flip = structured("flip(Tensor self, int[] dims) -> Tensor", _flip_meta, inplace=False,
                   out=False, doc="A copy with the order of elements reversed along `dims`.")
-
-
-@flip.impl("CPU")
-def _flip_cpu(out, self, dims):
-    arr = self._array()
-    dims = wrap_dims(dims, self.dim())
-    assign_array(out._array(), np.flip(arr, dims) if dims and arr.ndim else arr)
+flip.impl("CPU")(flip_cpu)
 
 
 @composite(method=True)
@@ -371,16 +296,7 @@ def _roll_meta(self, shifts, dims=()):
 roll = structured("roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor", _roll_meta,
                   inplace=False, out=False,
                   doc="Shift elements circularly along `dims` (the flattened tensor if none).")
-
-
-@roll.impl("CPU")
-def _roll_cpu(out, self, shifts, dims=()):
-    arr = self._array()
-    if not dims:
-        rolled = np.roll(arr.reshape(-1), shifts[0]).reshape(arr.shape)
-    else:
-        rolled = np.roll(arr, shifts, tuple(wrap_dim(d, arr.ndim) for d in dims))
-    assign_array(out._array(), rolled)
+roll.impl("CPU")(roll_cpu)
 
 
 # ---- repeat / tile / repeat_interleave -------------------------------------------------
@@ -398,12 +314,7 @@ def _repeat_meta(self, sizes):
 repeat = structured("repeat(Tensor self, SymInt[] sizes) -> Tensor", _repeat_meta,
                     function=False, inplace=False, out=False,
                     doc="Tile the tensor `sizes[i]` times along each dimension (a copy).")
-
-
-@repeat.impl("CPU")
-def _repeat_cpu(out, self, sizes):
-    padded = (1,) * (len(sizes) - self.dim()) + tuple(self._shape)
-    assign_array(out._array(), np.tile(self._array().reshape(padded), sizes))
+repeat.impl("CPU")(repeat_cpu)
 
 
 def tile(input, dims):
@@ -427,30 +338,7 @@ _repeat_counts = kernel_op("repeat_interleave.Tensor(Tensor repeats, *, SymInt? 
                            doc="[0]*r0 + [1]*r1 + ...: each index repeated repeats[i] times.",
                            tags=("dynamic_output_shape",))
 _repeat_counts.on_cuda = "shared"
-
-
-@_repeat_counts.impl("CPU")
-def _repeat_counts_cpu(repeats, output_size=None):
-    if repeats.dim() != 1:
-        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
-    if repeats.dtype is not dt.int64 and repeats.dtype is not dt.int32:
-        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
-                                  f"'{repeats.dtype.cname}'")
-    r = repeats._array()
-    if r.size and r.min() < 0:
-        raise RuntimeError("repeats can not be negative")
-    if r.__class__ is np.ndarray:
-        values = np.repeat(np.arange(r.size, dtype=r.dtype), r)
-    else:       # CuPy's repeat takes host counts: position k belongs to the i whose run holds k
-        xp = module_of(r)
-        ends = xp.cumsum(r)
-        total = int(ends[-1]) if r.size else 0
-        values = xp.searchsorted(ends, xp.arange(total), side="right").astype(r.dtype)
-    if output_size is not None and output_size != values.size:
-        raise RuntimeError("allocated size does not match required size")
-    out = Tensor._empty(values.shape, repeats.dtype, repeats.device)
-    assign_array(out._array(), values)
-    return out
+_repeat_counts.impl("CPU")(repeat_counts_cpu)
 
 
 @composite(method=True)

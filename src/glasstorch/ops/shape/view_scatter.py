@@ -6,16 +6,18 @@ input's dtype) written into the view; the view's geometry comes from the view op
 function, applied to the output. The view's part of the gradient goes to `src`, the rest to
 `input` (derivatives in derivatives_misc.py). as_strided_scatter is a composite of clone
 and an in-place copy instead: torch's own formula fails its gradcheck, this one follows
-the elements. A *_copy op is a composite: the view, then a contiguous copy.
+the elements. A *_copy op is a composite: the view, then a contiguous copy. The scatters'
+kernel is in backends/cpu/view_scatter.py.
 """
 from __future__ import annotations
 
 from ...core.shape import wrap_dim
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from . import views
-from ..copying.copies import assign_array, strides_for
+from ..copying.copies import strides_for
 from ..pointwise.special_functions import _require_tensor, into_out
 from ..registry import composite, spec, structured
+from ...backends.cpu.view_scatter import scatter_kernel
 
 
 def _check_src(src, target_shape) -> None:
@@ -32,16 +34,6 @@ def _scatter_meta(fname, view_meta, check_args=None):
         _check_src(src, view_meta(self, *args)[0])
         return spec(self._shape, self.dtype, strides_for(self, preserve_format))
     return meta
-
-
-def _scatter_kernel(view_meta):
-    """out = self, then src written into out's view (found by the view op's own meta)."""
-    def kernel(out, self, src, *args):
-        assign_array(out._array(), self._array())
-        shape, stride, offset = view_meta(out, *args)
-        target = Tensor._make(out._storage, offset, tuple(shape), tuple(stride), out.dtype)
-        assign_array(target._array(), src._array())
-    return kernel
 
 
 def _check_select(self, dim, index):
@@ -61,13 +53,13 @@ diagonal_scatter = structured(
     "diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor",
     _scatter_meta("diagonal_scatter", views._diagonal_meta), inplace=False, promotes=False,
     doc="A copy of input with src written on its diagonal (see Tensor.diagonal).")
-diagonal_scatter.impl("CPU")(_scatter_kernel(views._diagonal_meta))
+diagonal_scatter.impl("CPU")(scatter_kernel(views._diagonal_meta))
 
 select_scatter = structured(
     "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor",
     _scatter_meta("select_scatter", views._select_meta, _check_select), inplace=False,
     promotes=False, doc="A copy of input with src written at `index` along `dim`.")
-select_scatter.impl("CPU")(_scatter_kernel(views._select_meta))
+select_scatter.impl("CPU")(scatter_kernel(views._select_meta))
 
 slice_scatter = structured(
     "slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, "
@@ -75,7 +67,7 @@ slice_scatter = structured(
     _scatter_meta("slice_scatter", views._slice_meta, _check_slice), inplace=False,
     promotes=False,
     doc="A copy of input with src written into input[..., start:end:step, ...] along `dim`.")
-slice_scatter.impl("CPU")(_scatter_kernel(views._slice_meta))
+slice_scatter.impl("CPU")(scatter_kernel(views._slice_meta))
 
 
 def _sliced(t: Tensor, dim, start, end, step) -> Tensor:

@@ -5,57 +5,25 @@ then gathers. NaN sorts as the largest value, as in PyTorch; float16/bfloat16 ar
 as float32 (exactly) and the values gathered from the input itself. Ops whose output shapes
 are known from the arguments are `structured` (so out= comes for free); unique, bincount and
 friends build their outputs. Multi-output ops return `glasstorch.return_types` named tuples.
-The kernels run on NumPy and CuPy arrays alike (CUDA tensors sort on the GPU).
+The kernels (backends/cpu/sorting.py) run on NumPy and CuPy arrays alike (CUDA tensors sort
+on the GPU).
 """
 from __future__ import annotations
 
 import operator
 
-import numpy as np
-
 from ... import return_types
-from ...backends.arrays import asarray, module_of
 from ...core import dtype as dt
-from ...core.shape import (contiguous_strides, dense_strides_like, is_non_overlapping_and_dense,
-                          wrap_dim)
+from ...core.shape import dense_strides_like, is_non_overlapping_and_dense, wrap_dim
 from ...core.tensor import Tensor
 from ..indexing.subscripts import TYPE_META_NAMES
 from ...core.promotion import common_dtype
-from ..creation.ranges import _linspace_values
 from ..registry import export, kernel_op, resize_output, spec, structured
 from ..wrappers import bad_self
-
-_FLOAT32 = np.dtype(np.float32)
-
-
-def _keys(a: np.ndarray, d: dt.dtype) -> np.ndarray:
-    """What to compare: the elements, with float16/bfloat16 widened to float32 (exact)."""
-    return a.astype(_FLOAT32) if d is dt.float16 or d is dt.bfloat16 else a
-
-
-def _argsort(keys: np.ndarray, axis: int, descending: bool) -> np.ndarray:
-    """Stable order along `axis` (NaN largest); descending keeps ties in input order."""
-    if not descending:
-        return np.argsort(keys, axis=axis, kind="stable")
-    n = keys.shape[axis]
-    order = np.argsort(np.flip(keys, axis), axis=axis, kind="stable")
-    return (n - 1) - np.flip(order, axis)
-
-
-def _rows(t: Tensor, dim: int):
-    """The elements (and comparison keys) with `dim` moved last, as (rows, n) arrays."""
-    if not t._shape:
-        a = t._array().reshape(1, 1)
-    else:
-        a = np.moveaxis(t._array(), dim, -1)
-        if a.size:                                   # callers skip empty inputs
-            a = a.reshape(-1, a.shape[-1])
-    return a, _keys(a, t.dtype)
-
-
-def _store(out: Tensor, result: np.ndarray) -> None:
-    """Write a per-row result into a reduced (or keepdim) output, casting to its dtype."""
-    np.copyto(out._array(), result.reshape(out._shape), casting="unsafe")
+from ...backends.cpu.sorting import (HD, SS, _bincount_cpu, _histogram_cpu, _kthvalue_cpu,
+    _topk_cpu, bucketize_cpu, histc_cpu, histogram_bins_cpu, median_all_kernel,
+    median_dim_kernel, mode_cpu, not_implemented, search_side, searchsorted_cpu, sort_cpu,
+    sort_stable_cpu, unique2_cpu, unique_consecutive_cpu, unique_dim_cpu)
 
 
 def _single_dim(name: str, self: Tensor, dim) -> int:
@@ -75,13 +43,9 @@ def _reduced(self: Tensor, d: int, keepdim: bool) -> tuple:
     return tuple(shape)
 
 
-def _not_implemented(kernel: str, self: Tensor) -> None:
-    raise NotImplementedError(f'"{kernel}" not implemented for \'{self.dtype.cname}\'')
-
-
 def _no_complex(kernel: str, self: Tensor) -> None:
     if self.dtype.is_complex:
-        _not_implemented(kernel, self)
+        not_implemented(kernel, self)
 
 
 def _int_arg(name: str, arg: str, position: int, value) -> int:
@@ -149,19 +113,6 @@ def _sort_stable_meta(self, stable=None, dim=-1, descending=False):
     return _sort_spec(self, dim, descending)
 
 
-def _sort_fill(outs, self, dim, descending):
-    values, indices = outs
-    a = self._array()
-    if not self._shape:
-        np.copyto(values._array(), a, casting="unsafe")
-        indices._array()[()] = 0
-        return
-    d = wrap_dim(dim, a.ndim)
-    order = _argsort(_keys(a, self.dtype), d, descending)
-    np.copyto(indices._array(), order)
-    np.copyto(values._array(), np.take_along_axis(a, order, d), casting="unsafe")
-
-
 sort_op = structured("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, "
                      "Tensor indices)", _sort_meta, method=False, function=False,
                      inplace=False, promotes=False)
@@ -171,14 +122,10 @@ sort_stable_op = structured("sort.stable(Tensor self, *, bool? stable, int dim=-
                             promotes=False)
 
 
-@sort_op.impl("CPU")
-def _sort_cpu(outs, self, dim=-1, descending=False):
-    _sort_fill(outs, self, dim, descending)
+sort_op.impl("CPU")(sort_cpu)
 
 
-@sort_stable_op.impl("CPU")
-def _sort_stable_cpu(outs, self, stable=None, dim=-1, descending=False):
-    _sort_fill(outs, self, dim, descending)
+sort_stable_op.impl("CPU")(sort_stable_cpu)
 
 
 def sort(input, dim=-1, descending=False, stable=None, *, out=None):
@@ -246,30 +193,7 @@ def _topk_meta(self, k, dim=-1, largest=True, sorted=True):
 topk_op = structured("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, "
                      "bool sorted=True) -> (Tensor values, Tensor indices)", _topk_meta,
                      method=False, function=False, inplace=False, promotes=False)
-
-
-@topk_op.impl("CPU")
-def _topk_cpu(outs, self, k, dim=-1, largest=True, sorted=True):
-    values, indices = outs
-    a = self._array()
-    if not self._shape:
-        np.copyto(values._array(), a, casting="unsafe")
-        indices._array()[()] = 0
-        return
-    d = wrap_dim(dim, a.ndim)
-    keys = _keys(a, self.dtype)
-    n = a.shape[d]
-    # few of many: partition (NaN last), then sort just those; a GPU sorts (CuPy's partition
-    # does not order NaN)
-    if 0 < k <= n // 8 and a.__class__ is np.ndarray:
-        cut = (slice(None),) * d + ((slice(n - k, None) if largest else slice(0, k)),)
-        chosen = np.argpartition(keys, n - k if largest else k - 1, axis=d)[cut]
-        picked = np.take_along_axis(keys, chosen, d)
-        order = np.take_along_axis(chosen, _argsort(picked, d, largest), d)
-    else:
-        order = _argsort(keys, d, largest)[(slice(None),) * d + (slice(0, k),)]
-    np.copyto(indices._array(), order)
-    np.copyto(values._array(), np.take_along_axis(a, order, d), casting="unsafe")
+topk_op.impl("CPU")(_topk_cpu)
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
@@ -282,7 +206,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 
 def _kthvalue_meta(self, k, dim=-1, keepdim=False):
     if self.dtype is dt.bool:
-        _not_implemented("kthvalue_cpu", self)
+        not_implemented("kthvalue_cpu", self)
     _no_complex("kthvalue_cpu", self)
     d = _single_dim("kthvalue", self, dim)
     _check_nonempty("kthvalue", self, d)
@@ -295,19 +219,7 @@ def _kthvalue_meta(self, k, dim=-1, keepdim=False):
 kthvalue_op = structured("kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> "
                          "(Tensor values, Tensor indices)", _kthvalue_meta, method=False,
                          function=False, inplace=False, promotes=False)
-
-
-@kthvalue_op.impl("CPU")
-def _kthvalue_cpu(outs, self, k, dim=-1, keepdim=False):
-    a, keys = _rows(self, wrap_dim(dim, self.dim()))
-    if not a.size:
-        return
-    if keys.__class__ is np.ndarray:
-        pos = np.argpartition(keys, k - 1, axis=1)[:, k - 1:k]      # NaN partitions last
-    else:                       # CuPy's partition does not order NaN: a stable sort does
-        pos = _argsort(keys, 1, False)[:, k - 1:k]
-    _store(outs[1], pos)
-    _store(outs[0], np.take_along_axis(a, pos, 1))
+kthvalue_op.impl("CPU")(_kthvalue_cpu)
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
@@ -323,27 +235,10 @@ export("kthvalue", kthvalue, method=True)
 
 # ---- median, nanmedian -----------------------------------------------------------------
 
-def _median_positions(keys: np.ndarray, ignore_nan: bool):
-    """Per row of `keys` (rows, n): the input index of the lower median. With NaN present
-    median picks the first NaN; nanmedian skips NaNs (all NaN: the first NaN)."""
-    order = np.argsort(keys, axis=1, kind="stable")
-    n = keys.shape[1]
-    if keys.dtype.kind == "f":
-        nans = np.isnan(keys).sum(axis=1, keepdims=True)
-        if ignore_nan:
-            valid = n - nans
-            pos = np.where(valid > 0, (valid - 1) // 2, 0)
-        else:
-            pos = np.where(nans > 0, n - nans, (n - 1) // 2)
-    else:
-        pos = module_of(keys).full((keys.shape[0], 1), (n - 1) // 2)
-    return np.take_along_axis(order, pos, 1)
-
-
 def _median_all_meta_for(name):
     def meta(self):
         if self.dtype is dt.bool:
-            _not_implemented(f"{name}_cpu", self)
+            not_implemented(f"{name}_cpu", self)
         _no_complex(f"{name}_cpu", self)
         return spec((), self.dtype)
     return meta
@@ -352,7 +247,7 @@ def _median_all_meta_for(name):
 def _median_dim_meta_for(name):
     def meta(self, dim, keepdim=False):
         if self.dtype is dt.bool:
-            _not_implemented(f"{name}_out", self)
+            not_implemented(f"{name}_out", self)
         _no_complex(f"{name}_out", self)
         d = _single_dim(name, self, dim)
         _check_nonempty(name, self, d)
@@ -361,45 +256,22 @@ def _median_dim_meta_for(name):
     return meta
 
 
-def _median_all_kernel(ignore_nan):
-    def kernel(out, self):
-        if self.numel() == 0:            # NaN; what the NaN converts to for integers
-            out._array()[()] = np.nan if self.dtype.is_floating_point else np.iinfo(
-                self.dtype.np).min
-            return
-        a = self._array().reshape(1, -1)
-        keys = _keys(a, self.dtype)
-        _store(out, np.take_along_axis(a, _median_positions(keys, ignore_nan), 1))
-    return kernel
-
-
-def _median_dim_kernel(ignore_nan):
-    def kernel(outs, self, dim, keepdim=False):
-        a, keys = _rows(self, wrap_dim(dim, self.dim()))
-        if not a.size:
-            return
-        pos = _median_positions(keys, ignore_nan)
-        _store(outs[1], pos)
-        _store(outs[0], np.take_along_axis(a, pos, 1))
-    return kernel
-
-
 median_all = structured("median(Tensor self) -> Tensor", _median_all_meta_for("median"),
                         method=False, function=False, inplace=False, promotes=False)
-median_all.impl("CPU")(_median_all_kernel(False))
+median_all.impl("CPU")(median_all_kernel(False))
 median_dim = structured("median.dim(Tensor self, int dim, bool keepdim=False) -> "
                         "(Tensor values, Tensor indices)", _median_dim_meta_for("median"),
                         method=False, function=False, inplace=False, promotes=False)
-median_dim.impl("CPU")(_median_dim_kernel(False))
+median_dim.impl("CPU")(median_dim_kernel(False))
 nanmedian_all = structured("nanmedian(Tensor self) -> Tensor",
                            _median_all_meta_for("nanmedian"), method=False, function=False,
                            inplace=False, promotes=False)
-nanmedian_all.impl("CPU")(_median_all_kernel(True))
+nanmedian_all.impl("CPU")(median_all_kernel(True))
 nanmedian_dim = structured("nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> "
                            "(Tensor values, Tensor indices)",
                            _median_dim_meta_for("nanmedian"), method=False, function=False,
                            inplace=False, promotes=False)
-nanmedian_dim.impl("CPU")(_median_dim_kernel(True))
+nanmedian_dim.impl("CPU")(median_dim_kernel(True))
 
 
 def _median_fn(name, all_decl, dim_decl, result_type, result_out_type, doc):
@@ -445,35 +317,7 @@ def _mode_meta(self, dim=-1, keepdim=False):
 mode_op = structured("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, "
                      "Tensor indices)", _mode_meta, method=False, function=False,
                      inplace=False, promotes=False)
-
-
-@mode_op.impl("CPU")
-def _mode_cpu(outs, self, dim=-1, keepdim=False):
-    a, keys = _rows(self, wrap_dim(dim, self.dim()))
-    if not a.size:
-        return
-    rows, n = keys.shape
-    xp = module_of(keys)
-    order = np.argsort(keys, axis=1, kind="stable")
-    s = np.take_along_axis(keys, order, 1)
-    start = xp.ones((rows, n), dtype=bool)
-    start[:, 1:] = s[:, 1:] != s[:, :-1]
-    starts = np.flatnonzero(start)                   # runs of equal values, row after row
-    ends = np.append(starts[1:], rows * n) - 1
-    counts = ends - starts + 1
-    run_row = starts // n
-    if xp is np:
-        best = np.maximum.reduceat(counts, np.searchsorted(run_row, np.arange(rows)))
-    else:                           # CuPy's maximum has no reduceat: a scatter-max per row
-        best = xp.zeros(rows, counts.dtype)
-        xp.maximum.at(best, run_row, counts)
-    candidates = np.flatnonzero(counts == best[run_row])
-    rows_of = run_row[candidates]
-    first = xp.ones(candidates.size, dtype=bool)     # each row's first (smallest) candidate
-    first[1:] = rows_of[1:] != rows_of[:-1]
-    pos = order.reshape(-1)[ends[candidates[first]]]     # the run's last input index
-    _store(outs[1], pos)
-    _store(outs[0], a[xp.arange(rows), pos])
+mode_op.impl("CPU")(mode_cpu)
 
 
 def mode(input, dim=-1, keepdim=False, *, out=None):
@@ -489,85 +333,11 @@ export("mode", mode, method=True)
 
 # ---- unique, unique_consecutive --------------------------------------------------------
 
-def _check_unique_dtype(name: str, self: Tensor) -> None:
-    if self.dtype.is_complex:
-        _not_implemented(name, self)
-
-
-def _flat_unique(self: Tensor, consecutive: bool):
-    """(values, inverse, counts) as arrays over the flattened elements (NaNs all distinct)."""
-    a = self._array().reshape(-1)
-    keys = _keys(a, self.dtype)
-    order = None if consecutive else np.argsort(keys, kind="stable")
-    s = keys if consecutive else keys[order]
-    new = module_of(a).empty(s.shape, dtype=bool)
-    new[:1] = True
-    np.not_equal(s[1:], s[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    values = (a if consecutive else a[order])[starts]
-    ids = np.cumsum(new) - 1
-    if not consecutive:
-        inverse = np.empty_like(ids)
-        inverse[order] = ids
-        ids = inverse
-    counts = np.diff(np.append(starts, a.size))
-    return values, ids.reshape(self._shape), counts
-
-
-def _dim_unique(self: Tensor, d: int, consecutive: bool):
-    """(slices, inverse, counts): the distinct slices along `d`, in lexicographic order
-    unless `consecutive` (a slice holding NaN is distinct from every other)."""
-    n = self._shape[d]
-    if self.numel() == 0 and n:
-        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
-                           "cannot be applied")
-    moved = np.moveaxis(self._array(), d, 0)
-    xp = module_of(moved)
-    keys = _keys(moved.reshape(n, moved[0].size if n else 0), self.dtype)
-    if consecutive or n == 0:
-        order = xp.arange(n)
-    else:
-        order = np.lexsort(keys.T[::-1]) if keys.shape[1] else xp.arange(n)
-    s = keys[order]
-    new = xp.empty(n, dtype=bool)
-    new[:1] = True
-    np.any(s[1:] != s[:-1], axis=1, out=new[1:])
-    starts = np.flatnonzero(new)
-    values = np.moveaxis(moved[order[starts]], 0, d)
-    ids = np.cumsum(new) - 1
-    inverse = np.empty_like(ids)
-    inverse[order] = ids
-    counts = np.diff(np.append(starts, n))
-    return values, inverse, counts
-
-
-def _tensors(self: Tensor, values, inverse, counts, return_inverse, return_counts, dim=None):
-    stride = None
-    if dim is not None:       # laid out as the slices (dim first), as PyTorch's result
-        moved = contiguous_strides((values.shape[dim],) + values.shape[:dim]
-                                   + values.shape[dim + 1:])
-        stride = moved[1:dim + 1] + moved[:1] + moved[dim + 1:]
-    out = Tensor._empty(values.shape, self.dtype, self.device, stride)
-    np.copyto(out._array(), values)
-    inv = Tensor._empty(inverse.shape if return_inverse else (0,), dt.int64, self.device)
-    if return_inverse:
-        np.copyto(inv._array(), inverse)
-    cnt = Tensor._empty(counts.shape if return_counts else (0,), dt.int64, self.device)
-    if return_counts:
-        np.copyto(cnt._array(), counts)
-    return out, inv, cnt
-
-
 unique2_op = kernel_op("_unique2(Tensor self, bool sorted=True, bool return_inverse=False, "
                        "bool return_counts=False) -> (Tensor, Tensor, Tensor)", method=False,
                        function=False, tags=("dynamic_output_shape",))
 unique2_op.on_cuda = "shared"
-
-
-@unique2_op.impl("CPU")
-def _unique2_cpu(self, sorted=True, return_inverse=False, return_counts=False):
-    _check_unique_dtype("unique", self)
-    return _tensors(self, *_flat_unique(self, False), return_inverse, return_counts)
+unique2_op.impl("CPU")(unique2_cpu)
 
 
 unique_dim_op = kernel_op("unique_dim(Tensor self, int dim, bool sorted=True, "
@@ -575,13 +345,7 @@ unique_dim_op = kernel_op("unique_dim(Tensor self, int dim, bool sorted=True, "
                           "(Tensor, Tensor, Tensor)", method=False, function=False,
                           tags=("dynamic_output_shape",))
 unique_dim_op.on_cuda = "shared"
-
-
-@unique_dim_op.impl("CPU")
-def _unique_dim_cpu(self, dim, sorted=True, return_inverse=False, return_counts=False):
-    _check_unique_dtype("unique_dim", self)
-    d = wrap_dim(dim, self.dim(), scalar_ok=False)
-    return _tensors(self, *_dim_unique(self, d, False), return_inverse, return_counts, d)
+unique_dim_op.impl("CPU")(unique_dim_cpu)
 
 
 unique_consecutive_op = kernel_op(
@@ -589,15 +353,7 @@ unique_consecutive_op = kernel_op(
     "int? dim=None) -> (Tensor, Tensor, Tensor)", method=False, function=False,
     tags=("dynamic_output_shape",))
 unique_consecutive_op.on_cuda = "shared"
-
-
-@unique_consecutive_op.impl("CPU")
-def _unique_consecutive_cpu(self, return_inverse=False, return_counts=False, dim=None):
-    _check_unique_dtype("unique_consecutive", self)
-    if dim is None:
-        return _tensors(self, *_flat_unique(self, True), return_inverse, return_counts)
-    d = wrap_dim(dim, self.dim(), scalar_ok=False)
-    return _tensors(self, *_dim_unique(self, d, True), return_inverse, return_counts, d)
+unique_consecutive_op.impl("CPU")(unique_consecutive_cpu)
 
 
 def _selected(outputs, return_inverse, return_counts):
@@ -634,27 +390,12 @@ export("unique_consecutive", unique_consecutive, method=True)
 
 # ---- searchsorted, bucketize -----------------------------------------------------------
 
-_SS = "torch.searchsorted(): "
-
-
-def _search_side(side, right) -> bool:
-    """Whether to search on the right: `side` wins, but may not contradict `right`."""
-    if side is None:
-        return bool(right)
-    if side not in ("left", "right"):
-        raise RuntimeError(f"{_SS}side can only be 'left' or 'right' but got {side}")
-    if side == "left" and right:
-        raise RuntimeError(f"{_SS}side and right can't be set to opposites, got side of left "
-                           "while right was True")
-    return side == "right"
-
-
 def _searchsorted_meta(sorted_sequence, self, out_int32=False, right=False, side=None,
                        sorter=None):
-    _search_side(side, right)
+    search_side(side, right)
     boundaries = sorted_sequence
     if not boundaries._shape:
-        raise RuntimeError(f"{_SS}boundaries tensor should have positive dimension, but got 0 "
+        raise RuntimeError(f"{SS}boundaries tensor should have positive dimension, but got 0 "
                            "dimension")
     scalar = not isinstance(self, Tensor)
     if scalar and not isinstance(self, (int, float)):
@@ -664,27 +405,27 @@ def _searchsorted_meta(sorted_sequence, self, out_int32=False, right=False, side
     if boundaries.dim() > 1:
         if scalar or not shape:
             raise RuntimeError(
-                f"{_SS}input value can be a scalar only when boundaries tensor dimension is 1, "
+                f"{SS}input value can be a scalar only when boundaries tensor dimension is 1, "
                 f"but we got boundaries tensor dim({boundaries.dim()}) and input value's "
                 f"dim({len(shape)}) numel(1)")
         if boundaries._shape[:-1] != shape[:-1]:
             raise RuntimeError(
-                f"{_SS}boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                f"{SS}boundaries tensor should be 1 dimension or the first N-1 dimensions of "
                 "boundaries tensor and input value tensor must match, but we got boundaries "
                 f"tensor {list(boundaries._shape)} and input value tensor {list(shape)}")
     if sorter is not None:
         if sorter.dtype is not dt.int64:
-            raise RuntimeError(f"{_SS}sorter must be a tensor of long dtype but got dtype "
+            raise RuntimeError(f"{SS}sorter must be a tensor of long dtype but got dtype "
                                f"{sorter.dtype.cname}")
         if sorter._shape != boundaries._shape:
-            raise RuntimeError(f"{_SS}boundary and sorter must have the same size, but got "
+            raise RuntimeError(f"{SS}boundary and sorter must have the same size, but got "
                                f"boundary tensor {list(boundaries._shape)}and got sorter tensor"
                                f" {list(sorter._shape)}")
     common = common_dtype(boundaries, self)
     if common is dt.bool:
-        _not_implemented("searchsorted_out_cpu", boundaries)
+        not_implemented("searchsorted_out_cpu", boundaries)
     if common.is_complex:
-        _not_implemented("searchsorted_out_cpu", boundaries if boundaries.dtype.is_complex
+        not_implemented("searchsorted_out_cpu", boundaries if boundaries.dtype.is_complex
                          else self)
     return spec(shape, dt.int32 if out_int32 else dt.int64)
 
@@ -693,48 +434,9 @@ def _searchsorted_check_out(s, out, sorted_sequence, self, out_int32=False, righ
                             side=None, sorter=None):
     if out.dtype is not s.dtype:
         raise RuntimeError(
-            f"{_SS}output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) "
+            f"{SS}output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) "
             f"depending on whether out_int32 flag is True, but we got output tensor's dtype "
             f"{out.dtype.cname} and out_int32 flag is {'True' if out_int32 else 'False'}")
-
-
-def _search(boundaries: np.ndarray, values: np.ndarray, right: bool) -> np.ndarray:
-    """Row-wise searchsorted of values (*B, K) in boundaries (*B, M) or (M,)."""
-    side = "right" if right else "left"
-    if boundaries.ndim == 1:
-        return np.searchsorted(boundaries, values, side)
-    m = boundaries.shape[-1]
-    xp = module_of(boundaries)
-    if m == 0 or values.size == 0:
-        return xp.zeros(values.shape, dtype=np.int64)
-    b = boundaries.reshape(-1, m)
-    v = values.reshape(b.shape[0], -1)
-    # One search over every row: replace the keys by their ranks among all keys (order and
-    # ties kept) and shift each row's ranks past the previous row's.
-    _, ranks = np.unique(np.concatenate([b.ravel(), v.ravel()]), return_inverse=True)
-    shift = (ranks.max() + 1) * xp.arange(b.shape[0])[:, None]      # ranks is not empty
-    rb = ranks[:b.size].reshape(b.shape) + shift
-    rv = ranks[b.size:].reshape(v.shape) + shift
-    found = np.searchsorted(rb.ravel(), rv, side) - m * xp.arange(b.shape[0])[:, None]
-    return found.reshape(values.shape)
-
-
-def _searchsorted_fill(out, boundaries_t, values, right, sorter):
-    common = common_dtype(boundaries_t, values)
-    compute = _FLOAT32 if common is dt.float16 or common is dt.bfloat16 else common.np
-    boundaries = boundaries_t._array()
-    if sorter is not None:
-        order = sorter._array()
-        n = boundaries.shape[-1]
-        if order.size and (order.min() < 0 or order.max() >= n):
-            raise RuntimeError(f"{_SS}sorter index out of range")
-        boundaries = np.take_along_axis(boundaries, order, -1)
-    boundaries = boundaries.astype(compute, copy=False)
-    if isinstance(values, Tensor):
-        v = values._array().astype(compute, copy=False)
-    else:
-        v = asarray(values, compute, like=boundaries)
-    np.copyto(out._array(), _search(boundaries, v, right), casting="unsafe")
 
 
 searchsorted_op = structured(
@@ -742,12 +444,7 @@ searchsorted_op = structured(
     "bool right=False, str? side=None, Tensor? sorter=None) -> Tensor", _searchsorted_meta,
     method=False, function=False, inplace=False, promotes=False,
     check_out=_searchsorted_check_out)
-
-
-@searchsorted_op.impl("CPU")
-def _searchsorted_cpu(out, sorted_sequence, self, out_int32=False, right=False, side=None,
-                      sorter=None):
-    _searchsorted_fill(out, sorted_sequence, self, _search_side(side, right), sorter)
+searchsorted_op.impl("CPU")(searchsorted_cpu)
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None,
@@ -782,11 +479,7 @@ bucketize_op = structured(
     promotes=False, number_self=True, check_out=_bucketize_check_out,
     doc="The index of the bucket of `boundaries` (1-D, ascending) each element falls in: "
         "searchsorted(boundaries, input, right=right).")
-
-
-@bucketize_op.impl("CPU")
-def _bucketize_cpu(out, self, boundaries, out_int32=False, right=False):
-    _searchsorted_fill(out, boundaries, self, right, None)
+bucketize_op.impl("CPU")(bucketize_cpu)
 
 
 # ---- histc, histogram, bincount --------------------------------------------------------
@@ -798,24 +491,11 @@ def _bins_check(bins) -> None:
 
 def _histc_meta(self, bins=100, min=0, max=0):
     if self.dtype.category < dt.FLOAT or self.dtype.is_complex:
-        _not_implemented("histogram_cpu", self)
+        not_implemented("histogram_cpu", self)
     _bins_check(bins)
     if min > max:
         raise RuntimeError("torch.histc: max must be larger than min")
     return spec((bins,), self.dtype)
-
-
-def _bin_counts(x: np.ndarray, edges_lo, edges_hi, bins, weights=None, edges=None):
-    """Counts (or weight sums) of x in `bins` equal bins over [lo, hi] (the last bin closed),
-    or in the bins between `edges`."""
-    inside = (x >= edges_lo) & (x <= edges_hi)
-    x = x[inside]
-    if edges is None:
-        pos = ((x - edges_lo) * bins / (edges_hi - edges_lo)).astype(np.int64)
-    else:
-        pos = np.searchsorted(edges, x, "right") - 1
-    np.minimum(pos, bins - 1, out=pos)
-    return np.bincount(pos, None if weights is None else weights[inside], minlength=bins)
 
 
 def _histc_check_out(s, out, self, bins=100, min=0, max=0):
@@ -828,20 +508,7 @@ def _histc_check_out(s, out, self, bins=100, min=0, max=0):
 histc_op = structured("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor",
                       _histc_meta, method=False, function=False, inplace=False,
                       promotes=False, check_out=_histc_check_out)
-
-
-@histc_op.impl("CPU")
-def _histc_cpu(out, self, bins=100, min=0, max=0):
-    x = self._array().reshape(-1)        # in its own dtype: float16 rounds every step, as c10
-    lo, hi = x.dtype.type(min), x.dtype.type(max)
-    if lo == hi and x.size:
-        lo, hi = x.min(), x.max()
-    if lo == hi:
-        lo, hi = lo - 1, hi + 1
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise RuntimeError(f"torch.histc: range of [{float(lo):g}, {float(hi):g}] is not "
-                           "finite")
-    np.copyto(out._array(), _bin_counts(x, lo, hi, bins), casting="unsafe")
+histc_op.impl("CPU")(histc_cpu)
 
 
 def histc(input, bins=100, min=0, max=0, *, out=None):
@@ -860,20 +527,17 @@ _histc_method.__doc__ = histc.__doc__
 export("histc", histc)
 export("histc", _histc_method, method=True, function=False)
 
-_HD = "torch.histogramdd: "
-
-
 def _histogram_checks(self, weight):
     if self.dtype not in (dt.float32, dt.float64):
-        _not_implemented("histogramdd", self)
+        not_implemented("histogramdd", self)
     if weight is not None:
         if weight.dtype is not self.dtype:
-            raise RuntimeError(f"{_HD}if weight tensor is provided, input tensor and weight "
+            raise RuntimeError(f"{HD}if weight tensor is provided, input tensor and weight "
                                "tensor should have the same dtype, but got "
                                f"input({self.dtype.cname.lower()}), and "
                                f"weight({weight.dtype.cname.lower()})")
         if weight._shape != self._shape:
-            raise RuntimeError(f"{_HD}if weight tensor is provided it should have the same "
+            raise RuntimeError(f"{HD}if weight tensor is provided it should have the same "
                                "shape as the input tensor excluding its innermost dimension, "
                                f"but got input with shape {[self.numel(), 1]} and weight with "
                                f"shape {list(weight._shape)}")
@@ -883,7 +547,7 @@ def _histogram_meta(self, bins=100, range=None, weight=None, density=False):
     _histogram_checks(self, weight)
     _bins_check(bins)
     if range is not None and range[0] > range[1]:
-        raise RuntimeError(f"{_HD}min should not exceed max, but got min {range[0]:g} max "
+        raise RuntimeError(f"{HD}min should not exceed max, but got min {range[0]:g} max "
                            f"{range[1]:g} for dimension 0")
     return spec((bins,), self.dtype), spec((bins + 1,), self.dtype)
 
@@ -891,10 +555,10 @@ def _histogram_meta(self, bins=100, range=None, weight=None, density=False):
 def _histogram_bins_meta(self, bins, weight=None, density=False):
     _histogram_checks(self, weight)
     if bins.dim() != 1:
-        raise RuntimeError(f"{_HD}bins tensor should have one dimension, but got {bins.dim()} "
+        raise RuntimeError(f"{HD}bins tensor should have one dimension, but got {bins.dim()} "
                            "dimensions in the bins tensor for dimension 0")
     if bins.dtype is not self.dtype:
-        raise RuntimeError(f"{_HD}input tensor and bins tensors should have the same dtype, but "
+        raise RuntimeError(f"{HD}input tensor and bins tensors should have the same dtype, but "
                            f"got input with dtype {self.dtype.cname.lower()} and bins for "
                            f"dimension 0 with dtype {bins.dtype.cname.lower()}")
     if bins.numel() < 2:
@@ -902,51 +566,18 @@ def _histogram_bins_meta(self, bins, weight=None, density=False):
     return spec((bins.numel() - 1,), self.dtype), spec(bins._shape, self.dtype)
 
 
-def _histogram_fill(outs, self, edges, weight, density):
-    hist, bin_edges = outs
-    x = self._array().reshape(-1)
-    w = None if weight is None else weight._array().reshape(-1)
-    counts = _bin_counts(x, edges[0], edges[-1], edges.size - 1, w, edges)
-    if density:
-        total = counts.sum()
-        counts = counts / (total * np.diff(edges)) if total else counts * np.nan
-    np.copyto(hist._array(), counts, casting="unsafe")
-    np.copyto(bin_edges._array(), edges, casting="unsafe")
-
-
 histogram_op = structured(
     "histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, "
     "bool density=False) -> (Tensor hist, Tensor bin_edges)", _histogram_meta, method=False,
     function=False, inplace=False, promotes=False)
-
-
-@histogram_op.impl("CPU")
-def _histogram_cpu(outs, self, bins=100, range=None, weight=None, density=False):
-    x = self._array()
-    if range is not None:
-        lo, hi = float(range[0]), float(range[1])
-    elif x.size:
-        lo, hi = float(x.min()), float(x.max())
-    else:
-        lo, hi = 0.0, 1.0
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise RuntimeError(f"{_HD}dimension 0's range [{lo:g}, {hi:g}] is not finite")
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
-    lo, hi = (float(v) for v in np.array([lo, hi], dtype=x.dtype))
-    edges = _linspace_values(lo, hi, bins + 1, self.dtype)       # torch.linspace's edges
-    _histogram_fill(outs, self, asarray(edges, like=x), weight, density)
+histogram_op.impl("CPU")(_histogram_cpu)
 
 
 histogram_bins_op = structured(
     "histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, "
     "bool density=False) -> (Tensor hist, Tensor bin_edges)", _histogram_bins_meta,
     method=False, function=False, inplace=False, promotes=False)
-
-
-@histogram_bins_op.impl("CPU")
-def _histogram_bins_cpu(outs, self, bins, weight=None, density=False):
-    _histogram_fill(outs, self, bins._array(), weight, density)
+histogram_bins_op.impl("CPU")(histogram_bins_cpu)
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
@@ -975,25 +606,4 @@ bincount_op = kernel_op("bincount(Tensor self, Tensor? weights=None, SymInt minl
                         "value (float32 weights give float32, others float64); at least "
                         "`minlength` bins.", tags=("dynamic_output_shape",))
 bincount_op.on_cuda = "shared"
-
-
-@bincount_op.impl("CPU")
-def _bincount_cpu(self, weights=None, minlength=0):
-    if self.dtype.category != dt.INT:
-        _not_implemented("bincount_cpu", self)
-    if minlength < 0:
-        raise RuntimeError("minlength should be >= 0")
-    x = self._array()
-    if x.ndim != 1 or (x.size and x.min() < 0):
-        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if weights is not None and (weights.dim() != 1 or weights.numel() != x.size):
-        raise RuntimeError("weights should be 1-d and have the same length as input")
-    if weights is None:
-        result, dtype = np.bincount(x, minlength=minlength), dt.int64
-    else:
-        dtype = dt.float32 if weights.dtype is dt.float32 else dt.float64
-        w = weights._array().astype(np.float64)
-        result = np.bincount(x, w, minlength=minlength)
-    out = Tensor._empty(result.shape, dtype, self.device)
-    np.copyto(out._array(), result, casting="unsafe")
-    return out
+bincount_op.impl("CPU")(_bincount_cpu)

@@ -1,0 +1,421 @@
+"""CPU kernels for convolution: im2col/col2im over NumPy arrays and batched matrix products,
+in memory-bounded blocks of the batch. Also run on CuPy arrays for CUDA tensors."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ...core import dtype as dt
+from ...core.promotion import opmath
+from ...core.shape import channels_last_strides, is_channels_last, is_contiguous
+from ...core.tensor import Tensor
+from ..arrays import module_of
+from .copy import assign_array
+
+
+def pad_array(a: np.ndarray, padding, value=0) -> np.ndarray:
+    """`a` with its last len(padding) dims padded by `padding` on both sides with `value`."""
+    if not any(padding):
+        return a
+    nd = len(padding)
+    shape = a.shape[:-nd] + tuple(s + 2 * p for s, p in zip(a.shape[-nd:], padding))
+    out = module_of(a).full(shape, value, dtype=a.dtype)
+    out[(Ellipsis,) + tuple(slice(p, p + s) for s, p in zip(a.shape[-nd:], padding))] = a
+    return out
+
+
+def windows(a: np.ndarray, kernel, stride, dilation, out_sizes) -> np.ndarray:
+    """Read-only view of a (..., *spatial) array as (..., *out_sizes, *kernel) windows."""
+    nd = len(kernel)
+    lead, sp = a.strides[:-nd], a.strides[-nd:]
+    shape = a.shape[:-nd] + tuple(out_sizes) + tuple(kernel)
+    strides = (lead + tuple(st * s for st, s in zip(sp, stride))
+               + tuple(st * d for st, d in zip(sp, dilation)))
+    if a.__class__ is np.ndarray:
+        return as_strided(a, shape, strides, writeable=False)
+    return module_of(a).lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def col2im_add(full: np.ndarray, cols: np.ndarray, kernel, stride, dilation) -> None:
+    """full[..., k*d + i*s] += cols[k][..., i] for every kernel offset k: the adjoint of
+    reading `windows`. `cols` is laid out (*kernel, ..., *in_sizes)."""
+    nd = len(kernel)
+    in_sizes = cols.shape[-nd:]
+    if 0 in in_sizes:
+        return
+    for k in np.ndindex(*kernel):
+        key = tuple(slice(ki * d, ki * d + (n - 1) * s + 1, s)
+                    for ki, d, s, n in zip(k, dilation, stride, in_sizes))
+        full[(Ellipsis,) + key] += cols[k]
+
+
+def compute_array(t: Tensor, ct=None) -> np.ndarray:
+    """t's elements in the dtype to compute in (float32 for float16/bfloat16)."""
+    a = t._array()
+    ct = opmath(t.dtype) if ct is None else ct
+    return a if a.dtype == ct else a.astype(ct)
+
+
+def _expand_param(name: str, value, nd: int) -> tuple:
+    value = tuple(value)
+    if len(value) == 1:
+        return value * nd
+    if len(value) != nd:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {nd} "
+                           f"values to match the convolution dimensions, but got {name}="
+                           f"{list(value)}")
+    return value
+
+
+def _x(sizes) -> str:
+    return " x ".join(str(s) for s in sizes)
+
+
+def conv_params(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    """Check a convolution call as PyTorch does; give the expanded parameters and the
+    output's spatial sizes."""
+    for name, t in (("input", input), ("weight", weight)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"convolution(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    nd = weight.dim() - 2
+    if nd < 1:
+        raise RuntimeError(f"convolution(): expected a weight with at least 3 dimensions, but "
+                           f"got weight of size {list(weight._shape)}")
+    stride = _expand_param("stride", stride, nd)
+    padding = _expand_param("padding", padding, nd)
+    dilation = _expand_param("dilation", dilation, nd)
+    output_padding = _expand_param("output_padding", output_padding, nd)
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if input.dim() != weight.dim():
+        raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-"
+                           f"dimensional weight {list(weight._shape)}, but got {input.dim()}-"
+                           f"dimensional input of size {list(input._shape)} instead")
+    ws, xs = weight._shape, input._shape
+    if ws[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(ws)} instead")
+    if ws[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{list(ws)}] instead")
+    kernel = ws[2:]
+    if transposed:
+        if xs[1] != ws[0]:
+            raise RuntimeError(f"Given transposed=1, weight of size {list(ws)}, expected "
+                               f"input{list(xs)} to have {ws[0]} channels, but got {xs[1]} "
+                               "channels instead")
+        out_channels = ws[1] * groups
+    else:
+        if xs[1] != ws[1] * groups:
+            raise RuntimeError(f"Given groups={groups}, weight of size {list(ws)}, expected "
+                               f"input{list(xs)} to have {ws[1] * groups} channels, but got "
+                               f"{xs[1]} channels instead")
+        out_channels = ws[0]
+    if bias is not None and (bias.dim() != 1 or bias._shape[0] != out_channels):
+        head = "Given transposed=1, weight of size" if transposed else "Given weight of size"
+        raise RuntimeError(f"{head} {list(ws)}, expected bias to be 1-dimensional with "
+                           f"{out_channels} elements, but got bias of size {list(bias._shape)} "
+                           "instead")
+    if transposed:
+        if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+            ops, strides, dils = output_padding, stride, dilation
+            if nd == 1:       # PyTorch checks 1-d as 2-d with a height of one
+                ops, strides, dils = (0,) + ops, (1,) + strides, (1,) + dils
+            axes = ("depth", "height", "width")[-len(ops):]
+            parts = ([f"output_padding_{a}: {v}" for a, v in zip(axes, ops)]
+                     + [f"stride_{a}: {v}" for a, v in zip(axes, strides)]
+                     + [f"dilation_{a}: {v}" for a, v in zip(axes, dils)])
+            raise RuntimeError("output padding must be smaller than either stride or dilation,"
+                               f" but got {' '.join(parts)}")
+        out = tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, s, p, d, k, op in
+                    zip(xs[2:], stride, padding, dilation, kernel, output_padding))
+        if any(o < 1 for o in out):
+            raise RuntimeError(f"Given input size per channel: ({_x(xs[2:])}). Calculated "
+                               f"output size per channel: ({_x(out)}). Output size is too small")
+    else:
+        padded = tuple(n + 2 * p for n, p in zip(xs[2:], padding))
+        effective = tuple(d * (k - 1) + 1 for d, k in zip(dilation, kernel))
+        if any(n < k for n, k in zip(padded, effective)):
+            raise RuntimeError(f"Calculated padded input size per channel: ({_x(padded)}). "
+                               f"Kernel size: ({_x(effective)}). Kernel size can't be greater "
+                               "than actual input size")
+        out = tuple((n - k) // s + 1 for n, k, s in zip(padded, effective, stride))
+    _check_dtypes(input, weight, bias)
+    return stride, padding, dilation, output_padding, (xs[0], out_channels) + out
+
+
+def _check_dtypes(input, weight, bias):
+    if input.dtype is not weight.dtype:
+        if input.dtype is dt.float32 and weight.is_floating_point():     # the oneDNN path
+            raise RuntimeError(f"Input type ({input.type()}) and weight type ({weight.type()}) "
+                               "should be the same or input should be a MKLDNN tensor and "
+                               "weight is a dense tensor")
+        raise RuntimeError(f"expected scalar type {input.dtype.cname} but found "
+                           f"{weight.dtype.cname}")
+    if bias is not None and bias.dtype is not input.dtype:
+        raise RuntimeError(f"Input type ({_c_name(input.dtype)}) and bias type "
+                           f"({_c_name(bias.dtype)}) should be the same")
+    if input.dtype is dt.bool:
+        raise NotImplementedError(f"\"slow_conv{weight.dim() - 2}d_cpu\" not implemented for "
+                                  "'Bool'")
+
+
+def _c_name(d: dt.dtype) -> str:
+    return {dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half",
+            dt.bfloat16: "c10::BFloat16"}.get(d, d.cname)
+
+
+def suggest_layout(shape, *tensors) -> tuple:
+    """Row-major strides, or channels-last ones when an operand is channels-last (and not
+    also contiguous), as PyTorch picks for convolution and pooling outputs."""
+    if len(shape) in (4, 5):
+        for t in tensors:
+            if (t is not None and is_channels_last(t._shape, t._stride)
+                    and not is_contiguous(t._shape, t._stride)):
+                return channels_last_strides(shape)
+    return None
+
+
+def columns(x, kernel, stride, dilation, padding, out_sizes) -> np.ndarray:
+    """(C, *kernel, N, *out) copy of every output position's receptive field in x
+    (N, C, *sp), read through one strided view of the zero-padded input. Laid out so that
+    (C*K, N*L) is the right-hand side of one matmul for the whole batch (one large BLAS
+    call rather than one small call per sample), its inner axis running along input rows."""
+    nd = len(kernel)
+    win = windows(pad_array(x, padding), kernel, stride, dilation, out_sizes)
+    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
+    cols = module_of(x).empty((x.shape[1],) + tuple(kernel) + (x.shape[0],) + tuple(out_sizes),
+                              x.dtype)
+    np.copyto(cols, win.transpose(perm))
+    return cols
+
+
+def col2im_into(res, cols, kernel, stride, padding, dilation) -> None:
+    """res[..., i*s + k*d - p] += cols[..., k, i] for every kernel offset k and input
+    position i that lands inside res (..., *out): the adjoint of `columns`, added straight
+    into the cropped output (no padded buffer)."""
+    nd = len(kernel)
+    in_sizes, out_sizes = cols.shape[-nd:], res.shape[-nd:]
+    for k in np.ndindex(*kernel):
+        dst, src = [], []
+        for ki, s, p, d, n_in, n_out in zip(k, stride, padding, dilation, in_sizes, out_sizes):
+            off = ki * d - p                    # where input position 0 lands
+            lo = max(0, -(off // s))
+            hi = min(n_in, (n_out - 1 - off) // s + 1)
+            if hi <= lo:
+                break
+            dst.append(slice(lo * s + off, (hi - 1) * s + off + 1, s))
+            src.append(slice(lo, hi))
+        else:
+            res[(Ellipsis,) + tuple(dst)] += cols[(Ellipsis,) + k + tuple(src)]
+
+
+def channels_first(a, groups):
+    """(g, C/g, N*L) copy of a (N, C, *sp): the batch joins the positions."""
+    n, c = a.shape[:2]
+    return module_of(a).ascontiguousarray(
+        a.reshape(n, groups, c // groups, -1).transpose(1, 2, 0, 3)).reshape(groups, c // groups,
+                                                                              -1)
+
+
+_BLOCK_BYTES = 1 << 21     # columns per matmul of about this size stay in cache
+
+_DEVICE_BLOCK_BYTES = 1 << 28   # on a GPU: few large matmuls, the columns' memory bounded
+
+
+def batch_blocks(n: int, sample_bytes: int, like):
+    """Slices of the batch whose columns take about _BLOCK_BYTES each: a block's columns
+    and matmul result are reused from cache instead of making full-batch copies. For a
+    CuPy array `like`, blocks of _DEVICE_BLOCK_BYTES."""
+    block = _BLOCK_BYTES if like.__class__ is np.ndarray else _DEVICE_BLOCK_BYTES
+    step = max(1, block // max(sample_bytes, 1))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def matmul_to_batch(dst, wm, cols, bias=None) -> None:
+    """dst (B, g*Og, *out) = wm (g, Og, R) @ cols (g, R, B*L), moved from (g, Og, B, L) to
+    the batch-first layout (+ bias (g, Og, 1))."""
+    g, og = wm.shape[:2]
+    r = np.matmul(wm, cols).reshape(g, og, dst.shape[0], -1).transpose(2, 0, 1, 3)
+    d = dst.reshape(r.shape)
+    if bias is None:
+        np.copyto(d, r)
+    else:
+        np.add(r, bias, out=d)
+
+
+def matmul_col2im(dst, wt, a_cf, kernel, sizes, stride, padding, dilation) -> None:
+    """dst (B, g*Og, *out) += col2im of wt (g, Og*K, Cg) @ a_cf (g, Cg, B*L): every kernel
+    offset's contribution of a block, added where it lands."""
+    g, rows = wt.shape[:2]
+    cols = np.matmul(wt, a_cf).reshape((g * rows // math.prod(kernel),) + tuple(kernel)
+                                       + (dst.shape[0],) + tuple(sizes))
+    col2im_into(dst, np.moveaxis(cols, 1 + len(kernel), 0), kernel, stride, padding,
+                dilation)
+
+
+def _conv_forward(res, x, w, stride, padding, dilation, groups, bias=None) -> None:
+    """res (N, O, *out), C-contiguous, = the convolution of x (N, C, *sp) and w (O, C/g, *k)
+    (+ bias (O,)): per block of samples one matmul (Og, Cg*K) @ (Cg*K, B*L) per group."""
+    g, o, rows = groups, w.shape[0], math.prod(w.shape[1:])
+    wm = w.reshape(g, o // g, rows)
+    if bias is not None:
+        bias = bias.reshape(g, o // g, 1)
+    positions = math.prod(res.shape[2:])
+    for b in batch_blocks(x.shape[0], rows * g * positions * x.itemsize, x):
+        cols = columns(x[b], w.shape[2:], stride, dilation, padding, res.shape[2:])
+        matmul_to_batch(res[b], wm, cols.reshape(g, rows, -1), bias)
+
+
+def _conv_transpose_forward(res, x, w, stride, padding, dilation, groups) -> None:
+    """res (N, g*Og, *out), C-contiguous, = the transposed convolution of x (N, C, *sp) and
+    w (C, Og, *k): per block one matmul per group gives every kernel offset's
+    contribution, col2im adds them into res."""
+    g, kernel = groups, w.shape[2:]
+    wt = w.reshape(g, w.shape[0] // g, math.prod(w.shape[1:])).transpose(0, 2, 1)
+    res.fill(0)
+    sample = math.prod(w.shape[1:]) * g * math.prod(x.shape[2:]) * x.itemsize
+    for b in batch_blocks(x.shape[0], sample, x):
+        matmul_col2im(res[b], wt, channels_first(x[b], g), kernel, x.shape[2:], stride,
+                       padding, dilation)
+
+
+def compute_target(t: Tensor, ct) -> np.ndarray:
+    """t's array when a kernel may write its result there directly (its dtype is the
+    compute dtype and it is C-contiguous), else a new array to copy from."""
+    a = t._array()
+    if a.dtype == ct and a.flags.c_contiguous:
+        return a
+    return module_of(a).empty(a.shape, ct)
+
+
+def store(t: Tensor, res) -> None:
+    """Copy a result into t unless it was computed in t's memory."""
+    a = t._array()
+    if res is not a:
+        assign_array(a, res.reshape(a.shape))
+
+
+def convolution_cpu(out, input, weight, bias, stride, padding, dilation, transposed,
+                     output_padding, groups):
+    stride, padding, dilation, output_padding, shape = conv_params(
+        input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    ct = opmath(input.dtype)
+    x, w = compute_array(input, ct), compute_array(weight, ct)
+    res = compute_target(out, ct)
+    b = None if bias is None else compute_array(bias, ct)
+    if transposed:
+        _conv_transpose_forward(res, x, w, stride, padding, dilation, groups)
+        if b is not None:
+            res += b.reshape((-1,) + (1,) * (len(shape) - 2))
+    else:
+        _conv_forward(res, x, w, stride, padding, dilation, groups, b)
+    store(out, res)
+
+
+def allocate_specs(specs, device):
+    return tuple(None if s is None else Tensor._empty(s.shape, s.dtype, device, s.stride)
+                 for s in specs)
+
+
+def _blocks(sizes, kernel_size, dilation, padding, stride) -> tuple:
+    return tuple((n + 2 * p - d * (k - 1) - 1) // s + 1 for n, k, d, p, s in
+                 zip(sizes, kernel_size, dilation, padding, stride))
+
+
+def im2col_cpu(out, self, kernel_size, dilation, padding, stride):
+    x = self._array()
+    blocks = _blocks(x.shape[-2:], kernel_size, dilation, padding, stride)
+    win = windows(pad_array(x, padding), kernel_size, stride, dilation, blocks)
+    lead = x.shape[:-2]
+    win = win.transpose(tuple(range(len(lead))) + (len(lead) + 2, len(lead) + 3,
+                                                   len(lead), len(lead) + 1))
+    assign_array(out._array().reshape(lead + tuple(kernel_size) + blocks), win)
+
+
+def col2im_cpu(out, self, output_size, kernel_size, dilation, padding, stride):
+    ct = opmath(self.dtype)
+    cols = compute_array(self, ct)
+    blocks = _blocks(output_size, kernel_size, dilation, padding, stride)
+    lead = cols.shape[:-2] + (cols.shape[-2] // math.prod(kernel_size),)
+    cols = cols.reshape(lead + tuple(kernel_size) + blocks)
+    n = len(lead)
+    cols = cols.transpose((n, n + 1) + tuple(range(n)) + (n + 2, n + 3))
+    full = module_of(cols).zeros(lead + tuple(o + 2 * p for o, p in zip(output_size, padding)),
+                                 dtype=ct)
+    col2im_add(full, cols, kernel_size, stride, dilation)
+    ph, pw = padding
+    assign_array(out._array(), full[..., ph:ph + output_size[0], pw:pw + output_size[1]])
+
+
+def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
+                   want_weight):
+    """The input gradient into gx (or None) and the (g, ., .) weight gradient (when
+    `want_weight`) of a (transposed) convolution, block by block, each block's columns
+    or channel-first gradient made once for both."""
+    g, n, kernel = groups, x.shape[0], w.shape[2:]
+    gw = None
+    if transposed:           # gx is a convolution of gy; the weight pairs x with gy's columns
+        rows = math.prod(w.shape[1:])
+        wm = w.reshape(g, w.shape[0] // g, rows)
+        sample = rows * g * math.prod(x.shape[2:]) * x.itemsize
+        for b in batch_blocks(n, sample, x):
+            cols = columns(gy[b], kernel, stride, dilation, padding, x.shape[2:]).reshape(
+                g, rows, -1)
+            if gx is not None:
+                matmul_to_batch(gx[b], wm, cols)
+            if want_weight:
+                part = np.matmul(channels_first(x[b], g), cols.transpose(0, 2, 1))
+                gw = part if gw is None else np.add(gw, part, out=gw)
+    else:                    # gx is a transposed convolution of gy; the weight pairs x's columns
+        rows = math.prod(w.shape[1:])
+        wt = w.reshape(g, w.shape[0] // g, rows).transpose(0, 2, 1)
+        if gx is not None:
+            gx.fill(0)
+        sample = max(rows, w.shape[0] // g) * g * math.prod(gy.shape[2:]) * x.itemsize
+        for b in batch_blocks(n, sample, x):
+            gcf = channels_first(gy[b], g)
+            if gx is not None:
+                matmul_col2im(gx[b], wt, gcf, kernel, gy.shape[2:], stride, padding,
+                               dilation)
+            if want_weight:
+                cols = columns(x[b], kernel, stride, dilation, padding, gy.shape[2:])
+                part = np.matmul(gcf, cols.reshape(g, rows, -1).transpose(0, 2, 1))
+                gw = part if gw is None else np.add(gw, part, out=gw)
+    if want_weight and gw is None:      # an empty batch
+        gw = module_of(w).zeros(w.shape, w.dtype)
+    return gw
+
+
+def convolution_backward_into(g_input, g_weight, g_bias, grad_output, input, weight, stride,
+                              padding, dilation, transposed, output_padding, groups):
+    """convolution_backward's gradients written into the outputs it allocated (None where
+    not asked for)."""
+    stride, padding, dilation, *_ = conv_params(input, weight, None, stride, padding, dilation,
+                                                transposed, output_padding, groups)
+    ct = opmath(input.dtype)
+    gy = compute_array(grad_output, ct)
+    x, w = compute_array(input, ct), compute_array(weight, ct)
+    if x.dtype.kind == "c":     # the adjoint of a complex product conjugates the other factor
+        x, w = x.conj(), w.conj()
+    gx = None if g_input is None else compute_target(g_input, ct)
+    gw = _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
+                        g_weight is not None)
+    if gx is not None:
+        store(g_input, gx)
+    if gw is not None:
+        store(g_weight, gw)
+    if g_bias is not None:
+        store(g_bias, gy.reshape(gy.shape[0], gy.shape[1], -1).sum(2).sum(0))

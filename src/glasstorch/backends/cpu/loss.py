@@ -1,0 +1,386 @@
+"""CPU kernels for softmax, log-softmax and the losses: computed in float32 for float16/bfloat16
+inputs (PyTorch's opmath) and rounded once into the output. The same kernels run on CuPy
+arrays where the op is shared with CUDA."""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from . import parallel
+from .. import arrays
+from ...core.promotion import opmath
+from ...core.tensor import Tensor
+
+
+NONE, MEAN, SUM = 0, 1, 2
+
+
+def _acc(t: Tensor) -> np.ndarray:
+    """The tensor's elements in the dtype its op computes in."""
+    a = t._array()
+    c = opmath(t.dtype)
+    return a if a.dtype == c else a.astype(c)
+
+
+def store(out: Tensor, result) -> None:
+    o = out._array()
+    np.copyto(o, arrays.asarray(result).reshape(o.shape), casting="unsafe")
+
+
+def reduce(loss: np.ndarray, reduction: int):
+    if reduction == NONE:
+        return loss
+    if reduction == SUM:
+        return loss.sum()
+    return loss.sum() / loss.size if loss.size else np.array(np.nan, loss.dtype)
+
+
+def pointwise_loss_kernel(name, elementwise):
+    """The kernel of a pointwise loss: `elementwise(x, y, *rest)` on the operands in the
+    compute dtype, broadcast, then reduced."""
+    def kernel(out, self, target, reduction=MEAN, *rest):
+        x, y = pair(out, self, target)
+        with np.errstate(over="ignore"):          # exp overflow is inf, as in PyTorch
+            loss = elementwise(x, y, *rest)
+        loss = np.broadcast_to(loss, np.broadcast_shapes(x.shape, y.shape))
+        store(out, reduce(loss, reduction))
+    kernel.__qualname__ = f"{name}_kernel"
+    return kernel
+
+
+def squared_error(x, y):
+    return (x - y) ** 2
+
+
+def smooth_l1(x, y, beta):
+    d = np.abs(x - y)
+    if beta == 0:
+        return d
+    return np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+
+
+def huber(x, y, delta):
+    d = np.abs(x - y)
+    return np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+
+
+def soft_margin(x, y):
+    return np.log1p(np.exp(-y * x))
+
+
+def _softmax_part(x: np.ndarray, o: np.ndarray, cd: np.dtype, log: bool) -> None:
+    """(log_)softmax over axis 1 of a cache-sized part `x`, written into `o`: the row max
+    is subtracted, then exponentials are summed, in place on one buffer of dtype cd."""
+    # an infinite max gives NaN, as in torch (CuPy's maximum has no reduce: its max)
+    m = np.maximum.reduce(x, axis=1, keepdims=True) if x.__class__ is np.ndarray else \
+        x.max(axis=1, keepdims=True)
+    if x.dtype != cd:
+        z = x.astype(cd)
+        z -= m
+    else:
+        z = np.subtract(x, m, out=o if o.dtype == cd else None)
+    if log:
+        s = np.add.reduce(np.exp(z), axis=1, keepdims=True)
+        z -= np.log(s, out=s)
+    else:
+        np.exp(z, out=z)
+        s = np.add.reduce(z, axis=1, keepdims=True)
+        z *= np.reciprocal(s, out=s)            # as PyTorch: one division per row
+    if z is not o:
+        np.copyto(o, z, casting="unsafe")
+
+
+def _softmax_into(out: Tensor, inputs, dim: int, part) -> None:
+    """Call `part(*xs, o)` (a reduction over axis 1 of 2-D or 3-D blocks, written into o)
+    on the inputs and the output seen as (outer, n, inner), n the size of `dim`, in blocks
+    of about BLOCK elements split across threads."""
+    o = out._array()
+    if o.size == 0:
+        return
+    shape = o.shape or (1,)
+    ax = dim % len(shape)
+    n = shape[ax]
+    outer, inner = prod(shape[:ax]), prod(shape[ax + 1:])
+    direct = o.flags.c_contiguous
+    parts = [t._array().reshape(outer, n, inner) for t in inputs]   # copies only if needed
+    parts.append(o.reshape(outer, n, inner) if direct else
+                 arrays.module_of(o).empty((outer, n, inner), o.dtype))
+    if inner == 1:
+        parts = [a[:, :, 0] for a in parts]
+    per = max(1, parallel.BLOCK // (n * inner))
+    if o.__class__ is not np.ndarray:           # on a GPU: one pass over everything
+        part(*parts)
+    elif per > 1 or inner == 1:                 # blocks of whole (n, inner) slabs
+        def run(start, stop):
+            for i in range(start, stop, per):
+                part(*[a[i:i + per] for a in parts])
+        parallel.parallel_for(outer, run, n * inner)
+    else:                                       # blocks of columns of one slab
+        width = max(parallel.BLOCK // n, 1024)   # long enough inner loops for NumPy
+        cols = -(-inner // width)
+
+        def run(start, stop):
+            for u in range(start, stop):
+                i, c = divmod(u, cols)
+                region = (slice(i, i + 1), slice(None), slice(c * width, (c + 1) * width))
+                part(*[a[region] for a in parts])
+        parallel.parallel_for(outer * cols, run, n * width)
+    if not direct:
+        np.copyto(o, parts[-1].reshape(o.shape))
+
+
+def softmax_kernel(out, self, dim, half_to_float):
+    cd = opmath(self.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, False))
+
+
+def log_softmax_kernel(out, self, dim, half_to_float):
+    cd = opmath(self.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, True))
+
+
+def _softmax_backward_part(cd, g, y, o) -> None:
+    if g.dtype != cd:
+        g, y = g.astype(cd), y.astype(cd)
+    s = np.add.reduce(np.multiply(g, y), axis=1, keepdims=True)
+    r = np.subtract(g, s, out=o if o.dtype == cd else None)
+    r *= y
+    if r is not o:
+        np.copyto(o, r, casting="unsafe")
+
+
+def softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
+    cd = opmath(out.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (grad_output, output), dim,
+                      lambda g, y, o: _softmax_backward_part(cd, g, y, o))
+
+
+def _log_softmax_backward_part(cd, g, y, o) -> None:
+    if g.dtype != cd:
+        g, y = g.astype(cd), y.astype(cd)
+    s = np.add.reduce(g, axis=1, keepdims=True)
+    e = np.exp(y)
+    e *= s
+    r = np.subtract(g, e, out=o if o.dtype == cd else e)
+    if r is not o:
+        np.copyto(o, r, casting="unsafe")
+
+
+def log_softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
+    cd = opmath(out.dtype)
+    with np.errstate(all="ignore"):
+        _softmax_into(out, (grad_output, output), dim,
+                      lambda g, y, o: _log_softmax_backward_part(cd, g, y, o))
+
+
+def nll_kernel(outs, self, target, weight, reduction, ignore_index):
+    """Pick -w[t] * x[t] along the class dim; entries equal to ignore_index count 0."""
+    x = _acc(self)
+    cdim = 1 if x.ndim >= 2 else 0
+    n_classes = x.shape[cdim]
+    t = target._array().astype(np.int64)
+    if x.ndim == 1:
+        t = t.reshape(())                      # unbatched: a 0-dim or one-element target
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= n_classes))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
+    safe = np.where(valid, t, 0)
+    picked = np.take_along_axis(x, np.expand_dims(safe, cdim), cdim)
+    picked = picked.reshape(safe.shape)
+    w = valid.astype(x.dtype)
+    if weight is not None:
+        w = w * _acc(weight).reshape(-1)[safe]
+    loss = -picked * w
+    total = w.sum() if reduction != NONE else 0     # PyTorch leaves it 0 when not reducing
+    if reduction == NONE:
+        store(outs[0], loss)
+    elif reduction == SUM:
+        store(outs[0], loss.sum())
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            store(outs[0], loss.sum() / total)       # all ignored: 0/0 = nan, as PyTorch
+    store(outs[1], total)
+
+
+def pair(out, self, target):
+    """Both operands in the op's compute dtype (float32 for float16/bfloat16)."""
+    c = opmath(out.dtype)
+    return self._array().astype(c, copy=False), target._array().astype(c, copy=False)
+
+
+def bce_kernel(out, self, target, weight=None, reduction=MEAN):
+    x, y = pair(out, self, target)
+    if ((x < 0) | (x > 1)).any() or np.isnan(x).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with np.errstate(divide="ignore"):
+        loss = -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
+    if weight is not None:
+        loss = loss * _acc(weight)
+    store(out, reduce(np.broadcast_to(loss, x.shape), reduction))
+
+
+def softplus_neg(x: np.ndarray) -> np.ndarray:
+    """log(1 + exp(-x)) without overflow."""
+    return np.maximum(-x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def bce_logits_kernel(out, self, target, weight=None, pos_weight=None, reduction=MEAN):
+    x, y = pair(out, self, target)
+    scale = 1 if pos_weight is None else (_acc(pos_weight) - 1) * y + 1
+    loss = (1 - y) * x + scale * softplus_neg(x)
+    if weight is not None:
+        loss = loss * _acc(weight)
+    store(out, reduce(np.broadcast_to(loss, x.shape), reduction))
+
+
+def multi_margin_kernel(out, self, target, p=1, margin=1, weight=None, reduction=MEAN):
+    x = _acc(self).reshape(-1, self._shape[-1] if self._shape else 1)
+    t = target._array().reshape(-1).astype(np.int64)
+    c = x.shape[1]
+    if ((t < 0) | (t >= c)).any():
+        raise RuntimeError("target out of range")
+    rows = arrays.module_of(t).arange(len(t))
+    z = margin - x[rows, t][:, None] + x
+    h = np.maximum(z, 0) ** p
+    h[rows, t] = 0
+    if weight is not None:
+        h = h * _acc(weight).reshape(-1)[t][:, None]
+    store(out, reduce(h.sum(1) / c, reduction))
+
+
+def multilabel_counts(t: np.ndarray, c: int) -> np.ndarray:
+    """How often each class is listed in each row's targets (up to the first negative)."""
+    listed = np.cumprod(t >= 0, axis=-1).astype(bool)
+    if listed.any() and (t[listed] >= c).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    rows = np.broadcast_to(arrays.module_of(t).arange(t.shape[0])[:, None], t.shape)
+    flat = rows[listed] * c + t[listed]
+    return np.bincount(flat, minlength=t.size).reshape(t.shape)
+
+
+def multilabel_kernel(outs, self, target, reduction):
+    c = self._shape[-1] if self._shape else 1
+    x = _acc(self).reshape(-1, c)
+    counts = multilabel_counts(target._array().reshape(-1, c).astype(np.int64), c)
+    is_target = counts > 0
+    z = np.maximum(1 - x[:, :, None] + x[:, None, :], 0)           # [n, j, i]
+    pairs = counts[:, :, None] * ~is_target[:, None, :]
+    store(outs[0], reduce((z * pairs).sum((1, 2)) / c, reduction))
+    store(outs[1], is_target)
+
+
+def _extended_labels(targets, target_lengths, blank):
+    """The blank-interleaved label sequences (N, 2S+1), their lengths and where a
+    transition may skip a position (s-2 -> s: a label different from the one before)."""
+    lengths = np.asarray(target_lengths, np.int64)
+    batch, longest = len(lengths), int(lengths.max(initial=0))
+    t = targets._array().astype(np.int64)
+    if t.ndim == 1:                                  # concatenated targets
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        idx = starts[:, None] + np.arange(longest)
+        padded = t[np.minimum(idx, max(t.size - 1, 0))] if t.size else np.zeros(idx.shape,
+                                                                                np.int64)
+    else:
+        padded = t[:, :longest]
+    padded = np.where(np.arange(longest) < lengths[:, None], padded, blank)
+    ext = np.full((batch, 2 * longest + 1), blank, np.int64)
+    ext[:, 1::2] = padded
+    skip = np.zeros(ext.shape, bool)
+    skip[:, 3::2] = padded[:, 1:] != padded[:, :-1]
+    return ext, 2 * lengths + 1, skip
+
+
+def _logsumexp3(a, b, c):
+    m = np.maximum(np.maximum(a, b), c)
+    shift = np.where(np.isfinite(m), m, 0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(a - shift) + np.exp(b - shift) + np.exp(c - shift)) + shift
+
+
+def _shift(a, k):
+    """a[..., s - k] (−inf where s < k)."""
+    out = np.full_like(a, -np.inf)
+    out[:, k:] = a[:, :a.shape[1] - k]
+    return out
+
+
+def ctc_kernel(outs, log_probs, targets, input_lengths, target_lengths, blank=0,
+                zero_infinity=False):
+    """The alpha recursion in log space, vectorised over the batch, looping over time."""
+    lp = _acc(log_probs)
+    n_time, batch, _ = lp.shape
+    ext, ext_len, skip = _extended_labels(targets, target_lengths, blank)
+    rows = np.arange(batch)[:, None]
+    live = np.arange(ext.shape[1]) < ext_len[:, None]
+    alpha = np.full((batch, n_time, ext.shape[1]), -np.inf, lp.dtype)
+    if n_time:
+        first = np.full(ext.shape, -np.inf, lp.dtype)
+        first[:, :2] = lp[0][rows, ext[:, :2]]
+        alpha[:, 0] = np.where(live, first, -np.inf)
+    for t in range(1, n_time):
+        a = alpha[:, t - 1]
+        a2 = np.where(skip, _shift(a, 2), -np.inf)
+        alpha[:, t] = np.where(live, _logsumexp3(a, _shift(a, 1), a2) + lp[t][rows, ext],
+                               -np.inf)
+    lengths = np.asarray(input_lengths, np.int64)
+    last = alpha[np.arange(batch), np.maximum(lengths - 1, 0)]
+    end = ext_len - 1
+    tail = np.where(end > 0, last[np.arange(batch), np.maximum(end - 1, 0)], -np.inf)
+    nll = -np.logaddexp(last[np.arange(batch), end], tail)
+    nll = np.where(lengths == 0, np.where(ext_len == 1, 0.0, np.inf), nll)
+    if zero_infinity:
+        nll = np.where(np.isinf(nll), 0.0, nll)
+    store(outs[0], nll)
+    store(outs[1], alpha)
+
+
+def ctc_backward_kernel(out, grad, log_probs, targets, input_lengths, target_lengths,
+                         neg_log_likelihood, log_alpha, blank, zero_infinity=False):
+    """grad = exp(lp) - exp(log(sum over s with label c of alpha beta) + nll - lp), times
+    the incoming gradient, and 0 past each input length (PyTorch's gradient, which is the
+    log-softmax logits' gradient once composed with log_softmax's derivative)."""
+    lp = _acc(log_probs)
+    n_time, batch, n_classes = lp.shape
+    ext, ext_len, skip = _extended_labels(targets, target_lengths, blank)
+    rows = np.arange(batch)[:, None]
+    lengths = np.asarray(input_lengths, np.int64)
+    live = np.arange(ext.shape[1]) < ext_len[:, None]
+    ends = (np.arange(ext.shape[1]) == ext_len[:, None] - 1) | (
+        np.arange(ext.shape[1]) == ext_len[:, None] - 2)
+    skip_from = np.zeros(skip.shape, bool)               # s -> s+2 allowed at s
+    skip_from[:, :-2] = skip[:, 2:]
+    alpha = _acc(log_alpha)
+    nll = _acc(neg_log_likelihood)
+    beta = np.full(alpha.shape, -np.inf, lp.dtype)
+    grad_lp = np.zeros((batch, n_time, n_classes), lp.dtype)
+    after = np.full(ext.shape, -np.inf, lp.dtype)
+    for t in range(n_time - 1, -1, -1):
+        emit = lp[t][rows, ext]
+        b1 = np.full_like(after, -np.inf)
+        b1[:, :-1] = after[:, 1:]
+        b2 = np.full_like(after, -np.inf)
+        b2[:, :-2] = np.where(skip_from[:, :-2], after[:, 2:], -np.inf)
+        step = _logsumexp3(after, b1, b2) + emit
+        start = np.where(ends & live, emit, -np.inf)
+        cur = np.where((t == lengths - 1)[:, None], start,
+                       np.where((t < lengths - 1)[:, None] & live, step, -np.inf))
+        beta[:, t] = cur
+        after = cur
+        ab = alpha[:, t] + cur
+        m = np.max(ab, axis=1, keepdims=True, initial=-np.inf)
+        m = np.where(np.isfinite(m), m, 0)
+        summed = np.zeros((batch, n_classes), lp.dtype)
+        np.add.at(summed, (np.broadcast_to(rows, ext.shape), ext), np.exp(ab - m))
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            lcab = np.log(summed) + m
+            grad_lp[:, t] = np.exp(lp[t]) - np.exp(lcab + nll[:, None] - lp[t])
+    g = np.moveaxis(grad_lp, 1, 0) * np.asarray(_acc(grad)).reshape(1, batch, 1)
+    g = np.where((np.arange(n_time)[:, None] < lengths)[:, :, None], g, 0)
+    if zero_infinity:
+        g = np.where(np.isinf(nll)[None, :, None], 0, g)
+    store(out, np.nan_to_num(g, nan=0.0) if zero_infinity else g)

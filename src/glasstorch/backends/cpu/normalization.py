@@ -1,0 +1,316 @@
+"""CPU kernels for normalization (layer, batch, group norm) and embeddings (embedding, its
+gradient and renorm, embedding_bag, one_hot): NumPy code in the op's compute dtype, also run
+on CuPy arrays for CUDA tensors."""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from .. import arrays
+from ...core import dtype as dt
+from ...core.tensor import Tensor
+
+
+LOW = (dt.float16, dt.bfloat16)
+
+
+def _compute(d: dt.dtype) -> np.dtype:
+    return np.dtype(np.float32) if d in LOW else d.np
+
+
+def _as(t: Tensor, compute: np.dtype) -> np.ndarray:
+    a = t._array()
+    return a if a.dtype == compute else a.astype(compute)
+
+
+def _normalize(x: np.ndarray, axes: tuple, eps: float):
+    """(x - mean) / sqrt(var + eps) over `axes`, with the keepdims mean, 1/sqrt(var + eps)
+    and biased variance."""
+    n = prod(x.shape[a] for a in axes)
+    with np.errstate(all="ignore"):
+        mean = np.add.reduce(x, axis=axes, keepdims=True) / n
+        centred = x - mean
+        var = np.add.reduce(centred * centred, axis=axes, keepdims=True) / n
+        rstd = 1 / np.sqrt(var + eps)
+        return centred * rstd, mean, rstd, var
+
+
+def _affine(y: np.ndarray, weight, bias, shape, compute) -> np.ndarray:
+    if weight is not None:
+        y *= _as(weight, compute).reshape(shape)
+    if bias is not None:
+        y += _as(bias, compute).reshape(shape)
+    return y
+
+
+def _store(out: Tensor, value: np.ndarray) -> None:
+    dst = out._array()
+    np.copyto(dst, value.reshape(dst.shape), casting="unsafe")
+
+
+def layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
+    """Rows of the normalized size, normalized in place in the (contiguous) output when it
+    has the compute dtype: no temporaries of the input's size, and the centred rows' sum of
+    squares by einsum, which needs none either."""
+    compute = _compute(input.dtype)
+    n = prod(normalized_shape)
+    rows = prod(input._shape[:input.dim() - len(normalized_shape)])
+    x = _as(input, compute).reshape(rows, n)
+    out = outs[0]._array().reshape(rows, n)
+    y = out if out.dtype == compute else arrays.module_of(out).empty(out.shape, compute)
+    with np.errstate(all="ignore"):
+        mean = np.einsum("ij->i", x)[:, None]
+        mean /= max(n, 1)                  # PyTorch's mean of no elements is 0 (rstd nan)
+        np.subtract(x, mean, out=y)
+        var = np.einsum("ij,ij->i", y, y)[:, None]
+        var /= n
+        var += eps
+        rstd = np.sqrt(var, out=var)
+        np.divide(1, rstd, out=rstd)
+        y *= rstd
+    _affine(y, weight, bias, (n,), compute)
+    if y is not out:
+        np.copyto(out, y, casting="unsafe")
+    _store(outs[1], mean)
+    _store(outs[2], rstd)
+
+
+def channel_shape(input) -> tuple:
+    """Where a per-channel (C,) vector broadcasts against an (N, C, *) input."""
+    return (input._shape[1],) + (1,) * (input.dim() - 2)
+
+
+def batch_norm_cpu(outs, input, weight, bias, running_mean, running_var, training, momentum,
+                    eps):
+    compute = _compute(outs[1].dtype if training else input.dtype)
+    compute = np.promote_types(compute, _compute(input.dtype))
+    x = _as(input, compute)
+    cshape = channel_shape(input)
+    if training:
+        axes = (0,) + tuple(range(2, x.ndim))
+        y, mean, rstd, var = _normalize(x, axes, eps)
+        _store(outs[1], mean)
+        _store(outs[2], rstd)
+        n = x.size // x.shape[1]
+        if running_mean is not None:
+            rm = running_mean._array()
+            np.copyto(rm, (1 - momentum) * rm + momentum * mean.reshape(rm.shape),
+                      casting="unsafe")
+        if running_var is not None:
+            rv = running_var._array()
+            with np.errstate(all="ignore"):
+                unbiased = var.reshape(rv.shape) * (n / np.float64(n - 1))   # n=1: nan
+            np.copyto(rv, (1 - momentum) * rv + momentum * unbiased, casting="unsafe")
+    else:
+        mean = _as(running_mean, compute).reshape(cshape)
+        with np.errstate(all="ignore"):
+            y = (x - mean) / np.sqrt(_as(running_var, compute).reshape(cshape) + eps)
+    _store(outs[0], _affine(y, weight, bias, cshape, compute))
+
+
+def group_norm_cpu(outs, input, weight, bias, N, C, HxW, group, eps):
+    compute = np.promote_types(_compute(outs[1].dtype), _compute(input.dtype))
+    x = _as(input, compute).reshape(N, group, C // group * HxW)
+    y, mean, rstd, _ = _normalize(x, (2,), eps)
+    y = y.reshape(input._shape)
+    _store(outs[0], _affine(y, weight, bias, channel_shape(input), compute))
+    _store(outs[1], mean)
+    _store(outs[2], rstd)
+
+
+def check_indices(op: str, name: str, position: int, t: Tensor) -> None:
+    if t.dtype is not dt.int64 and t.dtype is not dt.int32:
+        raise RuntimeError(f"Expected tensor for argument #{position} '{name}' to have one of "
+                           f"the following scalar types: Long, Int; but got {t.type()} instead "
+                           f"(while checking arguments for {op})")
+
+
+def _rows(indices: Tensor, count: int) -> np.ndarray:
+    """The indices as int64, checked against `count` rows."""
+    idx = indices._array().astype(np.int64, copy=False)
+    if idx.size and (idx.min() < 0 or idx.max() >= count):
+        raise IndexError("index out of range in self")
+    return idx
+
+
+def embedding_cpu(out, weight, indices, padding_idx=-1, scale_grad_by_freq=False,
+                   sparse=False):
+    idx = _rows(indices, weight._shape[0])
+    _store(out, np.take(weight._array(), idx.reshape(-1), axis=0))
+
+
+def embedding_grad_scale(idx: np.ndarray, num_weights: int, padding_idx: int,
+                         scale_grad_by_freq: bool, dtype) -> np.ndarray:
+    """Per-index factor of an embedding gradient: 0 at padding_idx, else 1 or
+    1/occurrences when scaling by frequency."""
+    scale = np.ones_like(idx, dtype=dtype)
+    if scale_grad_by_freq:
+        counts = np.bincount(idx.reshape(-1), minlength=num_weights)
+        scale /= counts[idx]
+    scale[idx == padding_idx] = 0
+    return scale
+
+
+def embedding_grad_cpu(out, grad_output, indices, num_weights, padding_idx,
+                        scale_grad_by_freq):
+    compute = _compute(grad_output.dtype)
+    idx = indices._array().astype(np.int64, copy=False).reshape(-1)
+    rows = _as(grad_output, compute).reshape(idx.size, grad_output._shape[-1])
+    if scale_grad_by_freq:
+        rows = rows * embedding_grad_scale(idx, num_weights, padding_idx, True, compute)[:, None]
+    else:
+        keep = idx != padding_idx
+        if not keep.all():
+            idx, rows = idx[keep], rows[keep]
+    _store(out, _sum_rows(idx, rows, num_weights))
+
+
+def _sum_rows(idx: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+    """A (count, width) array whose row k is the sum of the rows i with idx[i] == k. Sorting
+    groups equal indices so that np.add.reduceat sums each group: far cheaper than np.add.at,
+    which handles one element at a time (the sums may round differently, as PyTorch's
+    parallel kernel's do)."""
+    xp = arrays.module_of(rows)
+    acc = xp.zeros((count, rows.shape[1]), rows.dtype)
+    if idx.size:
+        order = np.argsort(idx, kind="stable")
+        ordered = idx[order]
+        starts = np.flatnonzero(np.concatenate((xp.ones(1, bool), ordered[1:] != ordered[:-1])))
+        acc[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+    return acc
+
+
+def embedding_renorm_cpu(self, indices, max_norm, norm_type):
+    check_indices("embedding_renorm_", "indices", 2, indices)
+    w = self._array()
+    rows = np.unique(_rows(indices, self._shape[0]))
+    compute = _compute(self.dtype)
+    picked = w[rows].astype(compute)
+    if norm_type == float("inf"):        # (CuPy's max has no `initial` for empty rows)
+        norms = np.abs(picked).max(axis=1) if picked.shape[1] else np.zeros_like(
+            picked, shape=picked.shape[:1])
+    elif norm_type == 0:
+        norms = (picked != 0).sum(axis=1).astype(compute)
+    else:
+        norms = (np.abs(picked) ** norm_type).sum(axis=1) ** (1 / norm_type)
+    big = norms > max_norm
+    scale = max_norm / (norms[big] + 1e-7)
+    w[rows[big]] = (picked[big] * scale[:, None]).astype(w.dtype)
+    return self
+
+
+def _bag_layout(idx: np.ndarray, off: np.ndarray, include_last_offset: bool):
+    """(number of bags, bag of each index or -1 outside every bag)."""
+    n = idx.size
+    bags = off.size - 1 if include_last_offset else off.size
+    bags = max(bags, 0)
+    if off.size and off[0] != 0:
+        raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                           f"has to start from position 0. However, got {off[0]}")
+    if off.size and off[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {off[-1]}")
+    if np.any(np.diff(off) < 0):
+        raise RuntimeError("embedding_bag: offsets must be non-decreasing, but got "
+                           f"{off.tolist()}")
+    ends = off[1:bags + 1] if include_last_offset else np.append(off[1:], n)
+    sizes = ends - off[:bags]
+    bag_of = np.full(n, -1, np.int64)
+    covered = int(sizes.sum())
+    bag_of[:covered] = np.repeat(np.arange(bags), sizes)
+    return bags, bag_of
+
+
+def embedding_bag_checks(weight, indices, offsets, mode, sparse, per_sample_weights):
+    check_indices("embedding_bag", "indices", 1, indices)
+    check_indices("embedding_bag", "offsets", 1, offsets)
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if indices.dim() != 1 or offsets.dim() != 1:
+        raise RuntimeError("embedding_bag: expected 1-D indices and offsets, but got "
+                           f"indices of size {list(indices._shape)} and offsets of size "
+                           f"{list(offsets._shape)}")
+    if sparse:
+        raise NotImplementedError("embedding_bag(): sparse=True (sparse gradients) is not "
+                                  "supported by glasstorch; use sparse=False")
+    if mode not in (0, 1, 2):
+        raise RuntimeError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got "
+                           f"{mode}")
+    if per_sample_weights is not None:
+        if mode != 0:
+            raise NotImplementedError("embedding_bag: per_sample_weights is only supported "
+                                      "for mode='sum'")
+        if per_sample_weights.dtype is not weight.dtype:
+            raise RuntimeError("Expected tensor for argument #1 'weight' to have the same type "
+                               "as tensor for argument #1 'per_sample_weights'; but type "
+                               f"{weight.type()} does not equal {per_sample_weights.type()} "
+                               "(while checking arguments for embedding_bag)")
+        if per_sample_weights._shape != indices._shape:
+            raise RuntimeError("embedding_bag: per_sample_weights must have the shape of "
+                               f"indices {list(indices._shape)}, but got "
+                               f"{list(per_sample_weights._shape)}")
+
+
+def embedding_bag_cpu(weight, indices, offsets, scale_grad_by_freq=False, mode=0,
+                       sparse=False, per_sample_weights=None, include_last_offset=False,
+                       padding_idx=-1):
+    embedding_bag_checks(weight, indices, offsets, mode, sparse, per_sample_weights)
+    num, dim = weight._shape
+    idx = indices._array().astype(np.int64, copy=False)
+    bad = np.nonzero((idx < 0) | (idx >= num))[0]
+    if bad.size:
+        raise RuntimeError(f"Index {bad[0]} of input takes value {idx[bad[0]]} which is not in "
+                           f"the valid range [0, {num})")
+    bags, bag_of = _bag_layout(idx, offsets._array().astype(np.int64, copy=False),
+                               include_last_offset)
+    compute = _compute(weight.dtype)
+    use = (bag_of >= 0) & (idx != padding_idx)
+    where, into = np.nonzero(use)[0], bag_of[use]
+    rows = _as(weight, compute)[idx[where]]
+    bag_size = np.bincount(into, minlength=bags).astype(np.int64)
+    max_indices = bag_size
+    if mode == 2:
+        acc = np.full((bags, dim), -np.inf, compute)
+        np.maximum.at(acc, into, rows)
+        k, d = np.nonzero(rows == acc[into])
+        first = np.full((bags, dim), idx.size, np.int64)
+        np.minimum.at(first, (into[k], d), where[k])
+        max_indices = np.where(first < idx.size, idx[np.minimum(first, idx.size - 1)], 0) \
+            if idx.size else np.zeros((bags, dim), np.int64)
+        acc[bag_size == 0] = 0
+    else:
+        if per_sample_weights is not None:
+            rows = rows * _as(per_sample_weights, compute)[where][:, None]
+        acc = _sum_rows(into, rows, bags)
+        if mode == 1:
+            acc /= np.maximum(bag_size, 1)[:, None]
+    out = Tensor._empty((bags, dim), weight.dtype, weight.device)
+    _store(out, acc)
+    return (out, _long(bag_of), _long(bag_size), _long(max_indices.copy()))
+
+
+def _long(a: np.ndarray) -> Tensor:
+    t = Tensor._empty(a.shape, dt.int64)
+    _store(t, a)
+    return t
+
+
+def one_hot_cpu(self, num_classes=-1):
+    if self.dtype is not dt.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    a = self._array()
+    if num_classes == -1:
+        if a.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(a.max()) + 1
+    if a.size:
+        if a.min() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if a.max() >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    elif num_classes < 0:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = Tensor._empty(tuple(self._shape) + (num_classes,), dt.int64, self.device)
+    _store(out, (a[..., None] == arrays.module_of(a).arange(num_classes)).astype(np.int64))
+    return out
