@@ -433,6 +433,25 @@ def _export_declaration(decl: OpDeclaration, method, function) -> None:
         setattr(Tensor, decl.name + "_", m)
 
 
+def require_tensor(fname, argname, position, value):
+    """PyTorch's TypeError for an argument that must be a Tensor."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{fname}(): argument '{argname}' (position {position}) must be Tensor, "
+                        f"not {type(value).__name__}")
+
+
+def into_out(out, result: Tensor) -> Tensor:
+    """The out= form of a composite: resize `out` to the result and copy it in."""
+    if out is None:
+        return result
+    if out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {result.dtype}, but got "
+                           f"{out.dtype} instead")
+    if out._shape != result._shape:
+        resize_output(out, result._shape)
+    return out.copy_(result)
+
+
 def spec(shape, dtype, stride=None) -> TensorSpec:
     """A TensorSpec with row-major strides unless given."""
     shape = tuple(shape)

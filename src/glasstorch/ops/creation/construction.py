@@ -12,9 +12,8 @@ from ...core.shape import Size, wrap_dim
 from ...core.tensor import Tensor
 from ..copying.copies import assign_array
 from ..shape.joining import flip, meshgrid, stack
-from ..pointwise.special_functions import into_out
 from ...core.promotion import common_dtype
-from ..registry import TensorSpec, composite, export, spec, structured
+from ..registry import TensorSpec, composite, export, into_out, spec, structured
 from ..shape.views import diagonal
 from ...backends.cpu.construction import (block_diag_kernel, block_shapes, diag_embed_kernel,
     rot90_dims, rot90_kernel, triangle_indices)

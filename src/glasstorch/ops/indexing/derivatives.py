@@ -9,6 +9,8 @@ from ...core.shape import broadcast_shapes, wrap_dim
 from ..derivative import derivative, not_differentiable, recorded_through
 from . import subscripts
 from .subscripts import index_op
+from . import index_reduce
+from ..shape.joining import where
 
 
 @derivative(subscripts.masked_fill, "MaskedFillBackward0")
@@ -85,3 +87,51 @@ def _index_put_copy(self, indices, values, accumulate=False):
 
 
 recorded_through(subscripts.index_put_op, _index_put_copy)
+
+
+@derivative(index_reduce.index_reduce, "IndexReduceBackward0")
+def _index_reduce(grad, self, dim, index, source, reduce, include_self, result):
+    """prod: the product of the other factors (zeros handled without dividing by them);
+    mean: grad over the count; amax/amin: split evenly among the tied extremes. Positions
+    of self replaced (include_self=False) get no gradient (though an equal self still takes
+    its share of an extreme, as in torch)."""
+    if self.dim() == 0:
+        grad, self, source, result = (t.view(1) for t in (grad, self, source, result))
+        dim = 0
+        squeeze = True
+    else:
+        squeeze = False
+    d = wrap_dim(dim, self.dim())
+    touched = None if include_self else \
+        self.new_zeros(self.shape).index_fill(d, index, 1) != 0
+    if reduce == "prod":
+        masked_self = self.masked_fill(self == 0, 1)
+        self_others = masked_self.index_reduce(d, index, source, "prod",
+                                               include_self=include_self)
+        grad_self = grad * self_others / masked_self
+        src_zero = source == 0
+        zeros_in_group = self.new_zeros(self.shape).index_add(
+            d, index, src_zero.to(self.dtype)).index_select(d, index)
+        single_zero = src_zero & (zeros_in_group == 1)
+        src_others = self.index_reduce(d, index, source.masked_fill(single_zero, 1), "prod",
+                                       include_self=include_self)
+        grad_source = where(single_zero, (grad * src_others).index_select(d, index),
+                            (grad * result).index_select(d, index)
+                            / source.masked_fill(src_zero, 1))
+    elif reduce == "mean":
+        counts = (self.new_ones(self.shape) if include_self else self.new_zeros(self.shape))
+        counts = counts.index_add(d, index, source.new_ones(source.shape))
+        counts = counts.masked_fill(counts == 0, 1)
+        grad_self = grad / counts
+        grad_source = (grad / counts).index_select(d, index)
+    else:
+        self_is = (self == result).to(self.dtype)     # counted even when not included, as torch
+        source_is = (source == result.index_select(d, index)).to(self.dtype)
+        shares = grad / self_is.index_add(d, index, source_is)
+        grad_self = self_is * shares
+        grad_source = source_is * shares.index_select(d, index)
+    if touched is not None:
+        grad_self = grad_self.masked_fill(touched, 0)
+    if squeeze:
+        return grad_self.view(()), None, grad_source.view(())
+    return grad_self, None, grad_source

@@ -14,6 +14,10 @@ from ..pointwise.arithmetic_derivatives import conj
 from .products import (_ELLIPSIS, _label_char, _label_index, _parse_operands, einsum,
                      tensordot)
 from . import products
+import math
+from . import structure
+from ...core.shape import wrap_dim
+from ..shape.joining import where
 
 
 def _scaled(grad, factor):
@@ -302,3 +306,30 @@ def _matmul(grad, self, other, grad_input_mask):
     if b.dim() == 1 and gb is not None:
         gb = gb.squeeze(-1)
     return ga, gb
+
+
+@derivative(structure.trace, "TraceBackward0")
+def _trace(grad, self_shape):
+    from ..creation.ranges import eye
+    return (eye(self_shape[0], self_shape[1], dtype=grad.dtype, device=grad.device) * grad,)
+
+
+@derivative(structure.renorm, "RenormBackward0")
+def _renorm(grad, self, p, dim, maxnorm):
+    """y = x * f(n) with f = maxnorm / (n + 1e-7) on the slices whose p-norm n exceeds
+    maxnorm (else 1): dy/dx = f + x * f'(n) * dn/dx, summed over each slice."""
+    d = wrap_dim(dim, self.dim())
+    others = [i for i in range(self.dim()) if i != d]
+    mag = self.abs()
+    if p == math.inf:
+        norm = mag.amax(others, keepdim=True)
+        hit = (mag == norm).to(self.dtype)
+        dnorm = self.sgn() * hit / hit.sum(others, keepdim=True)
+    else:
+        norm = mag.pow(p).sum(others, keepdim=True).pow(1.0 / p)
+        dnorm = self.sgn() * (mag / norm).pow(p - 1)
+    over = norm > maxnorm
+    factor = where(over, maxnorm / (norm + 1e-7), 1.0)
+    dfactor = where(over, -maxnorm / ((norm + 1e-7) * (norm + 1e-7)), 0.0)
+    inner = (grad * self).sum(others, keepdim=True)
+    return (grad * factor + where(over, inner * dfactor * dnorm, 0.0),)

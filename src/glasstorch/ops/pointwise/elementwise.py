@@ -15,7 +15,8 @@ from ...core import dtype as dt
 from ...core.tensor import Tensor
 from .meta import bool_meta, float_meta, pointwise_spec, promoting_meta
 from ...core.promotion import common_dtype, float_dtype
-from ..registry import composite, export, overload, resize_output, spec, structured
+from ..registry import (composite, export, overload, require_tensor, resize_output, spec,
+                        structured)
 from ..autocast import FP32, PROMOTE, autocast_policy
 
 _POINTWISE = ("pointwise",)
@@ -52,12 +53,6 @@ def _alias(alias, decl, function=True, method=True):
             setattr(Tensor, alias + "_", getattr(Tensor, decl.name + "_"))
 
 
-def _require_tensor(fname, argname, position, value):
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{fname}(): argument '{argname}' (position {position}) must be Tensor, "
-                        f"not {type(value).__name__}")
-
-
 # ---- meta functions --------------------------------------------------------------------
 
 def _same_meta(self, *args):
@@ -87,7 +82,7 @@ def _angle_meta(self):
 def _complex_parts_meta(name, second):
     """complex/polar: two tensors of one floating dtype make its complex dtype."""
     def meta(a, b):
-        _require_tensor(name, second, 2, b)
+        require_tensor(name, second, 2, b)
         if a.dtype is not b.dtype:
             raise RuntimeError(f"Expected object of scalar type {a.dtype.cname} but got scalar "
                                f"type {b.dtype.cname} for second argument")
@@ -104,7 +99,7 @@ def _complex_parts_meta(name, second):
 def _tensor_other(name, meta):
     """Ops whose `other` must be a tensor (PyTorch has no Scalar overload for them)."""
     def checked(self, other):
-        _require_tensor(name, "other", 2, other)
+        require_tensor(name, "other", 2, other)
         return meta(self, other)
     return checked
 
@@ -212,7 +207,7 @@ def _nan_to_num_out(spec, out, self, *args):
 
 def _min_max_meta(name):
     def meta(self, other):
-        _require_tensor(name, "other", 2, other)
+        require_tensor(name, "other", 2, other)
         if self.dtype.is_complex or other.dtype.is_complex:
             raise RuntimeError(f"{name} not implemented for complex tensors.")
         return promoting_meta(self, other)
@@ -228,7 +223,7 @@ _TYPE_META_NAMES = {
 
 
 def _lerp_meta(self, end, weight):
-    _require_tensor("lerp", "end", 2, end)
+    require_tensor("lerp", "end", 2, end)
     for argname, x in (("end", end), ("weight", weight)):
         if isinstance(x, Tensor) and x.dtype is not self.dtype:
             raise RuntimeError(f"expected dtype {_TYPE_META_NAMES[self.dtype]} for `{argname}`"

@@ -11,6 +11,7 @@ from ..derivative import derivative, derivative_not_implemented, not_differentia
 from ...core.tensor import Tensor
 from .arithmetic_derivatives import _reduced_dims, conj
 from ..shape.joining import where
+from . import comparison
 from . import elementwise
 from . import special_functions
 from ..reduction import reductions
@@ -424,7 +425,7 @@ not_differentiable(
     elementwise.bitwise_right_shift, elementwise.bitwise_not, elementwise.logical_and,
     elementwise.logical_or, elementwise.logical_xor, elementwise.logical_not, elementwise.eq,
     elementwise.ne, elementwise.lt, elementwise.le, elementwise.gt,
-    elementwise.ge, special_functions.gcd, special_functions.lcm, *special_functions.ISIN_OVERLOADS.values(),
+    elementwise.ge, special_functions.gcd, special_functions.lcm, *comparison.ISIN_OVERLOADS.values(),
     *(getattr(elementwise, name).overload("Scalar") for name in (
         "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
         "bitwise_left_shift", "bitwise_right_shift")))

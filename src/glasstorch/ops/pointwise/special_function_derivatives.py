@@ -9,7 +9,6 @@ import math
 
 from ..derivative import derivative
 from ...core import dtype as dt
-from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
 from . import special_functions as mm
 from ..shape.joining import where
@@ -43,34 +42,6 @@ def _digamma(grad, self):
 
 
 # ---- cumulative extrema ----------------------------------------------------------------------
-
-def _cum_extremum_backward(grad, self, indices, dim):
-    """Each running value's gradient goes to the element it came from (`grad` is the
-    values' gradient: the indices are not differentiable)."""
-    g = grad[0] if isinstance(grad, tuple) else grad
-    if g is None or self.dim() == 0:
-        return (g,)
-    d = wrap_dim(dim, self.dim())
-    from ..creation.ranges import arange
-    index = []
-    for i, n in enumerate(self.shape):
-        if i == d:
-            index.append(indices)
-        else:
-            shape = [1] * self.dim()
-            shape[i] = n
-            index.append(arange(n, device=self.device).reshape(shape))
-    return (g.new_zeros(self.shape).index_put(index, g, accumulate=True),)
-
-
-@derivative(special_functions.cummax, "CummaxBackward0")
-def _cummax(grad, self, dim, result1):
-    return _cum_extremum_backward(grad, self, result1, dim)
-
-
-@derivative(special_functions.cummin, "CumminBackward0")
-def _cummin(grad, self, dim, result1):
-    return _cum_extremum_backward(grad, self, result1, dim)
 
 
 # ---- binary pointwise ------------------------------------------------------------------------
@@ -197,32 +168,6 @@ def _mvlgamma(grad, self, p):
 
 # ---- trace, renorm, rotations and diagonals --------------------------------------------------
 
-@derivative(special_functions.trace, "TraceBackward0")
-def _trace(grad, self_shape):
-    from ..creation.ranges import eye
-    return (eye(self_shape[0], self_shape[1], dtype=grad.dtype, device=grad.device) * grad,)
-
-
-@derivative(special_functions.renorm, "RenormBackward0")
-def _renorm(grad, self, p, dim, maxnorm):
-    """y = x * f(n) with f = maxnorm / (n + 1e-7) on the slices whose p-norm n exceeds
-    maxnorm (else 1): dy/dx = f + x * f'(n) * dn/dx, summed over each slice."""
-    d = wrap_dim(dim, self.dim())
-    others = [i for i in range(self.dim()) if i != d]
-    mag = self.abs()
-    if p == math.inf:
-        norm = mag.amax(others, keepdim=True)
-        hit = (mag == norm).to(self.dtype)
-        dnorm = self.sgn() * hit / hit.sum(others, keepdim=True)
-    else:
-        norm = mag.pow(p).sum(others, keepdim=True).pow(1.0 / p)
-        dnorm = self.sgn() * (mag / norm).pow(p - 1)
-    over = norm > maxnorm
-    factor = where(over, maxnorm / (norm + 1e-7), 1.0)
-    dfactor = where(over, -maxnorm / ((norm + 1e-7) * (norm + 1e-7)), 0.0)
-    inner = (grad * self).sum(others, keepdim=True)
-    return (grad * factor + where(over, inner * dfactor * dnorm, 0.0),)
-
 
 # ---- deg2rad, rad2deg, frexp -----------------------------------------------------------------
 
@@ -250,53 +195,6 @@ def _nextafter(grad, other):
 
 
 # ---- index_reduce ----------------------------------------------------------------------------
-
-@derivative(special_functions.index_reduce, "IndexReduceBackward0")
-def _index_reduce(grad, self, dim, index, source, reduce, include_self, result):
-    """prod: the product of the other factors (zeros handled without dividing by them);
-    mean: grad over the count; amax/amin: split evenly among the tied extremes. Positions
-    of self replaced (include_self=False) get no gradient (though an equal self still takes
-    its share of an extreme, as in torch)."""
-    if self.dim() == 0:
-        grad, self, source, result = (t.view(1) for t in (grad, self, source, result))
-        dim = 0
-        squeeze = True
-    else:
-        squeeze = False
-    d = wrap_dim(dim, self.dim())
-    touched = None if include_self else \
-        self.new_zeros(self.shape).index_fill(d, index, 1) != 0
-    if reduce == "prod":
-        masked_self = self.masked_fill(self == 0, 1)
-        self_others = masked_self.index_reduce(d, index, source, "prod",
-                                               include_self=include_self)
-        grad_self = grad * self_others / masked_self
-        src_zero = source == 0
-        zeros_in_group = self.new_zeros(self.shape).index_add(
-            d, index, src_zero.to(self.dtype)).index_select(d, index)
-        single_zero = src_zero & (zeros_in_group == 1)
-        src_others = self.index_reduce(d, index, source.masked_fill(single_zero, 1), "prod",
-                                       include_self=include_self)
-        grad_source = where(single_zero, (grad * src_others).index_select(d, index),
-                            (grad * result).index_select(d, index)
-                            / source.masked_fill(src_zero, 1))
-    elif reduce == "mean":
-        counts = (self.new_ones(self.shape) if include_self else self.new_zeros(self.shape))
-        counts = counts.index_add(d, index, source.new_ones(source.shape))
-        counts = counts.masked_fill(counts == 0, 1)
-        grad_self = grad / counts
-        grad_source = (grad / counts).index_select(d, index)
-    else:
-        self_is = (self == result).to(self.dtype)     # counted even when not included, as torch
-        source_is = (source == result.index_select(d, index)).to(self.dtype)
-        shares = grad / self_is.index_add(d, index, source_is)
-        grad_self = self_is * shares
-        grad_source = source_is * shares.index_select(d, index)
-    if touched is not None:
-        grad_self = grad_self.masked_fill(touched, 0)
-    if squeeze:
-        return grad_self.view(()), None, grad_source.view(())
-    return grad_self, None, grad_source
 
 
 # ---- scatters into views (ops/view_scatter.py) ------------------------------------------------

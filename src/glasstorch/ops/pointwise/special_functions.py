@@ -1,10 +1,8 @@
-"""Cumulative extrema, differences, products of structure (kron, trace), comparisons with
-tolerance.
-
-Also the pointwise functions the other math modules lack: logaddexp(2), heaviside, sinc,
-i0, polygamma, mvlgamma, igamma(c), and torch.special's own operators (special_i0e, ...,
-exposed by glasstorch.special). float16/bfloat16 compute in float32; the special functions
-in float64, from `backends/cpu/special.py`. Most kernels are in
+"""The pointwise math functions beyond elementwise.py's: logaddexp(2), heaviside, sinc, i0,
+polygamma, mvlgamma, igamma(c), xlog1py, zeta, gcd/lcm, nextafter, frexp/ldexp,
+deg2rad/rad2deg, the orthogonal polynomials, and torch.special's own operators (special_i0e,
+..., exposed by glasstorch.special). float16/bfloat16 compute in float32; the special
+functions in float64, from `backends/cpu/special.py`; the other kernels are in
 `backends/cpu/special_functions.py`.
 """
 from __future__ import annotations
@@ -14,85 +12,30 @@ import math
 import numpy as np
 
 from ... import return_types
-from ...backends import arrays
 from ...backends.cpu import pointwise as cpu
 from ...backends.cpu import special as sp
+from ...backends.cpu.special_functions import (_entr, frexp_kernel, heaviside_kernel,
+                                               integer_binary_kernel, logaddexp_kernel,
+                                               mvlgamma_kernel, nextafter_kernel,
+                                               polygamma_kernel, sinc_kernel, xlog1py_kernel,
+                                               zeta_kernel)
 from ...core import dtype as dt
-from ...core.shape import wrap_dim
-from ...core.device import META
-from ...core.tensor import Tensor
-from ..copying.copies import assign_array
-from .meta import pointwise_spec
 from ...core.promotion import common_dtype, float_dtype, opmath
-from ..registry import composite, export, kernel_op, resize_output, spec, structured
-from ..autocast import FP32, autocast_policy
-from ...backends.cpu.special_functions import (INDEX_REDUCTIONS, _entr, arrays_equal,
-    close_array, cum_extremum_kernel, frexp_kernel, heaviside_kernel, index_reduce_kernel,
-    integer_binary_kernel, logaddexp_kernel, mvlgamma_kernel, nextafter_kernel,
-    polygamma_kernel, renorm_kernel, sinc_kernel, trace_kernel, xlog1py_kernel, zeta_kernel)
+from ...core.tensor import Tensor
+from ..registry import composite, export, into_out, require_tensor, structured
+from .meta import pointwise_spec
 
 _POINTWISE = ("pointwise",)
 
 
-def _require_tensor(fname, argname, position, value):
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{fname}(): argument '{argname}' (position {position}) must be Tensor, "
-                        f"not {type(value).__name__}")
-
-
-def into_out(out, result: Tensor) -> Tensor:
-    """The out= form of a composite: resize `out` to the result and copy it in."""
-    if out is None:
-        return result
-    if out.dtype is not result.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {result.dtype}, but got "
-                           f"{out.dtype} instead")
-    if out._shape != result._shape:
-        resize_output(out, result._shape)
-    return out.copy_(result)
-
-
 # ---- cummax / cummin ---------------------------------------------------------------------
-
-def _cum_extremum_meta(name):
-    def meta(self, dim):
-        if self.dtype.is_complex:
-            raise NotImplementedError(f'"{name}_cpu" not implemented for '
-                                      f"'{self.dtype.cname}'")
-        wrap_dim(dim, self.dim())
-        return spec(self._shape, self.dtype), spec(self._shape, dt.int64)
-    return meta
-
-
-def _cum_extremum(name, ufunc, result_type, result_out_type):
-    decl = structured(f"{name}(Tensor self, int dim) -> (Tensor values, Tensor indices)",
-                      _cum_extremum_meta(name), inplace=False, function=False, method=False,
-                      promotes=False,
-                      doc=f"The running {name[3:]} along `dim` and where it was last reached.")
-    decl.impl("CPU")(cum_extremum_kernel(ufunc))
-    op = decl.function
-
-    def fn(input, dim, *, out=None):
-        if out is None:
-            return result_type(op(input, dim))
-        return result_out_type(op(input, dim, out=out))
-    fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = "glasstorch"
-    fn.__doc__ = (f"{name}(input, dim) -> return_types.{name}(values, indices): the running "
-                  f"{name[3:]} along `dim`; nan propagates, ties give the latest index.")
-    export(name, fn, method=True)
-    return decl
-
-
-cummax = _cum_extremum("cummax", np.maximum, return_types.cummax, return_types.cummax_out)
-cummin = _cum_extremum("cummin", np.minimum, return_types.cummin, return_types.cummin_out)
 
 
 # ---- binary pointwise: logaddexp, logaddexp2, heaviside ------------------------------------
 
 def _logaddexp_meta(name):
     def meta(self, other):
-        _require_tensor(name, "other", 2, other)
+        require_tensor(name, "other", 2, other)
         d = common_dtype(self, other)
         if d.category < dt.FLOAT or (d.is_complex and name == "logaddexp2"):
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{d.cname}\'')
@@ -111,7 +54,7 @@ logaddexp2.impl("CPU")(logaddexp_kernel(True))
 
 
 def _heaviside_meta(self, values):
-    _require_tensor("heaviside", "values", 2, values)
+    require_tensor("heaviside", "values", 2, values)
     if self.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     if self.dtype.is_complex:
@@ -201,149 +144,8 @@ mvlgamma.impl("CPU")(mvlgamma_kernel)
 
 # ---- trace, renorm -------------------------------------------------------------------------
 
-def _trace_meta(self):
-    if self.dim() != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.dim()}")
-    if self.dtype is dt.bool:
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
-    d = dt.int64 if self.dtype.category == dt.INT else self.dtype
-    return spec((), d)
-
-
-trace = structured("trace(Tensor self) -> Tensor", _trace_meta, inplace=False, out=False,
-                   doc="The sum of the main diagonal of a matrix (integers give int64).")
-trace.impl("CPU")(trace_kernel)
-
-
-def _renorm_meta(self, p, dim, maxnorm):
-    if self.dim() <= 1:
-        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {self.dim()} "
-                           "dimensions")
-    if p <= 0:
-        raise RuntimeError("renorm: non-positive-norm not supported")
-    if maxnorm < 0:
-        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
-    wrap_dim(dim, self.dim())
-    if self.dtype.category < dt.FLOAT:
-        raise RuntimeError(f"renorm: expected a floating point or complex input, got "
-                           f"{self.dtype.cname}")
-    return spec(self._shape, self.dtype)
-
-
-renorm = structured("renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor",
-                    _renorm_meta, doc="Rescale each slice along `dim` whose p-norm exceeds "
-                                      "maxnorm to have norm maxnorm.")
-renorm.impl("CPU")(renorm_kernel)
-
 
 # ---- composites: kron, diff, isclose, allclose, equal ---------------------------------------
-
-@composite(method=True)
-def kron(input, other, *, out=None):
-    """The Kronecker product; the operand with fewer dims gets leading 1s."""
-    _require_tensor("kron", "other", 2, other)
-    n = max(input.dim(), other.dim())
-    a_shape = (1,) * (n - input.dim()) + tuple(input.shape)
-    b_shape = (1,) * (n - other.dim()) + tuple(other.shape)
-    a = input.reshape([s for d in a_shape for s in (d, 1)])
-    b = other.reshape([s for d in b_shape for s in (1, d)])
-    result = (a * b).reshape([x * y for x, y in zip(a_shape, b_shape)])
-    return into_out(out, result)
-
-
-def _diff_operand(input, other, dim):
-    if other.dim() != input.dim():
-        raise RuntimeError("diff expects prepend or append to be the same dimension as input")
-    for i in range(input.dim()):
-        if i != dim and other.shape[i] != input.shape[i]:
-            raise RuntimeError("diff expects the shape of tensor to prepend or append to match "
-                               "that of input except along the differencing dimension; input."
-                               f"size({i}) = {input.shape[i]}, but tensor.size({i}) = "
-                               f"{other.shape[i]}")
-    return other
-
-
-@composite(method=True)
-def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
-    """The n-th forward difference along `dim` (logical xor for bool), after concatenating
-    `prepend` and `append` (numbers count as 1-element tensors broadcast to fit)."""
-    from ..shape.joining import cat
-    if input.dim() == 0:
-        raise RuntimeError("diff expects input to be at least one-dimensional")
-    if n < 0:
-        raise RuntimeError(f"order must be non-negative but got {n}")
-    d = wrap_dim(dim, input.dim())
-    parts = []
-    for extra in (prepend, append):
-        if extra is not None and not isinstance(extra, Tensor):
-            shape = list(input.shape)
-            shape[d] = 1
-            from ..creation.factories import full
-            extra = full(shape, extra, dtype=input.dtype, device=input.device)
-        parts.append(None if extra is None else _diff_operand(input, extra, d))
-    x = input
-    if parts[0] is not None or parts[1] is not None:
-        x = cat([t for t in (parts[0], input, parts[1]) if t is not None], d)
-    for _ in range(n):
-        length = x.shape[d]
-        if length == 0:
-            break
-        hi, lo = x.narrow(d, 1, length - 1), x.narrow(d, 0, length - 1)
-        x = hi.logical_xor(lo) if x.dtype is dt.bool else hi - lo
-    if n == 0 and x is input:
-        x = input.clone()
-    return into_out(out, x)
-
-
-def _compared(xs, d: dt.dtype) -> list:
-    """Arrays to compare in dtype d, the operands' common dtype: a GPU holds bfloat16 as bit
-    patterns (what the structured kernels are spared by ops/gpu_kernels), so there they are
-    compared as float32 (exact)."""
-    if d is dt.bfloat16 and any(isinstance(x, Tensor) and x.device.type == "cuda" for x in xs):
-        return cpu.operands([x.float() if isinstance(x, Tensor) else x for x in xs],
-                            dt.float32)
-    return cpu.operands(xs, d)
-
-
-def _bool_tensor(values: np.ndarray, device) -> Tensor:
-    out = Tensor._empty(values.shape, dt.bool, device)
-    assign_array(out._array(), values)
-    return out
-
-
-def _check_close_args(name, input, other, rtol, atol):
-    _require_tensor(name, "other", 2, other)
-    if input.dtype is not other.dtype:
-        raise RuntimeError(f"{input.dtype.cname} did not match {other.dtype.cname}")
-    if rtol < 0:
-        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
-    if atol < 0:
-        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
-
-
-@composite(method=True)
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """|input - other| <= atol + rtol * |other| elementwise (equal values, infinities
-    included, are always close; nan only with equal_nan)."""
-    _check_close_args("isclose", input, other, rtol, atol)
-    a, b = _compared((input, other), input.dtype)
-    return _bool_tensor(close_array(a, b, input.dtype, rtol, atol, equal_nan), input.device)
-
-
-@composite(method=True)
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """True when every element of input is close to other (see isclose)."""
-    return bool(isclose(input, other, rtol, atol, equal_nan).all())
-
-
-@composite(method=True)
-def equal(input, other):
-    """True when both tensors have the same shape and the same values (nan is unequal)."""
-    _require_tensor("equal", "other", 2, other)
-    if input._shape != other._shape:
-        return False
-    a, b = _compared((input, other), common_dtype(input, other))
-    return arrays_equal(a, b)
 
 
 # ---- torch.special's own operators (exposed by glasstorch.special) -------------------------
@@ -444,7 +246,7 @@ special_zeta.impl("CPU")(zeta_kernel)
 
 def _igamma_meta(name):
     def meta(self, other):
-        _require_tensor(name, "other", 2, other)
+        require_tensor(name, "other", 2, other)
         d = common_dtype(self, other)
         if d.category != dt.FLOAT:
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{d.cname}\'')
@@ -508,7 +310,7 @@ for _name in POLYNOMIALS:
 
 def _integer_binary_meta(name):
     def meta(self, other):
-        _require_tensor(name, "other", 2, other)
+        require_tensor(name, "other", 2, other)
         d = common_dtype(self, other)
         if d.category != dt.INT:
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{d.cname}\'')
@@ -527,7 +329,7 @@ lcm.impl("CPU")(integer_binary_kernel(np.lcm))
 
 
 def _nextafter_meta(self, other):
-    _require_tensor("nextafter", "other", 2, other)
+    require_tensor("nextafter", "other", 2, other)
     d = common_dtype(self, other)
     if d.category != dt.FLOAT or d.is_complex:
         raise NotImplementedError(f'"nextafter_cpu" not implemented for \'{d.cname}\'')
@@ -558,7 +360,7 @@ frexp_op.impl("CPU")(frexp_kernel)
 def frexp(input, *, out=None):
     """return_types.frexp(mantissa, exponent): input = mantissa * 2**exponent with
     |mantissa| in [0.5, 1) (0, inf and nan give themselves and exponent 0)."""
-    _require_tensor("frexp", "input", 1, input)
+    require_tensor("frexp", "input", 1, input)
     mantissa, exponent = frexp_op.function(input)
     if out is None:
         return return_types.frexp((mantissa, exponent))
@@ -595,7 +397,7 @@ rad2deg.impl("CPU")(_scale_kernel(180.0 / math.pi))
 
 def _ldexp_factor(fname, input, other):
     """2**other, computed in the floating promotion of both operands."""
-    _require_tensor(fname, "other", 2, other)
+    require_tensor(fname, "other", 2, other)
     d = float_dtype(input, other)
     return (other if other.dtype is d else other.to(d)).exp2()
 
@@ -614,212 +416,6 @@ def _ldexp_(self, other):
 export("ldexp_", _ldexp_, method=True, function=False)
 
 
-def _isin_kernel(elements, test_elements, assume_unique=False, invert=False):
-    d = common_dtype(elements, test_elements)
-    a, b = _compared((elements, test_elements), d)
-    device = (elements if isinstance(elements, Tensor) else test_elements).device
-    xp = arrays.module_of(a, b)
-    return _bool_tensor(xp.isin(xp.asarray(a), xp.asarray(b).ravel(),
-                                assume_unique=assume_unique, invert=invert), device)
-
-
-def _isin_meta(elements, test_elements, assume_unique=False, invert=False):
-    common_dtype(elements, test_elements)
-    return Tensor._empty(elements._shape if isinstance(elements, Tensor) else (), dt.bool, META)
-
-
-def _isin_op(schema: str):
-    decl = kernel_op(schema, method=False, function=False)
-    decl.impl("CPU")(_isin_kernel)
-    decl.impl("Meta")(_isin_meta)
-    decl.on_cuda = "shared"
-    return decl.functional
-
-
-# PyTorch's three overloads, so that a mode (and torch.ops.aten.isin) sees the one called
-ISIN_OVERLOADS = {(True, True): _isin_op(
-             "isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, "
-             "bool assume_unique=False, bool invert=False) -> Tensor"),
-         (True, False): _isin_op(
-             "isin.Tensor_Scalar(Tensor elements, Scalar test_element, *, "
-             "bool assume_unique=False, bool invert=False) -> Tensor"),
-         (False, True): _isin_op(
-             "isin.Scalar_Tensor(Scalar element, Tensor test_elements, *, "
-             "bool assume_unique=False, bool invert=False) -> Tensor")}
-
-
-@composite()
-def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
-    """Whether each element of `elements` occurs in `test_elements` (either may be a
-    number; values compared in their promoted dtype)."""
-    op = ISIN_OVERLOADS.get((isinstance(elements, Tensor), isinstance(test_elements, Tensor)))
-    if op is None:
-        raise TypeError("isin(): expected at least one of 'elements' and 'test_elements' to "
-                        "be a Tensor")
-    return into_out(out, op(elements, test_elements, assume_unique=assume_unique,
-                            invert=invert))
-
-
-def _along(t: Tensor, dim: int, start, stop) -> Tensor:
-    return t[(slice(None),) * dim + (slice(start, stop),)]
-
-
-def _trapezoid_checks(fname, y, x, dim):
-    _require_tensor(fname, "y", 1, y)
-    if y.dim() == 0:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    d = wrap_dim(dim, y.dim())
-    if x is not None:
-        _require_tensor(fname, "x", 2, x)
-        if x.dim() == 1 and x.shape[0] != y.shape[d]:
-            raise RuntimeError(f"{fname}: There must be one `x` value for each sample point")
-    return d
-
-
-def _spacing(x: Tensor, y: Tensor, d: int) -> Tensor:
-    """The differences of x along d, shaped to broadcast against y."""
-    if x.dim() == 1:
-        shape = [1] * y.dim()
-        shape[d] = x.shape[0]
-        x = x.view(shape)
-        return x[(slice(None),) * d + (slice(1, None),)] - _along(x, d, None, -1)
-    dd = d - y.dim() + x.dim() if x.dim() < y.dim() else d
-    if dd < 0:
-        raise RuntimeError(f"trapezoid: x has too few dimensions ({x.dim()}) for y ({y.dim()})")
-    return _along(x, dd, 1, None) - _along(x, dd, None, -1)
-
-
-def _empty_integral(y: Tensor, d: int) -> Tensor:
-    from ..creation.factories import zeros
-    shape = list(y.shape)
-    del shape[d]
-    return zeros(shape, dtype=float_dtype(y), device=y.device) + y.sum(d) * 0
-
-
-@composite()
-def trapezoid(y, x=None, *, dx=None, dim=-1):
-    """The trapezoidal rule along `dim`: over sample points x (1-D, or broadcasting with y),
-    or with constant spacing dx (default 1)."""
-    if x is not None and dx is not None:
-        raise TypeError("trapezoid() received an invalid combination of arguments: x and dx "
-                        "cannot both be given")
-    d = _trapezoid_checks("trapezoid", y, x, dim)
-    if y.shape[d] == 0:
-        return _empty_integral(y, d)
-    if x is None:
-        ends = (y.select(d, 0) + y.select(d, -1)) * 0.5
-        return (y.sum(d) - ends) * (1 if dx is None else dx)
-    return (_spacing(x, y, d) * (_along(y, d, 1, None) + _along(y, d, None, -1))).sum(d) / 2.0
-
-
-@composite()
-def trapz(y, x=None, *, dx=None, dim=-1):
-    """An alias of trapezoid (dx is a float, default 1)."""
-    return trapezoid(y, x, dx=dx, dim=dim)
-
-
-@composite()
-def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
-    """The running trapezoidal integral along `dim` (one value fewer than y)."""
-    if x is not None and dx is not None:
-        raise TypeError("cumulative_trapezoid() received an invalid combination of arguments: "
-                        "x and dx cannot both be given")
-    d = _trapezoid_checks("cumulative_trapezoid", y, x, dim)
-    pairs = _along(y, d, 1, None) + _along(y, d, None, -1)
-    if x is None:
-        return (pairs * ((1 if dx is None else dx) / 2.0)).cumsum(d)
-    return (_spacing(x, y, d) * pairs).cumsum(d) / 2.0
-
-
-@composite()
-def unravel_index(indices, shape):
-    """The coordinates (one tensor per dim of `shape`) of flat indices into a row-major
-    tensor of that shape (indices outside wrap, as torch)."""
-    if not isinstance(indices, Tensor):
-        raise TypeError(f"expected 'indices' to be a Tensor, but got {type(indices).__name__}")
-    if indices.dtype.category != dt.INT:
-        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if any(not isinstance(s, int) for s in shape):
-        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {shape}")
-    if any(s < 0 for s in shape):
-        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
-    if 0 in shape:
-        raise RuntimeError("ZeroDivisionError")
-    if not shape:
-        return ()
-    from ..creation.factories import tensor
-    strides = np.cumprod((1,) + shape[:0:-1])[::-1]
-    coords = indices.unsqueeze(-1).div(tensor(strides.tolist(), device=indices.device),
-                                       rounding_mode="floor")
-    return coords.remainder(tensor(list(shape), device=indices.device)).unbind(-1)
-
-
-@composite()
-def combinations(input, r=2, with_replacement=False):
-    """The length-r combinations of a 1-D tensor's elements, as rows (itertools order)."""
-    import itertools
-    _require_tensor("combinations", "input", 1, input)
-    if input.dim() != 1:
-        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
-    if r < 0:
-        raise RuntimeError(f"Expect a non-negative number, but got {r}")
-    if r == 0:
-        return input.new_empty((0,))
-    pick = itertools.combinations_with_replacement if with_replacement else \
-        itertools.combinations
-    rows = np.array(list(pick(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
-    from ..creation.factories import tensor
-    return input[tensor(rows, device=input.device)]
-
-
 # ---- index_reduce ---------------------------------------------------------------------------
 
-def _index_reduce_meta(self, dim, index, source, reduce, include_self=True):
-    _require_tensor("index_reduce", "index", 3, index)
-    _require_tensor("index_reduce", "source", 4, source)
-    if reduce not in INDEX_REDUCTIONS:
-        raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
-                           f"amin but got {reduce}.")
-    d = wrap_dim(dim, self.dim())
-    if index.dim() > 1:
-        raise IndexError("index_reduce_(): Index is supposed to be a vector, but got dim: "
-                         f"{index.dim()} with type: {index.dtype.cname} and size: "
-                         f"{list(index.shape)}")
-    if index.dtype not in (dt.int32, dt.int64):
-        raise RuntimeError("index_reduce_(): Expected dtype int32/int64 for index but got: "
-                           f"{index.dtype.cname}")
-    if self.dtype.is_complex and reduce in ("amax", "amin"):
-        raise NotImplementedError(f'"{"maximum" if reduce == "amax" else "minimum"}_cpu" not '
-                                  f"implemented for '{self.dtype.cname}'")
-    if self.dtype is not source.dtype:
-        raise RuntimeError(f"index_reduce_(): self ({self.dtype.cname}) and source "
-                           f"({source.dtype.cname}) must have the same scalar type")
-    src_len = source.shape[d] if source.dim() else 1
-    if index.numel() != src_len:
-        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
-                           f"equal to source.size(dim): ({src_len}), for dim: {d}")
-    self_rest = [s for i, s in enumerate(self.shape) if i != d]
-    src_rest = [s for i, s in enumerate(source.shape) if i != d]
-    if self_rest != src_rest:
-        raise RuntimeError("source tensor shape must match self tensor shape, excluding the "
-                           f"specified dimension. Got self.shape = {list(self.shape)} "
-                           f"source.shape = {list(source.shape)}")
-    if index.numel():
-        idx = index._array()
-        size = self.shape[d] if self.dim() else 1
-        if idx.min() < 0 or idx.max() >= size:
-            raise IndexError("index out of range in self")
-    return spec(self._shape, self.dtype)
 
-
-index_reduce = structured("index_reduce(Tensor self, int dim, Tensor index, Tensor source, "
-                          "str reduce, *, bool include_self=True) -> Tensor",
-                          _index_reduce_meta, promotes=False,
-                          doc="self with source's slices reduced (prod, mean, amax, amin) "
-                              "into the slices index names along dim.")
-index_reduce.impl("CPU")(index_reduce_kernel)
-
-# autocast runs these in another precision (ops/autocast.py)
-autocast_policy(renorm, cuda=FP32)
-autocast_policy(trace, cpu=FP32)

@@ -15,6 +15,7 @@ from ..pointwise.arithmetic_derivatives import _reduced_dims, _unreduce
 from ..pointwise.math_derivatives import _drop, _keep
 from ..shape.joining import cat, where
 from . import reductions
+from . import scans
 
 
 def _two_grads(grad):
@@ -254,3 +255,32 @@ def _logcumsumexp(grad, self, dim, result):
 not_differentiable(reductions.argmax, reductions.argmin, reductions.all_op, reductions.any_op,
                    reductions.all_op.overload("default"), reductions.any_op.overload("default"),
                    reductions.count_nonzero, reductions.count_nonzero.overload("default"))
+
+
+def _cum_extremum_backward(grad, self, indices, dim):
+    """Each running value's gradient goes to the element it came from (`grad` is the
+    values' gradient: the indices are not differentiable)."""
+    g = grad[0] if isinstance(grad, tuple) else grad
+    if g is None or self.dim() == 0:
+        return (g,)
+    d = wrap_dim(dim, self.dim())
+    from ..creation.ranges import arange
+    index = []
+    for i, n in enumerate(self.shape):
+        if i == d:
+            index.append(indices)
+        else:
+            shape = [1] * self.dim()
+            shape[i] = n
+            index.append(arange(n, device=self.device).reshape(shape))
+    return (g.new_zeros(self.shape).index_put(index, g, accumulate=True),)
+
+
+@derivative(scans.cummax, "CummaxBackward0")
+def _cummax(grad, self, dim, result1):
+    return _cum_extremum_backward(grad, self, result1, dim)
+
+
+@derivative(scans.cummin, "CumminBackward0")
+def _cummin(grad, self, dim, result1):
+    return _cum_extremum_backward(grad, self, result1, dim)

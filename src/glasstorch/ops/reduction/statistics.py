@@ -13,10 +13,9 @@ from ... import return_types
 from ...core import dtype as dt
 from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
-from ..pointwise.special_functions import _require_tensor, into_out
 from ..pointwise.elementwise import complex_
 from ...backends.cpu.sorting import histogramdd_counts
-from ..registry import composite, export, warn_user
+from ..registry import composite, export, into_out, require_tensor, warn_user
 
 
 # ---- cov, corrcoef --------------------------------------------------------------------------
@@ -43,7 +42,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance of the variables in input's rows (observations in columns), with
     frequency weights, observation weights and `correction` (Bessel's by default)."""
     from ..creation.factories import full
-    _require_tensor("cov", "input", 1, input)
+    require_tensor("cov", "input", 1, input)
     if input.dim() > 2:
         raise RuntimeError("cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
@@ -76,7 +75,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
 def corrcoef(input):
     """Pearson's correlation coefficients of the variables in input's rows, clipped to
     [-1, 1] (each part of a complex value)."""
-    _require_tensor("corrcoef", "input", 1, input)
+    require_tensor("corrcoef", "input", 1, input)
     if input.dim() > 2:
         raise RuntimeError("corrcoef(): expected input to have two or fewer dimensions but got "
                            f"an input with {input.dim()} dimensions")
@@ -101,7 +100,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     """Both ops' errors say quantile(), as torch's do."""
     fname = "quantile"
     from ..creation.factories import full
-    _require_tensor(fname, "input", 1, input)
+    require_tensor(fname, "input", 1, input)
     if input.numel() == 0:
         raise RuntimeError(f"{fname}() input tensor must be non-empty")
     if isinstance(q, Tensor):
@@ -239,7 +238,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     density=True) of the points in input's last dim over a grid of bins, each dim's edges
     given as a tensor or made as `bins` equal bins over `range`. Not differentiable."""
     from ..creation.factories import tensor
-    _require_tensor("histogramdd", "input", 1, input)
+    require_tensor("histogramdd", "input", 1, input)
     if input.dtype not in (dt.float32, dt.float64):
         raise NotImplementedError(f'"histogramdd" not implemented for \'{input.dtype.cname}\'')
     if input.dim() < 2:

@@ -15,8 +15,7 @@ from ...core.shape import wrap_dim
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from . import views
 from ..copying.copies import strides_for
-from ..pointwise.special_functions import _require_tensor, into_out
-from ..registry import composite, spec, structured
+from ..registry import composite, into_out, require_tensor, spec, structured
 from ...backends.cpu.view_scatter import scatter_kernel
 
 
@@ -28,7 +27,7 @@ def _check_src(src, target_shape) -> None:
 
 def _scatter_meta(fname, view_meta, check_args=None):
     def meta(self, src, *args):
-        _require_tensor(fname, "src", 2, src)
+        require_tensor(fname, "src", 2, src)
         if check_args is not None:
             check_args(self, *args)
         _check_src(src, view_meta(self, *args)[0])
@@ -85,7 +84,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None, *, out=Non
     """A copy of input with src written into its as_strided(size, stride, offset) view
     (the offset counts from the copy's storage start, as torch). A composite of clone and
     an in-place copy into the view, so that its gradient follows the elements."""
-    _require_tensor("as_strided_scatter", "src", 2, src)
+    require_tensor("as_strided_scatter", "src", 2, src)
     result = input.clone()
     target = result.as_strided(size, stride, result.storage_offset() if storage_offset is None
                                else storage_offset)
@@ -102,7 +101,7 @@ def _copied(view: Tensor) -> Tensor:
 
 def _copy_op(name, take_view, doc, method=False):
     def fn(input, *args, out=None, **kwargs):
-        _require_tensor(name, "input", 1, input)
+        require_tensor(name, "input", 1, input)
         return into_out(out, _copied(take_view(input, *args, **kwargs)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -147,7 +146,7 @@ view_copy = _copy_op("view_copy", lambda t, size: t.view(size),
 
 def _copies_op(name, take_views, doc):
     def fn(input, *args, out=None, **kwargs):
-        _require_tensor(name, "input", 1, input)
+        require_tensor(name, "input", 1, input)
         results = [_copied(v) for v in take_views(input, *args, **kwargs)]
         if out is None:
             return tuple(results)
