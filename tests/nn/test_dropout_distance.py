@@ -344,13 +344,18 @@ def test_cdist_matches_torch_with_gradients(p, mode):
     a, b = _rows_with_ties((2, 5, 3), (1, 4, 3))
     (g1, t1), (g2, t2) = both(a, requires_grad=True), both(b, requires_grad=True)
     gy, ty = gt.cdist(g1, g2, p, mode), torch.cdist(t1, t2, p, mode)
-    assert_same(gy, ty, rtol=1e-10, atol=1e-10)
+    # The matrix-product path computes |x|^2 + |y|^2 - 2 x.y: at a zero distance the
+    # cancellation leaves a residue of ~1e-16 whose square root (~1e-8) depends on the BLAS's
+    # summation order, and so does the gradient there; the direct paths agree to rounding.
+    mm = p == 2.0 and mode == "use_mm_for_euclid_dist"
+    tol, grad_tol = (1e-7, 1e-6) if mm else (1e-10, 1e-9)
+    assert_same(gy, ty, rtol=tol, atol=tol)
     assert gy.grad_fn.name() == ty.grad_fn.name()
     w = rng.standard_normal(tuple(ty.shape))
     gy.backward(gt.tensor(w))
     ty.backward(torch.tensor(w))
-    np.testing.assert_allclose(g1.grad.numpy(), t1.grad.numpy(), rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(g2.grad.numpy(), t2.grad.numpy(), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(g1.grad.numpy(), t1.grad.numpy(), rtol=grad_tol, atol=grad_tol)
+    np.testing.assert_allclose(g2.grad.numpy(), t2.grad.numpy(), rtol=grad_tol, atol=grad_tol)
 
 
 @pytest.mark.parametrize("shapes", [((30, 4), (7, 4)), ((3, 30, 4), (7, 4)),
