@@ -97,6 +97,7 @@ BACKWARD_PROGRAMS = {
     "linear_3d": lambda T, x, w, b: T.nn.functional.linear(x.view(1, 3, 4), w).sum(),
     "linear_bias": lambda T, x, w, b: T.nn.functional.linear(x, w, b).sum(),
     "mm": lambda T, x, w, b: x.mm(w.t()).sum(),
+    "layer_norm": lambda T, x, w, b: T.nn.functional.layer_norm(x, (4,)).mul(x).sum(),
 }
 # Programs whose results have PyTorch's grad_fn names (and gradients).
 GRAD_FN_PROGRAMS = {

@@ -58,10 +58,12 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     if output_mask[0]:
         grad_input = _cast(_normalized_grad(g, x_hat, rstd, inner, math.prod(normalized_shape)),
                            input.dtype)
+    # over the leading dims; with none (all dims normalized), an empty dim list would sum all
     if output_mask[1] and weight is not None:
-        grad_weight = _cast(_sum(aten.mul.Tensor(g_out, x_hat), outer), weight.dtype)
+        product = aten.mul.Tensor(g_out, x_hat)
+        grad_weight = _cast(_sum(product, outer) if outer else product, weight.dtype)
     if output_mask[2] and bias is not None:
-        grad_bias = _cast(_sum(g_out, outer), bias.dtype)
+        grad_bias = _cast(_sum(g_out, outer) if outer else g_out, bias.dtype)
     return grad_input, grad_weight, grad_bias
 
 

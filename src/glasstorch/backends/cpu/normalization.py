@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import arrays
 from ...core import dtype as dt
+from ...core.device import CPU
 from ...core.tensor import Tensor
 
 
@@ -314,3 +315,40 @@ def one_hot_cpu(self, num_classes=-1):
     out = Tensor._empty(tuple(self._shape) + (num_classes,), dt.int64, self.device)
     _store(out, (a[..., None] == arrays.module_of(a).arange(num_classes)).astype(np.int64))
     return out
+
+
+def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias, mask):
+    """native_layer_norm_backward: the gradients of input, weight and bias (those `mask`
+    asks for) by the closed form dx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat *
+    xhat)) over rows of the normalized size, each term one pass into a preallocated output,
+    the row and column sums (of products) by einsum, which needs no temporary for a product.
+    float16/bfloat16 compute in float32 and are rounded once, to the input's dtype."""
+    ct = _compute(input.dtype)
+    d = dt.float32 if ct == np.float32 and input.dtype is not dt.float32 else input.dtype
+    n = prod(normalized_shape)
+    x, go = _as(input, ct).reshape(-1, n), _as(g, ct).reshape(-1, n)
+    xhat = x - _as(mean, ct).reshape(-1, 1)
+    r = _as(rstd, ct).reshape(-1, 1)
+    xhat *= r
+    dx = dw = db = None
+    if mask[1] and weight is not None:
+        dw = Tensor._empty(weight._shape, d, CPU)
+        np.einsum("ij,ij->j", go, xhat, out=dw._array().reshape(n))
+    if mask[2] and bias is not None:
+        db = Tensor._empty(tuple(normalized_shape), d, CPU)
+        np.add.reduce(go, axis=0, out=db._array().reshape(n))
+    if mask[0]:
+        dx = Tensor._empty(input._shape, d, CPU)
+        out = dx._array().reshape(-1, n)              # gxhat, then dx in place
+        if weight is not None:
+            np.multiply(go, _as(weight, ct).reshape(1, n), out=out)
+        else:
+            np.copyto(out, go)
+        a = np.einsum("ij->i", out)[:, None]
+        a /= n
+        xhat *= np.einsum("ij,ij->i", out, xhat)[:, None] / n
+        out -= xhat
+        out -= a
+        out *= r
+    return tuple(t if t is None or t.dtype is want.dtype else t.to(want.dtype)
+                 for t, want in ((dx, input), (dw, weight), (db, bias)))

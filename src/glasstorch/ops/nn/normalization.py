@@ -14,6 +14,7 @@ from math import prod
 from ...core.grad_state import grad_disabled
 from ...core import dtype as dt
 from ...core.shape import Size, channels_last_strides, contiguous_strides, is_contiguous
+from ...core.device import META
 from ...core.tensor import Tensor
 from ..shape.joining import cat
 from ..linalg.products import addmm, einsum, matmul, mm
@@ -23,7 +24,7 @@ from ..autocast import FP32, autocast_policy
 from ..shape.views import unsafe_view_op
 from ...backends.cpu.normalization import (LOW, batch_norm_cpu, channel_shape, check_indices,
     embedding_bag_checks, embedding_bag_cpu, embedding_cpu, embedding_grad_cpu,
-    embedding_renorm_cpu, group_norm_cpu, layer_norm_cpu, one_hot_cpu)
+    embedding_renorm_cpu, group_norm_cpu, layer_norm_backward_cpu, layer_norm_cpu, one_hot_cpu)
 
 # ---- linear layers ---------------------------------------------------------------------
 
@@ -168,6 +169,23 @@ native_layer_norm = structured(
     "float eps) -> (Tensor, Tensor, Tensor)", _layer_norm_meta, method=False, inplace=False,
     out=False)
 native_layer_norm.impl("CPU")(layer_norm_cpu)
+
+
+def _layer_norm_backward_meta(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+                              output_mask):
+    def like(t):
+        return Tensor._empty(t._shape, t.dtype, META)
+    return (like(input) if output_mask[0] else None,
+            like(weight) if output_mask[1] and weight is not None else None,
+            like(bias) if output_mask[2] and bias is not None else None)
+
+
+native_layer_norm_backward = kernel_op(
+    "native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, "
+    "Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> "
+    "(Tensor, Tensor, Tensor)", method=False, function=False)
+native_layer_norm_backward.impl("CPU")(layer_norm_backward_cpu)
+native_layer_norm_backward.impl("Meta")(_layer_norm_backward_meta)
 
 
 @composite()

@@ -14,13 +14,11 @@ from math import prod
 
 import numpy as np
 
-from ..derivative import derivative, not_differentiable
+from ..derivative import derivative, derivative_not_implemented, not_differentiable
 from ...core import dtype as dt
-from ...core.device import CPU
 from ...core.grad_state import state as _grad_state
-from ...core.tensor import Tensor
 from ..creation.factories import from_numpy
-from ...backends.cpu.normalization import _as, _compute, embedding_grad_scale
+from ...backends.cpu.normalization import embedding_grad_scale
 from .normalization import embedding, embedding_dense_backward
 from . import normalization
 
@@ -73,48 +71,14 @@ def _channel_axes(dim: int) -> tuple:
     return (0,) + tuple(range(2, dim))
 
 
-def _layer_norm_arrays(g, input, normalized_shape, weight, mean, rstd, mask):
-    """The layer norm gradients straight from NumPy, for a backward that is not itself
-    recorded: the closed form above over rows of the normalized size, each term one pass
-    into a preallocated output, the row and column sums (of products) by einsum, which
-    needs no temporary for a product."""
-    ct = _compute(input.dtype)
-    d = dt.float32 if ct == np.float32 and input.dtype is not dt.float32 else input.dtype
-    n = prod(normalized_shape)
-    x, go = _as(input, ct).reshape(-1, n), _as(g, ct).reshape(-1, n)
-    xhat = x - _as(mean, ct).reshape(-1, 1)
-    r = _as(rstd, ct).reshape(-1, 1)
-    xhat *= r
-    dx = dw = db = None
-    if mask[1] and weight is not None:
-        dw = Tensor._empty(weight._shape, d, CPU)
-        np.einsum("ij,ij->j", go, xhat, out=dw._array().reshape(n))
-    if mask[2]:
-        db = Tensor._empty(tuple(normalized_shape), d, CPU)
-        np.add.reduce(go, axis=0, out=db._array().reshape(n))
-    if mask[0]:
-        dx = Tensor._empty(input._shape, d, CPU)
-        out = dx._array().reshape(-1, n)              # gxhat, then dx in place
-        if weight is not None:
-            np.multiply(go, _as(weight, ct).reshape(1, n), out=out)
-        else:
-            np.copyto(out, go)
-        a = np.einsum("ij->i", out)[:, None]
-        a /= n
-        xhat *= np.einsum("ij,ij->i", out, xhat)[:, None] / n
-        out -= xhat
-        out -= a
-        out *= r
-    return dx, dw, db
-
-
 @derivative(normalization.native_layer_norm, "NativeLayerNormBackward0")
-def _layer_norm(grads, input, normalized_shape, weight, result1, result2, grad_input_mask):
+def _layer_norm(grads, input, normalized_shape, weight, bias, result1, result2,
+                grad_input_mask):
     g, g_mean, g_rstd = _three(grads)
     if (g is not None and g_mean is None and g_rstd is None and not _grad_state.enabled
             and input.is_cpu):
-        return _layer_norm_arrays(g, input, normalized_shape, weight, result1, result2,
-                                  grad_input_mask)
+        return normalization.native_layer_norm_backward.functional(
+            g, input, normalized_shape, result1, result2, weight, bias, grad_input_mask)
     x, mean, rstd, w = _up(input), _up(result1), _up(result2), _up(weight)
     lead = x.dim() - len(normalized_shape)
     axes = tuple(range(lead, x.dim()))
@@ -227,3 +191,7 @@ def _embedding_bag(grads, weight, indices, scale_grad_by_freq, mode, per_sample_
 
 # A one-hot encoding is integers: no gradient flows through it.
 not_differentiable(normalization.one_hot)
+# The backward op itself is what a non-recorded backward calls; its own derivative
+# (PyTorch's NativeLayerNormBackwardBackward0) comes from the formula above instead, under
+# create_graph.
+derivative_not_implemented(normalization.native_layer_norm_backward)
