@@ -110,3 +110,25 @@ def test_cuda_with_a_device(monkeypatch):
         getDeviceCount=lambda: 1, getDeviceProperties=lambda i: {"name": b"NVIDIA H200"}))
     assert cli._cuda() == (True, "1 device(s): NVIDIA H200 (cupy 13.0.0)")
     assert "cuda  yes  1 device(s): NVIDIA H200" in cli.format_info(cli.collect_info())
+
+
+def test_demo_subcommand_runs_the_tour(capsys):
+    assert cli.main(["demo"]) == 0
+    assert "A tensor is a view over a storage" in capsys.readouterr().out
+
+
+def test_bench_subcommand_passes_its_options_to_bench(capsys, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))       # a checkout's root
+    assert cli.main(["bench", "--list"]) == 0
+    assert "a + b, 16 float32" in capsys.readouterr().out
+
+
+def test_bench_subcommand_outside_a_checkout_says_where_to_run_it(capsys, monkeypatch,
+                                                                   tmp_path):
+    monkeypatch.chdir(tmp_path)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", root)])
+    for name in [m for m in sys.modules if m == "bench" or m.startswith("bench.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert cli.main(["bench", "--list"]) == 2
+    assert "from the repository's root" in capsys.readouterr().err

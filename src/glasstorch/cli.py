@@ -7,6 +7,8 @@
     glasstorch doctor train.py [args...]   run a training script and say what is wrong
     glasstorch profile script.py [args]    run a script under the profiler, print its table
     glasstorch memory script.py [args]     run a script, print its peak memory and summary
+    glasstorch demo          a tour of the machinery (storages, dispatch, autograd, memory)
+    glasstorch bench [args]  glasstorch against PyTorch, side by side (from a checkout)
 """
 from __future__ import annotations
 
@@ -155,11 +157,31 @@ def _parser() -> argparse.ArgumentParser:
                                              "memory_summary()")
     mem.add_argument("script", help="the Python script to run")
     mem.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    commands.add_parser("demo", help="a tour of the machinery: storages and views, the "
+                                     "dispatcher, the autograd graph, memory accounting")
+    commands.add_parser("bench", help="time glasstorch against PyTorch side by side (bench/ "
+                                      "of a glasstorch checkout; its options follow)")
     return parser
+
+
+def _bench(args) -> int:
+    """Run bench/ (a directory of the repository, not of the installed package) when the
+    current directory is a checkout that has it."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    if importlib.util.find_spec("bench") is None:
+        print("glasstorch bench runs the side-by-side benchmarks in bench/ of a glasstorch "
+              "checkout (PyTorch must be installed): run it from the repository's root.",
+              file=sys.stderr)
+        return 2
+    return importlib.import_module("bench.cli").main(args)
 
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:             # bench's own options pass through untouched
+        return _bench(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "info":
@@ -187,5 +209,9 @@ def main(argv=None) -> int:
     if args.command == "memory":
         from glasstorch.profiler.script import memory_script
         return memory_script(args.script, args.args)
+    if args.command == "demo":
+        from glasstorch import demo
+        demo.main()
+        return 0
     parser.print_help()
     return 2
