@@ -21,6 +21,7 @@ from ... import _prims
 from ..._decomp import decomposition_table
 from ..._ops import OpOverload, ops_namespace
 from ...core import dtype as dt
+from ...core.shape import view_strides
 from ...core.tensor import Tensor, preserve_format
 from ...fx import Graph, GraphModule
 from ...fx.experimental.proxy_tensor import make_fx
@@ -333,32 +334,6 @@ def layout_of(value):
         return (root, value.shape,
                 tuple(address.terms.get(n, 0) for n in names), address.const)
     return None
-
-
-def view_strides(shape, stride, new_shape):
-    """Strides that view (shape, stride) as new_shape without a copy, or None. As PyTorch's
-    rule: walking from the last dim, old dims that are contiguous among themselves form a
-    chunk, and the new dims covering the same number of elements take strides inside it."""
-    if math.prod(shape) == 0 or not shape:
-        return contiguous_strides(new_shape)
-    new_stride = [0] * len(new_shape)
-    j = len(new_shape) - 1
-    base = stride[-1]
-    old_count = new_count = 1
-    for d in range(len(shape) - 1, -1, -1):
-        old_count *= shape[d]
-        chunk_ends = d == 0 or (shape[d - 1] != 1 and stride[d - 1] != old_count * base)
-        if not chunk_ends:
-            continue
-        while j >= 0 and (new_count < old_count or new_shape[j] == 1):
-            new_stride[j] = new_count * base
-            new_count *= new_shape[j]
-            j -= 1
-        if new_count != old_count:
-            return None
-        if d > 0:
-            base, old_count, new_count = stride[d - 1], 1, 1
-    return tuple(new_stride) if j == -1 else None
 
 
 # ---- helpers for lowerings -----------------------------------------------------------------------
