@@ -223,17 +223,22 @@ def _squeeze(grad, self_shape):
 
 @derivative(views.select, "SelectBackward0")
 def _select(grad, self_shape, dim, index):
-    full = grad.new_zeros(self_shape)
-    full.select(dim, index).copy_(grad)
-    return (full,)
+    return (view_scatter.select_backward(grad, self_shape, dim, index),)
 
 
 @derivative(views.slice_op, "SliceBackward0")
 def _slice(grad, self_shape, dim, start, end, step):
-    full = grad.new_zeros(self_shape)
-    key = (slice(None),) * wrap_dim(dim, len(self_shape)) + (slice(start, end, step),)
-    full[key] = grad
-    return (full,)
+    return (view_scatter.slice_backward(grad, self_shape, dim, start, end, step),)
+
+
+@derivative(view_scatter.select_backward, "SelectBackwardBackward0")
+def _select_backward(grad, dim, index):
+    return (grad.select(dim, index),)
+
+
+@derivative(view_scatter.slice_backward, "SliceBackwardBackward0")
+def _slice_backward(grad, dim, start, end, step):
+    return (views.slice_op.functional(grad, dim, start, end, step),)
 
 
 @derivative(views.narrow, "NarrowBackward0")

@@ -12,6 +12,7 @@ kernel is in backends/cpu/view_scatter.py.
 from __future__ import annotations
 
 from ...core.shape import wrap_dim
+from ...dispatch.dispatcher import define
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from . import views
 from ..copying.copies import strides_for
@@ -168,3 +169,27 @@ split_with_sizes_copy = _copies_op(
     "Contiguous copies of input.split_with_sizes(split_sizes, dim).")
 split_copy = _copies_op("split_copy", lambda t, split_size, dim=0: t.split(split_size, dim),
                         "Contiguous copies of input.split(split_size, dim).")
+
+
+# ---- the gradients of select and slice: the view's gradient written into zeros -------------
+
+def _select_backward(grad_output, input_sizes, dim, index):
+    grad_input = grad_output.new_zeros(input_sizes)
+    views.select.functional(grad_input, dim, index).copy_(grad_output)
+    return grad_input
+
+
+def _slice_backward(grad_output, input_sizes, dim, start, end, step):
+    grad_input = grad_output.new_zeros(input_sizes)
+    views.slice_op.functional(grad_input, dim, start, end, step).copy_(grad_output)
+    return grad_input
+
+
+# PyTorch's SelectBackward0 and SliceBackward0 call these ops: a mode (and the compiler's
+# capture) sees one op, written in others below the dispatcher's backend keys.
+select_backward = define("select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, "
+                         "SymInt index) -> Tensor")
+select_backward.register("CompositeExplicitAutograd", _select_backward)
+slice_backward = define("slice_backward(Tensor grad_output, SymInt[] input_sizes, int dim, "
+                        "SymInt start, SymInt end, SymInt step) -> Tensor")
+slice_backward.register("CompositeExplicitAutograd", _slice_backward)
