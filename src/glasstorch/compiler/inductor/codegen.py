@@ -209,6 +209,17 @@ def c_literal(value, dtype) -> str:
     return f"{text}f" if single else text
 
 
+def local_value(locals_, buf, idx):
+    """The kernel variable already holding `buf` at `idx` (a value this kernel computed and
+    reads back at the same point of its loop), or None: then the load reads memory."""
+    local = locals_.get(buf.root)
+    if local is None or buf is not buf.root:
+        return None
+    val, names = local
+    non1 = [i for i, s in zip(idx, buf.root.shape) if s != 1]
+    return val if non1 == [Index.var(n) for n in names] else None
+
+
 class CKernelBuilder:
     """Builds one C function; see `generate`."""
 
@@ -303,12 +314,9 @@ class CKernelBuilder:
 
     def load(self, buf, idx):
         root = buf.root
-        local = self.locals.get(root)
-        if local is not None and buf is root:
-            val, names = local
-            non1 = [i for i, s in zip(idx, root.shape) if s != 1]
-            if non1 == [Index.var(n) for n in names]:
-                return val
+        val = local_value(self.locals, buf, idx)
+        if val is not None:
+            return val
         text = f"{self.param(root)}[{render_index(buf.address(idx), self.plan)}]"
         return self.tmp(self.loaded(text, buf.dtype), buf.dtype)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..._prims.scalar import BinOp, Call, Const, Select, Unary, Var, substitute
 from ...core import dtype as dt
-from .codegen import compute_dtype, result_dtype
+from .codegen import compute_dtype, local_value, result_dtype
 from .ir import Index, Val
 
 _NP_FUNCTIONS = {"fabs": "np.abs", "nearbyint": "np.rint", "asin": "np.arcsin",
@@ -122,13 +122,9 @@ class NumpyKernelBuilder:
         pass
 
     def load(self, buf, idx):
-        root = buf.root
-        local = self.locals.get(root)
-        if local is not None and buf is root:
-            val, names = local
-            non1 = [i for i, s in zip(idx, root.shape) if s != 1]
-            if non1 == [Index.var(n) for n in names]:
-                return val
+        val = local_value(self.locals, buf, idx)
+        if val is not None:
+            return val
         text = self._view(buf, idx)
         if compute_dtype(buf.dtype) is not buf.dtype:
             text = f"{text}.astype(np.float32)"
