@@ -74,14 +74,20 @@ def nonfinite(watch) -> list:
                         "lower the learning rate (try 10x smaller), or clip gradients with "
                         "torch.nn.utils.clip_grad_norm_")]
     if event is not None:
-        phase = "in the backward pass" if event.in_backward else "in the forward pass"
+        phase = "backward pass" if event.in_backward else "forward pass"
+        phase = f"in the {phase} of step {event.iteration + 1}"
+        site = event.site
+        if event.node is not None:
+            phase += f", inside {event.node}"
+            if event.forward_site is not None:      # the forward line, not loss.backward()
+                phase += f" (the backward of this line; backward() ran at {event.site})"
+                site = event.forward_site
         ranges = ", ".join(event.input_ranges) or "none"
         nan = event.what == "NaN" or any(math.isnan(v) for _, v in losses) or any(
             math.isnan(n) for _, norms in obs.steps for n in norms.values())
         return [Finding("NaN appeared" if nan else "Inf appeared", f"{event.op} produced {event.what} "
-                        f"{phase} of step {event.iteration + 1} from finite inputs with "
-                        f"ranges {ranges}", event.site,
-                        _nonfinite_cause(event.op, event.in_backward),
+                        f"{phase}, from finite inputs with ranges {ranges}", site,
+                        _nonfinite_cause(event.op, event.in_backward, event.node),
                         "keep each op's input inside its domain: an epsilon "
                         "(torch.sqrt(x + 1e-8), x / (y + 1e-8)), a clamp (x.clamp(min=1e-8) "
                         "before log), or the stable fused form (log_softmax, cross_entropy "
@@ -116,8 +122,13 @@ def _diverging(obs, bad):
     return None
 
 
-def _nonfinite_cause(op: str, in_backward: bool) -> str:
+def _nonfinite_cause(op: str, in_backward: bool, node: str | None = None) -> str:
     name = op.split(".")[1] if "." in op else op
+    if in_backward and node is not None:
+        forward = re.sub(r"Backward\d*$", "", node).lower()
+        return (f"the derivative of {forward} is infinite where the forward evaluated it "
+                f"({name} in its backward): sqrt or a norm at 0, pow with an exponent below "
+                "1 at 0, log or division at 0")
     if in_backward:
         return (f"a derivative is infinite where the forward was evaluated ({name} in the "
                 "backward pass): sqrt or a norm at 0, pow with an exponent below 1 at 0, "
@@ -522,7 +533,8 @@ def optimizer_use(watch) -> list:
                             f"build the optimizer from {name}.parameters() after {name} is "
                             "created for good")]
     used = any(id(p) in held for root in obs.roots for p in root.parameters())
-    never = not any(n > 0 for _, norms in obs.steps for n in norms.values())
+    never = not any(n is not None and n != 0     # NaN gradients were not zeroed
+                    for _, norms in obs.steps for n in norms.values())
     if used and len(obs.steps) >= 3 and never:
         return [Finding("gradients are zeroed before the step uses them",
                         f"at each of the {len(obs.steps)} optimizer steps every gradient was "

@@ -8,6 +8,8 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 
+from glasstorch.autograd import engine as _engine
+
 _SKIP = tuple(os.path.normcase(os.path.realpath(p)) + os.sep for p in {
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
     sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
@@ -78,3 +80,14 @@ def traceback_site(tb) -> Site | None:
             site = Site(code.co_filename, tb.tb_lineno)
         tb = tb.tb_next
     return site
+
+
+def running_node():
+    """The autograd node whose backward is running on this thread, or None: read from the
+    engine's `_run_node` frame, so that nothing is paid until a finding needs it."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code is _engine._run_node.__code__:
+            return f.f_locals.get("node")
+        f = f.f_back
+    return None

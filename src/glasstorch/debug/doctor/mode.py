@@ -7,6 +7,7 @@ from __future__ import annotations
 import weakref
 
 from glasstorch import ops as glasstorch_ops
+from glasstorch.autograd.grad_mode import is_grad_enabled
 from glasstorch.core.tensor import Tensor
 from glasstorch.utils._python_dispatch import TorchDispatchMode
 
@@ -70,6 +71,18 @@ _AFTER = {                                          # ops whose calls some detec
 _UNINITIALISED = ("empty", "new_empty", "resize")      # whatever memory held: not a NaN source
 
 
+def _any_requires_grad(args) -> bool:
+    """Whether autograd will record the op (a tensor argument, or one in a list, needs grad)."""
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._requires_grad:
+                return True
+        elif isinstance(a, (list, tuple)):
+            if any(isinstance(t, Tensor) and t._requires_grad for t in a):
+                return True
+    return False
+
+
 class WatchMode(TorchDispatchMode):
     """Runs each op, then the checks; costs one isfinite reduction per new float output."""
 
@@ -101,6 +114,8 @@ class WatchMode(TorchDispatchMode):
             mutable = self.mutable[func] = func._schema.is_mutable
         if mutable and args and isinstance(args[0], Tensor) and args[0]._requires_grad:
             w.on_inplace(func, args[0])
+        if not w.in_backward and is_grad_enabled() and _any_requires_grad(args):
+            w.on_recorded_op()
         try:
             out = func(*args, **kwargs)
         except Exception as e:

@@ -14,6 +14,8 @@ class NonFinite:
     iteration: int                  # backward calls completed before it
     in_backward: bool
     input_ranges: list
+    node: str | None = None         # in backward: the node whose backward made it
+    forward_site: object = None     # and the user's line that recorded that node
 
 
 @dataclass

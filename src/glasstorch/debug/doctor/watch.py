@@ -25,18 +25,20 @@ import numpy as np
 
 from glasstorch import autograd
 from glasstorch.autograd.grad_mode import is_grad_enabled
+from glasstorch.autograd.graph import _sequence as _node_sequence
 from glasstorch.core.tensor import Tensor
 from glasstorch.nn import Module, Parameter
 from glasstorch.nn.modules import module as _module_hooks
 from glasstorch.optim import optimizer as _optimizer
 from glasstorch.utils.data import dataloader as _dataloader
 
-from .frames import Site, called_from_user, user_frame, user_site
+from .frames import Site, called_from_user, running_node, user_frame, user_site
 from .graphs import assignment_site, holder, tensors_in, variable_name
 from .mode import WatchMode, recall
 from .observations import BackwardCall, Cut, FailedOp, InplaceWrite, NonFinite, Observations
 from .values import all_finite, as_array, grad_norm, value_range
 
+_MAX_FORWARD_SITES = 200_000            # node numbers remembered (the recent graphs')
 _WARNINGS = {                              # PyTorch's own warnings that name a bug
     "Using a target size": "broadcast",
     "Detected call of `lr_scheduler.step()` before `optimizer.step()`": "scheduler",
@@ -78,6 +80,7 @@ class Watch:
         self._undo: list = []
         self.probabilities: dict = {}     # recent softmax/sigmoid outputs (see _remember)
         self.batch_normalised: dict = {}  # recent softmax/log_softmax outputs over dim 0
+        self.forward_sites: dict = {}     # node sequence number -> the user line recording it
 
     # ---- installing -------------------------------------------------------------------
 
@@ -448,6 +451,17 @@ class Watch:
                    for a in flat if isinstance(a, Tensor)]
         self.obs.failed = FailedOp(str(func), tensors, list(self._stack), exc)
 
+    def on_recorded_op(self):
+        """A forward op whose result autograd is about to record: remember the user's line
+        under the sequence number its node will take (autograd numbers nodes from one
+        per-thread counter; taking a number here only leaves a gap), so a NaN made later in
+        that node's backward can name the forward line."""
+        sites = self.forward_sites
+        if len(sites) > _MAX_FORWARD_SITES:
+            for key in list(sites)[:len(sites) // 2]:
+                del sites[key]
+        sites[next(_node_sequence.counter) + 1] = user_site(2)
+
     @_quiet
     def on_nonfinite(self, func, out, args, kwargs):
         values = list(args) + list(kwargs.values())
@@ -463,8 +477,13 @@ class Watch:
         a = as_array(out)
         what = "NaN" if np.isnan(a).any() else ("inf" if (a == np.inf).any() else "-inf")
         ranges = [value_range(t) for t in tensors if t.dtype.is_floating_point]
-        self.obs.nonfinite.append(NonFinite(str(func), what, user_site(4),
-                                            self.obs.iteration, self.in_backward, ranges))
+        event = NonFinite(str(func), what, user_site(4), self.obs.iteration, self.in_backward,
+                          ranges)
+        node = running_node() if self.in_backward else None
+        if node is not None:
+            event.node = node.name()
+            event.forward_site = self.forward_sites.get(node._sequence_nr)
+        self.obs.nonfinite.append(event)
 
     # ---- names ------------------------------------------------------------------------
 
