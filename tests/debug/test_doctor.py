@@ -60,6 +60,8 @@ BUGS = {
     "softmax_over_batch.py": ("normalisation over the wrong dimension", "F.nll_loss"),
     "slow_data_loading.py": ("data loading starves compute", "DataLoader(SlowImages()"),
     "saved_view.py": ("a small view pins a large storage", "torch.save"),
+    "views_kept_in_list.py": ("small views kept in a list pin large storages",
+                              "first_class_scores.append("),
     "backward_not_called.py": ("backward() is never called", "loss.backward"),
     "zero_grad_before_step.py": ("gradients are zeroed before the step uses them",
                                  "optimizer.zero_grad()"),

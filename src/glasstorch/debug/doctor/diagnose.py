@@ -10,6 +10,8 @@ import linecache
 import math
 import re
 
+from glasstorch.memory.errors import format_size
+
 from .frames import Site
 from .graphs import reaches
 from .report import Finding
@@ -498,6 +500,21 @@ def pinned_saves(watch) -> list:
     return findings
 
 
+def pinned_lists(watch) -> list:
+    """Small views kept in a list across iterations, each holding a large storage."""
+    findings = []
+    for name, (site, length, values, kept, calls) in list(watch.obs.pinned_lists.items())[:1]:
+        findings.append(Finding(
+            "small views kept in a list pin large storages",
+            f"after {calls} model calls `{name}` held {length} tensors, views whose values "
+            f"take {format_size(values)} but keep {format_size(kept)} of storage alive", site,
+            "each appended tensor is a view (an index or slice) of a larger result, and a view "
+            "keeps its base's whole storage, so memory grows by a whole output per iteration",
+            f"append a copy with its own storage: {name}.append(t.clone()) (or t.detach()"
+            ".clone() under autograd), or reduce to what you keep before appending"))
+    return findings
+
+
 def optimizer_use(watch) -> list:
     """An optimizer that never steps, or that holds none of the parameters trained."""
     obs = watch.obs
@@ -617,7 +634,7 @@ def _registration_site(watch):
 DETECTORS = (nonfinite, gradient_scale, missing_gradients, unregistered, zeroing,
              kept_graphs, retain_graph_growth, train_eval, warned, probabilities_as_logits,
              logits_as_log_probabilities, wrong_dimension, optimizer_use, empty_loads,
-             piled_hooks, pinned_saves, data_starving)
+             piled_hooks, pinned_saves, pinned_lists, data_starving)
 
 
 def diagnose(watch) -> list:

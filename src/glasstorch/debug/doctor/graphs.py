@@ -55,6 +55,32 @@ def assignment_site(frame, name: str):
     return None
 
 
+def pinning_lists(frame, min_bytes: int = 1 << 20):
+    """The user's lists whose tensors are small views of separate large storages, each
+    keeping its whole storage alive: (name, length, bytes of the values, bytes kept), an
+    estimate from the last items. Views of one storage (rows of a dataset tensor) pin nothing
+    that is not kept anyway, and neither do copies."""
+    if frame is None:
+        return
+    for name, value in list(frame.f_locals.items()) + list(frame.f_globals.items()):
+        if not isinstance(value, list) or len(value) < 8 or name.startswith("_"):
+            continue
+        sample = [v for v in value[-16:] if isinstance(v, Tensor)]
+        if len(sample) < 8:
+            continue
+        storages, own = {}, 0
+        for t in sample:
+            storage = t.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+            own += t.numel() * t.element_size()
+        kept = sum(storages.values())
+        if len(storages) * 2 < len(sample) or kept < 4 * max(own, 1):
+            continue
+        scale = len(value) / len(sample)
+        if kept * scale >= min_bytes:
+            yield name, len(value), int(own * scale), int(kept * scale)
+
+
 def tensors_in(obj, depth: int = 3):
     """The tensors in a saved object: itself, or inside dicts, lists and tuples."""
     if isinstance(obj, Tensor):

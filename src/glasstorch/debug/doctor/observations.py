@@ -87,6 +87,8 @@ class Observations:
     logits_as_log_probabilities: list = field(default_factory=list)  # (op, max, Site)
     wrong_dimension: list = field(default_factory=list)  # (op, dim, shape, loss op, Site)
     pinned_saves: list = field(default_factory=list)     # (Site, shape, tensor bytes, storage)
+    pinned_lists: dict = field(default_factory=dict)     # name -> (Site, length, values, kept, calls)
+    root_calls: int = 0                                  # model calls from the user's code
     data_seconds: float = 0.0                            # spent fetching batches
     batches: int = 0
     data_site: object = None                             # the loop that fetched them

@@ -33,7 +33,7 @@ from glasstorch.optim import optimizer as _optimizer
 from glasstorch.utils.data import dataloader as _dataloader
 
 from .frames import Site, called_from_user, running_node, user_frame, user_site
-from .graphs import assignment_site, holder, tensors_in, variable_name
+from .graphs import assignment_site, holder, pinning_lists, tensors_in, variable_name
 from .mode import WatchMode, recall
 from .observations import BackwardCall, Cut, FailedOp, InplaceWrite, NonFinite, Observations
 from .values import all_finite, as_array, grad_norm, value_range
@@ -254,6 +254,9 @@ class Watch:
                 obs.roots.append(module)
                 obs.root_names[id(module)] = variable_name(user_frame(3), module)
             obs.root_sites[id(module)] = user_site(3)
+            obs.root_calls += 1
+            if obs.root_calls >= 16 and obs.root_calls & (obs.root_calls - 1) == 0:
+                self._scan_pinning_lists(user_frame(3))     # at the 16th, 32nd, ... call
         self._stack.append(module)
         self._args.append(args)
         obs.called.add(id(module))
@@ -280,6 +283,13 @@ class Watch:
             self.obs.no_grad_calls.setdefault(id(module), self._root_site())
         elif isinstance(output, Tensor) and not output.requires_grad:
             self.obs.cut_inside.setdefault(id(module), self._root_site())
+
+    def _scan_pinning_lists(self, frame):
+        """Small views appended to a list across iterations, each pinning a large storage
+        (`preds.append(out[:, 0])`): memory grows by the whole output per batch."""
+        for name, length, values, kept in pinning_lists(frame):
+            site = assignment_site(frame, name) or user_site(4)
+            self.obs.pinned_lists[name] = (site, length, values, kept, self.obs.root_calls)
 
     def _root_site(self):
         root = self._stack[0] if self._stack else None
