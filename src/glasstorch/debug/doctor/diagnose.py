@@ -55,7 +55,8 @@ def nonfinite(watch) -> list:
     candidates = [e for e in obs.nonfinite
                   if (e.iteration, e.in_backward) >= (bad - 1, True)] or obs.nonfinite
     event = candidates[0] if candidates and bad != math.inf else None
-    if diverged and obs.steps and max(obs.steps[0][1].values(), default=0) > _EXPLODING:
+    exploding = bool(obs.steps) and max(obs.steps[0][1].values(), default=0) > _EXPLODING
+    if exploding and (diverged or (event is not None and event.iteration >= 1)):
         return gradient_scale(watch)        # the gradients were too large from the start
     if diverged:
         (start, first), (peak, top) = diverged
@@ -193,8 +194,10 @@ def gradient_scale(watch) -> list:
 def missing_gradients(watch) -> list:
     """Parameters the optimizer holds that never got a gradient, and why."""
     obs = watch.obs
-    if not obs.steps or not obs.got_grad:
+    if not obs.steps or not (obs.got_grad or obs.backwards):
         return []
+    if not obs.got_grad and any(b.reached_parameters for b in obs.backwards):
+        return []                   # gradients made, then zeroed before the step: zeroing()
     names = watch.parameter_names()
     module_names = watch.module_names()
     owners = {}
@@ -215,7 +218,8 @@ def missing_gradients(watch) -> list:
         pname = names.get(id(p), f"a parameter of shape {list(p.shape)}")
         mname = module_names.get(id(owner), "its module") if owner is not None else "?"
         evidence = (f"{pname} has no .grad at any of the {len(obs.steps)} optimizer steps, "
-                    f"while {len(obs.got_grad)} other parameter tensors get one")
+                    + (f"while {len(obs.got_grad)} other parameter tensors get one"
+                       if obs.got_grad else "and neither has any other parameter"))
         cut = next((c for c in cuts if reaches(c.node, p)), None)
         if cut is not None:
             finding = Finding("a parameter never receives a gradient", evidence, cut.site,
@@ -444,6 +448,21 @@ def probabilities_as_logits(watch) -> list:
                     "predictions")]
 
 
+def logits_as_probabilities(watch) -> list:
+    found = watch.obs.logits_as_probabilities
+    if not found:
+        return []
+    made, op, span, site = found[0]
+    return [Finding("logits fed to a loss that expects probabilities",
+                    f"{op} was given the output of {made} (a linear layer's raw scores, "
+                    f"range {span}) with no sigmoid between", site,
+                    "BCELoss takes probabilities; raw scores that happen to lie in [0, 1] give "
+                    "a wrong loss and wrong gradients without an error, until one leaves "
+                    "[0, 1] and the loss fails",
+                    "use nn.BCEWithLogitsLoss on the raw scores (stable), or apply "
+                    "torch.sigmoid before BCELoss")]
+
+
 def logits_as_log_probabilities(watch) -> list:
     found = watch.obs.logits_as_log_probabilities
     if not found:
@@ -551,7 +570,8 @@ def optimizer_use(watch) -> list:
                             "created for good")]
     used = any(id(p) in held for root in obs.roots for p in root.parameters())
     never = not any(n is not None and n != 0     # NaN gradients were not zeroed
-                    for _, norms in obs.steps for n in norms.values())
+                    for _, norms in obs.steps for n in norms.values()) \
+        and any(b.reached_parameters for b in obs.backwards)   # else: no gradient made
     if used and len(obs.steps) >= 3 and never:
         return [Finding("gradients are zeroed before the step uses them",
                         f"at each of the {len(obs.steps)} optimizer steps every gradient was "
@@ -633,7 +653,7 @@ def _registration_site(watch):
 
 DETECTORS = (nonfinite, gradient_scale, missing_gradients, unregistered, zeroing,
              kept_graphs, retain_graph_growth, train_eval, warned, probabilities_as_logits,
-             logits_as_log_probabilities, wrong_dimension, optimizer_use, empty_loads,
+             logits_as_probabilities, logits_as_log_probabilities, wrong_dimension, optimizer_use, empty_loads,
              piled_hooks, pinned_saves, pinned_lists, data_starving)
 
 

@@ -46,6 +46,14 @@ def _after_logit_loss(w, func, args, out):         # binary_cross_entropy_with_l
     w.check_logits_input(func, args[0])
 
 
+def _after_matmul(w, func, args, out):             # a linear layer's raw scores
+    remember(w.raw_scores, out, str(func))
+
+
+def _after_probability_loss(w, func, args, out):   # binary_cross_entropy
+    w.check_probabilities_input(func, args[0])
+
+
 def _after_nll(w, func, args, out):
     w.check_log_probabilities(func, args[0])
     made = recall(w.batch_normalised, args[0])
@@ -63,6 +71,9 @@ _AFTER = {                                          # ops whose calls some detec
     _aten._log_softmax.default: _after_normalising,
     _aten.sigmoid.default: _after_sigmoid,
     _aten.binary_cross_entropy_with_logits.default: _after_logit_loss,
+    _aten.binary_cross_entropy.default: _after_probability_loss,
+    _aten.addmm.default: _after_matmul,
+    _aten.mm.default: _after_matmul,
     _aten.nll_loss_forward.default: _after_nll,
     _aten.nll_loss2d_forward.default: _after_nll,
     _aten.fill_.Scalar: _after_zeroing,

@@ -38,10 +38,12 @@ class InplaceWrite:
 
 @dataclass
 class BackwardCall:
-    """One backward() call: where, whether it kept the graph, the ops it ran, the loss."""
+    """One backward() call: where, whether it kept the graph, the ops it ran, the loss,
+    whether it left a gradient on a parameter an optimizer holds."""
     site: object
     retain_graph: bool
     ops: int = 0
+    reached_parameters: bool = False
     loss: float | None = None
     shape: tuple | None = None
 
@@ -85,6 +87,7 @@ class Observations:
     empty_loads: list = field(default_factory=list)      # (Site, module, missing, unexpected)
     probabilities_as_logits: list = field(default_factory=list)   # (made by, loss op, Site)
     logits_as_log_probabilities: list = field(default_factory=list)  # (op, max, Site)
+    logits_as_probabilities: list = field(default_factory=list)  # (made by, loss, range, Site)
     wrong_dimension: list = field(default_factory=list)  # (op, dim, shape, loss op, Site)
     pinned_saves: list = field(default_factory=list)     # (Site, shape, tensor bytes, storage)
     pinned_lists: dict = field(default_factory=dict)     # name -> (Site, length, values, kept, calls)

@@ -80,6 +80,7 @@ class Watch:
         self._undo: list = []
         self.probabilities: dict = {}     # recent softmax/sigmoid outputs (see _remember)
         self.batch_normalised: dict = {}  # recent softmax/log_softmax outputs over dim 0
+        self.raw_scores: dict = {}        # recent matrix-product outputs (linear layers)
         self.forward_sites: dict = {}     # node sequence number -> the user line recording it
 
     # ---- installing -------------------------------------------------------------------
@@ -144,7 +145,11 @@ class Watch:
             call = watch._before_backward(tensors, retain_graph or create_graph)
             watch.in_backward, watch.backward_ops = True, 0
             try:
-                return backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+                result = backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+                if call is not None:
+                    call.reached_parameters = any(p.grad is not None
+                                                  for p in watch.optimizer_params())
+                return result
             finally:
                 watch.in_backward = False
                 if call is not None:
@@ -442,6 +447,17 @@ class Watch:
         made = recall(self.probabilities, scores)
         if made is not None and not self.obs.probabilities_as_logits:
             self.obs.probabilities_as_logits.append((made, str(func), user_site(5)))
+
+    @_quiet
+    def check_probabilities_input(self, func, scores):
+        """A loss that takes probabilities, given a linear layer's output (or a view of it)
+        with no sigmoid between: in [0, 1] by chance, it computes a wrong loss silently."""
+        made = recall(self.raw_scores, scores)
+        if made is None and scores._base is not None:
+            made = recall(self.raw_scores, scores._base)
+        if made is not None and not self.obs.logits_as_probabilities:
+            self.obs.logits_as_probabilities.append((made, str(func), value_range(scores),
+                                                     user_site(5)))
 
     @_quiet
     def on_inplace(self, func, tensor):
