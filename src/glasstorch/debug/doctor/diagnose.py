@@ -207,12 +207,15 @@ def missing_gradients(watch) -> list:
                 if p is not None:
                     owners.setdefault(id(p), m)
     loss_nodes = {id(r()) for _, r in obs.loss_nodes if r() is not None}
-    cuts = [c for c in obs.cuts if c.node is not None and id(c.node) not in loss_nodes]
+    cuts = [c for c in obs.cuts
+            if c.leaf is not None or (c.node is not None and id(c.node) not in loss_nodes)]
     findings, explained = [], set()
     for p in watch.optimizer_params():
         if not p.requires_grad or id(p) in obs.got_grad:
             continue
         owner = owners.get(id(p))
+        if owner is None and obs.roots:
+            continue                # not the model's: optimizer_use() says whose it is
         if owner is not None and id(owner) in explained:
             continue
         pname = names.get(id(p), f"a parameter of shape {list(p.shape)}")
@@ -220,7 +223,8 @@ def missing_gradients(watch) -> list:
         evidence = (f"{pname} has no .grad at any of the {len(obs.steps)} optimizer steps, "
                     + (f"while {len(obs.got_grad)} other parameter tensors get one"
                        if obs.got_grad else "and neither has any other parameter"))
-        cut = next((c for c in cuts if reaches(c.node, p)), None)
+        cut = next((c for c in cuts if c.leaf == id(p)
+                    or (c.node is not None and reaches(c.node, p))), None)
         if cut is not None:
             finding = Finding("a parameter never receives a gradient", evidence, cut.site,
                               f"{cut.how} here takes a tensor that depends on {pname} out "

@@ -54,6 +54,7 @@ class Cut:
     how: str
     site: object
     node: object                    # grad_fn of the tensor cut (first few per site only)
+    leaf: int | None = None         # or id() of the leaf cut (a parameter's .data in forward)
 
 
 @dataclass

@@ -344,7 +344,8 @@ class Watch:
         watch = self
 
         def doctored(self, *args, **kwargs):
-            if self._requires_grad and self.grad_fn is not None and called_from_user(2):
+            if self._requires_grad and (self.grad_fn is not None or watch._stack) \
+                    and called_from_user(2):     # a leaf cut only inside a module's forward
                 watch._on_cut(self, how)
             return method(self, *args, **kwargs)
         doctored.__name__, doctored.__doc__ = method.__name__, method.__doc__
@@ -355,7 +356,8 @@ class Watch:
         site = user_site(3)
         self._cut_sites[site] += 1
         if self._cut_sites[site] <= 2 and is_grad_enabled():
-            self.obs.cuts.append(Cut(how, site, tensor.grad_fn))
+            node = tensor.grad_fn
+            self.obs.cuts.append(Cut(how, site, node, id(tensor) if node is None else None))
 
     # ---- PyTorch's warnings, checkpoints -----------------------------------------------
 
