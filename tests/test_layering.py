@@ -22,6 +22,7 @@ RANKS = {
     "compiler": 8, "_dynamo": 8, "_logging": 8,   # torch.compile: above nn, fx, _decomp
     "debug.doctor": 8,             # watches nn, optim and autograd, as `glasstorch doctor`
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
+    "distributions": 9,            # written on the public API (`import glasstorch`), as PyTorch's
 }
 
 

@@ -1,0 +1,73 @@
+"""Cauchy(loc, scale)."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import glasstorch
+
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all
+
+__all__ = ["Cauchy"]
+
+
+class Cauchy(Distribution):
+    """torch.distributions.Cauchy: no mean or variance (nan and inf, as PyTorch)."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
+            batch_shape = glasstorch.Size()
+        else:
+            batch_shape = self.loc.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Cauchy, _instance)
+        batch_shape = glasstorch.Size(batch_shape)
+        new.loc = self.loc.expand(batch_shape)
+        new.scale = self.scale.expand(batch_shape)
+        super(Cauchy, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return glasstorch.full(self._extended_shape(), math.nan, dtype=self.loc.dtype,
+                               device=self.loc.device)
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def variance(self):
+        return glasstorch.full(self._extended_shape(), math.inf, dtype=self.loc.dtype,
+                               device=self.loc.device)
+
+    def rsample(self, sample_shape=glasstorch.Size()):
+        shape = self._extended_shape(sample_shape)
+        eps = self.loc.new_empty(shape).cauchy_()
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return (-math.log(math.pi) - self.scale.log()
+                - (((value - self.loc) / self.scale) ** 2).log1p())
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return glasstorch.atan((value - self.loc) / self.scale) / math.pi + 0.5
+
+    def icdf(self, value):
+        return glasstorch.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
