@@ -444,7 +444,8 @@ def test_wishart_and_lkj_samples_lie_in_their_supports():
                   covariance_matrix=glasstorch.tensor(_spd(3)))
     x = w.sample((2000,))
     assert bool(D.constraints.positive_definite.check(x).all())
-    np.testing.assert_allclose(x.mean(0).numpy(), w.mean.numpy(), rtol=0.1, atol=0.3)
+    z = (x.mean(0) - w.mean).abs() / (w.variance / x.shape[0]).sqrt()
+    assert float(z.max()) < 5
     lkj = D.LKJCholesky(4, glasstorch.tensor(2.0))
     L = lkj.sample((100,))
     assert bool(D.constraints.corr_cholesky.check(L).all())

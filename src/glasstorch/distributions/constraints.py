@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import glasstorch
 
-__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
            "greater_than", "greater_than_eq", "half_open_interval", "independent",
            "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky",
            "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
@@ -99,6 +99,31 @@ class _IndependentConstraint(Constraint):
     def __repr__(self):
         return (f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
                 f"{self.reinterpreted_batch_ndims})")
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """A mixture's support: a value is checked against every component's support (the
+    component dimension, right of the batch, is broadcast in) and must lie in all of them."""
+
+    def __init__(self, base_constraint):
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        per_component = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        return per_component.all(-1) if per_component.dim() > value.dim() - self.event_dim \
+            else per_component
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):
