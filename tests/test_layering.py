@@ -23,6 +23,7 @@ RANKS = {
     "debug.doctor": 8,             # watches nn, optim and autograd, as `glasstorch doctor`
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
     "distributions": 9,            # written on the public API (`import glasstorch`), as PyTorch's
+    "distributed": 9,              # likewise: collectives on tensors, the launcher
 }
 
 

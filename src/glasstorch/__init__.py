@@ -52,7 +52,7 @@ from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F4
 from .serialization import *  # noqa: E402,F401,F403  (save, load)
 from .compiler import compile  # noqa: E402,F401  (torch.compile; torch.compiler, torch._dynamo)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
-from . import distributions  # noqa: E402,F401  (built on the public API above)
+from . import distributed, distributions  # noqa: E402,F401  (built on the public API above)
 
 _gpu_kernels.register()
 

@@ -1,0 +1,7 @@
+"""torch.distributed: process groups, collectives and point-to-point messages between
+processes, on Open MPI (through mpi4py) for CPU tensors. `backend="gloo"` and `"mpi"` both
+name the MPI engine; a world of one process needs no MPI at all. Start several processes
+with `python -m glasstorch.distributed.run --nproc-per-node N script.py` (torchrun's
+contract) or with `mpirun -n N python script.py`."""
+from .distributed_c10d import *  # noqa: F401,F403
+from .distributed_c10d import __all__  # noqa: F401

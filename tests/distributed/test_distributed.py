@@ -1,0 +1,75 @@
+"""torch.distributed on Open MPI: a world of one process without MPI, two ranks started by
+the launcher (every collective checked against the values it must give), and a rank that
+dies stopping the job with an error naming it."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import glasstorch as torch
+import glasstorch.distributed as dist
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+def test_without_init_the_errors_are_pytorchs():
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        dist.get_rank()
+    assert not dist.is_initialized() and dist.is_available()
+
+
+def test_a_world_of_one_process_needs_no_launcher():
+    dist.init_process_group("gloo")
+    try:
+        assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "gloo")
+        t = torch.arange(4.0)
+        dist.all_reduce(t)
+        assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+        out = [torch.zeros(4)]
+        dist.all_gather(out, t)
+        assert out[0].tolist() == t.tolist()
+        objs = [None]
+        dist.all_gather_object(objs, "x")
+        assert objs == ["x"]
+        with pytest.raises(ValueError, match="twice"):
+            dist.init_process_group("gloo")
+    finally:
+        dist.destroy_process_group()
+    assert not dist.is_initialized()
+
+
+def test_backend_names():
+    assert dist.Backend("GLOO") == "gloo" and dist.Backend.NCCL == "nccl"
+    with pytest.raises(ValueError, match="Invalid backend"):
+        dist.Backend("carrier-pigeon")
+
+
+def _launch(script: Path, n: int = 2, timeout: int = 240):
+    pytest.importorskip("mpi4py")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    return subprocess.run([sys.executable, "-m", "glasstorch.distributed.run",
+                           "--nproc-per-node", str(n), str(script)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_two_ranks_every_collective():
+    result = _launch(HERE / "two_ranks_collectives.py")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rank 0 ok" in result.stdout and "rank 1 ok" in result.stdout
+
+
+def test_a_failing_rank_stops_the_job_and_is_named(tmp_path):
+    script = tmp_path / "dies.py"
+    script.write_text(
+        "import time, glasstorch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "if dist.get_rank() == 1:\n"
+        "    raise RuntimeError('rank one gives up')\n"
+        "time.sleep(120)\n")
+    result = _launch(script)
+    assert result.returncode != 0
+    assert "rank one gives up" in result.stderr
+    assert "rank 1 failed" in result.stderr
