@@ -53,6 +53,7 @@ from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F4
 from .serialization import *  # noqa: E402,F401,F403  (save, load)
 from .compiler import compile  # noqa: E402,F401  (torch.compile; torch.compiler, torch._dynamo)
 from . import export  # noqa: E402,F401  (torch.export)
+from . import onnx  # noqa: E402,F401  (torch.onnx; writing a model needs the onnx package)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
 
 _gpu_kernels.register()
