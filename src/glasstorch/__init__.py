@@ -54,6 +54,7 @@ from .serialization import *  # noqa: E402,F401,F403  (save, load)
 from .compiler import compile  # noqa: E402,F401  (torch.compile; torch.compiler, torch._dynamo)
 from . import export  # noqa: E402,F401  (torch.export)
 from . import onnx  # noqa: E402,F401  (torch.onnx; writing a model needs the onnx package)
+from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
 
 _gpu_kernels.register()

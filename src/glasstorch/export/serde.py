@@ -59,7 +59,7 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None, opset_versi
     save_tensors({"state_dict": dict(ep.state_dict), "constants": dict(ep.constants),
                   "attributes": attributes}, weights)
     program = {
-        "nodes": [_node(n) for n in ep.graph.nodes],
+        "nodes": [node_to_json(n) for n in ep.graph.nodes],
         "inputs": [[s.kind.name, s.arg.name, s.target, s.persistent]
                    for s in ep.graph_signature.input_specs],
         "outputs": [[s.kind.name, s.arg.name, s.target]
@@ -93,16 +93,7 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version=None) -> 
         for name in extra_files or {}:
             if f"extra/{name}" in names:
                 extra_files[name] = archive.read(f"extra/{name}").decode()
-    graph = Graph()
-    nodes: dict = {}
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
-    for entry in program["nodes"]:
-        node = _rebuild_node(graph, entry, nodes)
-        meta = entry.get("meta")
-        if meta is not None:
-            node.meta["val"] = fake_like(meta["shape"], meta["stride"], getattr(dt, meta["dtype"]),
-                                         Device(meta["device"]), meta["requires_grad"], mode)
-        nodes[entry["name"]] = node
+    graph = graph_from_json(program["nodes"])
     gm = GraphModule(weights["attributes"] or Module(), graph, "GraphModule")
     signature = ExportGraphSignature(
         [InputSpec(InputKind[k], TensorArgument(n), t, p) for k, n, t, p in program["inputs"]],
@@ -138,7 +129,23 @@ def _open(f, mode: str):
 
 
 # ---- nodes -------------------------------------------------------------------------------
-def _node(node: Node) -> dict:
+def graph_from_json(entries: list) -> Graph:
+    """The Graph `node_to_json` wrote, node by node; tensor results get fake values."""
+    graph = Graph()
+    nodes: dict = {}
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    for entry in entries:
+        node = _rebuild_node(graph, entry, nodes)
+        meta = entry.get("meta")
+        if meta is not None:
+            node.meta["val"] = fake_like(meta["shape"], meta["stride"], getattr(dt, meta["dtype"]),
+                                         Device(meta["device"]), meta["requires_grad"], mode)
+        nodes[entry["name"]] = node
+    return graph
+
+
+def node_to_json(node: Node) -> dict:
+    """One node as JSON (see the module docstring)."""
     entry = {"name": node.name, "op": node.op, "target": _target(node.target),
              "args": _value(node.args), "kwargs": {k: _value(v) for k, v in node.kwargs.items()}}
     val = node.meta.get("val")
