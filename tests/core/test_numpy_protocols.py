@@ -16,6 +16,9 @@ CASES = {
     "equal": lambda lib: np.equal(lib.tensor([1.0, 2.0]), lib.tensor([1.0, 3.0])),
     "sqrt_2d": lambda lib: np.sqrt(lib.ones(2, 3)),
     "modf": lambda lib: np.modf(lib.tensor([1.5, -2.25])),
+    "tensor_plus_array": lambda lib: lib.tensor([1.0, 2.0]) + np.ones(2),
+    "tensor_times_float64": lambda lib: lib.tensor([1.0, 2.0]) * np.float64(2),
+    "float64_times_tensor": lambda lib: np.float64(2) * lib.tensor([1.0, 2.0]),
 }
 
 

@@ -108,14 +108,27 @@ def test_dim_checks_example_against_range():
     assert repr(Dim("batch", max=64)) == "Dim('batch', max=64)"
 
 
-def test_product_of_dynamic_sizes_is_refused():
+def test_sizes_that_multiply_two_dynamic_dims_follow_them():
+    from glasstorch.examples.chargpt import GPT
+    torch.manual_seed(0)
+    model = GPT(20, 16, d_model=16, n_head=2, n_layer=1).eval()
+    ep = export(model, (torch.randint(0, 20, (2, 8)),),
+                dynamic_shapes={"idx": {0: Dim("batch", max=8), 1: Dim("time", max=16)}})
+    runner = ep.module()
+    for batch, time in ((3, 5), (1, 16), (2, 8), (8, 2)):
+        idx = torch.randint(0, 20, (batch, time))
+        assert torch.allclose(runner(idx), model(idx), atol=1e-5)
+
+
+def test_product_of_three_dynamic_sizes_is_refused():
     class Merge(nn.Module):
         def forward(self, x):
-            return x.reshape(x.shape[0] * x.shape[1], -1).reshape(x.shape[0] * x.shape[1] * 2,
-                                                                  2)
-    with pytest.raises(ValueError, match="several dynamic dimensions"):
+            return x.reshape(x.shape[0] * x.shape[1] * x.shape[2])
+
+    with pytest.raises(ValueError, match="beyond products of two sizes"):
         export(Merge(), (torch.randn(3, 5, 4),),
-               dynamic_shapes={"x": {0: Dim("a", max=9), 1: Dim("b", max=9)}})
+               dynamic_shapes={"x": {0: Dim("a", max=9), 1: Dim("b", max=9),
+                                     2: Dim("c", max=9)}})
 
 
 def test_data_dependent_control_flow_names_the_line():

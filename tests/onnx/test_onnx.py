@@ -127,6 +127,20 @@ def test_layer_matches_eager_at_two_batch_sizes(name):
     assert program.model_proto.graph == proto.graph
 
 
+def test_transformer_with_dynamic_batch_and_sequence():
+    from glasstorch.examples.chargpt import GPT
+    torch.manual_seed(0)
+    model = GPT(20, 16, d_model=16, n_head=2, n_layer=2).eval()
+    program = torch.onnx.export(model, (torch.randint(0, 20, (2, 8)),), input_names=["idx"],
+                                dynamic_axes={"idx": {0: "batch", 1: "time"}})
+    onnx.checker.check_model(program.model_proto, full_check=True)
+    session = _session(program.model_proto)
+    for batch, time in ((3, 5), (1, 16)):
+        idx = torch.randint(0, 20, (batch, time))
+        np.testing.assert_allclose(session.run(None, {"idx": idx.numpy()})[0],
+                                   model(idx).detach().numpy(), atol=1e-5)
+
+
 def test_initializers_are_named_by_state_dict_keys():
     model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).eval()
     proto = torch.onnx.export(model, (torch.randn(2, 3),)).model_proto

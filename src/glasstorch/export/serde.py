@@ -68,7 +68,8 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None, opset_versi
         "input_names": ep._input_names, "fixed_inputs": ep._fixed_inputs,
         "example_shapes": ep._example_shapes,
         "ranges": [[p, d, *limits] for (p, d), limits in ep._ranges.items()],
-        "sizes": {name: [[list(path), base, [[p, d, c] for (p, d), c in coefficients.items()]]
+        "sizes": {name: [[list(path), base, [[[list(dim) for dim in key], c]
+                                              for key, c in coefficients.items()]]
                          for path, base, coefficients in entries]
                   for name, entries in ep._sizes.items()},
         "training": ep._training,
@@ -106,7 +107,8 @@ def load(f, *, extra_files: dict | None = None, expected_opset_version=None) -> 
         fixed_inputs=program["fixed_inputs"], constants=weights["constants"],
         example_shapes=[tuple(s) for s in program["example_shapes"]],
         ranges={(p, d): (name, lo, hi) for p, d, name, lo, hi in program["ranges"]},
-        sizes={name: [(_path(path), base, {(p, d): c for p, d, c in coefficients})
+        sizes={name: [(_path(path), base, {tuple(tuple(dim) for dim in key): c
+                                           for key, c in coefficients})
                       for path, base, coefficients in entries]
                for name, entries in program["sizes"].items()},
         training=program["training"])

@@ -536,3 +536,21 @@ def _adaptive_max(c):
 def _unsupported(c, what: str):
     raise OnnxExporterError(f"Unsupported: {what} ({c.node.target}, node {c.node.name!r}) "
                             "cannot be exported to ONNX by glasstorch")
+
+
+@translates("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+def _arange(c):
+    positions = {"default": (None, 0, None), "start": (0, 1, None),
+                 "start_step": (0, 1, 2)}[str(c.node.target).split(".")[2]]
+    np_dtype = c.out.dtype.np
+
+    def scalar(position, default):
+        if position is None:
+            return c.b.const(default, np_dtype)
+        value = c.scalar(position, c.args[position]) if isinstance(c.args[position], int) \
+            else c.b.const([c.args[position]])
+        value = c.b.op("Cast", [value], to=onnx_type(c.out.dtype))
+        return c.b.op("Squeeze", [value, c.b.const([0])])
+
+    start, end, step = (scalar(p, d) for p, d in zip(positions, (0, None, 1)))
+    return c.b.op("Range", [start, end, step])

@@ -79,7 +79,8 @@ class GraphBuilder:
     # ---- int lists that follow dynamic dimensions --------------------------------------
     def ints(self, values, dynamic: dict | None = None) -> str:
         """`values` as a 1-D int64 tensor; `dynamic` maps an entry's position to (example
-        value, {(input, dim): coefficient}) for entries that follow dynamic dims."""
+        value, {key: coefficient}) for entries that follow dynamic dims, a key being the
+        (input, dim) pairs whose moves from the example multiply (export/_sizes.py)."""
         values = [int(v) for v in values]
         if not dynamic:
             return self.const(values)
@@ -89,12 +90,12 @@ class GraphBuilder:
                 parts.append(self.const([v]))
                 continue
             base, coefficients = dynamic[i]
-            offset = base - sum(c * self._example(key) for key, c in coefficients.items())
-            total = self.const([offset])
+            total = self.const([base])
             for key, c in coefficients.items():
-                term = self.dim(key)
-                if c != 1:
-                    term = self.op("Mul", [term, self.const([c])])
+                term = self.const([c])
+                for dim in key:          # the move of each size from the example's
+                    move = self.op("Sub", [self.dim(dim), self.const([self._example(dim)])])
+                    term = self.op("Mul", [term, move])
                 total = self.op("Add", [total, term])
             parts.append(total)
         return self.op("Concat", parts, axis=0)
