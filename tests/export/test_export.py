@@ -8,7 +8,7 @@ import pytest
 import glasstorch as torch
 import glasstorch.nn as nn
 import glasstorch.nn.functional as F
-from glasstorch.export import Dim, GuardOnDataDependentSymNode, InputKind, export
+from glasstorch.export import Dim, GuardOnDataDependentSymNode, export
 
 
 def _net(lib):

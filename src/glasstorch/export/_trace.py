@@ -47,12 +47,12 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
     if not isinstance(args, tuple):
         raise ValueError(f"Expected `args` to be a tuple, got {type(args)}")
     kwargs = dict(kwargs or {})
+    bound = _bound(mod, args, kwargs)             # the inputs must fit forward
+    arguments = list(bound)
     names, leaves, in_spec = _user_inputs(mod, args, kwargs)
     tensor_positions = [i for i, v in enumerate(leaves) if isinstance(v, Tensor)]
     tensor_names = [names[i] for i in tensor_positions]
     tensors = [leaves[i] for i in tensor_positions]
-    bound = _bound(mod, args, kwargs)
-    arguments = list(bound)
     ranges = {(tensor_names.index(arguments[position]), d): limits for (position, d), limits
               in ranges_of(dynamic_shapes, arguments, list(bound.values())).items()}
 

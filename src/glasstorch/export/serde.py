@@ -29,6 +29,7 @@ import zipfile
 
 from ..core import dtype as dt
 from ..core.device import device as Device
+from ..core import tensor as tensor_module
 from ..core.tensor import Tensor
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
@@ -232,9 +233,8 @@ def _unvalue(value, nodes: dict):
         return getattr(dt, payload)
     if kind == "device":
         return Device(payload)
-    if kind == "torch":
-        from .. import core
-        return getattr(core.tensor, payload)
+    if kind == "torch":                          # memory_format, layout
+        return getattr(tensor_module, payload)
     raise RuntimeError(f"torch.export.load: unknown argument encoding {kind!r}")
 
 

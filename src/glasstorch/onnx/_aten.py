@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 
-from ..core import dtype as dt
 from ._builder import onnx_type
 
 INT64_MAX = 2 ** 63 - 1
