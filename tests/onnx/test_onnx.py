@@ -91,6 +91,13 @@ LAYERS = {
     "sdpa": (lambda: Lambda(lambda x: F.scaled_dot_product_attention(x, x, x)), (2, 5, 4)),
     "lstm": (lambda: Recurrent(nn.LSTM(3, 4, batch_first=True)), (5, 3)),
     "gru": (lambda: Recurrent(nn.GRU(3, 4, num_layers=2, batch_first=True)), (5, 3)),
+    "lstm_bidirectional": (lambda: Recurrent(nn.LSTM(3, 4, num_layers=2, bidirectional=True,
+                                                     batch_first=True)), (5, 3)),
+    "rnn_relu": (lambda: Recurrent(nn.RNN(3, 4, nonlinearity="relu", batch_first=True)),
+                 (5, 3)),
+    "rnn_tanh_no_bias": (lambda: Recurrent(nn.RNN(3, 4, bias=False, batch_first=True)), (5, 3)),
+    "lstm_cell": (lambda: Recurrent(nn.LSTMCell(3, 4)), (3,)),
+    "gru_cell": (lambda: nn.GRUCell(3, 4), (3,)),
 }
 
 

@@ -553,3 +553,84 @@ def _arange(c):
 
     start, end, step = (scalar(p, d) for p, d in zip(positions, (0, None, 1)))
     return c.b.op("Range", [start, end, step])
+
+
+# ---- recurrent layers -------------------------------------------------------------------
+# mkldnn_rnn_layer's modes (ideep's numbering), the ONNX op of each, and the order ONNX
+# wants PyTorch's gate blocks in: LSTM gates i,f,g,o -> i,o,f,c; GRU r,z,n -> z,r,h.
+_RNN_MODES = {0: ("RNN", 1, [0]), 1: ("RNN", 1, [0]), 2: ("LSTM", 4, [0, 3, 1, 2]),
+              3: ("GRU", 3, [1, 0, 2])}
+
+
+def _gate_blocks(c, position: int, gates: int, order: list) -> str:
+    """Weight or bias argument `position` with its gate blocks in ONNX's order, with ONNX's
+    leading direction axis."""
+    weight = c.args[position]
+    if gates > 1:
+        blocks = c.b.chunks(weight, gates, 0, c.meta[position].shape[0])
+        weight = c.b.op("Concat", [blocks[i] for i in order], axis=0)
+    return c.b.op("Unsqueeze", [weight, c.b.const([0])])
+
+
+@translates("aten.mkldnn_rnn_layer.default")
+def _rnn_layer(c):
+    x, hx, cx, reverse, batch_sizes, mode, hidden = c.args[:1] + c.args[5:11]
+    batch_first = c.args[14]
+    if batch_sizes:
+        return _unsupported(c, "a recurrent layer over a packed sequence")
+    if batch_first:
+        x = c.b.op("Transpose", [x], perm=[1, 0, 2])
+    onnx_op, gates, order = _RNN_MODES[mode]
+    bias = c.b.op("Concat", [_gate_blocks(c, 3, gates, order),
+                             _gate_blocks(c, 4, gates, order)], axis=1)
+    axis0 = c.b.const([0])
+    inputs = [x, _gate_blocks(c, 1, gates, order), _gate_blocks(c, 2, gates, order),
+              bias, None, c.b.op("Unsqueeze", [hx, axis0])]
+    attributes = dict(hidden_size=int(hidden),
+                      direction="reverse" if reverse else "forward")
+    if onnx_op == "LSTM":
+        inputs.append(c.b.op("Unsqueeze", [cx, axis0]))
+    elif onnx_op == "GRU":
+        attributes["linear_before_reset"] = 1
+    else:
+        attributes["activations"] = ["Relu" if mode == 0 else "Tanh"]
+    outs = c.b.op(onnx_op, inputs, outputs=3 if onnx_op == "LSTM" else 2, **attributes)
+    y = c.b.op("Squeeze", [outs[0], c.b.const([1])])        # (T, 1, N, H) -> (T, N, H)
+    if batch_first:
+        y = c.b.op("Transpose", [y], perm=[1, 0, 2])
+    h = c.b.op("Squeeze", [outs[1], axis0])
+    cell = c.b.op("Squeeze", [outs[2], axis0]) if onnx_op == "LSTM" else hx
+    return (y, h, cell, None)
+
+
+def _gates(c, position: int, bias_position: int, chunks: int) -> list:
+    gates = c.args[position]
+    if c.args[bias_position] is not None:
+        gates = c.b.op("Add", [gates, c.args[bias_position]])
+    return c.b.chunks(gates, chunks, 1, c.meta[position].shape[1])
+
+
+@translates("aten._thnn_fused_lstm_cell.default")
+def _lstm_cell(c):
+    b = c.b
+    gates = b.op("Add", [c.args[0], c.args[1]])
+    for bias in c.args[3:5]:
+        if bias is not None:
+            gates = b.op("Add", [gates, bias])
+    i, f, g, o = b.chunks(gates, 4, 1, c.meta[0].shape[1])
+    cy = b.op("Add", [b.op("Mul", [b.op("Sigmoid", [f]), c.args[2]]),
+                      b.op("Mul", [b.op("Sigmoid", [i]), b.op("Tanh", [g])])])
+    hy = b.op("Mul", [b.op("Sigmoid", [o]), b.op("Tanh", [cy])])
+    return (hy, cy, None)
+
+
+@translates("aten._thnn_fused_gru_cell.default")
+def _gru_cell(c):
+    b = c.b
+    ir, iz, i_n = _gates(c, 0, 3, 3)
+    hr, hz, h_n = _gates(c, 1, 4, 3)
+    r = b.op("Sigmoid", [b.op("Add", [ir, hr])])
+    z = b.op("Sigmoid", [b.op("Add", [iz, hz])])
+    n = b.op("Tanh", [b.op("Add", [i_n, b.op("Mul", [r, h_n])])])
+    hy = b.op("Add", [n, b.op("Mul", [z, b.op("Sub", [c.args[2], n])])])
+    return (hy, None)

@@ -61,6 +61,13 @@ class GraphBuilder:
                                                                    name))
         return self.reserve(name)
 
+    def chunks(self, x: str, count: int, axis: int, size: int) -> list:
+        """`x` split into `count` equal parts along `axis` (of length `size`)."""
+        if self.opset >= 18:
+            return self.op("Split", [x], outputs=count, axis=axis, num_outputs=count)
+        return self.op("Split", [x, self.const([size // count] * count)], outputs=count,
+                       axis=axis)
+
     def const(self, value, dtype=np.int64) -> str:
         """A constant tensor (initializer), shared between identical uses."""
         array = np.asarray(value, dtype=dtype)
