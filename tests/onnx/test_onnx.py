@@ -124,6 +124,7 @@ def test_layer_matches_eager_at_two_batch_sizes(name):
     onnx.checker.check_model(proto, full_check=True)
     assert proto.opset_import[0].version == 20
     assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert proto.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
     session = _session(proto)
     for batch in (2, 3):
         x = _input(name, batch, shape)
@@ -146,6 +147,18 @@ def test_transformer_with_dynamic_batch_and_sequence():
         idx = torch.randint(0, 20, (batch, time))
         np.testing.assert_allclose(session.run(None, {"idx": idx.numpy()})[0],
                                    model(idx).detach().numpy(), atol=1e-5)
+
+
+def test_dynamic_axes_by_list_and_default_input_names():
+    model = nn.Linear(3, 2)
+    proto = torch.onnx.export(model, (torch.randn(4, 3),), dynamic_axes={"input": [0]}
+                              ).model_proto
+    assert proto.graph.input[0].name == "input"
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == \
+        "input_dynamic_axes_1"
+    x = torch.randn(7, 3)
+    np.testing.assert_allclose(_session(proto).run(None, {"input": x.numpy()})[0],
+                               model(x).detach().numpy(), atol=1e-6)
 
 
 def test_initializers_are_named_by_state_dict_keys():

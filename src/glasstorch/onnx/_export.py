@@ -8,6 +8,7 @@ named by their state_dict keys; the user's inputs and outputs take `input_names`
 from __future__ import annotations
 
 import contextlib
+import inspect
 import operator
 import os
 
@@ -87,7 +88,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     args = args if isinstance(args, tuple) else (args,)
     with _in_export():
         program = _program(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes)
-    proto = _translate(onnx, program, opset, input_names, output_names,
+    proto = _translate(onnx, program, opset, input_names, output_names, dynamic_axes or {},
                        keep_initializers_as_inputs)
     onnx.checker.check_model(proto)
     if f is not None:
@@ -115,8 +116,11 @@ def _program(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes) -> 
 
 
 def _dims_from_axes(model, args, input_names, dynamic_axes) -> tuple:
-    """`dynamic_axes` ({input name: {axis: name} or [axes]}) as per-argument Dims."""
-    names = list(input_names or [])
+    """`dynamic_axes` ({input name: {axis: name} or [axes]}) as per-argument Dims; inputs
+    are named by `input_names`, else by forward's parameters."""
+    parameters = [p.name for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = list(input_names or []) + parameters[len(input_names or []):]
     shapes = []
     for i, value in enumerate(args):
         name = names[i] if i < len(names) else None
@@ -124,15 +128,21 @@ def _dims_from_axes(model, args, input_names, dynamic_axes) -> tuple:
         if axes is None or not isinstance(value, Tensor):
             shapes.append(None)
             continue
-        axes = axes if isinstance(axes, dict) else {a: f"{name}_dynamic_axes_{a + 1}"
-                                                    for a in axes}
-        shapes.append({a: Dim(label if label.isidentifier() else f"dim_{a}", min=1)
-                       for a, label in axes.items()})
+        shapes.append({a: Dim(label if label.isidentifier() else f"{name}_dim{a}", min=1)
+                       for a, label in _axis_labels(name, axes).items()})
     return tuple(shapes)
 
 
+def _axis_labels(name: str, axes) -> dict:
+    """{axis: label} of one `dynamic_axes` entry (a dict, or a list of axes: PyTorch's
+    `<name>_dynamic_axes_<n>` labels)."""
+    if isinstance(axes, dict):
+        return dict(axes)
+    return {a: f"{name}_dynamic_axes_{i + 1}" for i, a in enumerate(axes)}
+
+
 def _translate(onnx, program: ExportedProgram, opset: int, input_names, output_names,
-               keep_initializers_as_inputs: bool):
+               dynamic_axes: dict, keep_initializers_as_inputs: bool):
     helper = onnx.helper
     specs = {s.arg.name: s for s in program.graph_signature.input_specs}
     user_nodes = [n for n in program.graph.nodes
@@ -175,9 +185,12 @@ def _translate(onnx, program: ExportedProgram, opset: int, input_names, output_n
                                             name=b.fresh("node_Identity")))
             value = name
         val = node.meta["val"]
-        # with dynamic inputs, the outputs' sizes are left symbolic (ONNX Runtime knows them)
-        shape = [f"{value}_dim{d}" for d in range(val.dim())] if program._ranges \
-            else list(val.shape)
+        shape = list(val.shape)
+        if name in dynamic_axes:
+            for axis, label in _axis_labels(name, dynamic_axes[name]).items():
+                shape[axis] = label
+        elif program._ranges:     # which sizes follow the inputs' is not known: symbolic
+            shape = [f"{value}_dim{d}" for d in range(val.dim())]
         graph_outputs.append(helper.make_tensor_value_info(value, onnx_type(val.dtype), shape))
     if keep_initializers_as_inputs:
         graph_inputs += [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
