@@ -50,8 +50,7 @@ def _capsule_from(ext_tensor, copy):
         capsule = ext_tensor
     elif hasattr(ext_tensor, "__dlpack__"):
         kind, index = ext_tensor.__dlpack_device__()
-        # PyTorch's consumer asks a CUDA producer to order its work before the default stream
-        stream = 1 if kind == DLDeviceType.kDLCUDA else None
+        stream = _consumer_stream(index) if kind == DLDeviceType.kDLCUDA else None
         kwargs = {"stream": stream, "max_version": (1, 0)}
         if copy is not None:
             kwargs["copy"] = copy
@@ -64,6 +63,14 @@ def _capsule_from(ext_tensor, copy):
     if _capsules.capsule_name(capsule) not in (_capsules.LEGACY, _capsules.VERSIONED):
         raise RuntimeError(_INVALID)
     return capsule, _capsules.device_of(capsule)
+
+
+def _consumer_stream(index: int) -> int:
+    """The stream this side will use the memory on, in DLPack's terms: the current CUDA
+    stream's pointer, 1 for the legacy default stream. The producer orders its pending
+    work before it."""
+    from ..cuda.streams import current_stream
+    return current_stream(index).cuda_stream or 1
 
 
 def from_dlpack(ext_tensor, *, device=None, copy: bool | None = None) -> Tensor:
