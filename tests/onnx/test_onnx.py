@@ -163,10 +163,40 @@ def test_dynamic_axes_by_list_and_default_input_names():
 
 def test_initializers_are_named_by_state_dict_keys():
     model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).eval()
-    proto = torch.onnx.export(model, (torch.randn(2, 3),)).model_proto
-    assert {t.name for t in proto.graph.initializer} >= {"0.weight", "0.bias", "1.weight",
-                                                          "1.running_mean", "1.running_var"}
+    proto = torch.onnx.export(model, (torch.randn(2, 3),), do_constant_folding=False
+                              ).model_proto
+    assert {t.name for t in proto.graph.initializer} == {"0.weight", "0.bias", "1.weight",
+                                                         "1.bias", "1.running_mean",
+                                                         "1.running_var"}
     assert [i.name for i in proto.graph.input] == ["input"]
+    assert "Transpose" in [n.op_type for n in proto.graph.node]
+
+
+def test_constant_folding_transposes_weights_ahead():
+    model = nn.Linear(3, 4)
+    proto = torch.onnx.export(model, (torch.randn(2, 3),)).model_proto
+    assert [n.op_type for n in proto.graph.node] == ["Gemm"]
+    (weight,) = [t for t in proto.graph.initializer if list(t.dims) == [3, 4]]
+    np.testing.assert_array_equal(onnx.numpy_helper.to_array(weight),
+                                  model.weight.detach().numpy().T)
+
+
+def test_outputs_that_repeat_or_are_inputs():
+    model = Lambda(lambda x: (x, (x * 2), (x * 2).relu()))
+    x = torch.randn(3)
+    proto = torch.onnx.export(model, (x,), output_names=["same", "double", "relu"]
+                              ).model_proto
+    onnx.checker.check_model(proto, full_check=True)
+    outs = _session(proto).run(None, {"args_0": x.numpy()})
+    expected = model(x)
+    for got, want in zip(outs, expected):
+        np.testing.assert_allclose(got, want.numpy(), atol=1e-6)
+    twice = Lambda(lambda x: (x.exp(), x.exp()))
+    y = twice(x)
+    proto = torch.onnx.export(twice, (x,), output_names=["a", "b"]).model_proto
+    a, b = _session(proto).run(None, {"args_0": x.numpy()})
+    np.testing.assert_allclose(a, y[0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(b, y[1].numpy(), atol=1e-6)
 
 
 def test_dynamo_false_writes_a_file_and_returns_none(tmp_path):

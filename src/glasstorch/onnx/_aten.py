@@ -77,7 +77,7 @@ def _axis(d: int, rank: int) -> int:
 # ---- linear algebra ---------------------------------------------------------------------
 @translates("aten.t.default")
 def _t(c):
-    return c.args[0] if c.rank() < 2 else c.b.op("Transpose", [c.args[0]], perm=[1, 0])
+    return c.args[0] if c.rank() < 2 else c.b.transpose(c.args[0], [1, 0])
 
 
 @translates("aten.addmm.default")
@@ -318,12 +318,12 @@ def _transpose(c):
     perm = list(range(rank))
     a, b_ = _axis(c.args[1], rank), _axis(c.args[2], rank)
     perm[a], perm[b_] = perm[b_], perm[a]
-    return c.b.op("Transpose", [c.args[0]], perm=perm)
+    return c.b.transpose(c.args[0], perm)
 
 
 @translates("aten.permute.default")
 def _permute(c):
-    return c.b.op("Transpose", [c.args[0]], perm=[_axis(d, c.rank()) for d in c.args[1]])
+    return c.b.transpose(c.args[0], [_axis(d, c.rank()) for d in c.args[1]])
 
 
 @translates("aten.expand.default")

@@ -22,12 +22,16 @@ def onnx_type(dtype: dt.dtype) -> int:
 
 
 class GraphBuilder:
-    def __init__(self, onnx, opset: int, dynamic_inputs: dict):
+    def __init__(self, onnx, opset: int, dynamic_inputs: dict, fold: bool = True):
         self.onnx = onnx
         self.helper = onnx.helper
         self.opset = opset
         self.nodes: list = []
         self.initializers: list = []
+        self.arrays: dict = {}          # initializer name -> its values, for folding
+        self.fold = fold
+        self.output_names: set = set()
+        self.renamed: dict = {}         # value name -> the graph output name it took
         self._names: set = set()
         self._constants: dict = {}
         self._shapes: dict = {}
@@ -57,9 +61,22 @@ class GraphBuilder:
         return out[0] if outputs == 1 else out
 
     def initializer(self, name: str, array: np.ndarray) -> str:
-        self.initializers.append(self.onnx.numpy_helper.from_array(np.array(array, order="C"),
-                                                                   name))
+        array = np.array(array, order="C")
+        self.initializers.append(self.onnx.numpy_helper.from_array(array, name))
+        self.arrays[name] = array
         return self.reserve(name)
+
+    def transpose(self, x: str, perm: list) -> str:
+        """`x` transposed: folded into a new initializer when `x` is one (a weight)."""
+        if self.fold and x in self.arrays:
+            return self.initializer(self.fresh(f"{x}_transposed"),
+                                    self.arrays[x].transpose(perm))
+        return self.op("Transpose", [x], perm=perm)
+
+    def used_initializers(self) -> list:
+        """The initializers some node reads (folding leaves the originals unread)."""
+        read = {name for node in self.nodes for name in node.input}
+        return [t for t in self.initializers if t.name in read]
 
     def chunks(self, x: str, count: int, axis: int, size: int) -> list:
         """`x` split into `count` equal parts along `axis` (of length `size`)."""

@@ -89,7 +89,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     with _in_export():
         program = _program(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes)
     proto = _translate(onnx, program, opset, input_names, output_names, dynamic_axes or {},
-                       keep_initializers_as_inputs)
+                       keep_initializers_as_inputs, do_constant_folding)
     onnx.checker.check_model(proto)
     if f is not None:
         if isinstance(f, (str, os.PathLike)):
@@ -142,7 +142,8 @@ def _axis_labels(name: str, axes) -> dict:
 
 
 def _translate(onnx, program: ExportedProgram, opset: int, input_names, output_names,
-               dynamic_axes: dict, keep_initializers_as_inputs: bool):
+               dynamic_axes: dict, keep_initializers_as_inputs: bool,
+               do_constant_folding: bool):
     helper = onnx.helper
     specs = {s.arg.name: s for s in program.graph_signature.input_specs}
     user_nodes = [n for n in program.graph.nodes
@@ -152,7 +153,7 @@ def _translate(onnx, program: ExportedProgram, opset: int, input_names, output_n
     dim_labels = {key: label for key, (label, _, _) in program._ranges.items()}
     dynamic_inputs = {key: (names[key[0]], program._example_shapes[key[0]][key[1]])
                       for key in program._ranges}
-    b = GraphBuilder(onnx, opset, dynamic_inputs)
+    b = GraphBuilder(onnx, opset, dynamic_inputs, fold=do_constant_folding)
     values: dict = {}
     graph_inputs = []
     for i, node in enumerate(user_nodes):
@@ -181,9 +182,7 @@ def _translate(onnx, program: ExportedProgram, opset: int, input_names, output_n
     for i, (node, value) in enumerate(zip(output_node.args[0], results)):
         name = out_names[i] if i < len(out_names) else node.name
         if name != value:
-            b.nodes.append(helper.make_node("Identity", [value], [b.reserve(name)],
-                                            name=b.fresh("node_Identity")))
-            value = name
+            value = _name_output(b, value, name)
         val = node.meta["val"]
         shape = list(val.shape)
         if name in dynamic_axes:
@@ -192,14 +191,34 @@ def _translate(onnx, program: ExportedProgram, opset: int, input_names, output_n
         elif program._ranges:     # which sizes follow the inputs' is not known: symbolic
             shape = [f"{value}_dim{d}" for d in range(val.dim())]
         graph_outputs.append(helper.make_tensor_value_info(value, onnx_type(val.dtype), shape))
+    initializers = b.used_initializers()
     if keep_initializers_as_inputs:
         graph_inputs += [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                         for t in b.initializers]
+                         for t in initializers]
     graph = helper.make_graph(b.nodes, "main_graph", graph_inputs, graph_outputs,
-                              initializer=b.initializers)
+                              initializer=initializers)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                              producer_name="glasstorch", ir_version=min(
                                  onnx.IR_VERSION, 10))
+
+
+def _name_output(b: GraphBuilder, value: str, name: str) -> str:
+    """Give the graph output `value` the name `name`: the producing node's output is
+    renamed (and its readers updated), else (an input, an initializer, a name taken, a
+    value already an output) an Identity node makes it."""
+    value = b.renamed.get(value, value)
+    producer = next((n for n in b.nodes if value in n.output), None)
+    if producer is None or name in b._names or value in b.output_names:
+        b.nodes.append(b.helper.make_node("Identity", [value], [b.reserve(name)],
+                                          name=b.fresh("node_Identity")))
+    else:
+        b.reserve(name)
+        for node in b.nodes:
+            node.input[:] = [name if i == value else i for i in node.input]
+            node.output[:] = [name if o == value else o for o in node.output]
+        b.renamed[value] = name
+    b.output_names.add(name)
+    return name
 
 
 def _live_nodes(graph) -> set:
