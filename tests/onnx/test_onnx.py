@@ -239,3 +239,11 @@ def test_unsupported_op_raises_exporter_error():
         torch.onnx.export(model, (torch.randn(4),))
     with pytest.raises(torch.onnx.OnnxExporterError, match="opset"):
         torch.onnx.export(nn.ReLU(), (torch.randn(4),), opset_version=11)
+
+
+def test_exported_program_is_accepted():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    ep = torch.export.export(model, (torch.randn(2, 3),))
+    x = torch.randn(2, 3)
+    (out,) = torch.onnx.export(ep)(x)
+    assert torch.allclose(out, model(x), atol=1e-6)
