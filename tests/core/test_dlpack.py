@@ -29,6 +29,9 @@ def test_writes_are_seen_both_ways():
     back = torch.from_dlpack(a)
     back[0, 0] = -1.0
     assert t[0, 0].item() == -1.0
+    alias = torch.from_dlpack(t)            # a glasstorch tensor is a producer too
+    alias[0, 1] = 3.0
+    assert t[0, 1].item() == 3.0 and alias.data_ptr() == t.data_ptr()
 
 
 def test_tensor_from_numpy_keeps_strides_offsets_and_memory():
