@@ -31,12 +31,6 @@ class TensorArgument:
 
 
 @dataclass
-class ConstantArgument:
-    name: str
-    value: object
-
-
-@dataclass
 class InputSpec:
     kind: InputKind
     arg: TensorArgument

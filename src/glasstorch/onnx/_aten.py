@@ -165,7 +165,7 @@ for _name, _op in {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": 
                    "log": "Log", "sqrt": "Sqrt", "neg": "Neg", "abs": "Abs", "erf": "Erf",
                    "hardswish": "HardSwish", "sin": "Sin", "cos": "Cos",
                    "reciprocal": "Reciprocal", "floor": "Floor", "ceil": "Ceil",
-                   "sign": "Sign", "logical_not": "Not", "bitwise_not": "Not"}.items():
+                   "sign": "Sign", "logical_not": "Not"}.items():
     TRANSLATIONS[f"aten.{_name}.default"] = _unary(_op)
 for _name in ("clone", "contiguous", "alias", "detach", "lift_fresh_copy", "dropout"):
     TRANSLATIONS[f"aten.{_name}.default"] = lambda c: c.b.op("Identity", [c.args[0]])
