@@ -21,6 +21,7 @@ RANKS = {
     "debug.coverage": 8,           # reads every layer's declarations, as `glasstorch ops`
     "compiler": 8, "_dynamo": 8, "_logging": 8,   # torch.compile: above nn, fx, _decomp
     "debug.doctor": 8,             # watches nn, optim and autograd, as `glasstorch doctor`
+    "export": 9, "onnx": 9, "jit": 9,   # deployment: above the compiler, fx and nn
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
     "distributions": 9,            # written on the public API (`import glasstorch`), as PyTorch's
     "distributed": 9,              # likewise: collectives on tensors, the launcher

@@ -42,6 +42,7 @@ globals().update(_ALIASES)
 globals().update(_registry.functions)
 from . import fft, linalg, nn, optim, profiler, special, utils  # noqa: E402,F401
 from . import fx  # noqa: E402,F401
+from .utils.dlpack import from_dlpack  # noqa: E402,F401  (torch.from_dlpack)
 from . import _decomp, _prims  # noqa: E402,F401  (torch._prims, torch._decomp)
 from . import _subclasses  # noqa: E402,F401  (torch._subclasses: FakeTensor)
 from . import amp, cpu, cuda  # noqa: E402,F401  (amp: the Autocast keys' kernels)
@@ -51,6 +52,9 @@ from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F4
                                 set_autocast_cache_enabled, set_autocast_dtype)
 from .serialization import *  # noqa: E402,F401,F403  (save, load)
 from .compiler import compile  # noqa: E402,F401  (torch.compile; torch.compiler, torch._dynamo)
+from . import export  # noqa: E402,F401  (torch.export)
+from . import onnx  # noqa: E402,F401  (torch.onnx; writing a model needs the onnx package)
+from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
 from . import distributed, distributions  # noqa: E402,F401  (built on the public API above)
 

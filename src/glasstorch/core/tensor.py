@@ -406,8 +406,77 @@ class Tensor:
         return _KeepAlive.array(self._array(), self._storage)
 
     def __array__(self, dtype=None, copy=None):
-        a = self.detach().numpy() if self._requires_grad else self.numpy()
+        a = self.numpy()      # as in PyTorch, a tensor that requires grad refuses
         return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A NumPy ufunc's result on a Tensor comes back as a Tensor over the result's
+        memory (`np.exp(t)`), a 0-d one for a scalar, and bool results as uint8: PyTorch's
+        behaviour."""
+        from ..ops.creation.factories import from_numpy
+        array = np.asarray(array)
+        return from_numpy(array.astype(np.uint8) if array.dtype == np.bool_ else array)
+
+    def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule over this tensor's memory (zero copy; `copy=True` exports a
+        copy). A legacy "dltensor" capsule unless the consumer's `max_version` is >= 1.0.
+        `stream` is the consumer's CUDA stream: -1 no synchronisation, None or 1 the
+        default stream, else a stream pointer."""
+        from . import dlpack
+        if self._requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        if stream is not None and type(stream) is not int:
+            raise TypeError("stream must be ``int`` or ``none``")
+        on_gpu = self._storage.device.type == "cuda"
+        if not on_gpu and stream not in (None, -1):
+            raise AssertionError("stream should be None on cpu.")
+        if on_gpu and stream == 2:
+            raise BufferError("per-thread default stream is not supported.")
+        if on_gpu and stream == 0:
+            raise AssertionError(f"unsupported stream on CUDA: {stream}.")
+        kwargs = {"copy": copy, "dl_device": dl_device}
+        if max_version is not None and max_version[0] >= 1:
+            kwargs["max_version"] = tuple(max_version)
+        if on_gpu:
+            kwargs["stream"] = None if stream in (None, 1) else stream
+        array = self._array()
+        if self.dtype is dt.bfloat16 and not on_gpu:
+            array = array.view(np.uint16)      # exported as bit patterns, then relabelled
+        capsule = array.__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
+        if self.dtype is dt.bfloat16:
+            dlpack.relabel(capsule, dlpack.KDL_BFLOAT)
+        return capsule
+
+    def __dlpack_device__(self) -> tuple:
+        """(DLDeviceType, index): kDLCPU = 1 (kDLCUDAHost = 3 when pinned), kDLCUDA = 2."""
+        from .dlpack import DLDeviceType
+        device = self._storage.device
+        if device.type == "cuda":
+            return DLDeviceType.kDLCUDA, device.index or 0
+        if device.type == "cpu":
+            return (DLDeviceType.kDLCUDAHost if self.is_pinned() else DLDeviceType.kDLCPU), 0
+        raise ValueError(f"Unknown device type {device.type} for Dlpack")
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface (version 2) of a CUDA tensor, for CuPy, Numba and
+        friends; an AttributeError elsewhere, so that `hasattr` says False."""
+        if self._storage.device.type != "cuda":
+            raise AttributeError(
+                f"Can't get __cuda_array_interface__ on non-CUDA tensor type: {self.type()} "
+                "If CUDA data is required use tensor.cuda() to copy tensor to device memory.")
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. If "
+                "gradients aren't required, use var.detach() to get Variable that doesn't "
+                "require grad.")
+        if self.dtype is dt.bfloat16:
+            raise TypeError("__cuda_array_interface__ has no type string for torch.bfloat16")
+        isz = self.dtype.itemsize
+        strides = None if self.is_contiguous() else tuple(s * isz for s in self._stride)
+        return {"typestr": np.dtype(self.dtype.np).str, "shape": tuple(self._shape),
+                "strides": strides, "data": (self.data_ptr() if self.numel() else 0, False),
+                "version": 2}
 
     def __len__(self) -> int:
         if not self._shape:
