@@ -25,6 +25,7 @@ RANKS = {
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
     "distributions": 9,            # written on the public API (`import glasstorch`), as PyTorch's
     "distributed": 9,              # likewise: collectives on tensors, the launcher
+    "futures": 0,                  # torch.futures.Future: plain Python
 }
 
 
@@ -49,6 +50,10 @@ def _module_name(path: Path) -> str:
 # Each says why it cannot be a module-level import of a lower layer. Anything else found
 # inside a function must point down, as at module level.
 ALLOWED_UPWARD = {
+    ("nn.parallel.distributed", "distributed"):
+        "DistributedDataParallel communicates through torch.distributed's process group",
+    ("nn.parallel.distributed", "distributed.algorithms.ddp_comm_hooks"):
+        "without a hook of the user's, DDP averages each bucket with PyTorch's allreduce_hook",
     ("core.tensor", "ops.creation.factories"):
         "Tensor(2, 3), the legacy constructor, is a factory call",
     ("memory.planning", "__init__"):

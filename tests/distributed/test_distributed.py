@@ -73,3 +73,28 @@ def test_a_failing_rank_stops_the_job_and_is_named(tmp_path):
     assert result.returncode != 0
     assert "rank one gives up" in result.stderr
     assert "rank 1 failed" in result.stderr
+
+
+def test_ddp_on_two_ranks_equals_one_process_on_the_whole_batch():
+    result = _launch(HERE / "two_ranks_ddp.py")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rank 0 ddp ok" in result.stdout and "rank 1 ddp ok" in result.stdout
+
+
+def test_ddp_in_a_world_of_one_and_data_parallel():
+    from glasstorch.nn.parallel import DistributedDataParallel
+    dist.init_process_group("gloo")
+    try:
+        model = torch.nn.Linear(3, 2)
+        ddp = DistributedDataParallel(model)
+        x = torch.randn(4, 3)
+        ddp(x).sum().backward()
+        ref = torch.nn.Linear(3, 2)
+        ref.load_state_dict(model.state_dict())
+        ref(x).sum().backward()
+        assert torch.allclose(model.weight.grad, ref.weight.grad)
+        assert ddp.module is model
+    finally:
+        dist.destroy_process_group()
+    dp = torch.nn.DataParallel(model)
+    assert torch.equal(dp(x), model(x))

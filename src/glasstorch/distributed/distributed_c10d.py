@@ -162,6 +162,11 @@ class Work:
         self.wait()
         return self._result if self._result is not None else []
 
+    def get_future(self):
+        """A torch.futures.Future completed by waiting on this work (its value: result())."""
+        from glasstorch.futures import Future
+        return Future(_complete=lambda: self.result())
+
 
 # ---- availability and the default group --------------------------------------------------
 
@@ -443,7 +448,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     buf, back = _staged(tensor)
     mpi_op = _reduce_args(pg, op, tensor)
     request = pg._comm.Iallreduce(pg._in_place, buf, op=mpi_op)
-    return _finish(pg, request, _then(_average(pg, op, tensor, buf), back), async_op)
+    return _finish(pg, request, _then(_average(pg, op, tensor, buf), back), async_op,
+                   [tensor])
 
 
 def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=None):
