@@ -3,6 +3,7 @@ streaming, and files that fail to load."""
 from __future__ import annotations
 
 import io
+import pickle
 import os
 import signal
 import subprocess
@@ -125,3 +126,156 @@ def test_overwriting_keeps_the_old_files_mode(tmp_path):
     os.chmod(path, 0o604)
     gt.save(gt.zeros(2), path)
     assert os.stat(path).st_mode & 0o777 == 0o604
+
+
+# ---- limits on what a load may allocate ----------------------------------------------------
+
+@pytest.fixture
+def limits():
+    from glasstorch.serialization import get_load_limits, set_load_limits
+    previous = get_load_limits()
+    yield set_load_limits
+    set_load_limits(**previous)
+
+
+def deflated_checkpoint(obj) -> io.BytesIO:
+    """`obj` saved by glasstorch.save, then re-zipped with every entry deflated."""
+    plain = io.BytesIO()
+    gt.save(obj, plain)
+    out = io.BytesIO()
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info.filename))
+    out.seek(0)
+    return out
+
+
+def test_a_pickle_bomb_is_refused_before_it_is_inflated():
+    import tracemalloc
+    bomb = deflated_checkpoint({"junk": bytes(64 * 2**20)})    # 64 MiB pickle, ~64 KiB file
+    size = len(bomb.getvalue())
+    assert size < 2**20
+    tracemalloc.start()
+    try:
+        with pytest.raises(gt.serialization.LoadLimitExceeded) as info:
+            gt.load(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 2**20
+    text = str(info.value)
+    assert f"{size} bytes" in text and "limit is 100 times the file size" in text
+    assert "set_load_limits(max_inflation_ratio=...)" in text
+    assert "GLASSTORCH_LOAD_MAX_INFLATION_RATIO" in text
+
+
+def test_raising_the_inflation_limit_loads_the_file(limits):
+    ckpt = deflated_checkpoint({"w": gt.zeros(8 * 2**20), "step": 4})   # 32 MiB of zeros
+    with pytest.raises(gt.serialization.LoadLimitExceeded, match="max_inflation_ratio"):
+        gt.load(ckpt)
+    limits(max_inflation_ratio=10_000)
+    got = gt.load(ckpt)
+    assert got["step"] == 4 and got["w"].shape == (8 * 2**20,)
+    assert not got["w"].any().item()
+    limits(max_inflation_ratio=None)                 # None: no limit
+    assert gt.load(ckpt)["step"] == 4
+
+
+def test_pickle_size_limit(limits):
+    buf = io.BytesIO()
+    gt.save(list(range(1000)), buf)
+    with zipfile.ZipFile(buf) as zf:
+        declared = zf.getinfo("archive/data.pkl").file_size
+    limits(max_pickle_bytes=1000)
+    buf.seek(0)
+    with pytest.raises(gt.serialization.LoadLimitExceeded) as info:
+        gt.load(buf)
+    text = str(info.value)
+    assert f"declares {declared} bytes" in text and "limit of 1000 bytes" in text
+    assert "set_load_limits(max_pickle_bytes=...)" in text
+    assert "GLASSTORCH_LOAD_MAX_PICKLE_BYTES" in text
+    assert buf.tell() == 0                           # a failed load leaves the file as it was
+    limits(max_pickle_bytes=declared)
+    assert gt.load(buf) == list(range(1000))
+
+
+def test_limits_from_the_environment_and_bad_values(monkeypatch, limits):
+    from glasstorch.serialization import limits as module
+    monkeypatch.setenv("GLASSTORCH_LOAD_MAX_PICKLE_BYTES", "2048")
+    assert module._from_env("GLASSTORCH_LOAD_MAX_PICKLE_BYTES", 1, int) == 2048
+    monkeypatch.setenv("GLASSTORCH_LOAD_MAX_PICKLE_BYTES", "0")
+    assert module._from_env("GLASSTORCH_LOAD_MAX_PICKLE_BYTES", 1, int) is None
+    monkeypatch.setenv("GLASSTORCH_LOAD_MAX_PICKLE_BYTES", "lots")
+    with pytest.raises(ValueError, match="GLASSTORCH_LOAD_MAX_PICKLE_BYTES='lots'"):
+        module._from_env("GLASSTORCH_LOAD_MAX_PICKLE_BYTES", 1, int)
+    with pytest.raises(ValueError, match="max_pickle_bytes must be a non-negative number"):
+        limits(max_pickle_bytes=-1)
+    previous = limits(max_pickle_bytes=5)
+    assert limits(**previous)["max_pickle_bytes"] == 5
+
+
+# ---- streaming: the storages are the only full-size buffers --------------------------------
+
+@pytest.mark.parametrize("deflate", [False, True])
+def test_loading_does_not_double_buffer_storages(deflate, limits):
+    import tracemalloc
+    n = 4 * 2**20                                    # two 16 MiB storages
+    obj = {"a": gt.arange(n, dtype=gt.float32), "b": gt.ones(n)}
+    if deflate:
+        ckpt = deflated_checkpoint(obj)
+        limits(max_inflation_ratio=None)
+    else:
+        ckpt = io.BytesIO()
+        gt.save(obj, ckpt)
+        ckpt.seek(0)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        got = gt.load(ckpt)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 * 2**20 + 4 * 2**20            # was 48 MiB stored, 64 MiB deflated
+    assert got["a"][-1].item() == n - 1 and got["b"].sum().item() == n
+
+
+# ---- damaged files never load wrong data ---------------------------------------------------
+
+def test_random_corruption_never_loads_wrong_data():
+    rng = np.random.default_rng(0)
+    w, ids = gt.randn(16, 16), gt.arange(40)
+    buf = io.BytesIO()
+    gt.save({"w": w, "ids": ids, "step": 7, "name": "run"}, buf)
+    data = buf.getvalue()
+    loaded = 0
+    for _ in range(300):
+        bad = bytearray(data)
+        for pos in rng.integers(0, len(bad), size=int(rng.integers(1, 4))):
+            bad[pos] ^= int(rng.integers(1, 256))
+        try:
+            got = gt.load(io.BytesIO(bytes(bad)))
+        except Exception as exc:
+            assert isinstance(exc, (RuntimeError, pickle.UnpicklingError)), repr(exc)
+            continue
+        loaded += 1                      # only bytes no reader looks at (zip comments...) changed
+        assert got["step"] == 7 and got["name"] == "run"
+        assert gt.equal(got["w"], w) and gt.equal(got["ids"], ids)
+    assert loaded < 300
+
+
+def test_a_failed_load_changes_nothing(tmp_path):
+    from glasstorch.serialization import get_safe_globals
+    path = tmp_path / "bad.pt"
+    gt.save({"w": gt.ones(3)}, path)
+    path.write_bytes(path.read_bytes()[:-100])
+    before = (get_safe_globals(), gt.get_default_dtype(), gt.is_grad_enabled())
+    with open(path, "rb") as f:
+        f.seek(2)
+        with pytest.raises(RuntimeError, match="not a checkpoint"):
+            gt.load(f)
+        assert f.tell() == 2
+        f.seek(0)
+        with pytest.raises(RuntimeError, match="bad.pt"):
+            gt.load(f)
+        assert f.tell() == 0
+    assert (get_safe_globals(), gt.get_default_dtype(), gt.is_grad_enabled()) == before

@@ -14,6 +14,7 @@ import zipfile
 from ..memory.retention import _warn_oversized_storages
 from . import safetensors  # noqa: F401  (glasstorch.serialization.safetensors)
 from .files import describe, is_path, write_to
+from .limits import LoadLimitExceeded, get_load_limits, set_load_limits  # noqa: F401
 from .pickler import pickle_with_storages
 from .pytorch_zip import LEGACY_MAGIC, CorruptFile, read_archive, write_archive
 from .unpickler import (WeightsOnlyUnpicklingError, add_safe_globals,  # noqa: F401
@@ -88,7 +89,17 @@ def _load_from(fh, name: str, map_location, weights_only: bool, pickle_load_args
         raise RuntimeError(f"glasstorch.load: {name} is not a checkpoint (it does not start "
                            "with a zip header as torch.save/glasstorch.save files do)")
     try:
+        return _read_checkpoint(fh, name, map_location, weights_only, pickle_load_args)
+    except BaseException:
+        fh.seek(start)          # a failed load leaves a file object where it was
+        raise
+
+
+def _read_checkpoint(fh, name: str, map_location, weights_only: bool, pickle_load_args):
+    try:
         return read_archive(fh, map_location, weights_only, pickle_load_args)
+    except LoadLimitExceeded as exc:
+        raise LoadLimitExceeded(f"glasstorch.load: refusing {name}: {exc}") from None
     except CorruptFile as exc:
         raise RuntimeError(f"glasstorch.load: cannot read {name}: {exc}") from None
     except WeightsOnlyUnpicklingError:
