@@ -17,8 +17,8 @@ from .files import describe, is_path, write_to
 from .limits import LoadLimitExceeded, get_load_limits, set_load_limits  # noqa: F401
 from .pickler import pickle_with_storages
 from .pytorch_zip import LEGACY_MAGIC, CorruptFile, read_archive, write_archive
-from .unpickler import (WeightsOnlyUnpicklingError, add_safe_globals,  # noqa: F401
-                        clear_safe_globals, get_safe_globals)
+from .unpickler import (MissingTorchGlobalError, WeightsOnlyUnpicklingError,  # noqa: F401
+                        add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals)
 
 __all__ = ["save", "load"]
 
@@ -102,7 +102,7 @@ def _read_checkpoint(fh, name: str, map_location, weights_only: bool, pickle_loa
         raise LoadLimitExceeded(f"glasstorch.load: refusing {name}: {exc}") from None
     except CorruptFile as exc:
         raise RuntimeError(f"glasstorch.load: cannot read {name}: {exc}") from None
-    except WeightsOnlyUnpicklingError:
+    except (WeightsOnlyUnpicklingError, MissingTorchGlobalError):
         raise
     except pickle.UnpicklingError as exc:
         raise RuntimeError(f"glasstorch.load: cannot read {name}: its data.pkl is invalid "
