@@ -268,3 +268,27 @@ def test_loading_a_torch_model_never_imports_torch():
     finally:
         sys.modules["torch"] = saved
     assert type(got[1]) is gt.nn.Tanh
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_get_unsafe_globals_in_checkpoint_lists_what_to_allow(protocol):
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 2))
+    buf = io.BytesIO()
+    torch.save(model, buf, pickle_protocol=protocol)
+    want = sorted(torch.serialization.get_unsafe_globals_in_checkpoint(
+        io.BytesIO(buf.getvalue()))) if protocol == 2 else None
+    buf.seek(0)
+    got = gt.serialization.get_unsafe_globals_in_checkpoint(buf)
+    assert got == ["torch.nn.modules.activation.ReLU", "torch.nn.modules.container.Sequential",
+                   "torch.nn.modules.linear.Linear"]
+    assert want is None or got == want
+    buf.seek(0)
+    assert gt.serialization.get_unsafe_globals_in_checkpoint(torch_file({"w": torch.ones(2)})) \
+        == []
+    with gt.serialization.safe_globals([gt.nn.ReLU, gt.nn.Linear]):
+        assert gt.serialization.get_unsafe_globals_in_checkpoint(buf) == [
+            "torch.nn.modules.container.Sequential"]
+        with gt.serialization.safe_globals([gt.nn.Sequential]):
+            assert isinstance(gt.load(buf), gt.nn.Sequential)
+    with pytest.raises(ValueError, match="checkpoint returned by torch.save"):
+        gt.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(b"not a zip"))

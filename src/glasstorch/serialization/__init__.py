@@ -16,9 +16,10 @@ from . import safetensors  # noqa: F401  (glasstorch.serialization.safetensors)
 from .files import describe, is_path, write_to
 from .limits import LoadLimitExceeded, get_load_limits, set_load_limits  # noqa: F401
 from .pickler import pickle_with_storages
-from .pytorch_zip import LEGACY_MAGIC, CorruptFile, read_archive, write_archive
+from .pytorch_zip import LEGACY_MAGIC, CorruptFile, read_archive, read_pickle, write_archive
 from .unpickler import (MissingTorchGlobalError, WeightsOnlyUnpicklingError,  # noqa: F401
-                        add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals)
+                        add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals,
+                        unsafe_globals)
 
 __all__ = ["save", "load"]
 
@@ -41,6 +42,22 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL,
     _warn_oversized_storages(obj, storages)
     write_to(f, lambda fh: write_archive(fh, pickled, storages,
                                          byteorder_record=not _disable_byteorder_record))
+
+
+def get_unsafe_globals_in_checkpoint(f) -> list:
+    """The 'module.name' globals in a checkpoint that weights_only loading would refuse
+    (neither allowed by default nor by add_safe_globals), found without unpickling it."""
+    if is_path(f):
+        with open(f, "rb") as fh:
+            return get_unsafe_globals_in_checkpoint(fh)
+    fh = _seekable(f)
+    if fh.read(2) != b"PK":
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    fh.seek(-2, io.SEEK_CUR)
+    try:
+        return unsafe_globals(read_pickle(fh))
+    except CorruptFile as exc:
+        raise RuntimeError(f"cannot read {describe(f)}: {exc}") from None
 
 
 def _seekable(f):

@@ -21,7 +21,7 @@ from ..core.storage import UntypedStorage, meta_storage
 from . import limits
 from .unpickler import RestrictedUnpickler
 
-__all__ = ["write_archive", "read_archive", "CorruptFile", "LEGACY_MAGIC"]
+__all__ = ["write_archive", "read_archive", "read_pickle", "CorruptFile", "LEGACY_MAGIC"]
 
 ALIGNMENT = 64
 ARCHIVE = "archive"
@@ -188,19 +188,36 @@ def _archive_size(fileobj) -> int:
     return end - start
 
 
-def read_archive(fileobj, map_location=None, weights_only: bool = True,
-                 pickle_load_args: dict | None = None):
-    """Load the object stored in a torch.save zip (raises CorruptFile on damage)."""
+def _open(fileobj) -> zipfile.ZipFile:
+    """The checkpoint's zip, once its declared sizes are within the load limits."""
     archive_size = _archive_size(fileobj)
     try:
         zf = zipfile.ZipFile(fileobj)
     except zipfile.BadZipFile as exc:
         raise CorruptFile(f"it is not a complete zip archive ({exc}); the file is truncated "
                           "or corrupt") from None
-    with zf:
+    limits.check_inflation(sum(i.file_size for i in zf.infolist()), archive_size)
+    return zf
+
+
+def _read_pickle(zf: zipfile.ZipFile, prefix: str) -> bytes:
+    info = zf.getinfo(prefix + "data.pkl")
+    limits.check_pickle_size(info.filename, info.file_size)
+    return zf.read(info)
+
+
+def read_pickle(fileobj) -> bytes:
+    """The checkpoint's data.pkl, read within the load limits."""
+    with _open(fileobj) as zf:
+        return _read_pickle(zf, _prefix(zf))
+
+
+def read_archive(fileobj, map_location=None, weights_only: bool = True,
+                 pickle_load_args: dict | None = None):
+    """Load the object stored in a torch.save zip (raises CorruptFile on damage)."""
+    with _open(fileobj) as zf:
         prefix = _prefix(zf)
         names = set(zf.namelist())
-        limits.check_inflation(sum(i.file_size for i in zf.infolist()), archive_size)
         order = "little"
         if prefix + "byteorder" in names:
             order = zf.read(prefix + "byteorder").decode("ascii", "replace").strip()
@@ -228,9 +245,7 @@ def read_archive(fileobj, map_location=None, weights_only: bool = True,
                 loaded[key] = storage
             return storage
 
-        pkl_info = zf.getinfo(prefix + "data.pkl")
-        limits.check_pickle_size(pkl_info.filename, pkl_info.file_size)
-        pkl = io.BytesIO(zf.read(pkl_info))
+        pkl = io.BytesIO(_read_pickle(zf, prefix))
         return RestrictedUnpickler(pkl, load_storage, weights_only,
                                    **(pickle_load_args or {})).load()
 

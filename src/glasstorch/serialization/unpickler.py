@@ -12,6 +12,7 @@ import _compat_pickle
 import collections
 import importlib.util
 import pickle
+import pickletools
 import sys
 
 from ..core import dtype as dt
@@ -302,11 +303,14 @@ def _forbidden(module: str, name: str) -> WeightsOnlyUnpicklingError:
                 head + f"glasstorch has no counterpart of {full}, so neither "
                 "weights_only=False nor add_safe_globals can load this file in glasstorch; "
                 "load it in PyTorch and save its state_dict() instead.")
-        ours_name = f"{getattr(ours, '__module__', 'glasstorch')}.{getattr(ours, '__qualname__', name)}"
+        ours_name = (f"{getattr(ours, '__module__', 'glasstorch')}."
+                     f"{getattr(ours, '__qualname__', name)}")
         return WeightsOnlyUnpicklingError(
             head + f"It is PyTorch's name for {ours_name} (a file that pickles whole objects, "
-            "as torch.save(model) does, names such classes). If you trust this file, load it with "
-            f"weights_only=False, which builds glasstorch's {name}, or allowlist it with "
+            "as torch.save(model) does, names such classes). If you trust this file, load it "
+            f"with weights_only=False, which builds glasstorch's {name}, or allowlist it and "
+            "the file's other classes (glasstorch.serialization."
+            "get_unsafe_globals_in_checkpoint lists them) with "
             + _ALLOW.format(ours_name) + ". Saving model.state_dict() avoids the question.")
     advice = (f"If you trust this class/function, allowlist it with {_ALLOW.format(full)}")
     if _importable(module):
@@ -316,6 +320,54 @@ def _forbidden(module: str, name: str) -> WeightsOnlyUnpicklingError:
         advice += (f". (weights_only=False would not help here: module '{module}' cannot be "
                    "imported in this process.)")
     return WeightsOnlyUnpicklingError(head + advice)
+
+
+def _canonical(module: str, name: str) -> tuple:
+    if (module, name) in _compat_pickle.NAME_MAPPING:      # protocol 2's Python 2 names
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
+def globals_in_pickle(data: bytes) -> set:
+    """Every global ('module.name') a pickle names, found without unpickling it
+    (protocol 4's STACK_GLOBAL takes its two names from strings pushed or memoized before)."""
+    found, pushed, memo = set(), [], {}
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            kind = op.name
+            if kind == "GLOBAL":
+                found.add("{}.{}".format(*_canonical(*arg.split(" ", 1))))
+            elif kind == "STACK_GLOBAL":
+                module, name = pushed[-2:] if len(pushed) >= 2 else (None, None)
+                if isinstance(module, str) and isinstance(name, str):
+                    found.add("{}.{}".format(*_canonical(module, name)))
+            if "UNICODE" in kind:
+                pushed.append(arg)
+            elif kind in ("GET", "BINGET", "LONG_BINGET"):
+                pushed.append(memo.get(arg))
+            elif kind == "MEMOIZE":
+                memo[len(memo)] = pushed[-1] if pushed else None
+            elif kind in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[arg] = pushed[-1] if pushed else None
+            elif kind != "FRAME":
+                pushed.append(None)
+    except (ValueError, EOFError) as exc:
+        raise pickle.UnpicklingError(f"the pickle is invalid ({exc})") from None
+    return found
+
+
+def unsafe_globals(data: bytes) -> list:
+    """The globals of a pickle that a weights_only load would refuse, sorted."""
+    user = _user_safe_globals()
+    allowed = {f"{m}.{n}" for m, n in _TORCH_GLOBALS} | {f"{m}.{n}" for m, n in user}
+
+    def allowed_as_ours(full: str) -> bool:           # PyTorch's name of an allowed class
+        module, _, name = full.rpartition(".")
+        ours = torch_names.resolve(module, name) if user and full.startswith("torch.") else None
+        return ours is not None and any(ours is a for a in user.values())
+
+    return sorted(g for g in globals_in_pickle(data)
+                  if g not in allowed and not allowed_as_ours(g))
 
 
 class RestrictedUnpickler(pickle._Unpickler):
@@ -335,10 +387,7 @@ class RestrictedUnpickler(pickle._Unpickler):
         self._weights_only = weights_only
 
     def find_class(self, module, name):
-        if (module, name) in _compat_pickle.NAME_MAPPING:      # protocol 2's Python 2 names
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        elif module in _compat_pickle.IMPORT_MAPPING:
-            module = _compat_pickle.IMPORT_MAPPING[module]
+        module, name = _canonical(module, name)
         obj = _TORCH_GLOBALS.get((module, name))
         if obj is not None:
             return obj
