@@ -2,7 +2,9 @@
 
 Checkpoints use torch.save's zip format (see pytorch_zip.py and pickler.py), so files
 written by either library load in the other. Loading goes through a restricted unpickler
-(unpickler.py): only tensors, storages, containers and plain values come back.
+(unpickler.py): only tensors, storages, containers and plain values come back, unless
+weights_only=False, where PyTorch's class names map onto glasstorch's (torch_names.py).
+Saves to a path are atomic (files.py); loads refuse files over the size limits (limits.py).
 """
 from __future__ import annotations
 
@@ -51,13 +53,16 @@ def get_unsafe_globals_in_checkpoint(f) -> list:
         with open(f, "rb") as fh:
             return get_unsafe_globals_in_checkpoint(fh)
     fh = _seekable(f)
-    if fh.read(2) != b"PK":
-        raise ValueError("Expected input to be a checkpoint returned by torch.save")
-    fh.seek(-2, io.SEEK_CUR)
+    start = fh.tell()
     try:
+        if fh.read(2) != b"PK":
+            raise ValueError("Expected input to be a checkpoint returned by torch.save")
+        fh.seek(start)
         return unsafe_globals(read_pickle(fh))
     except CorruptFile as exc:
         raise RuntimeError(f"cannot read {describe(f)}: {exc}") from None
+    finally:
+        fh.seek(start)          # the file object is left where it was
 
 
 def _seekable(f):
@@ -76,8 +81,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     map_location: None (where it was saved), 'cpu' / a device, a dict mapping saved
     locations to new ones, or a callable(storage, location) -> storage or None.
     weights_only=True (the default) allows only tensors, containers and plain values;
-    any other global in the file raises pickle.UnpicklingError naming it. The storages are
-    always read into memory (`mmap` is accepted for compatibility).
+    any other global in the file raises pickle.UnpicklingError naming it and saying what
+    would load it. weights_only=False also builds whole pickled objects, PyTorch's classes
+    (`torch.nn.modules.linear.Linear`) as glasstorch's; only for trusted files. The
+    storages are read into memory (`mmap` is accepted for compatibility), each straight
+    into its final buffer, after the file's declared sizes pass the limits of
+    set_load_limits (LoadLimitExceeded otherwise). A load that fails leaves a file
+    object's position where it was.
     """
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("glasstorch.load supports only the standard pickle module")
