@@ -385,30 +385,35 @@ class Optimizer:
         on some parameter fails before changing any (PyTorch's fails midway)."""
         index = 0
         for g, group in enumerate(self.param_groups):
-            for option, default in self.defaults.items():
-                value = group.get(option)
-                if _is_number(default) and not _is_number(value):
-                    raise TypeError(f"param group {g}: '{option}' must be a number, got "
-                                    f"{_describe(value)}")
-                if (isinstance(default, tuple) and default and all(map(_is_number, default))
-                        and not (isinstance(value, (tuple, list)) and len(value) == len(default)
-                                 and all(map(_is_number, value)))):
-                    raise TypeError(f"param group {g}: '{option}' must be a tuple of "
-                                    f"{len(default)} numbers, got {value!r}")
+            self._check_hyperparameters(g, group)
+            spec = [e[:2] for e in self._state_spec or () if len(e) < 3 or group.get(e[2])]
             for p in group["params"]:
                 grad = p.grad
                 if grad is not None:
-                    if grad.shape != p.shape or grad.device != p.device:
+                    shape, device = p._shape, p.device
+                    if grad._shape != shape or grad.device != device:
                         raise RuntimeError(
                             f"param group {g}, parameter {index}: its gradient (shape "
                             f"{list(grad.shape)} on {grad.device}) does not match the "
-                            f"parameter (shape {list(p.shape)} on {p.device})")
+                            f"parameter (shape {list(p.shape)} on {device})")
                     state = self.state.get(p)
-                    if state:
+                    if state and not _state_fits(spec, p, shape, device, state):
                         self._check_param_state(group, p, state,
                                                 f"param group {g}, parameter {index}",
                                                 loading=False)
                 index += 1
+
+    def _check_hyperparameters(self, g: int, group: dict) -> None:
+        for option, default in self.defaults.items():
+            value = group.get(option)
+            if _is_number(default) and not _is_number(value):
+                raise TypeError(f"param group {g}: '{option}' must be a number, got "
+                                f"{_describe(value)}")
+            if (isinstance(default, tuple) and default and all(map(_is_number, default))
+                    and not (isinstance(value, (tuple, list)) and len(value) == len(default)
+                             and all(map(_is_number, value)))):
+                raise TypeError(f"param group {g}: '{option}' must be a tuple of "
+                                f"{len(default)} numbers, got {value!r}")
 
     # -- gradients and groups ----------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -489,6 +494,29 @@ class Optimizer:
     def _params_with_grad(self, group: dict) -> list:
         """The group's parameters that received a gradient (the others are skipped)."""
         return [p for p in group["params"] if p.grad is not None]
+
+
+def _state_fits(spec, p, shape, device, state) -> bool:
+    """The quick test a step makes of a parameter's state; False sends it to
+    Optimizer._check_param_state, which says what is wrong (or finds it acceptable)."""
+    dtype = p.dtype
+    for key, kind in spec:
+        value = state.get(key)
+        if value is None:
+            if kind != OPTIONAL_LIKE_PARAM:
+                return False
+        elif value.__class__ is not Tensor and not isinstance(value, Tensor):
+            return False
+        elif kind == SCALAR:
+            if value._shape and value.numel() != 1:
+                return False
+        elif value._shape != shape or value.dtype is not dtype:
+            return False
+        else:
+            where = value.device
+            if where is not device and where != device:
+                return False
+    return True
 
 
 def _describe(value) -> str:
