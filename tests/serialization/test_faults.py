@@ -279,3 +279,53 @@ def test_a_failed_load_changes_nothing(tmp_path):
             gt.load(f)
         assert f.tell() == 0
     assert (get_safe_globals(), gt.get_default_dtype(), gt.is_grad_enabled()) == before
+
+
+# ---- malicious pickles never run code, whatever opcode names the callable ------------------
+
+def _attacks(marker) -> dict:
+    cmd = f"touch {marker}".encode()
+    arg = pickle.SHORT_BINUNICODE + bytes([len(cmd)]) + cmd if len(cmd) < 256 else None
+    assert arg is not None
+
+    def short(text):
+        return pickle.SHORT_BINUNICODE + bytes([len(text)]) + text.encode()
+    return {
+        "GLOBAL+REDUCE": b"\x80\x02cos\nsystem\n" + arg + pickle.TUPLE1 + pickle.REDUCE
+                         + pickle.STOP,
+        "STACK_GLOBAL (protocol 4)": b"\x80\x04" + short("os") + short("system")
+                                     + pickle.STACK_GLOBAL + arg + pickle.TUPLE1
+                                     + pickle.REDUCE + pickle.STOP,
+        "INST (protocol 0)": b"(" + f"S'touch {marker}'\n".encode() + b"ios\nsystem\n."
+                             if "'" not in str(marker) else None,
+        "OBJ": b"\x80\x02(cos\nsystem\n" + arg + pickle.OBJ + pickle.STOP,
+        "NEWOBJ": b"\x80\x02csubprocess\nPopen\n" + arg + pickle.TUPLE1 + pickle.NEWOBJ
+                  + pickle.STOP,
+        "EXT1 (copyreg registry)": b"\x80\x02" + pickle.EXT1 + bytes([240]) + arg
+                                   + pickle.TUPLE1 + pickle.REDUCE + pickle.STOP,
+        "BUILD with __setstate__": b"\x80\x02ccollections\nOrderedDict\n)R}"
+                                   + short("__setstate__") + b"cos\nsystem\nsb" + pickle.STOP,
+        "allowed callable, evil args": b"\x80\x02c_codecs\nencode\n" + arg + short("rot13")
+                                       + pickle.TUPLE2 + pickle.REDUCE + pickle.STOP,
+    }
+
+
+def test_no_opcode_makes_a_load_run_code(tmp_path):
+    import copyreg
+    from tests.serialization.test_save_load import zip_with_pickle
+    marker = tmp_path / "pwned"
+    copyreg.add_extension("os", "system", 240)
+    try:
+        for name, payload in _attacks(marker).items():
+            if payload is None:
+                continue
+            with pytest.raises((pickle.UnpicklingError, RuntimeError)) as info:
+                gt.load(zip_with_pickle(payload))
+            assert not marker.exists(), name
+            if name.startswith("allowed callable"):
+                assert "latin1 text only" in str(info.value)
+            else:                       # refused when the callable is named, never called
+                assert isinstance(info.value, gt.serialization.WeightsOnlyUnpicklingError)
+                assert re.search(r"GLOBAL (os\.system|subprocess\.Popen)", str(info.value))
+    finally:
+        copyreg.remove_extension("os", "system", 240)
