@@ -3,8 +3,9 @@ streaming, and files that fail to load."""
 from __future__ import annotations
 
 import io
-import pickle
 import os
+import pickle
+import re
 import signal
 import subprocess
 import sys
