@@ -217,6 +217,8 @@ def test_glasstorch_model_pickled_whole_loads_in_torch_as_torch_objects(images):
 @pytest.mark.parametrize("make, shape", [
     (lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True), (2, 5, 3)),
     (lambda nn: nn.MultiheadAttention(4, 2), None),
+    (lambda nn: nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0,
+                                           batch_first=True, activation="gelu"), (2, 5, 4)),
 ])
 def test_more_glasstorch_modules_load_in_torch(make, shape):
     gt.manual_seed(4)
@@ -228,7 +230,8 @@ def test_more_glasstorch_modules_load_in_torch(make, shape):
         want = model(gt.tensor(x), gt.tensor(x), gt.tensor(x))[0]
         out = got(torch.tensor(x), torch.tensor(x), torch.tensor(x))[0]
     else:
-        want, out = model(gt.tensor(x))[0], got(torch.tensor(x))[0]
+        want, out = model(gt.tensor(x)), got(torch.tensor(x))
+        want, out = (want[0], out[0]) if isinstance(want, tuple) else (want, out)
     np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-5,
                                atol=1e-5)
 
@@ -292,3 +295,25 @@ def test_get_unsafe_globals_in_checkpoint_lists_what_to_allow(protocol):
             assert isinstance(gt.load(buf), gt.nn.Sequential)
     with pytest.raises(ValueError, match="checkpoint returned by torch.save"):
         gt.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(b"not a zip"))
+
+
+def test_schedulers_pickled_whole_in_both_directions():
+    w = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([w], lr=1.0)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    gw = gt.nn.Parameter(gt.ones(2))
+    gopt = gt.optim.SGD([gw], lr=1.0)
+    gsched = gt.optim.lr_scheduler.StepLR(gopt, step_size=2, gamma=0.5)
+    for _ in range(3):
+        opt.step(), sched.step(), gopt.step(), gsched.step()
+    mine = gt.load(torch_file({"opt": opt, "sched": sched}), weights_only=False)
+    theirs = torch.load(glasstorch_file({"opt": gopt, "sched": gsched}), weights_only=False)
+    assert type(mine["sched"]) is gt.optim.lr_scheduler.StepLR
+    assert type(theirs["sched"]) is torch.optim.lr_scheduler.StepLR
+    assert mine["sched"].optimizer is mine["opt"] and theirs["sched"].optimizer is theirs["opt"]
+    for pair in ((opt, sched), (gopt, gsched), (mine["opt"], mine["sched"]),
+                 (theirs["opt"], theirs["sched"])):
+        pair[0].step()
+        pair[1].step()
+    assert (sched.get_last_lr() == gsched.get_last_lr() == mine["sched"].get_last_lr()
+            == theirs["sched"].get_last_lr() == [0.25])

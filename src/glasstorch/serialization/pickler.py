@@ -14,6 +14,7 @@ import collections
 import copyreg
 import io
 import pickle
+import types
 
 from ..core import dtype as dt
 from ..core.device import device as Device
@@ -93,6 +94,8 @@ class _Pickler(pickle._Pickler):
             super().save_global(obj, name)
         else:
             self._write_global(_Global(*mapped), obj)
+
+    dispatch[types.FunctionType] = save_global      # the base table holds the base method
 
     def reducer_override(self, obj):
         cls = type(obj)

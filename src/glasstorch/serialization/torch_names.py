@@ -145,6 +145,8 @@ def torch_name(obj):
         return home, qualname
     for public in ("torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.fft",
                    "torch.special"):
-        if module.startswith("glasstorch" + public[5:]) and resolve(public, qualname) is obj:
+        # a function of these packages' modules (glasstorch.nn.functional.activation.gelu)
+        # is the package's function of that name, or the one the package exports for it
+        if module.startswith("glasstorch" + public[5:]) and callable(resolve(public, qualname)):
             return public, qualname
     return None
