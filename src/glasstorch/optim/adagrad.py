@@ -1,9 +1,8 @@
 """Adagrad: per-coordinate step sizes from the running sum of squared gradients."""
 from __future__ import annotations
 
-from .optimizer import (F, Optimizer, _as_real, _check_lr, _check_nonneg, _closure_loss,
-                        _scalar_state, _to_scalar, _use_grad, _preserve)
-from .optimizer import LIKE_PARAM, SCALAR
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _as_real, _check_lr, _check_nonneg,
+                        _closure_loss, _scalar_state, _to_scalar, _use_grad, _preserve)
 
 __all__ = ["Adagrad"]
 

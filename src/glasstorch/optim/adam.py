@@ -4,10 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.tensor import Tensor
-from .optimizer import (F, Optimizer, _bump, _check_betas, _check_lr, _check_nonneg,
-                        _closure_loss, _as_real, _fused, _plain_arrays, _scalar_state,
-                        _to_scalar, _use_grad, _zeros_like)
-from .optimizer import LIKE_PARAM, SCALAR
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _bump, _check_betas, _check_lr,
+                        _check_nonneg, _closure_loss, _as_real, _fused, _plain_arrays,
+                        _scalar_state, _to_scalar, _use_grad, _zeros_like)
 
 __all__ = ["Adam"]
 

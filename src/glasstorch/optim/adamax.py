@@ -1,9 +1,9 @@
 """Adamax: Adam with the infinity norm (a running max) in place of the second moment."""
 from __future__ import annotations
 
-from .optimizer import (F, Optimizer, _as_real, _check_betas, _check_lr, _check_nonneg,
-                        _closure_loss, _scalar_state, _to_scalar, _use_grad, _zeros_like)
-from .optimizer import LIKE_PARAM, SCALAR
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _as_real, _check_betas, _check_lr,
+                        _check_nonneg, _closure_loss, _scalar_state, _to_scalar, _use_grad,
+                        _zeros_like)
 
 __all__ = ["Adamax"]
 

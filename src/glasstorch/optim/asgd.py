@@ -2,9 +2,9 @@
 iterates, averaging from step t0 on."""
 from __future__ import annotations
 
-from .optimizer import (F, Optimizer, _as_real, _check_lr, _check_nonneg, _closure_loss,
-                        _get_scalar_dtype, _scalar_state, _to_scalar, _use_grad, _zeros_like)
-from .optimizer import LIKE_PARAM, SCALAR
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _as_real, _check_lr, _check_nonneg,
+                        _closure_loss, _get_scalar_dtype, _scalar_state, _to_scalar, _use_grad,
+                        _zeros_like)
 
 __all__ = ["ASGD"]
 

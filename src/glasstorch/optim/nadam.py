@@ -1,9 +1,9 @@
 """NAdam: Adam with Nesterov momentum and a decaying momentum schedule (mu_t)."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _as_real, _check_betas, _check_lr, _check_nonneg, _closure_loss,
-                        _scalar_state, _to_scalar, _use_grad, _zeros_like)
-from .optimizer import LIKE_PARAM, SCALAR
+from .optimizer import (LIKE_PARAM, SCALAR, Optimizer, _as_real, _check_betas, _check_lr,
+                        _check_nonneg, _closure_loss, _scalar_state, _to_scalar, _use_grad,
+                        _zeros_like)
 
 __all__ = ["NAdam"]
 

@@ -1,9 +1,8 @@
 """RMSprop: divide the gradient by a running root-mean-square of recent gradients."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _as_real, _check_lr, _check_nonneg, _closure_loss, _scalar_state,
-                        _to_scalar, _use_grad, _zeros_like)
-from .optimizer import LIKE_PARAM, SCALAR
+from .optimizer import (LIKE_PARAM, SCALAR, Optimizer, _as_real, _check_lr, _check_nonneg,
+                        _closure_loss, _scalar_state, _to_scalar, _use_grad, _zeros_like)
 
 __all__ = ["RMSprop"]
 

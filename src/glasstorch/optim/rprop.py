@@ -2,9 +2,8 @@
 gradients; only the gradient's sign moves the parameter."""
 from __future__ import annotations
 
-from .optimizer import (F, Optimizer, _as_real, _check_lr, _closure_loss, _scalar_state,
-                        _to_scalar, _use_grad, _zeros_like)
-from .optimizer import LIKE_PARAM, SCALAR
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _as_real, _check_lr, _closure_loss,
+                        _scalar_state, _to_scalar, _use_grad, _zeros_like)
 
 __all__ = ["Rprop"]
 

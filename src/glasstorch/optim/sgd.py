@@ -4,9 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.tensor import Tensor
-from .optimizer import (Optimizer, _bump, _check_lr, _closure_loss, _fused, _plain_arrays,
-                        _to_scalar, _use_grad)
-from .optimizer import OPTIONAL_LIKE_PARAM
+from .optimizer import (OPTIONAL_LIKE_PARAM, Optimizer, _bump, _check_lr, _closure_loss, _fused,
+                        _plain_arrays, _to_scalar, _use_grad)
 
 __all__ = ["SGD"]
 
