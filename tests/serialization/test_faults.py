@@ -250,7 +250,7 @@ def test_random_corruption_never_loads_wrong_data():
     gt.save({"w": w, "ids": ids, "step": 7, "name": "run"}, buf)
     data = buf.getvalue()
     loaded = 0
-    for _ in range(300):
+    for _ in range(400):
         bad = bytearray(data)
         for pos in rng.integers(0, len(bad), size=int(rng.integers(1, 4))):
             bad[pos] ^= int(rng.integers(1, 256))
@@ -262,7 +262,7 @@ def test_random_corruption_never_loads_wrong_data():
         loaded += 1                      # only bytes no reader looks at (zip comments...) changed
         assert got["step"] == 7 and got["name"] == "run"
         assert gt.equal(got["w"], w) and gt.equal(got["ids"], ids)
-    assert loaded < 300
+    assert loaded < 400
 
 
 def test_a_failed_load_changes_nothing(tmp_path):

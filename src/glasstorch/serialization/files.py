@@ -50,8 +50,10 @@ def _temporary_pattern(target_name: str):
 
 
 def _process_runs(pid: int) -> bool:
-    if pid == os.getpid():
-        return True         # another thread of this process may be saving right now
+    """Whether process `pid` may still be writing. Our own pid: another thread may be
+    saving. On Windows signal 0 is Ctrl-C, so there only a temporary's age marks it stale."""
+    if pid == os.getpid() or os.name == "nt":
+        return True
     try:
         os.kill(pid, 0)     # signal 0: only asks whether the process exists
     except ProcessLookupError:
