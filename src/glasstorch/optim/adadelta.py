@@ -1,8 +1,8 @@
 """Adadelta: step sizes from running averages of squared gradients and squared updates."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _as_real, _check_lr, _check_nonneg, _closure_loss, _scalar_state,
-                        _to_scalar, _use_grad, _zeros_like)
+from .optimizer import (LIKE_PARAM, SCALAR, Optimizer, _as_real, _check_lr, _check_nonneg,
+                        _closure_loss, _scalar_state, _to_scalar, _use_grad, _zeros_like)
 
 __all__ = ["Adadelta"]
 
@@ -21,6 +21,8 @@ class Adadelta(Optimizer):
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
+
+    _state_spec = (("step", SCALAR), ("square_avg", LIKE_PARAM), ("acc_delta", LIKE_PARAM))
 
     # param-group options older state dicts may lack (filled in by __setstate__)
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),

@@ -1,8 +1,8 @@
 """Adagrad: per-coordinate step sizes from the running sum of squared gradients."""
 from __future__ import annotations
 
-from .optimizer import (F, Optimizer, _as_real, _check_lr, _check_nonneg, _closure_loss,
-                        _scalar_state, _to_scalar, _use_grad, _preserve)
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _as_real, _check_lr, _check_nonneg,
+                        _closure_loss, _scalar_state, _to_scalar, _use_grad, _preserve)
 
 __all__ = ["Adagrad"]
 
@@ -32,6 +32,8 @@ class Adagrad(Optimizer):
                 if p.is_complex():
                     init = complex(init, init)
                 state["sum"] = F["full_like"](p, init, memory_format=_preserve)
+
+    _state_spec = (("step", SCALAR), ("sum", LIKE_PARAM))
 
     # param-group options older state dicts may lack (filled in by __setstate__)
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),

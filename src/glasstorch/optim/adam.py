@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.tensor import Tensor
-from .optimizer import (F, Optimizer, _bump, _check_betas, _check_lr, _check_nonneg,
-                        _closure_loss, _as_real, _fused, _plain_arrays, _scalar_state,
-                        _to_scalar, _use_grad, _zeros_like)
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _bump, _check_betas, _check_lr,
+                        _check_nonneg, _closure_loss, _as_real, _fused, _plain_arrays,
+                        _scalar_state, _to_scalar, _use_grad, _zeros_like)
 
 __all__ = ["Adam"]
 
@@ -38,6 +38,9 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    _state_spec = (("step", SCALAR), ("exp_avg", LIKE_PARAM), ("exp_avg_sq", LIKE_PARAM),
+                   ("max_exp_avg_sq", LIKE_PARAM, "amsgrad"))
 
     # param-group options older state dicts may lack (filled in by __setstate__)
     _group_defaults = (("amsgrad", False), ("maximize", False), ("foreach", None),

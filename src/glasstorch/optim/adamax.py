@@ -1,8 +1,9 @@
 """Adamax: Adam with the infinity norm (a running max) in place of the second moment."""
 from __future__ import annotations
 
-from .optimizer import (F, Optimizer, _as_real, _check_betas, _check_lr, _check_nonneg,
-                        _closure_loss, _scalar_state, _to_scalar, _use_grad, _zeros_like)
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _as_real, _check_betas, _check_lr,
+                        _check_nonneg, _closure_loss, _scalar_state, _to_scalar, _use_grad,
+                        _zeros_like)
 
 __all__ = ["Adamax"]
 
@@ -21,6 +22,8 @@ class Adamax(Optimizer):
                         foreach=foreach, maximize=maximize, differentiable=differentiable,
                         capturable=capturable)
         super().__init__(params, defaults)
+
+    _state_spec = (("step", SCALAR), ("exp_avg", LIKE_PARAM), ("exp_inf", LIKE_PARAM))
 
     # param-group options older state dicts may lack (filled in by __setstate__)
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),

@@ -2,8 +2,9 @@
 iterates, averaging from step t0 on."""
 from __future__ import annotations
 
-from .optimizer import (F, Optimizer, _as_real, _check_lr, _check_nonneg, _closure_loss,
-                        _get_scalar_dtype, _scalar_state, _to_scalar, _use_grad, _zeros_like)
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _as_real, _check_lr, _check_nonneg,
+                        _closure_loss, _get_scalar_dtype, _scalar_state, _to_scalar, _use_grad,
+                        _zeros_like)
 
 __all__ = ["ASGD"]
 
@@ -21,6 +22,8 @@ class ASGD(Optimizer):
                         foreach=foreach, maximize=maximize, differentiable=differentiable,
                         capturable=capturable)
         super().__init__(params, defaults)
+
+    _state_spec = (("step", SCALAR), ("eta", SCALAR), ("mu", SCALAR), ("ax", LIKE_PARAM))
 
     # param-group options older state dicts may lack (filled in by __setstate__)
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),

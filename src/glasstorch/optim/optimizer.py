@@ -107,14 +107,52 @@ def _run_hooked(step, args, kwargs):
             else:
                 raise RuntimeError(f"{step} must return None or a tuple of "
                                    f"(new_args, new_kwargs), but got {result}.")
+    args, kwargs = _checked_first(self, args, kwargs)
     out = step(*args, **kwargs)
     for hook in chain(list(self._optimizer_step_post_hooks), list(_global_post_hooks)):
         hook(self, args, kwargs)
     return out
 
 
+def _checked_first(self, args, kwargs):
+    """Arrange for self._check_step() to run before the step changes anything: at once
+    without a closure, else right after the closure's first call (it computes the grads)."""
+    closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+    if closure is None:
+        self._check_step()
+        return args, kwargs
+    first = [True]
+
+    def checked_closure():
+        loss = closure()
+        if first[0]:
+            first[0] = False
+            self._check_step()
+        return loss
+
+    if "closure" in kwargs:
+        return args, {**kwargs, "closure": checked_closure}
+    return (args[0], checked_closure) + tuple(args[2:]), kwargs
+
+
+# What a parameter's state holds (Optimizer._state_spec): a tensor of the parameter's
+# shape, a one-element tensor, or a tensor of the parameter's shape that may be absent/None.
+LIKE_PARAM, SCALAR, OPTIONAL_LIKE_PARAM = "like_param", "scalar", "optional_like_param"
+
+
+def _is_number(x) -> bool:
+    if isinstance(x, Tensor):
+        return x.numel() == 1 and not x.is_complex()
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 class Optimizer:
     """Base class: param groups, per-parameter state, state_dict, hooks, zero_grad."""
+
+    # The state a step needs per parameter, as (name, kind) or (name, kind, group option
+    # that must be set for it), kinds from LIKE_PARAM/SCALAR/OPTIONAL_LIKE_PARAM; None
+    # where the state has another layout (LBFGS). load_state_dict and step check it first.
+    _state_spec: tuple | None = None
 
     # Whether step() with differentiable=True builds the same graph as torch's (checked
     # against torch); the others refuse the flag rather than differ silently.
@@ -255,8 +293,20 @@ class Optimizer:
                              "match the size of optimizer's group")
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
+        group_of = {k: g for g in saved_groups for k in g["params"]}
+        saved_state = state_dict["state"]
+        if not isinstance(saved_state, dict):
+            raise ValueError("loaded state dict's 'state' must be a dict of per-parameter "
+                             f"states, got {type(saved_state).__name__}")
+        for k, v in saved_state.items():          # check everything before changing
+            if k in id_map:
+                self._check_param_state(group_of[k], id_map[k], v,
+                                        f"loaded state dict: parameter {k}")
 
         def cast(param, value, key=None):
+            if key in self._scalar_keys and _is_number(value) and not isinstance(value,
+                                                                                  Tensor):
+                return _scalar_state(float(value))     # older files keep `step` as a number
             if isinstance(value, Tensor):
                 if key == "step":
                     return value
@@ -286,6 +336,84 @@ class Optimizer:
             update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
         for hook in list(self._optimizer_load_state_dict_post_hooks):
             hook(self)
+
+    # -- checks before a change ---------------------------------------------------------
+    @property
+    def _scalar_keys(self) -> frozenset:
+        return frozenset(e[0] for e in self._state_spec or () if e[1] == SCALAR)
+
+    def _check_param_state(self, group: dict, p: Tensor, state, where: str,
+                           loading: bool = True) -> None:
+        """Raise ValueError unless `state` is what a step of this optimizer needs for p
+        (nothing, or every entry of _state_spec with the right shape)."""
+        name = type(self).__name__
+        if not isinstance(state, dict):
+            raise ValueError(f"{where}: expected a dict of state, got {type(state).__name__}")
+        if self._state_spec is None or not state:
+            return
+        for entry in self._state_spec:
+            key, kind = entry[0], entry[1]
+            if len(entry) > 2 and not group.get(entry[2]):
+                continue
+            value = state.get(key)
+            if value is None:
+                if kind == OPTIONAL_LIKE_PARAM:
+                    continue
+                raise ValueError(f"{where}: the state has no '{key}', which {name} needs "
+                                 f"(it has {sorted(map(str, state))})")
+            if kind == SCALAR:
+                if not (_is_number(value) if loading else
+                        isinstance(value, Tensor) and value.numel() == 1):
+                    raise ValueError(f"{where}: '{key}' must be a number or a one-element "
+                                     f"tensor, got {_describe(value)}")
+                continue
+            if not isinstance(value, Tensor):
+                raise ValueError(f"{where}: '{key}' must be a tensor of the parameter's shape "
+                                 f"{list(p.shape)}, got {_describe(value)}")
+            if value.shape != p.shape:
+                raise ValueError(f"{where}: '{key}' has shape {list(value.shape)}, but the "
+                                 f"parameter's shape is {list(p.shape)}")
+            if value.is_complex() and not p.is_complex():
+                raise ValueError(f"{where}: '{key}' is complex ({value.dtype}) but the "
+                                 f"parameter is real ({p.dtype})")
+            if not loading and value.device != p.device:
+                raise ValueError(f"{where}: '{key}' is on {value.device}, the parameter on "
+                                 f"{p.device}")
+
+    def _check_step(self) -> None:
+        """Everything a step reads, checked before it writes: so a step that would fail
+        on some parameter fails before changing any (PyTorch's fails midway)."""
+        index = 0
+        for g, group in enumerate(self.param_groups):
+            self._check_hyperparameters(g, group)
+            spec = [e[:2] for e in self._state_spec or () if len(e) < 3 or group.get(e[2])]
+            for p in group["params"]:
+                grad = p.grad
+                if grad is not None:
+                    shape, device = p._shape, p.device
+                    if grad._shape != shape or grad.device != device:
+                        raise RuntimeError(
+                            f"param group {g}, parameter {index}: its gradient (shape "
+                            f"{list(grad.shape)} on {grad.device}) does not match the "
+                            f"parameter (shape {list(p.shape)} on {device})")
+                    state = self.state.get(p)
+                    if state and not _state_fits(spec, p, shape, device, state):
+                        self._check_param_state(group, p, state,
+                                                f"param group {g}, parameter {index}",
+                                                loading=False)
+                index += 1
+
+    def _check_hyperparameters(self, g: int, group: dict) -> None:
+        for option, default in self.defaults.items():
+            value = group.get(option)
+            if _is_number(default) and not _is_number(value):
+                raise TypeError(f"param group {g}: '{option}' must be a number, got "
+                                f"{_describe(value)}")
+            if (isinstance(default, tuple) and default and all(map(_is_number, default))
+                    and not (isinstance(value, (tuple, list)) and len(value) == len(default)
+                             and all(map(_is_number, value)))):
+                raise TypeError(f"param group {g}: '{option}' must be a tuple of "
+                                f"{len(default)} numbers, got {value!r}")
 
     # -- gradients and groups ----------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -366,6 +494,35 @@ class Optimizer:
     def _params_with_grad(self, group: dict) -> list:
         """The group's parameters that received a gradient (the others are skipped)."""
         return [p for p in group["params"] if p.grad is not None]
+
+
+def _state_fits(spec, p, shape, device, state) -> bool:
+    """The quick test a step makes of a parameter's state; False sends it to
+    Optimizer._check_param_state, which says what is wrong (or finds it acceptable)."""
+    dtype = p.dtype
+    for key, kind in spec:
+        value = state.get(key)
+        if value is None:
+            if kind != OPTIONAL_LIKE_PARAM:
+                return False
+        elif value.__class__ is not Tensor and not isinstance(value, Tensor):
+            return False
+        elif kind == SCALAR:
+            if value._shape and value.numel() != 1:
+                return False
+        elif value._shape != shape or value.dtype is not dtype:
+            return False
+        else:
+            where = value.device
+            if where is not device and where != device:
+                return False
+    return True
+
+
+def _describe(value) -> str:
+    if isinstance(value, Tensor):
+        return f"a tensor of shape {list(value.shape)} and dtype {value.dtype}"
+    return f"{type(value).__name__} {value!r}"[:80]
 
 
 def _scalar_state(value: float = 0.0):

@@ -1,8 +1,9 @@
 """RAdam: Adam whose adaptive term is switched on once its variance is tractable."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _as_real, _check_betas, _check_lr, _check_nonneg, _closure_loss,
-                        _scalar_state, _to_scalar, _use_grad, _zeros_like)
+from .optimizer import (LIKE_PARAM, SCALAR, Optimizer, _as_real, _check_betas, _check_lr,
+                        _check_nonneg, _closure_loss, _scalar_state, _to_scalar, _use_grad,
+                        _zeros_like)
 
 __all__ = ["RAdam"]
 
@@ -25,6 +26,8 @@ class RAdam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay,
                         differentiable=differentiable)
         super().__init__(params, defaults)
+
+    _state_spec = (("step", SCALAR), ("exp_avg", LIKE_PARAM), ("exp_avg_sq", LIKE_PARAM))
 
     # param-group options older state dicts may lack (filled in by __setstate__)
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),

@@ -1,8 +1,8 @@
 """RMSprop: divide the gradient by a running root-mean-square of recent gradients."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _as_real, _check_lr, _check_nonneg, _closure_loss, _scalar_state,
-                        _to_scalar, _use_grad, _zeros_like)
+from .optimizer import (LIKE_PARAM, SCALAR, Optimizer, _as_real, _check_lr, _check_nonneg,
+                        _closure_loss, _scalar_state, _to_scalar, _use_grad, _zeros_like)
 
 __all__ = ["RMSprop"]
 
@@ -23,6 +23,10 @@ class RMSprop(Optimizer):
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
+
+    _state_spec = (("step", SCALAR), ("square_avg", LIKE_PARAM),
+                   ("momentum_buffer", LIKE_PARAM, "momentum"),
+                   ("grad_avg", LIKE_PARAM, "centered"))
 
     # param-group options older state dicts may lack (filled in by __setstate__)
     _group_defaults = (("momentum", 0), ("centered", False), ("foreach", None),

@@ -2,8 +2,8 @@
 gradients; only the gradient's sign moves the parameter."""
 from __future__ import annotations
 
-from .optimizer import (F, Optimizer, _as_real, _check_lr, _closure_loss, _scalar_state,
-                        _to_scalar, _use_grad, _zeros_like)
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _as_real, _check_lr, _closure_loss,
+                        _scalar_state, _to_scalar, _use_grad, _zeros_like)
 
 __all__ = ["Rprop"]
 
@@ -21,6 +21,8 @@ class Rprop(Optimizer):
                         maximize=maximize, differentiable=differentiable,
                         capturable=capturable)
         super().__init__(params, defaults)
+
+    _state_spec = (("step", SCALAR), ("prev", LIKE_PARAM), ("step_size", LIKE_PARAM))
 
     # param-group options older state dicts may lack (filled in by __setstate__)
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.tensor import Tensor
-from .optimizer import (Optimizer, _bump, _check_lr, _closure_loss, _fused, _plain_arrays,
-                        _to_scalar, _use_grad)
+from .optimizer import (OPTIONAL_LIKE_PARAM, Optimizer, _bump, _check_lr, _closure_loss, _fused,
+                        _plain_arrays, _to_scalar, _use_grad)
 
 __all__ = ["SGD"]
 
@@ -31,6 +31,8 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    _state_spec = (("momentum_buffer", OPTIONAL_LIKE_PARAM),)
 
     # param-group options older state dicts may lack (filled in by __setstate__)
     _group_defaults = (("nesterov", False), ("maximize", False), ("foreach", None),

@@ -11,14 +11,17 @@ the module that defines it (glasstorch never imports torch).
 from __future__ import annotations
 
 import collections
+import copyreg
 import io
 import pickle
+import types
 
 from ..core import dtype as dt
 from ..core.device import device as Device
 from ..core.shape import Size
 from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor
+from . import torch_names
 from .unpickler import STORAGE_CLASS_OF, _parameter_class
 
 __all__ = ["pickle_with_storages"]
@@ -83,6 +86,17 @@ class _Pickler(pickle._Pickler):
     dispatch[_Global] = _save_global_ref
     dispatch[dt.dtype] = _save_dtype
 
+    def save_global(self, obj, name=None):
+        """Classes and functions PyTorch also has go under PyTorch's name
+        (`torch.nn.modules.linear.Linear`), so torch.load builds PyTorch's objects."""
+        mapped = torch_names.torch_name(obj) if name is None else None
+        if mapped is None:
+            super().save_global(obj, name)
+        else:
+            self._write_global(_Global(*mapped), obj)
+
+    dispatch[types.FunctionType] = save_global      # the base table holds the base method
+
     def reducer_override(self, obj):
         cls = type(obj)
         if cls is Tensor or isinstance(obj, Tensor):
@@ -91,6 +105,8 @@ class _Pickler(pickle._Pickler):
             return (_SIZE, (tuple(obj),))
         if cls is Device:
             return (_DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index))
+        if isinstance(getattr(cls, "_flat_weights", None), property):
+            return _reduce_with_flat_weights(obj)
         return NotImplemented
 
     def _reduce_tensor(self, t: Tensor):
@@ -133,6 +149,15 @@ class _Pickler(pickle._Pickler):
                     "Cannot save multiple tensors or storages that view the same data as "
                     f"different types (found {first} and {dtype})")
         return ("storage", kind, key, str(storage.device), numel)
+
+
+def _reduce_with_flat_weights(module):
+    """A recurrent module as PyTorch pickles it: PyTorch keeps `_flat_weights` (the weights
+    in `_flat_weights_names` order) in the instance and needs it when unpickling; glasstorch
+    computes it, so it is added to the pickled state."""
+    state = module.__dict__.copy()
+    state["_flat_weights"] = list(module._flat_weights)
+    return (copyreg.__newobj__, (type(module),), state)
 
 
 def _python_attributes(t: Tensor) -> dict:

@@ -12,14 +12,16 @@ import io
 import os
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 
 from ..core.device import CPU, device as Device
 from ..core.storage import UntypedStorage, meta_storage
+from . import limits
 from .unpickler import RestrictedUnpickler
 
-__all__ = ["write_archive", "read_archive", "CorruptFile", "LEGACY_MAGIC"]
+__all__ = ["write_archive", "read_archive", "read_pickle", "CorruptFile", "LEGACY_MAGIC"]
 
 ALIGNMENT = 64
 ARCHIVE = "archive"
@@ -117,29 +119,103 @@ def _place(storage: UntypedStorage, location: str, map_location) -> UntypedStora
                     f"got {type(map_location).__name__}")
 
 
-def _read_into(zf: zipfile.ZipFile, name: str, buf: np.ndarray) -> None:
-    """Stream an entry straight into a storage's bytes (no intermediate copy); reading
-    past the end makes zipfile verify the CRC."""
-    view, done = memoryview(buf), 0
-    with zf.open(name) as src:
+_CHUNK = 16 * 2**20           # bytes per read of a stored storage
+_INFLATE_CHUNK = 2**20        # bytes per read of a compressed one (zipfile copies each)
+
+
+def _stored_data_offset(fileobj, info: zipfile.ZipInfo) -> int:
+    """Where a stored entry's bytes start in the file (after its local header)."""
+    fileobj.seek(info.header_offset)
+    header = fileobj.read(_LOCAL_HEADER)
+    if len(header) != _LOCAL_HEADER or header[:4] != b"PK\x03\x04":
+        raise CorruptFile(f"storage record '{info.filename}' has no valid local header")
+    name_len = int.from_bytes(header[26:28], "little")
+    extra_len = int.from_bytes(header[28:30], "little")
+    return info.header_offset + _LOCAL_HEADER + name_len + extra_len
+
+
+def _read_stored(fileobj, info: zipfile.ZipInfo, view: memoryview) -> None:
+    """Read an uncompressed entry from the file straight into `view` (no intermediate
+    buffer), checking its CRC as zipfile would."""
+    fileobj.seek(_stored_data_offset(fileobj, info))
+    readinto = getattr(fileobj, "readinto", None)
+    crc, done = 0, 0
+    while done < len(view):
+        part = view[done:done + _CHUNK]
+        if readinto is not None:
+            n = readinto(part)
+        else:
+            data = fileobj.read(len(part))
+            n = len(data)
+            part[:n] = data
+        if not n:
+            raise CorruptFile(f"storage record '{info.filename}' ends after {done} bytes")
+        crc = zlib.crc32(part[:n], crc)
+        done += n
+    if crc != info.CRC:
+        raise CorruptFile(f"storage record '{info.filename}' fails its CRC check")
+
+
+def _read_inflated(zf: zipfile.ZipFile, info: zipfile.ZipInfo, view: memoryview) -> None:
+    """Inflate a compressed entry into `view` a chunk at a time; reading to the end makes
+    zipfile verify the CRC."""
+    done = 0
+    with zf.open(info) as src:
         while done < len(view):
-            n = src.readinto(view[done:])
-            if not n:
-                raise CorruptFile(f"storage record '{name}' ends after {done} bytes")
-            done += n
+            data = src.read(min(_INFLATE_CHUNK, len(view) - done))
+            if not data:
+                raise CorruptFile(f"storage record '{info.filename}' ends after {done} bytes")
+            view[done:done + len(data)] = data
+            done += len(data)
         if src.read(1):
-            raise CorruptFile(f"storage record '{name}' is longer than its header says")
+            raise CorruptFile(f"storage record '{info.filename}' is longer than its header "
+                              "says")
 
 
-def read_archive(fileobj, map_location=None, weights_only: bool = True,
-                 pickle_load_args: dict | None = None):
-    """Load the object stored in a torch.save zip (raises CorruptFile on damage)."""
+def _read_into(zf: zipfile.ZipFile, fileobj, info: zipfile.ZipInfo, buf: np.ndarray) -> None:
+    """Stream an entry into a storage's bytes: the storage is the only full-size buffer."""
+    view = memoryview(buf).cast("B")
+    if info.compress_type == zipfile.ZIP_STORED and info.compress_size == info.file_size:
+        _read_stored(fileobj, info, view)
+    else:
+        _read_inflated(zf, info, view)
+
+
+def _archive_size(fileobj) -> int:
+    start = fileobj.tell()
+    end = fileobj.seek(0, io.SEEK_END)
+    fileobj.seek(start)
+    return end - start
+
+
+def _open(fileobj) -> zipfile.ZipFile:
+    """The checkpoint's zip, once its declared sizes are within the load limits."""
+    archive_size = _archive_size(fileobj)
     try:
         zf = zipfile.ZipFile(fileobj)
     except zipfile.BadZipFile as exc:
         raise CorruptFile(f"it is not a complete zip archive ({exc}); the file is truncated "
                           "or corrupt") from None
-    with zf:
+    limits.check_inflation(sum(i.file_size for i in zf.infolist()), archive_size)
+    return zf
+
+
+def _read_pickle(zf: zipfile.ZipFile, prefix: str) -> bytes:
+    info = zf.getinfo(prefix + "data.pkl")
+    limits.check_pickle_size(info.filename, info.file_size)
+    return zf.read(info)
+
+
+def read_pickle(fileobj) -> bytes:
+    """The checkpoint's data.pkl, read within the load limits."""
+    with _open(fileobj) as zf:
+        return _read_pickle(zf, _prefix(zf))
+
+
+def read_archive(fileobj, map_location=None, weights_only: bool = True,
+                 pickle_load_args: dict | None = None):
+    """Load the object stored in a torch.save zip (raises CorruptFile on damage)."""
+    with _open(fileobj) as zf:
         prefix = _prefix(zf)
         names = set(zf.namelist())
         order = "little"
@@ -156,19 +232,20 @@ def read_archive(fileobj, map_location=None, weights_only: bool = True,
                 if name not in names:
                     raise CorruptFile(f"storage record '{name}' is missing")
                 itemsize = 1 if dtype is None else dtype.itemsize
-                size = zf.getinfo(name).file_size
+                info = zf.getinfo(name)
+                size = info.file_size
                 if size != numel * itemsize:
                     raise CorruptFile(f"storage record '{name}' holds {size} bytes, "
                                       f"expected {numel} elements of {itemsize} bytes")
                 storage = UntypedStorage._new(size, CPU)
-                _read_into(zf, name, storage.buf)
+                _read_into(zf, fileobj, info, storage.buf)
                 if order != sys.byteorder and itemsize > 1:
                     storage.buf.view(dtype.np).byteswap(inplace=True)
                 storage = _place(storage, location, map_location)
                 loaded[key] = storage
             return storage
 
-        pkl = io.BytesIO(zf.read(prefix + "data.pkl"))
+        pkl = io.BytesIO(_read_pickle(zf, prefix))
         return RestrictedUnpickler(pkl, load_storage, weights_only,
                                    **(pickle_load_args or {})).load()
 

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import _compat_pickle
 import collections
+import importlib.util
 import pickle
+import pickletools
+import sys
 
 from ..core import dtype as dt
 from ..core.device import device as Device
 from ..core.shape import Size
 from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor
+from . import torch_names
 
 __all__ = ["RestrictedUnpickler", "WeightsOnlyUnpicklingError", "TypedStorageRef",
            "STORAGE_CLASS_OF", "DTYPE_OF_STORAGE",
-           "add_safe_globals", "get_safe_globals", "clear_safe_globals"]
+           "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "MissingTorchGlobalError"]
 
 # torch.<Name>Storage <-> dtype (PyTorch's legacy typed-storage class names).
 STORAGE_CLASS_OF = {
@@ -197,48 +202,172 @@ def _codecs_encode(text, encoding="utf-8"):
 
 _TORCH_GLOBALS[("_codecs", "encode")] = _codecs_encode
 
-_user_safe_globals: dict = {}
+_safe_entries: list = []      # what add_safe_globals was given, in order
+
+
+def _entry_key(entry) -> tuple:
+    """(module, name) under which a safe-globals entry (obj or (obj, "mod.name")) is found."""
+    if isinstance(entry, tuple):
+        if len(entry) != 2 or not isinstance(entry[1], str):
+            raise ValueError("Expected tuple of length 2 (global, str of callable full path),"
+                             f" but got tuple {entry!r}")
+        module, _, attr = entry[1].rpartition(".")
+        return module, attr
+    return entry.__module__, entry.__qualname__
+
+
+def _entry_object(entry):
+    return entry[0] if isinstance(entry, tuple) else entry
+
+
+def _user_safe_globals() -> dict:
+    return {_entry_key(e): _entry_object(e) for e in _safe_entries}
 
 
 def add_safe_globals(safe_globals) -> None:
     """Allow more classes/functions in weights_only loads (objects or (obj, "mod.name"))."""
-    for entry in safe_globals:
-        obj, name = entry if isinstance(entry, tuple) else (entry, None)
-        if name is None:
-            name = f"{obj.__module__}.{obj.__qualname__}"
-        module, _, attr = name.rpartition(".")
-        _user_safe_globals[(module, attr)] = obj
+    entries = list(safe_globals)
+    for entry in entries:
+        _entry_key(entry)                   # validate them all before adding any
+    _safe_entries.extend(e for e in entries if e not in _safe_entries)
 
 
 def get_safe_globals() -> list:
-    return list(_user_safe_globals.values())
+    """The entries added with add_safe_globals (or an active safe_globals context)."""
+    return list(_safe_entries)
 
 
 def clear_safe_globals() -> None:
-    _user_safe_globals.clear()
+    _safe_entries.clear()
+
+
+class safe_globals:
+    """Context manager: the given globals are allowed in weights_only loads inside the
+    `with` block only (entries that were already allowed stay allowed after it)."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = list(safe_globals)
+        self._added: list = []
+
+    def __enter__(self):
+        self._added = [e for e in self.safe_globals if e not in _safe_entries]
+        add_safe_globals(self._added)
+        return self
+
+    def __exit__(self, *exc_info):
+        for entry in self._added:
+            if entry in _safe_entries:
+                _safe_entries.remove(entry)
+        self._added = []
 
 
 class WeightsOnlyUnpicklingError(pickle.UnpicklingError):
     """A checkpoint names a global that weights_only loading does not allow."""
 
 
+class MissingTorchGlobalError(pickle.UnpicklingError):
+    """A checkpoint names a PyTorch class or function that glasstorch does not have."""
+
+
 # torch dtypes glasstorch does not have: named in a clearer error than "not allowed"
 _MISSING_TORCH_DTYPES = {"uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
                          "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "complex32",
                          "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits8", "bits16"}
+_ALLOW = ("glasstorch.serialization.add_safe_globals([{0}]) or the "
+          "glasstorch.serialization.safe_globals([{0}]) context manager")
+
+
+def _importable(module: str) -> bool:
+    """Whether weights_only=False could import `module` (checked without importing it)."""
+    if module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module.partition(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _forbidden(module: str, name: str) -> WeightsOnlyUnpicklingError:
+    """The error for a global weights_only refuses, with the advice that would work."""
+    full = f"{module}.{name}"
+    head = (f"Weights only load failed. Unsupported global: GLOBAL {full} was not an allowed "
+            "global by default. ")
     if module == "torch" and name in _MISSING_TORCH_DTYPES:
         return WeightsOnlyUnpicklingError(f"Weights only load failed. The checkpoint holds "
                                           f"tensors of dtype torch.{name}, which glasstorch "
                                           "does not support")
-    return WeightsOnlyUnpicklingError(
-        f"Weights only load failed. Unsupported global: GLOBAL {module}.{name} was not an "
-        f"allowed global by default. glasstorch never runs code named by a checkpoint; if "
-        f"you trust this file, allow it with "
-        f"glasstorch.serialization.add_safe_globals([{name}]) or load it with "
-        f"weights_only=False.")
+    if module == "torch" or module.startswith("torch."):
+        ours = torch_names.resolve(module, name)
+        if ours is None:
+            return WeightsOnlyUnpicklingError(
+                head + f"glasstorch has no counterpart of {full}, so neither "
+                "weights_only=False nor add_safe_globals can load this file in glasstorch; "
+                "load it in PyTorch and save its state_dict() instead.")
+        ours_name = (f"{getattr(ours, '__module__', 'glasstorch')}."
+                     f"{getattr(ours, '__qualname__', name)}")
+        return WeightsOnlyUnpicklingError(
+            head + f"It is PyTorch's name for {ours_name} (a file that pickles whole objects, "
+            "as torch.save(model) does, names such classes). If you trust this file, load it "
+            f"with weights_only=False, which builds glasstorch's {name}, or allowlist it and "
+            "the file's other classes (glasstorch.serialization."
+            "get_unsafe_globals_in_checkpoint lists them) with "
+            + _ALLOW.format(ours_name) + ". Saving model.state_dict() avoids the question.")
+    advice = (f"If you trust this class/function, allowlist it with {_ALLOW.format(full)}")
+    if _importable(module):
+        advice += (", or load with weights_only=False (which lets the file run the code it "
+                   "names: only for files from a trusted source).")
+    else:
+        advice += (f". (weights_only=False would not help here: module '{module}' cannot be "
+                   "imported in this process.)")
+    return WeightsOnlyUnpicklingError(head + advice)
+
+
+def _canonical(module: str, name: str) -> tuple:
+    if (module, name) in _compat_pickle.NAME_MAPPING:      # protocol 2's Python 2 names
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
+def globals_in_pickle(data: bytes) -> set:
+    """Every global ('module.name') a pickle names, found without unpickling it
+    (protocol 4's STACK_GLOBAL takes its two names from strings pushed or memoized before)."""
+    found, pushed, memo = set(), [], {}
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            kind = op.name
+            if kind == "GLOBAL":
+                found.add("{}.{}".format(*_canonical(*arg.split(" ", 1))))
+            elif kind == "STACK_GLOBAL":
+                module, name = pushed[-2:] if len(pushed) >= 2 else (None, None)
+                if isinstance(module, str) and isinstance(name, str):
+                    found.add("{}.{}".format(*_canonical(module, name)))
+            if "UNICODE" in kind:
+                pushed.append(arg)
+            elif kind in ("GET", "BINGET", "LONG_BINGET"):
+                pushed.append(memo.get(arg))
+            elif kind == "MEMOIZE":
+                memo[len(memo)] = pushed[-1] if pushed else None
+            elif kind in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[arg] = pushed[-1] if pushed else None
+            elif kind != "FRAME":
+                pushed.append(None)
+    except (ValueError, EOFError) as exc:
+        raise pickle.UnpicklingError(f"the pickle is invalid ({exc})") from None
+    return found
+
+
+def unsafe_globals(data: bytes) -> list:
+    """The globals of a pickle that a weights_only load would refuse, sorted."""
+    user = _user_safe_globals()
+    allowed = {f"{m}.{n}" for m, n in _TORCH_GLOBALS} | {f"{m}.{n}" for m, n in user}
+
+    def allowed_as_ours(full: str) -> bool:           # PyTorch's name of an allowed class
+        module, _, name = full.rpartition(".")
+        ours = torch_names.resolve(module, name) if user and full.startswith("torch.") else None
+        return ours is not None and any(ours is a for a in user.values())
+
+    return sorted(g for g in globals_in_pickle(data)
+                  if g not in allowed and not allowed_as_ours(g))
 
 
 class RestrictedUnpickler(pickle._Unpickler):
@@ -258,23 +387,34 @@ class RestrictedUnpickler(pickle._Unpickler):
         self._weights_only = weights_only
 
     def find_class(self, module, name):
-        if (module, name) in _compat_pickle.NAME_MAPPING:      # protocol 2's Python 2 names
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        elif module in _compat_pickle.IMPORT_MAPPING:
-            module = _compat_pickle.IMPORT_MAPPING[module]
+        module, name = _canonical(module, name)
         obj = _TORCH_GLOBALS.get((module, name))
-        if obj is None:
-            obj = _user_safe_globals.get((module, name))
         if obj is not None:
             return obj
-        if self._weights_only or module == "torch" or module.startswith("torch."):
-            raise _forbidden(module, name)    # glasstorch never imports torch itself
+        is_torch = module == "torch" or module.startswith("torch.")
+        if self._weights_only:
+            allowed = _user_safe_globals()
+            obj = allowed.get((module, name))
+            if obj is None and is_torch and allowed:
+                ours = torch_names.resolve(module, name)     # PyTorch's name for an allowed
+                if any(ours is a for a in allowed.values()):  # glasstorch class
+                    obj = ours
+            if obj is None:
+                raise _forbidden(module, name)
+            return obj
+        if is_torch:                          # glasstorch never imports torch itself
+            obj = torch_names.resolve(module, name)
+            if obj is None:
+                raise MissingTorchGlobalError(
+                    f"glasstorch has no counterpart of {module}.{name}, which this file "
+                    "names; load it in PyTorch and save its state_dict() instead")
+            return obj
         return super().find_class(module, name)
 
     def load_build(self):
         if self._weights_only:
             state, inst = self.stack[-1], self.stack[-2]
-            if type(inst) in _user_safe_globals.values():
+            if any(type(inst) is a for a in _user_safe_globals().values()):
                 pass
             elif type(inst) is not collections.OrderedDict:
                 raise WeightsOnlyUnpicklingError(

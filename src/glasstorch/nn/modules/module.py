@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 import types
 import warnings
 from collections import OrderedDict, namedtuple
@@ -71,6 +72,24 @@ def _addindent(text: str, spaces: int) -> str:
         return text
     pad = " " * spaces
     return lines[0] + "\n" + "\n".join(pad + line for line in lines[1:])
+
+
+_loading = threading.local()     # .pending: the changes a load_state_dict defers, or None
+
+
+def _change(apply) -> None:
+    """Run a load's change now, or, inside load_state_dict, once every entry is checked."""
+    pending = getattr(_loading, "pending", None)
+    if pending is None:
+        apply()
+    else:
+        pending.append(apply)
+
+
+def _copy_failed(key, param, value, args) -> str:
+    return (f'While copying the parameter named "{key}", whose dimensions in the model are '
+            f"{param.size()} and whose dimensions in the checkpoint are {value.size()}, an "
+            f"exception occurred : {args}.")
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -760,26 +779,16 @@ class Module:
                                   f"{value.shape} from checkpoint, the shape in current model"
                                   f" is {param.shape}.")
                 continue
-            try:
-                with grad_mode.no_grad():
-                    if assign:
-                        if isinstance(param, Parameter):
-                            if not isinstance(value, Parameter):
-                                value = Parameter(value, requires_grad=param._requires_grad)
-                            else:
-                                value.requires_grad_(param._requires_grad)
-                        setattr(self, name, value)
-                    else:
-                        param.copy_(value)
-            except Exception as ex:
-                error_msgs.append(f'While copying the parameter named "{key}", whose '
-                                  f"dimensions in the model are {param.size()} and whose "
-                                  f"dimensions in the checkpoint are {value.size()}, an "
-                                  f"exception occurred : {ex.args}.")
+            if not assign and value.device.type == "meta" and param.device.type != "meta":
+                error_msgs.append(_copy_failed(key, param, value,
+                                               ("Cannot copy out of meta tensor; no data!",)))
+                continue
+            _change(functools.partial(self._load_one, name, key, param, value, assign,
+                                      error_msgs))
         extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
         if type(self).set_extra_state is not Module.set_extra_state:
             if extra_key in state_dict:
-                self.set_extra_state(state_dict[extra_key])
+                _change(functools.partial(self.set_extra_state, state_dict[extra_key]))
             elif strict:
                 missing_keys.append(extra_key)
         elif strict and extra_key in state_dict:
@@ -794,9 +803,31 @@ class Module:
                     elif head[0] not in local_state:
                         unexpected_keys.append(key)
 
+    def _load_one(self, name, key, param, value, assign, error_msgs) -> None:
+        """Copy (or assign) one checked entry of a state_dict into this module."""
+        try:
+            with grad_mode.no_grad():
+                if assign:
+                    if isinstance(param, Parameter):
+                        if not isinstance(value, Parameter):
+                            value = Parameter(value, requires_grad=param._requires_grad)
+                        else:
+                            value.requires_grad_(param._requires_grad)
+                    setattr(self, name, value)
+                else:
+                    param.copy_(value)
+        except Exception as ex:
+            error_msgs.append(_copy_failed(key, param, value, ex.args))
+
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy parameters and buffers from state_dict in place (or assign them); returns
-        the missing and unexpected keys, raising on them when strict."""
+        the missing and unexpected keys, raising on them when strict.
+
+        Every entry is checked before any is copied (unlike PyTorch, which copies as it
+        goes): a size mismatch, a non-tensor, or (strict) a missing or unexpected key
+        raises with the module as it was. Only when load_state_dict_post_hooks are
+        registered, which may forgive missing or unexpected keys and expect to see the
+        loaded values, are the checked copies made before those hooks run."""
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, error_msgs = [], [], []
@@ -804,6 +835,8 @@ class Module:
         state_dict = OrderedDict(state_dict)
         if metadata is not None:
             state_dict._metadata = metadata
+
+        visited: list = []          # post-order, as PyTorch runs the post hooks
 
         def load(module, local_sd, prefix=""):
             local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
@@ -816,15 +849,26 @@ class Module:
                     child_prefix = prefix + name + "."
                     load(child, {k: v for k, v in local_sd.items()
                                  if k.startswith(child_prefix)}, child_prefix)
-            keys = _IncompatibleKeys(missing, unexpected)
+            visited.append(module)
+
+        outer, pending = getattr(_loading, "pending", None), []
+        _loading.pending = pending
+        try:
+            load(self, state_dict)
+        finally:
+            _loading.pending = outer
+        hooked = any(m._load_state_dict_post_hooks for m in visited)
+        if not error_msgs and not (strict and (missing or unexpected) and not hooked):
+            for change in pending:                  # everything checked: now change
+                change()
+        keys = _IncompatibleKeys(missing, unexpected)
+        for module in visited:
             for hook in module._load_state_dict_post_hooks.values():
                 if hook(module, keys) is not None:
                     raise RuntimeError("Hooks registered with "
                                        "``register_load_state_dict_post_hook`` are not "
                                        "expected to return new values, if incompatible_keys "
                                        "need to be modified, it should be done inplace.")
-
-        load(self, state_dict)
         if strict:
             if unexpected:
                 error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
