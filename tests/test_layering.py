@@ -26,6 +26,8 @@ RANKS = {
     "distributions": 9,            # written on the public API (`import glasstorch`), as PyTorch's
     "distributed": 9,              # likewise: collectives on tensors, the launcher
     "futures": 0,                  # torch.futures.Future: plain Python
+    "multiprocessing": 0,          # Python's multiprocessing and spawn(); tensors travel by
+                                   # utils.data's reductions, registered at import
 }
 
 

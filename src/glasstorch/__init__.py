@@ -56,7 +56,7 @@ from . import export  # noqa: E402,F401  (torch.export)
 from . import onnx  # noqa: E402,F401  (torch.onnx; writing a model needs the onnx package)
 from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
-from . import distributed, distributions, futures  # noqa: E402,F401  (on the public API above)
+from . import distributed, distributions, futures, multiprocessing  # noqa: E402,F401
 
 _gpu_kernels.register()
 
