@@ -193,10 +193,7 @@ def _external_outputs(candidates: list, nodes: dict) -> list:
     """The candidates something outside the region holds: not only the region's saved
     tensors, nor only views that are themselves held only by the region. Counted with
     reference counts, latest first (a view is decided before its base)."""
-    held: dict = {}
-    for node in nodes:
-        for saved in _saved_tensors(node):
-            held[id(saved)] = held.get(id(saved), 0) + 1
+    held = _saved_counts(nodes)
     outputs = []
     for t, ref in reversed(candidates):
         if sys.getrefcount(t) - _OWN_REFS - held.get(id(t), 0) > 0:
@@ -208,6 +205,16 @@ def _external_outputs(candidates: list, nodes: dict) -> list:
     t = None
     outputs.reverse()
     return outputs
+
+
+def _saved_counts(nodes) -> dict:
+    """id(tensor) -> how many saved tensors of the region hold it (in a function of its own:
+    a loop variable left behind would be one more reference)."""
+    held: dict = {}
+    for node in nodes:
+        for saved in _saved_tensors(node):
+            held[id(saved)] = held.get(id(saved), 0) + 1
+    return held
 
 
 def _saved_tensors(node):
