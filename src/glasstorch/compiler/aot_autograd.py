@@ -64,8 +64,20 @@ class CompiledFunctionBackward(Node):
     def apply(self, grads: tuple) -> tuple:
         if self._released:
             raise RuntimeError(_SAVED_FREED)
-        if grad_mode.is_grad_enabled():
-            raise RuntimeError(_DOUBLE_BACKWARD)
+        if not grad_mode.is_grad_enabled():
+            return self._run(grads)
+        # create_graph: the gradients are right, but differentiating them again is not
+        # supported (as in PyTorch): they get a node that says so when reached
+        with grad_mode.no_grad():
+            out = self._run(grads)
+        node = _NoDoubleBackward()
+        for nr, g in enumerate(out):
+            if g is not None:
+                g.grad_fn, g._output_nr = node, nr
+                g._set_requires_grad(True)
+        return out
+
+    def _run(self, grads: tuple) -> tuple:
         plan = self._plan
         saved = [s.unpack() if s.__class__ is SavedTensor else s for s in self._saved]
         tangents = []
@@ -82,6 +94,13 @@ class CompiledFunctionBackward(Node):
     def release(self) -> None:
         self._released = True
         self._saved = None
+
+
+class _NoDoubleBackward(Node):
+    """The grad_fn of a compiled backward's gradients under create_graph=True."""
+
+    def apply(self, grads: tuple) -> tuple:
+        raise RuntimeError(_DOUBLE_BACKWARD)
 
 
 class JointPlan:
@@ -195,16 +214,34 @@ def _external_outputs(candidates: list, nodes: dict) -> list:
     reference counts, latest first (a view is decided before its base)."""
     held = _saved_counts(nodes)
     outputs = []
-    for t, ref in reversed(candidates):
+    candidates.sort(key=_creation_order, reverse=True)
+    for t, ref in candidates:
         if sys.getrefcount(t) - _OWN_REFS - held.get(id(t), 0) > 0:
             outputs.append((t, ref))
             continue
-        for base in (t._base, t._view_meta[0] if t._view_meta is not None else None):
-            if base is not None:
-                held[id(base)] = held.get(id(base), 0) + 1
+        _count_bases(t, held)
     t = None
     outputs.reverse()
     return outputs
+
+
+def _count_bases(view, held: dict) -> None:
+    """A view that dies with the region holds its base (`_base`) and its source
+    (`_view_meta`): count them as held by the region (in a function of its own, see
+    `_saved_counts`)."""
+    if view._base is not None:
+        held[id(view._base)] = held.get(id(view._base), 0) + 1
+    if view._view_meta is not None:
+        source = view._view_meta[0]
+        held[id(source)] = held.get(id(source), 0) + 1
+
+
+def _creation_order(candidate) -> int:
+    """An op's outputs by the op's place in the segment (an alias after its base's op)."""
+    ref = candidate[1]
+    while ref[0] == "a":
+        ref = ref[1]
+    return ref[1] if ref[0] == "n" else -1
 
 
 def _saved_counts(nodes) -> dict:
