@@ -32,7 +32,6 @@ written in place later in the forward, or a formula that reads data.
 """
 from __future__ import annotations
 
-import logging
 import sys
 
 from ..autograd import grad_mode
@@ -42,10 +41,8 @@ from ..autograd.graph import (_SAVED_FREED, ACCUMULATE_GRAD_SEQUENCE_NR, Node, S
 from ..core.tensor import Tensor
 from . import logs
 
-log = logging.getLogger("glasstorch._dynamo")
-
 _DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
-# References to a candidate output held by `_external_refs` itself: getrefcount's argument,
+# References to a candidate output held by `_external_outputs` itself: getrefcount's argument,
 # its loop variable, and the candidates list.
 _OWN_REFS = 3
 
@@ -130,16 +127,16 @@ class JointPlan:
 
 
 class Region:
-    """The autograd nodes one segment recorded, their leaving edges and its outputs."""
+    """What one segment's recorded autograd nodes amount to: their outputs and the edges
+    leaving them (the nodes themselves are not kept: they are dropped once replaced)."""
 
-    __slots__ = ("outputs", "output_refs", "edges", "edge_inputs", "nodes")
+    __slots__ = ("outputs", "output_refs", "edges", "edge_inputs")
 
-    def __init__(self, outputs, output_refs, edges, edge_inputs, nodes):
+    def __init__(self, outputs, output_refs, edges, edge_inputs):
         self.outputs = outputs          # the live tensors whose grad_fn is in the region
         self.output_refs = output_refs
         self.edges = edges              # (node, input_nr) leaving the region
         self.edge_inputs = edge_inputs  # the placeholder index behind each edge
-        self.nodes = nodes
 
     @property
     def key(self) -> tuple:
@@ -204,8 +201,7 @@ def find_region(seg):
     t = None                        # a local reference would count as a holder
     outputs = _external_outputs(candidates, nodes)
     return Region([t for t, _ in outputs], tuple(ref for _, ref in outputs),
-                  tuple(e for e, _ in edges.values()), tuple(i for _, i in edges.values()),
-                  nodes)
+                  tuple(e for e, _ in edges.values()), tuple(i for _, i in edges.values()))
 
 
 def _external_outputs(candidates: list, nodes: dict) -> list:

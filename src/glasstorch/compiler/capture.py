@@ -520,6 +520,8 @@ class LazyCapture(TorchDispatchMode):
         backward, installed as its outputs' grad_fn (the recorded nodes are dropped); the
         node's saved values are filled after the forward ran. (None, None) when there is no
         region or its backward stays eager."""
+        if self.segment.sequence_start == seg.sequence_start + 1:
+            return None, None             # no autograd node was numbered since it began
         region = aot_autograd.find_region(seg)
         if region is None:
             return None, None
