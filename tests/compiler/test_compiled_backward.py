@@ -249,3 +249,22 @@ def test_a_weight_changed_in_place_before_backward_is_an_error():
         model[3].weight.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.backward()
+
+
+def test_a_value_both_returned_and_saved_is_output_once_and_shared():
+    w = gt.randn(4, 4, requires_grad=True)
+
+    def f(x):
+        h = x @ w                  # returned, and saved for the second product's backward
+        return h, (h @ w).sum()
+
+    graphs = Graphs()
+    x = gt.randn(3, 4)
+    h, out = gt.compile(f, backend=graphs.backend)(x)
+    (output,) = [n for n in graphs.forward[0].graph.nodes if n.op == "output"]
+    assert len(set(output.args[0])) == len(output.args[0])
+    (saved_h,) = [s for s in out.grad_fn._saved if isinstance(s, gt.Tensor)]
+    assert saved_h._storage is h._storage      # the saved value keeps the caller's memory
+    del h
+    (expected,) = gt.autograd.grad(f(x)[1], w)
+    assert gt.equal(gt.autograd.grad(out, w)[0], expected)

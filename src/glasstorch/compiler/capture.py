@@ -493,11 +493,12 @@ class LazyCapture(TorchDispatchMode):
             if storage is not None:
                 live.append((storage, ref, geometry))
         outputs = tuple((ref, geometry) for _, ref, geometry in live)
+        graph_outputs = [ref for _, ref, _ in live]
         if plan is None:
-            cache, graph_outputs = seg.node.compiled, [ref for _, ref, _ in live]
+            cache = seg.node.compiled
         else:                          # the forward also returns what the backward reads
-            cache, graph_outputs = plan.forwards, [ref for _, ref, _ in live] + \
-                plan.saved_refs
+            cache, filled = plan.forwards, set(graph_outputs)
+            graph_outputs += [ref for ref in plan.saved_refs if ref not in filled]
         self.compiled_new_graph |= outputs not in cache
         compiled = self.compile_segment(
             cache, outputs, lambda: build_graph(seg, [_Ref(('p', i)) for i in
@@ -513,7 +514,7 @@ class LazyCapture(TorchDispatchMode):
                 _fill(storage, geometry, value, seg.inputs)
         if node is not None:
             node._saved = [SavedTensor(seg.inputs[ref[1]]) for ref in plan.saved_inputs]
-            node._saved += results[len(live):]
+            node._saved += _saved_values(plan.saved_refs, live, results)
 
     def _compiled_backward(self, seg: _Segment):
         """(node, plan): when the segment recorded autograd nodes, the region's compiled
@@ -642,6 +643,22 @@ def build_graph(seg: _Segment, input_refs, op_indices, output_refs) -> GraphModu
             nodes[_Ref(('n', index, 0))] = node
     graph.output(tuple(node_of(ref) for ref in output_refs))
     return GraphModule(Module(), graph, "GraphModule")
+
+
+def _saved_values(saved_refs, live, results) -> list:
+    """The values the backward reads, by reference: a value that also filled a live storage
+    is a tensor over that storage (which took the result's buffer); the others follow the
+    live results, in order."""
+    filled = {ref: (storage, geometry) for storage, ref, geometry in live}
+    rest = iter(results[len(live):])
+    values = []
+    for ref in saved_refs:
+        if ref in filled:
+            storage, (offset, shape, stride, dtype) = filled[ref]
+            values.append(Tensor._make(storage, offset, shape, stride, dtype))
+        else:
+            values.append(next(rest))
+    return values
 
 
 def _example(value):
