@@ -268,3 +268,30 @@ def test_a_value_both_returned_and_saved_is_output_once_and_shared():
     del h
     (expected,) = gt.autograd.grad(f(x)[1], w)
     assert gt.equal(gt.autograd.grad(out, w)[0], expected)
+
+
+def test_custom_functions_and_no_grad_blocks_inside_the_region():
+    class Square(gt.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    w = gt.randn(5, requires_grad=True)
+
+    def f(x):
+        y = Square.apply(x * w)
+        with gt.no_grad():
+            z = y * 3                  # no gradient flows through z
+        return (y.sin() + z).sum()
+
+    graphs = Graphs()
+    x = gt.randn(5)
+    out = gt.compile(f, backend=graphs.backend)(x)
+    assert out.grad_fn.name() == "CompiledFunctionBackward"
+    assert gt.equal(gt.autograd.grad(out, w)[0], gt.autograd.grad(f(x), w)[0])
