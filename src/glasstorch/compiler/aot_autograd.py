@@ -38,6 +38,7 @@ from ..autograd import grad_mode
 from ..autograd.anomaly_mode import state as _anomaly
 from ..autograd.engine import run_backward
 from ..autograd.graph import (_SAVED_FREED, ACCUMULATE_GRAD_SEQUENCE_NR, Node, SavedTensor)
+from ..core.shape import contiguous_strides
 from ..core.tensor import Tensor
 from . import logs
 
@@ -269,7 +270,7 @@ def trace_joint(capture, seg, region: Region):
     from ..ops.creation.factories import empty_strided
     from ..utils._python_dispatch import _disable_current_modes
     with _disable_current_modes():
-        tangents = [empty_strided(t._shape, _contiguous(t._shape), dtype=t.dtype,
+        tangents = [empty_strided(t._shape, contiguous_strides(t._shape), dtype=t.dtype,
                                   device=t.device) for t in region.outputs]
     tangent_refs = [capture._tensor_ref(g) for g in tangents]
     roots = [(t.grad_fn, t._output_nr) for t in region.outputs]
@@ -282,26 +283,19 @@ def trace_joint(capture, seg, region: Region):
     return tangents, tangent_refs, grad_refs
 
 
-def _contiguous(shape) -> tuple:
-    stride, acc = [], 1
-    for s in reversed(shape):
-        stride.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(stride))
-
-
-def _refs_in(values):
+def _refs_in(values, ref_class):
     for v in values:
-        if isinstance(v, tuple) and v.__class__.__name__ == "_Ref":
+        if v.__class__ is ref_class:
             yield v
         elif isinstance(v, (list, tuple)):
-            yield from _refs_in(v)
+            yield from _refs_in(v, ref_class)
 
 
 def op_inputs(op) -> list:
     """The references an op of the segment reads, in argument order."""
+    from .capture import _Ref          # capture imports this module
     func, args, kwargs = op
-    return list(_refs_in(args)) + list(_refs_in(kwargs.values()))
+    return list(_refs_in(args, _Ref)) + list(_refs_in(kwargs.values(), _Ref))
 
 
 def _is_view(func) -> bool:
@@ -324,7 +318,7 @@ def _recomputable(func, draws_random) -> str | None:
 def partition(seg, n_forward: int, backward_refs: list, draws_random):
     """Which forward values the backward reads: (saved placeholders, saved computed refs,
     forward op indices to recompute in the backward), by the rule in the module docstring.
-    Raises _NotPartitionable when a saved value is written in place later in the forward."""
+    Raises NotPartitionable when a saved value is written in place later in the forward."""
     kinds = [_recomputable(op[0], draws_random) for op in seg.ops[:n_forward]]
     direct: dict = {}
     for ref in backward_refs:
