@@ -295,3 +295,16 @@ def test_custom_functions_and_no_grad_blocks_inside_the_region():
     out = gt.compile(f, backend=graphs.backend)(x)
     assert out.grad_fn.name() == "CompiledFunctionBackward"
     assert gt.equal(gt.autograd.grad(out, w)[0], gt.autograd.grad(f(x), w)[0])
+
+
+def test_a_failing_backward_compiler_is_reported():
+    def broken(gm, example_inputs):
+        raise ValueError("no backward today")
+
+    backend = aot_autograd(fw_compiler=lambda gm, example_inputs: gm.forward,
+                           bw_compiler=broken)
+    model = mlp()
+    with pytest.raises(gt._dynamo.exc.BackendCompilerFailed, match="no backward today"):
+        gt.compile(model, backend=backend)(gt.randn(8, 6))
+    model(gt.randn(8, 6)).sum().backward()      # the parameters are plain tensors still
+    assert model[0].weight.grad.shape == (16, 6)

@@ -48,6 +48,7 @@ from .._subclasses.fake_tensor import FakeTensorMode
 from .._ops import ops_namespace
 from ..autograd.graph import SavedTensor, _sequence
 from . import aot_autograd
+from .exc import BackendCompilerFailed
 
 # Running a compiled graph: everything from the Python key up has already happened (autograd
 # recorded the call and bumped versions, autocast cast the inputs) while it was captured.
@@ -482,16 +483,11 @@ class LazyCapture(TorchDispatchMode):
             self.flushing = False
 
     def _run(self, seg: _Segment) -> None:
-        node, plan = self._compiled_backward(seg) if self.compile_backward else (None, None)
-        for storage in seg.pending.values():          # the graph reads and writes them
-            storage.__class__ = UntypedStorage
-            _owner_of_storage.pop(id(storage), None)
-        live = []
-        for key, (storage_ref, ref, geometry) in seg.deferred.items():
-            _owner_of_storage.pop(key, None)
-            storage = storage_ref()
-            if storage is not None:
-                live.append((storage, ref, geometry))
+        try:
+            node, plan = self._compiled_backward(seg) if self.compile_backward else \
+                (None, None)
+        finally:                       # the inputs are plain again even if a backend failed
+            live = _release(seg)
         outputs = tuple((ref, geometry) for _, ref, geometry in live)
         graph_outputs = [ref for _, ref, _ in live]
         if plan is None:
@@ -569,7 +565,9 @@ class LazyCapture(TorchDispatchMode):
                 lambda: build_graph(seg, backward_inputs, backward_ops, out_refs),
                 [_example(value_of(seg, r)) for r in backward_inputs])
             return plan
-        except Exception as e:             # the trace or the backend failed: eager backward
+        except BackendCompilerFailed:      # the user's backend failed: as for the forward
+            raise
+        except Exception as e:             # the trace could not be made: eager backward
             return f"{type(e).__name__}: {e}"
         finally:
             self.tracing_backward = False
@@ -643,6 +641,21 @@ def build_graph(seg: _Segment, input_refs, op_indices, output_refs) -> GraphModu
             nodes[_Ref(('n', index, 0))] = node
     graph.output(tuple(node_of(ref) for ref in output_refs))
     return GraphModule(Module(), graph, "GraphModule")
+
+
+def _release(seg: _Segment) -> list:
+    """Give the segment's inputs back their plain storages and forget which capture owns
+    its deferred ones; returns the deferred storages still alive, with their references."""
+    for storage in seg.pending.values():          # the graph reads and writes them
+        storage.__class__ = UntypedStorage
+        _owner_of_storage.pop(id(storage), None)
+    live = []
+    for key, (storage_ref, ref, geometry) in seg.deferred.items():
+        _owner_of_storage.pop(key, None)
+        storage = storage_ref()
+        if storage is not None:
+            live.append((storage, ref, geometry))
+    return live
 
 
 def _saved_values(saved_refs, live, results) -> list:
