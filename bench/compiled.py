@@ -6,6 +6,12 @@ Each row's ratio is compiled glasstorch / torch eager (the issue's targets: at m
 the pointwise chains, 1/1.4 for the normalisations); the notes give torch.compile's time,
 glasstorch / torch.compile (the target: at most 1), and glasstorch's compile times, cold
 (an empty kernel cache) and warm (the same graph again, its library cached on disk).
+
+The training rows (`c_mlp`, `c_gpt`) compile the model (`torch.compile(model)`, the default
+backend) and time whole steps (forward, `loss.backward()`, the optimizer) against torch eager
+and torch.compile; their compile times are the first step's time less a steady step's, cold
+with empty kernel caches (both libraries' cache directories pointed at fresh temporary
+directories) and, for glasstorch, warm (after `torch._dynamo.reset()`, kernels on disk).
 """
 from __future__ import annotations
 
@@ -13,7 +19,10 @@ import os
 import tempfile
 import time
 
+import numpy as np
+
 from .harness import Row, Settings, Target, Workload, _short, compare, time_interleaved
+from .training import GPT_BATCH, SEQ, VOCAB, copied_model, gpt
 from .workloads import BIG, array, tensor
 
 
@@ -112,6 +121,103 @@ def _measure(name, description, setup, target, rtol, atol):
     return Workload(name, description, target=target, run=run)
 
 
+def gelu_ln_mlp(lib):
+    """The bench MLP with GELU and LayerNorm after each hidden layer."""
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 256), nn.GELU(), nn.LayerNorm(256),
+                         nn.Linear(256, 256), nn.GELU(), nn.LayerNorm(256),
+                         nn.Linear(256, 10))
+
+
+class _CacheDirs:
+    """Both libraries' kernel caches in fresh temporary directories (a cold compile)."""
+
+    NAMES = ("GLASSTORCH_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
+    def __enter__(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.old = {n: os.environ.get(n) for n in self.NAMES}
+        for n in self.NAMES:
+            os.environ[n] = os.path.join(self.tmp.name, n.lower())
+        return self
+
+    def __exit__(self, *exc):
+        for n, v in self.old.items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
+        self.tmp.cleanup()
+
+
+def _train_setup(lib, build, make_optimizer, x, y, compiled: bool):
+    """(step, model): one training step of `build`'s model, compiled or eager."""
+    model = copied_model(lib, build)
+    optimizer = make_optimizer(lib, model.parameters())
+    run = lib.compile(model) if compiled else model
+    inputs, targets = lib.from_numpy(x.copy()), lib.from_numpy(y.copy())
+    cross_entropy = lib.nn.functional.cross_entropy
+
+    def step():
+        optimizer.zero_grad()
+        loss = cross_entropy(run(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        return loss
+    return step, model
+
+
+def _first_call(call) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def _training(name, description, build, make_optimizer, x, y):
+    def run(settings: Settings) -> Row:
+        import torch
+
+        import glasstorch
+        row = Row(name, description, target=Target(1.0))
+        steps, models = {}, {}
+        with _CacheDirs():
+            glasstorch._dynamo.reset()
+            torch._dynamo.reset()
+            for lib, module, compiled in (("glasstorch", glasstorch, True),
+                                          ("torch", torch, False),
+                                          ("torch.compile", torch, True)):
+                steps[lib], models[lib] = _train_setup(module, build, make_optimizer, x, y,
+                                                       compiled)
+            firsts = {lib: _first_call(steps[lib]) for lib in ("glasstorch", "torch.compile")}
+            glasstorch._dynamo.reset()     # the same graphs again, their kernels on disk
+            firsts["glasstorch warm"] = _first_call(steps["glasstorch"])
+        steps["torch"]()                   # every library two steps, then the third's loss
+        steps["torch"]()
+        steps["torch.compile"]()
+        losses = {lib: steps[lib]().detach() for lib in ("torch", "glasstorch",
+                                                        "torch.compile")}
+        problems = []
+        for lib in ("glasstorch", "torch.compile"):
+            problem = compare((losses[lib],), (losses["torch"],), 1e-4, 1e-5)
+            if problem:
+                problems.append(f"{lib} differs from torch eager: {problem}")
+        if problems:
+            row.error = "error: " + "; ".join(problems)
+            return row
+        row.times = time_interleaved(steps, settings)
+        row.metric = row.times["glasstorch"] / row.times["torch"]
+        tc = row.times["torch.compile"]
+        cold = firsts["glasstorch"] - row.times["glasstorch"]
+        warm = firsts["glasstorch warm"] - row.times["glasstorch"]
+        row.extra = (f"torch.compile {tc * 1e3:.1f} ms; glasstorch/torch.compile "
+                     f"{row.times['glasstorch'] / tc:.2f}; compile cold: glasstorch "
+                     f"{cold:.2f} s, torch.compile {firsts['torch.compile'] - tc:.2f} s; "
+                     f"glasstorch warm {warm:.2f} s")
+        return row
+    return Workload(name, description, target=Target(1.0), run=run)
+
+
+_rng = np.random.default_rng(11)
 POINTWISE, NORMALISATION = Target(0.5), Target(round(1 / 1.4, 3))
 
 WORKLOADS = [
@@ -123,4 +229,11 @@ WORKLOADS = [
              _layer_norm_residual, NORMALISATION, 1e-4, 1e-4),
     _measure("c_softmax", "compiled softmax(x * 0.125, -1), 4096x4096 float32",
              _scaled_softmax, NORMALISATION, 1e-4, 1e-8),
+    _training("c_mlp", "compiled MLP step: batch 128, 784-256-256-10, GELU + LayerNorm, "
+              "Adam", gelu_ln_mlp, lambda lib, p: lib.optim.Adam(p, lr=1e-3),
+              array((128, 784), 5), _rng.integers(0, 10, 128)),
+    _training("c_gpt", "compiled tiny GPT step (bench `gpt`), AdamW", gpt,
+              lambda lib, p: lib.optim.AdamW(p, lr=1e-3),
+              _rng.integers(0, VOCAB, (GPT_BATCH, SEQ)),
+              _rng.integers(0, VOCAB, GPT_BATCH * SEQ)),
 ]

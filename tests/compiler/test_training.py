@@ -48,9 +48,12 @@ def test_twenty_steps_with_a_compiled_model_match_eager(backend):
     expected = train(eager_model, model_step(eager_model, opt_eager), data)
     compiled = gt.compile(compiled_model, backend=backend)
     got = train(compiled, model_step(compiled, opt_compiled), data)
-    assert got == expected
+    if backend == "eager":       # the same ops in the same order, the backward eager: exact
+        assert got == expected
+    else:                        # the backward is decomposed and compiled: close
+        assert gt.allclose(gt.tensor(got), gt.tensor(expected), rtol=1e-5, atol=0)
     for p, q in zip(compiled_model.parameters(), eager_model.parameters()):
-        assert gt.equal(p, q)
+        assert gt.equal(p, q) if backend == "eager" else gt.allclose(p, q, atol=1e-5)
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])

@@ -11,6 +11,12 @@ takes the same tensors and returns what the graph's output returns.
 Built in: "inductor" (glasstorch's code generator, `glasstorch.compiler.inductor`, the
 default), "eager" (runs the graph as captured), "aot_eager" (decomposes the graph with the
 core ATen decomposition table, then runs it).
+
+"inductor" and "aot_eager" also compile the backward (aot_autograd.py): a captured region
+whose tensors require grad gets a forward graph and a backward graph, each compiled. A
+user's backend does the same when made with `aot_autograd(fw_compiler=..., bw_compiler=...)`
+(`torch._dynamo.backends.common.aot_autograd`, as in PyTorch); any other callable gets the
+forward graphs only, and autograd's recorded graph runs the backward eagerly.
 """
 from __future__ import annotations
 
@@ -50,6 +56,36 @@ def lookup_backend(compiler_fn) -> Callable:
     return compiler_fn
 
 
+class AotBackend:
+    """A backend that compiles the backward too: `fw_compiler` gets forward graphs (and
+    graphs with no backward), `bw_compiler` (default: `fw_compiler`) the backward graphs."""
+
+    compiles_backward = True
+
+    def __init__(self, fw_compiler: Callable, bw_compiler: Callable | None = None):
+        self.fw_compiler = fw_compiler
+        self.bw_compiler = bw_compiler or fw_compiler
+        self.__name__ = getattr(fw_compiler, "__name__", type(self).__name__)
+
+    def __call__(self, gm, example_inputs, **kwargs):
+        return self.fw_compiler(gm, example_inputs)
+
+    def __repr__(self):
+        return f"aot_autograd({self.__name__})"
+
+
+def aot_autograd(*, fw_compiler: Callable, bw_compiler: Callable | None = None,
+                 **kwargs) -> AotBackend:
+    """A backend from forward and backward compilers, each `(gm, example_inputs) ->
+    callable` (PyTorch's `torch._dynamo.backends.common.aot_autograd`). The graphs are
+    partitioned by glasstorch's own rule (docs/15-compiler.md); `partition_fn`,
+    `decompositions` and the other options of PyTorch's are not supported."""
+    if kwargs:
+        raise NotImplementedError(f"aot_autograd: options {sorted(kwargs)} are not supported "
+                                  "in glasstorch")
+    return AotBackend(fw_compiler, bw_compiler)
+
+
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
     """The names `torch.compile(backend=...)` accepts, sorted, leaving out backends with
     one of `exclude_tags` (by default the debugging ones: eager, aot_eager)."""
@@ -63,8 +99,7 @@ def eager(gm, example_inputs, **kwargs):
     return gm.forward
 
 
-@register_backend(name="aot_eager", tags=("debug",))
-def aot_eager(gm, example_inputs, **kwargs):
+def _aot_eager(gm, example_inputs, **kwargs):
     """Decompose the graph to core ATen ops (retraced on fake inputs, so nothing runs), then
     run the decomposed graph. The graph is below autograd (its backward, if any, is in it
     as ops), so it is retraced without grad mode."""
@@ -74,11 +109,11 @@ def aot_eager(gm, example_inputs, **kwargs):
     return decomposed.forward
 
 
+aot_eager = register_backend(AotBackend(_aot_eager), name="aot_eager", tags=("debug",))
 _warned_no_inductor = False
 
 
-@register_backend(name="inductor")
-def inductor(gm, example_inputs, **kwargs):
+def _inductor(gm, example_inputs, **kwargs):
     """glasstorch's code generator (`glasstorch.compiler.inductor.compile_fx`). Where this
     install has none, the graph runs as captured, with one warning."""
     global _warned_no_inductor
@@ -91,3 +126,6 @@ def inductor(gm, example_inputs, **kwargs):
                           "graphs run with the 'eager' backend", stacklevel=2)
         return gm.forward
     return compile_fx(gm, example_inputs)
+
+
+inductor = register_backend(AotBackend(_inductor), name="inductor")

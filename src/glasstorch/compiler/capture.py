@@ -46,6 +46,9 @@ from ..utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from ..utils._pytree import tree_leaves
 from .._subclasses.fake_tensor import FakeTensorMode
 from .._ops import ops_namespace
+from ..autograd.graph import SavedTensor, _sequence
+from . import aot_autograd
+from .exc import BackendCompilerFailed
 
 # Running a compiled graph: everything from the Python key up has already happened (autograd
 # recorded the call and bumped versions, autocast cast the inputs) while it was captured.
@@ -198,6 +201,8 @@ class _Segment:
         self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
         self.pending: dict = {}      # id(storage) -> real storage the segment reads or writes
         self.random = False          # whether some recorded op draws random numbers
+        # autograd nodes numbered from here on were recorded during this segment
+        self.sequence_start = next(_sequence.counter)
 
 
 class LazyCapture(TorchDispatchMode):
@@ -205,15 +210,20 @@ class LazyCapture(TorchDispatchMode):
 
     `root` is the trace tree of the call's cache entry; `compile_segment(build_graph,
     example_inputs)` (from the caller) returns the callable for a new segment;
-    `on_break(GraphBreak, had_ops)` is told about each break and may raise (fullgraph)."""
+    `on_break(GraphBreak, had_ops)` is told about each break and may raise (fullgraph);
+    with `compile_backward`, regions that autograd recorded get a compiled backward
+    (aot_autograd.py), compiled with `compile_segment(..., backward=True)`."""
 
-    def __init__(self, root: TraceNode, compile_segment, on_break):
+    def __init__(self, root: TraceNode, compile_segment, on_break,
+                 compile_backward: bool = False):
         super().__init__()
+        self.compile_backward = compile_backward
         self.root = root
         self.compile_segment = compile_segment
         self.on_break = on_break
         self.segment = _Segment(root)
         self.flushing = False
+        self.tracing_backward = False  # the engine runs over a region (aot_autograd)
         self.divergence = None       # (this call's op key, a cached one) where traces part
         self.compiled_new_graph = False
         self._new_fake_mode()
@@ -454,6 +464,9 @@ class LazyCapture(TorchDispatchMode):
     def flush(self, break_reason: str | None = None) -> None:
         """Compile (or reuse) and run the pending segment; fill its deferred storages. With
         a `break_reason`, the flush is a graph break in the middle of the function."""
+        if self.tracing_backward:
+            raise _Uncapturable("the backward reads a tensor's data or calls an op the "
+                                f"capture cannot describe ({break_reason})")
         if self.flushing:
             return
         self.flushing = True
@@ -464,23 +477,30 @@ class LazyCapture(TorchDispatchMode):
             self._new_fake_mode()
             if seg.ops:
                 self._run(seg)
+                # the compiled backward's node belongs to this segment, not the next
+                self.segment.sequence_start = next(_sequence.counter)
         finally:
             self.flushing = False
 
     def _run(self, seg: _Segment) -> None:
-        for storage in seg.pending.values():          # the graph reads and writes them
-            storage.__class__ = UntypedStorage
-            _owner_of_storage.pop(id(storage), None)
-        live = []
-        for key, (storage_ref, ref, geometry) in seg.deferred.items():
-            _owner_of_storage.pop(key, None)
-            storage = storage_ref()
-            if storage is not None:
-                live.append((storage, ref, geometry))
+        try:
+            node, plan = self._compiled_backward(seg) if self.compile_backward else \
+                (None, None)
+        finally:                       # the inputs are plain again even if a backend failed
+            live = _release(seg)
         outputs = tuple((ref, geometry) for _, ref, geometry in live)
-        self.compiled_new_graph |= outputs not in seg.node.compiled
-        compiled = self.compile_segment(seg.node.compiled, outputs,
-                                        lambda: _build_graph(seg, live), seg.inputs)
+        graph_outputs = [ref for _, ref, _ in live]
+        if plan is None:
+            cache = seg.node.compiled
+        else:                          # the forward also returns what the backward reads
+            cache, filled = plan.forwards, set(graph_outputs)
+            graph_outputs += [ref for ref in plan.saved_refs if ref not in filled]
+        self.compiled_new_graph |= outputs not in cache
+        compiled = self.compile_segment(
+            cache, outputs, lambda: build_graph(seg, [_Ref(('p', i)) for i in
+                                                      range(len(seg.inputs))],
+                                                range(len(seg.ops)), graph_outputs),
+            seg.inputs)
         with _disable_current_modes(), exclude_keys(_PYTHON_AND_ABOVE):
             results = compiled(*seg.inputs)
             if isinstance(results, Tensor):
@@ -488,17 +508,103 @@ class LazyCapture(TorchDispatchMode):
             for (storage, _, geometry), value in zip(live, results):
                 storage.__class__ = UntypedStorage
                 _fill(storage, geometry, value, seg.inputs)
+        if node is not None:
+            node._saved = [SavedTensor(seg.inputs[ref[1]]) for ref in plan.saved_inputs]
+            node._saved += _saved_values(plan.saved_refs, live, results)
+
+    def _compiled_backward(self, seg: _Segment):
+        """(node, plan): when the segment recorded autograd nodes, the region's compiled
+        backward, installed as its outputs' grad_fn (the recorded nodes are dropped); the
+        node's saved values are filled after the forward ran. (None, None) when there is no
+        region or its backward stays eager."""
+        if self.segment.sequence_start == seg.sequence_start + 1:
+            return None, None             # no autograd node was numbered since it began
+        region = aot_autograd.find_region(seg)
+        if region is None:
+            return None, None
+        if isinstance(region, str):
+            aot_autograd.log_eager(region)
+            return None, None
+        plan = seg.node.compiled.get(region.key)
+        if plan is None:
+            self.compiled_new_graph = True
+            plan = seg.node.compiled[region.key] = self._plan_joint(seg, region)
+        if isinstance(plan, str):        # the reason its backward stays eager
+            aot_autograd.log_eager(plan)
+            return None, None
+        node = aot_autograd.CompiledFunctionBackward(plan, region.edges)
+        for k, t in enumerate(region.outputs):
+            t.grad_fn, t._output_nr = node, k
+        return node, plan
+
+    def _plan_joint(self, seg: _Segment, region):
+        """Trace the region's backward after its forward, partition the joint graph and
+        compile the backward (aot_autograd); a string says why that failed."""
+        n_ops, n_inputs = len(seg.ops), len(seg.inputs)
+        deferred_before = set(seg.deferred)
+        node, following = seg.node, self.segment
+        seg.node, seg.n_forward_inputs = TraceNode(), n_inputs
+        self.segment = seg                 # the backward is recorded after the forward
+        self.tracing_backward = True
+        try:
+            tangents, tangent_refs, grad_refs = aot_autograd.trace_joint(self, seg, region)
+            out_refs = [r for r in grad_refs if r is not None]
+            saved_inputs, saved_refs, recompute = aot_autograd.partition(
+                seg, n_ops, out_refs, _draws_random)
+            tangent_ids = {id(t) for t in tangents}
+            constants = [_Ref(('p', i)) for i in range(n_inputs, len(seg.inputs))
+                         if id(seg.inputs[i]) not in tangent_ids]
+            backward_inputs = saved_inputs + saved_refs + constants + tangent_refs
+            backward_ops = sorted(recompute) + list(range(n_ops, len(seg.ops)))
+            plan = aot_autograd.JointPlan(
+                saved_inputs, saved_refs, [seg.inputs[r[1]] for r in constants],
+                [(t._shape, t._stride, t.dtype, t.device) for t in tangents],
+                [r is not None for r in grad_refs])
+            plan.compile_backward(
+                self.compile_segment,
+                lambda: build_graph(seg, backward_inputs, backward_ops, out_refs),
+                [_example(value_of(seg, r)) for r in backward_inputs])
+            return plan
+        except BackendCompilerFailed:      # the user's backend failed: as for the forward
+            raise
+        except Exception as e:             # the trace could not be made: eager backward
+            return f"{type(e).__name__}: {e}"
+        finally:
+            self.tracing_backward = False
+            seg.node, self.segment = node, following
+            del seg.ops[n_ops:], seg.fakes[n_ops:]
+            del seg.inputs[n_inputs:], seg.input_meta[n_inputs:]
+            for key in set(seg.deferred) - deferred_before:
+                del seg.deferred[key]
+                _owner_of_storage.pop(key, None)
 
 
 def _build_graph(seg: _Segment, live: list) -> GraphModule:
     """The segment as an FX graph of OpOverload calls (make_fx's form)."""
+    return build_graph(seg, [_Ref(('p', i)) for i in range(len(seg.inputs))],
+                       range(len(seg.ops)), [ref for _, ref, _ in live])
+
+
+def value_of(seg: _Segment, ref):
+    """The real tensor (a placeholder) or fake (an op's output) a reference stands for."""
+    if ref[0] == "p":
+        return seg.inputs[ref[1]]
+    fakes = seg.fakes[ref[1]]
+    return fakes[ref[2]] if isinstance(fakes, (list, tuple)) else fakes
+
+
+def build_graph(seg: _Segment, input_refs, op_indices, output_refs) -> GraphModule:
+    """An FX graph of OpOverload calls (make_fx's form) over part of the segment: the
+    values `input_refs` as placeholders, the ops `op_indices` (in order), returning
+    `output_refs`. An alias reference becomes an `as_strided` of its base."""
     graph = Graph()
     nodes: dict = {}
-    for i, t in enumerate(seg.inputs):
+    for i, ref in enumerate(input_refs):
         node = graph.placeholder(f"arg{i}_1")
-        node.meta["val"] = t
-        node.meta["tensor_meta"] = _extract_tensor_metadata(t)
-        nodes[_Ref(('p', i))] = node
+        value = value_of(seg, ref)
+        node.meta["val"] = value
+        node.meta["tensor_meta"] = _extract_tensor_metadata(value)
+        nodes[ref] = node
 
     def node_of(ref):
         node = nodes.get(ref)
@@ -517,7 +623,8 @@ def _build_graph(seg: _Segment, live: list) -> GraphModule:
                 type(value)(arg(v) for v in value)
         return value
 
-    for index, ((func, args, kwargs), fakes) in enumerate(zip(seg.ops, seg.fakes)):
+    for index in op_indices:
+        (func, args, kwargs), fakes = seg.ops[index], seg.fakes[index]
         args, kwargs = _lists_as_lists(func._schema, tuple(arg(a) for a in args),
                                        {k: arg(v) for k, v in kwargs.items()})
         node = graph.call_function(func, args, kwargs,
@@ -532,8 +639,50 @@ def _build_graph(seg: _Segment, live: list) -> GraphModule:
             if isinstance(fakes, Tensor):
                 node.meta["tensor_meta"] = _extract_tensor_metadata(fakes)
             nodes[_Ref(('n', index, 0))] = node
-    graph.output(tuple(node_of(ref) for _, ref, _ in live))
+    graph.output(tuple(node_of(ref) for ref in output_refs))
     return GraphModule(Module(), graph, "GraphModule")
+
+
+def _release(seg: _Segment) -> list:
+    """Give the segment's inputs back their plain storages and forget which capture owns
+    its deferred ones; returns the deferred storages still alive, with their references."""
+    for storage in seg.pending.values():          # the graph reads and writes them
+        storage.__class__ = UntypedStorage
+        _owner_of_storage.pop(id(storage), None)
+    live = []
+    for key, (storage_ref, ref, geometry) in seg.deferred.items():
+        _owner_of_storage.pop(key, None)
+        storage = storage_ref()
+        if storage is not None:
+            live.append((storage, ref, geometry))
+    return live
+
+
+def _saved_values(saved_refs, live, results) -> list:
+    """The values the backward reads, by reference: a value that also filled a live storage
+    is a tensor over that storage (which took the result's buffer); the others follow the
+    live results, in order."""
+    filled = {ref: (storage, geometry) for storage, ref, geometry in live}
+    rest = iter(results[len(live):])
+    values = []
+    for ref in saved_refs:
+        if ref in filled:
+            storage, (offset, shape, stride, dtype) = filled[ref]
+            values.append(Tensor._make(storage, offset, shape, stride, dtype))
+        else:
+            values.append(next(rest))
+    return values
+
+
+def _example(value):
+    """A backend's example input: a fake becomes an (uninitialised) tensor laid out alike."""
+    if isinstance(value, Tensor) and value.__class__ is not Tensor \
+            and value.__class__ is not Parameter:
+        with _disable_current_modes():
+            return ops_namespace("aten").empty_strided.default(
+                list(value.shape), list(value.stride()), dtype=value.dtype,
+                device=getattr(value, "fake_device", value.device))
+    return value
 
 
 def _fill(storage, geometry, value, inputs) -> None:

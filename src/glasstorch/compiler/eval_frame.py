@@ -110,7 +110,8 @@ class _CompiledFunction:
         entry = self._entry_for(args, kwargs)
         if entry is None or entry.eager:
             return self.fn(*args, **kwargs)
-        capture = LazyCapture(entry.trace, self._compile_segment, self._on_break)
+        capture = LazyCapture(entry.trace, self._compile_segment, self._on_break,
+                              getattr(self.backend, "compiles_backward", False))
         _state.capture = capture
         try:
             with capture:
@@ -181,17 +182,21 @@ class _CompiledFunction:
                           for source, kind, value in snapshot))
         return entry
 
-    def _compile_segment(self, cache: dict, outputs: tuple, build_graph, inputs):
+    def _compile_segment(self, cache: dict, outputs: tuple, build_graph, inputs,
+                         backward: bool = False):
         """The compiled callable for a segment whose trace ends at the node owning `cache`
-        and whose live results are `outputs`: compiled by the backend the first time."""
+        and whose live results are `outputs`: compiled by the backend the first time (a
+        region's backward graph by its `bw_compiler`)."""
         cached = cache.get(outputs)
         if cached is None:
             gm = build_graph()
             if logs.enabled("graph"):
-                logs.artifact_logger("graph").debug("TRACED GRAPH %s\n%s", self.name,
-                                                    gm.print_readable(print_output=False))
+                logs.artifact_logger("graph").debug(
+                    "TRACED %sGRAPH %s\n%s", "BACKWARD " if backward else "", self.name,
+                    gm.print_readable(print_output=False))
             try:
-                compiled = self.backend(gm, list(inputs))
+                compile_fn = self.backend.bw_compiler if backward else self.backend
+                compiled = compile_fn(gm, list(inputs))
             except Exception as e:
                 if not config.suppress_errors:
                     raise BackendCompilerFailed(self.backend, e) from e

@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 
-ARTIFACTS = ("graph", "guards", "recompiles", "graph_breaks")
+ARTIFACTS = ("graph", "guards", "recompiles", "graph_breaks", "aot")
 log = logging.getLogger("glasstorch._dynamo")
 _handler = None
 

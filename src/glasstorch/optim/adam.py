@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor
 from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _bump, _check_betas, _check_lr,
                         _check_nonneg, _closure_loss, _as_real, _fused, _plain_arrays,
@@ -78,7 +79,12 @@ class Adam(Optimizer):
                     continue
                 grad = -p.grad if group["maximize"] else p.grad
                 state["step"] += 1
-                step = state["step"].item()
+                # inside torch.compile the counter's bytes are not computed yet: it stays
+                # data (PyTorch's capturable form), so each step replays the same graph
+                step = state["step"]
+                captured = step._storage.__class__ is not UntypedStorage
+                if not captured:
+                    step = step.item()
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         p.mul_(1 - lr * wd)
@@ -95,7 +101,10 @@ class Adam(Optimizer):
                     denom = (vmax.sqrt() / bias_correction2_sqrt).add_(eps)
                 else:
                     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                param.addcdiv_(exp_avg, denom, value=-step_size)
+                if captured:
+                    param.sub_(exp_avg / denom * step_size)
+                else:
+                    param.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
 
 

@@ -1,0 +1,1 @@
+"""`torch._dynamo.backends`: PyTorch's package of compiler backends."""
