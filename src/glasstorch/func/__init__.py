@@ -1,0 +1,12 @@
+"""torch.func: composable function transforms (functorch).
+
+`grad`, `vjp`, `jacrev`, `hessian` differentiate functions; `vmap` maps a function over a
+batch dimension by running each op once on the whole batch (BatchedTensor and the
+FuncTorchBatched dispatch key); `functional_call` and `stack_module_state` turn modules into
+functions of their parameters, so the transforms compose with them.
+"""
+from .eager_transforms import grad, grad_and_value, hessian, jacrev, vjp
+from .functional_call import functional_call, stack_module_state
+
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "functional_call",
+           "stack_module_state"]

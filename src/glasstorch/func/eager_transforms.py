@@ -1,0 +1,276 @@
+"""grad, grad_and_value, vjp, jacrev, hessian: reverse-mode transforms of functions.
+
+Each call marks its differentiated inputs as fresh graph inputs, runs the function with grad
+enabled and differentiates with `autograd.grad`. Inside `vmap`, the inputs are BatchedTensors
+over physical tensors: a transform tracks the physical tensor (lifted into every active vmap
+level first, so an unbatched parameter gets one gradient per example) and differentiates the
+physical output, whose examples are independent, so one backward gives every example's
+gradient. Nested transforms keep the graph (`create_graph`) so that an outer one can
+differentiate the inner one's result: `grad(grad(f))`.
+"""
+from __future__ import annotations
+
+import functools
+
+from .. import autograd
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..core.tensor import Tensor
+from ..ops.creation.factories import ones_like, zeros, zeros_like
+from ..ops.shape.joining import stack as stack_tensors
+from ..utils._pytree import tree_flatten, tree_map, tree_unflatten
+from ._levels import grad_level, stack
+from .batched_tensor import peel, rebuild, wrap
+
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian"]
+
+
+# ---- arguments ----------------------------------------------------------------------------
+
+def _check_argnums(argnums, nargs: int) -> None:
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    if isinstance(argnums, tuple) and not argnums:
+        raise RuntimeError("argnums must be non-empty")
+    for n in nums:
+        if not isinstance(n, int):
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(n)}")
+        if not -nargs <= n < nargs:
+            raise RuntimeError(f"Got argnum={n}, but only {nargs} positional inputs")
+    if len({n % nargs for n in nums}) != len(nums):
+        raise RuntimeError(f"argnums must be unique, got {argnums}")
+
+
+def _selected(args: tuple, argnums):
+    if isinstance(argnums, int):
+        return args[argnums]
+    return tuple(args[n] for n in argnums)
+
+
+def _replace(args: tuple, argnums, new) -> tuple:
+    args = list(args)
+    if isinstance(argnums, int):
+        args[argnums] = new
+    else:
+        for n, v in zip(argnums, new):
+            args[n] = v
+    return tuple(args)
+
+
+def _check_tensors(leaves) -> None:
+    for x in leaves:
+        if not isinstance(x, Tensor):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+
+
+# ---- tracking inputs inside the active vmap levels ----------------------------------------
+
+def lift(t: Tensor) -> Tensor:
+    """`t` batched at every active vmap level: levels it lacks get an expanded batch dim, so
+    that its gradient is per example."""
+    physical, chain = peel(t)
+    have = dict(chain)
+    value = physical
+    for entry in stack.vmaps:
+        if entry.level in have:
+            value = wrap(value, have[entry.level], entry.level)
+        else:
+            value = wrap(value.unsqueeze(0).expand(entry.batch_size, *value.shape), 0,
+                         entry.level)
+    return value
+
+
+class _Tracked:
+    """A differentiated input: what the function gets, and the physical tensor under it
+    that autograd differentiates against."""
+
+    __slots__ = ("logical", "physical", "chain")
+
+    def __init__(self, x: Tensor, keep_graph: bool):
+        physical, chain = peel(x)
+        if keep_graph and physical.requires_grad:
+            physical = physical.view_as(physical)     # its own node in the outer graph
+        else:
+            physical = physical.detach().requires_grad_()
+        self.logical = lift(rebuild(physical, chain))
+        self.physical, self.chain = peel(self.logical)
+
+    def gradient(self, g) -> Tensor:
+        return rebuild(zeros_like(self.physical) if g is None else g, self.chain)
+
+
+def _keep_graph(leaves) -> bool:
+    """Whether results must stay differentiable: an outer transform (or the caller's own
+    autograd) differentiates them again."""
+    if not is_grad_enabled():
+        return False
+    return stack.grad_depth > 0 or any(peel(x)[0].requires_grad for x in leaves)
+
+
+def _physical_output(out: Tensor, wanted_chain) -> Tensor:
+    """The physical tensor under `out`, batched like the inputs (lifted where `out` lacks a
+    level, so that cotangents and outputs line up)."""
+    physical, chain = peel(lift(out) if stack.vmaps else out)
+    return physical
+
+
+def _detach(tree, keep: bool):
+    if keep:
+        return tree
+    return tree_map(lambda t: rebuild(peel(t)[0].detach(), peel(t)[1])
+                    if isinstance(t, Tensor) else t, tree)
+
+
+def _differentiate(outputs, cotangents, tracked, keep: bool, retain: bool):
+    """Gradients (logical, per tracked input) of sum(outputs * cotangents)."""
+    physical_outs, physical_cts = [], []
+    for out, ct in zip(outputs, cotangents):
+        if not peel(out)[0].requires_grad:
+            continue
+        physical_outs.append(_physical_output(out, None))
+        physical_cts.append(_physical_output(ct, None))
+    if not physical_outs:
+        return [t.gradient(None) for t in tracked]
+    grads = autograd.grad(physical_outs, [t.physical for t in tracked], physical_cts,
+                          retain_graph=retain or keep, create_graph=keep, allow_unused=True)
+    return [t.gradient(g) for t, g in zip(tracked, grads)]
+
+
+# ---- grad and grad_and_value --------------------------------------------------------------
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """A function returning (gradient of `func` with respect to the arguments `argnums`,
+    value of `func`); `func` must return a scalar Tensor (and an auxiliary value alongside
+    when `has_aux`)."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        _check_argnums(argnums, len(args))
+        diff_args = _selected(args, argnums)
+        leaves, spec = tree_flatten(diff_args)
+        _check_tensors(leaves)
+        keep = _keep_graph(leaves)
+        with grad_level(), enable_grad():
+            tracked = [_Tracked(x, keep) for x in leaves]
+            new_args = _replace(args, argnums, tree_unflatten([t.logical for t in tracked], spec))
+            output = func(*new_args, **kwargs)
+            aux = None
+            if has_aux:
+                if not (isinstance(output, tuple) and len(output) == 2):
+                    raise RuntimeError("grad_and_value(f)(*args): output of function f should "
+                                       "be a tuple: (output, aux) if has_aux is True")
+                output, aux = output
+            if not isinstance(output, Tensor):
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   f"Tensor, got {type(output)}")
+            if output.dim() != 0:
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   f"scalar Tensor, got tensor with {output.dim()} dims. Maybe "
+                                   "you wanted to use the vjp or jacrev APIs instead?")
+            grads = _differentiate([output], [ones_like(output)], tracked, keep, retain=False)
+        grads = _detach(tree_unflatten(grads, spec), keep)
+        output = _detach(output, keep)
+        if has_aux:
+            return grads, (output, _detach(aux, keep))
+        return grads, output
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """The function computing the gradient of `func` (a scalar-valued function) with respect
+    to its arguments `argnums`; with `has_aux`, also the auxiliary value `func` returns."""
+    transformed = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        grads, value = transformed(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+    return wrapper
+
+
+# ---- vjp ----------------------------------------------------------------------------------
+
+def vjp(func, *primals, has_aux=False):
+    """(func(*primals), vjp_fn[, aux]): vjp_fn(cotangents) gives the vector-Jacobian product
+    with respect to each primal, cotangents having the output's structure."""
+    leaves, spec = tree_flatten(primals)
+    _check_tensors(leaves)
+    keep = _keep_graph(leaves)
+    with grad_level(), enable_grad():
+        tracked = [_Tracked(x, keep) for x in leaves]
+        output = func(*tree_unflatten([t.logical for t in tracked], spec))
+        aux = None
+        if has_aux:
+            if not (isinstance(output, tuple) and len(output) == 2):
+                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: "
+                                   "(output, aux) if has_aux is True")
+            output, aux = output
+    out_leaves, out_spec = tree_flatten(output)
+    for o in out_leaves:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has "
+                               f"non-empty output, with tensor leaves; got {type(o)}")
+
+    def vjp_fn(*cotangents, retain_graph=True, create_graph=None):
+        ct_leaves, ct_spec = tree_flatten(cotangents[0] if len(cotangents) == 1 else cotangents)
+        if ct_spec != out_spec:
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as "
+                               f"pytree structure of outputs to the function. cotangents: "
+                               f"{ct_spec}, primal output: {out_spec}")
+        for i, (ct, o) in enumerate(zip(ct_leaves, out_leaves)):
+            if ct.shape != o.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{ct.shape} and output[{i}] has a shape of {o.shape}.")
+        graph = keep or any(peel(c)[0].requires_grad for c in ct_leaves) if (
+            create_graph is None) else create_graph
+        with enable_grad():
+            grads = _differentiate(out_leaves, ct_leaves, tracked, graph, retain_graph)
+        return tree_unflatten(_detach(grads, graph), spec)
+
+    result = (_detach(output, keep), vjp_fn)
+    return result + (_detach(aux, keep),) if has_aux else result
+
+
+# ---- jacrev and hessian -------------------------------------------------------------------
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """The Jacobian of `func` with respect to the arguments `argnums`, by reverse mode: one
+    vector-Jacobian product per output element (in chunks of `chunk_size` basis vectors).
+    Each output leaf gives a Jacobian of shape output.shape + input.shape."""
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        _check_argnums(argnums, len(args))
+        diff_args = _selected(args, argnums)
+
+        def partial(*diff):
+            return func(*_replace(args, argnums, diff if not isinstance(argnums, int)
+                                  else diff[0]), **kwargs)
+        primals = (diff_args,) if isinstance(argnums, int) else diff_args
+        result = vjp(partial, *primals, has_aux=has_aux)
+        output, vjp_fn = result[0], result[1]
+        out_leaves, out_spec = tree_flatten(output)
+        in_leaves, in_spec = tree_flatten(primals)
+        per_output = []
+        for oi, out in enumerate(out_leaves):
+            rows = []
+            for e in range(out.numel()):
+                cts = [zeros(o.shape, dtype=o.dtype, device=o.device) for o in out_leaves]
+                cts[oi].view(-1)[e] = 1
+                rows.append(tree_flatten(vjp_fn(tree_unflatten(cts, out_spec)))[0])
+            jac = []
+            for ii, x in enumerate(in_leaves):
+                column = [r[ii] for r in rows]
+                j = (stack_tensors(column) if column else
+                     zeros((0,) + tuple(x.shape), dtype=x.dtype, device=x.device))
+                jac.append(j.view(tuple(out.shape) + tuple(x.shape)))
+            jac = tree_unflatten(jac, in_spec)
+            per_output.append(jac[0] if isinstance(argnums, int) else jac)
+        jacobian = tree_unflatten(per_output, out_spec)
+        return (jacobian, result[2]) if has_aux else jacobian
+    return wrapper
+
+
+def hessian(func, argnums=0):
+    """The Hessian of a scalar function: the Jacobian of its gradient (jacfwd of jacrev in
+    PyTorch, which gives the same values)."""
+    return jacrev(jacrev(func, argnums), argnums)
