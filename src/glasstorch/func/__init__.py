@@ -7,6 +7,7 @@ functions of their parameters, so the transforms compose with them.
 """
 from .eager_transforms import grad, grad_and_value, hessian, jacrev, vjp
 from .functional_call import functional_call, stack_module_state
+from .vmap import vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "functional_call",
-           "stack_module_state"]
+           "stack_module_state", "vmap"]
