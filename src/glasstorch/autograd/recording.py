@@ -180,6 +180,9 @@ def _alias(t: Tensor) -> Tensor:
     alias = type(t)._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc)
     if t.__class__ is not Tensor:
         alias.__dict__.update((k, v) for k, v in t.__dict__.items() if not hasattr(Tensor, k))
+    if "_fw_tangent" in t.__dict__:     # forward AD: a saved output keeps its tangent
+        from .forward_ad import copy_tangent
+        copy_tangent(t, alias)
     return alias
 
 

@@ -5,9 +5,10 @@ batch dimension by running each op once on the whole batch (BatchedTensor and th
 FuncTorchBatched dispatch key); `functional_call` and `stack_module_state` turn modules into
 functions of their parameters, so the transforms compose with them.
 """
-from .eager_transforms import grad, grad_and_value, hessian, jacrev, vjp
+from .eager_transforms import (grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize,
+                               vjp)
 from .functional_call import functional_call, stack_module_state
 from .vmap import vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "functional_call",
-           "stack_module_state", "vmap"]
+           "stack_module_state", "vmap", "jvp", "jacfwd", "linearize"]

@@ -13,15 +13,16 @@ from __future__ import annotations
 import functools
 
 from .. import autograd
+from ..autograd import forward_ad
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..core.tensor import Tensor
 from ..ops.creation.factories import ones_like, zeros, zeros_like
 from ..ops.shape.joining import stack as stack_tensors
 from ..utils._pytree import tree_flatten, tree_map, tree_unflatten
 from ._levels import grad_level, stack
-from .batched_tensor import peel, rebuild, wrap
+from .batched_tensor import BatchedTensor, peel, rebuild, wrap
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian"]
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "jvp", "jacfwd", "linearize"]
 
 
 # ---- arguments ----------------------------------------------------------------------------
@@ -89,7 +90,7 @@ class _Tracked:
         if keep_graph and physical.requires_grad:
             physical = physical.view_as(physical)     # its own node in the outer graph
         else:
-            physical = physical.detach().requires_grad_()
+            physical = _detach_keeping_tangent(physical).requires_grad_()
         self.logical = lift(rebuild(physical, chain))
         self.physical, self.chain = peel(self.logical)
 
@@ -112,10 +113,18 @@ def _physical_output(out: Tensor, wanted_chain) -> Tensor:
     return physical
 
 
+def _detach_keeping_tangent(t: Tensor) -> Tensor:
+    """t.detach(), keeping t's forward-mode tangent: leaving a reverse-mode transform must
+    not cut the tangent an enclosing jvp follows (jacfwd(jacrev(f)))."""
+    tangent = forward_ad.tangent_of(t)
+    d = t.detach()
+    return d if tangent is None else forward_ad.make_dual(d, tangent)
+
+
 def _detach(tree, keep: bool):
     if keep:
         return tree
-    return tree_map(lambda t: rebuild(peel(t)[0].detach(), peel(t)[1])
+    return tree_map(lambda t: rebuild(_detach_keeping_tangent(peel(t)[0]), peel(t)[1])
                     if isinstance(t, Tensor) else t, tree)
 
 
@@ -271,6 +280,139 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 
 def hessian(func, argnums=0):
-    """The Hessian of a scalar function: the Jacobian of its gradient (jacfwd of jacrev in
-    PyTorch, which gives the same values)."""
-    return jacrev(jacrev(func, argnums), argnums)
+    """The Hessian of a scalar function: forward mode over reverse mode, the jacfwd of its
+    jacrev (as PyTorch)."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+# ---- forward mode: jvp, jacfwd, linearize ---------------------------------------------------
+
+def _canonical(t: Tensor) -> Tensor:
+    """`t` with every vmap level's batch dimension first in its physical tensor (outermost
+    level innermost), so that two tensors batched at the same levels line up physically."""
+    if t.__class__ is not BatchedTensor:
+        return t
+    value = t._value if t._bdim == 0 else t._value.movedim(t._bdim, 0)
+    return wrap(_canonical(value), 0, t._level)
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), J·tangents): the Jacobian-vector product by forward-mode AD
+    (dual tensors, autograd/forward_ad.py). Returns the auxiliary value too with `has_aux`."""
+    if not isinstance(primals, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
+                           "should be valid to call f(*primals).")
+    if not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected tangents to be a tuple. E.g. it "
+                           "should be valid to call f(*primals).")
+    p_leaves, spec = tree_flatten(primals)
+    t_leaves, t_spec = tree_flatten(tangents)
+    if spec != t_spec:
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
+                           f"the same python structure. For example, if primals is a tuple of "
+                           f"3 tensors, tangents also must be. Got primals with structure "
+                           f"{spec} and tangents with structure {t_spec}")
+    for p, t in zip(p_leaves, t_leaves):
+        if not (isinstance(p, Tensor) and isinstance(t, Tensor)):
+            raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to "
+                               "only contain Tensors")
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to "
+                               f"have the same shape, got {tuple(p.shape)} and "
+                               f"{tuple(t.shape)}")
+    with forward_ad.dual_level():
+        duals = []
+        for p, t in zip(p_leaves, t_leaves):
+            p, t = _canonical(lift(p)), _canonical(lift(t))
+            physical, chain = peel(p)
+            duals.append(rebuild(forward_ad.make_dual(physical, peel(t)[0]), chain))
+        output = func(*tree_unflatten(duals, spec))
+        aux = None
+        if has_aux:
+            if not (isinstance(output, tuple) and len(output) == 2):
+                raise RuntimeError("jvp(f, primals, tangents): output of function f should be a "
+                                   "tuple: (output, aux) if has_aux is True")
+            output, aux = output
+        out_leaves, out_spec = tree_flatten(output)
+        values, derivs = [], []
+        for o in out_leaves:
+            if not isinstance(o, Tensor):
+                raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to return "
+                                   f"only tensors, got unsupported type {type(o)}")
+            physical, chain = peel(_canonical(lift(o)) if stack.vmaps else o)
+            primal, tangent = forward_ad.unpack_dual(physical)
+            if tangent is None:
+                tangent = zeros_like(primal)
+            values.append(rebuild(primal, chain))
+            derivs.append(rebuild(tangent, chain))
+    result = (tree_unflatten(values, out_spec), tree_unflatten(derivs, out_spec))
+    return result + (aux,) if has_aux else result
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of `func` with respect to the arguments `argnums`, by forward mode: one
+    jvp per input element, all of them at once under vmap (the basis vectors are its batch)."""
+    from .vmap import vmap
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        _check_argnums(argnums, len(args))
+        diff_args = _selected(args, argnums)
+        primals = (diff_args,) if isinstance(argnums, int) else diff_args
+        in_leaves, in_spec = tree_flatten(primals)
+        _check_tensors(in_leaves)
+        sizes = [x.numel() for x in in_leaves]
+        total = sum(sizes)
+
+        def partial(*diff):
+            return func(*_replace(args, argnums, diff[0] if isinstance(argnums, int) else diff),
+                        **kwargs)
+        basis = []
+        offset = 0
+        for x, n in zip(in_leaves, sizes):
+            b = zeros((total, n), dtype=x.dtype, device=x.device)
+            if n:
+                b[offset:offset + n] = _eye(n, x)
+            basis.append(b.view((total,) + tuple(x.shape)))
+            offset += n
+
+        def push(*tangent_leaves):
+            out = jvp(partial, primals, tree_unflatten(list(tangent_leaves), in_spec),
+                      has_aux=has_aux)
+            return (out[1], out[2]) if has_aux else out[1]
+        pushed = vmap(push, randomness=randomness)(*basis)
+        tangents_out, aux = pushed if has_aux else (pushed, None)
+        out_leaves, out_spec = tree_flatten(tangents_out)
+        per_output = []
+        for t in out_leaves:
+            out_shape = tuple(t.shape[1:])
+            pieces, start = [], 0
+            for x, n in zip(in_leaves, sizes):
+                piece = t.narrow(0, start, n).movedim(0, -1) if t.dim() > 1 else t.narrow(
+                    0, start, n)
+                pieces.append(piece.reshape(out_shape + tuple(x.shape)))
+                start += n
+            jac = tree_unflatten(pieces, in_spec)
+            per_output.append(jac[0] if isinstance(argnums, int) else jac)
+        jacobian = tree_unflatten(per_output, out_spec)
+        if has_aux:
+            return jacobian, tree_map(lambda a: a.select(0, 0) if isinstance(a, Tensor) else a,
+                                      aux)
+        return jacobian
+    return wrapper
+
+
+def _eye(n: int, like: Tensor) -> Tensor:
+    from ..ops.creation.ranges import eye
+    return eye(n, dtype=like.dtype, device=like.device)
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn): jvp_fn(*tangents) is the Jacobian-vector product at primals.
+    (PyTorch traces the linear function once with make_fx; here each call runs a jvp, with
+    the same values.)"""
+    output = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+    return output, jvp_fn

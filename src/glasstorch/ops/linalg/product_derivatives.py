@@ -9,6 +9,7 @@ summed back by the engine.
 from __future__ import annotations
 
 from ..derivative import derivative
+from ..derivative import forward_derivative
 from ...core.shape import wrap_dims
 from ..pointwise.arithmetic_derivatives import conj
 from .products import (_ELLIPSIS, _label_char, _label_index, _parse_operands, einsum,
@@ -80,6 +81,14 @@ def _mm(grad, self, mat2, grad_input_mask):
     # mat2's first, as PyTorch's: a mode sees linear's backward as t, mm, t, t, mm
     g_mat2 = _mat2_grad(grad, self, mat2) if grad_input_mask[1] else None
     return (grad.mm(conj(mat2).t()) if grad_input_mask[0] else None), g_mat2
+
+
+@forward_derivative(products.mm)
+def _mm_jvp(primals, tangents, result):
+    (self, mat2), (t_self, t_mat2) = primals, tangents
+    if t_mat2 is None:
+        return t_self.mm(mat2)
+    return self.mm(t_mat2) if t_self is None else t_self.mm(mat2) + self.mm(t_mat2)
 
 
 @derivative(products.addmm, "AddmmBackward0")
