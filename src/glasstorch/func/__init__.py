@@ -8,7 +8,8 @@ functions of their parameters, so the transforms compose with them.
 from .eager_transforms import (grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize,
                                vjp)
 from .functional_call import functional_call, stack_module_state
+from .functionalize import functionalize
 from .vmap import vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "functional_call",
-           "stack_module_state", "vmap", "jvp", "jacfwd", "linearize"]
+           "stack_module_state", "vmap", "jvp", "jacfwd", "linearize", "functionalize"]
