@@ -50,6 +50,8 @@ CASES = [
     ("unbatched-arg", lambda L: lambda x, y: L.where(x > 0, x, y),
      [arr(4, 3), arr(3)], {"in_dims": (0, None)}),
     ("scalar-examples", lambda L: lambda x, y: x * y + x.abs(), [arr(5), arr(5, 2)], {}),
+    ("scalar-promotion", lambda L: lambda x, y: (x + y, x * 2, (y > 0) * x),
+     [arr(5, dtype=np.float64), arr(5, 2)], {}),
     ("in-place", lambda L: lambda x, y: x.clone().add_(y).mul_(2), [arr(4, 3), arr(3)],
      {"in_dims": (0, None)}),
     ("in_dims=1", lambda L: lambda x: x.relu() * 2, [arr(3, 4)], {"in_dims": 1}),
@@ -265,6 +267,9 @@ def test_model_ensemble():
 
 def test_vmap_of_jacrev_and_grad_of_vmap():
     run_both(lambda L: L.func.jacrev(lambda x: x.sin() * x.sum()), [arr(3, 4)])
+    run_both(lambda L: L.func.jacrev(lambda x: x.cumsum(0)), [arr(3, 4)], in_dims=1)
+    run_both(lambda L: lambda x: L.func.vjp(lambda a: a.t() * a.sum(), x)[1](
+        L.arange(12.0).view(3, 4))[0], [arr(4, 2, 3)], in_dims=1)
     T = oracle_torch()
     x = arr(3, 4)
     g = gt.func.grad(lambda x: gt.vmap(lambda r: (r * r).sum())(x).sum())(gt.tensor(x))

@@ -16,6 +16,7 @@ and wraps the result, whose batch dimension it states. The families:
 """
 from __future__ import annotations
 
+from ..core.promotion import common_dtype
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import find, overloads_of
 from ..ops.creation.factories import ones
@@ -105,12 +106,26 @@ def pointwise(op, level, args):
     for i in tensors:
         v, batched = front(args[i], level)
         new[i] = pad(v, rank) if batched else v
+    _keep_scalar_promotion(op, level, args, new, tensors)
     mutated = op.info.get("mutated")
     if mutated:
         check_inplace_self(op, level, args[mutated[0]])
         op(*new)
         return args[mutated[0]]
     return wrap_all(op(*new), level)
+
+
+def _keep_scalar_promotion(op, level, args, new, tensors) -> None:
+    """A 0-dim example is a dimensioned physical tensor, which would outrank the other
+    operands in type promotion: give it the dtype the logical operands promote to."""
+    scalars = [i for i in tensors if args[i].dim() == 0 and is_batched(args[i], level)]
+    if not scalars or len({args[i].dtype for i in tensors}) == 1:
+        return
+    operands = [args[i] for i in op.tensor_positions if args[i] is not None]
+    want = common_dtype(*operands)
+    if common_dtype(*(new[i] for i in op.tensor_positions if new[i] is not None)) is not want:
+        for i in scalars:
+            new[i] = new[i].to(want)
 
 
 # ---- ops that treat leading dimensions as a batch already -----------------------------------
@@ -157,7 +172,8 @@ DIM_OPS = (
     "aten::unbind.int", "aten::diagonal", "aten::unfold", "aten::sort", "aten::sort.stable",
     "aten::topk", "aten::kthvalue", "aten::index_select", "aten::glu", "aten::cummax",
     "aten::cummin", "aten::logcumsumexp", "aten::cumsum", "aten::cumprod", "aten::movedim.int",
-    "aten::diag_embed", "aten::repeat_interleave.self_int", "aten::chunk", "aten::tensor_split.sections",
+    "aten::diag_embed", "aten::repeat_interleave.self_int", "aten::chunk",
+    "aten::tensor_split.sections",
     "aten::renorm", "aten::_log_softmax_backward_data", "aten::_softmax_backward_data")
 
 

@@ -106,11 +106,10 @@ def _keep_graph(leaves) -> bool:
     return stack.grad_depth > 0 or any(peel(x)[0].requires_grad for x in leaves)
 
 
-def _physical_output(out: Tensor, wanted_chain) -> Tensor:
-    """The physical tensor under `out`, batched like the inputs (lifted where `out` lacks a
-    level, so that cotangents and outputs line up)."""
-    physical, chain = peel(lift(out) if stack.vmaps else out)
-    return physical
+def _physical_output(out: Tensor) -> Tensor:
+    """The physical tensor under `out`, batched at every active level with the batch
+    dimensions first, so that an output and its cotangent line up element for element."""
+    return peel(_canonical(lift(out)))[0] if stack.vmaps else peel(out)[0]
 
 
 def _detach_keeping_tangent(t: Tensor) -> Tensor:
@@ -134,8 +133,8 @@ def _differentiate(outputs, cotangents, tracked, keep: bool, retain: bool):
     for out, ct in zip(outputs, cotangents):
         if not peel(out)[0].requires_grad:
             continue
-        physical_outs.append(_physical_output(out, None))
-        physical_cts.append(_physical_output(ct, None))
+        physical_outs.append(_physical_output(out))
+        physical_cts.append(_physical_output(ct))
     if not physical_outs:
         return [t.gradient(None) for t in tracked]
     grads = autograd.grad(physical_outs, [t.physical for t in tracked], physical_cts,
