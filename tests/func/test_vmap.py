@@ -277,6 +277,17 @@ def test_vmap_of_jacrev_and_grad_of_vmap():
     same_tree(g, t)
 
 
+def test_vmap_of_vjp_fn():
+    # the jacobian row by row: cotangents batched, the graph recorded outside the vmap
+    T = oracle_torch()
+    x = arr(4).astype(np.float64)
+    rows = []
+    for L in (gt, T):
+        _, fn = L.func.vjp(lambda v: v.exp() * v.sum(), L.tensor(x))
+        rows.append(L.vmap(fn)(L.eye(4, dtype=L.float64))[0])
+    same_tree(rows[0], rows[1])
+
+
 def test_plain_calls_do_not_carry_the_new_keys():
     from glasstorch.dispatch.keys import DispatchKey
     x = gt.ones(2)

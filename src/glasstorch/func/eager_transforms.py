@@ -20,7 +20,7 @@ from ..ops.creation.factories import ones_like, zeros, zeros_like
 from ..ops.shape.joining import stack as stack_tensors
 from ..utils._pytree import tree_flatten, tree_map, tree_unflatten
 from ._levels import grad_level, stack
-from .batched_tensor import BatchedTensor, peel, rebuild, wrap
+from .batched_tensor import BatchedTensor, is_batched_at, peel, rebuild, wrap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "jvp", "jacfwd", "linearize"]
 
@@ -64,13 +64,13 @@ def _check_tensors(leaves) -> None:
 
 # ---- tracking inputs inside the active vmap levels ----------------------------------------
 
-def lift(t: Tensor) -> Tensor:
-    """`t` batched at every active vmap level: levels it lacks get an expanded batch dim, so
-    that its gradient is per example."""
+def lift(t: Tensor, levels=None) -> Tensor:
+    """`t` batched at every active vmap level (or every one of `levels`): levels it lacks get
+    an expanded batch dim, so that its gradient is per example."""
     physical, chain = peel(t)
     have = dict(chain)
     value = physical
-    for entry in stack.vmaps:
+    for entry in stack.vmaps if levels is None else levels:
         if entry.level in have:
             value = wrap(value, have[entry.level], entry.level)
         else:
@@ -106,10 +106,10 @@ def _keep_graph(leaves) -> bool:
     return stack.grad_depth > 0 or any(peel(x)[0].requires_grad for x in leaves)
 
 
-def _physical_output(out: Tensor) -> Tensor:
-    """The physical tensor under `out`, batched at every active level with the batch
+def _physical_output(out: Tensor, levels) -> Tensor:
+    """The physical tensor under `out`, batched at every one of `levels` with the batch
     dimensions first, so that an output and its cotangent line up element for element."""
-    return peel(_canonical(lift(out)))[0] if stack.vmaps else peel(out)[0]
+    return peel(_canonical(lift(out, levels)))[0] if levels else peel(out)[0]
 
 
 def _detach_keeping_tangent(t: Tensor) -> Tensor:
@@ -127,14 +127,15 @@ def _detach(tree, keep: bool):
                     if isinstance(t, Tensor) else t, tree)
 
 
-def _differentiate(outputs, cotangents, tracked, keep: bool, retain: bool):
-    """Gradients (logical, per tracked input) of sum(outputs * cotangents)."""
+def _differentiate(outputs, cotangents, tracked, keep: bool, retain: bool, levels):
+    """Gradients (logical, per tracked input) of sum(outputs * cotangents), the vmap levels
+    `levels` being those the inputs were tracked in."""
     physical_outs, physical_cts = [], []
     for out, ct in zip(outputs, cotangents):
         if not peel(out)[0].requires_grad:
             continue
-        physical_outs.append(_physical_output(out))
-        physical_cts.append(_physical_output(ct))
+        physical_outs.append(_physical_output(out, levels))
+        physical_cts.append(_physical_output(ct, levels))
     if not physical_outs:
         return [t.gradient(None) for t in tracked]
     grads = autograd.grad(physical_outs, [t.physical for t in tracked], physical_cts,
@@ -172,7 +173,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"scalar Tensor, got tensor with {output.dim()} dims. Maybe "
                                    "you wanted to use the vjp or jacrev APIs instead?")
-            grads = _differentiate([output], [ones_like(output)], tracked, keep, retain=False)
+            grads = _differentiate([output], [ones_like(output)], tracked, keep, False,
+                                   list(stack.vmaps))
         grads = _detach(tree_unflatten(grads, spec), keep)
         output = _detach(output, keep)
         if has_aux:
@@ -228,12 +230,46 @@ def vjp(func, *primals, has_aux=False):
                                    f"{ct.shape} and output[{i}] has a shape of {o.shape}.")
         graph = keep or any(peel(c)[0].requires_grad for c in ct_leaves) if (
             create_graph is None) else create_graph
+        return tree_unflatten(_apply_vjp(ct_leaves, graph, retain_graph), spec)
+
+    def _apply_vjp(ct_leaves, graph, retain_graph):
+        later = [e for e in stack.vmaps if e.level not in {v.level for v in levels}]
+        if later:         # vmap(vjp_fn): the cotangents carry a batch the graph does not
+            return _per_cotangent(later[-1], ct_leaves, graph, retain_graph)
         with enable_grad():
-            grads = _differentiate(out_leaves, ct_leaves, tracked, graph, retain_graph)
-        return tree_unflatten(_detach(grads, graph), spec)
+            grads = _differentiate(out_leaves, ct_leaves, tracked, graph, retain_graph, levels)
+        return _detach(grads, graph)
+
+    def _per_cotangent(entry, ct_leaves, graph, retain_graph):
+        """One vjp per cotangent of `entry`'s batch (the graph was recorded outside that vmap),
+        stacked into that level's batch."""
+        per_example = []
+        for b in range(entry.batch_size):
+            cts = [c._value.select(c._bdim, b) if is_batched_at(c, entry.level) else c
+                   for c in ct_leaves]
+            with _outside(entry):
+                per_example.append(_apply_vjp(cts, graph, retain_graph))
+        return [wrap(stack_tensors(list(column)), 0, entry.level)
+                for column in zip(*per_example)]
+
+    levels = list(stack.vmaps)
 
     result = (_detach(output, keep), vjp_fn)
     return result + (_detach(aux, keep),) if has_aux else result
+
+
+class _outside:
+    """Run a block as if vmap level `entry` were not active (its examples one at a time)."""
+
+    def __init__(self, entry):
+        self.entry = entry
+
+    def __enter__(self):
+        self.index = stack.vmaps.index(self.entry)
+        stack.vmaps.pop(self.index)
+
+    def __exit__(self, *exc):
+        stack.vmaps.insert(self.index, self.entry)
 
 
 # ---- jacrev and hessian -------------------------------------------------------------------
