@@ -27,7 +27,7 @@ from ..core.tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch.modes import TorchDispatchMode, enable_reentrant_dispatch
 from ..ops.derivative import AUTO_LINEAR
-from . import grad as _autograd_grad
+from . import grad as _autograd_grad, recording
 from .grad_mode import enable_grad, is_grad_enabled
 from .graph import sum_to_shape
 
@@ -60,6 +60,7 @@ def enter_dual_level() -> int:
     _state.duals = weakref.WeakSet()
     _state.mode = _ForwardADMode()
     _state.mode.__enter__()
+    recording.forward_ad_open = True
     return 0
 
 
@@ -71,6 +72,7 @@ def exit_dual_level(*, level=None) -> None:
     for t in list(_state.duals):
         t.__dict__.pop(_TANGENT, None)
     _state.mode.__exit__(None, None, None)
+    recording.forward_ad_open = False
     _state.level = _state.mode = _state.duals = None
 
 
