@@ -208,9 +208,16 @@ def test_errors_as_pytorch():
             expected.value).split(" has structure")[0]
 
 
-def test_inplace_into_unbatched_raises():
-    with pytest.raises(RuntimeError, match=r"vmap: add_\(self, \*extra_args\) is not possible"):
-        gt.vmap(lambda x, y: y.add_(x), in_dims=(0, None))(gt.ones(2, 3), gt.ones(3))
+def test_inplace_into_unbatched_raises_as_pytorch():
+    T = oracle_torch()
+    cases = [lambda L, x, y: y.mul_(x), lambda L, x, y: y.copy_(x),
+             lambda L, x, y: y.__setitem__(0, x[0])]
+    for case in cases:
+        with pytest.raises(RuntimeError) as expected:
+            T.vmap(lambda x, y: case(T, x, y), in_dims=(0, None))(T.ones(2, 3), T.ones(3))
+        with pytest.raises(RuntimeError) as actual:
+            gt.vmap(lambda x, y: case(gt, x, y), in_dims=(0, None))(gt.ones(2, 3), gt.ones(3))
+        assert str(actual.value) == str(expected.value)
 
 
 # ---- per-sample gradients and ensembles ------------------------------------------------

@@ -120,14 +120,16 @@ def _example(x, level, i):
 INPLACE_ERROR = (
     "vmap: {op}(self, *extra_args) is not possible because there exists a Tensor `other` in "
     "extra_args that has more elements than `self`. This happened due to `other` being "
-    "vmapped over but `self` not being vmapped over in a vmap. Please try to use "
+    "vmapped over but `self` not being vmapped over {where}. Please try to use "
     "out-of-place operators instead of {op}. If said operator is being called inside the "
     "PyTorch framework, please file a bug report instead.")
 
 
-def check_inplace_self(op, level, self):
+def check_inplace_self(op, level, self, name="inplace arithmetic"):
+    """An in-place op may write a batch only into a tensor batched at this level."""
     if not (self.__class__ is BatchedTensor and self._level == level):
-        raise RuntimeError(INPLACE_ERROR.format(op=op.schema.name))
+        where = "in a vmap" if name == "inplace arithmetic" else f"at level {level}"
+        raise RuntimeError(INPLACE_ERROR.format(op=name, where=where))
 
 
 def loop_fallback(op, level, args):
@@ -136,7 +138,7 @@ def loop_fallback(op, level, args):
     size = vmap_level(level).batch_size
     mutated = op.info.get("mutated") or ()
     for i in mutated:
-        check_inplace_self(op, level, args[i])
+        check_inplace_self(op, level, args[i], f"{op.schema.namespace}::{op.schema.name}")
     results = [op(*(_example(a, level, i) for a in args)) for i in range(size)]
     if mutated:
         return args[mutated[0]]
