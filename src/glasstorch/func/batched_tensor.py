@@ -10,6 +10,7 @@ Autograd happens below, on the physical tensors, so `requires_grad` is the value
 from __future__ import annotations
 
 from ..core.storage import UntypedStorage
+from ..overrides import _disabled_torch_function_impl
 from ..core.tensor import Tensor
 from ..dispatch.keys import BACKEND_MASK, DispatchKey
 
@@ -35,6 +36,9 @@ class BatchedTensor(Tensor):
     """One example's view of a batch: logical shape outside, physical tensor inside."""
 
     __slots__ = ("_value", "_bdim", "_level")
+    # ops see it through the FuncTorchBatched key only, never the __torch_function__ protocol
+    # (whose default would re-type results as this class)
+    __torch_function__ = _disabled_torch_function_impl
 
     @property
     def requires_grad(self) -> bool:
