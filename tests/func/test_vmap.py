@@ -295,6 +295,27 @@ def test_vmap_of_vjp_fn():
     same_tree(rows[0], rows[1])
 
 
+def test_ensemble_with_batch_norm_and_debug_unwrap():
+    T = oracle_torch()
+    x = arr(5, 3)
+    results = []
+    for L in (gt, T):
+        L.manual_seed(0)
+        models = [L.nn.Sequential(L.nn.Linear(3, 4), L.nn.BatchNorm1d(4)) for _ in range(2)]
+        for m in models:
+            L.func.replace_all_batch_norm_modules_(m)
+            m.load_state_dict({k: L.tensor(np.ones(v.shape, np.float32) * 0.1 * i)
+                               for i, (k, v) in enumerate(m.state_dict().items())})
+        assert models[0][1].running_mean is None and not models[0][1].track_running_stats
+        p, b = L.func.stack_module_state(models)
+        results.append(L.vmap(lambda p, b: L.func.functional_call(models[0], (p, b),
+                                                                  (L.tensor(x),)))(p, b))
+    same_tree(results[0], results[1])
+    shapes = []
+    gt.vmap(lambda r: shapes.append(tuple(gt.func.debug_unwrap(r).shape)) or r)(gt.ones(2, 3))
+    assert shapes == [(2, 3)]
+
+
 def test_plain_calls_do_not_carry_the_new_keys():
     from glasstorch.dispatch.keys import DispatchKey
     x = gt.ones(2)
