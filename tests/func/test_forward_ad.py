@@ -139,3 +139,15 @@ def test_errors_as_pytorch():
         with pytest.raises(type(expected.value)) as actual:
             case(gt)
         assert str(actual.value) == str(expected.value)
+
+
+def test_gradcheck_through_transforms():
+    x = gt.tensor(arr(3, 4), requires_grad=True)
+    t = gt.tensor(arr(3, 4))
+
+    def f(v):
+        return (v.sin() * v.exp()).cumsum(-1).softmax(-1)
+    # reverse over forward, reverse over vmap, reverse over a reverse transform
+    assert gt.autograd.gradcheck(lambda v: gt.func.jvp(f, (v,), (t,))[1], (x,))
+    assert gt.autograd.gradcheck(gt.vmap(f), (x,))
+    assert gt.autograd.gradcheck(gt.func.grad(lambda v: f(v).pow(2).sum()), (x,))
