@@ -440,6 +440,76 @@ def convolution(op, level, args):
     return wrap(out, 1, level)
 
 
+# ---- pooling and padding: the batch folded into N -----------------------------------------
+
+_SPATIAL = {"aten::max_pool2d_with_indices": 2, "aten::avg_pool2d": 2,
+            "aten::max_pool3d_with_indices": 3, "aten::avg_pool3d": 3,
+            "aten::_adaptive_avg_pool2d": 2, "aten::adaptive_max_pool2d": 2,
+            "aten::_adaptive_avg_pool3d": 3, "aten::reflection_pad2d": 2,
+            "aten::replication_pad2d": 2, "aten::pixel_shuffle": 2}
+
+
+@rule(*_SPATIAL)
+def fold_into_n(op, level, args):
+    """Ops over (N, C, *spatial) or (C, *spatial): an unbatched-N example gets the batch as
+    its N; a batched N is merged with it."""
+    if not (is_batched(args[0], level) and others_unbatched(op, level, args)):
+        return loop_fallback(op, level, args)
+    v = front(args[0], level)[0]
+    if args[0].dim() == _SPATIAL[op.name] + 1:
+        return wrap_all(op(v, *args[1:]), level)
+    size = v.shape[0]
+    result = op(v.reshape((-1,) + tuple(v.shape[2:])), *args[1:])
+
+    def unfold(r):
+        return r.view((size, -1) + tuple(r.shape[1:]))
+    return wrap_all(unfold(result) if isinstance(result, Tensor) else
+                    _same_kind(result, [unfold(r) for r in result]), level)
+
+
+@rule("aten::constant_pad_nd")
+def constant_pad(op, level, args):
+    if len(args[1]) > 2 * args[0].dim():
+        return loop_fallback(op, level, args)
+    return batch_in_front(op, level, args)
+
+
+@rule("aten::repeat")
+def repeat(op, level, args):
+    v = pad(front(args[0], level)[0], len(args[1]))
+    return wrap(v.repeat((1,) + tuple(args[1])), 0, level)
+
+
+@rule("aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::new_empty")
+def new_factory(op, level, args):
+    """A new tensor of the given size: the same for every example, so not batched."""
+    return op(front(args[0], level)[0], *args[1:])
+
+
+@rule("aten::outer")
+def outer(op, level, args):
+    a, ab = front(args[0], level)
+    b, bb = front(args[1], level)
+    return wrap(a.unsqueeze(-1) * (b.unsqueeze(-2) if bb else b), 0, level)
+
+
+@rule("aten::einsum")
+def einsum(op, level, args):
+    """The batch as one more subscript, in front of every batched operand and the output."""
+    equation, tensors, path = args
+    if "->" not in equation:
+        return loop_fallback(op, level, args)
+    inputs, output = equation.replace(" ", "").split("->")
+    label = next(c for c in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA"
+                 if c not in equation)
+    terms, values = [], []
+    for term, t in zip(inputs.split(","), tensors):
+        v, batched = front(t, level)
+        terms.append(label + term if batched else term)
+        values.append(v)
+    return wrap(op(f"{','.join(terms)}->{label}{output}", values, path), 0, level)
+
+
 # ---- losses -------------------------------------------------------------------------------
 
 @rule("aten::nll_loss_forward")
