@@ -56,7 +56,7 @@ class FunctionalTensor(Tensor):
             self.generation += 1
         else:
             self.parent.replace(self.scatter_fn(self.parent.value(), new))
-            self.elem, self.seen = self.view_fn(self.parent.value()), self.root.generation
+            # (this view takes itself again from the root's new value when next used)
 
 
 def _scatter_for(func, rest):
@@ -199,8 +199,9 @@ class _FunctionalizeMode(TorchDispatchMode):
 
 def functionalize(func, *, remove="mutations"):
     """`func` run with its mutations replaced by out-of-place ops (see the module
-    docstring); inputs it mutates are updated once, at the end. `remove='mutations'` only:
-    views stay views."""
+    docstring); inputs it mutates are updated once, at the end. Views stay views: with
+    `remove='mutations_and_views'` too, as glasstorch has no `*_copy` view operators (the
+    values are the same; a captured graph shows the views)."""
     if remove not in ("mutations", "mutations_and_views"):
         raise RuntimeError(f"functionalize(f, remove='mutations'): received invalid argument "
                            f"for remove={remove}. Valid options are:\n     remove='mutations': "
