@@ -151,3 +151,16 @@ def test_gradcheck_through_transforms():
     assert gt.autograd.gradcheck(lambda v: gt.func.jvp(f, (v,), (t,))[1], (x,))
     assert gt.autograd.gradcheck(gt.vmap(f), (x,))
     assert gt.autograd.gradcheck(gt.func.grad(lambda v: f(v).pow(2).sum()), (x,))
+
+
+def test_op_without_any_derivative_raises():
+    lib = gt.library.Library("fwad_test", "DEF")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: x * 2, "CPU")
+    fwAD = gt.autograd.forward_ad
+    with fwAD.dual_level():
+        d = fwAD.make_dual(gt.ones(2), gt.ones(2))
+        with pytest.raises(NotImplementedError, match=r"Trying to use forward AD with twice that "
+                                                      r"does not support it because it has not "
+                                                      r"been implemented yet"):
+            gt.ops.fwad_test.twice(d)
