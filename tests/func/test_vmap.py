@@ -195,6 +195,12 @@ def test_randomness():
     assert not gt.equal(d[0], d[1])
     n = gt.vmap(lambda x: x.clone().normal_(), randomness="same")(x)
     assert gt.equal(n[0], n[3])
+    nested = gt.vmap(gt.vmap(lambda x: x + gt.randn(2), randomness="same"),
+                     randomness="different")(gt.zeros(3, 4, 2))
+    assert len(set(nested.reshape(12, 2)[:, 0].tolist())) == 3      # one draw per outer row
+    nested = gt.vmap(gt.vmap(lambda x: x + gt.randn(2), randomness="different"),
+                     randomness="different")(gt.zeros(3, 4, 2))
+    assert len(set(nested.reshape(12, 2)[:, 0].tolist())) == 12
     with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
         gt.vmap(lambda x: x, randomness="foo")
 
