@@ -1,4 +1,5 @@
-"""grad, grad_and_value, vjp, jacrev, hessian: reverse-mode transforms of functions.
+"""grad, grad_and_value, vjp, jacrev: reverse-mode transforms of functions; jvp, jacfwd,
+linearize: forward-mode ones; hessian: both.
 
 Each call marks its differentiated inputs as fresh graph inputs, runs the function with grad
 enabled and differentiates with `autograd.grad`. Inside `vmap`, the inputs are BatchedTensors
@@ -7,6 +8,10 @@ level first, so an unbatched parameter gets one gradient per example) and differ
 physical output, whose examples are independent, so one backward gives every example's
 gradient. Nested transforms keep the graph (`create_graph`) so that an outer one can
 differentiate the inner one's result: `grad(grad(f))`.
+
+jvp, jacfwd, linearize are the forward-mode ones, on autograd.forward_ad's dual tensors: the
+physical tensors under BatchedTensors carry the tangents, so jacfwd pushes every basis
+tangent at once under vmap, and hessian is jacfwd(jacrev(f)).
 """
 from __future__ import annotations
 
