@@ -114,7 +114,8 @@ def _unwrap_output(out, out_dim, level: int, size: int, func):
     if not -rank <= out_dim < rank:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, "
                          f"{rank - 1}], but got {out_dim})")
-    return value.movedim(bdim, out_dim % rank)
+    out_dim %= rank
+    return value if bdim == out_dim else value.movedim(bdim, out_dim)
 
 
 def _call(func, leaves, spec, in_dims, size, randomness, out_dims, kwargs):
