@@ -280,9 +280,11 @@ class _outside:
 # ---- jacrev and hessian -------------------------------------------------------------------
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
-    """The Jacobian of `func` with respect to the arguments `argnums`, by reverse mode: one
-    vector-Jacobian product per output element (in chunks of `chunk_size` basis vectors).
-    Each output leaf gives a Jacobian of shape output.shape + input.shape."""
+    """The Jacobian of `func` with respect to the arguments `argnums`, by reverse mode: the
+    vector-Jacobian products of every output element's basis vector at once, as one vmap over
+    the cotangents (`chunk_size` of them at a time), each with its own batched forward and
+    backward. Each output leaf gives a Jacobian of shape output.shape + input.shape."""
+    from .vmap import vmap
     if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
 
@@ -290,28 +292,36 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     def wrapper(*args, **kwargs):
         _check_argnums(argnums, len(args))
         diff_args = _selected(args, argnums)
+        primals = (diff_args,) if isinstance(argnums, int) else diff_args
 
         def partial(*diff):
-            return func(*_replace(args, argnums, diff if not isinstance(argnums, int)
-                                  else diff[0]), **kwargs)
-        primals = (diff_args,) if isinstance(argnums, int) else diff_args
+            return func(*_replace(args, argnums, diff[0] if isinstance(argnums, int) else diff),
+                        **kwargs)
         result = vjp(partial, *primals, has_aux=has_aux)
-        output, vjp_fn = result[0], result[1]
-        out_leaves, out_spec = tree_flatten(output)
+        out_leaves, out_spec = tree_flatten(result[0])
         in_leaves, in_spec = tree_flatten(primals)
-        per_output = []
-        for oi, out in enumerate(out_leaves):
-            rows = []
-            for e in range(out.numel()):
-                cts = [zeros(o.shape, dtype=o.dtype, device=o.device) for o in out_leaves]
-                cts[oi].view(-1)[e] = 1
-                rows.append(tree_flatten(vjp_fn(tree_unflatten(cts, out_spec)))[0])
+        sizes = [o.numel() for o in out_leaves]
+        total = sum(sizes)
+        basis, offset = [], 0
+        for o, n in zip(out_leaves, sizes):
+            b = zeros((total, n), dtype=o.dtype, device=o.device)
+            if n:
+                b[offset:offset + n] = _eye(n, o)
+            basis.append(b.view((total,) + tuple(o.shape)))
+            offset += n
+
+        def pull(*cotangents):
+            fn = vjp(partial, *primals, has_aux=has_aux)[1]
+            return tuple(tree_flatten(fn(tree_unflatten(list(cotangents), out_spec)))[0])
+        rows = vmap(pull, chunk_size=chunk_size)(*basis) if total else None
+        per_output, start = [], 0
+        for o, n in zip(out_leaves, sizes):
             jac = []
             for ii, x in enumerate(in_leaves):
-                column = [r[ii] for r in rows]
-                j = (stack_tensors(column) if column else
-                     zeros((0,) + tuple(x.shape), dtype=x.dtype, device=x.device))
-                jac.append(j.view(tuple(out.shape) + tuple(x.shape)))
+                shape = tuple(o.shape) + tuple(x.shape)
+                jac.append(rows[ii].narrow(0, start, n).reshape(shape) if rows is not None
+                           else zeros(shape, dtype=x.dtype, device=x.device))
+            start += n
             jac = tree_unflatten(jac, in_spec)
             per_output.append(jac[0] if isinstance(argnums, int) else jac)
         jacobian = tree_unflatten(per_output, out_spec)
