@@ -164,3 +164,27 @@ def test_op_without_any_derivative_raises():
                                                       r"does not support it because it has not "
                                                       r"been implemented yet"):
             gt.ops.fwad_test.twice(d)
+
+
+def test_in_place_writes_match_pytorch():
+    T = oracle_torch()
+    results = []
+    for L in (gt, T):
+        fw = L.autograd.forward_ad
+        with fw.dual_level():
+            d = fw.make_dual(L.tensor([1.0, 2.0]), L.tensor([1.0, 0.5]))
+            e = d.clone()
+            e.mul_(e)
+            e.add_(1)
+            f = L.zeros(2)
+            f.copy_(d)
+            g = L.ones(2) * 3
+            g.mul_(d)
+            h = d.clone()
+            h.fill_(3.0)
+            k = L.zeros(2, 2)
+            k[0] = d                      # through a view: the base's tangent too
+            m = L.ones(3, 2)
+            m[1:].mul_(d)
+            results.append([fw.unpack_dual(t).tangent for t in (e, f, g, h, k, m)])
+    same(results[0], results[1])

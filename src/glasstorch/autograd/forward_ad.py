@@ -38,7 +38,7 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 class _State:
     level = None           # the open level's number, or None
     mode = None            # its dispatch mode
-    duals = None           # WeakSet of the tensors holding a tangent at that level
+    duals = None           # id -> weak reference, of the tensors holding a tangent
 
 
 _state = _State()
@@ -57,7 +57,7 @@ def enter_dual_level() -> int:
     if _state.level is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     _state.level = 0
-    _state.duals = weakref.WeakSet()
+    _state.duals = {}
     _state.mode = _ForwardADMode()
     _state.mode.__enter__()
     recording.forward_ad_open = True
@@ -69,11 +69,14 @@ def exit_dual_level(*, level=None) -> None:
     if _state.level is None or (level is not None and level != _state.level):
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
                            "was created. This is not supported.")
-    for t in list(_state.duals):
-        t.__dict__.pop(_TANGENT, None)
-    _state.mode.__exit__(None, None, None)
-    recording.forward_ad_open = False
+    duals, mode = _state.duals, _state.mode
     _state.level = _state.mode = _state.duals = None
+    recording.forward_ad_open = False
+    mode.__exit__(None, None, None)
+    for ref in list(duals.values()):
+        t = ref()
+        if t is not None:
+            t.__dict__.pop(_TANGENT, None)
 
 
 class dual_level:
@@ -112,7 +115,9 @@ def _set_tangent(t: Tensor, tangent) -> None:
         t.__dict__.pop(_TANGENT, None)
         return
     t.__dict__[_TANGENT] = tangent
-    _state.duals.add(t)
+    key = id(t)      # (tensors compare elementwise: no set of them; a dead entry just waits)
+    _state.duals[key] = weakref.ref(t, lambda _, key=key: _state.duals and _state.duals.pop(
+        key, None))
 
 
 def copy_tangent(source: Tensor, alias: Tensor) -> None:
@@ -334,6 +339,9 @@ class _ForwardADMode(TorchDispatchMode):
         if tangents is None:
             return func(*args, **kwargs)
         mutated = op.info.get("mutated") or ()
+        if mutated and op.info.get("decl") is not None and op.info["decl"].inplace is not op \
+                and not op.info.get("out"):
+            return self._other_inplace(op, func, args, kwargs, bound, mutated[0])
         primals = list(bound)
         for i in mutated:          # the formula needs the values before the write
             primals[i] = bound[i].clone()
@@ -347,7 +355,8 @@ class _ForwardADMode(TorchDispatchMode):
                 seen = op(*bound)
             tangent = jvp_of(op, tuple(primals), tangents, seen)
         if mutated:
-            _set_tangent(bound[mutated[0]], tangent)
+            with enable_reentrant_dispatch():
+                _set_written_tangent(bound[mutated[0]], tangent)
             return result
         if isinstance(result, Tensor):
             if _differentiable(result):
@@ -357,3 +366,35 @@ class _ForwardADMode(TorchDispatchMode):
                 if isinstance(r, Tensor) and _differentiable(r) and t is not None:
                     _set_tangent(r, t)
         return result
+
+    def _other_inplace(self, op, func, args, kwargs, bound, index):
+        """An in-place op that is no structured op's in-place form (copy_, fill_, the random
+        fills): its tangent is that of its functional form (`recorded_through`), computed with
+        this mode on again; a fill that ignores the old values gets a zero tangent."""
+        through = op.info.get("recorded_through")
+        tangent = None
+        if through is not None:
+            with enable_reentrant_dispatch(), self:
+                tangent = tangent_of(through[0](*bound))
+        elif op.info.get("overwrites") is None:
+            raise _unsupported(op)
+        result = func(*args, **kwargs)
+        target = bound[index]
+        with enable_reentrant_dispatch():
+            _set_written_tangent(target, tangent if tangent is not None else _zeros_for(target))
+        return result
+
+
+def _set_written_tangent(target: Tensor, tangent) -> None:
+    """The tangent of a tensor an in-place op wrote; written through a view, the base's
+    tangent gets it in the view's place too (zeros elsewhere if the base had none)."""
+    _set_tangent(target, tangent)
+    base = target._base
+    if base is None or tangent is None:
+        return
+    from ..ops.creation.factories import zeros_like
+    old = tangent_of(base)
+    base_tangent = (zeros_like(base) if old is None else old).clone()
+    offset = base_tangent.storage_offset() + target.storage_offset() - base.storage_offset()
+    base_tangent.as_strided(target.shape, target.stride(), offset).copy_(tangent)
+    _set_tangent(base, base_tangent)
