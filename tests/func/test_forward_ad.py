@@ -29,6 +29,9 @@ def same(actual, expected, tol=1e-6):
 FUNCTIONS = [
     ("mul-add", lambda L: lambda x, y: x * y + x - 2 * y),
     ("mm", lambda L: lambda x, y: x @ y.T),
+    ("addmm-bmm", lambda L: lambda x, y: (L.addmm(y[0, :3], x, y.T, beta=0.5, alpha=2)
+                                          + L.bmm(x.view(1, 3, 4), y.T.reshape(1, 4, 3))[0]
+                                          + x.mm(y.T))),
     ("pointwise", lambda L: lambda x, y: (x.sin() * y.exp() / (1 + y * y)).tanh() ** 2),
     ("views", lambda L: lambda x, y: (x.t()[1:, :2].reshape(-1) + y.flatten()[:6]).unsqueeze(0)),
     ("reductions", lambda L: lambda x, y: L.stack([x.sum(), x.mean(0).sum(), x.amax(),
