@@ -62,6 +62,7 @@ def fallback_ops() -> list:
 
 
 def _level_of(op, args) -> int:
+    """The innermost vmap level among the call's BatchedTensors: the one this call handles."""
     level = 0
     for i in op.tensor_positions:
         a = args[i]
@@ -75,6 +76,8 @@ def _level_of(op, args) -> int:
 
 
 def find_rule(op):
+    """The op's own rule, else its tag's (pointwise, reduction, scan), else its decomposition,
+    else the per-example fallback."""
     fn = RULES.get(op.name)
     if fn is not None:
         return fn
