@@ -43,6 +43,8 @@ globals().update(_registry.functions)
 from . import fft, linalg, nn, optim, profiler, special, utils  # noqa: E402,F401
 from . import fx  # noqa: E402,F401
 from .utils.dlpack import from_dlpack  # noqa: E402,F401  (torch.from_dlpack)
+from . import func  # noqa: E402,F401  (torch.func: grad, vjp, jacrev, vmap, ...)
+from .func import vmap  # noqa: E402,F401
 from . import _decomp, _prims  # noqa: E402,F401  (torch._prims, torch._decomp)
 from . import _subclasses  # noqa: E402,F401  (torch._subclasses: FakeTensor)
 from . import amp, cpu, cuda  # noqa: E402,F401  (amp: the Autocast keys' kernels)

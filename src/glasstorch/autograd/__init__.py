@@ -153,3 +153,4 @@ __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "gradcheck", "gradgradcheck", "GradcheckError", "Function", "FunctionCtx"]
 
 from . import functional  # noqa: E402  (built on grad, defined above)
+from . import forward_ad  # noqa: E402  (its tangents through formulas use grad, above)

@@ -174,12 +174,18 @@ def _node_class_of(d, args) -> type:
     return node_class(d.node_name(*args))
 
 
+forward_ad_open = False    # set by autograd.forward_ad while a dual level is open
+
+
 def _alias(t: Tensor) -> Tensor:
     """A history-free alias of `t` over the same storage and version counter, of the same
     class, with a subclass's own fields (a wrapper's inner tensors, a FakeTensor's device)."""
     alias = type(t)._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc)
     if t.__class__ is not Tensor:
         alias.__dict__.update((k, v) for k, v in t.__dict__.items() if not hasattr(Tensor, k))
+    if forward_ad_open and "_fw_tangent" in t.__dict__:   # a saved output keeps its tangent
+        from .forward_ad import copy_tangent
+        copy_tangent(t, alias)
     return alias
 
 

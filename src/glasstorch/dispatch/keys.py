@@ -24,6 +24,8 @@ class DispatchKey(IntEnum):
     AutogradCUDA = 8
     AutocastCPU = 9
     AutocastCUDA = 10
+    FuncTorchBatched = 11   # vmap's BatchedTensor: above autograd, so vmap(grad(f)) works
+    FuncTorchVmapMode = 12  # included while vmap runs: random factories see the randomness
 
 
 NUM_KEYS = len(DispatchKey)

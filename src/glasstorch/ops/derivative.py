@@ -99,3 +99,31 @@ def overwrites(op, node_name: str) -> None:
     """Declare an in-place op whose result does not depend on self's old values (the random
     fills, fill_.Scalar): autograd records a `node_name` node passing self a zero gradient."""
     operator_of(op).info["overwrites"] = node_name
+
+
+# ---- forward mode (jvp) ---------------------------------------------------------------------
+# Forward-mode AD (autograd/forward_ad.py) needs, per op, the tangent of its result from the
+# tangents of its inputs. Most come from the backward formula (PyTorch's auto_element_wise:
+# an element-wise op's Jacobian is diagonal, so J t is the vjp with t as the gradient; or the
+# vjp differentiated once more); these facets say where an op needs more or less than that.
+
+AUTO_LINEAR = "auto_linear"
+
+
+def forward_derivative(op):
+    """Decorator: the jvp formula of `op`, `formula(primals, tangents, result)`: primals are
+    the call's arguments, tangents one per argument (None where an argument has none, a list
+    for a Tensor[] argument); it returns the tangent of the result (a tuple for several)."""
+    operator = operator_of(op)
+
+    def register(formula):
+        operator.info["jvp"] = formula
+        return formula
+    return register
+
+
+def linear_in_inputs(*ops) -> None:
+    """Declare ops linear in their floating Tensor arguments (views, add, sum, cat, ...):
+    the tangent of the result is the op applied to the tangents (PyTorch's auto_linear)."""
+    for op in ops:
+        operator_of(op).info["jvp"] = AUTO_LINEAR

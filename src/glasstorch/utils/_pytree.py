@@ -47,8 +47,8 @@ def _rebuild(kind, context, children):
         return kind(zip(context, children))
     if kind is defaultdict:
         return defaultdict(context[0], zip(context[1], children))
-    if kind == "namedtuple":
-        return context(*children)
+    if kind == "namedtuple":      # a namedtuple, or a structseq (torch.return_types)
+        return context._make(children) if hasattr(context, "_make") else context(children)
     if kind is deque:
         return deque(children, maxlen=context)
     return kind(children)

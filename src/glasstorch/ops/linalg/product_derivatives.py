@@ -9,6 +9,7 @@ summed back by the engine.
 from __future__ import annotations
 
 from ..derivative import derivative
+from ..derivative import forward_derivative
 from ...core.shape import wrap_dims
 from ..pointwise.arithmetic_derivatives import conj
 from .products import (_ELLIPSIS, _label_char, _label_index, _parse_operands, einsum,
@@ -82,12 +83,39 @@ def _mm(grad, self, mat2, grad_input_mask):
     return (grad.mm(conj(mat2).t()) if grad_input_mask[0] else None), g_mat2
 
 
+@forward_derivative(products.mm)
+def _mm_jvp(primals, tangents, result):
+    return _product_jvp(lambda a, b: a.mm(b), *primals, *tangents)
+
+
 @derivative(products.addmm, "AddmmBackward0")
 def _addmm(grad, beta, alpha, mat1, mat2, grad_input_mask):
     need_self, need_mat1, need_mat2 = grad_input_mask
     return (_scaled(grad, beta) if need_self else None,
             _scaled(grad.mm(conj(mat2).t()), alpha) if need_mat1 else None,
             _scaled(_mat2_grad(grad, mat1, mat2), alpha) if need_mat2 else None)
+
+
+@forward_derivative(products.addmm)
+def _addmm_jvp(primals, tangents, result):
+    self, mat1, mat2, beta, alpha = primals
+    t_self, t_mat1, t_mat2 = tangents[:3]
+    out = _product_jvp(lambda a, b: a.mm(b), mat1, mat2, t_mat1, t_mat2)
+    if out is not None and alpha != 1:
+        out = out * alpha
+    if t_self is not None:
+        scaled = t_self if beta == 1 else t_self * beta
+        out = scaled.expand(result.shape) if out is None else out + scaled
+    return out
+
+
+def _product_jvp(product, a, b, t_a, t_b):
+    """d(a·b) = t_a·b + a·t_b for a bilinear product (None where neither has a tangent)."""
+    if t_a is None and t_b is None:
+        return None
+    if t_b is None:
+        return product(t_a, b)
+    return product(a, t_b) if t_a is None else product(t_a, b) + product(a, t_b)
 
 
 @derivative(products.addmv, "AddmvBackward0")
@@ -287,6 +315,11 @@ def _bmm(grad, self, mat2, grad_input_mask):
             conj(self).transpose(1, 2).bmm(grad) if grad_input_mask[1] else None)
 
 
+@forward_derivative(products.bmm)
+def _bmm_jvp(primals, tangents, result):
+    return _product_jvp(lambda a, b: a.bmm(b), *primals, *tangents)
+
+
 @derivative(products.matmul, _matmul_name)
 def _matmul(grad, self, other, grad_input_mask):
     a, b = conj(self), conj(other)
@@ -306,6 +339,11 @@ def _matmul(grad, self, other, grad_input_mask):
     if b.dim() == 1 and gb is not None:
         gb = gb.squeeze(-1)
     return ga, gb
+
+
+@forward_derivative(products.matmul)
+def _matmul_jvp(primals, tangents, result):
+    return _product_jvp(lambda a, b: a.matmul(b), *primals, *tangents)
 
 
 @derivative(structure.trace, "TraceBackward0")

@@ -6,6 +6,7 @@ Written in glasstorch ops so that double backward records them. Class weights an
 from __future__ import annotations
 
 from ..derivative import derivative, derivative_not_implemented
+from ..derivative import forward_derivative
 from ..shape.joining import where
 from .loss import _ctc_loss_backward, _log_softmax_backward_data, _softmax_backward_data
 from ..creation.ranges import arange
@@ -36,9 +37,21 @@ def _softmax(grad, result, dim):
     return (_softmax_backward_data(grad, result, dim, result.dtype),)
 
 
+@forward_derivative(loss._softmax)
+def _softmax_jvp(primals, tangents, result):
+    t, dim = tangents[0], primals[1]
+    return result * (t - (t * result).sum(dim, keepdim=True))
+
+
 @derivative(loss._log_softmax, "LogSoftmaxBackward0")
 def _log_softmax(grad, result, dim):
     return (_log_softmax_backward_data(grad, result, dim, result.dtype),)
+
+
+@forward_derivative(loss._log_softmax)
+def _log_softmax_jvp(primals, tangents, result):
+    t, dim = tangents[0], primals[1]
+    return t - (t * result.exp()).sum(dim, keepdim=True)
 
 
 @derivative(loss._softmax_backward_data, "SoftmaxBackwardDataBackward0")

@@ -13,6 +13,7 @@ import cmath
 import math
 
 from ..derivative import derivative
+from ..derivative import forward_derivative, linear_in_inputs
 from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
 from ..shape.joining import where
@@ -45,6 +46,10 @@ def _sub(grad, alpha):
     return grad, (-grad if alpha == 1 else grad * -alpha)
 
 
+linear_in_inputs(elementwise.add, elementwise.sub, elementwise.neg,
+                 elementwise.mul.overload("Scalar"), elementwise.div.overload("Scalar"))
+
+
 @derivative(elementwise.add.overload("Scalar"), "AddBackward1")
 @derivative(elementwise.sub.overload("Scalar"), "SubBackward1")
 def _add_scalar(grad):
@@ -71,6 +76,14 @@ def conj(t):
 def _mul(grad, self, other, grad_input_mask):
     return (grad * conj(other) if grad_input_mask[0] else None,
             grad * conj(self) if grad_input_mask[1] else None)
+
+
+@forward_derivative(elementwise.mul)
+def _mul_jvp(primals, tangents, result):
+    (self, other), (t_self, t_other) = primals, tangents
+    if t_other is None:
+        return t_self * other
+    return self * t_other if t_self is None else t_self * other + self * t_other
 
 
 @derivative(elementwise.mul.overload("Scalar"), "MulBackward1")

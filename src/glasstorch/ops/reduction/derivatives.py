@@ -11,6 +11,7 @@ from ...core import dtype as dt
 from ...core.shape import wrap_dim
 from ..creation.ranges import arange
 from ..derivative import derivative, not_differentiable
+from ..derivative import linear_in_inputs
 from ..pointwise.arithmetic_derivatives import _reduced_dims, _unreduce
 from ..pointwise.math_derivatives import _drop, _keep
 from ..shape.joining import cat, where
@@ -84,6 +85,10 @@ def _mean(grad, self_shape, dim, keepdim):
 @derivative(reductions.mean.overload("default"), "MeanBackward0")
 def _mean_all(grad, self_shape):
     return (grad.expand(self_shape) / max(prod(self_shape), 1),)
+
+
+linear_in_inputs(reductions.sum_op, reductions.sum_op.overload("default"), reductions.mean,
+                 reductions.mean.overload("default"))
 
 
 @derivative(reductions.amax, "AmaxBackward0")

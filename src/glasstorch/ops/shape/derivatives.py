@@ -11,6 +11,7 @@ from __future__ import annotations
 from ...core import dtype as dt
 from ...core.shape import wrap_dim
 from ..derivative import derivative, not_differentiable
+from ..derivative import linear_in_inputs
 from ..pointwise.math_derivatives import _drop
 from ..registry import functions as _fn
 from . import dtype_views, joining, view_scatter, views
@@ -47,6 +48,9 @@ def _cat(grad, tensors, dim):
 @derivative(joining._stack, "StackBackward0")
 def _stack(grad, dim):
     return tuple(grad.unbind(wrap_dim(dim, grad.dim())))
+
+
+linear_in_inputs(joining._cat, joining._stack)
 
 
 def _piece_shapes(self_shape, d, sizes):

@@ -680,7 +680,7 @@ def detach(input):
     """Shares storage and version counter but not the graph; not a view (`_base` is None).
     A tensor subclass with __torch_dispatch__ detaches through the dispatcher, so that its
     handler makes the result (aten.detach), as in PyTorch."""
-    if input._keyset & _PYTHON_KEY:
+    if input._keyset & _DETACH_DISPATCHES:
         return _detach_op(input)
     return _detach(input)
 
@@ -692,7 +692,9 @@ def _detach(input):
     return out
 
 
-_PYTHON_KEY = 1 << DispatchKey.Python
+# keys whose tensors detach through the dispatcher: a __torch_dispatch__ subclass, vmap's
+# BatchedTensor (its batching rule detaches the physical tensor)
+_DETACH_DISPATCHES = (1 << DispatchKey.Python) | (1 << DispatchKey.FuncTorchBatched)
 _detach_op = kernel_op("detach(Tensor(a) self) -> Tensor(a)", method=False, function=False)
 _detach_op.functional.register("CompositeExplicitAutograd", _detach)
 
