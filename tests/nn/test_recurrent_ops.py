@@ -247,3 +247,29 @@ def test_step_by_step_path_agrees(kind, extra, monkeypatch):
     assert_same(fast[0], slow[0], rtol=1e-5, atol=1e-6)
     for a, b in zip(fast_grads, slow_grads):
         assert_same(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,gates,node", [("lstm_cell", 4, "ThnnFusedLstmCellBackward0"),
+                                             ("gru_cell", 3, "ThnnFusedGruCellBackward0")])
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias):
+    """LSTM and GRU cells run one fused op (PyTorch's CUDA cells); their second derivative
+    comes from a formula in ops, as PyTorch's _thnn_differentiable_*_backward."""
+    rng = np.random.default_rng(3)
+
+    def leaf(*shape):
+        return gt.tensor(rng.standard_normal(shape), dtype=gt.float64, requires_grad=True)
+    states = 2 if name == "lstm_cell" else 1
+    x, hs = leaf(4, 2), [leaf(4, 3) for _ in range(states)]
+    weights = [leaf(gates * 3, 2), leaf(gates * 3, 3)]
+    weights += [leaf(gates * 3), leaf(gates * 3)] if bias else []
+    cell = getattr(gt, name)
+
+    def step(x, *rest):
+        h = rest[:states]
+        return cell(x, list(h) if states == 2 else h[0], *rest[states:])
+    inputs = (x, *hs, *weights)
+    assert gt.autograd.gradcheck(step, inputs)
+    assert gt.autograd.gradgradcheck(step, inputs)
+    out = step(*inputs)
+    assert (out[0] if states == 2 else out).grad_fn.name() == node

@@ -306,3 +306,79 @@ def _gru_backward_steps(mode, sched, prev_rows, h_prev, w_hh, w_hr, cx, out, ws,
         np.matmul(d_gh[rows], w_hh, out=dh[:bs])
         dh[:bs] += direct[:bs]
     return d_gi, d_gh, None
+
+
+# ---- one step (the cells) ------------------------------------------------------------------
+
+def lstm_cell_forward(input_gates, hidden_gates, cx, input_bias, hidden_bias, hy, cy, ws):
+    """PyTorch's fused LSTM cell: `ws` (N, 4H) gets the activations i, f, g, o."""
+    H = cx.shape[1]
+    np.add(input_gates, hidden_gates, out=ws)
+    if input_bias is not None:
+        ws += input_bias
+    if hidden_bias is not None:
+        ws += hidden_bias
+    half = _gate_scale(LSTM, H, ws.dtype)
+    ws *= half
+    np.tanh(ws, out=ws)
+    ws *= half
+    ws += 1 - half
+    np.multiply(ws[:, H:2 * H], cx, out=cy)
+    cy += ws[:, :H] * ws[:, 2 * H:3 * H]
+    np.tanh(cy, out=hy)
+    hy *= ws[:, 3 * H:]
+
+
+def lstm_cell_backward(grad_hy, grad_cy, cx, cy, ws, d_gates, d_cx):
+    """Gradients of the fused LSTM cell's gate pre-activations (N, 4H) and of cx."""
+    H = cx.shape[1]
+    i, f, g, o = ws[:, :H], ws[:, H:2 * H], ws[:, 2 * H:3 * H], ws[:, 3 * H:]
+    tanh_cy = np.tanh(cy)
+    d_c = np.zeros_like(cx) if grad_cy is None else grad_cy.copy()
+    if grad_hy is not None:
+        d_c += grad_hy * o * (1 - tanh_cy * tanh_cy)
+        np.multiply(grad_hy * tanh_cy, o * (1 - o), out=d_gates[:, 3 * H:])
+    else:
+        d_gates[:, 3 * H:] = 0
+    np.multiply(d_c * g, i * (1 - i), out=d_gates[:, :H])
+    np.multiply(d_c * cx, f * (1 - f), out=d_gates[:, H:2 * H])
+    np.multiply(d_c * i, 1 - g * g, out=d_gates[:, 2 * H:3 * H])
+    np.multiply(d_c, f, out=d_cx)
+
+
+def gru_cell_forward(input_gates, hidden_gates, hx, input_bias, hidden_bias, hy, ws):
+    """PyTorch's fused GRU cell: `ws` (N, 5H) gets r, z, n, hx and W_hn h + b_hn."""
+    H = hx.shape[1]
+    rz, n, h_saved, hn = ws[:, :2 * H], ws[:, 2 * H:3 * H], ws[:, 3 * H:4 * H], ws[:, 4 * H:]
+    np.add(input_gates[:, :2 * H], hidden_gates[:, :2 * H], out=rz)
+    np.copyto(hn, hidden_gates[:, 2 * H:])
+    np.copyto(n, input_gates[:, 2 * H:])
+    if input_bias is not None:
+        rz += input_bias[:2 * H]
+        n += input_bias[2 * H:]
+    if hidden_bias is not None:
+        rz += hidden_bias[:2 * H]
+        hn += hidden_bias[2 * H:]
+    rz *= 0.5
+    np.tanh(rz, out=rz)
+    rz *= 0.5
+    rz += 0.5
+    n += ws[:, :H] * hn
+    np.tanh(n, out=n)
+    np.copyto(h_saved, hx)
+    np.subtract(hx, n, out=hy)          # h' = n + z (h - n)
+    hy *= ws[:, H:2 * H]
+    hy += n
+
+
+def gru_cell_backward(grad_hy, ws, d_input_gates, d_hidden_gates, d_hx):
+    """Gradients of the fused GRU cell's input and hidden gates (N, 3H) and of hx."""
+    H = ws.shape[1] // 5
+    r, z, n, hx, hn = (ws[:, k * H:(k + 1) * H] for k in range(5))
+    d_n = grad_hy * (1 - z) * (1 - n * n)
+    np.multiply(d_n * hn, r * (1 - r), out=d_input_gates[:, :H])
+    np.multiply(grad_hy * (hx - n), z * (1 - z), out=d_input_gates[:, H:2 * H])
+    d_input_gates[:, 2 * H:] = d_n
+    d_hidden_gates[:, :2 * H] = d_input_gates[:, :2 * H]
+    np.multiply(d_n, r, out=d_hidden_gates[:, 2 * H:])
+    np.multiply(grad_hy, z, out=d_hx)

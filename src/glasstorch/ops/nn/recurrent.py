@@ -475,14 +475,110 @@ def _run_steps(step, gi, sizes, starts, h0, c0, w_hh_t, b_hh, w_hr, reverse):
 
 
 # ---- cells -------------------------------------------------------------------------------------
+# PyTorch's CUDA cells: the two gate products are matmuls, the rest one fused op whose
+# workspace keeps the activations for its backward.
+
+def _arr(t):
+    return None if t is None else t._array()
+
+
+def _fused_lstm_cell_cpu(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
+    d = input_gates.dtype
+    hy, cy = Tensor._empty(cx._shape, d, CPU), Tensor._empty(cx._shape, d, CPU)
+    ws = Tensor._empty(input_gates._shape, d, CPU)
+    kernels.lstm_cell_forward(input_gates._array(), hidden_gates._array(), cx._array(),
+                              _arr(input_bias), _arr(hidden_bias), hy._array(), cy._array(),
+                              ws._array())
+    return hy, cy, ws
+
+
+def _fused_lstm_cell_meta(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
+    d = input_gates.dtype
+    return (Tensor._empty(cx._shape, d, META), Tensor._empty(cx._shape, d, META),
+            Tensor._empty(input_gates._shape, d, META))
+
+
+_thnn_fused_lstm_cell = kernel_op(
+    "_thnn_fused_lstm_cell(Tensor input_gates, Tensor hidden_gates, Tensor cx, "
+    "Tensor? input_bias=None, Tensor? hidden_bias=None) -> (Tensor, Tensor, Tensor)",
+    method=False, function=False)
+_thnn_fused_lstm_cell.impl("CPU")(_fused_lstm_cell_cpu)
+_thnn_fused_lstm_cell.impl("Meta")(_fused_lstm_cell_meta)
+
+
+def _fused_lstm_cell_backward_cpu(grad_hy, grad_cy, cx, cy, workspace, has_bias):
+    d = cx.dtype
+    d_gates = Tensor._empty(workspace._shape, d, CPU)
+    d_cx = Tensor._empty(cx._shape, d, CPU)
+    kernels.lstm_cell_backward(_arr(grad_hy), _arr(grad_cy), cx._array(), cy._array(),
+                               workspace._array(), d_gates._array(), d_cx._array())
+    return d_gates, d_cx, (d_gates.sum(0) if has_bias else None)
+
+
+_thnn_fused_lstm_cell_backward_impl = kernel_op(
+    "_thnn_fused_lstm_cell_backward_impl(Tensor? grad_hy, Tensor? grad_cy, Tensor cx, "
+    "Tensor cy, Tensor workspace, bool has_bias) -> (Tensor, Tensor, Tensor)",
+    method=False, function=False)
+_thnn_fused_lstm_cell_backward_impl.impl("CPU")(_fused_lstm_cell_backward_cpu)
+
+
+def _fused_gru_cell_cpu(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    d = input_gates.dtype
+    hy = Tensor._empty(hx._shape, d, CPU)
+    ws = Tensor._empty((hx._shape[0], 5 * hx._shape[1]), d, CPU)
+    kernels.gru_cell_forward(input_gates._array(), hidden_gates._array(), hx._array(),
+                             _arr(input_bias), _arr(hidden_bias), hy._array(), ws._array())
+    return hy, ws
+
+
+def _fused_gru_cell_meta(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    d = input_gates.dtype
+    return (Tensor._empty(hx._shape, d, META),
+            Tensor._empty((hx._shape[0], 5 * hx._shape[1]), d, META))
+
+
+_thnn_fused_gru_cell = kernel_op(
+    "_thnn_fused_gru_cell(Tensor input_gates, Tensor hidden_gates, Tensor hx, "
+    "Tensor? input_bias=None, Tensor? hidden_bias=None) -> (Tensor, Tensor)",
+    method=False, function=False)
+_thnn_fused_gru_cell.impl("CPU")(_fused_gru_cell_cpu)
+_thnn_fused_gru_cell.impl("Meta")(_fused_gru_cell_meta)
+
+
+def _fused_gru_cell_backward_cpu(grad_hy, workspace, has_bias):
+    d = workspace.dtype
+    n, h = workspace._shape[0], workspace._shape[1] // 5
+    d_ig, d_hg = (Tensor._empty((n, 3 * h), d, CPU) for _ in range(2))
+    d_hx = Tensor._empty((n, h), d, CPU)
+    kernels.gru_cell_backward(grad_hy._array(), workspace._array(), d_ig._array(),
+                              d_hg._array(), d_hx._array())
+    biases = (d_ig.sum(0), d_hg.sum(0)) if has_bias else (None, None)
+    return (d_ig, d_hg, d_hx) + biases
+
+
+_thnn_fused_gru_cell_backward = kernel_op(
+    "_thnn_fused_gru_cell_backward(Tensor grad_hy, Tensor workspace, bool has_bias) -> "
+    "(Tensor, Tensor, Tensor, Tensor, Tensor)", method=False, function=False)
+_thnn_fused_gru_cell_backward.impl("CPU")(_fused_gru_cell_backward_cpu)
+
 
 def _cell(name, schema_state, mode, doc):
-    """aten::<name> (CompositeImplicitAutograd) and glasstorch.<name>: one step of `mode`."""
+    """aten::<name> (CompositeImplicitAutograd) and glasstorch.<name>: one step of `mode`;
+    LSTM and GRU steps on CPU in float32/float64 run the fused cell op."""
     def cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         if mode == LSTM:
             h, c = hx
         else:
             h, c = hx, None
+        weights = [w for w in (w_ih, w_hh, b_ih, b_hh) if w is not None]
+        if mode in (LSTM, GRU) and _fast(input, (h,) if c is None else (h, c), weights):
+            input_gates, hidden_gates = input.mm(w_ih.t()), h.mm(w_hh.t())
+            if mode == LSTM:
+                h, c, _ = _thnn_fused_lstm_cell.functional(input_gates, hidden_gates, c,
+                                                           b_ih, b_hh)
+                return h, c
+            return _thnn_fused_gru_cell.functional(input_gates, hidden_gates, h, b_ih,
+                                                   b_hh)[0]
         if b_ih is not None and mode != GRU:
             b_ih = b_ih + b_hh
         gi = linear(input, w_ih, b_ih)

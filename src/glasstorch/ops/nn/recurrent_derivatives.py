@@ -4,10 +4,17 @@ The node saves the layer's inputs and outputs (the workspace holds the gate acti
 and its backward is one call of the backward operator, which runs the reverse-time loop.
 That operator has no derivative of its own: a second derivative through a recurrent layer
 raises (PyTorch's CPU LSTM, whose mkldnn_rnn_layer_backward has none either, does the same).
+
+The fused cells (PyTorch's CUDA cells, run here on the CPU too) take their kernel's backward,
+or, under create_graph, a formula in ops over recomputed activations, so cells keep their
+higher derivatives as PyTorch's do.
 """
 from __future__ import annotations
 
+from ...core.grad_state import state as _grad_state
+from ..creation.factories import zeros_like
 from ..derivative import derivative, derivative_not_implemented
+from ..shape.joining import cat
 from . import recurrent
 from .recurrent import LSTM
 
@@ -50,3 +57,72 @@ def _lstm_proj_layer(grads, input, weight0, weight1, weight4, hx_, cx_, reverse,
 
 derivative_not_implemented(recurrent.mkldnn_rnn_layer_backward,
                            recurrent._lstm_proj_layer_backward)
+
+
+# ---- the fused cells: the kernel's backward, or (create_graph) a formula in ops -------------
+
+def _lstm_gates(input_gates, hidden_gates, input_bias, hidden_bias):
+    gates = input_gates + hidden_gates
+    if input_bias is not None:
+        gates = gates + input_bias
+    if hidden_bias is not None:
+        gates = gates + hidden_bias
+    i, f, g, o = gates.chunk(4, 1)
+    return i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+
+
+@derivative(recurrent._thnn_fused_lstm_cell, "ThnnFusedLstmCellBackward0", outputs=(0, 1))
+def _fused_lstm_cell(grads, input_gates, hidden_gates, cx, input_bias, hidden_bias, result1,
+                     result2):
+    g_hy, g_cy, _ = _outputs(grads)
+    has_bias = input_bias is not None
+    if not _grad_state.enabled:
+        d_gates, d_cx, d_bias = recurrent._thnn_fused_lstm_cell_backward_impl.functional(
+            g_hy, g_cy, cx, result1, result2, has_bias)
+        return d_gates, d_gates, d_cx, d_bias, (d_bias if hidden_bias is not None else None)
+    # differentiable: the activations recomputed from the inputs, so that this is too
+    i, f, g, o = _lstm_gates(input_gates, hidden_gates, input_bias, hidden_bias)
+    tanh_c = (f * cx + i * g).tanh()
+    d_c = zeros_like(cx) if g_cy is None else g_cy
+    if g_hy is not None:
+        d_c = d_c + g_hy * o * (1 - tanh_c * tanh_c)
+        d_o = g_hy * tanh_c * o * (1 - o)
+    else:
+        d_o = zeros_like(cx)
+    d_gates = cat([d_c * g * i * (1 - i), d_c * cx * f * (1 - f), d_c * i * (1 - g * g), d_o],
+                  1)
+    d_bias = d_gates.sum(0) if has_bias else None
+    return (d_gates, d_gates, d_c * f, d_bias,
+            d_gates.sum(0) if hidden_bias is not None else None)
+
+
+@derivative(recurrent._thnn_fused_gru_cell, "ThnnFusedGruCellBackward0", outputs=(0,))
+def _fused_gru_cell(grads, input_gates, hidden_gates, hx, input_bias, hidden_bias, result1):
+    g_hy = grads[0] if isinstance(grads, tuple) else grads
+    if g_hy is None:
+        return (None,) * 5
+    has_bias = input_bias is not None
+    if not _grad_state.enabled:
+        d = recurrent._thnn_fused_gru_cell_backward.functional(g_hy, result1, has_bias)
+        return d[0], d[1], d[2], d[3], (d[4] if hidden_bias is not None else None)
+    ir, iz, i_n = input_gates.chunk(3, 1)
+    hr, hz, h_n = hidden_gates.chunk(3, 1)
+    if input_bias is not None:
+        b_r, b_z, b_n = input_bias.chunk(3)
+        ir, iz, i_n = ir + b_r, iz + b_z, i_n + b_n
+    if hidden_bias is not None:
+        c_r, c_z, c_n = hidden_bias.chunk(3)
+        hr, hz, h_n = hr + c_r, hz + c_z, h_n + c_n
+    r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    d_n = g_hy * (1 - z) * (1 - n * n)
+    d_r = d_n * h_n * r * (1 - r)
+    d_z = g_hy * (hx - n) * z * (1 - z)
+    d_input = cat([d_r, d_z, d_n], 1)
+    d_hidden = cat([d_r, d_z, d_n * r], 1)
+    return (d_input, d_hidden, g_hy * z, d_input.sum(0) if has_bias else None,
+            d_hidden.sum(0) if hidden_bias is not None else None)
+
+
+derivative_not_implemented(recurrent._thnn_fused_lstm_cell_backward_impl,
+                           recurrent._thnn_fused_gru_cell_backward)
