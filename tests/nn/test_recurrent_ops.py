@@ -273,3 +273,14 @@ def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias):
     assert gt.autograd.gradgradcheck(step, inputs)
     out = step(*inputs)
     assert (out[0] if states == 2 else out).grad_fn.name() == node
+
+
+def test_state_of_another_dtype_is_refused_by_name():
+    m = gnn.GRU(3, 4)
+    with pytest.raises(RuntimeError, match="Input and hidden tensors are not the same dtype, "
+                       "found input tensor with Float and hidden tensor with Double"):
+        m(gt.randn(5, 2, 3), gt.zeros(1, 2, 4, dtype=gt.float64))
+    with pytest.raises(RuntimeError, match="Input and parameter tensors are not the same"):
+        gt.lstm(gt.randn(5, 2, 3), [gt.zeros(1, 2, 4)] * 2,
+                [p.double() for p in gnn.LSTM(3, 4).parameters()], True, 1, 0.0, False, False,
+                False)

@@ -280,7 +280,9 @@ def _stack_layers(mode, x, batch_sizes, hx, cx, params, has_biases, num_layers, 
     """Layers over time-major `x` (T, N, I) or packed rows (S, I): (output, h_n, c_n)."""
     directions = 2 if bidirectional else 1
     per = len(params) // (num_layers * directions)
-    fast = _fast(x, (hx,) if cx is None else (hx, cx), params)
+    states = (hx,) if cx is None else (hx, cx)
+    _check_dtypes(x, states, params)
+    fast = _fast(x, states, params)
     h_n, c_n = [], []
     for layer in range(num_layers):
         outs = []
@@ -301,6 +303,15 @@ def _stack_layers(mode, x, batch_sizes, hx, cx, params, has_biases, num_layers, 
         if dropout and train and layer < num_layers - 1:
             x = _dropout(x, dropout, True)
     return x, stack(h_n), (None if cx is None else stack(c_n))
+
+
+def _check_dtypes(input, states, params):
+    for kind, tensors in (("hidden", states), ("parameter", params)):
+        for t in tensors:
+            if t.dtype is not input.dtype:
+                raise RuntimeError(f"Input and {kind} tensors are not the same dtype, found "
+                                   f"input tensor with {input.dtype.cname} and {kind} tensor "
+                                   f"with {t.dtype.cname}")
 
 
 def _check_params(params, has_biases, num_layers, bidirectional):
