@@ -228,9 +228,22 @@ def test_meta_shapes():
     out, (h, c) = m(gt.empty(5, 6, 3, device="meta"))
     assert (out.shape, h.shape, c.shape) == ((5, 6, 4), (4, 6, 2), (4, 6, 4))
     assert out.device.type == "meta"
+    assert out.grad_fn.name() == "LstmProjLayerBackward0"
+    out.sum().backward()
+    assert [p.grad.shape for p in m.parameters()] == [p.shape for p in m.parameters()]
     m = gnn.GRU(3, 4, batch_first=True, device="meta")
-    out, h = m(gt.empty(6, 5, 3, device="meta"))
+    x = gt.empty(6, 5, 3, device="meta", requires_grad=True)
+    out, h = m(x)
     assert (out.shape, h.shape) == ((6, 5, 4), (1, 6, 4))
+    assert out.grad_fn.name() == "MkldnnRnnLayerBackward0"
+    (out.sum() + h.sum()).backward()
+    assert x.grad.shape == x.shape and x.grad.device.type == "meta"
+    for cell in (gnn.LSTMCell(3, 4, device="meta"), gnn.GRUCell(3, 4, device="meta")):
+        x = gt.empty(2, 3, device="meta", requires_grad=True)
+        out = cell(x)
+        (out[0] if isinstance(out, tuple) else out).sum().backward()
+        assert x.grad.shape == (2, 3)
+        assert [p.grad.shape for p in cell.parameters()] == [p.shape for p in cell.parameters()]
 
 
 @pytest.mark.parametrize("kind,extra", [("LSTM", {"proj_size": 2}), ("GRU", {}), ("RNN", {})])

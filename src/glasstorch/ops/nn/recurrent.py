@@ -12,7 +12,8 @@ the same kernel with one more weight. The kernels are backends/cpu/recurrent.py;
 derivatives, recurrent_derivatives.py.
 
 CUDA tensors, and dtypes other than float32/float64, run the layers step by step in other
-ops (`_layer_by_steps`), one matmul plus the gate math per time step.
+ops (`_layer_by_steps`), one matmul plus the gate math per time step; meta tensors take the
+operators, whose meta kernels give the shapes.
 """
 from __future__ import annotations
 
@@ -231,6 +232,21 @@ mkldnn_rnn_layer_backward = kernel_op(
 mkldnn_rnn_layer_backward.impl("CPU")(_mkldnn_rnn_layer_backward_cpu)
 
 
+def _like_on_meta(*tensors):
+    return tuple(Tensor._empty(t._shape, t.dtype, META) for t in tensors)
+
+
+def _mkldnn_rnn_layer_backward_meta(input, weight1, weight2, weight3, weight4, hx_, cx_tmp,
+                                    output, hy_, cy_, grad_output, grad_hy, grad_cy, reverse,
+                                    mode, hidden_size, num_layers, has_biases, train,
+                                    bidirectional, batch_sizes, batch_first, workspace):
+    d_cx = Tensor._empty(cx_tmp._shape if mode == LSTM else (0,), input.dtype, META)
+    return _like_on_meta(input, weight1, weight2, weight3, weight4, hx_) + (d_cx,)
+
+
+mkldnn_rnn_layer_backward.impl("Meta")(_mkldnn_rnn_layer_backward_meta)
+
+
 def _lstm_proj_layer_backward_cpu(input, weight0, weight1, weight4, hx_, cx_, output,
                                   workspace, grad_output, grad_hy, grad_cy, reverse,
                                   batch_sizes, has_biases, batch_first):
@@ -248,12 +264,24 @@ _lstm_proj_layer_backward = kernel_op(
 _lstm_proj_layer_backward.impl("CPU")(_lstm_proj_layer_backward_cpu)
 
 
+def _lstm_proj_layer_backward_meta(input, weight0, weight1, weight4, hx_, cx_, output,
+                                   workspace, grad_output, grad_hy, grad_cy, reverse,
+                                   batch_sizes, has_biases, batch_first):
+    biases = tuple(Tensor._empty((weight1._shape[0],), input.dtype, META) for _ in range(2))
+    return (_like_on_meta(input, weight0, weight1) + biases
+            + _like_on_meta(weight4, hx_, cx_))
+
+
+_lstm_proj_layer_backward.impl("Meta")(_lstm_proj_layer_backward_meta)
+
+
 # ---- the layer stacks ------------------------------------------------------------------------
 
 def _fast(input, states, params) -> bool:
-    """Whether the whole-sequence kernels serve this call (CPU, float32/float64)."""
-    return (input.device.type == "cpu" and input.dtype in _FAST_DTYPES
-            and all(t.device.type == "cpu" for t in (*states, *params)))
+    """Whether the whole-sequence kernels serve this call (CPU or meta, float32/float64)."""
+    device = input.device.type
+    return (device in ("cpu", "meta") and input.dtype in _FAST_DTYPES
+            and all(t.device.type == device for t in (*states, *params)))
 
 
 def _layer_by_op(mode, x, w, has_biases, h0, c0, reverse, batch_sizes, train):
@@ -533,6 +561,14 @@ _thnn_fused_lstm_cell_backward_impl = kernel_op(
 _thnn_fused_lstm_cell_backward_impl.impl("CPU")(_fused_lstm_cell_backward_cpu)
 
 
+def _fused_lstm_cell_backward_meta(grad_hy, grad_cy, cx, cy, workspace, has_bias):
+    d_bias = Tensor._empty((workspace._shape[1],), cx.dtype, META) if has_bias else None
+    return _like_on_meta(workspace, cx) + (d_bias,)
+
+
+_thnn_fused_lstm_cell_backward_impl.impl("Meta")(_fused_lstm_cell_backward_meta)
+
+
 def _fused_gru_cell_cpu(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
     d = input_gates.dtype
     hy = Tensor._empty(hx._shape, d, CPU)
@@ -571,6 +607,16 @@ _thnn_fused_gru_cell_backward = kernel_op(
     "_thnn_fused_gru_cell_backward(Tensor grad_hy, Tensor workspace, bool has_bias) -> "
     "(Tensor, Tensor, Tensor, Tensor, Tensor)", method=False, function=False)
 _thnn_fused_gru_cell_backward.impl("CPU")(_fused_gru_cell_backward_cpu)
+
+
+def _fused_gru_cell_backward_meta(grad_hy, workspace, has_bias):
+    n, h, d = workspace._shape[0], workspace._shape[1] // 5, workspace.dtype
+    gates = tuple(Tensor._empty((n, 3 * h), d, META) for _ in range(2))
+    biases = tuple(Tensor._empty((3 * h,), d, META) if has_bias else None for _ in range(2))
+    return gates + (Tensor._empty((n, h), d, META),) + biases
+
+
+_thnn_fused_gru_cell_backward.impl("Meta")(_fused_gru_cell_backward_meta)
 
 
 def _cell(name, schema_state, mode, doc):
