@@ -159,7 +159,7 @@ def test_projected_lstm_layer_gradcheck(packed):
                                              True, False, True)[:3]
     assert gt.autograd.gradcheck(layer, (x, *w, w_hr, hx, cx))
     out = layer(x, *w, w_hr, hx, cx)[0]
-    assert out.grad_fn.name() == "LstmProjLayerBackward0"
+    assert nodes(out).count("LstmProjLayerBackward0") == 4
 
 
 def test_double_backward_raises_clearly():
@@ -228,7 +228,7 @@ def test_meta_shapes():
     out, (h, c) = m(gt.empty(5, 6, 3, device="meta"))
     assert (out.shape, h.shape, c.shape) == ((5, 6, 4), (4, 6, 2), (4, 6, 4))
     assert out.device.type == "meta"
-    assert out.grad_fn.name() == "LstmProjLayerBackward0"
+    assert nodes(out).count("LstmProjLayerBackward0") == 4
     out.sum().backward()
     assert [p.grad.shape for p in m.parameters()] == [p.shape for p in m.parameters()]
     m = gnn.GRU(3, 4, batch_first=True, device="meta")
