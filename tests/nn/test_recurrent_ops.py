@@ -128,24 +128,27 @@ def _layer_inputs(mode, proj, packed, seed=0):
     def leaf(*shape):
         return gt.tensor(rng.standard_normal(shape) * 0.5, dtype=gt.float64,
                          requires_grad=True)
-    x = leaf(rows, 2) if packed else leaf(3, n, 2)
+    x = leaf(rows, 2) if packed else leaf(4, n, 2)
     weights = [leaf(gates * hidden, 2), leaf(gates * hidden, real), leaf(gates * hidden),
                leaf(gates * hidden)]
     return x, weights, leaf(n, real), leaf(n, hidden), sizes, (leaf(real, hidden) if proj else None)
 
 
 @pytest.mark.parametrize("mode", [R.RNN_RELU, R.RNN_TANH, R.LSTM, R.GRU])
-@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("packed,batch_first", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_layer_op_gradcheck(mode, packed, reverse):
+def test_layer_op_gradcheck(mode, packed, batch_first, reverse):
     x, w, hx, cx, sizes, _ = _layer_inputs(mode, 0, packed)
+    if batch_first:             # the op takes (N, T, I) and gives (N, T, H) then
+        x = x.detach().transpose(0, 1).contiguous().requires_grad_()
     if mode == R.RNN_RELU:      # keep pre-activations away from relu's kink
         with gt.no_grad():
             w[2].add_(2.0)
 
     def layer(x, w0, w1, w2, w3, hx, cx):
         out, hy, cy, _ = R.mkldnn_rnn_layer.functional(
-            x, w0, w1, w2, w3, hx, cx, reverse, sizes, mode, 3, 1, True, False, False, True)
+            x, w0, w1, w2, w3, hx, cx, reverse, sizes, mode, 3, 1, True, False, batch_first,
+            True)
         return (out, hy, cy) if mode == R.LSTM else (out, hy)
     assert gt.autograd.gradcheck(layer, (x, *w, hx, cx))
 

@@ -17,6 +17,8 @@ operators, whose meta kernels give the shapes.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...backends.cpu import recurrent as kernels
 from ...core import dtype as dt
 from ...core.device import CPU, META
@@ -34,28 +36,20 @@ _FAST_DTYPES = (dt.float32, dt.float64)
 
 # ---- one layer, one direction --------------------------------------------------------------
 
-def _layer_shapes(input, weight1, hx_, batch_sizes, mode, batch_first, hidden):
-    """(output shape, workspace shape): packed (S, .) rows or a padded (T, N, .) batch."""
-    if batch_sizes:
-        rows = input._shape[0]
-        lead = (rows,)
-    else:
-        if input.dim() != 3:
-            raise RuntimeError(f"mkldnn_rnn_layer: expected a 3-D input (or 2-D with batch "
-                               f"sizes), got {input.dim()}-D")
-        lead = tuple(input._shape[:2])
-        rows = lead[0] * lead[1]
-    real_hidden = hx_._shape[-1]
-    return lead + (real_hidden,), (rows, kernels.WORKSPACE[mode] * hidden)
-
-
-def _layer_meta(device, input, weight1, hx_, cx_, batch_sizes, mode, batch_first, hidden):
-    out_shape, ws_shape = _layer_shapes(input, weight1, hx_, batch_sizes, mode, batch_first,
-                                        hidden)
+def _layer_meta(device, input, hx_, cx_, batch_sizes, mode, hidden):
+    """(output, h_n, c_n, workspace) allocated on `device`: the output is packed (S, .) rows
+    or a padded (T, N, .) batch (batch-first: (N, T, .)), as the input; c_n is empty except
+    for the LSTM."""
+    if not batch_sizes and input.dim() != 3:
+        raise RuntimeError(f"mkldnn_rnn_layer: expected a 3-D input (or 2-D with batch "
+                           f"sizes), got {input.dim()}-D")
+    lead = tuple(input._shape[:-1])
+    rows = lead[0] if batch_sizes else lead[0] * lead[1]
     d = input.dtype
-    cy = Tensor._empty(cx_._shape if mode == LSTM else (0,), d, device)
-    return (Tensor._empty(out_shape, d, device), Tensor._empty(hx_._shape, d, device), cy,
-            Tensor._empty(ws_shape, d, device))
+    return (Tensor._empty(lead + (hx_._shape[-1],), d, device),
+            Tensor._empty(hx_._shape, d, device),
+            Tensor._empty(cx_._shape if mode == LSTM else (0,), d, device),
+            Tensor._empty((rows, kernels.WORKSPACE[mode] * hidden), d, device))
 
 
 def _check_layer(input, weights, hx_, cx_, mode):
@@ -68,18 +62,19 @@ def _check_layer(input, weights, hx_, cx_, mode):
                                f"{input.dtype}, got {t.dtype}")
 
 
-def _time_major(input, batch_sizes, batch_first):
-    """The input as (rows, features) NumPy rows, step after step."""
-    x = input._array()
-    if not batch_sizes and batch_first:
-        x = x.swapaxes(0, 1)
-    return x.reshape(-1, x.shape[-1])
+def _rows(t, swap: bool):
+    """A tensor's elements as (rows, features), time step after time step; `swap`: the
+    tensor is a batch-first (N, T, .) batch (then the rows are a copy)."""
+    a = t._array()
+    if swap:
+        a = a.swapaxes(0, 1)
+    return a.reshape(-1, a.shape[-1])
 
 
-def _sizes(input, batch_sizes, batch_first):
+def _sizes(input, batch_sizes, swap):
     if batch_sizes:
         return list(batch_sizes)
-    steps, batch = input._shape[:2] if not batch_first else input._shape[1::-1]
+    steps, batch = input._shape[1::-1] if swap else input._shape[:2]
     return [batch] * steps
 
 
@@ -88,29 +83,22 @@ def _run_layer(mode, input, w_ih, w_hh, b_ih, b_hh, w_hr, hx_, cx_, reverse, bat
     _check_layer(input, [w for w in (w_ih, w_hh, b_ih, b_hh, w_hr) if w is not None], hx_,
                  cx_, mode)
     hidden = w_hh._shape[0] // kernels.GATES[mode]
-    out, hy, cy, ws = _layer_meta(CPU, input, w_hh, hx_, cx_, batch_sizes, mode, batch_first,
-                                  hidden)
-    out_rows = out._array()
-    if not batch_sizes and batch_first:
-        out_rows = out_rows.swapaxes(0, 1)
-    steps = _time_major(input, batch_sizes, batch_first)
-    if not batch_sizes and batch_first:
-        # the recurrence writes rows step after step: a batch-first output is filled through
-        # a time-major buffer
-        buffer = Tensor._empty((steps.shape[0], out._shape[-1]), input.dtype, CPU)._array()
-    else:
-        buffer = out_rows.reshape(-1, out._shape[-1])
+    out, hy, cy, ws = _layer_meta(CPU, input, hx_, cx_, batch_sizes, mode, hidden)
+    swap = batch_first and not batch_sizes
+    steps = _rows(input, swap)
+    # the recurrence writes a step's rows at a time: into the output, or time-major rows
+    # copied into a batch-first output at the end
+    out_rows = _rows(out, False) if not swap else np.empty(
+        (steps.shape[0], out._shape[-1]), dtype=steps.dtype)
     kernels.layer_forward(
         mode, steps, w_ih._array(), w_hh._array(),
         b_ih._array() if has_biases else None, b_hh._array() if has_biases else None,
-        None if w_hr is None else w_hr._array(),
-        hx_._array().reshape(-1, hx_._shape[-1]),
-        cx_._array().reshape(-1, cx_._shape[-1]) if mode == LSTM else None,
-        _sizes(input, batch_sizes, batch_first), reverse, buffer,
-        hy._array().reshape(-1, hy._shape[-1]),
-        cy._array().reshape(-1, hidden) if mode == LSTM else None, ws._array())
-    if buffer is not out_rows and not batch_sizes and batch_first:
-        out_rows[...] = buffer.reshape(out_rows.shape)
+        None if w_hr is None else w_hr._array(), _rows(hx_, False),
+        _rows(cx_, False) if mode == LSTM else None, _sizes(input, batch_sizes, swap),
+        reverse, out_rows, _rows(hy, False), _rows(cy, False) if mode == LSTM else None,
+        ws._array())
+    if swap:
+        out._array()[...] = out_rows.reshape(out._shape[1], out._shape[0], -1).swapaxes(0, 1)
     return out, hy, cy, ws
 
 
@@ -125,7 +113,7 @@ def _mkldnn_rnn_layer_meta(input, weight0, weight1, weight2, weight3, hx_, cx_, 
                            batch_sizes, mode, hidden_size, num_layers, has_biases,
                            bidirectional, batch_first, train):
     hidden = weight1._shape[0] // kernels.GATES[mode]
-    return _layer_meta(META, input, weight1, hx_, cx_, batch_sizes, mode, batch_first, hidden)
+    return _layer_meta(META, input, hx_, cx_, batch_sizes, mode, hidden)
 
 
 mkldnn_rnn_layer = kernel_op(
@@ -145,8 +133,7 @@ def _lstm_proj_layer_cpu(input, weight0, weight1, weight2, weight3, weight4, hx_
 
 def _lstm_proj_layer_meta(input, weight0, weight1, weight2, weight3, weight4, hx_, cx_,
                           reverse, batch_sizes, has_biases, batch_first, train):
-    return _layer_meta(META, input, weight1, hx_, cx_, batch_sizes, LSTM, batch_first,
-                       weight4._shape[1])
+    return _layer_meta(META, input, hx_, cx_, batch_sizes, LSTM, weight4._shape[1])
 
 
 _lstm_proj_layer = kernel_op(
@@ -169,47 +156,32 @@ def _layer_backward(mode, input, w_ih, w_hh, w_hr, hx_, cx_, output, workspace, 
 
     def like(t):
         return Tensor._empty(t._shape, d, CPU)
-    grads = [like(input), like(w_ih), like(w_hh)]
-    gate_shape = (w_hh._shape[0],)
-    grads += [Tensor._empty(gate_shape, d, CPU) for _ in range(2)]
-    grads += [None if w_hr is None else like(w_hr), like(hx_),
-              like(cx_) if mode == LSTM else Tensor._empty((0,), d, CPU)]
+    gates = (w_hh._shape[0],)
+    grads = (like(input), like(w_ih), like(w_hh), Tensor._empty(gates, d, CPU),
+             Tensor._empty(gates, d, CPU), None if w_hr is None else like(w_hr), like(hx_),
+             like(cx_) if mode == LSTM else Tensor._empty((0,), d, CPU))
     if not has_biases:
         grads[3]._array().fill(0)
         grads[4]._array().fill(0)
-    batch_first = batch_first and not batch_sizes
-    steps = _time_major(input, batch_sizes, batch_first)
-    arrays = [g._array() if g is not None else None for g in grads]
-    d_x = arrays[0]
-    if batch_first:
-        d_x = d_x.swapaxes(0, 1)
-    d_x_rows = (Tensor._empty(steps.shape, d, CPU)._array() if batch_first
-                else d_x.reshape(steps.shape))
-    out_rows = _time_major(output, batch_sizes, batch_first)
+    swap = batch_first and not batch_sizes
+    steps = _rows(input, swap)
+    d_x = np.empty_like(steps) if swap else _rows(grads[0], False)
+    lstm = mode == LSTM
 
-    def rows(t, width):
-        if t is None:
-            return None
-        a = t._array()
-        if batch_first:
-            a = a.swapaxes(0, 1)
-        return a.reshape(-1, width)
-    hidden = w_hh._shape[0] // kernels.GATES[mode]
-    real = hx_._shape[-1]
+    def rows(t, wanted=True):
+        return None if t is None or not wanted else _rows(t, False)
     kernels.layer_backward(
-        mode, steps, w_ih._array(), w_hh._array(), None if w_hr is None else w_hr._array(),
-        hx_._array().reshape(-1, real),
-        cx_._array().reshape(-1, hidden) if mode == LSTM else None, out_rows,
-        workspace._array(), rows(grad_output, real),
-        None if grad_hy is None else grad_hy._array().reshape(-1, real),
-        None if grad_cy is None or mode != LSTM else grad_cy._array().reshape(-1, hidden),
-        _sizes(input, batch_sizes, batch_first), reverse,
-        (d_x_rows, arrays[1], arrays[2], arrays[3] if has_biases else None,
-         arrays[4] if has_biases else None, arrays[5],
-         arrays[6].reshape(-1, real), arrays[7].reshape(-1, hidden) if mode == LSTM else None))
-    if batch_first:
-        d_x[...] = d_x_rows.reshape(d_x.shape)
-    return tuple(grads)
+        mode, steps, w_ih._array(), w_hh._array(), rows(w_hr), rows(hx_), rows(cx_, lstm),
+        _rows(output, swap), workspace._array(),
+        None if grad_output is None else _rows(grad_output, swap), rows(grad_hy),
+        rows(grad_cy, lstm), _sizes(input, batch_sizes, swap), reverse,
+        (d_x, grads[1]._array(), grads[2]._array(), grads[3]._array() if has_biases else None,
+         grads[4]._array() if has_biases else None, rows(grads[5]), rows(grads[6]),
+         rows(grads[7], lstm)))
+    if swap:
+        n, t = input._shape[:2]
+        grads[0]._array()[...] = d_x.reshape(t, n, -1).swapaxes(0, 1)
+    return grads
 
 
 def _mkldnn_rnn_layer_backward_cpu(input, weight1, weight2, weight3, weight4, hx_, cx_tmp,
@@ -219,7 +191,7 @@ def _mkldnn_rnn_layer_backward_cpu(input, weight1, weight2, weight3, weight4, hx
     g = _layer_backward(mode, input, weight1, weight2, None, hx_, cx_tmp, output, workspace,
                         grad_output, grad_hy, grad_cy, reverse, batch_sizes, batch_first,
                         has_biases)
-    return g[:5] + g[6:]
+    return g[:5] + g[6:]       # no weight_hr
 
 
 mkldnn_rnn_layer_backward = kernel_op(
@@ -396,8 +368,8 @@ def _declare(name, state, outputs, padded, packed):
     """aten::<name>.input and .data (CompositeImplicitAutograd), and glasstorch.<name>,
     which picks the overload by its second argument, as PyTorch's does."""
     outs = ", ".join(["Tensor"] * outputs)
-    common = (f"Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
-              f"bool bidirectional")
+    common = ("Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, "
+              "bool bidirectional")
     define(f"{name}.input(Tensor input, {state} hx, {common}, bool batch_first) -> ({outs})"
            ).register("CompositeImplicitAutograd", padded)
     define(f"{name}.data(Tensor data, Tensor batch_sizes, {state} hx, {common}) -> ({outs})"
