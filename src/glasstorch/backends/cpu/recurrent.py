@@ -39,7 +39,6 @@ class Schedule:
         self.batch = sizes[0]
         order = range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))
         self.steps = [(int(starts[t]), sizes[t]) for t in order]
-        self.uniform = sizes[-1] == sizes[0]
         self.reverse = reverse
         self._sizes, self._starts = np.asarray(sizes, dtype=np.int64), starts
 
@@ -57,10 +56,10 @@ class Schedule:
 
     def final_rows(self) -> np.ndarray:
         """For each batch row, the index of the row holding its last state."""
-        if self.reverse:
-            return np.arange(self.batch)
         rows = np.arange(self.batch)
-        # the last step at which row b runs: sizes[t] > b for t < (that count), sizes falling
+        if self.reverse:
+            return rows
+        # the last step at which row b runs: sizes fall, so sizes[t] > b for the first ones
         last = np.searchsorted(-self._sizes, -rows, side="left") - 1
         return self._starts[last] + rows
 

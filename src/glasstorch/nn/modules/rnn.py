@@ -199,26 +199,22 @@ class RNNBase(Module):
             if lstm:
                 hx = (hx, self._zeros_state(batch, self.hidden_size, input))
         self.check_forward_args(input, hx, batch_sizes)
-        h0, c0 = hx if lstm else (hx, None)
         if sizes is None and input.size(0 if not self.batch_first else 1) == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-        hx = [h0, c0] if lstm else h0
-        args = (hx, self._flat_weights, self.bias, self.num_layers, self.dropout,
-                self.training, self.bidirectional)
+        args = (list(hx) if lstm else hx, self._flat_weights, self.bias, self.num_layers,
+                self.dropout, self.training, self.bidirectional)
         layers = _LAYERS[self.mode]
         if sizes is None:
             result = layers(input, *args, self.batch_first)
         else:
             result = layers(input, batch_sizes, *args)
-        out, h_n = result[0], result[1]
-        c_n = result[2] if lstm else None
-        hidden = (h_n, c_n) if lstm else h_n
+        out, hidden = result[0], (tuple(result[1:]) if lstm else result[1])
         if packed is not None:
             return (PackedSequence(out, batch_sizes, packed.sorted_indices, unsorted),
                     self.permute_hidden(hidden, unsorted))
         if not is_batched:
             out = out.squeeze(0 if self.batch_first else 1)
-            hidden = (h_n.squeeze(1), c_n.squeeze(1)) if lstm else h_n.squeeze(1)
+            hidden = tuple(h.squeeze(1) for h in hidden) if lstm else hidden.squeeze(1)
         return out, hidden
 
     def _check_hx_dims(self, hx, is_batched):

@@ -85,6 +85,9 @@ def _run_layer(mode, input, w_ih, w_hh, b_ih, b_hh, w_hr, hx_, cx_, reverse, bat
     hidden = w_hh._shape[0] // kernels.GATES[mode]
     out, hy, cy, ws = _layer_meta(CPU, input, hx_, cx_, batch_sizes, mode, hidden)
     swap = batch_first and not batch_sizes
+    sizes = _sizes(input, batch_sizes, swap)
+    if not sizes:
+        raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
     steps = _rows(input, swap)
     # the recurrence writes a step's rows at a time: into the output, or time-major rows
     # copied into a batch-first output at the end
@@ -94,8 +97,7 @@ def _run_layer(mode, input, w_ih, w_hh, b_ih, b_hh, w_hr, hx_, cx_, reverse, bat
         mode, steps, w_ih._array(), w_hh._array(),
         b_ih._array() if has_biases else None, b_hh._array() if has_biases else None,
         None if w_hr is None else w_hr._array(), _rows(hx_, False),
-        _rows(cx_, False) if mode == LSTM else None, _sizes(input, batch_sizes, swap),
-        reverse, out_rows, _rows(hy, False), _rows(cy, False) if mode == LSTM else None,
+        _rows(cx_, False) if mode == LSTM else None, sizes, reverse, out_rows, _rows(hy, False), _rows(cy, False) if mode == LSTM else None,
         ws._array())
     if swap:
         out._array()[...] = out_rows.reshape(out._shape[1], out._shape[0], -1).swapaxes(0, 1)
