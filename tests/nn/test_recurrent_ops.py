@@ -135,8 +135,8 @@ def _layer_inputs(mode, proj, packed, seed=0):
 
 
 @pytest.mark.parametrize("mode", [R.RNN_RELU, R.RNN_TANH, R.LSTM, R.GRU])
-@pytest.mark.parametrize("packed,batch_first", [(False, False), (True, False), (False, True)])
-@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("packed,batch_first,reverse", [
+    (False, False, False), (True, False, False), (True, False, True), (False, True, True)])
 def test_layer_op_gradcheck(mode, packed, batch_first, reverse):
     x, w, hx, cx, sizes, _ = _layer_inputs(mode, 0, packed)
     if batch_first:             # the op takes (N, T, I) and gives (N, T, H) then
