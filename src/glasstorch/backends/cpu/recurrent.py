@@ -19,6 +19,8 @@ RNN_TANH 1, LSTM 2, GRU 3.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 RNN_RELU, RNN_TANH, LSTM, GRU = 0, 1, 2, 3
@@ -75,6 +77,16 @@ def _previous(rows_out, start, bs, prev, initial):
     return np.concatenate((rows_out[p_start:p_start + p_bs], initial[p_bs:bs]))
 
 
+@functools.lru_cache(maxsize=64)
+def _sigmoid_by_tanh(mode: int, hidden: int, dtype) -> tuple:
+    """(scale, offset): sigmoid gates as offset + scale tanh(scale x), with scale 1/2 and
+    offset 1/2 there and 1, 0 for tanh gates (read-only, cached per shape)."""
+    scale = _gate_scale(mode, hidden, dtype)
+    offset = 1 - scale
+    scale.flags.writeable = offset.flags.writeable = False
+    return scale, offset
+
+
 def _gate_scale(mode: int, hidden: int, dtype) -> np.ndarray:
     """1/2 for sigmoid gates (computed as 0.5 + 0.5 tanh(x/2)), 1 for the others."""
     scale = np.ones(GATES[mode] * hidden, dtype=dtype)
@@ -129,8 +141,7 @@ def _rnn_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, hidden):
 
 def _lstm_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
     gates, cell, tanh_cell = ws[:, :4 * H], ws[:, 4 * H:5 * H], ws[:, 5 * H:]
-    half = _gate_scale(LSTM, H, gi.dtype)
-    offset = 1 - half                   # sigmoid(x) = 0.5 + 0.5 tanh(x / 2); tanh: + 0
+    half, offset = _sigmoid_by_tanh(LSTM, H, gi.dtype)
     product = np.empty((sched.batch, H), dtype=gi.dtype)
     hidden_pre = None if w_hr is None else np.empty((sched.batch, H), dtype=gi.dtype)
     w_hr_t = None if w_hr is None else w_hr.T
@@ -313,36 +324,50 @@ def lstm_cell_forward(input_gates, hidden_gates, cx, input_bias, hidden_bias, hy
     """PyTorch's fused LSTM cell: `ws` (N, 4H) gets the activations i, f, g, o."""
     H = cx.shape[1]
     np.add(input_gates, hidden_gates, out=ws)
-    if input_bias is not None:
-        ws += input_bias
-    if hidden_bias is not None:
-        ws += hidden_bias
-    half = _gate_scale(LSTM, H, ws.dtype)
+    if input_bias is not None and hidden_bias is not None:
+        ws += input_bias + hidden_bias
+    elif input_bias is not None or hidden_bias is not None:
+        ws += input_bias if input_bias is not None else hidden_bias
+    half, offset = _sigmoid_by_tanh(LSTM, H, ws.dtype)
     ws *= half
     np.tanh(ws, out=ws)
     ws *= half
-    ws += 1 - half
+    ws += offset
     np.multiply(ws[:, H:2 * H], cx, out=cy)
-    cy += ws[:, :H] * ws[:, 2 * H:3 * H]
+    np.multiply(ws[:, :H], ws[:, 2 * H:3 * H], out=hy)
+    cy += hy
     np.tanh(cy, out=hy)
     hy *= ws[:, 3 * H:]
 
 
 def lstm_cell_backward(grad_hy, grad_cy, cx, cy, ws, d_gates, d_cx):
     """Gradients of the fused LSTM cell's gate pre-activations (N, 4H) and of cx."""
-    H = cx.shape[1]
-    i, f, g, o = ws[:, :H], ws[:, H:2 * H], ws[:, 2 * H:3 * H], ws[:, 3 * H:]
+    n, H = cx.shape
+    ws3, d3 = ws.reshape(n, 4, H), d_gates.reshape(n, 4, H)
+    # each gate's derivative: a (1 - a) for the sigmoids, 1 - g^2 for g
+    slope = 1 - ws3
+    slope *= ws3
+    np.multiply(ws3[:, 2], ws3[:, 2], out=slope[:, 2])
+    np.subtract(1, slope[:, 2], out=slope[:, 2])
     tanh_cy = np.tanh(cy)
-    d_c = np.zeros_like(cx) if grad_cy is None else grad_cy.copy()
-    if grad_hy is not None:
-        d_c += grad_hy * o * (1 - tanh_cy * tanh_cy)
-        np.multiply(grad_hy * tanh_cy, o * (1 - o), out=d_gates[:, 3 * H:])
+    if grad_hy is None:
+        d_c = np.zeros_like(cx) if grad_cy is None else grad_cy.copy()
+        d3[:, 3] = 0
     else:
-        d_gates[:, 3 * H:] = 0
-    np.multiply(d_c * g, i * (1 - i), out=d_gates[:, :H])
-    np.multiply(d_c * cx, f * (1 - f), out=d_gates[:, H:2 * H])
-    np.multiply(d_c * i, 1 - g * g, out=d_gates[:, 2 * H:3 * H])
-    np.multiply(d_c, f, out=d_cx)
+        np.multiply(grad_hy, tanh_cy, out=d3[:, 3])      # d o
+        d_c = tanh_cy
+        d_c *= d_c
+        np.subtract(1, d_c, out=d_c)
+        d_c *= ws3[:, 3]
+        d_c *= grad_hy
+        if grad_cy is not None:
+            d_c += grad_cy
+    # d i = dc g, d f = dc cx, d g = dc i (then times each gate's slope)
+    np.multiply(ws3[:, 2], d_c, out=d3[:, 0])
+    np.multiply(cx, d_c, out=d3[:, 1])
+    np.multiply(ws3[:, 0], d_c, out=d3[:, 2])
+    d3 *= slope
+    np.multiply(d_c, ws3[:, 1], out=d_cx)
 
 
 def gru_cell_forward(input_gates, hidden_gates, hx, input_bias, hidden_bias, hy, ws):
