@@ -118,17 +118,17 @@ def test_functional_overloads_match_torch(name, gates, state, bias):
     assert getattr(gt.ops.aten, name).data is not None
 
 
-def _layer_inputs(mode, proj, packed, seed=0):
+def _layer_inputs(mode, proj, packed, seed=0, hidden=3, n=3, steps=4):
     rng = np.random.default_rng(seed)
     gates = {R.LSTM: 4, R.GRU: 3}.get(mode, 1)
-    hidden, real, n = 3, proj or 3, 3
-    sizes = [3, 2, 2, 1] if packed else []
+    real = proj or hidden
+    sizes = [n, n - 1, n - 1, 1][:steps] if packed else []
     rows = sum(sizes) if packed else None
 
     def leaf(*shape):
         return gt.tensor(rng.standard_normal(shape) * 0.5, dtype=gt.float64,
                          requires_grad=True)
-    x = leaf(rows, 2) if packed else leaf(4, n, 2)
+    x = leaf(rows, 2) if packed else leaf(steps, n, 2)
     weights = [leaf(gates * hidden, 2), leaf(gates * hidden, real), leaf(gates * hidden),
                leaf(gates * hidden)]
     return x, weights, leaf(n, real), leaf(n, hidden), sizes, (leaf(real, hidden) if proj else None)
@@ -165,12 +165,23 @@ def test_projected_lstm_layer_gradcheck(packed):
     assert out.grad_fn.name() == "LstmProjLayerBackward0"
 
 
-def test_double_backward_raises_clearly():
-    m = gnn.LSTM(2, 3, dtype=gt.float64)
-    x = gt.randn(4, 1, 2, dtype=gt.float64, requires_grad=True)
-    (dx,) = gt.autograd.grad(m(x)[0].sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError, match="mkldnn_rnn_layer_backward.*not implemented"):
-        dx.sum().backward()
+@pytest.mark.parametrize("mode,proj,packed", [(R.GRU, 0, True), (R.LSTM, 1, True)])
+def test_layer_double_backward(mode, proj, packed):
+    """Under create_graph the layer's backward is recomputed in per-step ops (PyTorch's CPU
+    LSTM is twice differentiable too); its backward op alone has no derivative."""
+    x, w, hx, cx, sizes, w_hr = _layer_inputs(mode, proj, packed, seed=2, hidden=2, n=2,
+                                              steps=3)
+
+    def layer(x, w0, w1, w2, w3, hx, cx, *w4):
+        if proj:
+            return R._lstm_proj_layer.functional(x, w0, w1, w2, w3, w4[0], hx, cx, True,
+                                                 sizes, True, False, True)[:3]
+        out = R.mkldnn_rnn_layer.functional(x, w0, w1, w2, w3, hx, cx, True, sizes, mode, 2,
+                                            1, True, False, False, True)
+        return out[:3] if mode == R.LSTM else out[:2]
+    inputs = (x, *w, hx, cx) + ((w_hr,) if proj else ())
+    assert gt.autograd.gradgradcheck(layer, inputs)
+    assert R.mkldnn_rnn_layer_backward.functional.info["autograd"] == "not implemented"
 
 
 def test_dropout_between_layers_uses_glasstorch_rng():

@@ -2,8 +2,9 @@
 
 The node saves the layer's inputs and outputs (the workspace holds the gate activations)
 and its backward is one call of the backward operator, which runs the reverse-time loop.
-That operator has no derivative of its own: a second derivative through a recurrent layer
-raises (PyTorch's CPU LSTM, whose mkldnn_rnn_layer_backward has none either, does the same).
+That operator has no derivative of its own; under create_graph the backward instead runs
+the layer again in per-step ops and differentiates that, so that the gradient is itself
+differentiable, as PyTorch's CPU LSTM's is.
 
 The fused cells (PyTorch's CUDA cells, run here on the CPU too) take their kernel's backward,
 or, under create_graph, a formula in ops over recomputed activations, so cells keep their
@@ -27,13 +28,48 @@ def _outputs(grads) -> tuple:
     return (tuple(grads) + (None,) * 3)[:3]
 
 
+def _recomputed(mode, input, weights, hx_, cx_, reverse, batch_sizes, batch_first, grads):
+    """The layer's vector-Jacobian product, differentiable (create_graph): the layer run
+    again in per-step ops on the saved inputs, then differentiated by the engine, whose
+    graph of that backward is recorded. Gradients of (input, w_ih, w_hh, b_ih, b_hh, w_hr,
+    hx, cx); None for those absent or not requiring grad."""
+    from ...autograd import grad     # a backward that calls the engine again (reentrant)
+    w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    has_biases = b_ih is not None
+    params = [w_ih, w_hh] + ([b_ih, b_hh] if has_biases else []) + (
+        [] if w_hr is None else [w_hr])
+    swap = batch_first and not batch_sizes
+    x = input.transpose(0, 1) if swap else input
+    h0 = hx_.reshape(-1, hx_.shape[-1])
+    c0 = None if cx_ is None else cx_.reshape(-1, cx_.shape[-1])
+    out, hy, cy = recurrent._layer_by_steps(mode, x, params, has_biases, h0, c0, reverse,
+                                            batch_sizes)
+    if swap:
+        out = out.transpose(0, 1)
+    pairs = [(o, g) for o, g in zip((out, hy, cy), grads) if o is not None and g is not None]
+    outputs = [o for o, _ in pairs]
+    grad_outputs = [g.reshape(o.shape) for o, g in pairs]
+    candidates = [input, w_ih, w_hh, b_ih, b_hh, w_hr, hx_, cx_]
+    wanted = [t for t in candidates if t is not None and t.requires_grad]
+    found = iter(grad(outputs, wanted, grad_outputs, create_graph=True, allow_unused=True))
+    return tuple(next(found) if t is not None and t.requires_grad else None
+                 for t in candidates)
+
+
 @derivative(recurrent.mkldnn_rnn_layer, "MkldnnRnnLayerBackward0", outputs=(0, 1, 2))
 def _rnn_layer(grads, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse,
                batch_sizes, mode, hidden_size, num_layers, has_biases, bidirectional,
                batch_first, train, result0, result1, result2, result3):
     g_out, g_hy, g_cy = _outputs(grads)
-    if g_out is None and g_hy is None and (g_cy is None or mode != LSTM):
+    lstm = mode == LSTM
+    if g_out is None and g_hy is None and (g_cy is None or not lstm):
         return (None,) * 7
+    if _grad_state.enabled:
+        biases = [weight2, weight3] if has_biases else [None, None]
+        d = _recomputed(mode, input, [weight0, weight1, *biases, None], hx_,
+                        cx_ if lstm else None, reverse, batch_sizes, batch_first,
+                        (g_out, g_hy, g_cy if lstm else None))
+        return d[:5] + (d[6], d[7])
     d = recurrent.mkldnn_rnn_layer_backward.functional(
         input, weight0, weight1, weight2, weight3, hx_, cx_, result0, result1, result2,
         g_out, g_hy, g_cy, reverse, mode, hidden_size, num_layers, has_biases, train,
@@ -43,11 +79,15 @@ def _rnn_layer(grads, input, weight0, weight1, weight2, weight3, hx_, cx_, rever
 
 
 @derivative(recurrent._lstm_proj_layer, "LstmProjLayerBackward0", outputs=(0, 1, 2))
-def _lstm_proj_layer(grads, input, weight0, weight1, weight4, hx_, cx_, reverse,
-                     batch_sizes, has_biases, batch_first, result0, result3):
+def _lstm_proj_layer(grads, input, weight0, weight1, weight2, weight3, weight4, hx_, cx_,
+                     reverse, batch_sizes, has_biases, batch_first, result0, result3):
     g_out, g_hy, g_cy = _outputs(grads)
     if g_out is None and g_hy is None and g_cy is None:
         return (None,) * 8
+    if _grad_state.enabled:
+        biases = [weight2, weight3] if has_biases else [None, None]
+        return _recomputed(LSTM, input, [weight0, weight1, *biases, weight4], hx_, cx_,
+                           reverse, batch_sizes, batch_first, (g_out, g_hy, g_cy))
     d = recurrent._lstm_proj_layer_backward.functional(
         input, weight0, weight1, weight4, hx_, cx_, result0, result3, g_out, g_hy, g_cy,
         reverse, batch_sizes, has_biases, batch_first)
