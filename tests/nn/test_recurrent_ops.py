@@ -312,3 +312,15 @@ def test_state_of_another_dtype_is_refused_by_name():
         gt.lstm(gt.randn(5, 2, 3), [gt.zeros(1, 2, 4)] * 2,
                 [p.double() for p in gnn.LSTM(3, 4).parameters()], True, 1, 0.0, False, False,
                 False)
+
+
+def test_mkldnn_rnn_layer_matches_torch():
+    rng = np.random.default_rng(4)
+    args = [torch.tensor(rng.standard_normal(s), dtype=torch.float32)
+            for s in [(5, 2, 3), (16, 3), (16, 4), (16,), (16,), (1, 2, 4), (1, 2, 4)]]
+    for reverse in (False, True):
+        t = torch.mkldnn_rnn_layer(*args, reverse, [], 2, 4, 1, True, False, False, True)
+        ours = gt.mkldnn_rnn_layer(*[g(a) for a in args], reverse, [], 2, 4, 1, True, False,
+                                   False, True)
+        for a, b in zip(ours[:3], t[:3]):
+            assert_same(a, b, rtol=1e-5, atol=1e-6)

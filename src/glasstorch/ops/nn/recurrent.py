@@ -202,7 +202,7 @@ mkldnn_rnn_layer_backward = kernel_op(
     "Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, bool reverse, int mode, "
     "int hidden_size, int num_layers, bool has_biases, bool train, bool bidirectional, "
     "int[] batch_sizes, bool batch_first, Tensor workspace) -> (Tensor, Tensor, Tensor, "
-    "Tensor, Tensor, Tensor, Tensor)", method=False)
+    "Tensor, Tensor, Tensor, Tensor)", method=False, function=False)
 mkldnn_rnn_layer_backward.impl("CPU")(_mkldnn_rnn_layer_backward_cpu)
 
 
