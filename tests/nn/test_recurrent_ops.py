@@ -324,3 +324,18 @@ def test_mkldnn_rnn_layer_matches_torch():
                                    False, True)
         for a, b in zip(ours[:3], t[:3]):
             assert_same(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["LSTMCell", "GRUCell", "RNNCell"])
+def test_cells_under_autocast_give_torch_dtypes(kind):
+    tm, gm = twins(kind, 3, 4)
+    x = torch.randn(2, 3)
+    with torch.autocast("cpu"):
+        t_out = tm(x)
+    with gt.autocast("cpu"):
+        g_out = gm(g(x))
+    t_out = t_out if isinstance(t_out, tuple) else (t_out,)
+    g_out = g_out if isinstance(g_out, tuple) else (g_out,)
+    assert [str(t.dtype) for t in g_out] == [str(t.dtype) for t in t_out]
+    for a, b in zip(g_out, t_out):
+        assert_same(a.float(), b.float(), rtol=2e-2, atol=2e-2, check_stride=False)

@@ -602,8 +602,13 @@ def _cell(name, schema_state, mode, doc):
         else:
             h, c = hx, None
         weights = [w for w in (w_ih, w_hh, b_ih, b_hh) if w is not None]
-        if mode in (LSTM, GRU) and _fast(input, (h,) if c is None else (h, c), weights):
+        fused = mode in (LSTM, GRU) and _fast(input, (h,) if c is None else (h, c), weights)
+        if fused:
             input_gates, hidden_gates = input.mm(w_ih.t()), h.mm(w_hh.t())
+            # autocast ran the products in another dtype: the per-step ops then promote as
+            # PyTorch's CPU cell does
+            fused = input_gates.dtype is input.dtype
+        if fused:
             if mode == LSTM:
                 h, c, _ = _thnn_fused_lstm_cell.functional(input_gates, hidden_gates, c,
                                                            b_ih, b_hh)
