@@ -339,3 +339,9 @@ def test_cells_under_autocast_give_torch_dtypes(kind):
     assert [str(t.dtype) for t in g_out] == [str(t.dtype) for t in t_out]
     for a, b in zip(g_out, t_out):
         assert_same(a.float(), b.float(), rtol=2e-2, atol=2e-2, check_stride=False)
+
+
+def test_wrong_parameter_count_is_refused():
+    params = list(gnn.GRU(3, 4).parameters())
+    with pytest.raises(RuntimeError, match="expected 8 parameter tensors"):
+        gt.gru(gt.randn(5, 2, 3), gt.zeros(2, 2, 4), params, True, 2, 0.0, False, False, False)

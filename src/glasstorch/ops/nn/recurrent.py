@@ -317,10 +317,11 @@ def _check_dtypes(input, states, params):
 
 
 def _check_params(params, has_biases, num_layers, bidirectional):
-    directions = 2 if bidirectional else 1
-    if len(params) % (num_layers * directions) or len(params) == 0:
-        raise RuntimeError(f"rnn: expected a multiple of {num_layers * directions} parameter "
-                           f"tensors ({num_layers} layers, {directions} directions), got "
+    groups = num_layers * (2 if bidirectional else 1)
+    per = 4 if has_biases else 2
+    if len(params) not in (groups * per, groups * (per + 1)):
+        raise RuntimeError(f"rnn: expected {groups * per} parameter tensors ({groups} layers "
+                           f"and directions of {per}; with projections {per + 1}), got "
                            f"{len(params)}")
 
 
