@@ -454,6 +454,8 @@ def _layer_by_steps(mode, x, w, has_biases, h0, c0, reverse, batch_sizes):
 
 
 def _run_steps(step, gi, sizes, starts, h0, c0, w_hh_t, b_hh, w_hr, reverse):
+    """The recurrence over packed gates `gi`, rows still running shrinking (forward) or
+    growing (reverse) with the batch sizes: (outputs, h_n, c_n)."""
     outs, done_h, done_c = [], [], []
     if reverse:
         # batch grows as time runs backwards: sequences join with their initial state
