@@ -103,7 +103,7 @@ def layer_forward(mode, x, w_ih, w_hh, b_ih, b_hh, w_hr, hx, cx, sizes, reverse,
     states `hy` (N, Hr) and `cy` (N, H; LSTM only) and the workspace `ws` (S, k H)."""
     sched = Schedule(sizes, reverse)
     hidden = w_hh.shape[0] // GATES[mode]
-    scale = _gate_scale(mode, hidden, x.dtype)
+    scale = _sigmoid_by_tanh(mode, hidden, x.dtype)[0]
     gi = x @ w_ih.T
     if b_ih is not None:
         if mode == GRU:     # b_hn stays inside r * (W_hn h + b_hn)
