@@ -1,11 +1,8 @@
-"""RNN, LSTM, GRU and their cells, built from differentiable glasstorch ops.
+"""RNN, LSTM, GRU and their cells: parameters, argument checks and packing.
 
-Every layer input (padded or packed) is run as a packed sequence: a padded (T, N, *) batch
-is the packed batch whose T steps all hold N rows. For each layer and direction the input
-projection x @ W_ih^T + b_ih is one matmul over the whole sequence; the recurrence then loops
-over time steps in Python, each step one matmul h @ W_hh^T plus pointwise gate math on the
-rows still running (a shrinking prefix of the batch for packed input). Autograd records
-every step, so gradients reach inputs, initial states and weights.
+The layers call glasstorch.lstm / gru / rnn_tanh / rnn_relu (ops/nn/recurrent.py), which run
+each layer and direction over the whole sequence as one operator with one autograd node, as
+PyTorch's modules call its `_VF` functions; the cells call lstm_cell, gru_cell, rnn_*_cell.
 """
 from __future__ import annotations
 
@@ -15,8 +12,7 @@ import warnings
 
 from ...core.tensor import Tensor
 from ...ops.creation.factories import empty, zeros
-from ...ops.shape.joining import cat, stack
-from .. import functional as F
+from ...ops.nn import recurrent as R
 from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
@@ -25,117 +21,7 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
-
-
-# ----------------------------------------------------------------------------- step math
-# A step takes gi (this step's rows of the input projection), the state (h, c), W_hh^T,
-# b_hh and W_hr; it returns the new (h, c). RNN and LSTM fold b_hh into gi (the sum is the
-# same), so their whole pre-activation is one addmm; GRU keeps b_hn inside r * (...).
-def _input_gates(mode, x, w_ih, b_ih, b_hh):
-    """x @ W_ih^T plus the biases that can be added before the recurrence."""
-    if b_ih is not None and mode != "GRU":
-        b_ih = b_ih + b_hh
-    return F.linear(x, w_ih, b_ih)
-
-
-def _tanh_step(gi, h, c, w_hh_t, b_hh, w_hr):
-    return gi.addmm(h, w_hh_t).tanh(), None
-
-
-def _relu_step(gi, h, c, w_hh_t, b_hh, w_hr):
-    return gi.addmm(h, w_hh_t).relu(), None
-
-
-def _lstm_step(gi, h, c, w_hh_t, b_hh, w_hr):
-    gates = gi.addmm(h, w_hh_t)
-    hidden = c.size(1)
-    i, f, _, o = gates.sigmoid().chunk(4, 1)
-    g = gates[:, 2 * hidden:3 * hidden].tanh()
-    c = f * c + i * g
-    h = o * c.tanh()
-    if w_hr is not None:
-        h = h.mm(w_hr.t())
-    return h, c
-
-
-def _gru_step(gi, h, c, w_hh_t, b_hh, w_hr):
-    gh = h.mm(w_hh_t) if b_hh is None else b_hh.addmm(h, w_hh_t)
-    hidden = h.size(1)
-    r, z = (gi[:, :2 * hidden] + gh[:, :2 * hidden]).sigmoid().chunk(2, 1)
-    n = (gi[:, 2 * hidden:] + r * gh[:, 2 * hidden:]).tanh()
-    return n + z * (h - n), None
-
-
-_STEPS = {"RNN_TANH": _tanh_step, "RNN_RELU": _relu_step, "LSTM": _lstm_step,
-          "GRU": _gru_step}
-
-
-def _run_direction(step, gi, sizes, starts, h0, c0, w_hh_t, b_hh, w_hr, reverse):
-    """One direction of one layer over packed gates gi: (outputs (S, H), h_n, c_n)."""
-    outs, done_h, done_c = [], [], []
-    if reverse:
-        # batch grows as time runs backwards: sequences join with their initial state
-        n = sizes[-1]
-        h, c = h0[:n], (None if c0 is None else c0[:n])
-        for t in range(len(sizes) - 1, -1, -1):
-            bs = sizes[t]
-            if bs > n:
-                h = cat([h, h0[n:bs]])
-                c = None if c is None else cat([c, c0[n:bs]])
-                n = bs
-            h, c = step(gi[starts[t]:starts[t] + bs], h, c, w_hh_t, b_hh, w_hr)
-            outs.append(h)
-        outs.reverse()
-        return cat(outs), h, c
-    h, c = h0, c0
-    n = h0.size(0)
-    for t, bs in enumerate(sizes):
-        if bs < n:
-            # the sequences at rows bs..n have ended: their state is final
-            done_h.append(h[bs:n])
-            h = h[:bs]
-            if c is not None:
-                done_c.append(c[bs:n])
-                c = c[:bs]
-            n = bs
-        h, c = step(gi[starts[t]:starts[t] + bs], h, c, w_hh_t, b_hh, w_hr)
-        outs.append(h)
-    if done_h:
-        h = cat([h] + done_h[::-1])
-        c = None if c is None else cat([c] + done_c[::-1])
-    return cat(outs), h, c
-
-
-def _run_layers(mode, data, sizes, hx, cx, weights, has_bias, has_proj, num_layers,
-                num_directions, dropout, training):
-    """The stacked (bi)directional recurrence over packed data: (output, h_n, c_n)."""
-    step = _STEPS[mode]
-    starts, total = [], 0
-    for bs in sizes:
-        starts.append(total)
-        total += bs
-    per = 2 + 2 * has_bias + has_proj
-    h_n, c_n = [], []
-    x = data
-    for layer in range(num_layers):
-        outs = []
-        for d in range(num_directions):
-            k = layer * num_directions + d
-            w = weights[k * per:(k + 1) * per]
-            w_ih, w_hh = w[0], w[1]
-            b_ih, b_hh = (w[2], w[3]) if has_bias else (None, None)
-            w_hr = w[-1] if has_proj else None
-            gi = _input_gates(mode, x, w_ih, b_ih, b_hh)
-            out, h, c = _run_direction(step, gi, sizes, starts, hx[k],
-                                       None if cx is None else cx[k], w_hh.t(), b_hh, w_hr,
-                                       reverse=d == 1)
-            outs.append(out)
-            h_n.append(h)
-            c_n.append(c)
-        x = outs[0] if num_directions == 1 else cat(outs, 1)
-        if dropout and training and layer < num_layers - 1:
-            x = F.dropout(x, dropout, training=True)
-    return x, stack(h_n), (stack(c_n) if cx is not None else None)
+_LAYERS = {"RNN_TANH": R.rnn_tanh, "RNN_RELU": R.rnn_relu, "LSTM": R.lstm, "GRU": R.gru}
 
 
 # ----------------------------------------------------------------------------- layers
@@ -313,30 +199,22 @@ class RNNBase(Module):
             if lstm:
                 hx = (hx, self._zeros_state(batch, self.hidden_size, input))
         self.check_forward_args(input, hx, batch_sizes)
-        h0, c0 = hx if lstm else (hx, None)
+        if sizes is None and input.size(0 if not self.batch_first else 1) == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        args = (list(hx) if lstm else hx, self._flat_weights, self.bias, self.num_layers,
+                self.dropout, self.training, self.bidirectional)
+        layers = _LAYERS[self.mode]
         if sizes is None:
-            if self.batch_first:
-                input = input.transpose(0, 1)
-            steps, batch = input.size(0), input.size(1)
-            if steps == 0:
-                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-            data, sizes = input.reshape(steps * batch, input.size(2)), [batch] * steps
+            result = layers(input, *args, self.batch_first)
         else:
-            data = input
-        out, h_n, c_n = _run_layers(
-            self.mode, data, sizes, h0, c0, self._flat_weights, self.bias,
-            self.proj_size > 0, self.num_layers, 2 if self.bidirectional else 1,
-            self.dropout, self.training)
-        hidden = (h_n, c_n) if lstm else h_n
+            result = layers(input, batch_sizes, *args)
+        out, hidden = result[0], (tuple(result[1:]) if lstm else result[1])
         if packed is not None:
             return (PackedSequence(out, batch_sizes, packed.sorted_indices, unsorted),
                     self.permute_hidden(hidden, unsorted))
-        out = out.view(len(sizes), sizes[0], out.size(-1))
-        if self.batch_first:
-            out = out.transpose(0, 1)
         if not is_batched:
             out = out.squeeze(0 if self.batch_first else 1)
-            hidden = (h_n.squeeze(1), c_n.squeeze(1)) if lstm else h_n.squeeze(1)
+            hidden = tuple(h.squeeze(1) for h in hidden) if lstm else hidden.squeeze(1)
         return out, hidden
 
     def _check_hx_dims(self, hx, is_batched):
@@ -506,9 +384,8 @@ class RNNCell(RNNCellBase):
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         input, (h,), is_batched = self._batched("RNNCell", input, hx, 1)
-        gi = _input_gates("RNN", input, self.weight_ih, self.bias_ih, self.bias_hh)
-        step = _tanh_step if self.nonlinearity == "tanh" else _relu_step
-        ret, _ = step(gi, h, None, self.weight_hh.t(), None, None)
+        cell = R.rnn_tanh_cell if self.nonlinearity == "tanh" else R.rnn_relu_cell
+        ret = cell(input, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return ret if is_batched else ret.squeeze(0)
 
 
@@ -522,8 +399,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx=None):
         input, (h, c), is_batched = self._batched("LSTMCell", input, hx, 2)
-        gi = _input_gates("LSTM", input, self.weight_ih, self.bias_ih, self.bias_hh)
-        h, c = _lstm_step(gi, h, c, self.weight_hh.t(), None, None)
+        h, c = R.lstm_cell(input, (h, c), self.weight_ih, self.weight_hh, self.bias_ih,
+                           self.bias_hh)
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -537,6 +414,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         input, (h,), is_batched = self._batched("GRUCell", input, hx, 1)
-        gi = _input_gates("GRU", input, self.weight_ih, self.bias_ih, self.bias_hh)
-        ret, _ = _gru_step(gi, h, None, self.weight_hh.t(), self.bias_hh, None)
+        ret = R.gru_cell(input, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return ret if is_batched else ret.squeeze(0)

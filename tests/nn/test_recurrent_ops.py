@@ -1,0 +1,347 @@
+"""The recurrent layers' operators: one mkldnn_rnn_layer call (one node) per layer and
+direction, the aten::lstm/gru/rnn_* composites and cells against torch, float32 against
+torch's fused CPU kernel, gradcheck of the layer ops, double backward, the meta kernel and
+the step-by-step path the CUDA tensors take."""
+import numpy as np
+import pytest
+
+import glasstorch as gt
+import glasstorch.nn as gnn
+from glasstorch.ops.nn import recurrent as R
+from glasstorch.utils._python_dispatch import TorchDispatchMode
+from tests.oracle import assert_same, oracle_torch
+
+torch = oracle_torch()
+pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections is not supported")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch_single_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def g(t, requires_grad=False):
+    out = gt.as_tensor(t.detach().numpy().copy())
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def twins(kind, *args, dtype="float32", **kwargs):
+    tm = getattr(torch.nn, kind)(*args, dtype=getattr(torch, dtype), **kwargs)
+    gm = getattr(gnn, kind)(*args, dtype=getattr(gt, dtype), **kwargs)
+    gm.load_state_dict({k: g(v) for k, v in tm.state_dict().items()})
+    return tm, gm
+
+
+def nodes(tensor) -> list:
+    """Every node's name in the graph behind `tensor`."""
+    seen, stack, names = set(), [tensor.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.append(node.name())
+        stack.extend(n for n, _ in node.next_functions)
+    return names
+
+
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, False), (2, True)])
+def test_one_node_per_layer_and_direction_named_as_torch(layers, bidirectional):
+    tm, gm = twins("LSTM", 3, 4, layers, bidirectional=bidirectional)
+    x = torch.randn(5, 2, 3)
+    t_out, g_out = tm(x)[0], gm(g(x))[0]
+    count = layers * (2 if bidirectional else 1)
+    t_names, g_names = nodes(t_out), nodes(g_out)
+    assert t_names.count("MkldnnRnnLayerBackward0") == count
+    assert g_names.count("MkldnnRnnLayerBackward0") == count
+    if not bidirectional:
+        assert g_out.grad_fn.name() == t_out.grad_fn.name() == "MkldnnRnnLayerBackward0"
+
+
+@pytest.mark.parametrize("kind,extra", [("LSTM", {}), ("GRU", {}), ("RNN", {}),
+                                        ("RNN", {"nonlinearity": "relu"}),
+                                        ("LSTM", {"proj_size": 2})])
+def test_float32_matches_torch_with_gradients(kind, extra):
+    tm, gm = twins(kind, 3, 5, 2, batch_first=True, **extra)
+    x = torch.randn(4, 6, 3, requires_grad=True)
+    gx = g(x, True)
+    t_out, t_h = tm(x)
+    g_out, g_h = gm(gx)
+    t_h, g_h = (t_h, g_h) if kind == "LSTM" else ((t_h,), (g_h,))
+    for a, b in zip((g_out, *g_h), (t_out, *t_h)):
+        assert_same(a, b, rtol=1e-5, atol=1e-6, check_stride=False)
+    rng = np.random.default_rng(0)
+    weights = [rng.standard_normal(tuple(t.shape)).astype(np.float32) for t in (t_out, *t_h)]
+    sum((t * torch.from_numpy(w)).sum() for t, w in zip((t_out, *t_h), weights)).backward()
+    sum((t * gt.from_numpy(w)).sum() for t, w in zip((g_out, *g_h), weights)).backward()
+    assert_same(gx.grad, x.grad, rtol=1e-4, atol=1e-5)
+    for (name, p), q in zip(tm.named_parameters(), gm.parameters()):
+        assert_same(q.grad, p.grad, rtol=1e-4, atol=1e-5, check_stride=False)
+
+
+def _params(modes_gates, input_size, hidden, proj=0, seed=0, bias=True):
+    rng = np.random.default_rng(seed)
+    real = proj or hidden
+    shapes = [(modes_gates * hidden, input_size), (modes_gates * hidden, real)]
+    shapes += [(modes_gates * hidden,)] * 2 if bias else []
+    shapes += [(proj, hidden)] if proj else []
+    return [torch.tensor(rng.standard_normal(s) * 0.5) for s in shapes]
+
+
+@pytest.mark.parametrize("name,gates,state", [("lstm", 4, 2), ("gru", 3, 1),
+                                              ("rnn_tanh", 1, 1), ("rnn_relu", 1, 1)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_functional_overloads_match_torch(name, gates, state, bias):
+    """glasstorch.lstm & co. take PyTorch's arguments, padded (.input) or packed (.data)."""
+    params = _params(gates, 3, 4, bias=bias)
+    h = [torch.randn(1, 2, 4, dtype=torch.float64) for _ in range(state)]
+    t_hx, g_hx = (h, [g(t) for t in h]) if state == 2 else (h[0], g(h[0]))
+    g_params = [g(p) for p in params]
+    args = (bias, 1, 0.0, False, False)
+    x = torch.randn(5, 2, 3, dtype=torch.float64)
+    for batch_first in (False, True):
+        x = x.transpose(0, 1).contiguous() if batch_first else x
+        t = getattr(torch, name)(x, t_hx, params, *args, batch_first)
+        ours = getattr(gt, name)(g(x), g_hx, g_params, *args, batch_first)
+        for a, b in zip(ours, t):
+            assert_same(a, b, rtol=1e-10, atol=1e-10, check_stride=False)
+    sizes = torch.tensor([2, 2, 1])
+    data = torch.randn(5, 3, dtype=torch.float64)
+    t = getattr(torch, name)(data, sizes, t_hx, params, *args)
+    ours = getattr(gt, name)(g(data), g(sizes), g_hx, g_params, *args)
+    for a, b in zip(ours, t):
+        assert_same(a, b, rtol=1e-10, atol=1e-10, check_stride=False)
+    assert getattr(gt.ops.aten, name).input is not None
+    assert getattr(gt.ops.aten, name).data is not None
+
+
+def _layer_inputs(mode, proj, packed, seed=0, hidden=3, n=3, steps=4):
+    rng = np.random.default_rng(seed)
+    gates = {R.LSTM: 4, R.GRU: 3}.get(mode, 1)
+    real = proj or hidden
+    sizes = [n, n - 1, n - 1, 1][:steps] if packed else []
+    rows = sum(sizes) if packed else None
+
+    def leaf(*shape):
+        return gt.tensor(rng.standard_normal(shape) * 0.5, dtype=gt.float64,
+                         requires_grad=True)
+    x = leaf(rows, 2) if packed else leaf(steps, n, 2)
+    weights = [leaf(gates * hidden, 2), leaf(gates * hidden, real), leaf(gates * hidden),
+               leaf(gates * hidden)]
+    return x, weights, leaf(n, real), leaf(n, hidden), sizes, (leaf(real, hidden) if proj else None)
+
+
+@pytest.mark.parametrize("mode", [R.RNN_RELU, R.RNN_TANH, R.LSTM, R.GRU])
+@pytest.mark.parametrize("packed,batch_first,reverse", [
+    (False, False, False), (True, False, False), (True, False, True), (False, True, True)])
+def test_layer_op_gradcheck(mode, packed, batch_first, reverse):
+    x, w, hx, cx, sizes, _ = _layer_inputs(mode, 0, packed)
+    if batch_first:             # the op takes (N, T, I) and gives (N, T, H) then
+        x = x.detach().transpose(0, 1).contiguous().requires_grad_()
+    if mode == R.RNN_RELU:      # keep pre-activations away from relu's kink
+        with gt.no_grad():
+            w[2].add_(2.0)
+
+    def layer(x, w0, w1, w2, w3, hx, cx):
+        out, hy, cy, _ = R.mkldnn_rnn_layer.functional(
+            x, w0, w1, w2, w3, hx, cx, reverse, sizes, mode, 3, 1, True, False, batch_first,
+            True)
+        return (out, hy, cy) if mode == R.LSTM else (out, hy)
+    assert gt.autograd.gradcheck(layer, (x, *w, hx, cx))
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_projected_lstm_layer_gradcheck(packed):
+    x, w, hx, cx, sizes, w_hr = _layer_inputs(R.LSTM, 2, packed, seed=1)
+
+    def layer(x, w0, w1, w2, w3, w4, hx, cx):
+        return R._lstm_proj_layer.functional(x, w0, w1, w2, w3, w4, hx, cx, packed, sizes,
+                                             True, False, True)[:3]
+    assert gt.autograd.gradcheck(layer, (x, *w, w_hr, hx, cx))
+    out = layer(x, *w, w_hr, hx, cx)[0]
+    assert out.grad_fn.name() == "LstmProjLayerBackward0"
+
+
+@pytest.mark.parametrize("mode,proj,packed", [(R.GRU, 0, True), (R.LSTM, 1, True)])
+def test_layer_double_backward(mode, proj, packed):
+    """Under create_graph the layer's backward is recomputed in per-step ops (PyTorch's CPU
+    LSTM is twice differentiable too); its backward op alone has no derivative."""
+    x, w, hx, cx, sizes, w_hr = _layer_inputs(mode, proj, packed, seed=2, hidden=2, n=2,
+                                              steps=3)
+
+    def layer(x, w0, w1, w2, w3, hx, cx, *w4):
+        if proj:
+            return R._lstm_proj_layer.functional(x, w0, w1, w2, w3, w4[0], hx, cx, True,
+                                                 sizes, True, False, True)[:3]
+        out = R.mkldnn_rnn_layer.functional(x, w0, w1, w2, w3, hx, cx, True, sizes, mode, 2,
+                                            1, True, False, False, True)
+        return out[:3] if mode == R.LSTM else out[:2]
+    inputs = (x, *w, hx, cx) + ((w_hr,) if proj else ())
+    assert gt.autograd.gradgradcheck(layer, inputs)
+    assert R.mkldnn_rnn_layer_backward.functional.info["autograd"] == "not implemented"
+
+
+def test_dropout_between_layers_uses_glasstorch_rng():
+    """Train-mode dropout is F.dropout on each layer's output but the last, drawn from the
+    default generator: a stack equals its layers run one by one with the same seed."""
+    m = gnn.GRU(3, 4, 3, dropout=0.5, dtype=gt.float64)
+    x = gt.randn(5, 2, 3, dtype=gt.float64)
+    singles = []
+    for layer in range(3):
+        single = gnn.GRU(3 if layer == 0 else 4, 4, dtype=gt.float64)
+        single.load_state_dict({k[:-1] + "0": v for k, v in m.state_dict().items()
+                                if k.endswith(f"l{layer}")})
+        singles.append(single)
+    gt.manual_seed(7)
+    out, h = m(x)
+    gt.manual_seed(7)
+    y, hs = x, []
+    for layer, single in enumerate(singles):
+        y, h1 = single(y)
+        hs.append(h1)
+        if layer < 2:
+            y = gt.nn.functional.dropout(y, 0.5)
+    assert_same(out, y, rtol=0, atol=0)
+    assert_same(h, gt.cat(hs), rtol=0, atol=0)
+
+
+def test_a_dispatch_mode_sees_the_layer_op_as_in_torch():
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+    tm, gm = twins("LSTM", 3, 4, 2)
+    x = torch.randn(5, 2, 3)
+    from torch.utils._python_dispatch import TorchDispatchMode as TorchMode
+
+    class TorchOps(TorchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+    with TorchOps() as t_mode:
+        tm(x)
+    with Ops() as g_mode:
+        gm(g(x))
+    assert t_mode.names.count("aten.mkldnn_rnn_layer.default") == 2
+    assert g_mode.names.count("aten.mkldnn_rnn_layer.default") == 2
+
+
+def test_meta_shapes():
+    m = gnn.LSTM(3, 4, 2, bidirectional=True, proj_size=2, device="meta")
+    out, (h, c) = m(gt.empty(5, 6, 3, device="meta"))
+    assert (out.shape, h.shape, c.shape) == ((5, 6, 4), (4, 6, 2), (4, 6, 4))
+    assert out.device.type == "meta"
+    assert nodes(out).count("LstmProjLayerBackward0") == 4
+    out.sum().backward()
+    assert [p.grad.shape for p in m.parameters()] == [p.shape for p in m.parameters()]
+    m = gnn.GRU(3, 4, batch_first=True, device="meta")
+    x = gt.empty(6, 5, 3, device="meta", requires_grad=True)
+    out, h = m(x)
+    assert (out.shape, h.shape) == ((6, 5, 4), (1, 6, 4))
+    assert out.grad_fn.name() == "TransposeBackward0"   # batch_first, as in torch
+    assert "MkldnnRnnLayerBackward0" in nodes(out)
+    (out.sum() + h.sum()).backward()
+    assert x.grad.shape == x.shape and x.grad.device.type == "meta"
+    for cell in (gnn.LSTMCell(3, 4, device="meta"), gnn.GRUCell(3, 4, device="meta")):
+        x = gt.empty(2, 3, device="meta", requires_grad=True)
+        out = cell(x)
+        (out[0] if isinstance(out, tuple) else out).sum().backward()
+        assert x.grad.shape == (2, 3)
+        assert [p.grad.shape for p in cell.parameters()] == [p.shape for p in cell.parameters()]
+
+
+@pytest.mark.parametrize("kind,extra", [("LSTM", {"proj_size": 2}), ("GRU", {}), ("RNN", {})])
+def test_step_by_step_path_agrees(kind, extra, monkeypatch):
+    """The per-step path (CUDA tensors, other dtypes) against the whole-sequence kernels."""
+    m = getattr(gnn, kind)(3, 4, 2, bidirectional=True, **extra)
+    x = gt.randn(5, 2, 3, requires_grad=True)
+    fast = m(x)
+    fast_grads = gt.autograd.grad(fast[0].sum(), [x, *m.parameters()])
+    monkeypatch.setattr(R, "_fast", lambda *args: False)
+    slow = m(x)
+    assert "MkldnnRnnLayerBackward0" not in nodes(slow[0])
+    slow_grads = gt.autograd.grad(slow[0].sum(), [x, *m.parameters()])
+    assert_same(fast[0], slow[0], rtol=1e-5, atol=1e-6)
+    for a, b in zip(fast_grads, slow_grads):
+        assert_same(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,gates,node", [("lstm_cell", 4, "ThnnFusedLstmCellBackward0"),
+                                             ("gru_cell", 3, "ThnnFusedGruCellBackward0")])
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias):
+    """LSTM and GRU cells run one fused op (PyTorch's CUDA cells); their second derivative
+    comes from a formula in ops, as PyTorch's _thnn_differentiable_*_backward."""
+    rng = np.random.default_rng(3)
+
+    def leaf(*shape):
+        return gt.tensor(rng.standard_normal(shape), dtype=gt.float64, requires_grad=True)
+    states = 2 if name == "lstm_cell" else 1
+    x, hs = leaf(4, 2), [leaf(4, 3) for _ in range(states)]
+    weights = [leaf(gates * 3, 2), leaf(gates * 3, 3)]
+    weights += [leaf(gates * 3), leaf(gates * 3)] if bias else []
+    cell = getattr(gt, name)
+
+    def step(x, *rest):
+        h = rest[:states]
+        return cell(x, list(h) if states == 2 else h[0], *rest[states:])
+    inputs = (x, *hs, *weights)
+    assert gt.autograd.gradcheck(step, inputs)
+    assert gt.autograd.gradgradcheck(step, inputs)
+    out = step(*inputs)
+    assert (out[0] if states == 2 else out).grad_fn.name() == node
+
+
+def test_state_of_another_dtype_is_refused_by_name():
+    m = gnn.GRU(3, 4)
+    with pytest.raises(RuntimeError, match="Input and hidden tensors are not the same dtype, "
+                       "found input tensor with Float and hidden tensor with Double"):
+        m(gt.randn(5, 2, 3), gt.zeros(1, 2, 4, dtype=gt.float64))
+    with pytest.raises(RuntimeError, match="Input and parameter tensors are not the same"):
+        gt.lstm(gt.randn(5, 2, 3), [gt.zeros(1, 2, 4)] * 2,
+                [p.double() for p in gnn.LSTM(3, 4).parameters()], True, 1, 0.0, False, False,
+                False)
+
+
+def test_mkldnn_rnn_layer_matches_torch():
+    rng = np.random.default_rng(4)
+    args = [torch.tensor(rng.standard_normal(s), dtype=torch.float32)
+            for s in [(5, 2, 3), (16, 3), (16, 4), (16,), (16,), (1, 2, 4), (1, 2, 4)]]
+    for reverse in (False, True):
+        t = torch.mkldnn_rnn_layer(*args, reverse, [], 2, 4, 1, True, False, False, True)
+        ours = gt.mkldnn_rnn_layer(*[g(a) for a in args], reverse, [], 2, 4, 1, True, False,
+                                   False, True)
+        for a, b in zip(ours[:3], t[:3]):
+            assert_same(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["LSTMCell", "GRUCell", "RNNCell"])
+def test_cells_under_autocast_give_torch_dtypes(kind):
+    tm, gm = twins(kind, 3, 4)
+    x = torch.randn(2, 3)
+    with torch.autocast("cpu"):
+        t_out = tm(x)
+    with gt.autocast("cpu"):
+        g_out = gm(g(x))
+    t_out = t_out if isinstance(t_out, tuple) else (t_out,)
+    g_out = g_out if isinstance(g_out, tuple) else (g_out,)
+    assert [str(t.dtype) for t in g_out] == [str(t.dtype) for t in t_out]
+    for a, b in zip(g_out, t_out):
+        assert_same(a.float(), b.float(), rtol=2e-2, atol=2e-2, check_stride=False)
+
+
+def test_wrong_parameter_count_is_refused():
+    params = list(gnn.GRU(3, 4).parameters())
+    with pytest.raises(RuntimeError, match="expected 8 parameter tensors"):
+        gt.gru(gt.randn(5, 2, 3), gt.zeros(2, 2, 4), params, True, 2, 0.0, False, False, False)
