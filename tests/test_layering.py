@@ -8,7 +8,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "glasstorch"
 
 # Lowest first. A module takes the rank of its longest matching prefix.
 RANKS = {
-    "core": 0, "memory": 0, "dispatch.keys": 0, "return_types": 0, "overrides": 0, "_C": 0,
+    "core": 0, "memory": 0, "version": 0, "torch_version": 0, "dispatch.keys": 0, "return_types": 0, "overrides": 0, "_C": 0,
     "dispatch": 1, "random": 1, "_ops": 1,
     "profiler": 1,                 # torch.profiler: reads the dispatch trace and the allocator
     "backends": 2,

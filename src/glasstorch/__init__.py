@@ -4,9 +4,9 @@
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import sys as _sys
+
+from .version import __version__  # the PyTorch API version; glasstorch.version.glasstorch
 
 from .core.dtype import (ALIASES as _ALIASES, bfloat16, bool, can_cast, complex64, complex128,
                          dtype, finfo, float16, float32, float64, get_default_dtype, iinfo,
