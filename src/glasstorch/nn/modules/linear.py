@@ -83,3 +83,9 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The Linear MultiheadAttention uses as out_proj (PyTorch names it so to keep dynamic
+    quantization from swapping it out)."""
+
