@@ -14,6 +14,7 @@ RANKS = {
     "backends": 2,
     "ops": 3, "_prims": 3,          # primitives: operators declared beside the ATen ones
     "autograd": 4,
+    "_tensor_classes": 5, "_tensor_functions": 6, "_settings": 5,   # torch's top-level names
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
     "_subclasses": 6,
     "optim": 7, "utils": 7, "fx": 7,

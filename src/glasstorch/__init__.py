@@ -52,6 +52,12 @@ from .amp.autocast_mode import (autocast, clear_autocast_cache,  # noqa: E402,F4
 from .serialization import *  # noqa: E402,F401,F403  (save, load)
 from .compiler import compile  # noqa: E402,F401  (torch.compile; torch.compiler, torch._dynamo)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
+from . import _tensor_classes, _tensor_functions  # noqa: E402
+from ._settings import *  # noqa: E402,F401,F403  (use_deterministic_algorithms, ...)
+
+globals().update(_tensor_classes.exported_names())     # FloatTensor, FloatStorage, ...
+globals().update(_tensor_functions.exported_names())   # exp_, dist, ravel, pi, ...
+cuda.__dict__.update(_tensor_classes.cuda_names())     # torch.cuda.FloatTensor, ...
 
 _gpu_kernels.register()
 
