@@ -17,7 +17,7 @@ RANKS = {
     "_tensor_classes": 5, "_tensor_functions": 6, "_settings": 5,   # torch's top-level names
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
     "_subclasses": 6,
-    "optim": 7, "utils": 7, "fx": 7, "testing": 7,
+    "optim": 7, "utils": 7, "fx": 7, "testing": 7, "accelerator": 7, "hub": 7,
     "_decomp": 7,                  # decompositions: written in ATen ops and primitives
     "debug.coverage": 8,           # reads every layer's declarations, as `glasstorch ops`
     "compiler": 8, "_dynamo": 8, "_logging": 8,   # torch.compile: above nn, fx, _decomp

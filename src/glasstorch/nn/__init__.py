@@ -1,4 +1,4 @@
 """glasstorch.nn: neural-network building blocks, as torch.nn."""
-from . import functional, init, utils  # noqa: F401
+from . import attention, functional, init, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .parameter import *  # noqa: F401,F403
