@@ -32,7 +32,6 @@ NOT_YET = {
     "torch.optim.muon.Muon",
     "torch.nn.modules.pooling.FractionalMaxPool2d", "torch.nn.modules.pooling.FractionalMaxPool3d",
     "torch.nn.modules.normalization.CrossMapLRN2d",
-    "torch.nn.modules.adaptive.AdaptiveLogSoftmaxWithLoss",
     *(f"torch.optim.swa_utils.{n}" for n in ("AveragedModel", "SWALR", "get_ema_avg_fn",
                                              "get_ema_multi_avg_fn", "get_swa_avg_fn",
                                              "get_swa_multi_avg_fn", "update_bn")),
