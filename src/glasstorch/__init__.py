@@ -44,6 +44,9 @@ from . import fft, linalg, nn, optim, profiler, special, utils  # noqa: E402,F40
 from . import fx  # noqa: E402,F401
 from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor)
 from . import accelerator, hub  # noqa: E402,F401  (torch.accelerator, torch.hub)
+from . import signal  # noqa: E402,F401  (torch.signal.windows)
+from .signal.windows.windows import (bartlett_window, blackman_window,  # noqa: E402,F401
+                                     hamming_window, hann_window, kaiser_window)
 from . import _decomp, _prims  # noqa: E402,F401  (torch._prims, torch._decomp)
 from . import _subclasses  # noqa: E402,F401  (torch._subclasses: FakeTensor)
 from . import amp, cpu, cuda  # noqa: E402,F401  (amp: the Autocast keys' kernels)
