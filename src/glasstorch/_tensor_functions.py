@@ -242,6 +242,56 @@ def get_device_module(device=None):
                            f"registered as 'torch.{kind}'.") from None
 
 
+def sum_to_size(self: Tensor, *size) -> Tensor:
+    """Sum self down to `size` (which must expand to self's shape): the reduction that
+    undoes a broadcast."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    shape = tuple(self.shape)
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s not in (1, d) for s, d in zip(size, shape[lead:])):
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size "
+                           f"{{{list(shape)}}}.")
+    result = self.sum(tuple(range(lead))) if lead else self
+    dims = tuple(i for i, (s, d) in enumerate(zip(size, shape[lead:])) if s == 1 and d != 1)
+    return result.sum(dims, keepdim=True) if dims else result
+
+
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Write fill_value on the main diagonal in place (all dims equal beyond 2-D; a tall
+    matrix's diagonal restarts every columns + 1 rows with wrap)."""
+    n = self.dim()
+    if n < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if n > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    rows, cols = self.shape[0], self.shape[1]
+    if n == 2 and wrap and rows > cols + 1:
+        flat = np.arange(0, rows * cols, cols + 1)
+        index = [tensor(flat // cols), tensor(flat % cols)]
+    else:
+        index = [tensor(np.arange(min(self.shape)))] * n
+    from .ops.registry import functions
+    return functions["index_put_"](self, index, tensor(fill_value, dtype=self.dtype))
+
+
+# Tensor methods for the functions above (PyTorch has both forms).
+_METHODS = {"ravel": ravel, "adjoint": adjoint, "is_nonzero": is_nonzero, "dist": dist,
+            "is_neg": is_neg, "resolve_neg": resolve_neg, "sum_to_size": sum_to_size,
+            "fill_diagonal_": fill_diagonal_}
+for _name, _fn in _METHODS.items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _fn)
+
+
+def _broadcast_to_method(self: Tensor, size) -> Tensor:
+    return self.expand(size)
+
+
+if not hasattr(Tensor, "broadcast_to"):
+    Tensor.broadcast_to = _broadcast_to_method
+
+
 def exported_names() -> dict:
     names = dict(METHOD_FORMS)
     names.update({f.__name__: f for f in (

@@ -124,3 +124,26 @@ def test_set_default_tensor_type():
             assert lib.ones(1).dtype == lib.float32
         finally:
             lib.set_default_dtype(lib.float32)
+
+
+def test_tensor_method_forms_match_pytorch():
+    for lib in (gt, torch):
+        x = lib.arange(24.0).reshape(2, 3, 4)
+        assert x.sum_to_size(3, 1).tolist() == [[60.0], [92.0], [124.0]]
+        assert x.sum_to_size((1, 3, 4)).shape == (1, 3, 4)
+        with pytest.raises(RuntimeError, match=r"size \{\[5\]\} is not expandable to size "
+                                               r"\{\[2, 3, 4\]\}"):
+            x.sum_to_size(5)
+        assert x.ravel().shape == (24,) and x.broadcast_to((2, 2, 3, 4)).shape == (2, 2, 3, 4)
+        a = lib.zeros(7, 3)
+        assert a.fill_diagonal_(5, wrap=True) is a
+        assert a.nonzero().tolist() == [[0, 0], [1, 1], [2, 2], [4, 0], [5, 1], [6, 2]]
+        b = lib.zeros(3, 3, 3)
+        b.fill_diagonal_(2)
+        assert b.sum().item() == 6.0 and b[1, 1, 1].item() == 2.0
+        with pytest.raises(RuntimeError, match="all dimensions of input must be of equal "
+                                               "length"):
+            lib.zeros(2, 3, 3).fill_diagonal_(1)
+        assert lib.ones(1).is_nonzero() and lib.ones(2, 3).adjoint().shape == (3, 2)
+        assert abs(lib.ones(3).dist(lib.zeros(3)).item() - 3 ** 0.5) < 1e-6
+        assert not lib.ones(2).is_neg()
