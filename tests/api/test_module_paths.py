@@ -30,7 +30,6 @@ NOT_YET = {
     "torch.nn.modules.module.register_module_backward_hook",
     "torch.optim.sparse_adam.SparseAdam", "torch.optim.adafactor.Adafactor",
     "torch.optim.muon.Muon",
-    "torch.nn.modules.pooling.FractionalMaxPool2d", "torch.nn.modules.pooling.FractionalMaxPool3d",
     "torch.nn.modules.normalization.CrossMapLRN2d",
     *(f"torch.optim.swa_utils.{n}" for n in ("AveragedModel", "SWALR", "get_ema_avg_fn",
                                              "get_ema_multi_avg_fn", "get_swa_avg_fn",
