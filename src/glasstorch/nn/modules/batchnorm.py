@@ -3,14 +3,17 @@ running_mean/running_var/num_batches_tracked buffers (track_running_stats), so t
 state_dicts and reprs match torch's; the arithmetic is nn.functional's."""
 from __future__ import annotations
 
+from ...autograd.grad_mode import no_grad
 from ...core import dtype as dt
 from ...ops.creation.factories import empty, ones, tensor, zeros
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyBatchNorm3d"]
 
 
 class _NormBase(Module):
@@ -122,3 +125,57 @@ class BatchNorm3d(_BatchNorm):
 
     _dims = (5,)
 
+
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    """A norm whose num_features is its first input's dim 1; weight, bias and running
+    statistics are placeholders until then."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__(0, eps, momentum, False, False, device=device, dtype=dtype,
+                         bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = tensor(0, dtype=dt.int64, device=device)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input) -> None:
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            with no_grad():
+                for name in ("weight", "bias", "running_mean", "running_var"):
+                    value = getattr(self, name)
+                    if value is not None:
+                        value.materialize((self.num_features,))
+                self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """BatchNorm1d whose num_features comes from its first input; becomes a BatchNorm1d."""
+
+    cls_to_become = BatchNorm1d
+    _dims = BatchNorm1d._dims
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """BatchNorm2d whose num_features comes from its first input; becomes a BatchNorm2d."""
+
+    cls_to_become = BatchNorm2d
+    _dims = BatchNorm2d._dims
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """BatchNorm3d whose num_features comes from its first input; becomes a BatchNorm3d."""
+
+    cls_to_become = BatchNorm3d
+    _dims = BatchNorm3d._dims

@@ -5,9 +5,10 @@ from __future__ import annotations
 import warnings
 
 from .. import functional as F
-from .batchnorm import _NormBase
+from .batchnorm import _LazyNormBase, _NormBase
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class _InstanceNorm(_NormBase):
@@ -82,3 +83,23 @@ class InstanceNorm3d(_InstanceNorm):
 
     _dims = (4, 5)
 
+
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
+    """InstanceNorm1d whose num_features comes from its first input's dim 1; becomes one."""
+
+    cls_to_become = InstanceNorm1d
+    _dims = InstanceNorm1d._dims
+
+
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
+    """InstanceNorm2d whose num_features comes from its first input's dim 1; becomes one."""
+
+    cls_to_become = InstanceNorm2d
+    _dims = InstanceNorm2d._dims
+
+
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
+    """InstanceNorm3d whose num_features comes from its first input's dim 1; becomes one."""
+
+    cls_to_become = InstanceNorm3d
+    _dims = InstanceNorm3d._dims
