@@ -22,7 +22,7 @@ def test_info_reports_versions_and_backends(capsys):
     out = capsys.readouterr().out
     rows = dict(re.match(r"^(\S.*?)\s{2,}(.*)$", line).groups()
                 for line in out.splitlines() if not line.startswith(("  ", "backends:")))
-    assert rows["glasstorch"] == gt.__version__
+    assert rows["glasstorch"] == gt.version.glasstorch
     assert rows["NumPy"] == np.__version__
     assert rows["ml_dtypes"] == ml_dtypes.__version__
     assert rows["Python"].split()[0] == platform.python_version()
@@ -43,7 +43,7 @@ def test_info_blas_comes_from_numpy_config():
 def test_info_json(capsys):
     assert cli.main(["info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["numpy"] == np.__version__ and info["glasstorch"] == gt.__version__
+    assert info["numpy"] == np.__version__ and info["glasstorch"] == gt.version.glasstorch
     assert info["backends"]["cpu"]["available"] is True
     assert info["backends"]["meta"]["available"] is True
     assert isinstance(info["backends"]["cuda"]["available"], bool)
@@ -58,7 +58,7 @@ def test_version_flag(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["--version"])
     assert exit_info.value.code == 0
-    assert capsys.readouterr().out.strip() == f"glasstorch {gt.__version__}"
+    assert capsys.readouterr().out.strip() == f"glasstorch {gt.version.glasstorch}"
 
 
 def test_python_dash_m_glasstorch_info():

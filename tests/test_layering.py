@@ -8,15 +8,17 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "glasstorch"
 
 # Lowest first. A module takes the rank of its longest matching prefix.
 RANKS = {
-    "core": 0, "memory": 0, "dispatch.keys": 0, "return_types": 0, "overrides": 0, "_C": 0,
+    "core": 0, "memory": 0, "version": 0, "torch_version": 0, "dispatch.keys": 0, "return_types": 0, "overrides": 0, "_C": 0,
     "dispatch": 1, "random": 1, "_ops": 1,
     "profiler": 1,                 # torch.profiler: reads the dispatch trace and the allocator
     "backends": 2,
     "ops": 3, "_prims": 3,          # primitives: operators declared beside the ATen ones
     "autograd": 4,
+    "_tensor_classes": 5, "_tensor_functions": 6, "_settings": 5,   # torch's top-level names
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
     "_subclasses": 6,
-    "optim": 7, "utils": 7, "fx": 7,
+    "optim": 7, "utils": 7, "fx": 7, "testing": 7, "accelerator": 7, "hub": 7,
+    "signal": 7,
     "func": 7,                     # torch.func: transforms over autograd, nn and ops
     "_decomp": 7,                  # decompositions: written in ATen ops and primitives
     "debug.coverage": 8,           # reads every layer's declarations, as `glasstorch ops`

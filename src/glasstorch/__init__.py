@@ -4,9 +4,9 @@
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import sys as _sys
+
+from .version import __version__  # the PyTorch API version; glasstorch.version.glasstorch
 
 from .core.dtype import (ALIASES as _ALIASES, bfloat16, bool, can_cast, complex64, complex128,
                          dtype, finfo, float16, float32, float64, get_default_dtype, iinfo,
@@ -45,6 +45,11 @@ from . import fx  # noqa: E402,F401
 from .utils.dlpack import from_dlpack  # noqa: E402,F401  (torch.from_dlpack)
 from . import func  # noqa: E402,F401  (torch.func: grad, vjp, jacrev, vmap, ...)
 from .func import vmap  # noqa: E402,F401
+from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor)
+from . import accelerator, hub  # noqa: E402,F401  (torch.accelerator, torch.hub)
+from . import signal  # noqa: E402,F401  (torch.signal.windows)
+from .signal.windows.windows import (bartlett_window, blackman_window,  # noqa: E402,F401
+                                     hamming_window, hann_window, kaiser_window)
 from . import _decomp, _prims  # noqa: E402,F401  (torch._prims, torch._decomp)
 from . import _subclasses  # noqa: E402,F401  (torch._subclasses: FakeTensor)
 from . import amp, cpu, cuda  # noqa: E402,F401  (amp: the Autocast keys' kernels)
@@ -59,6 +64,12 @@ from . import onnx  # noqa: E402,F401  (torch.onnx; writing a model needs the on
 from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
 from . import distributed, distributions, futures, multiprocessing  # noqa: E402,F401
+from . import _tensor_classes, _tensor_functions  # noqa: E402
+from ._settings import *  # noqa: E402,F401,F403  (use_deterministic_algorithms, ...)
+
+globals().update(_tensor_classes.exported_names())     # FloatTensor, FloatStorage, ...
+globals().update(_tensor_functions.exported_names())   # exp_, dist, ravel, pi, ...
+cuda.__dict__.update(_tensor_classes.cuda_names())     # torch.cuda.FloatTensor, ...
 
 _gpu_kernels.register()
 

@@ -87,7 +87,8 @@ def collect_info() -> dict:
     import glasstorch
     cuda_ok, cuda_detail = _cuda()
     return {
-        "glasstorch": glasstorch.__version__,
+        "glasstorch": glasstorch.version.glasstorch,
+        "pytorch_api": str(glasstorch.__version__),
         "python": f"{platform.python_version()} ({platform.python_implementation()}, "
                   f"{sys.executable})",
         "platform": platform.platform(),
@@ -107,7 +108,9 @@ def collect_info() -> dict:
 
 
 def format_info(info: dict) -> str:
-    rows = [("glasstorch", info["glasstorch"]), ("Python", info["python"]),
+    rows = [("glasstorch", info["glasstorch"]),
+            ("PyTorch API", f"{info['pytorch_api']} (torch.__version__)"),
+            ("Python", info["python"]),
             ("platform", info["platform"]), ("CPU", info["cpu"]),
             ("CPU count", str(info["cpu_count"])),
             ("threads", f"{info['threads']} (kernels split large work across them; "
@@ -129,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="glasstorch", description="glasstorch: PyTorch's API over machinery you can "
                                        "read and watch.")
     parser.add_argument("--version", action="version",
-                        version=f"glasstorch {glasstorch.__version__}")
+                        version=f"glasstorch {glasstorch.version.glasstorch}")
     commands = parser.add_subparsers(dest="command", metavar="command")
     info = commands.add_parser("info", help="versions, BLAS, threads and available backends")
     info.add_argument("--json", action="store_true", help="print the report as JSON")

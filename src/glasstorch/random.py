@@ -1,14 +1,16 @@
 """Random number generators: `Generator`, the default generator, seeding and RNG state.
 
-A `Generator` owns one NumPy PCG64 bit generator; every draw advances it, so two Generators
-seeded alike produce the same streams and do not disturb each other. The streams are
-glasstorch's own (PyTorch's CPU generator is an MT19937 and its samplers differ), but the API,
-the seeding rules and the state round trip are PyTorch's: `set_state(get_state())` continues
-exactly where `get_state()` was taken.
+A `Generator` is PyTorch's CPU generator: an MT19937 engine seeded as PyTorch seeds it (the
+low 32 bits of the seed, Knuth's initialization), plus the cached second value of its last
+Box-Muller pair. NumPy's `MT19937` bit generator has the same core, so the engine is one,
+given PyTorch's key and position: each draw takes 32-bit words (`random()`) or pairs of them
+(`random64()`, high word first) in bulk. The samplers in backends/cpu/random.py turn the
+words into values with PyTorch's transforms, so a seeded program draws PyTorch's numbers.
 
-The state is a 56-byte uint8 tensor (little-endian): an 8-byte marker, the initial seed
-(uint64), PCG64's 128-bit state and increment, then its buffered 32-bit half-word and the flag
-saying whether it is in use.
+The state is PyTorch's 5056-byte layout (`torch.get_rng_state()`), little-endian: the
+initial seed (uint64), `left` and `seeded` (int32), `next` (uint64), the 624 words (each in
+a uint64), three legacy doubles (the middle one the cached normal) and its validity flag
+(int32, padded), then the cached float normal (float32) and its flag.
 
     >>> import glasstorch as torch
     >>> g = torch.Generator().manual_seed(0)
@@ -24,6 +26,7 @@ import contextlib
 import importlib
 import operator
 import os
+import struct
 import warnings
 
 import numpy as np
@@ -37,8 +40,10 @@ __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_see
 
 _DEFAULT_SEED = 67280421310721        # what a fresh torch.Generator() starts from
 _MASK64 = (1 << 64) - 1
-_MARKER = b"gtPCG64\x01"
-_STATE_SIZE = 56
+_WORDS = 624                          # MT19937's state size, in 32-bit words
+_HEAD = struct.Struct("<QiiQ")        # initial seed, left, seeded, next
+_TAIL = struct.Struct("<dddi4xf?3x")  # normal_x, normal_y, normal_rho, valid; float normal
+_STATE_SIZE = _HEAD.size + 8 * _WORDS + _TAIL.size        # 5056, as PyTorch's
 
 
 def _check_seed(seed) -> int:
@@ -50,6 +55,23 @@ def _check_seed(seed) -> int:
         raise ValueError(f"manual_seed expected a seed in [-0x8000_0000_0000_0000, "
                          f"0xffff_ffff_ffff_ffff], but got {seed}")
     return seed & _MASK64
+
+
+def _seeded_key(seed: int) -> np.ndarray:
+    """MT19937's 624 words from a seed, as PyTorch initializes them (its low 32 bits)."""
+    key = np.empty(_WORDS, np.uint32)
+    word = seed & 0xFFFF_FFFF
+    key[0] = word
+    for j in range(1, _WORDS):
+        word = (1812433253 * (word ^ (word >> 30)) + j) & 0xFFFF_FFFF
+        key[j] = word
+    return key
+
+
+def _engine(key: np.ndarray, position: int) -> np.random.MT19937:
+    bits = np.random.MT19937()
+    bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": position}}
+    return bits
 
 
 # Called before a generator's state is read or replaced, when set: the compiler's capture
@@ -71,7 +93,8 @@ class Generator:
     42
     """
 
-    __slots__ = ("device", "_numpy", "_seed", "__weakref__")
+    __slots__ = ("device", "_bits", "_seed", "_fresh", "_next_double_normal",
+                 "_next_float_normal", "__weakref__")
 
     def __init__(self, device="cpu"):
         dev = _device(device)
@@ -82,8 +105,23 @@ class Generator:
 
     def _reseed(self, seed: int) -> None:
         self._seed = seed
-        self._numpy = np.random.Generator(np.random.PCG64(seed))
+        self._bits = _engine(_seeded_key(seed), _WORDS)
+        self._fresh = True               # PyTorch's `next` is 0 until the first draw
+        self._next_double_normal = None   # the sin half of the last Box-Muller pair
+        self._next_float_normal = None
 
+    # ---- the engine's words, in bulk ------------------------------------------------------
+    def _random(self, n: int) -> np.ndarray:
+        """The next n 32-bit words (as uint64), PyTorch's `random()` n times."""
+        self._fresh = False
+        return self._bits.random_raw(n)
+
+    def _random64(self, n: int) -> np.ndarray:
+        """The next n 64-bit values, each two words high first: PyTorch's `random64()`."""
+        words = self._random(2 * n).reshape(n, 2)
+        return (words[:, 0] << np.uint64(32)) | words[:, 1]
+
+    # ---- the public API -------------------------------------------------------------------
     def manual_seed(self, seed) -> "Generator":
         """Restart the stream from `seed` (an int in [-2**63, 2**64)); returns self."""
         _state_access()
@@ -102,24 +140,47 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        """The full state as a new uint8 tensor; `set_state` of it resumes this exact stream."""
+        """The full state as a new uint8 tensor in PyTorch's layout; `set_state` of it (here
+        or in PyTorch) resumes this exact stream."""
         _state_access()
-        s = self._numpy.bit_generator.state
-        raw = b"".join((_MARKER, self._seed.to_bytes(8, "little"),
-                        s["state"]["state"].to_bytes(16, "little"),
-                        s["state"]["inc"].to_bytes(16, "little"),
-                        s["uinteger"].to_bytes(4, "little"), bytes((s["has_uint32"], 0, 0, 0))))
+        state = self._bits.state["state"]
+        pos = int(state["pos"])
+        cached, flt = self._next_double_normal, self._next_float_normal
+        raw = b"".join((
+            _HEAD.pack(self._seed, _WORDS + 1 - pos, 1, 0 if self._fresh else pos),
+            np.asarray(state["key"], np.uint64).astype("<u8").tobytes(),
+            _TAIL.pack(0.0, 0.0 if cached is None else cached, 0.0, cached is not None,
+                       0.0 if flt is None else flt, flt is not None)))
         out = Tensor._empty((_STATE_SIZE,), dt.uint8)
         out._array()[:] = np.frombuffer(raw, np.uint8)
         return out
 
     def set_state(self, new_state) -> "Generator":
-        """Restore a state from `get_state`; a bad state raises and leaves self unchanged."""
+        """Restore a state from `get_state` (or PyTorch's); a bad state raises and leaves
+        self unchanged."""
         _state_access()
         raw = _state_bytes(new_state)
-        self._numpy = _numpy_generator_from(raw)
-        self._seed = int.from_bytes(raw[8:16], "little")
+        seed, left, seeded, next_ = _HEAD.unpack_from(raw, 0)
+        words = np.frombuffer(raw, "<u8", _WORDS, _HEAD.size)
+        _, cached, _, cached_valid, flt, flt_valid = _TAIL.unpack_from(raw, _STATE_SIZE -
+                                                                       _TAIL.size)
+        fresh = left == 1 and next_ == 0
+        if not (seeded and 0 < left <= _WORDS and next_ <= _WORDS) or (
+                not fresh and left + next_ != _WORDS + 1):
+            raise RuntimeError("Invalid mt19937 state")
+        self._bits = _engine(words.astype(np.uint32), _WORDS + 1 - left)   # low words kept
+        self._seed, self._fresh = seed, fresh
+        self._next_double_normal = cached if cached_valid else None
+        self._next_float_normal = flt if flt_valid else None
         return self
+
+    def _sharing_engine(self, device) -> "Generator":
+        """A generator on `device` drawing from this one's engine (a GPU generator's draws
+        made on the host); the cached normal stays this one's."""
+        alias = Generator.__new__(Generator)
+        alias.device, alias._bits, alias._seed = _device(device), self._bits, self._seed
+        alias._fresh, alias._next_double_normal, alias._next_float_normal = False, None, None
+        return alias
 
     def __reduce__(self):
         return (_restore, (str(self.device), _state_bytes(self.get_state())))
@@ -135,25 +196,9 @@ def _state_bytes(state) -> bytes:
     if state.dtype is not dt.uint8 or state.device.type != "cpu":
         raise TypeError("RNG state must be a torch.ByteTensor")
     if state.numel() != _STATE_SIZE:
-        raise RuntimeError(f"Expected a glasstorch Generator state of size {_STATE_SIZE} but "
-                           f"found the input RNG state size to be {state.numel()}")
+        raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_SIZE} but found "
+                           f"the input RNG state size to be {state.numel()}")
     return np.ascontiguousarray(state._array()).reshape(-1).tobytes()
-
-
-def _numpy_generator_from(raw: bytes) -> np.random.Generator:
-    """Validate a state's bytes and build the NumPy generator they describe."""
-    inc = int.from_bytes(raw[32:48], "little")
-    if raw[:8] != _MARKER:
-        raise RuntimeError("Invalid RNG state: it was not made by glasstorch's "
-                           "Generator.get_state() (its first 8 bytes are not the PCG64 marker)")
-    if inc % 2 == 0 or raw[52] > 1 or any(raw[53:]):
-        raise RuntimeError("Invalid RNG state: the PCG64 increment must be odd and the "
-                           "buffered-word flag 0 or 1; was the state tensor modified?")
-    bits = np.random.PCG64()
-    bits.state = {"bit_generator": "PCG64",
-                  "state": {"state": int.from_bytes(raw[16:32], "little"), "inc": inc},
-                  "has_uint32": raw[52], "uinteger": int.from_bytes(raw[48:52], "little")}
-    return np.random.Generator(bits)
 
 
 def _restore(device, raw: bytes) -> Generator:

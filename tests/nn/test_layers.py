@@ -561,8 +561,11 @@ def test_upsample_and_pad_attributes():
 
 
 def test_every_listed_class_is_exported():
-    from glasstorch.nn.modules import conv, linear, misc, normalization, pooling, sparse
-    for mod in (linear, conv, pooling, normalization, sparse, misc):
+    from glasstorch.nn.modules import (batchnorm, channelshuffle, conv, distance, flatten, fold,
+                                       instancenorm, linear, normalization, padding,
+                                       pixelshuffle, pooling, sparse, upsampling)
+    for mod in (linear, conv, pooling, batchnorm, instancenorm, normalization, sparse, flatten,
+                padding, pixelshuffle, channelshuffle, upsampling, distance, fold):
         for name in mod.__all__:
             assert getattr(gt.nn, name) is getattr(mod, name)
             assert hasattr(torch.nn, name), name

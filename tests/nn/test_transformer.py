@@ -484,7 +484,7 @@ def test_functional_static_kv_matches_torch():
             q[i], k[i], v[i], E, H, mod.in_proj_weight, mod.in_proj_bias, None, None, False,
             0.0, mod.out_proj.weight, mod.out_proj.bias, training=False,
             static_k=sk[i], static_v=sv[i])
-    gout, gw = run(gtransformer, gmod, 0)
+    gout, gw = run(gnn.functional, gmod, 0)
     tout, tw = run(torch.nn.functional, tmod, 1)
     assert_same(gout, tout, rtol=1e-10, atol=1e-10)
     assert_same(gw, tw, rtol=1e-10, atol=1e-10)

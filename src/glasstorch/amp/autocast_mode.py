@@ -81,7 +81,7 @@ class autocast(_DecoratorContextManager):
         if device_type not in _KEYS:
             raise RuntimeError(f"User specified an unsupported autocast device_type "
                                f"'{device_type}'")
-        self.device_type = device_type
+        self.device = self.device_type = device_type
         self.fast_dtype = _state.dtypes[device_type] if dtype is None else dtype
         self._enabled = bool(enabled)
         self._cache_enabled = _state.cache_enabled if cache_enabled is None else cache_enabled

@@ -129,6 +129,8 @@ def _register_post_accumulate_grad_hook(self, hook):
 
 def _retain_grad(self):
     """Keep this non-leaf's gradient in .grad after backward (a no-op on leaves)."""
+    if not self._requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if self.grad_fn is None or self._retains_grad:
         return
     ref = weakref.ref(self)

@@ -283,7 +283,7 @@ class Tensor:
                 " a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
         if requires_grad and self.dtype.category < dt.FLOAT:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                                "gradients")
         self._set_requires_grad(bool(requires_grad))
         return self

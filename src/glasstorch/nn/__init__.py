@@ -1,5 +1,5 @@
 """glasstorch.nn: neural-network building blocks, as torch.nn."""
-from . import functional, init, parallel, utils  # noqa: F401
+from . import attention, functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .parameter import *  # noqa: F401,F403
 from .parallel import DataParallel  # noqa: F401

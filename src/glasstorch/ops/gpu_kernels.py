@@ -182,15 +182,12 @@ def _host_generator(generator, device):
     """The GPU's generator (default or given), as a CPU Generator drawing from the same
     stream: a sampler run on the host draws the numbers the GPU's generator owns."""
     from ..cuda.random import default_generators
-    from ..random import Generator
     if generator is None:
         generator = default_generators[device.index]
     elif generator.device.type != "cuda":
         raise RuntimeError(f"Expected a 'cuda' device type for generator but found "
                            f"'{generator.device.type}'")
-    host = Generator.__new__(Generator)
-    host.device, host._numpy, host._seed = CPU, generator._numpy, generator._seed
-    return host
+    return generator._sharing_engine(CPU)
 
 
 def _host_operator(op, cpu_kernel, name):

@@ -45,6 +45,8 @@ def _set_base(view, self, creation):
     view._base = self if self._base is None else self._base
     if creation is not None:
         view._view_creation = creation
+        if creation[0] == "no_grad" and self._requires_grad:
+            view._set_requires_grad(True)    # as PyTorch: a leaf that requires grad
 
 
 def _view_creation(op, self, multi_output: bool):

@@ -1,5 +1,6 @@
 """glasstorch.optim: optimizers and learning-rate schedules, as torch.optim."""
 from . import lr_scheduler  # noqa: F401
+from . import swa_utils  # noqa: F401
 from .optimizer import Optimizer
 from .sgd import SGD
 from .adam import Adam
@@ -15,4 +16,4 @@ from .rprop import Rprop
 from .asgd import ASGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "LBFGS", "Rprop", "ASGD", "lr_scheduler"]
+           "NAdam", "RAdam", "LBFGS", "Rprop", "ASGD", "lr_scheduler", "swa_utils"]

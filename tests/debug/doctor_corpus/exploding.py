@@ -6,7 +6,7 @@ torch.manual_seed(0)
 layers = []
 for _ in range(8):
     lin = nn.Linear(32, 32)
-    nn.init.normal_(lin.weight, std=1.5)
+    nn.init.normal_(lin.weight, std=1.3)
     layers += [lin, nn.LeakyReLU()]
 model = nn.Sequential(*layers, nn.Linear(32, 1))
 opt = torch.optim.SGD(model.parameters(), lr=1e-12)

@@ -14,7 +14,7 @@ from ...core import dtype as dt
 from ...core.promotion import opmath
 from ...core.shape import wrap_dim
 from .pointwise import FLOATING, REDUCED, assign, check_dtype, scalar
-from .random import uniform01
+from .random import fma, uniform_double
 
 
 def activation_kernel(name, fn, kname, allowed):
@@ -265,9 +265,9 @@ def threshold_grad(g, x, threshold):
 
 
 def rrelu_with_noise_into(out, self, noise, lower, upper, training, stream):
-    """rrelu: leaky_relu with the mean slope when not training; else a slope drawn
-    uniformly in [lower, upper] for each negative element (written to `noise`), from the
-    NumPy generator `stream()` gives."""
+    """rrelu: leaky_relu with the mean slope when not training; else, as PyTorch's CPU
+    kernel, a slope drawn uniformly in [lower, upper] (a double from the generator
+    `stream()` gives) for each non-positive element in order (written to `noise`)."""
     d = self.dtype
     check_dtype("leaky_relu_cpu" if not training else "rrelu_with_noise_out_cpu", d, FLOATING)
     cd = opmath(d)
@@ -275,25 +275,29 @@ def rrelu_with_noise_into(out, self, noise, lower, upper, training, stream):
     if not training:
         assign(out, _leaky_relu(x, (lower + upper) / 2))
         return
-    rng = stream()
-    r = uniform01(rng, x.shape, dt.float64 if d is dt.float64 else dt.float32)
-    r = arrays.asarray((r * (upper - lower) + lower).astype(cd), like=x)   # host draws
-    slopes = np.where(x <= 0, r, cd.type(1))
+    host = x.get() if arrays.is_device_array(x) else x
+    negative = host <= 0
+    slopes = np.ones(host.shape, cd)
+    u = uniform_double(stream(), int(negative.sum()))
+    lo, hi = float(cd.type(lower)), float(cd.type(upper))   # the bounds in opmath first
+    slopes[negative] = fma(u, hi - lo, lo, np.float64).astype(cd)
+    slopes = arrays.asarray(slopes, like=x)
     assign(noise, slopes)
     assign(out, x * slopes)
 
 
 def native_dropout_into(out, mask, input, p, train, stream):
-    """native_dropout's outputs: when training, mask ~ Bernoulli(1 - p) drawn on the host
-    from the NumPy generator `stream()` gives and out = input * mask / (1 - p); otherwise a
-    copy of input, all True."""
+    """native_dropout's outputs: when training, as PyTorch's CPU kernel, mask ~
+    Bernoulli(1 - p) (one double uniform per element from the generator `stream()` gives,
+    in order) and out = input * mask * (1 / (1 - p)); otherwise a copy of input, all True."""
     if train is None or train:
         keep = 1 - p
         x = input._array().astype(opmath(input.dtype), copy=False)
-        drawn = stream().random(tuple(input._shape)) < keep
+        drawn = uniform_double(stream(), input.numel()).reshape(tuple(input._shape)) < keep
         m = arrays.asarray(drawn, like=x)     # drawn on the host
         assign(mask, m)
-        assign(out, x * m * (0.0 if keep == 0 else 1 / keep))
+        scale = x.dtype.type(0.0 if keep == 0 else 1 / keep)
+        assign(out, x * m * scale)
     else:
         assign(mask, True)
         assign(out, input._array())

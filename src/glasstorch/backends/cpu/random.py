@@ -1,6 +1,25 @@
-"""How the random samplers make their values: NumPy arrays drawn from a generator's NumPy
-stream, in the compute dtype (float32 for float16/bfloat16, keeping the dtype's mantissa
-digits of randomness), and their write through a tensor's strided view."""
+"""How the random samplers make their values: PyTorch's CPU transforms over a Generator's
+MT19937 words, so that a seeded program draws PyTorch's numbers.
+
+Each transform takes the engine's words in bulk (`gen._random(n)`: 32-bit words,
+`gen._random64(n)`: two words each, high first) and computes, in NumPy, what PyTorch's
+serial CPU kernels compute one element at a time:
+
+- uniform: float32 (and float16/bfloat16, computed in float32) keep the low 24 bits of one
+  word, float64 the low 53 bits of a 64-bit value; x * (to - from) + from, and a value that
+  rounds to `to` becomes `from`.
+- normal: a contiguous tensor of 16 or more elements is filled with uniforms first, then
+  each block of 16 becomes 8 Box-Muller pairs (the last, partial block is redrawn over the
+  tail); otherwise each value comes from a double Box-Muller pair whose sine half the
+  generator keeps for the next value.
+- integers: `(word % range) + from`, with 64-bit values once the range reaches 2**28.
+- bernoulli, exponential, geometric, cauchy: one double uniform per element.
+
+Values are produced in the order PyTorch's TensorIterator visits the elements (by memory
+order: the dimension with the smallest stride innermost), so an in-place sample into a
+transposed view matches too. A few of PyTorch's paths use vectorized log/sin/cos (float32
+`randn` of 16+ elements): those can differ in the last bit.
+"""
 from __future__ import annotations
 
 import math
@@ -10,19 +29,22 @@ import numpy as np
 from ...core import dtype as dt
 from ...core.shape import has_internal_overlap
 from ...core.tensor import Tensor
-from ..arrays import asarray
+from ..arrays import asarray, is_device_array
 
 
 _DIGITS = {dt.float16: 11, dt.bfloat16: 8, dt.float32: 24, dt.float64: 53}
+_TWO_PI = 2.0 * math.pi
+_LOW24 = np.uint64((1 << 24) - 1)
+_LOW53 = np.uint64((1 << 53) - 1)
 
 
 def _compute(real: dt.dtype):
-    """The NumPy dtype samples of a real floating dtype are computed in."""
+    """The NumPy dtype PyTorch computes samples of a real floating dtype in (its opmath)."""
     return np.float64 if real is dt.float64 else np.float32
 
 
 def _write(t: Tensor, values) -> None:
-    """ranges.write on any device: host samples go to a CUDA tensor's GPU first."""
+    """Write host values through t's strided view (a CUDA tensor's go to its GPU first)."""
     a = t._array()
     if a.__class__ is not np.ndarray:
         values = asarray(values, like=a)
@@ -37,57 +59,192 @@ def _check_writable(t: Tensor) -> None:
             "operation.")
 
 
-def uniform01(rng, shape, real: dt.dtype) -> np.ndarray:
-    """Uniform in [0, 1) with `real`'s mantissa digits of randomness (never rounds to 1)."""
-    if real is dt.float64:
-        return rng.random(shape)
-    if real is dt.float32:
-        return rng.random(shape, dtype=np.float32)
-    digits = _DIGITS[real]
-    top = rng.bit_generator.random_raw(shape) >> np.uint64(64 - digits)
-    return top.astype(np.float32) * np.float32(2.0 ** -digits)
+# ---- the order PyTorch visits elements in ----------------------------------------------
+
+def _visit_order(strides) -> list:
+    """Dims from outermost to innermost as TensorIterator walks them (largest stride first;
+    among equal strides the later dim is inner)."""
+    return sorted(range(len(strides)), key=lambda d: -strides[d])
 
 
-def standard_normal(rng, shape, d: dt.dtype) -> np.ndarray:
-    """N(0, 1); complex dtypes get N(0, 1/2) real and imaginary parts (variance 1)."""
-    real = d.to_real()
-    if d.category == dt.COMPLEX:
-        z = rng.standard_normal(shape + (2,), dtype=_compute(real)) * _compute(real)(
-            math.sqrt(0.5))
-        return z.view(np.complex128 if real is dt.float64 else np.complex64)[..., 0]
-    return rng.standard_normal(shape, dtype=_compute(real))
+def arrange(shape, strides, flat: np.ndarray) -> np.ndarray:
+    """An array of `shape` whose k-th visited element (for `strides`) is flat[k]."""
+    order = _visit_order(strides)
+    visited = flat.reshape([shape[d] for d in order])
+    return visited.transpose(np.argsort(order))
 
 
-def _as(value, real: dt.dtype):
-    """A Python float rounded to `real`, in the compute dtype (PyTorch casts bounds first)."""
-    return np.asarray(value, real.np).astype(_compute(real))
+def _layout(t: Tensor):
+    """(shape, strides) of what a sampler writes: a complex tensor's real view (…, 2)."""
+    if t.dtype.category == dt.COMPLEX:
+        return t._shape + (2,), tuple(2 * s for s in t._stride) + (1,)
+    return t._shape, t._stride
 
 
-def draw_uniform(rng, shape, d, from_, to):
-    real = d.to_real()
-    lo, hi = _as(from_, real), _as(to, real)
-    if d.category == dt.COMPLEX:
-        return (uniform01(rng, shape, real) * (hi - lo) + lo) + \
-            1j * (uniform01(rng, shape, real) * (hi - lo) + lo)
-    return uniform01(rng, shape, real) * (hi - lo) + lo
+def _place(t: Tensor, flat: np.ndarray) -> np.ndarray:
+    """Host values for t (its shape) from values in visiting order (a complex tensor's real
+    and imaginary parts interleaved as its real view holds them)."""
+    shape, strides = _layout(t)
+    values = arrange(shape, strides, flat)
+    if t.dtype.category == dt.COMPLEX:
+        values = values[..., 0] + 1j * values[..., 1]
+    return values
 
 
-def draw_normal(rng, shape, d, mean, std):
-    real = _compute(d.to_real())
-    if d.category == dt.COMPLEX:
-        z = standard_normal(rng, shape, d) * real(std)
-        return z + (real(mean) + 1j * real(mean))
-    return standard_normal(rng, shape, d) * real(std) + real(mean)
+def _count(t: Tensor) -> int:
+    return t.numel() * (2 if t.dtype.category == dt.COMPLEX else 1)
 
 
-def draw_bernoulli(rng, shape, d, p):
-    return rng.random(shape) < p
+# ---- fused multiply-add: PyTorch's build contracts `x * scale + shift` into one rounding ----
+
+_SPLIT = 134217729.0          # 2**27 + 1: Dekker's splitter for float64
 
 
-def draw_bernoulli_tensor(rng, shape, d, p):
-    a = p._array()
-    return asarray(rng.random(shape), like=a) < np.broadcast_to(a, shape)
+def _two_product_error(a, b, p):
+    """The exact error a * b - p of the float64 product p = a * b (Dekker)."""
+    t = a * _SPLIT
+    ah = t - (t - a)
+    al = a - ah
+    t = b * _SPLIT
+    bh = t - (t - b)
+    bl = b - bh
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
+
+def fma(a, b, c, cd):
+    """a * b + c rounded once, in compute dtype cd (float32: the float64 product is exact;
+    float64: a double-double product and sum)."""
+    if cd is np.float32:
+        return (np.asarray(a, np.float64) * np.float64(b) + np.float64(c)).astype(np.float32)
+    a, b, c = np.asarray(a, np.float64), np.float64(b), np.float64(c)
+    p = a * b
+    e = _two_product_error(a, b, p)
+    total = p + c
+    back = total - p
+    return total + (((p - (total - back)) + (c - back)) + e)
+
+
+# ---- uniform ---------------------------------------------------------------------------
+
+def uniform_float(gen, n: int) -> np.ndarray:
+    """n float32 uniforms in [0, 1): the low 24 bits of n words."""
+    return (gen._random(n) & _LOW24).astype(np.float32) * np.float32(2.0 ** -24)
+
+
+def uniform_double(gen, n: int) -> np.ndarray:
+    """n float64 uniforms in [0, 1): the low 53 bits of n 64-bit values."""
+    return (gen._random64(n) & _LOW53).astype(np.float64) * 2.0 ** -53
+
+
+def uniform01(gen, shape, real: dt.dtype) -> np.ndarray:
+    """Uniforms in [0, 1) in `real`'s compute dtype, in C order."""
+    n = math.prod(shape)
+    draw = uniform_double if real is dt.float64 else uniform_float
+    return draw(gen, n).reshape(shape)
+
+
+def fill_uniform(gen, t: Tensor, from_: float, to: float) -> None:
+    real = t.dtype.to_real()
+    cd = _compute(real)
+    lo, hi = cd(from_), cd(to)
+    x = uniform01(gen, (_count(t),), real)
+    values = fma(x, hi - lo, lo, cd).astype(real.np)
+    values[values == real.np.type(to)] = real.np.type(from_)
+    _write(t, _place(t, values))
+
+
+# ---- normal ----------------------------------------------------------------------------
+
+def _box_muller_16(u: np.ndarray, mean, std, cd) -> np.ndarray:
+    """PyTorch's normal_fill_16 on rows of 16 uniforms: (1 - u[:8], u[8:]) -> 8 pairs."""
+    u1, u2 = cd(1) - u[:, :8], u[:, 8:]
+    if cd is np.float64:
+        radius = np.sqrt(-2.0 * np.log(u1))
+        theta = _TWO_PI * u2
+        return np.concatenate([fma(radius * np.cos(theta), std, mean, cd),
+                               fma(radius * np.sin(theta), std, mean, cd)], axis=1)
+    # float32 throughout; log/cos/sin rounded from float64 (PyTorch's are 1-ulp vector ones)
+    log = np.log(u1.astype(np.float64)).astype(np.float32)
+    radius = np.sqrt(np.float32(-2.0) * log)
+    theta = (np.float32(_TWO_PI) * u2).astype(np.float64)
+    cos, sin = np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32)
+    return np.concatenate([fma(radius * cos, std, mean, cd), fma(radius * sin, std, mean, cd)],
+                          axis=1)
+
+
+def _normal_blocks(gen, n: int, mean: float, std: float, real: dt.dtype) -> np.ndarray:
+    """PyTorch's normal_fill for n >= 16 contiguous elements, in the compute dtype."""
+    cd = _compute(real)
+    draw = uniform_double if real is dt.float64 else uniform_float
+    full = n // 16
+    if real in (dt.float32, dt.float64):
+        out = draw(gen, n)         # uniforms for every element, then a redrawn tail block
+    else:
+        out = np.empty(n, cd)      # float16/bfloat16 draw block by block
+        out[:16 * full] = draw(gen, 16 * full)
+    out[:16 * full] = _box_muller_16(out[:16 * full].reshape(full, 16), cd(mean), cd(std),
+                                     cd).reshape(-1)
+    if n % 16:
+        tail = draw(gen, 16).reshape(1, 16)
+        out[n - 16:] = _box_muller_16(tail, cd(mean), cd(std), cd).reshape(-1)
+    return out
+
+
+def normal_doubles(gen, n: int) -> np.ndarray:
+    """n N(0, 1) doubles from PyTorch's normal_distribution<double>: the cached sine half
+    first, then pairs (cos, sin) of fresh Box-Muller draws; an unused sine is cached."""
+    out = np.empty(n, np.float64)
+    start = 0
+    if n and gen._next_double_normal is not None:
+        out[0], gen._next_double_normal, start = gen._next_double_normal, None, 1
+    pairs = (n - start + 1) // 2
+    if pairs:
+        u = uniform_double(gen, 2 * pairs).reshape(pairs, 2)
+        radius = np.sqrt(-2.0 * np.log1p(-u[:, 1]))
+        theta = _TWO_PI * u[:, 0]
+        both = np.stack([radius * np.cos(theta), radius * np.sin(theta)], axis=1).reshape(-1)
+        out[start:] = both[:n - start]
+        if (n - start) % 2:
+            gen._next_double_normal = float(both[-1])
+    return out
+
+
+def normal_flat(gen, t: Tensor, mean: float, std: float) -> np.ndarray:
+    """t's normal samples in visiting order (a complex tensor's parts: std / sqrt(2))."""
+    real = t.dtype.to_real()
+    if t.dtype.category == dt.COMPLEX:
+        std = std / math.sqrt(2.0)
+    n = _count(t)
+    if n >= 16 and t.is_contiguous():
+        return _normal_blocks(gen, n, mean, std, real).astype(real.np)
+    return fma(normal_doubles(gen, n), std, mean, np.float64).astype(real.np)
+
+
+def fill_normal(gen, t: Tensor, mean: float, std: float) -> None:
+    _write(t, _place(t, normal_flat(gen, t, mean, std)))
+
+
+def fill_log_normal(gen, t: Tensor, mean: float, std: float) -> None:
+    values = np.exp(fma(normal_doubles(gen, t.numel()), std, mean, np.float64))
+    _write(t, _place(t, values.astype(t.dtype.np)))
+
+
+def normal_values(gen, out: Tensor, mean, std) -> Tensor:
+    """normal with tensor operands: out ~ N(0, s) (s = std when it is a number, else 1),
+    then times std (a tensor) and plus mean, in out's dtype, as PyTorch composes it."""
+    if not out.numel():
+        return out
+    mean, std = (x.get() if is_device_array(x) else x for x in (mean, std))   # host math
+    scalar_std = not isinstance(std, np.ndarray)
+    values = normal_flat(gen, out, 0.0, float(std) if scalar_std else 1.0)
+    z = _place(out, values)
+    if not scalar_std:
+        z = (z * std).astype(z.dtype)
+    _write(out, (z + mean).astype(z.dtype))
+    return out
+
+
+# ---- integers --------------------------------------------------------------------------
 
 def _adjust_from(from_: int, d: dt.dtype) -> int:
     """Raise `from` until it survives the cast to float dtype `d` (so no sample is below it)."""
@@ -105,38 +262,81 @@ def _adjust_to(to: int, d: dt.dtype) -> int:
     return to
 
 
-def draw_random(rng, shape, d, first, count):
-    """`count` consecutive integers from `first` (count up to 2**64), as int64.
-
-    Counts up to 2**32 reduce raw 64-bit words modulo count (bias below 2**-32, and much
-    cheaper than an exact bounded draw); larger counts draw exactly."""
+def fill_random(gen, t: Tensor, first: int, count: int) -> None:
+    """Integers first + (word % count): 64-bit values from a count of 2**28 up; the full
+    int64 range (count 2**64) is one 64-bit value as is."""
+    n = t.numel()
     if count == 1 << 64:
-        offsets = rng.bit_generator.random_raw(shape)
-    elif count <= 1 << 32:
-        offsets = rng.bit_generator.random_raw(shape) % np.uint64(count)
+        values = gen._random64(n).view(np.int64)
     else:
-        offsets = rng.integers(0, count, shape, dtype=np.uint64)
-    return (offsets + np.uint64(first & ((1 << 64) - 1))).view(np.int64)
+        words = gen._random64(n) if count >= 1 << 28 else gen._random(n)
+        values = ((words % np.uint64(count)) + np.uint64(first & ((1 << 64) - 1))).view(np.int64)
+    _write(t, _place(t, values.astype(t.dtype.np)))
 
 
-def draw_exponential(rng, shape, d, lambd):
-    cd = _compute(d)
-    return rng.standard_exponential(shape, dtype=cd) / cd(lambd)
+def fill_random_default(gen, t: Tensor) -> None:
+    """random_() without bounds: [0, max] for integers, [0, 2**digits] for floats."""
+    d, n = t.dtype, t.numel()
+    words = gen._random64(n) if d in (dt.float64, dt.int64) else gen._random(n)
+    if d is dt.bool:
+        values = (words & np.uint64(1)).astype(bool)
+    elif d.category == dt.FLOAT:
+        values = words % np.uint64((1 << _DIGITS[d]) + 1)
+    else:
+        values = words % np.uint64(int(np.iinfo(d.np).max) + 1)
+    _write(t, _place(t, values.astype(d.np)))
 
 
-def draw_geometric(rng, shape, d, p):
-    return rng.geometric(p, shape)
+def permutation(gen, n: int) -> np.ndarray:
+    """PyTorch's randperm: swap i with i + (word % (n - i)) for i = 0 .. n - 2."""
+    out = np.arange(n, dtype=np.int64)
+    if n > 1:
+        offsets = (gen._random(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
+        for i, z in enumerate(offsets):
+            j = i + z
+            out[i], out[j] = out[j], out[i]
+    return out
 
 
-def draw_log_normal(rng, shape, d, mean, std):
-    cd = _compute(d)
-    return np.exp(standard_normal(rng, shape, d) * cd(std) + cd(mean))
+# ---- one double uniform per element ----------------------------------------------------
+
+def fill_bernoulli(gen, t: Tensor, p: float) -> None:
+    _write(t, _place(t, uniform_double(gen, t.numel()) < p))
 
 
-def draw_cauchy(rng, shape, d, median, sigma):
-    cd = _compute(d)
-    return np.tan(cd(math.pi) * (uniform01(rng, shape, d) - cd(0.5))) * cd(sigma) + cd(median)
+def fill_bernoulli_tensor(gen, t: Tensor, p: Tensor) -> None:
+    """1 where a uniform is below p (broadcast to t); double p draws doubles, others
+    draw float32 uniforms compared in float32."""
+    probs = p._array()
+    probs = np.broadcast_to(probs.get() if is_device_array(probs) else probs, t._shape)
+    order = _visit_order(t._stride)
+    visited = probs.transpose(order).reshape(-1)
+    if p.dtype is dt.float64:
+        hits = uniform_double(gen, visited.size) < visited
+    else:
+        hits = uniform_float(gen, visited.size) < visited.astype(np.float32)
+    _write(t, _place(t, hits))
 
+
+def fill_exponential(gen, t: Tensor, lambd: float) -> None:
+    values = (-1.0 / lambd) * np.log1p(-uniform_double(gen, t.numel()))
+    _write(t, _place(t, values.astype(t.dtype.np)))
+
+
+def fill_geometric(gen, t: Tensor, p: float) -> None:
+    u = uniform_double(gen, t.numel())
+    with np.errstate(divide="ignore"):
+        values = np.ceil(np.log(u) / math.log1p(-p))
+    _write(t, _place(t, values.astype(t.dtype.np)))
+
+
+def fill_cauchy(gen, t: Tensor, median: float, sigma: float) -> None:
+    u = uniform_double(gen, t.numel())
+    values = fma(np.tan(math.pi * (u - 0.5)), sigma, median, np.float64)
+    _write(t, _place(t, values.astype(t.dtype.np)))
+
+
+# ---- multinomial -----------------------------------------------------------------------
 
 def _check_distribution(p: np.ndarray, sequential: bool) -> None:
     """PyTorch's checks: the one-pass sampler (no replacement, or one sample) and the
@@ -155,26 +355,37 @@ def _check_distribution(p: np.ndarray, sequential: bool) -> None:
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
 
 
-def draw_multinomial(rng, p: np.ndarray, n: int, replacement: bool) -> np.ndarray:
-    """Rows of p (2-D float64) -> (rows, n) int64 indices."""
-    if not replacement or n == 1:
-        # Without replacement: the n largest p / Exp(1) keys (the Gumbel top-k trick). Ties
-        # (zero-probability categories) are taken in index order once the others run out.
-        keys = p / rng.standard_exponential(p.shape)
-        return np.argsort(-keys, axis=1, kind="stable")[:, :n]
-    cdf = np.cumsum(p, axis=1)
-    u = rng.random((p.shape[0], n)) * cdf[:, -1:]
-    last = p.shape[1] - 1 - np.argmax(p[:, ::-1] > 0, axis=1)    # last category with p > 0
-    idx = np.stack([np.searchsorted(c, row, side="right") for c, row in zip(cdf, u)])
-    return np.minimum(idx, last[:, None])
+def multinomial_into(out, self, gen, replacement: bool) -> None:
+    """out's category indices drawn from the rows of self (unnormalised weights).
+
+    Without replacement (or one sample): p / Exp(1) keys (exponential_ on self's dtype),
+    the largest first; with replacement: a binary search of each double uniform in the
+    row's normalised cumulative sum (in self's dtype, float32 for float16/bfloat16)."""
+    shape = out._shape
+    k = self._shape[-1]
+    p = np.asarray(self._array()).reshape(-1, k)
+    sequential = not replacement or shape[-1] == 1
+    _check_distribution(p.astype(np.float64), sequential)
+    if sequential:
+        cd = self.dtype.np
+        q = ((-1.0) * np.log1p(-uniform_double(gen, p.size))).astype(cd).reshape(p.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = (p / q).astype(cd)
+        idx = np.argsort(-keys.astype(np.float64), axis=1, kind="stable")[:, :shape[-1]]
+    else:
+        cd = np.float64 if self.dtype is dt.float64 else np.float32
+        cdf = np.cumsum(p.astype(cd), axis=1, dtype=cd)
+        cdf = (cdf / cdf[:, -1:]).astype(cd)
+        cdf[:, -1] = 1
+        u = uniform_double(gen, p.shape[0] * shape[-1]).reshape(p.shape[0], shape[-1])
+        idx = np.stack([np.searchsorted(c.astype(np.float64), row, side="left")
+                        for c, row in zip(cdf, u)])
+    out._array()[...] = idx.reshape(shape)
 
 
-def normal_values(rng, out: Tensor, mean, std) -> Tensor:
-    """out = N(0, 1) * std + mean, broadcasting the operands (arrays or floats)."""
-    if out.numel():
-        z = asarray(standard_normal(rng, out._shape, out.dtype), like=out._array())
-        _write(out, z * std + mean)
-    return out
+def bernoulli_into(out, self, gen) -> None:
+    """out = 1 where a uniform draw is below self's probability, else 0 (bernoulli(p))."""
+    fill_bernoulli_tensor(gen, out, self)
 
 
 def _operand(x, out_dtype: dt.dtype):
@@ -182,18 +393,3 @@ def _operand(x, out_dtype: dt.dtype):
         return x
     return x._array().astype(_compute(out_dtype.to_real()) if x.dtype.category < dt.COMPLEX
                              else x._array().dtype)
-
-
-def bernoulli_into(out, self, rng) -> None:
-    """out = 1 where a uniform draw is below self's probability, else 0."""
-    a = self._array()
-    _write(out, asarray(rng.random(self._shape), like=a) < a)
-
-
-def multinomial_into(out, self, rng, replacement: bool) -> None:
-    """out's category indices drawn from the rows of self (unnormalised weights)."""
-    shape = out._shape
-    p = self._array().astype(np.float64).reshape(-1, self._shape[-1])
-    sequential = not replacement or shape[-1] == 1
-    _check_distribution(p, sequential)
-    out._array()[...] = draw_multinomial(rng, p, shape[-1], replacement).reshape(shape)

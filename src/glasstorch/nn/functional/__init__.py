@@ -2,6 +2,7 @@
 from .linear import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .fractional_pooling import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403

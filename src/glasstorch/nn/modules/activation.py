@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import warnings
 
+from ...autograd.grad_mode import is_grad_enabled
+from ...ops.creation.factories import empty
 from ...ops.registry import functions as _fn
 from .. import functional as F
 from .. import init
+from ..functional.multi_head_attention import (_canonical_mask, _none_or_dtype,
+                                               multi_head_attention_forward)
+from ..init import constant_, xavier_normal_, xavier_uniform_
 from ..parameter import Parameter
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh",
            "SiLU", "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink",
            "LeakyReLU", "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign",
-           "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax"]
+           "Tanhshrink", "Softmin", "Softmax", "Softmax2d", "LogSoftmax", "MultiheadAttention"]
 
 
 def _inplace_suffix(inplace: bool) -> str:
@@ -415,3 +421,156 @@ class Softmax2d(Module):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
                              "instead")
         return F.softmax(input, -3, _stacklevel=5)
+
+
+class MultiheadAttention(Module):
+    """Attention of queries over keys/values in `num_heads` subspaces of embed_dim / heads
+    features each, with learned input and output projections."""
+
+    __constants__ = ["batch_first"]
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        factory = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != self.embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), **factory))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        else:
+            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **factory))
+            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), **factory))
+            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), **factory))
+            self.register_parameter("in_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty(3 * embed_dim, **factory))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        **factory)
+        if add_bias_kv:
+            self.bias_k = Parameter(empty((1, 1, embed_dim), **factory))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), **factory))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        """Glorot-uniform projections, zero biases, Glorot-normal bias_k/bias_v."""
+        if self._qkv_same_embed_dim:
+            xavier_uniform_(self.in_proj_weight)
+        else:
+            xavier_uniform_(self.q_proj_weight)
+            xavier_uniform_(self.k_proj_weight)
+            xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            constant_(self.in_proj_bias, 0.0)
+            constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            xavier_normal_(self.bias_v)
+
+    def __setstate__(self, state):
+        state.setdefault("_qkv_same_embed_dim", True)
+        super().__setstate__(state)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        """(attn_output, attn_weights or None); see multi_head_attention_forward."""
+        fused = self._fused_inference(query, key, value, attn_mask, key_padding_mask)
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                           _none_or_dtype(attn_mask), "attn_mask", query.dtype)
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        return self._attend(query, key, value, key_padding_mask, need_weights, attn_mask,
+                            average_attn_weights, is_causal, fused)
+
+    def _attend(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                average_attn_weights, is_causal, fused):
+        """forward's computation (float masks); `fused` gives the results of PyTorch's
+        fused kernel."""
+        is_batched = query.dim() == 3
+        if self.batch_first and is_batched:
+            # keep the identities (q is k is v) that pick the fused projections
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query = query.transpose(1, 0)
+                    key = value = key.transpose(1, 0)
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        separate = not self._qkv_same_embed_dim
+        out, weights = multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights or fused,
+            attn_mask=attn_mask, use_separate_proj_weight=separate,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
+            is_causal=is_causal and not fused)
+        if fused:
+            return out.transpose(1, 0).contiguous(), weights if need_weights else None
+        if self.batch_first and is_batched:
+            out = out.transpose(1, 0)
+        return out, weights
+
+    def _fused_inference(self, query, key, value, attn_mask, key_padding_mask) -> bool:
+        """Whether PyTorch would run its fused inference kernel, whose results differ from
+        the reference path in two ways: rows with every key masked give NaN rather than
+        zeros, and the `is_causal` hint is ignored (only the masks count); its output is
+        contiguous. The same values come from the weights path (plain softmax)."""
+        if (query.dim() != 3 or query is not key or key is not value or self.training
+                or not self.batch_first or self.num_heads % 2
+                or self.in_proj_bias is None or self.in_proj_weight is None
+                or self.bias_k is not None or self.bias_v is not None or self.add_zero_attn
+                or query.dtype is not self.in_proj_weight.dtype
+                or query.dtype is not self.in_proj_bias.dtype):
+            return False
+        if any(m is not None and m.dtype.is_floating_point
+               for m in (attn_mask, key_padding_mask)):
+            return False
+        if not is_grad_enabled():
+            return True
+        args = (query, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
+                self.out_proj.bias)
+        return not any(t is not None and t.requires_grad for t in args)
+
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """One (N, heads, L, S) mask from an attention mask and a padding mask, with its kind
+        (0 attention, 1 padding, 2 merged), as PyTorch's fused kernels take them."""
+        mask_type, merged = None, None
+        if key_padding_mask is not None:
+            mask_type, merged = 1, key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                merged = attn_mask.view(batch_size, -1, seq_len, seq_len)
+            else:
+                merged = attn_mask.view(1, 1, seq_len, seq_len).expand(
+                    batch_size, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                merged = merged + key_padding_mask.view(batch_size, 1, 1, seq_len).expand(
+                    -1, self.num_heads, -1, -1)
+        return merged, mask_type
+

@@ -6,6 +6,7 @@ key), so state_dict keys and traversal order are PyTorch's.
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from itertools import chain, islice
@@ -14,7 +15,20 @@ from ...core.tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent, _typename
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict"]
+
+
+class Container(Module):
+    """Deprecated: a Module made from keyword modules (`Container(a=layer)`); use Module."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__()
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 def _abs_index(idx, size: int) -> int:

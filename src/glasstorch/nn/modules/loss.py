@@ -10,7 +10,7 @@ import warnings
 
 from .. import functional as F
 from ..functional.loss import _legacy
-from .misc import PairwiseDistance
+from .distance import PairwiseDistance
 from .module import Module
 
 __all__ = ["L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss",

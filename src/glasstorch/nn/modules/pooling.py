@@ -10,7 +10,8 @@ from .module import Module
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
-           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 def _ntuple(value, n: int) -> tuple:
@@ -267,3 +268,44 @@ class MaxUnpool3d(_MaxUnpoolNd):
 
     _n = 3
     _fn = staticmethod(F.max_unpool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    """Fractional max pooling to an output_size, or to output_ratio of the input's size."""
+
+    _n = 0
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = _ntuple(kernel_size, self._n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, self._n) if output_size is not None else None
+        self.output_ratio = (_ntuple(output_ratio, self._n) if output_ratio is not None
+                             else None)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a "
+                             f"pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        pool = F.fractional_max_pool2d if self._n == 2 else F.fractional_max_pool3d
+        return pool(input, self.kernel_size, self.output_size, self.output_ratio,
+                    self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling over (N, C, H, W) or (C, H, W) inputs."""
+
+    _n = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling over (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    _n = 3

@@ -20,6 +20,17 @@ from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
+
+def _apply_permutation(tensor: Tensor, permutation: Tensor, dim: int = 1) -> Tensor:
+    return tensor.index_select(dim, permutation)
+
+
+def apply_permutation(tensor: Tensor, permutation: Tensor, dim: int = 1) -> Tensor:
+    """Deprecated PyTorch helper: tensor.index_select(dim, permutation)."""
+    warnings.warn("`apply_permutation` is deprecated, please use `tensor.index_select(dim, "
+                  "permutation)` instead", FutureWarning, stacklevel=2)
+    return _apply_permutation(tensor, permutation, dim)
+
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 _LAYERS = {"RNN_TANH": R.rnn_tanh, "RNN_RELU": R.rnn_relu, "LSTM": R.lstm, "GRU": R.gru}
 

@@ -255,12 +255,22 @@ def record_stream(self, stream) -> None:
 
 
 def type_(self, dtype=None, non_blocking=False):
-    """With no argument, the legacy type name ('torch.FloatTensor'); else a cast."""
+    """With no argument, the legacy type name ('torch.FloatTensor'); else a cast to a dtype,
+    a legacy type (torch.DoubleTensor, torch.cuda.FloatTensor) or its name."""
     if dtype is None:
         prefix = "torch." if self.device.type == "cpu" else f"torch.{self.device.type}."
         return prefix + _LEGACY_NAMES[self.dtype]
+    device_type = self.device.type
     if isinstance(dtype, str):
-        dtype = next(d for d, n in _LEGACY_NAMES.items() if dtype.endswith(n))
+        name = dtype.rsplit(".", 1)[-1]
+        matches = [d for d, n in _LEGACY_NAMES.items() if n == name]
+        if not matches or dtype not in (f"torch.{name}", f"torch.cuda.{name}"):
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype, device_type = matches[0], "cuda" if dtype.startswith("torch.cuda.") else "cpu"
+    elif isinstance(getattr(dtype, "_device_type", None), str):    # torch.FloatTensor, ...
+        dtype, device_type = dtype.dtype, dtype._device_type
+    if device_type != self.device.type:
+        return self.to(device_type, dtype, non_blocking=non_blocking)
     return self.to(dtype, non_blocking=non_blocking)
 
 

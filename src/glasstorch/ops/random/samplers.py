@@ -41,9 +41,9 @@ from ..registry import export, kernel_op, resize_output
 from ...backends.cpu.ranges import LIMITS, converted, write
 from ..creation.ranges import check_out_dtype, fmt, store_values, warn_user
 from ...backends.cpu.random import (_DIGITS, _adjust_from, _adjust_to, _check_writable,
-    _operand, _write, bernoulli_into, draw_bernoulli, draw_bernoulli_tensor, draw_cauchy,
-    draw_exponential, draw_geometric, draw_log_normal, draw_normal, draw_random, draw_uniform,
-    multinomial_into, normal_values)
+    _operand, bernoulli_into, fill_bernoulli, fill_bernoulli_tensor, fill_cauchy,
+    fill_exponential, fill_geometric, fill_log_normal, fill_normal, fill_random,
+    fill_random_default, fill_uniform, multinomial_into, normal_values, permutation)
 
 # PyTorch's C++ names for dtypes, used verbatim in its sampler errors.
 CTYPE = {dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half",
@@ -53,21 +53,21 @@ CTYPE = {dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half",
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _stream(generator, t: Tensor) -> np.random.Generator:
-    """The NumPy generator to draw from, checked against the tensor's device (a CUDA
-    tensor's default is its GPU's generator)."""
+def _stream(generator, t: Tensor) -> Generator:
+    """The generator to draw from, checked against the tensor's device (a CUDA tensor's
+    default is its GPU's generator)."""
     if generator is None:
         if t._storage.device.type == "cuda":
             from ...cuda.random import default_generators
-            return default_generators[t.device.index]._numpy
-        return default_generator._numpy
+            return default_generators[t.device.index]
+        return default_generator
     if not isinstance(generator, Generator):
         raise TypeError(f"expected a glasstorch.Generator as 'generator', but got "
                         f"{type(generator).__name__}")
     if generator.device.type != t.device.type:
         raise RuntimeError(f"Expected a '{t.device.type}' device type for generator but found "
                            f"'{generator.device.type}'")
-    return generator._numpy
+    return generator
 
 
 def _not_implemented(name: str, d: dt.dtype):
@@ -83,9 +83,9 @@ def _floating_or_complex(name: str, t: Tensor) -> dt.dtype:
 
 # ---- in-place samplers ---------------------------------------------------------------
 
-def _inplace_sampler(schema: str, check, draw, doc: str, *, method=True):
+def _inplace_sampler(schema: str, check, fill, doc: str, *, method=True):
     """Declare an in-place sampler: `check(self, *params)` validates and returns the params
-    (on every backend); `draw(rng, shape, dtype, *params)` makes the values (CPU)."""
+    (on every backend); `fill(generator, self, *params)` writes the values (CPU)."""
     decl = kernel_op(schema, function=False, method=method, mutates=(0,), doc=doc)
     decl.on_cuda = "shared"
 
@@ -93,9 +93,9 @@ def _inplace_sampler(schema: str, check, draw, doc: str, *, method=True):
     def cpu(self, *args):
         params = check(self, *args[:-1])
         _check_writable(self)
-        rng = _stream(args[-1], self)
+        generator = _stream(args[-1], self)
         if self.numel():
-            _write(self, draw(rng, self._shape, self.dtype, *params))
+            fill(generator, self, *params)
         return self
 
     @decl.impl("Meta")
@@ -128,7 +128,7 @@ def _check_uniform(self, from_, to):
 
 uniform_op = _inplace_sampler(
     "uniform_(Tensor(a!) self, float from_=0, float to=1, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_uniform, draw_uniform, method=False,
+    "-> Tensor(a!)", _check_uniform, fill_uniform, method=False,
     doc="Fill self with values uniform in [from, to).")
 
 
@@ -161,7 +161,7 @@ def _check_normal(self, mean, std):
 
 normal_op = _inplace_sampler(
     "normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_normal, draw_normal,
+    "-> Tensor(a!)", _check_normal, fill_normal,
     doc="Fill self with normal samples of the given mean and standard deviation.")
 
 
@@ -176,7 +176,7 @@ def _check_bernoulli_float(self, p):
 
 bernoulli_float_op = _inplace_sampler(
     "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_bernoulli_float, draw_bernoulli, method=False,
+    "-> Tensor(a!)", _check_bernoulli_float, fill_bernoulli, method=False,
     doc="Fill self with 1 with probability p and 0 otherwise.")
 
 
@@ -202,7 +202,7 @@ def _check_bernoulli_tensor(self, p):
 
 bernoulli_tensor_op = _inplace_sampler(
     "bernoulli_.Tensor(Tensor(a!) self, Tensor p, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_bernoulli_tensor, draw_bernoulli_tensor, method=False,
+    "-> Tensor(a!)", _check_bernoulli_tensor, fill_bernoulli_tensor, method=False,
     doc="Fill self with 1 with probability p (broadcast to self) and 0 otherwise.")
 
 
@@ -278,18 +278,24 @@ def _check_random_from(self, from_, to):
     return from_, to_inc - from_ + 1
 
 
+def _check_random_default(self) -> tuple:
+    """random_() validates as random_(0, None) but draws with its own transform."""
+    _check_random_from(self, 0, None)
+    return ()
+
+
 random_from_op = _inplace_sampler(
     "random_.from(Tensor(a!) self, int from_, int? to, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_random_from, draw_random, method=False,
+    "-> Tensor(a!)", _check_random_from, fill_random, method=False,
     doc="Fill self with integers uniform in [from, to).")
 random_to_op = _inplace_sampler(
     "random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)",
-    lambda self, to: _check_random_from(self, 0, _int_arg("to", to)), draw_random,
+    lambda self, to: _check_random_from(self, 0, _int_arg("to", to)), fill_random,
     method=False,
     doc="Fill self with integers uniform in [0, to).")
 random_default_op = _inplace_sampler(
     "random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)",
-    lambda self: _check_random_from(self, 0, None), draw_random, method=False,
+    _check_random_default, fill_random_default, method=False,
     doc="Fill self with integers uniform over what the dtype holds exactly "
         "([0, 2**mantissa] for floats, [0, max] for integers).")
 
@@ -325,7 +331,7 @@ def _check_exponential(self, lambd):
 
 exponential_op = _inplace_sampler(
     "exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_exponential, draw_exponential,
+    "-> Tensor(a!)", _check_exponential, fill_exponential,
     doc="Fill self with exponential samples of rate lambd.")
 
 
@@ -340,7 +346,7 @@ def _check_geometric(self, p):
 
 geometric_op = _inplace_sampler(
     "geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)",
-    _check_geometric, draw_geometric,
+    _check_geometric, fill_geometric,
     doc="Fill self with the number of Bernoulli(p) trials up to the first success (>= 1).")
 
 
@@ -355,7 +361,7 @@ def _check_log_normal(self, mean, std):
 
 log_normal_op = _inplace_sampler(
     "log_normal_(Tensor(a!) self, float mean=1, float std=2, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_log_normal, draw_log_normal,
+    "-> Tensor(a!)", _check_log_normal, fill_log_normal,
     doc="Fill self with exp(N(mean, std)) samples.")
 
 
@@ -369,7 +375,7 @@ def _check_cauchy(self, median, sigma):
 
 cauchy_op = _inplace_sampler(
     "cauchy_(Tensor(a!) self, float median=0, float sigma=1, *, Generator? generator=None) "
-    "-> Tensor(a!)", _check_cauchy, draw_cauchy,
+    "-> Tensor(a!)", _check_cauchy, fill_cauchy,
     doc="Fill self with Cauchy samples of the given median and scale.")
 
 for _m in (uniform_, bernoulli_, random_):
@@ -399,10 +405,10 @@ bernoulli_op.on_cuda = "shared"
 @bernoulli_op.impl("CPU")
 def _bernoulli_cpu(self, generator=None):
     _probabilities("bernoulli", self)
-    rng = _stream(generator, self)
+    generator = _stream(generator, self)
     out = _contiguous_like(self)
     if out.numel():
-        bernoulli_into(out, self, rng)
+        bernoulli_into(out, self, generator)
     return out
 
 
@@ -461,10 +467,10 @@ def _multinomial_shape(self, num_samples, replacement):
 @multinomial_op.impl("CPU")
 def _multinomial_cpu(self, num_samples, replacement=False, generator=None):
     shape = _multinomial_shape(self, num_samples, replacement)
-    rng = _stream(generator, self)
+    generator = _stream(generator, self)
     out = Tensor._empty(shape, dt.int64)
     if out.numel():
-        multinomial_into(out, self, rng, replacement)
+        multinomial_into(out, self, generator, replacement)
     return out
 
 
@@ -496,7 +502,8 @@ poisson_op = kernel_op("poisson(Tensor self, Generator? generator=None) -> Tenso
 def _poisson_cpu(self, generator=None):
     if self.dtype.category != dt.FLOAT:
         raise _not_implemented("poisson", self.dtype)
-    rng = _stream(generator, self)
+    # PyTorch's Poisson sampler is its own; these draws are NumPy's, seeded from the stream
+    rng = np.random.Generator(np.random.PCG64(int(_stream(generator, self)._random64(1)[0])))
     out = _contiguous_like(self)
     if out.numel():
         rates = self._array().astype(np.float64)
@@ -549,8 +556,8 @@ def _normal_overload(schema, result_spec):
     def cpu(mean, std, generator=None):
         shape, d, like = result_spec(mean, std)
         out = _normal_result(shape, d, like.device)
-        rng = _stream(generator, like)
-        return normal_values(rng, out, _operand(mean, d), _operand(std, d))
+        return normal_values(_stream(generator, like), out, _operand(mean, d),
+                             _operand(std, d))
 
     @decl.impl("Meta")
     def meta(mean, std, generator=None):
@@ -877,8 +884,8 @@ def _check_randperm(n: int, d: dt.dtype) -> None:
 
 
 def _randperm_into(t: Tensor, n: int, generator, bump: bool) -> Tensor:
-    rng = _stream(generator, t) if t.device.type != "meta" else None
-    return store_values(t, lambda: rng.permutation(n), bump=bump)
+    source = _stream(generator, t) if t.device.type != "meta" else None
+    return store_values(t, lambda: permutation(source, n), bump=bump)
 
 
 def _randperm_make(generator, positional, dtype, device, memory_format):

@@ -220,7 +220,9 @@ def _unsqueeze(grad, dim):
     return (grad.squeeze(dim),)
 
 
-@derivative(views.squeeze, "SqueezeBackward0")
+@derivative(views.squeeze_all, "SqueezeBackward0")
+@derivative(views.squeeze_dim, "SqueezeBackward1")
+@derivative(views.squeeze, "SqueezeBackward2")
 def _squeeze(grad, self_shape):
     return (grad.reshape(self_shape),)
 

@@ -257,9 +257,29 @@ def _squeeze_meta(self, dim=None):
             self._offset)
 
 
+# PyTorch's three overloads (each recording its own node: SqueezeBackward0/1/2), behind one
+# function and method.
+squeeze_all = view("squeeze(Tensor(a) self) -> Tensor(a)", _squeeze_meta, function=False,
+                   method=False, doc="Remove every size-1 dimension (a view).")
+squeeze_dim = view("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", _squeeze_meta,
+                   function=False, method=False,
+                   doc="Remove dimension `dim` if it has size 1 (a view either way).")
 squeeze = view("squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)", _squeeze_meta,
-               doc="Remove size-1 dimensions (all of them, or those in `dim`, an int or a "
-                   "tuple); a view even when nothing is removed.")
+               function=False, method=False,
+               doc="Remove the size-1 dimensions among `dim` (a view either way).")
+
+
+def squeeze_dispatch(input, dim=None):
+    """Remove size-1 dimensions: all of them, dimension `dim`, or those in a tuple `dim`; a
+    view even when nothing is removed."""
+    if dim is None:
+        return squeeze_all.functional(input)
+    if isinstance(dim, (tuple, list)):
+        return squeeze.functional(input, list(dim))
+    return squeeze_dim.functional(input, dim)
+
+
+export("squeeze", squeeze_dispatch, method=True)
 
 
 # ---- select / slice / narrow -----------------------------------------------------------

@@ -26,7 +26,9 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False):
         if num_replicas is None or rank is None:
-            raise RuntimeError("Requires distributed package to be available")
+            # glasstorch has no process groups: PyTorch's error when none is initialized
+            raise ValueError("Default process group has not been initialized, please make "
+                             "sure to call init_process_group.")
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
                              f"[0, {num_replicas - 1}]")
