@@ -55,6 +55,8 @@ def _module_name(path: Path) -> str:
 # Each says why it cannot be a module-level import of a lower layer. Anything else found
 # inside a function must point down, as at module level.
 ALLOWED_UPWARD = {
+    ("utils.data.distributed", "distributed"):
+        "DistributedSampler takes its world size and rank from the default process group",
     ("nn.parallel.distributed", "distributed"):
         "DistributedDataParallel communicates through torch.distributed's process group",
     ("nn.parallel.distributed", "distributed.algorithms.ddp_comm_hooks"):

@@ -98,3 +98,15 @@ def test_ddp_in_a_world_of_one_and_data_parallel():
         dist.destroy_process_group()
     dp = torch.nn.DataParallel(model)
     assert torch.equal(dp(x), model(x))
+
+
+def test_distributed_sampler_reads_the_process_group():
+    from glasstorch.utils.data import DistributedSampler
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        DistributedSampler(range(6))
+    dist.init_process_group("gloo")
+    try:
+        sampler = DistributedSampler(range(6), shuffle=False)
+        assert (sampler.num_replicas, sampler.rank, list(sampler)) == (1, 0, list(range(6)))
+    finally:
+        dist.destroy_process_group()

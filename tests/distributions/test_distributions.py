@@ -224,9 +224,12 @@ def test_rsample_gradients_are_unbiased(name):
     x = ours.rsample((40000,))
     x.mean(0).sum().backward()
     theirs.mean.sum().backward()
+    # LogNormal's pathwise estimator of d E[x] / d scale has variance ~exp(2 scale^2): with
+    # scales up to 2.5, 40000 draws give it only ~10%
+    rtol = 0.15 if name == "LogNormal" else 0.05
     for a, b in zip(leaves, their_leaves):
         expected = b.grad.numpy() if b.grad is not None else np.zeros(tuple(a.shape))
-        np.testing.assert_allclose(a.grad.numpy(), expected, rtol=0.05, atol=0.02)
+        np.testing.assert_allclose(a.grad.numpy(), expected, rtol=rtol, atol=0.02)
 
 
 def test_standard_gamma_gradient_is_the_implicit_one():
@@ -449,3 +452,14 @@ def test_wishart_and_lkj_samples_lie_in_their_supports():
     lkj = D.LKJCholesky(4, glasstorch.tensor(2.0))
     L = lkj.sample((100,))
     assert bool(D.constraints.corr_cholesky.check(L).all())
+
+
+@pytest.mark.parametrize("name", ["Normal", "Uniform", "Exponential", "Laplace", "Bernoulli",
+                                  "Categorical"])
+def test_seeded_samples_are_pytorchs(name):
+    outs = []
+    for lib in (glasstorch, torch):
+        d, _ = _make(lib, name)
+        lib.manual_seed(7)
+        outs.append(np.asarray(d.sample((6,)).tolist()))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-15, atol=0)   # a log's last unit

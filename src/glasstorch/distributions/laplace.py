@@ -54,8 +54,7 @@ class Laplace(Distribution):
     def rsample(self, sample_shape=glasstorch.Size()):
         shape = self._extended_shape(sample_shape)
         finfo = glasstorch.finfo(self.loc.dtype)
-        u = glasstorch.rand(shape, dtype=self.loc.dtype, device=self.loc.device) * 2 - 1
-        u = u.clamp(min=finfo.eps - 1)          # never -1: log1p(-1) is -inf
+        u = self.loc.new_empty(shape).uniform_(finfo.eps - 1, 1)   # never -1: log1p(-1) = -inf
         return self.loc - self.scale * u.sign() * glasstorch.log1p(-u.abs())
 
     def log_prob(self, value):

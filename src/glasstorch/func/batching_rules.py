@@ -167,7 +167,8 @@ DIM_NAMES = frozenset(("dim", "dims", "dim0", "dim1", "dim2", "start_dim", "end_
                        "dimension", "source", "destination"))
 DIM_OPS = (
     "aten::_softmax", "aten::_log_softmax", "aten::transpose.int", "aten::select.int",
-    "aten::slice.Tensor", "aten::narrow", "aten::squeeze.dims", "aten::unsqueeze",
+    "aten::slice.Tensor", "aten::narrow", "aten::squeeze.dims", "aten::squeeze.dim",
+    "aten::unsqueeze",
     "aten::flip", "aten::roll", "aten::split.Tensor", "aten::split_with_sizes",
     "aten::unbind.int", "aten::diagonal", "aten::unfold", "aten::sort", "aten::sort.stable",
     "aten::topk", "aten::kthvalue", "aten::index_select", "aten::glu", "aten::cummax",
@@ -220,6 +221,16 @@ def dim_shift(op, level, args):
     if scalar:
         result = _squeeze_scalar(result)
     return wrap_all(result, level)
+
+
+@rule("aten::squeeze")
+def squeeze_all(op, level, args):
+    """squeeze() of every size-1 logical dimension: squeeze.dims past the batch dimension."""
+    if not is_batched(args[0], level):
+        return loop_fallback(op, level, args)
+    v = front(args[0], level)[0]
+    dims = [d + 1 for d in range(args[0].dim()) if args[0].shape[d] == 1]
+    return wrap_all(v.squeeze(tuple(dims)) if dims else v.view(v.shape), level)
 
 
 def _squeeze_scalar(result):

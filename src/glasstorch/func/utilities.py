@@ -2,7 +2,7 @@
 statistics (which vmap cannot update per example)."""
 from __future__ import annotations
 
-from ..nn.modules.normalization import _BatchNorm
+from ..nn.modules.batchnorm import _BatchNorm
 from .batched_tensor import BatchedTensor
 
 __all__ = ["debug_unwrap", "replace_all_batch_norm_modules_"]

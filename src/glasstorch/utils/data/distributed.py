@@ -1,6 +1,6 @@
 """DistributedSampler: each of `num_replicas` processes reads its own 1/num_replicas share.
 
-glasstorch has no process group yet, so `num_replicas` and `rank` must be given.
+`num_replicas` and `rank` default to the default process group's world size and rank.
 
     >>> list(DistributedSampler(range(5), num_replicas=2, rank=1, shuffle=False))
     [1, 3, 0]
@@ -26,9 +26,9 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False):
         if num_replicas is None or rank is None:
-            # glasstorch has no process groups: PyTorch's error when none is initialized
-            raise ValueError("Default process group has not been initialized, please make "
-                             "sure to call init_process_group.")
+            from ... import distributed as dist       # get_*: PyTorch's error without a group
+            num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
+            rank = dist.get_rank() if rank is None else rank
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
                              f"[0, {num_replicas - 1}]")
