@@ -641,7 +641,19 @@ erfc = special_kernel(special.erfc, "erfc_vml_cpu")
 erfinv = special_kernel(special.erfinv, "erfinv_vml_cpu")
 lgamma = special_kernel(special.lgamma, "lgamma_vml_cpu")
 digamma = special_kernel(special.digamma, "digamma")
-neg = ufunc_kernel(np.negative)
+
+
+def _negative(a, out=None, **kwargs):
+    """np.negative, except that a strided input is first made contiguous: NumPy 2.x's
+    negative loop writes the wrong elements when both operands are strided with some byte
+    strides (float32 every 4th element, float64 every 8th)."""
+    if a.__class__ is np.ndarray and a.ndim and not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    return np.negative(a, out=out, **kwargs)
+
+
+_negative.__name__ = "negative"
+neg = ufunc_kernel(_negative)
 
 atan2 = float_kernel(np.arctan2, REAL, "atan2_cpu")
 copysign = float_kernel(np.copysign, REAL, "copysign_cpu")
