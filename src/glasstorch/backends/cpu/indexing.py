@@ -126,7 +126,7 @@ def index_select_cpu(out, self, dim, index):
     idx = index._array().reshape(-1)
     arr = self._array()
     size = arr.shape[wrap_dim(dim, self.dim())] if arr.ndim else 1
-    if idx.size and (idx.min() < -size or idx.max() >= size):
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
         raise IndexError("index out of range in self")
     if arr.ndim == 0:
         assign_array(out._array(), arr)
