@@ -115,8 +115,9 @@ def assign(out: Tensor, result) -> None:
     np.copyto(out._array(), result, casting="unsafe")
 
 
-def _check_divisor(b) -> None:
-    if not np.all(b):
+def _check_divisor(b, out: Tensor) -> None:
+    """Integer division by zero raises, as in PyTorch, unless there is nothing to compute."""
+    if out.numel() and not np.all(b):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -265,7 +266,7 @@ def div(out, self, other, rounding_mode=None):
     cd = opmath(d)
     if d.category == dt.INT:
         a, b = computed((self, other), d)
-        _check_divisor(b)
+        _check_divisor(b, out)
         if rounding_mode == "floor":
             np.floor_divide(a, b, out=out._array(), casting="unsafe")
         else:
@@ -288,7 +289,7 @@ def remainder(out, self, other):
     check_dtype("remainder_cpu", d, REAL - {dt.bool})
     a, b = computed((self, other), d)
     if d.category == dt.INT:
-        _check_divisor(b)
+        _check_divisor(b, out)
         np.remainder(a, b, out=out._array(), casting="unsafe")
         return
     # fmod, moved into the divisor's sign (keeps fmod's signed zero, unlike NumPy)
@@ -306,7 +307,7 @@ def fmod(out, self, other):
     check_dtype("fmod_cpu", d, REAL - {dt.bool})
     a, b = computed((self, other), d)
     if d.category == dt.INT:
-        _check_divisor(b)
+        _check_divisor(b, out)
     np.fmod(a, b, out=out._array(), casting="unsafe")
 
 
