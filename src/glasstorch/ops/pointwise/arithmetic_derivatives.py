@@ -20,7 +20,7 @@ from . import elementwise
 
 
 def _reduced_dims(shape, dim):
-    if dim is None or dim == ():
+    if dim is None or dim == () or not shape:        # a 0-d input's dim 0/-1 is no dim
         return tuple(range(len(shape)))
     return tuple(sorted(wrap_dim(d, len(shape)) for d in dim))
 
