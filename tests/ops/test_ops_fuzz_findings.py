@@ -35,3 +35,55 @@ def test_neg_inplace_on_diagonal():
         y.diagonal().neg_()
         return y
     _same(f)
+
+
+def _raises_same(fn):
+    """fn(T) raises the same exception class in glasstorch and in torch."""
+    torch = oracle_torch()
+    with pytest.raises(Exception) as theirs:
+        fn(torch)
+    with pytest.raises(theirs.type):
+        fn(gt)
+
+
+def test_index_select_refuses_negative_index():
+    _raises_same(lambda T: T.index_select(T.arange(3.), 0, T.tensor([-1])))
+    _same(lambda T: T.index_select(T.arange(3.), 0, T.tensor([2, 0])))
+
+
+@pytest.mark.parametrize("op", ["remainder", "fmod", "floor_divide"])
+def test_integer_division_by_zero_on_empty(op):
+    _same(lambda T: getattr(T, op)(T.zeros(0, dtype=T.int64), 0))
+    _raises_same(lambda T: getattr(T, op)(T.ones(2, dtype=T.int64), 0))
+
+
+def test_as_strided_():
+    def f(T):
+        x = T.arange(6.)
+        x.as_strided_((2, 2), (1, 2))
+        b = T.arange(6.)[1:]
+        b.as_strided_((2,), (2,))
+        return x, b, T.tensor(x.stride()), T.tensor(b.storage_offset())
+    _same(f)
+
+
+def test_as_strided_records_its_view():
+    def f(T):
+        l = T.arange(6., requires_grad=True)
+        y = l * 2
+        y.as_strided_((2, 2), (1, 2))
+        (y * T.tensor([[1., 2.], [3., 4.]])).sum().backward()
+        return y.detach(), l.grad
+    _same(f)
+    _raises_same(lambda T: T.ones(3, requires_grad=True).as_strided_((2,), (1,)))
+
+
+@pytest.mark.parametrize("call", [lambda x: x.squeeze_(), lambda x: x.unsqueeze_(1),
+                                  lambda x: x.transpose_(0, 2), lambda x: x.t_() if
+                                  x.dim() <= 2 else x.squeeze_(1)])
+def test_inplace_view_ops(call):
+    def f(T):
+        x = T.arange(6.).reshape(2, 1, 3)
+        call(x)
+        return x, T.tensor(x.stride())
+    _same(f)
