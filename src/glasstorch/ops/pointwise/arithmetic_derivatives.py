@@ -120,6 +120,14 @@ def _pow_number_base(grad, self, exponent, result):
 
 
 @derivative(elementwise.pow.overload("Tensor_Scalar"), "PowBackward0")
+def _pow_number_exponent(grad, self, exponent):
+    """Saves self, not the result, as PyTorch: an in-place pow_ on a view leaves nothing
+    that a later write to the view could change under the backward."""
+    if exponent == 0:
+        return (self.new_zeros(self._shape),)        # even where self is 0
+    return (grad * conj(exponent * self.pow(exponent - 1)),)
+
+
 @derivative(elementwise.pow,
             lambda self, exponent: "PowBackward1" if hasattr(exponent, "dtype")
             else "PowBackward0")
