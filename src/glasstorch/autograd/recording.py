@@ -107,7 +107,7 @@ def _edges_and_meta(op, args):
                 continue
             if not t._requires_grad:
                 edges.append(_NO_EDGE)
-            elif t.grad_fn is not None:
+            elif t.grad_fn is not None and t._base is None:
                 edges.append((t.grad_fn, t._output_nr))
             else:
                 edges.append(gradient_edge(t))
@@ -150,6 +150,8 @@ def _record(op, ks, args):
             if result._output_nr:
                 result._output_nr = 0
             result._set_requires_grad(True)
+            if result._base is not None and result._vc is not None:
+                result._grad_fn_version = result._vc.version   # see refresh_view_history
     else:
         differentiable = d.outputs if d is not None else None
         for nr, out in enumerate(result):
@@ -217,7 +219,9 @@ def _check_inplace_target(self: Tensor):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
     base = self._base
-    if base is not None and base.grad_fn is None and base._requires_grad:
+    # a view that requires grad, of a leaf base (which need not require grad itself: a view
+    # made a leaf by requires_grad_() passes requires_grad on to its own views)
+    if base is not None and base.grad_fn is None and self._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
 
@@ -349,6 +353,7 @@ def _record_inplace_on_view(functional, args):
     with grad_mode.enable_grad():             # the view now reads the new base
         regenerated = base.as_strided(self._shape, self._stride, self._offset)
     self.grad_fn, self._output_nr = regenerated.grad_fn, 0
+    self._grad_fn_version = self._vc.version
     self._set_requires_grad(True)
     if fn is not None:
         _save_view_as_output(fn, self)
