@@ -51,3 +51,102 @@ def test_einsum_summing_everything_backward(equation, shape):
         r.sum().backward()
         return r.detach(), l.grad
     _same(f)
+
+
+def _raises_same(fn):
+    torch = oracle_torch()
+    with pytest.raises(Exception) as theirs:
+        fn(torch)
+    with pytest.raises(theirs.type):
+        fn(gt)
+
+
+@pytest.mark.parametrize("write", [lambda v: v.t().mul_(0), lambda v: v[0:1].tanh_(),
+                                   lambda v: v.__setitem__(slice(None, None, 2), 1.0)])
+def test_inplace_through_a_view_of_a_leaf_view_is_refused(write):
+    """A leaf that is itself a view (reshape, then requires_grad_) passes requires_grad to
+    its views: writing through one of them is refused, as a view of a leaf."""
+    def f(T):
+        w = T.tensor([1., 2., 3.]).reshape(3, 1).requires_grad_()
+        write(w)
+    _raises_same(f)
+
+
+@pytest.mark.parametrize("op", ["copy_", "masked_scatter_", "index_fill_", "logical_and_"])
+def test_overwriting_a_non_leaf_cuts_its_gradient(op):
+    def f(T):
+        l = T.tensor([1., 3.], requires_grad=True)
+        x = l * 1
+        if op == "copy_":
+            x.copy_(T.tensor([2., -4.]))
+        elif op == "masked_scatter_":
+            x.masked_scatter_(T.tensor([True, False]), T.tensor([2., -4.]))
+        elif op == "index_fill_":
+            x.index_fill_(0, T.tensor([1]), 5.)
+        else:
+            x.logical_and_(T.tensor([1., 0.]))
+        (x * T.tensor([1., 2.])).sum().backward()
+        return x.detach(), l.grad
+    _same(f)
+
+
+def test_copy_into_a_view_of_a_non_leaf():
+    def f(T):
+        l = T.arange(1., 5., requires_grad=True)
+        x = l * 2
+        x[1:3].copy_(T.tensor([7., 8.]))
+        (x * T.arange(4.)).sum().backward()
+        return x.detach(), l.grad
+    _same(f)
+
+
+def test_inplace_on_a_view_reaches_the_other_views_of_its_base():
+    """x is a view of a non-leaf; an in-place op through x[::2] changes the base: x's own
+    history must now read the base's new history."""
+    def f(T):
+        l = T.arange(1., 7.).reshape(2, 3).requires_grad_()
+        x = l.clone().transpose(0, -1)
+        x[::2] **= -1.75
+        (x * T.arange(6.).reshape(3, 2)).sum().backward()
+        return x.detach(), l.grad
+    _same(f)
+
+
+def test_inplace_on_a_base_reaches_its_earlier_views():
+    def f(T):
+        l = T.arange(1., 5., requires_grad=True)
+        b = l * 1
+        v = b[1:3]
+        b.mul_(T.tensor([2., 3., 4., 5.]))
+        (v * T.tensor([1., 10.])).sum().backward()
+        return v.detach(), l.grad
+    _same(f)
+
+
+def test_floor_on_a_view_of_a_power():
+    """pow saves its input, not its result (as PyTorch): a later in-place op on a view of
+    the result does not invalidate the backward."""
+    def f(T):
+        l = T.tensor([1.5, 2.5], requires_grad=True)
+        y = l ** -8
+        y[:1].floor_()
+        y.sum().backward()
+        return l.grad
+    _same(f)
+
+
+@pytest.mark.parametrize("exponent", [0, 2, -1.75, 0.5])
+def test_pow_number_exponent_backward(exponent):
+    def f(T):
+        l = T.tensor([0., 1.5, -2.], requires_grad=True)
+        (l ** exponent).sum().backward()
+        return l.grad
+    _same(f)
+
+
+def test_number_to_a_tensor_power_backward():
+    def f(T):
+        l = T.tensor([1., 2.], requires_grad=True)
+        (1.5 ** l).sum().backward()
+        return l.grad
+    _same(f)
