@@ -415,6 +415,8 @@ clamp_max = _declare("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", _cla
                      cpu.clamp_max, overloads=[(
                          "clamp_max(Tensor self, Scalar max) -> Tensor", _NUMBER % "max",
                          _clamp_max_meta, cpu.clamp_max)], doc="min(input, max).")
+for _decl in (clamp, clamp_min, clamp_max):       # with number bounds, out= must match exactly
+    _decl.overloads[0][1].check_out = _exact_out
 
 # ---- unary math ------------------------------------------------------------------------
 
