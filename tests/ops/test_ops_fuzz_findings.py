@@ -87,3 +87,46 @@ def test_inplace_view_ops(call):
         call(x)
         return x, T.tensor(x.stride())
     _same(f)
+
+
+@pytest.mark.parametrize("out_dtype", ["float32", "int64", "int16"])
+@pytest.mark.parametrize("call", [lambda T, x, o: T.clamp(x, min=0, out=o),
+                                  lambda T, x, o: T.clamp_min(x, 0, out=o),
+                                  lambda T, x, o: T.clamp(x, min=T.tensor(0), out=o)])
+def test_clamp_out_dtype_rules(call, out_dtype):
+    """With number bounds the out= tensor must have the result's dtype exactly; with tensor
+    bounds the result is cast into it."""
+    torch = oracle_torch()
+    x = lambda T: T.tensor([1, -2], dtype=T.int16)
+    try:
+        expected = call(torch, x(torch), torch.empty(2, dtype=getattr(torch, out_dtype)))
+    except RuntimeError:
+        with pytest.raises(RuntimeError, match="Found dtype"):
+            call(gt, x(gt), gt.empty(2, dtype=getattr(gt, out_dtype)))
+        return
+    _same(lambda T: call(T, x(T), T.empty(2, dtype=getattr(T, out_dtype))))
+    assert str(expected.dtype).endswith(out_dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8", "complex64"])
+@pytest.mark.parametrize("value", [0.92, 3, True, 1 + 2j])
+def test_copy_from_a_number(dtype, value):
+    def f(T):
+        x = T.zeros(2, dtype=getattr(T, dtype))
+        x[1:].copy_(value)
+        return x
+    _same(f)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "bool", "uint8", "int8",
+                                   "complex64"])
+@pytest.mark.parametrize("value", [0.3 + 1j, 0.3 + 0j, 1e300, -1, 300, float("inf"), -129])
+def test_fill_value_must_fit(dtype, value):
+    torch = oracle_torch()
+    try:
+        torch.zeros(1, dtype=getattr(torch, dtype)).fill_(value)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=str(e)[:40].replace("(", r"\(")):
+            gt.zeros(1, dtype=getattr(gt, dtype)).fill_(value)
+        return
+    _same(lambda T: T.zeros(1, dtype=getattr(T, dtype)).fill_(value))
