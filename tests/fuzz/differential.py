@@ -730,6 +730,10 @@ def _g_out(st, x):
         return f"{form}(out=)", f"torch.{form}(v{x.index}, {_partner(st, x)}, out={out})"
     if form == "neg":
         return "neg(out=)", f"torch.neg(v{x.index}, out={out})"
+    if form in ("sum", "matmul") and not out.startswith("torch.empty"):
+        # a reduction or matmul into memory it reads: PyTorch does not check the overlap
+        # and its result is undefined (it resizes, zeroes, then reads the zeroes)
+        out = f"torch.empty(0, dtype=torch.{x.dtype})"
     if form == "sum":
         return "sum(out=)", f"torch.sum(v{x.index}, {_dim(rng, len(x.shape))}, out={out})"
     if form == "cat":

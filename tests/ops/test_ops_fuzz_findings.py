@@ -130,3 +130,20 @@ def test_fill_value_must_fit(dtype, value):
             gt.zeros(1, dtype=getattr(gt, dtype)).fill_(value)
         return
     _same(lambda T: T.zeros(1, dtype=getattr(T, dtype)).fill_(value))
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "cumsum", "mean", "amax"])
+@pytest.mark.parametrize("out_dtype", ["bool", "int32", "float64", "float16"])
+def test_reduction_out_dtype(op, out_dtype):
+    """Without dtype=, a sum/prod/cumsum casts its input to out's dtype first, a mean
+    computes in the input's dtype and casts the result, amax wants the input's dtype."""
+    torch = oracle_torch()
+    x = lambda T: T.tensor([[1.5, -2.7], [0.2, 3.]])
+    call = lambda T: getattr(T, op)(x(T), 0, out=T.empty(2 if op != "cumsum" else (2, 2),
+                                                         dtype=getattr(T, out_dtype)))
+    try:
+        call(torch)
+    except RuntimeError:
+        _raises_same(call)
+        return
+    _same(call)
