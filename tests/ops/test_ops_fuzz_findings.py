@@ -147,3 +147,10 @@ def test_reduction_out_dtype(op, out_dtype):
         _raises_same(call)
         return
     _same(call)
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 4)])
+@pytest.mark.parametrize("index", [-1, 5])
+def test_index_select_out_of_range_error_class(shape, index):
+    for dim in range(-len(shape), len(shape)):
+        _raises_same(lambda T: T.index_select(T.zeros(shape), dim, T.tensor([index])))

@@ -127,6 +127,10 @@ def index_select_cpu(out, self, dim, index):
     arr = self._array()
     size = arr.shape[wrap_dim(dim, self.dim())] if arr.ndim else 1
     if idx.size and (idx.min() < 0 or idx.max() >= size):
+        if arr.ndim > 1 and wrap_dim(dim, self.dim()) == 1:   # PyTorch's dim-1 kernel's text
+            bad = int(idx[(idx < 0) | (idx >= size)][0])
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} "
+                               f"axis_dim={size}")
         raise IndexError("index out of range in self")
     if arr.ndim == 0:
         assign_array(out._array(), arr)
