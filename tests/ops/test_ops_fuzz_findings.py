@@ -154,3 +154,19 @@ def test_reduction_out_dtype(op, out_dtype):
 def test_index_select_out_of_range_error_class(shape, index):
     for dim in range(-len(shape), len(shape)):
         _raises_same(lambda T: T.index_select(T.zeros(shape), dim, T.tensor([index])))
+
+
+@pytest.mark.parametrize("bounds", [
+    lambda T: dict(min=T.tensor(1.39, dtype=T.float64), max=2),
+    lambda T: dict(min=T.tensor(1.39, dtype=T.float16), max=1.69),
+    lambda T: dict(min=1, max=T.tensor(3.5, dtype=T.float16)),
+    lambda T: dict(min=T.tensor(1.39, dtype=T.float64)),
+    lambda T: dict(min=T.tensor(1.39, dtype=T.float64), max=T.tensor(2))])
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "float16"])
+def test_clamp_with_a_0d_tensor_and_a_number(bounds, dtype):
+    """A 0-d tensor bound beside a number bound promotes as a number (clamp.Scalar)."""
+    _same(lambda T: T.clamp(T.tensor([0, 3], dtype=getattr(T, dtype)), **bounds(T)))
+
+
+def test_clamp_with_a_tensor_and_a_number_is_refused():
+    _raises_same(lambda T: T.clamp(T.tensor([0]), min=1, max=T.tensor([3.5])))

@@ -399,6 +399,9 @@ def _check_clamp_dtype(d, min, max):
 
 
 def clamp(out, self, min=None, max=None):
+    if min is not None and max is not None and isinstance(min, Tensor) != isinstance(max, Tensor):
+        # a 0-d tensor bound beside a number is taken as a number (PyTorch's clamp.Scalar)
+        min, max = (b.item() if isinstance(b, Tensor) else b for b in (min, max))
     xs = [x for x in (self, min, max) if x is not None]
     d = common_dtype(*xs)
     if d is dt.bool or d in COMPLEX:

@@ -272,6 +272,9 @@ def _check_bound_fits(value, d: dt.dtype):
                        "overflow")
 
 
+_AS_NUMBER = {dt.BOOL: False, dt.INT: 0, dt.FLOAT: 0.0, dt.COMPLEX: 0j}
+
+
 def _clamp_meta(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -280,6 +283,18 @@ def _clamp_meta(self, min=None, max=None):
     if isinstance(min, complex) or isinstance(max, complex):
         raise RuntimeError("value cannot be converted to type double without overflow")
     operands = [x for x in (self, min, max) if x is not None]
+    if len(operands) == 3 and isinstance(min, Tensor) != isinstance(max, Tensor):
+        # PyTorch's parser then picks clamp.Scalar, taking the 0-d tensor bound as a number:
+        # it promotes as a Python number of its kind would; a tensor of more dims fits neither
+        bound = min if isinstance(min, Tensor) else max
+        if bound.dim() != 0:
+            raise TypeError(
+                "clamp() received an invalid combination of arguments - got a Tensor of "
+                f"{bound.dim()} dims and a number as bounds, but expected either two tensors "
+                "(Tensor input, Tensor min = None, Tensor max = None) or two numbers "
+                "(Tensor input, Number min = None, Number max = None)")
+        operands = [_AS_NUMBER[x.dtype.category] if isinstance(x, Tensor) and x is not self
+                    and x.dim() == 0 else x for x in operands]
     d = common_dtype(*operands)
     for bound in (min, max):
         if bound is not None and not isinstance(bound, Tensor):
