@@ -97,7 +97,9 @@ def _numpy(t) -> np.ndarray:
         return np.array(t._array(), copy=True)
     if str(t.dtype) == "torch.complex32":          # NumPy has no complex32
         t = t.to(_torch().complex64)
-    return t.numpy(force=True).copy()              # force: a ZeroTensor gradient too
+    # on a clone: numpy() marks a storage as not resizable, which would change what a
+    # later out= into this tensor does; force: a ZeroTensor gradient converts too
+    return t.clone().numpy(force=True)
 
 
 def _tolerance(dtype: str):
