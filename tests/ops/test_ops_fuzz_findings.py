@@ -170,3 +170,36 @@ def test_clamp_with_a_0d_tensor_and_a_number(bounds, dtype):
 
 def test_clamp_with_a_tensor_and_a_number_is_refused():
     _raises_same(lambda T: T.clamp(T.tensor([0]), min=1, max=T.tensor([3.5])))
+
+
+_OVERLAP_CASES = {
+    "expanded out": lambda T, x: T.add(T.ones(3), 1, out=T.zeros(1).expand(3)),
+    "partial out": lambda T, x: T.add(x[:3], x[1:], out=x[1:]),
+    "partial in-place": lambda T, x: x[1:].add_(x[:3]),
+    "same memory, other order": lambda T, x: x.view(2, 2).add_(x.view(2, 2).t()),
+    "unary out": lambda T, x: T.neg(x[:3], out=x[1:]),
+    "clamp out": lambda T, x: T.clamp(x[:3], min=1, out=x[1:]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OVERLAP_CASES))
+def test_partial_overlap_is_refused(case):
+    _raises_same(lambda T: _OVERLAP_CASES[case](T, T.arange(4.)))
+
+
+@pytest.mark.parametrize("call", [lambda T, x: x.add_(x), lambda T, x: x[:2].add_(x[2:]),
+                                  lambda T, x: x[::2].add_(x[1::2]),
+                                  lambda T, x: T.mul(x, 2, out=x)])
+def test_full_or_no_overlap_is_allowed(call):
+    def f(T):
+        x = T.arange(4.)
+        call(T, x)
+        return x
+    _same(f)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_softmax_of_empty_integer_tensor(op, dtype):
+    _same(lambda T: getattr(T, op)(T.zeros(2, 0, dtype=getattr(T, dtype)), 0))
+    _raises_same(lambda T: getattr(T, op)(T.zeros(2, 1, dtype=getattr(T, dtype)), 0))

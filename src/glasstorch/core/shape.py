@@ -136,8 +136,9 @@ def is_non_overlapping_and_dense(shape, strides) -> bool:
 
 
 def has_internal_overlap(shape, strides) -> bool:
-    """True when a stride-0 (expanded) dimension makes two elements share memory."""
-    return any(st == 0 and sz > 1 for sz, st in zip(shape, strides))
+    """True when a stride-0 (expanded) dimension makes two elements share memory (never for
+    an empty tensor, which has no elements)."""
+    return 0 not in shape and any(st == 0 and sz > 1 for sz, st in zip(shape, strides))
 
 
 def wrap_dim(dim, ndim: int, *, scalar_ok: bool = True) -> int:
