@@ -203,3 +203,12 @@ def test_full_or_no_overlap_is_allowed(call):
 def test_softmax_of_empty_integer_tensor(op, dtype):
     _same(lambda T: getattr(T, op)(T.zeros(2, 0, dtype=getattr(T, dtype)), 0))
     _raises_same(lambda T: getattr(T, op)(T.zeros(2, 1, dtype=getattr(T, dtype)), 0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+@pytest.mark.parametrize("call", [lambda T, x: x.clamp_min_(0.9 + 1j),
+                                  lambda T, x: T.clamp(x, min=0.9 + 1j),
+                                  lambda T, x: T.clamp(x, min=1, max=1j),
+                                  lambda T, x: T.clamp_max(x, 1j)])
+def test_clamp_with_a_complex_bound_error_class(dtype, call):
+    _raises_same(lambda T: call(T, T.ones(2, dtype=getattr(T, dtype))))

@@ -275,12 +275,16 @@ def _check_bound_fits(value, d: dt.dtype):
 _AS_NUMBER = {dt.BOOL: False, dt.INT: 0, dt.FLOAT: 0.0, dt.COMPLEX: 0j}
 
 
-def _clamp_meta(self, min=None, max=None):
+def _clamp_meta(self, min=None, max=None, one_bound=False):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if self.dtype.is_complex:
         raise NotImplementedError("clamp is not supported for complex types")
     if isinstance(min, complex) or isinstance(max, complex):
+        # PyTorch's clamp converts a bound to double for a floating input; clamp_min/max
+        # and integer inputs promote to complex first, which no clamp kernel takes
+        if one_bound or self.dtype.category != dt.FLOAT:
+            raise NotImplementedError("clamp is not supported for complex types")
         raise RuntimeError("value cannot be converted to type double without overflow")
     operands = [x for x in (self, min, max) if x is not None]
     if len(operands) == 3 and isinstance(min, Tensor) != isinstance(max, Tensor):
@@ -303,11 +307,11 @@ def _clamp_meta(self, min=None, max=None):
 
 
 def _clamp_min_meta(self, min):
-    return _clamp_meta(self, min, None)
+    return _clamp_meta(self, min, None, one_bound=True)
 
 
 def _clamp_max_meta(self, max):
-    return _clamp_meta(self, None, max)
+    return _clamp_meta(self, None, max, one_bound=True)
 
 
 def _infinity_test_meta(name):
