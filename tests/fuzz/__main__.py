@@ -2,10 +2,15 @@
 (see tests/fuzz/differential.py); prints the difference rate and the distinct patterns,
 each with a minimised reproducer."""
 import argparse
+import signal
 import sys
 import time
 
 from tests.fuzz.differential import campaign, format_report
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def main(argv=None) -> int:
@@ -22,9 +27,10 @@ def main(argv=None) -> int:
                   f"{len(report.patterns)} patterns, {time.time() - start:.0f} s",
                   file=sys.stderr, flush=True)
 
+    signal.signal(signal.SIGTERM, _interrupt)      # `timeout` ends a run: report so far
     report = campaign(args.programs, args.seed, progress=progress)
     print(format_report(report, args.show))
-    print(f"\n({time.time() - start:.0f} s, seeds {args.seed}..{args.seed + args.programs - 1})")
+    print(f"\n({time.time() - start:.0f} s, seeds {args.seed}..{args.seed + report.programs - 1})")
     return 0 if report.differing == 0 and report.crashes == 0 else 1
 
 

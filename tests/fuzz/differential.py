@@ -903,6 +903,14 @@ def campaign(programs: int, seed: int = 0, minimise_per_key: int = 1, progress=N
     differences by kind and the op sequence of their minimised program."""
     report = Report()
     minimised: dict = {}          # first-difference key -> pattern of its minimised program
+    try:
+        _run_campaign(report, minimised, programs, seed, progress)
+    except KeyboardInterrupt:     # stopped early: the report covers the programs run so far
+        pass
+    return report
+
+
+def _run_campaign(report, minimised, programs, seed, progress):
     for k in range(programs):
         s = seed + k
         report.programs += 1
@@ -928,7 +936,6 @@ def campaign(programs: int, seed: int = 0, minimise_per_key: int = 1, progress=N
         report.patterns[minimised[raw]][0] += 1
         if progress is not None:
             progress(k, report)
-    return report
 
 
 def format_report(report: Report, show: int = 20) -> str:
