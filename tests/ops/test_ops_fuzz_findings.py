@@ -212,3 +212,19 @@ def test_softmax_of_empty_integer_tensor(op, dtype):
                                   lambda T, x: T.clamp_max(x, 1j)])
 def test_clamp_with_a_complex_bound_error_class(dtype, call):
     _raises_same(lambda T: call(T, T.ones(2, dtype=getattr(T, dtype))))
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.topk(T.ones(1, dtype=T.complex64), 1),
+    lambda T: T.topk(T.ones(1, dtype=T.complex64), 2),
+    lambda T: T.topk(T.ones(1, dtype=T.bool), 2),
+    lambda T: T.cat([T.tensor(1.), T.tensor(1.)], out=T.empty(0, dtype=T.bool)),
+    lambda T: T.ones(2, dtype=T.complex64).abs_(),
+])
+def test_error_class_and_order(call):
+    torch = oracle_torch()
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(theirs.type) as ours:
+        call(gt)
+    assert str(ours.value) == str(theirs.value)

@@ -454,8 +454,13 @@ for _name, _aliases in _FLOAT_UNARY.items():
 
 logit = _declare("logit(Tensor self, float? eps=None) -> Tensor", _unary_float_meta, cpu.logit,
                  doc="log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given.")
+def _abs_inplace(spec, self):
+    if self.dtype.is_complex:            # |z| is real: it cannot be stored back into z
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+
+
 abs = _declare("abs(Tensor self) -> Tensor", _abs_meta, cpu.abs, aliases=("absolute",),
-               check_out=_exact_out,
+               check_out=_exact_out, check_inplace=_abs_inplace,
                doc="|input|; complex inputs give their real dtype.")
 neg = _declare("neg(Tensor self) -> Tensor", _neg_meta, cpu.neg, aliases=("negative",),
                check_out=_exact_out,

@@ -69,11 +69,15 @@ def _cat_shape_error(ref, t, i, d):
                        "the list.")
 
 
-def _cat_meta(tensors, dim=0):
+def _no_zero_dim(tensors) -> None:
     for i, t in enumerate(tensors):
         if not t._shape:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                "concatenated")
+
+
+def _cat_meta(tensors, dim=0):
+    _no_zero_dim(tensors)
     dtype = _promoted(tensors)
     ref = next((t for t in tensors if not _skipped(t)), None)
     if ref is None:
@@ -109,6 +113,8 @@ def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list("cat", tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    if out is not None:
+        _no_zero_dim(tensors)                 # checked before out's dtype, as in PyTorch
     _check_out_cast("cat", tensors, out)
     return _cat.function(tensors, dim, out=out)
 
