@@ -150,3 +150,32 @@ def test_number_to_a_tensor_power_backward():
         (1.5 ** l).sum().backward()
         return l.grad
     _same(f)
+
+
+@pytest.mark.parametrize("write", [
+    lambda T, x: x.eq_(1.5), lambda T, x: x[1:].lt_(T.tensor([0., 5.])),
+    lambda T, x: x[1:].logical_or_(T.tensor([0., 5.])), lambda T, x: x.logical_not_(),
+    lambda T, x: x.sign_(), lambda T, x: x.logical_and_(T.tensor([1., 0., 1.]))])
+def test_non_differentiable_inplace_ops(write):
+    """Comparisons in place cut self's history (a zero derivative); logical_*_ are not
+    recorded at all, so the old history stays and a leaf may be written."""
+    def f(T):
+        l = T.tensor([1.5, -2., 3.], requires_grad=True)
+        x = l * 1
+        write(T, x)
+        (x * T.tensor([1., 2., 3.])).sum().backward()
+        return x.detach(), l.grad
+    _same(f)
+
+
+@pytest.mark.parametrize("write", [lambda T, l: l.logical_not_(),
+                                   lambda T, l: l.logical_and_(T.tensor([1., 0., 1.])),
+                                   lambda T, l: l.eq_(1.5), lambda T, l: l.sign_()])
+def test_non_differentiable_inplace_ops_on_a_leaf(write):
+    torch = oracle_torch()
+    try:
+        write(torch, torch.tensor([1.5, -2., 3.], requires_grad=True))
+    except RuntimeError:
+        _raises_same(lambda T: write(T, T.tensor([1.5, -2., 3.], requires_grad=True)))
+        return
+    _same(lambda T: write(T, T.tensor([1.5, -2., 3.], requires_grad=True)).detach())

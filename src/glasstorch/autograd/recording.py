@@ -66,6 +66,8 @@ def autograd_kernel(op, ks, *args):
                            "automatic differentiation, but one of the arguments requires grad.")
     decl = info.get("decl")
     if decl is not None and decl.inplace is op:
+        if decl.functional.info.get("autograd") == "not differentiable":
+            return _record_not_differentiable_inplace(op, ks, args)
         d = decl.functional.info.get("derivative")
         return _record_inplace(decl.functional, args,
                                lambda: check_inplace_write(decl, args[0], decl.meta(*args),
@@ -79,6 +81,18 @@ def autograd_kernel(op, ks, *args):
         _check_inplace_target(args[0])
         raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
                            "requires grad is not supported for this operator yet")
+    return _record_inplace(_overwrite_functional(op, node_name), args)
+
+
+def _record_not_differentiable_inplace(op, ks, args):
+    """PyTorch's logical_*_ write through their out= form, which autograd does not see (a
+    leaf may be written, its history stays); the comparisons (eq_, lt_, ...) give self a
+    node with a zero derivative, cutting its history (EqBackward1 for a tensor operand)."""
+    name = op.schema.name.removeprefix("aten::").rstrip("_")
+    if name.startswith("logical_"):
+        return op.redispatch(ks, *args)
+    number = 1 if len(args) > 1 and isinstance(args[1], Tensor) else 0
+    node_name = "".join(p.capitalize() for p in name.split("_")) + f"Backward{number}"
     return _record_inplace(_overwrite_functional(op, node_name), args)
 
 
