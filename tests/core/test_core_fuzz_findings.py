@@ -25,3 +25,27 @@ def test_negative_storage_size_is_refused():
         torch.UntypedStorage(-1)
     with pytest.raises(RuntimeError, match="negative size"):
         gt.UntypedStorage(-1)
+
+
+_LAYOUTS = {
+    "gapped transpose": lambda T: T.arange(24.).reshape(4, 6).t()[::2],
+    "expanded rows": lambda T: T.tensor([3., 1., 2.]).expand(2, 3),
+    "expanded columns": lambda T: T.tensor([[3.], [1.]]).expand(2, 3),
+    "expanded, transposed": lambda T: T.arange(6.).reshape(1, 2, 3).expand(2, 2, 3)
+    .transpose(0, 2),
+    "expanded middle": lambda T: T.arange(6.).reshape(2, 3)[:, None].expand(2, 4, 3),
+    "expanded, permuted": lambda T: T.zeros(3, 1, 2).expand(3, 4, 2).permute(1, 2, 0),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(_LAYOUTS))
+def test_preserved_layout_of_non_dense_inputs(layout):
+    """empty_like, clone, sort and argsort of a non-dense input get PyTorch's strides."""
+    torch = oracle_torch()
+    for T in (gt, torch):
+        x = _LAYOUTS[layout](T)
+        got = (T.empty_like(x).stride(), x.clone().stride(), T.sort(x)[0].stride(),
+               T.argsort(x, 0).stride())
+        if T is gt:
+            ours = got
+    assert ours == got
