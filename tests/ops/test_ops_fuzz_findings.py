@@ -228,3 +228,35 @@ def test_error_class_and_order(call):
     with pytest.raises(theirs.type) as ours:
         call(gt)
     assert str(ours.value) == str(theirs.value)
+
+
+def _maximum_into_an_input(T):
+    v = T.ones(())
+    return T.maximum(v, T.ones(1, 1), out=v)
+
+
+_EDGE_CASES = {
+    "index_select, empty dim, 2-d": lambda T: T.index_select(T.zeros(0, 4), 0, T.tensor([0])),
+    "index_select, empty dim, 1-d": lambda T: T.index_select(T.zeros(0), 0, T.tensor([0])),
+    "index_select, empty index": lambda T: T.index_select(T.zeros(0, 4), 0,
+                                                          T.tensor([], dtype=T.long)),
+    "index_fill_, empty dim": lambda T: T.zeros(1, 0, 1).index_fill_(1, T.tensor([0]), 1.),
+    "index_fill_, empty tensor": lambda T: T.zeros(2, 0).index_fill_(0, T.tensor([5]), 1.),
+    "bool mv, empty": lambda T: T.zeros(0, 2, dtype=T.bool) @ T.zeros(2, dtype=T.bool),
+    "bool mv, k = 0": lambda T: T.zeros(2, 0, dtype=T.bool) @ T.zeros(0, dtype=T.bool),
+    "bool mm, empty": lambda T: T.zeros(0, 2, dtype=T.bool) @ T.zeros(2, 3, dtype=T.bool),
+    "bool dot": lambda T: T.zeros(2, dtype=T.bool) @ T.zeros(2, dtype=T.bool),
+    "out= that is read, resized": _maximum_into_an_input,
+}
+
+
+@pytest.mark.parametrize("case", sorted(_EDGE_CASES))
+def test_empty_and_read_write_edge_cases(case):
+    call = _EDGE_CASES[case]
+    torch = oracle_torch()
+    try:
+        call(torch)
+    except Exception:
+        _raises_same(call)
+        return
+    _same(call)

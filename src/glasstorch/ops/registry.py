@@ -275,8 +275,13 @@ def _checked_out(decl, inputs, out):
         spec = decl.meta(*inputs)
     if decl.check_out is not None and isinstance(out, Tensor):
         decl.check_out(spec, out, *inputs)
+    pointwise = "pointwise" in decl.functional.tags and isinstance(out, Tensor)
+    if pointwise and out._shape != spec.shape and any(x is out for x in inputs):
+        # an out= that is also read is never resized (TensorIterator's read-write operand)
+        raise RuntimeError(f"output with shape {list(out._shape)} doesn't match the "
+                           f"broadcast shape {list(spec.shape)}")
     _prepare_out(decl, spec, out)
-    if "pointwise" in decl.functional.tags and isinstance(out, Tensor):
+    if pointwise:
         if has_internal_overlap(out._shape, out._stride):
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor "

@@ -127,6 +127,8 @@ def index_select_cpu(out, self, dim, index):
     arr = self._array()
     size = arr.shape[wrap_dim(dim, self.dim())] if arr.ndim else 1
     if idx.size and (idx.min() < 0 or idx.max() >= size):
+        if size == 0 and arr.ndim > 1:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
         if arr.ndim > 1 and wrap_dim(dim, self.dim()) == 1:   # PyTorch's dim-1 kernel's text
             bad = int(idx[(idx < 0) | (idx >= size)][0])
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} "
