@@ -922,6 +922,8 @@ def _run_campaign(report, minimised, programs, seed, progress):
             key = ("harness-crash", type(e).__name__)
             report.patterns.setdefault(key, [0, f"seed {s}: {e!r}"])[0] += 1
             continue
+        if progress is not None:
+            progress(k, report)
         if not diffs:
             continue
         report.differing += 1
@@ -934,8 +936,6 @@ def _run_campaign(report, minimised, programs, seed, progress):
             report.patterns.setdefault(minimised[raw], [0, reproducer(small, run_pair(small)[0]
                                                                       if run_pair(small) else d)])
         report.patterns[minimised[raw]][0] += 1
-        if progress is not None:
-            progress(k, report)
 
 
 def format_report(report: Report, show: int = 20) -> str:
