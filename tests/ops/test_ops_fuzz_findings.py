@@ -260,3 +260,18 @@ def test_empty_and_read_write_edge_cases(case):
         _raises_same(call)
         return
     _same(call)
+
+
+@pytest.mark.parametrize("index", [slice(None, None, 2), 1, Ellipsis, 0, (slice(None), 0)])
+def test_setitem_number_into_an_expanded_tensor(index):
+    def f(T):
+        v = T.zeros(2, 1).expand(2, 3)
+        v[index] = 2.
+        return v
+    torch = oracle_torch()
+    try:
+        f(torch)
+    except RuntimeError:
+        _raises_same(f)
+        return
+    _same(f)
