@@ -275,3 +275,28 @@ def test_setitem_number_into_an_expanded_tensor(index):
         _raises_same(f)
         return
     _same(f)
+
+
+def _cat_into_an_input(T):
+    x = T.zeros(0, 1)
+    return T.cat([x, x], out=x)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.cat([T.ones(1, requires_grad=True)] * 2, out=T.empty(3, dtype=T.bool)),
+    lambda T: T.cat([T.ones(1, requires_grad=True)] * 2, out=T.empty(3)),
+    _cat_into_an_input])
+def test_cat_out_checks_in_pytorch_order(call):
+    torch = oracle_torch()
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(theirs.type) as ours:
+        call(gt)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("shape, dim, index", [((0, 3, 4), 2, [7]), ((0, 3, 4), 0, [7]),
+                                               ((2, 0, 3), 2, [7]), ((2, 0, 3), 0, [7]),
+                                               ((0, 1, 1), 2, [-2]), ((2, 3, 4), 2, [7])])
+def test_index_select_out_of_range_on_empty_inputs(shape, dim, index):
+    _raises_same(lambda T: T.index_select(T.zeros(shape), dim, T.tensor(index)))

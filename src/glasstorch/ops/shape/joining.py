@@ -12,6 +12,7 @@ import operator
 import warnings
 
 from ...core import dtype as dt
+from ...core.grad_state import state as _grad_state
 from ...core.shape import (Size, as_shape, broadcast_shapes2, channels_last_strides,
                           check_nonnegative, contiguous_strides, is_channels_last, wrap_dim,
                           wrap_dims)
@@ -44,6 +45,13 @@ def _promoted(tensors) -> dt.dtype:
     for t in tensors[1:]:
         d = dt.promote_types(d, t.dtype)
     return d
+
+
+def _check_out_is_not_an_input(tensors, out):
+    if any(t is out for t in tensors):
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                           "written-to tensor refer to a single memory location. Please "
+                           "clone() the tensor before performing the operation.")
 
 
 def _check_out_cast(name, tensors, out):
@@ -113,8 +121,13 @@ def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list("cat", tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    if out is not None:
-        _no_zero_dim(tensors)                 # checked before out's dtype, as in PyTorch
+    if out is not None:                       # checked before out's dtype, as in PyTorch
+        _no_zero_dim(tensors)
+        _check_out_is_not_an_input(tensors, out)
+        if _grad_state.enabled and any(t._requires_grad for t in tensors):
+            raise RuntimeError("cat(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
     _check_out_cast("cat", tensors, out)
     return _cat.function(tensors, dim, out=out)
 
