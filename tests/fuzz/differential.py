@@ -604,8 +604,11 @@ def _g_setitem(st, x):
                         "::2", f"..., {rng.randint(-x.shape[-1], x.shape[-1] - 1)}" if x.shape[-1] else "0"))
     value = _scalar(rng) if rng.random() < 0.6 else None
     if value is None:
+        # PyTorch bug: a value that requires grad written into an integer tensor makes that
+        # tensor require grad, and its next op fails ("Autograd not support dtype: Long");
+        # glasstorch leaves it an ordinary integer tensor. Not generated.
         src = _add_input(st, (), x.dtype if rng.random() < 0.7 else None,
-                         st.backward and rng.random() < 0.5)
+                         st.backward and x.dtype in FLOATS and rng.random() < 0.5)
         value = f"v{src.index}"
     return "setitem", f"v{x.index}[{index}] = {value}\nv{{out}} = v{x.index}"
 
