@@ -457,11 +457,10 @@ def test_out_dtype_mismatches_raise():
             fn()
 
 
-def test_sum_of_floats_into_an_integer_out_is_refused():
-    # PyTorch casts the floats to the out dtype and sums (a surprising truncation);
-    # glasstorch refuses the float -> integer output cast instead.
-    with pytest.raises(RuntimeError, match="can't be cast"):
-        gt.sum(gt.tensor([0.5, 0.7, 1.5]), 0, out=gt.empty((), dtype=gt.int64))
+def test_sum_of_floats_into_an_integer_out_casts_first():
+    # As PyTorch: the floats are cast to the out dtype, then summed (0 + 0 + 1)
+    out = gt.sum(gt.tensor([0.5, 0.7, 1.5]), 0, out=gt.empty((), dtype=gt.int64))
+    assert out.item() == 1 and out.dtype is gt.int64
 
 
 def test_multi_output_out_returns_out_named_tuples():

@@ -217,8 +217,25 @@ def sum_to_shape(grad: Tensor, shape: tuple) -> Tensor:
     return grad.view(shape) if grad._shape != tuple(shape) else grad
 
 
+def refresh_view_history(t: Tensor) -> None:
+    """A view's grad_fn goes stale when its base, or another view of it, is changed in place
+    after the view was made (the base's history now runs through CopySlices or the in-place
+    op's node): the view then reads the base's new history, as an as_strided of the base,
+    which is how PyTorch regenerates it. Version counters tell when: all views share one."""
+    version = t._grad_fn_version
+    if version is None or t._vc.version == version or not t._base._requires_grad:
+        return
+    from .grad_mode import enable_grad
+    with enable_grad():
+        regenerated = t._base.as_strided(t._shape, t._stride, t._offset)
+    t.grad_fn, t._output_nr = regenerated.grad_fn, 0
+    t._grad_fn_version = t._vc.version
+
+
 def gradient_edge(t: Tensor):
     """The (node, input_nr) through which gradient reaches `t`."""
+    if t._base is not None:
+        refresh_view_history(t)
     if t.grad_fn is not None:
         return (t.grad_fn, t._output_nr)
     if t._requires_grad:

@@ -66,6 +66,8 @@ def autograd_kernel(op, ks, *args):
                            "automatic differentiation, but one of the arguments requires grad.")
     decl = info.get("decl")
     if decl is not None and decl.inplace is op:
+        if decl.functional.info.get("autograd") == "not differentiable":
+            return _record_not_differentiable_inplace(op, ks, args)
         d = decl.functional.info.get("derivative")
         return _record_inplace(decl.functional, args,
                                lambda: check_inplace_write(decl, args[0], decl.meta(*args),
@@ -79,6 +81,18 @@ def autograd_kernel(op, ks, *args):
         _check_inplace_target(args[0])
         raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
                            "requires grad is not supported for this operator yet")
+    return _record_inplace(_overwrite_functional(op, node_name), args)
+
+
+def _record_not_differentiable_inplace(op, ks, args):
+    """PyTorch's logical_*_ write through their out= form, which autograd does not see (a
+    leaf may be written, its history stays); the comparisons (eq_, lt_, ...) give self a
+    node with a zero derivative, cutting its history (EqBackward1 for a tensor operand)."""
+    name = op.schema.name.removeprefix("aten::").rstrip("_")
+    if name.startswith("logical_"):
+        return op.redispatch(ks, *args)
+    number = 1 if len(args) > 1 and isinstance(args[1], Tensor) else 0
+    node_name = "".join(p.capitalize() for p in name.split("_")) + f"Backward{number}"
     return _record_inplace(_overwrite_functional(op, node_name), args)
 
 
@@ -107,7 +121,7 @@ def _edges_and_meta(op, args):
                 continue
             if not t._requires_grad:
                 edges.append(_NO_EDGE)
-            elif t.grad_fn is not None:
+            elif t.grad_fn is not None and t._base is None:
                 edges.append((t.grad_fn, t._output_nr))
             else:
                 edges.append(gradient_edge(t))
@@ -150,6 +164,8 @@ def _record(op, ks, args):
             if result._output_nr:
                 result._output_nr = 0
             result._set_requires_grad(True)
+            if result._base is not None and result._vc is not None:
+                result._grad_fn_version = result._vc.version   # see refresh_view_history
     else:
         differentiable = d.outputs if d is not None else None
         for nr, out in enumerate(result):
@@ -223,7 +239,9 @@ def _check_inplace_target(self: Tensor):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
     base = self._base
-    if base is not None and base.grad_fn is None and base._requires_grad:
+    # a view that requires grad, of a leaf base (which need not require grad itself: a view
+    # made a leaf by requires_grad_() passes requires_grad on to its own views)
+    if base is not None and base.grad_fn is None and self._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
 
@@ -355,6 +373,7 @@ def _record_inplace_on_view(functional, args):
     with grad_mode.enable_grad():             # the view now reads the new base
         regenerated = base.as_strided(self._shape, self._stride, self._offset)
     self.grad_fn, self._output_nr = regenerated.grad_fn, 0
+    self._grad_fn_version = self._vc.version
     self._set_requires_grad(True)
     if fn is not None:
         _save_view_as_output(fn, self)

@@ -136,8 +136,9 @@ def is_non_overlapping_and_dense(shape, strides) -> bool:
 
 
 def has_internal_overlap(shape, strides) -> bool:
-    """True when a stride-0 (expanded) dimension makes two elements share memory."""
-    return any(st == 0 and sz > 1 for sz, st in zip(shape, strides))
+    """True when a stride-0 (expanded) dimension makes two elements share memory (never for
+    an empty tensor, which has no elements)."""
+    return 0 not in shape and any(st == 0 and sz > 1 for sz, st in zip(shape, strides))
 
 
 def wrap_dim(dim, ndim: int, *, scalar_ok: bool = True) -> int:
@@ -316,11 +317,26 @@ def check_in_bounds(shape, strides, offset: int, itemsize: int, storage_nbytes: 
 
 
 def dense_strides_like(shape, strides) -> tuple:
-    """Contiguous strides in the same dimension order as `strides` (preserve_format)."""
-    order = sorted(range(len(shape)), key=lambda d: (strides[d], shape[d]), reverse=True)
-    out = [0] * len(shape)
+    """Contiguous strides in the same dimension order as `strides` (preserve_format), as
+    PyTorch infers them: an insertion sort from the last dim inward that moves a dim only
+    past dims with a larger stride (or an equal stride and a smaller size); a stride of 0
+    (an expanded dim) tells nothing, so dims are never moved across one."""
+    n = len(shape)
+    perm = list(range(n - 1, -1, -1))          # perm[0]: the innermost dim
+    for i in range(1, n):
+        moving = i
+        for j in range(i - 1, -1, -1):
+            a, b = perm[j], perm[moving]
+            if strides[a] == 0 or strides[b] == 0:
+                continue
+            if strides[a] > strides[b] or (strides[a] == strides[b] and shape[a] > shape[b]):
+                perm[j], perm[moving] = b, a
+                moving = j
+            else:
+                break
+    out = [0] * n
     acc = 1
-    for d in reversed(order):
+    for d in perm:
         out[d] = acc
         acc *= max(shape[d], 1)
     return tuple(out)

@@ -21,7 +21,11 @@ class UntypedStorage:
 
     def __init__(self, nbytes: int = 0, *, device=None):
         dev = CPU if device is None else Device(device)
-        self._init(int(nbytes), dev)
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            self._allocator = None                    # nothing held: __del__ frees nothing
+            raise RuntimeError(f"Trying to create a storage of negative size: {nbytes} bytes")
+        self._init(nbytes, dev)
 
     def _init(self, nbytes, dev):
         self.device = dev
@@ -133,7 +137,18 @@ class UntypedStorage:
         new[:keep] = self.buf[:keep]
         self._allocator.free(self._nbytes, self.buf)
         self.buf, self._nbytes = new, nbytes
+        self._forget_tensor_arrays()
         return self
+
+    def _forget_tensor_arrays(self) -> None:
+        """The tensors over this storage cache an array over the old buffer: drop those
+        caches, so they read and write the new one. Resizing a storage is rare, so the
+        tensors are found by a scan of the heap rather than registered on every tensor."""
+        import gc
+        from .tensor import Tensor
+        for ref in gc.get_referrers(self):
+            if isinstance(ref, Tensor) and ref._storage is self:
+                ref._np = None
 
     def _check_index(self, idx: int) -> int:
         if self.buf is None:

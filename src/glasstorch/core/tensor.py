@@ -82,6 +82,7 @@ class Tensor:
     _inference = False
     _view_creation = None      # see ops.inplace_or_view._view_creation
     _accumulator = None        # weakref to a leaf's AccumulateGrad node (autograd/graph.py)
+    _grad_fn_version = None    # a view's version when its grad_fn was recorded (same file)
 
     __array_priority__ = 1000  # numpy defers `ndarray + tensor` to Tensor.__radd__
 

@@ -78,6 +78,47 @@ def scalar_value(value):
     return value.item() if isinstance(value, Tensor) else value
 
 
+# c10's names of the types a fill value is converted to, and the ranges its checked
+# conversion accepts (unsigned types take negative values, which wrap; 16-bit floats are
+# converted through double, unchecked).
+_FILL_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                    "int64": "int64_t", "float16": "double", "bfloat16": "double",
+                    "float32": "float", "float64": "double",
+                    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def _fill_range(dtype):
+    if dtype.category == 1:                                            # integers
+        info = np.iinfo(dtype.np)
+        return (-int(info.max) if info.min == 0 else int(info.min)), int(info.max)
+    if dtype.name in ("float32", "complex64"):
+        big = float(np.finfo(np.float32).max)
+        return -big, big
+    return None
+
+
+def check_fill_fits(self: Tensor, value) -> None:
+    """A number written by fill_ must convert to self's dtype as c10 converts it: no
+    imaginary part for a real (non-bool) tensor, and within the type's range."""
+    if isinstance(value, Tensor):
+        return
+    type_name = _FILL_TYPE_NAMES.get(self.dtype.name)                # None for bool
+    if type_name is None:
+        return
+    real = value
+    if isinstance(value, complex):
+        if value.imag != 0 and self.dtype.category != 3:             # not complex
+            raise RuntimeError(f"value cannot be converted to type {type_name} without "
+                               "overflow")
+        real = value.real
+    bounds = _fill_range(self.dtype)
+    floating = self.dtype.category >= 2                 # take inf and nan unchecked
+    if bounds is not None and not (floating and (real != real or abs(real) == float("inf"))) \
+            and not bounds[0] <= real <= bounds[1]:
+        raise RuntimeError(f"value cannot be converted to type {type_name} without overflow")
+
+
 def fill_cpu(self, value):
+    check_fill_fits(self, value)
     assign_array(self._array(), np.asarray(scalar_value(value)))
     return self

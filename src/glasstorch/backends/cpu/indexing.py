@@ -126,7 +126,14 @@ def index_select_cpu(out, self, dim, index):
     idx = index._array().reshape(-1)
     arr = self._array()
     size = arr.shape[wrap_dim(dim, self.dim())] if arr.ndim else 1
-    if idx.size and (idx.min() < -size or idx.max() >= size):
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        if size == 0 and arr.ndim > 1:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        if arr.ndim > 1 and (wrap_dim(dim, self.dim()) == 1 or arr.size == 0):
+            # the text of PyTorch's kernel for dim 1 and for empty inputs
+            bad = int(idx[(idx < 0) | (idx >= size)][0])
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} "
+                               f"axis_dim={size}")
         raise IndexError("index out of range in self")
     if arr.ndim == 0:
         assign_array(out._array(), arr)

@@ -313,10 +313,15 @@ def ctc_kernel(outs, log_probs, targets, input_lengths, target_lengths, blank=0,
                 zero_infinity=False):
     """The alpha recursion in log space, vectorised over the batch, looping over time."""
     lp = _acc(log_probs)
-    n_time, batch, _ = lp.shape
+    n_time, batch, n_classes = lp.shape
     ext, ext_len, skip = _extended_labels(targets, target_lengths, blank)
-    rows = np.arange(batch)[:, None]
     live = np.arange(ext.shape[1]) < ext_len[:, None]
+    bad = live & ((ext < 0) | (ext >= n_classes))
+    if bad.any():
+        # PyTorch reads out of bounds here and returns a number; glasstorch refuses
+        raise IndexError(f"ctc_loss: target {int(ext[bad][0])} is out of range for "
+                         f"{n_classes} classes")
+    rows = np.arange(batch)[:, None]
     alpha = np.full((batch, n_time, ext.shape[1]), -np.inf, lp.dtype)
     if n_time:
         first = np.full(ext.shape, -np.inf, lp.dtype)

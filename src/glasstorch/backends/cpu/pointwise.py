@@ -115,8 +115,9 @@ def assign(out: Tensor, result) -> None:
     np.copyto(out._array(), result, casting="unsafe")
 
 
-def _check_divisor(b) -> None:
-    if not np.all(b):
+def _check_divisor(b, out: Tensor) -> None:
+    """Integer division by zero raises, as in PyTorch, unless there is nothing to compute."""
+    if out.numel() and not np.all(b):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -265,7 +266,7 @@ def div(out, self, other, rounding_mode=None):
     cd = opmath(d)
     if d.category == dt.INT:
         a, b = computed((self, other), d)
-        _check_divisor(b)
+        _check_divisor(b, out)
         if rounding_mode == "floor":
             np.floor_divide(a, b, out=out._array(), casting="unsafe")
         else:
@@ -288,7 +289,7 @@ def remainder(out, self, other):
     check_dtype("remainder_cpu", d, REAL - {dt.bool})
     a, b = computed((self, other), d)
     if d.category == dt.INT:
-        _check_divisor(b)
+        _check_divisor(b, out)
         np.remainder(a, b, out=out._array(), casting="unsafe")
         return
     # fmod, moved into the divisor's sign (keeps fmod's signed zero, unlike NumPy)
@@ -306,7 +307,7 @@ def fmod(out, self, other):
     check_dtype("fmod_cpu", d, REAL - {dt.bool})
     a, b = computed((self, other), d)
     if d.category == dt.INT:
-        _check_divisor(b)
+        _check_divisor(b, out)
     np.fmod(a, b, out=out._array(), casting="unsafe")
 
 
@@ -398,6 +399,9 @@ def _check_clamp_dtype(d, min, max):
 
 
 def clamp(out, self, min=None, max=None):
+    if min is not None and max is not None and isinstance(min, Tensor) != isinstance(max, Tensor):
+        # a 0-d tensor bound beside a number is taken as a number (PyTorch's clamp.Scalar)
+        min, max = (b.item() if isinstance(b, Tensor) else b for b in (min, max))
     xs = [x for x in (self, min, max) if x is not None]
     d = common_dtype(*xs)
     if d is dt.bool or d in COMPLEX:
@@ -641,7 +645,19 @@ erfc = special_kernel(special.erfc, "erfc_vml_cpu")
 erfinv = special_kernel(special.erfinv, "erfinv_vml_cpu")
 lgamma = special_kernel(special.lgamma, "lgamma_vml_cpu")
 digamma = special_kernel(special.digamma, "digamma")
-neg = ufunc_kernel(np.negative)
+
+
+def _negative(a, out=None, **kwargs):
+    """np.negative, except that a strided input is first made contiguous: NumPy 2.x's
+    negative loop writes the wrong elements when both operands are strided with some byte
+    strides (float32 every 4th element, float64 every 8th)."""
+    if a.__class__ is np.ndarray and a.ndim and not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a)
+    return np.negative(a, out=out, **kwargs)
+
+
+_negative.__name__ = "negative"
+neg = ufunc_kernel(_negative)
 
 atan2 = float_kernel(np.arctan2, REAL, "atan2_cpu")
 copysign = float_kernel(np.copysign, REAL, "copysign_cpu")

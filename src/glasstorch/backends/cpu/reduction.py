@@ -146,10 +146,12 @@ def nansum_kernel(out, self, dim=None, keepdim=False, dtype=None):
 
 
 def mean_kernel(out, self, dim=None, keepdim=False, dtype=None):
+    """Computed in `dtype` (else the input's), then cast to out= (PyTorch's order)."""
     _check_out_dtype(out, dtype)
-    a = operand(self, out.dtype)
+    d = self.dtype if dtype is None else dtype
+    a = operand(self, d)
     ax = axes(a.ndim, dim)
-    total = reduce(np.add, a, ax, acc_dtype(out.dtype))
+    total = reduce(np.add, a, ax, acc_dtype(d))
     store(out, total / _reduced_count(a.shape, ax))
 
 

@@ -228,6 +228,11 @@ def index_fill_cpu(out, self, dim, index, value):
     d = wrap_dim(dim, self.dim())
     size = _size(self, d)
     idx = index._array().reshape(-1)
+    if self.numel() == 0 and idx.size:        # PyTorch checks nothing, then fails or not
+        if size == 0:
+            raise RuntimeError(f"index_fill_(): index {int(idx[0])} is out of bounds for "
+                               f"dimension {d} with size 0")
+        return
     _check_bounds(idx, d, size, negative=True, error=IndexError)
     arr = _copy_self(out, self, index, value)
     fill = value.item() if isinstance(value, Tensor) else value

@@ -3,14 +3,16 @@
 The CPU kernels of copy_ and fill_ are in backends/cpu/copy.py."""
 from __future__ import annotations
 
+import functools
+
 from ...core import dtype as dt
 from ...core.device import as_device
 from ...dispatch.dispatcher import define
 from ...dispatch.keys import BACKEND_MASK
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..registry import composite, export, kernel_op
-from ...backends.cpu.copy import (assign_array, check_copy, check_fill_value, copy_across,
-    copy_cpu, fill_cpu, scalar_value, strides_for)
+from ...backends.cpu.copy import (assign_array, check_copy, check_fill_fits, check_fill_value,
+    copy_across, copy_cpu, fill_cpu, scalar_value, strides_for)
 
 # ---- copy_ -----------------------------------------------------------------------------
 
@@ -18,6 +20,23 @@ copy_ = kernel_op("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -
                   function=False, mutates=(0,), tags=("cross_device",),
                   doc="Copy `src` into self, broadcasting and converting the dtype.")
 copy_.impl("CPU")(copy_cpu)
+
+_copy_tensor = Tensor.copy_
+_NUMBER_DTYPES = {bool: dt.bool, int: dt.int64, float: dt.float64, complex: dt.complex128}
+
+
+@functools.wraps(_copy_tensor)
+def _copy_method(self, src, non_blocking=False):
+    """Tensor.copy_: a Python number is taken as a 0-d tensor (of double precision, as
+    PyTorch wraps numbers), then copied like any source."""
+    number_dtype = _NUMBER_DTYPES.get(src.__class__)
+    if number_dtype is not None:
+        from ..creation.factories import full
+        src = full((), src, dtype=number_dtype, device=self.device)
+    return _copy_tensor(self, src, non_blocking)
+
+
+Tensor.copy_ = _copy_method
 
 
 @copy_.impl("CUDA")
@@ -51,6 +70,7 @@ fill_.impl("CPU")(fill_cpu)
 @fill_.impl("CUDA")
 def _fill_cuda(self, value):
     from ...backends.cuda.copy import fill
+    check_fill_fits(self, value)
     fill(self, scalar_value(value))
     return self
 

@@ -22,7 +22,9 @@ def _to_copy(grad):
 
 # In-place copies and fills, recorded through what they compute out of place.
 def _copied(self, src, non_blocking=False):
-    return src.to(self.dtype).expand(self._shape).clone()
+    """Every element becomes src's: self's old history gets a zero gradient (even when src
+    does not require grad) and src the gradient, through where() as in fill_.Tensor."""
+    return where(full(self._shape, True, device=self.device), src.to(self.dtype), self)
 
 
 def _filled_with_tensor(self, value):
@@ -31,6 +33,6 @@ def _filled_with_tensor(self, value):
     return where(full(self._shape, True, device=self.device), value.to(self.dtype), self)
 
 
-recorded_through(copies.copy_, _copied)
+recorded_through(copies.copy_, _copied, "CopyBackwards")
 recorded_through(copies.fill_tensor_, _filled_with_tensor, "FillBackward3")
 overwrites(copies.fill_, "FillBackward2")

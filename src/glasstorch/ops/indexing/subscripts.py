@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import dtype as dt
-from ...core.shape import (broadcast_shapes, broadcast_shapes2, iterator_strides,
-    view_strides, wrap_dim)
+from ...core.shape import (broadcast_shapes, broadcast_shapes2, has_internal_overlap,
+    iterator_strides, view_strides, wrap_dim)
 from ...core.tensor import Tensor
 from ..copying.copies import _clone_impl, assign_array
 from ..registry import composite, export, kernel_op, spec, structured, warn_user
@@ -536,6 +536,12 @@ def setitem(self, index, value):
     if advanced is None:
         if isinstance(value, Tensor):
             result.copy_(_strip_leading_ones(value))
+        elif has_internal_overlap(result._shape, result._stride):
+            # PyTorch copies the number as a tensor, and copy_ refuses an expanded target
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor "
+                "refers to a single memory location. Please clone() the tensor before "
+                "performing the operation.")
         else:
             result.fill_(value)
         return

@@ -300,7 +300,7 @@ def _expand_missing(g, t, labels, kept):
             src += 1
         else:
             shape.append(1)
-    return g.reshape(shape).expand([max(a, b) for a, b in zip(shape, t.shape)])
+    return g.reshape(shape).expand([b if a == 1 else a for a, b in zip(shape, t.shape)])
 
 
 def _matmul_name(self, other):

@@ -131,7 +131,8 @@ def _mv_checks(input_shape, d_input, mat_shape, d_mat, vec_shape, d_vec, out=Non
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
                            f"{d_input.cname}, {d_mat.cname}, and {d_vec.cname}")
     _out_dtype(out, d_vec)
-    _not_for_bool(d_mat, "addmv_impl_cpu")
+    if math.prod(mat_shape):                      # an empty matrix runs no kernel
+        _not_for_bool(d_mat, "addmv_impl_cpu")
 
 
 def _mv_as_addmv(mat_shape, d_mat, vec_shape, d_vec, out) -> None:
@@ -153,7 +154,8 @@ def _mm_checks(s1, d1, s2, d2, out=None) -> None:
     if d1 is not d2:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{TYPE_NAMES[d1]} != {TYPE_NAMES[d2]}")
-    _not_for_bool(d1, "addmm_impl_cpu_")
+    if math.prod(s1) and math.prod(s2):           # an empty operand runs no kernel
+        _not_for_bool(d1, "addmm_impl_cpu_")
 
 
 def _bmm_checks(s1, d1, s2, d2, out=None, kernel="bmm") -> None:

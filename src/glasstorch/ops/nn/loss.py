@@ -43,7 +43,7 @@ def _softmax_meta(name):
             if self.dtype is not dt.float16:
                 raise RuntimeError("conversion is supported for Half type only")
             return spec(self._shape, dt.float32)
-        if self.dtype.category != dt.FLOAT:
+        if self.dtype.category != dt.FLOAT and self.numel():      # empty: no kernel runs
             kernel = f"{name}_lastdim_kernel_impl" if wrap_dim(dim, self.dim()) == \
                 max(self.dim() - 1, 0) else f"{name}_kernel_impl"
             raise NotImplementedError(f'"{kernel}" not implemented for \'{self.dtype.cname}\'')

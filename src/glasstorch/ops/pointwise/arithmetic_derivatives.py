@@ -21,7 +21,7 @@ from . import elementwise
 
 
 def _reduced_dims(shape, dim):
-    if dim is None or dim == ():
+    if dim is None or dim == () or not shape:        # a 0-d input's dim 0/-1 is no dim
         return tuple(range(len(shape)))
     return tuple(sorted(wrap_dim(d, len(shape)) for d in dim))
 
@@ -133,6 +133,14 @@ def _pow_number_base(grad, self, exponent, result):
 
 
 @derivative(elementwise.pow.overload("Tensor_Scalar"), "PowBackward0")
+def _pow_number_exponent(grad, self, exponent):
+    """Saves self, not the result, as PyTorch: an in-place pow_ on a view leaves nothing
+    that a later write to the view could change under the backward."""
+    if exponent == 0:
+        return (self.new_zeros(self._shape),)        # even where self is 0
+    return (grad * conj(exponent * self.pow(exponent - 1)),)
+
+
 @derivative(elementwise.pow,
             lambda self, exponent: "PowBackward1" if hasattr(exponent, "dtype")
             else "PowBackward0")

@@ -272,14 +272,33 @@ def _check_bound_fits(value, d: dt.dtype):
                        "overflow")
 
 
-def _clamp_meta(self, min=None, max=None):
+_AS_NUMBER = {dt.BOOL: False, dt.INT: 0, dt.FLOAT: 0.0, dt.COMPLEX: 0j}
+
+
+def _clamp_meta(self, min=None, max=None, one_bound=False):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if self.dtype.is_complex:
         raise NotImplementedError("clamp is not supported for complex types")
     if isinstance(min, complex) or isinstance(max, complex):
+        # PyTorch's clamp converts a bound to double for a floating input; clamp_min/max
+        # and integer inputs promote to complex first, which no clamp kernel takes
+        if one_bound or self.dtype.category != dt.FLOAT:
+            raise NotImplementedError("clamp is not supported for complex types")
         raise RuntimeError("value cannot be converted to type double without overflow")
     operands = [x for x in (self, min, max) if x is not None]
+    if len(operands) == 3 and isinstance(min, Tensor) != isinstance(max, Tensor):
+        # PyTorch's parser then picks clamp.Scalar, taking the 0-d tensor bound as a number:
+        # it promotes as a Python number of its kind would; a tensor of more dims fits neither
+        bound = min if isinstance(min, Tensor) else max
+        if bound.dim() != 0:
+            raise TypeError(
+                "clamp() received an invalid combination of arguments - got a Tensor of "
+                f"{bound.dim()} dims and a number as bounds, but expected either two tensors "
+                "(Tensor input, Tensor min = None, Tensor max = None) or two numbers "
+                "(Tensor input, Number min = None, Number max = None)")
+        operands = [_AS_NUMBER[x.dtype.category] if isinstance(x, Tensor) and x is not self
+                    and x.dim() == 0 else x for x in operands]
     d = common_dtype(*operands)
     for bound in (min, max):
         if bound is not None and not isinstance(bound, Tensor):
@@ -288,11 +307,11 @@ def _clamp_meta(self, min=None, max=None):
 
 
 def _clamp_min_meta(self, min):
-    return _clamp_meta(self, min, None)
+    return _clamp_meta(self, min, None, one_bound=True)
 
 
 def _clamp_max_meta(self, max):
-    return _clamp_meta(self, None, max)
+    return _clamp_meta(self, None, max, one_bound=True)
 
 
 def _infinity_test_meta(name):
@@ -415,6 +434,8 @@ clamp_max = _declare("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", _cla
                      cpu.clamp_max, overloads=[(
                          "clamp_max(Tensor self, Scalar max) -> Tensor", _NUMBER % "max",
                          _clamp_max_meta, cpu.clamp_max)], doc="min(input, max).")
+for _decl in (clamp, clamp_min, clamp_max):       # with number bounds, out= must match exactly
+    _decl.overloads[0][1].check_out = _exact_out
 
 # ---- unary math ------------------------------------------------------------------------
 
@@ -433,8 +454,13 @@ for _name, _aliases in _FLOAT_UNARY.items():
 
 logit = _declare("logit(Tensor self, float? eps=None) -> Tensor", _unary_float_meta, cpu.logit,
                  doc="log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given.")
+def _abs_inplace(spec, self):
+    if self.dtype.is_complex:            # |z| is real: it cannot be stored back into z
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+
+
 abs = _declare("abs(Tensor self) -> Tensor", _abs_meta, cpu.abs, aliases=("absolute",),
-               check_out=_exact_out,
+               check_out=_exact_out, check_inplace=_abs_inplace,
                doc="|input|; complex inputs give their real dtype.")
 neg = _declare("neg(Tensor self) -> Tensor", _neg_meta, cpu.neg, aliases=("negative",),
                check_out=_exact_out,

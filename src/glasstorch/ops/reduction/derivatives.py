@@ -126,7 +126,8 @@ def _var(grad, self, dim, correction, keepdim):
     c = 1 if correction is None else correction
     dims = _reduced_dims(self.shape, dim)
     centered = self - self.mean(dims, keepdim=True)
-    scale = 2.0 / (_count(self.shape, dim) - c)
+    dof = _count(self.shape, dim) - c
+    scale = 2.0 / dof if dof else math.inf         # no degrees of freedom: NaN, as PyTorch
     return (_unreduce(grad, self.shape, dim, keepdim) * centered * scale,)
 
 

@@ -613,6 +613,8 @@ overload(count_nonzero, "count_nonzero(Tensor self) -> Tensor",
 def _scan_meta_for(name):
     def meta(self, dim, dtype=None):
         _single_dim(name, self, dim)
+        if dtype is dt.bool:
+            raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
         return spec(self._shape, dtype or _integral_to_long(self.dtype))
     meta.__name__ = meta.__qualname__ = f"_{name}_meta"
     return meta
@@ -627,6 +629,31 @@ cumprod = structured("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -
                      _scan_meta_for("cumprod"), tags=("scan",),
                      doc="Running products along `dim`; integers and bool give int64.")
 cumprod.impl("CPU")(cpu.cumprod_kernel)
+
+
+def _in_out_dtype(meta):
+    """The out= meta of a reduction or scan with a `dtype` argument (its last): given no
+    dtype, PyTorch casts the input to out's dtype and computes in that (a sum into a bool
+    or int32 out)."""
+    def out_meta(out, *inputs):
+        if inputs[-1] is None:
+            inputs = inputs[:-1] + (out.dtype,)
+        return meta(*inputs)
+    return out_meta
+
+
+for _decl in (sum_op, nansum, prod, cumsum, cumprod):
+    _decl.out_meta = _in_out_dtype(_decl.meta)
+
+
+def _same_dtype_out(spec, out, self, *args):
+    if out.dtype is not self.dtype:
+        raise RuntimeError(f"Expected the dtype for input and out to match, but got "
+                           f"{self.dtype.cname} for input's dtype and {out.dtype.cname} for "
+                           "out's dtype.")
+
+
+amax.check_out = amin.check_out = _same_dtype_out
 
 
 def _logcumsumexp_meta(self, dim):

@@ -249,6 +249,8 @@ def _slice_backward(grad, dim, start, end, step):
 
 @derivative(views.narrow, "NarrowBackward0")
 def _narrow(grad, self_shape, dim, start, length):
+    if start < 0:                                  # counted from the end, as the view was
+        start += self_shape[dim]
     return _slice(grad, self_shape, dim, start, start + length, 1)
 
 

@@ -12,6 +12,7 @@ import operator
 import warnings
 
 from ...core import dtype as dt
+from ...core.grad_state import state as _grad_state
 from ...core.shape import (Size, as_shape, broadcast_shapes2, channels_last_strides,
                           check_nonnegative, contiguous_strides, is_channels_last, wrap_dim,
                           wrap_dims)
@@ -46,6 +47,13 @@ def _promoted(tensors) -> dt.dtype:
     return d
 
 
+def _check_out_is_not_an_input(tensors, out):
+    if any(t is out for t in tensors):
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                           "written-to tensor refer to a single memory location. Please "
+                           "clone() the tensor before performing the operation.")
+
+
 def _check_out_cast(name, tensors, out):
     if out is not None and not dt.can_cast(_promoted(tensors), out.dtype):
         raise TypeError(f"torch.{name}(): input types can't be cast to the desired output type "
@@ -69,11 +77,15 @@ def _cat_shape_error(ref, t, i, d):
                        "the list.")
 
 
-def _cat_meta(tensors, dim=0):
+def _no_zero_dim(tensors) -> None:
     for i, t in enumerate(tensors):
         if not t._shape:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                "concatenated")
+
+
+def _cat_meta(tensors, dim=0):
+    _no_zero_dim(tensors)
     dtype = _promoted(tensors)
     ref = next((t for t in tensors if not _skipped(t)), None)
     if ref is None:
@@ -109,6 +121,13 @@ def cat(tensors, dim=0, *, out=None):
     tensors = _tensor_list("cat", tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    if out is not None:                       # checked before out's dtype, as in PyTorch
+        _no_zero_dim(tensors)
+        _check_out_is_not_an_input(tensors, out)
+        if _grad_state.enabled and any(t._requires_grad for t in tensors):
+            raise RuntimeError("cat(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
     _check_out_cast("cat", tensors, out)
     return _cat.function(tensors, dim, out=out)
 

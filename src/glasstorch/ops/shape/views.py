@@ -785,3 +785,50 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 
 export("resize_", resize_, method=True, function=False)
 export("set_", set_, method=True, function=False)
+
+
+# ---- in-place views: self takes the metadata of one of its own views -------------------
+
+def _restride_in_place(self, make_view):
+    """self becomes `make_view(self)` (same storage, new shape/strides/offset). While
+    recording, self's history continues through the view's node, as PyTorch's in-place
+    view ops do; a leaf that requires grad cannot change this way."""
+    from ...core.grad_state import state
+    recording = state.enabled and self._requires_grad
+    if recording and self.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    view = make_view(self if recording else self.detach())
+    self._set_metadata(view._storage, view._offset, view._shape, view._stride)
+    self._bump_version()
+    if recording:
+        self.grad_fn, self._output_nr = view.grad_fn, 0
+    return self
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    """as_strided in place: self views its storage with the given geometry."""
+    offset = self._offset if storage_offset is None else storage_offset
+    return _restride_in_place(self, lambda t: t.as_strided(size, stride, offset))
+
+
+def squeeze_(self, dim=None):
+    return _restride_in_place(self, lambda t: t.squeeze() if dim is None else t.squeeze(dim))
+
+
+def unsqueeze_(self, dim):
+    return _restride_in_place(self, lambda t: t.unsqueeze(dim))
+
+
+def transpose_(self, dim0, dim1):
+    return _restride_in_place(self, lambda t: t.transpose(dim0, dim1))
+
+
+def t_(self):
+    return _restride_in_place(self, lambda t: t.t())
+
+
+for _name, _fn in (("as_strided_", as_strided_), ("squeeze_", squeeze_),
+                   ("unsqueeze_", unsqueeze_), ("transpose_", transpose_),
+                   ("swapdims_", transpose_), ("swapaxes_", transpose_), ("t_", t_)):
+    export(_name, _fn, method=True, function=_name == "as_strided_")

@@ -177,13 +177,14 @@ export("msort", _msort_method, method=True, function=False)
 # ---- topk, kthvalue --------------------------------------------------------------------
 
 def _topk_meta(self, k, dim=-1, largest=True, sorted=True):
-    if self.dtype is dt.bool:
-        raise RuntimeError("topk does not support bool dtypes on CPU")
-    _no_complex("topk_cpu", self)
     d = _single_dim("topk", self, dim)
     k = _int_arg("topk", "k", 1, k)
     if not 0 <= k <= (self._shape[d] if self._shape else 1):
         raise RuntimeError("selected index k out of range")
+    if self.dtype is dt.bool:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
+    if self.dtype.is_complex:                 # PyTorch's text, its leading space included
+        raise RuntimeError(" topk does not support complex dtypes on CPU")
     shape = list(self._shape)
     if shape:
         shape[d] = k
