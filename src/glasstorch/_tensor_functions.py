@@ -252,6 +252,8 @@ def sum_to_size(self: Tensor, *size) -> Tensor:
     if lead < 0 or any(s not in (1, d) for s, d in zip(size, shape[lead:])):
         raise RuntimeError(f"size {{{list(size)}}} is not expandable to size "
                            f"{{{list(shape)}}}.")
+    if not size:                    # a 0-d target: always a full sum, promoting as sum does
+        return self.sum()
     result = self.sum(tuple(range(lead))) if lead else self
     dims = tuple(i for i, (s, d) in enumerate(zip(size, shape[lead:])) if s == 1 and d != 1)
     return result.sum(dims, keepdim=True) if dims else result
