@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import builtins
 
+import numpy as np
+
 from ...backends.cpu import pointwise as cpu
 from ...core import dtype as dt
 from ...core.tensor import Tensor
@@ -349,6 +351,12 @@ overload(div, "div.Scalar(Tensor self, Scalar other) -> Tensor",
          lambda out, self, other: cpu.div(out, self, other, None), when=None)
 overload(div, "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
          _div_meta, cpu.div, when=None)
+# Small same-dtype float calls skip the meta function and promotion (ops/registry.py).
+add.plain_float_ufunc(np.add, 1)
+sub.plain_float_ufunc(np.subtract, 1)
+mul.plain_float_ufunc(np.multiply)
+div.plain_float_ufunc(np.true_divide, None)
+div.overload("Tensor").plain_float_ufunc(np.true_divide)
 floor_divide = _declare("floor_divide(Tensor self, Tensor other) -> Tensor", promoting_meta,
                         cpu.floor_divide, number_self=True,
                         doc="input // other, rounding toward minus infinity.")
