@@ -15,8 +15,8 @@ arguments positionally, defaults filled in (`Operator.__call__` binds keywords).
 """
 from __future__ import annotations
 
-from .keys import (ALIAS_KEYS, BACKEND_KEYS, BACKEND_MASK, BACKENDS_BELOW, NUM_KEYS,
-                   DispatchKey, local_keys)
+from .keys import (ALIAS_KEYS, AUTOCAST_MASK, BACKEND_KEYS, BACKEND_MASK, BACKENDS_BELOW,
+                   NUM_KEYS, TENSOR_KEYSETS, DispatchKey, local_keys)
 from .schema import Schema, parse_schema
 
 _BELOW = tuple((1 << k) - 1 for k in range(NUM_KEYS))
@@ -31,13 +31,14 @@ several_gpus = False      # set by the CUDA runtime when it sees more than one G
 #                           call on CUDA tensors checks that they share one
 _CUDA_ONLY = 1 << DispatchKey.CUDA
 _BACKEND_SELECT = 1 << DispatchKey.BackendSelect
+PLAIN_CPU_KEYSET = TENSOR_KEYSETS["cpu"]   # a CPU tensor that needs no grad, of class Tensor
 
 
 class Operator:
     """One overload of an operator (`aten::add.Tensor`) and its dispatch table."""
 
     __slots__ = ("schema", "name", "table", "mask", "kernels", "tensor_positions", "tags",
-                 "__weakref__", "info", "sources", "nargs", "overload")
+                 "__weakref__", "info", "sources", "nargs", "overload", "plain_cpu")
 
     def __init__(self, schema: Schema, tags=()):
         self.schema = schema
@@ -94,6 +95,11 @@ class Operator:
             self.table[key] = kernel
             if kernel is not None:
                 self.mask |= 1 << key
+        # The kernel `dispatch` runs for exactly PLAIN_CPU_KEYSET on a thread in its default
+        # state (no mode, autocast off, no trace), if no key above CPU has a kernel: the
+        # generated wrappers call it directly (ops/wrappers.py). Every registration renews it.
+        top = (PLAIN_CPU_KEYSET & ~AUTOCAST_MASK & self.mask).bit_length() - 1
+        self.plain_cpu = self.table[top] if top == DispatchKey.CPU else None
 
     # ---- calling ---------------------------------------------------------------------
     def __call__(self, /, *args, **kwargs):

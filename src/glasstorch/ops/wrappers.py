@@ -14,6 +14,9 @@ import operator
 
 from .. import overrides
 from ..core.tensor import Tensor
+from ..dispatch import dispatcher
+from ..dispatch.dispatcher import PLAIN_CPU_KEYSET
+from ..dispatch.keys import AUTOCAST_MASK, local_keys
 from ..dispatch.schema import Schema
 
 
@@ -86,6 +89,17 @@ def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
     return " | ".join(parts) if parts else "0"
 
 
+def _dispatch_lines(op: str, args: str, indent: str) -> list:
+    """Dispatch `op`: for plain CPU tensors on a thread in its default state (no mode,
+    autocast off, no dispatch trace), call the kernel the dispatcher would pick for them
+    (`Operator.plain_cpu`, renewed by every registration) without going through it."""
+    return [f"{indent}_kernel = {op}.plain_cpu",
+            f"{indent}if (_kernel is not None and _keys == _PLAIN_CPU and _local.included == 0 "
+            "and _local.excluded == _AUTOCAST and not _tracers):",
+            f"{indent}    return _kernel({args})",
+            f"{indent}return {op}.dispatch(_keys, {args})"]
+
+
 def _tuple(items) -> str:
     return "(" + "".join(f"{x}, " for x in items) + ")"
 
@@ -139,12 +153,12 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
         if out_op is not None and other_out is not None:
             lines.append(f"        if out is not None: return _out_op{i}.dispatch(_keys, {args}, "
                          "out)")
-        lines.append(f"        return _op{i}.dispatch(_keys, {args})")
+        lines += _dispatch_lines(f"_op{i}", args, "        ")
         env.update({f"_op{i}": other_op, f"_out_op{i}": other_out})
     if out_op is not None:
         lines.append(f"    if out is not None: return _out_op.dispatch(_keys, {', '.join(call)}, "
                      "out)")
-    lines.append(f"    return _op.dispatch(_keys, {', '.join(call)})")
+    lines += _dispatch_lines("_op", ", ".join(call), "    ")
     source = "\n".join(lines)
     spec = tuple((n, "v" if varargs and i == 1 else "k" if a.kwarg_only else
                   "d" if a.has_default else "p", a.default)
@@ -155,7 +169,9 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
            "_contiguous_format": "contiguous_format", "_SPEC": spec,
            "_anywhere": overrides.anywhere,
            "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
-           "_NOT_HANDLED": overrides.NOT_HANDLED, "_SCALARS": _SCALAR_TYPES})
+           "_NOT_HANDLED": overrides.NOT_HANDLED, "_SCALARS": _SCALAR_TYPES,
+           "_PLAIN_CPU": PLAIN_CPU_KEYSET, "_AUTOCAST": AUTOCAST_MASK, "_local": local_keys,
+           "_tracers": dispatcher._tracers})
     qualname = f"Tensor.{name}" if method else name
     filename = f"<glasstorch.ops {qualname} {schema.qualified_name}>"
     exec(compile(source, filename, "exec"), env)
