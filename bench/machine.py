@@ -30,8 +30,8 @@ def busy_warning() -> str:
     """A warning when other jobs hold a core or more: then a library whose threads meet at
     barriers (PyTorch's OpenMP kernels, multithreaded BLAS) waits for descheduled threads,
     and its times, and so the ratios, can be off by several times. On 2 cores a load of
-    1.5 already slows PyTorch's 2-thread steps enough to flatter glasstorch by 1.5x or more
-    (an MLP step measured 0.91x at load 1.5 and 1.54x on a quiet machine)."""
+    1.5 is already enough: the likeliest reason why an MLP step measured 0.91x at load 1.5
+    (BENCHMARKS.md) and 1.54x on a quiet machine."""
     try:
         load = os.getloadavg()[0]
     except OSError:
