@@ -185,6 +185,29 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     return fn
 
 
+def operator_method(method, name: str):
+    """A generated method as the Python operator `name` (`__add__` from `Tensor.add`): an
+    operand that is no tensor or number (a TypeError) gives NotImplemented, so that Python
+    tries the reflected operation and then raises its usual TypeError. Made from the
+    method's own source inside a `try`, so the operator costs no extra call; handlers of
+    __torch_function__ still see the method (`t + 1` reaches them as Tensor.add)."""
+    filename = method.__code__.co_filename
+    head, *body = linecache.cache[filename][2]
+    source = (f"def {name}{head[head.index('('):]}    try:\n"
+              + "".join(f"    {line.rstrip()}\n" for line in body)
+              + "    except TypeError:\n        return NotImplemented\n")
+    env = dict(method.__globals__)        # the method's name there still means the method
+    filename = filename.replace(f"Tensor.{method.__name__} ", f"Tensor.{name} ", 1)
+    exec(compile(source, filename, "exec"), env)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    fn = env[name]
+    fn.__doc__ = method.__doc__
+    fn.__module__ = "glasstorch"
+    fn.__qualname__ = f"Tensor.{name}"
+    fn._schema = method._schema
+    return fn
+
+
 overrides._PROTOCOL_FILES.add(__file__)
 
 
@@ -219,7 +242,7 @@ def bad_self(fname, value):
 # Python operators whose __torch_function__ handlers see the method they call, as in
 # PyTorch (`t + 1` reaches them as Tensor.add); the other operators reach them as
 # themselves, some under PyTorch's other name for them.
-_OPERATORS_SEEN_AS_METHOD = {
+OPERATORS_SEEN_AS_METHOD = {
     "__add__", "__radd__", "__iadd__", "__sub__", "__isub__", "__mul__", "__rmul__",
     "__imul__", "__truediv__", "__itruediv__", "__ifloordiv__", "__mod__", "__imod__",
     "__pow__", "__ipow__", "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__",
@@ -239,7 +262,7 @@ _PYTHON_TENSOR_METHODS = {"__floordiv__", "__rsub__", "__rpow__", "__rmod__", "_
 def public(fn, name: str, method: bool):
     """`fn` honouring __torch_function__ (glasstorch.overrides), unless it is a generated
     wrapper or an operator that calls one, which honour it already."""
-    if hasattr(fn, "_schema") or (method and name in _OPERATORS_SEEN_AS_METHOD) or (
+    if hasattr(fn, "_schema") or (method and name in OPERATORS_SEEN_AS_METHOD) or (
             not callable(fn) or isinstance(fn, type)):
         return fn
     name = _OPERATOR_NAMES.get(name, name) if method else name

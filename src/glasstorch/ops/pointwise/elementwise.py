@@ -19,6 +19,7 @@ from .meta import bool_meta, float_meta, pointwise_spec, promoting_meta
 from ...core.promotion import common_dtype, float_dtype
 from ..registry import (composite, export, overload, require_tensor, resize_output, spec,
                         structured)
+from ..wrappers import OPERATORS_SEEN_AS_METHOD, operator_method
 from ..autocast import FP32, PROMOTE, autocast_policy
 
 _POINTWISE = ("pointwise",)
@@ -601,9 +602,12 @@ export("float_power_", _float_power_, method=True, function=False)
 
 # ---- Python operators ------------------------------------------------------------------
 
-def _operator(fn):
+def _operator(fn, name):
     """A binary operator: unsupported operand types give NotImplemented, so that Python
     tries the reflected operation and then raises its usual TypeError."""
+    if hasattr(fn, "_schema") and name in OPERATORS_SEEN_AS_METHOD:
+        return operator_method(fn, name)      # a generated method: no extra call
+
     def op(self, other):
         try:
             return fn(self, other)
@@ -654,7 +658,7 @@ _OPERATORS = {
     "__ge__": _T.ge,
 }
 for _name, _fn in _OPERATORS.items():
-    export(_name, _operator(_fn), method=True, function=False)
+    export(_name, _operator(_fn, _name), method=True, function=False)
 for _name, _fn in (("__neg__", _T.neg), ("__pos__", positive), ("__abs__", _T.abs),
                    ("__invert__", _invert)):
     export(_name, _fn, method=True, function=False)
