@@ -229,7 +229,7 @@ def _as_varargs_shape(size):
     if len(size) == 1 and not hasattr(size[0], "__index__"):
         size = size[0]
     try:
-        return tuple(s if s.__class__ is int else operator.index(s) for s in size)
+        return tuple(map(operator.index, size))      # an int is its own index
     except TypeError:
         raise TypeError(f"expected a sequence of integers, but got {size!r}") from None
 
