@@ -148,7 +148,7 @@ def test_a_kernel_above_cpu_takes_the_calls():
 
     register_fallback(DispatchKey.ADInplaceOrView, watch)
     try:
-        assert op.plain_cpu is None
+        assert op.plain_cpu.func is watch and op.plain_cpu.args[0] is op
         assert (gt.ones(2) + 1).tolist() == [2.0, 2.0]
         assert "aten::add.Tensor" in calls
     finally:
@@ -162,4 +162,23 @@ def test_views_and_in_place_ops_keep_their_bookkeeping():
     assert v._base is a
     a.add_(1)
     assert a._version == 1 and v.tolist() == [[2.0, 2.0], [2.0, 2.0]]
-    assert find("aten::view").plain_cpu is None and find("aten::add_.Tensor").plain_cpu is None
+    view, add_ = find("aten::view"), find("aten::add_.Tensor")
+    assert view.plain_cpu.func is view.table[DispatchKey.ADInplaceOrView]
+    assert add_.plain_cpu.func is add_.table[DispatchKey.ADInplaceOrView]
+    assert view.plain_cpu.args == (view, 1 << DispatchKey.CPU)    # the keys below, as dispatch
+    w = gt.ones(2, requires_grad=True).clone()
+    w.mul_(2)                                   # needs grad: the Autograd key records it
+    assert w.grad_fn.name() == "MulBackward0"
+
+
+def test_an_op_without_a_cpu_kernel_still_says_so():
+    lib = gt.library.Library("plain_path_test", "DEF")
+    try:
+        lib.define("only_meta(Tensor x) -> Tensor")
+        lib.impl("only_meta", lambda x: x, "Meta")
+        op = find("plain_path_test::only_meta")
+        assert op.plain_cpu is None
+        with pytest.raises(NotImplementedError, match="only available for these backends"):
+            gt.ops.plain_path_test.only_meta(gt.ones(2))
+    finally:
+        lib._destroy()

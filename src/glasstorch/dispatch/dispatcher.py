@@ -15,6 +15,8 @@ arguments positionally, defaults filled in (`Operator.__call__` binds keywords).
 """
 from __future__ import annotations
 
+from functools import partial
+
 from .keys import (ALIAS_KEYS, AUTOCAST_MASK, BACKEND_KEYS, BACKEND_MASK, BACKENDS_BELOW,
                    NUM_KEYS, TENSOR_KEYSETS, DispatchKey, local_keys)
 from .schema import Schema, parse_schema
@@ -95,11 +97,18 @@ class Operator:
             self.table[key] = kernel
             if kernel is not None:
                 self.mask |= 1 << key
-        # The kernel `dispatch` runs for exactly PLAIN_CPU_KEYSET on a thread in its default
-        # state (no mode, autocast off, no trace), if no key above CPU has a kernel: the
-        # generated wrappers call it directly (ops/wrappers.py). Every registration renews it.
-        top = (PLAIN_CPU_KEYSET & ~AUTOCAST_MASK & self.mask).bit_length() - 1
-        self.plain_cpu = self.table[top] if top == DispatchKey.CPU else None
+        # What `dispatch` runs for exactly PLAIN_CPU_KEYSET on a thread in its default state
+        # (no mode, autocast off, no trace), as one callable taking the op's arguments: the
+        # CPU kernel, or the kernel above it with its operator and key set bound. The
+        # generated wrappers call it directly (ops/wrappers.py); every registration renews it.
+        ks = PLAIN_CPU_KEYSET & ~AUTOCAST_MASK & self.mask
+        top = ks.bit_length() - 1
+        if top < 0:
+            self.plain_cpu = None
+        elif top <= _LAST_BACKEND:
+            self.plain_cpu = self.table[top]
+        else:
+            self.plain_cpu = partial(self.table[top], self, ks & _BELOW[top])
 
     # ---- calling ---------------------------------------------------------------------
     def __call__(self, /, *args, **kwargs):
