@@ -90,6 +90,7 @@ def main(argv=None) -> int:
     info = machine.describe(torch, glasstorch)
     info["warning"] = machine.busy_warning()
     print(f"{info['cpu']}; load {info['load_start']}; threads: {info['threads']}")
+    print(f"BLAS: {info['blas']}")
     if info["warning"]:
         print(info["warning"])
     print(f"{settings.rounds} round(s) x {settings.min_time:g} s per library, median per call\n",

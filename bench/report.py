@@ -62,6 +62,7 @@ def markdown_section(rows: list, info: dict, descriptions: dict) -> str:
         f"- Python {info['python']}, NumPy {info['numpy']}, torch {info['torch']}, "
         f"glasstorch {info['glasstorch']}",
         f"- Threads: {info['threads']}",
+        f"- BLAS: {info['blas']}",
         f"- Timing: {info['settings']}; ratio = glasstorch / torch (below 1: glasstorch "
         "faster); the target column holds the issue's goals.",
     ]

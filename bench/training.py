@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import nanogpt
 from .harness import Case, Target, Workload
 from .workloads import array
 
@@ -120,6 +121,11 @@ STEPS = {   # name: (model, optimizer, inputs, targets)
             array((64, 1, 28, 28), 4), _rng.integers(0, 10, 64)),
     "gpt": (gpt, lambda lib, p: lib.optim.AdamW(p, lr=1e-3),
             _rng.integers(0, VOCAB, (GPT_BATCH, SEQ)), _rng.integers(0, VOCAB, GPT_BATCH * SEQ)),
+    "nanogpt": (nanogpt.build, nanogpt.optimizer,
+                _rng.integers(0, nanogpt.CONFIG.vocab_size,
+                              (nanogpt.BATCH, nanogpt.CONFIG.block_size)),
+                _rng.integers(0, nanogpt.CONFIG.vocab_size,
+                              nanogpt.BATCH * nanogpt.CONFIG.block_size)),
 }
 
 
@@ -130,10 +136,13 @@ def step_setup(name: str, device="cpu"):
 
 WORKLOADS = [
     Workload("mlp", "MLP step: batch 128, 784-256-256-10, ReLU, cross_entropy, Adam",
-             step_setup("mlp"), Target(1.2), rtol=1e-4, atol=_step_atol),
+             step_setup("mlp"), Target(1.1), rtol=1e-4, atol=_step_atol),
     Workload("cnn", "CNN step: batch 64, 1x28x28, 2 conv + maxpool, linear, SGD momentum 0.9",
-             step_setup("cnn"), Target(1.5), rtol=1e-4, atol=_step_atol),
+             step_setup("cnn"), Target(1.3), rtol=1e-4, atol=_step_atol),
     Workload("gpt", f"tiny GPT step: {BLOCKS} blocks, d={D_MODEL}, {HEADS} heads, seq {SEQ}, "
              f"batch {GPT_BATCH}, vocab {VOCAB}, AdamW",
-             step_setup("gpt"), Target(1.5), rtol=1e-4, atol=_step_atol),
+             step_setup("gpt"), Target(1.2), rtol=1e-4, atol=_step_atol),
+    Workload("nanogpt", "nanoGPT step (its model.py, small config): 2 layers, n_embd 64, "
+             "4 heads, block 32, batch 8, tied head, AdamW with decay groups",
+             step_setup("nanogpt"), Target(1.3), rtol=1e-4, atol=_step_atol),
 ]

@@ -11,7 +11,7 @@ import numpy as np
 
 from .harness import Case, Target, Workload
 
-PER_OP = Target(3.0)
+PER_OP = Target(2.5)
 AT_PAR = Target(1.0)
 
 
@@ -44,6 +44,11 @@ def _matmul4(lib):
 def _transpose(lib):
     x = tensor(lib, array((4, 4)))
     return Case(lambda: x.t())
+
+
+def _view(lib):
+    x = tensor(lib, array((4, 4)))
+    return Case(lambda: x.view(16))
 
 
 def _sum16(lib):
@@ -145,9 +150,10 @@ OPERATORS = [
     Workload("add", "a + b, 16 float32", _binary(lambda a, b: a + b), PER_OP),
     Workload("matmul4", "a @ b, 4x4 float32", _matmul4, PER_OP),
     Workload("transpose", "x.t() (a view), 4x4", _transpose, PER_OP),
+    Workload("view", "x.view(16) (a view), 4x4", _view, PER_OP),
     Workload("sum16", "x.sum(), 16 float32", _sum16, PER_OP),
     Workload("autograd", "x.grad=None; (x*2+1).sum().backward(), 16 float32",
-             _tiny_autograd, AT_PAR),
+             _tiny_autograd, Target(1.3)),
     Workload("fma_relu", "relu(a*b+c), 10M float32", _fma_relu, AT_PAR, rtol=1e-5, atol=1e-6),
     Workload("gelu", "gelu(x, approximate='tanh'), 10M float32", _gelu, AT_PAR,
              rtol=1e-4, atol=1e-6),

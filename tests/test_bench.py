@@ -22,7 +22,7 @@ MODULES = {"glasstorch": glasstorch, "torch": torch, "numpy": np}
 TINY = harness.Settings(rounds=1, min_time=0.001, warmup_time=0.001, quick=True)
 
 
-@pytest.mark.parametrize("name", ["add", "transpose", "autograd"])
+@pytest.mark.parametrize("name", ["add", "transpose", "view", "autograd", "nanogpt"])
 def test_cheap_workloads_check_and_time(name):
     (workload,) = cli.select(name)
     row = harness.measure(workload, MODULES, TINY)
@@ -222,3 +222,14 @@ def test_hit_rate_rows_and_the_verdict_line():
     assert gpu.verdict([hits, slow, broken]) == (
         "targets: 1 met, 1 missed (gpt), 1 error (copy_h2d) of 3")
     assert gpu.verdict([hits]) == "targets: 1 met of 1"
+
+
+def test_the_header_names_both_libraries_blas_and_threads():
+    from bench import machine
+    info = machine.describe(torch, glasstorch)
+    assert info["threads"].startswith(f"torch {torch.get_num_threads()} ")
+    assert f"glasstorch {glasstorch.get_num_threads()}" in info["threads"]
+    assert info["blas"].startswith("NumPy: ") and "; torch: " in info["blas"]
+    blas = machine.numpy_blas()
+    if blas["core"] is not None:          # NumPy's OpenBLAS, found among the loaded libraries
+        assert f"kernel {blas['core']}" in info["blas"] and blas["threads"] >= 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 
 from ..core.tensor import Tensor
-from ..dispatch.dispatcher import register_fallback
+from ..dispatch.dispatcher import _tracers, register_fallback, untraced
 from ..dispatch.keys import DispatchKey
 from ..ops.inplace_or_view import check_view_write
 from ..ops.registry import check_inplace_write
@@ -54,7 +54,7 @@ def _any_requires_grad(op, args) -> bool:
 def autograd_kernel(op, ks, *args):
     """The Autograd key's kernel for every operator."""
     if not _state.enabled or not _any_requires_grad(op, args):
-        return op.redispatch(ks, *args)
+        return op.redispatch(ks, *args) if _tracers else untraced(op, ks, args)
     info = op.info
     if not info.get("mutated"):            # the common case: a functional op
         return _record(op, ks, args)
@@ -130,7 +130,7 @@ def _edges_and_meta(op, args):
 
 
 def _record(op, ks, args):
-    result = op.redispatch(ks, *args)
+    result = op.redispatch(ks, *args) if _tracers else untraced(op, ks, args)
     d = op.info.get("derivative")
     if d is None and op.info.get("autograd") == "not differentiable":
         return result

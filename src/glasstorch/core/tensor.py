@@ -18,12 +18,15 @@ from .device import CPU, device_backend
 from .grad_state import state as grad_state
 from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last, is_contiguous,
                     wrap_dim)
+from . import storage as _storage
+from .shape import _strides_cache as _STRIDES
 from .storage import UntypedStorage
 
 
 _TORCH_FUNCTION = _tf.TORCH_FUNCTION_BIT
 _BYTE_STRIDES: dict = {}   # (element strides, itemsize) -> byte strides, for _array()
 _CPU_KEYSET = TENSOR_KEYSETS["cpu"]
+_new_object = object.__new__
 
 
 class VersionCounter:
@@ -121,10 +124,11 @@ class Tensor:
     @classmethod
     def _empty(cls, shape: tuple, dtype: dt.dtype, device=CPU, stride: tuple | None = None):
         """A fresh tensor with its own uninitialised storage (strides default to row-major)."""
-        if stride is None:
-            stride = contiguous_strides(shape)
-            nbytes = prod(shape) * dtype.itemsize
-        elif stride == contiguous_strides(shape):
+        contiguous = _STRIDES.get(shape)
+        if contiguous is None:
+            contiguous = contiguous_strides(shape)
+        if stride is None or stride == contiguous:
+            stride = contiguous
             nbytes = prod(shape) * dtype.itemsize
         elif 0 in shape:
             nbytes = 0
@@ -132,16 +136,27 @@ class Tensor:
             nbytes = (sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
         if device is not CPU or cls is not Tensor or grad_state.inference:
             return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
-        # Every CPU op's output is made here: _make's work, inlined for the common case.
+        # Every CPU op's output is made here: _make's and the storage's work, inlined, and
+        # the NumPy view the kernel is about to ask for, made at once for row-major outputs.
+        allocator = _storage.cpu_allocator   # memory.set_cpu_allocator replaces it
+        buf = allocator.allocate(nbytes)     # first: if it raises, there is no storage to free
+        storage = object.__new__(UntypedStorage)
+        storage.device = CPU
+        storage._nbytes = nbytes
+        storage.resizable = True
+        storage.buf = buf
+        storage._allocator = allocator
         self = object.__new__(Tensor)
-        self._storage = UntypedStorage._new_cpu(nbytes)
+        self._storage = storage
         self._offset = 0
-        self._shape = shape if shape.__class__ is tuple else tuple(shape)
+        self._shape = shape = shape if shape.__class__ is tuple else tuple(shape)
         self._stride = stride if stride.__class__ is tuple else tuple(stride)
         self.dtype = dtype
         self._keyset = _CPU_KEYSET
-        self._np = None
-        self._vc = VersionCounter()
+        self._np = (np.ndarray(shape, dtype.np, buf)
+                    if stride is contiguous and nbytes and buf.__class__ is np.ndarray else None)
+        vc = self._vc = _new_object(VersionCounter)
+        vc.version = 0
         self._base = None
         self._view_meta = None
         self._requires_grad = False

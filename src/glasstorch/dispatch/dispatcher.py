@@ -15,8 +15,10 @@ arguments positionally, defaults filled in (`Operator.__call__` binds keywords).
 """
 from __future__ import annotations
 
-from .keys import (ALIAS_KEYS, BACKEND_KEYS, BACKEND_MASK, BACKENDS_BELOW, NUM_KEYS,
-                   DispatchKey, local_keys)
+from functools import partial
+
+from .keys import (ALIAS_KEYS, AUTOCAST_MASK, BACKEND_KEYS, BACKEND_MASK, BACKENDS_BELOW,
+                   NUM_KEYS, TENSOR_KEYSETS, DispatchKey, local_keys)
 from .schema import Schema, parse_schema
 
 _BELOW = tuple((1 << k) - 1 for k in range(NUM_KEYS))
@@ -31,13 +33,14 @@ several_gpus = False      # set by the CUDA runtime when it sees more than one G
 #                           call on CUDA tensors checks that they share one
 _CUDA_ONLY = 1 << DispatchKey.CUDA
 _BACKEND_SELECT = 1 << DispatchKey.BackendSelect
+PLAIN_CPU_KEYSET = TENSOR_KEYSETS["cpu"]   # a CPU tensor that needs no grad, of class Tensor
 
 
 class Operator:
     """One overload of an operator (`aten::add.Tensor`) and its dispatch table."""
 
     __slots__ = ("schema", "name", "table", "mask", "kernels", "tensor_positions", "tags",
-                 "__weakref__", "info", "sources", "nargs", "overload")
+                 "__weakref__", "info", "sources", "nargs", "overload", "plain_cpu")
 
     def __init__(self, schema: Schema, tags=()):
         self.schema = schema
@@ -94,6 +97,18 @@ class Operator:
             self.table[key] = kernel
             if kernel is not None:
                 self.mask |= 1 << key
+        # What `dispatch` runs for exactly PLAIN_CPU_KEYSET on a thread in its default state
+        # (no mode, autocast off, no trace), as one callable taking the op's arguments: the
+        # CPU kernel, or the kernel above it with its operator and key set bound. The
+        # generated wrappers call it directly (ops/wrappers.py); every registration renews it.
+        ks = PLAIN_CPU_KEYSET & ~AUTOCAST_MASK & self.mask
+        top = ks.bit_length() - 1
+        if top < 0:
+            self.plain_cpu = None
+        elif top <= _LAST_BACKEND:
+            self.plain_cpu = self.table[top]
+        else:
+            self.plain_cpu = partial(self.table[top], self, ks & _BELOW[top])
 
     # ---- calling ---------------------------------------------------------------------
     def __call__(self, /, *args, **kwargs):

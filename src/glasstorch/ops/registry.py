@@ -19,6 +19,7 @@ import os
 import sys
 import warnings
 from collections import namedtuple
+from math import prod
 
 from ..core import dtype as dt
 from ..core.device import CPU, META
@@ -61,6 +62,7 @@ class OpDeclaration:
         #                              (runs on the CPU, copies), None: by kind (ops/gpu_kernels)
         self.overloads = []          # (condition text, OpDeclaration): see `overload`
         self.exported = (False, False)   # (as a method, as a function)
+        self.plain_ufunc = None      # (ufunc, defaults): see `plain_float_ufunc`
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
@@ -79,7 +81,10 @@ class OpDeclaration:
             self.impls[backend] = fn
             key = DispatchKey[backend]
             if self.kind == "structured":
-                self.functional.register(key, _functional_kernel(self, fn, backend))
+                kernel = _functional_kernel(self, fn, backend)
+                if backend == "CPU" and self.plain_ufunc is not None:
+                    kernel = _plain_float_kernel(kernel, *self.plain_ufunc)
+                self.functional.register(key, kernel)
                 if self.inplace is not None:
                     self.inplace.register(key, _inplace_kernel(self, fn))
                 if self.out is not None:
@@ -88,6 +93,19 @@ class OpDeclaration:
                 self.functional.register(key, fn)
             return fn
         return register
+
+    def plain_float_ufunc(self, ufunc, *defaults) -> None:
+        """Say that on two float32 (or float64) tensors of one row-major shape, or such a
+        tensor and a Python int or float, with the other arguments at `defaults`, this op's
+        CPU kernel computes exactly `ufunc(a, b, out=o)`: its functional CPU kernel then
+        makes that call itself, without the meta function and the general kernel's
+        promotion (the per-op overhead of small tensors). Other calls take the general path."""
+        if self.kind != "structured" or len(self.schema.arguments) != 2 + len(defaults):
+            raise ValueError(f"{self.name}: a plain ufunc needs a structured op of two "
+                             f"operands and {len(defaults)} other argument(s)")
+        self.plain_ufunc = (ufunc, defaults)
+        if "CPU" in self.impls:
+            self.impl("CPU")(self.impls["CPU"])
 
     def __repr__(self):
         return f"<OpDeclaration {self.name} ({self.kind})>"
@@ -140,6 +158,38 @@ def _functional_kernel(decl, impl, backend):
             return out
     kernel.__qualname__ = f"{impl.__qualname__} (functional)"
     kernel.__module__ = impl.__module__
+    return kernel
+
+
+_PLAIN_FLOATS = (dt.float32, dt.float64)
+
+
+def _plain_float_kernel(general, ufunc, defaults):
+    """A functional CPU kernel that runs `ufunc` directly on the calls
+    `OpDeclaration.plain_float_ufunc` describes, and `general` on every other call."""
+    from ..backends.cpu.parallel import GRAIN      # larger outputs are split across threads
+    empty = Tensor._empty
+    default_types = tuple(type(d) for d in defaults)
+
+    def kernel(self, other, *rest):
+        if rest and (rest != defaults or tuple(map(type, rest)) != default_types):
+            return general(self, other, *rest)
+        if self.__class__ is Tensor and self.dtype in _PLAIN_FLOATS:
+            d = self.dtype
+            shape, stride = self._shape, self._stride
+            if stride == contiguous_strides(shape) and prod(shape) < GRAIN:
+                if other.__class__ is Tensor:
+                    if other.dtype is d and other._shape == shape and other._stride == stride:
+                        out = empty(shape, d, CPU, stride)
+                        ufunc(self._array(), other._array(), out=out._array())
+                        return out
+                elif other.__class__ is float or other.__class__ is int:
+                    out = empty(shape, d, CPU, stride)
+                    ufunc(self._array(), d.np.type(other), out=out._array())
+                    return out
+        return general(self, other, *rest)
+    kernel.__qualname__ = general.__qualname__
+    kernel.__module__ = general.__module__
     return kernel
 
 

@@ -14,6 +14,9 @@ import operator
 
 from .. import overrides
 from ..core.tensor import Tensor
+from ..dispatch import dispatcher
+from ..dispatch.dispatcher import PLAIN_CPU_KEYSET
+from ..dispatch.keys import AUTOCAST_MASK, local_keys
 from ..dispatch.schema import Schema
 
 
@@ -86,6 +89,17 @@ def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
     return " | ".join(parts) if parts else "0"
 
 
+def _dispatch_lines(op: str, args: str, indent: str) -> list:
+    """Dispatch `op`: for plain CPU tensors on a thread in its default state (no mode,
+    autocast off, no dispatch trace), call the kernel the dispatcher would pick for them
+    (`Operator.plain_cpu`, renewed by every registration) without going through it."""
+    return [f"{indent}_kernel = {op}.plain_cpu",
+            f"{indent}if (_kernel is not None and _keys == _PLAIN_CPU and _local.included == 0 "
+            "and _local.excluded == _AUTOCAST and not _tracers):",
+            f"{indent}    return _kernel({args})",
+            f"{indent}return {op}.dispatch(_keys, {args})"]
+
+
 def _tuple(items) -> str:
     return "(" + "".join(f"{x}, " for x in items) + ")"
 
@@ -139,12 +153,12 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
         if out_op is not None and other_out is not None:
             lines.append(f"        if out is not None: return _out_op{i}.dispatch(_keys, {args}, "
                          "out)")
-        lines.append(f"        return _op{i}.dispatch(_keys, {args})")
+        lines += _dispatch_lines(f"_op{i}", args, "        ")
         env.update({f"_op{i}": other_op, f"_out_op{i}": other_out})
     if out_op is not None:
         lines.append(f"    if out is not None: return _out_op.dispatch(_keys, {', '.join(call)}, "
                      "out)")
-    lines.append(f"    return _op.dispatch(_keys, {', '.join(call)})")
+    lines += _dispatch_lines("_op", ", ".join(call), "    ")
     source = "\n".join(lines)
     spec = tuple((n, "v" if varargs and i == 1 else "k" if a.kwarg_only else
                   "d" if a.has_default else "p", a.default)
@@ -155,7 +169,9 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
            "_contiguous_format": "contiguous_format", "_SPEC": spec,
            "_anywhere": overrides.anywhere,
            "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
-           "_NOT_HANDLED": overrides.NOT_HANDLED, "_SCALARS": _SCALAR_TYPES})
+           "_NOT_HANDLED": overrides.NOT_HANDLED, "_SCALARS": _SCALAR_TYPES,
+           "_PLAIN_CPU": PLAIN_CPU_KEYSET, "_AUTOCAST": AUTOCAST_MASK, "_local": local_keys,
+           "_tracers": dispatcher._tracers})
     qualname = f"Tensor.{name}" if method else name
     filename = f"<glasstorch.ops {qualname} {schema.qualified_name}>"
     exec(compile(source, filename, "exec"), env)
@@ -166,6 +182,29 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     fn.__module__ = "glasstorch"
     fn.__qualname__ = qualname
     fn._schema = schema
+    return fn
+
+
+def operator_method(method, name: str):
+    """A generated method as the Python operator `name` (`__add__` from `Tensor.add`): an
+    operand that is no tensor or number (a TypeError) gives NotImplemented, so that Python
+    tries the reflected operation and then raises its usual TypeError. Made from the
+    method's own source inside a `try`, so the operator costs no extra call; handlers of
+    __torch_function__ still see the method (`t + 1` reaches them as Tensor.add)."""
+    filename = method.__code__.co_filename
+    head, *body = linecache.cache[filename][2]
+    source = (f"def {name}{head[head.index('('):]}    try:\n"
+              + "".join(f"    {line.rstrip()}\n" for line in body)
+              + "    except TypeError:\n        return NotImplemented\n")
+    env = dict(method.__globals__)        # the method's name there still means the method
+    filename = filename.replace(f"Tensor.{method.__name__} ", f"Tensor.{name} ", 1)
+    exec(compile(source, filename, "exec"), env)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    fn = env[name]
+    fn.__doc__ = method.__doc__
+    fn.__module__ = "glasstorch"
+    fn.__qualname__ = f"Tensor.{name}"
+    fn._schema = method._schema
     return fn
 
 
@@ -190,7 +229,7 @@ def _as_varargs_shape(size):
     if len(size) == 1 and not hasattr(size[0], "__index__"):
         size = size[0]
     try:
-        return tuple(s if s.__class__ is int else operator.index(s) for s in size)
+        return tuple(map(operator.index, size))      # an int is its own index
     except TypeError:
         raise TypeError(f"expected a sequence of integers, but got {size!r}") from None
 
@@ -203,7 +242,7 @@ def bad_self(fname, value):
 # Python operators whose __torch_function__ handlers see the method they call, as in
 # PyTorch (`t + 1` reaches them as Tensor.add); the other operators reach them as
 # themselves, some under PyTorch's other name for them.
-_OPERATORS_SEEN_AS_METHOD = {
+OPERATORS_SEEN_AS_METHOD = {
     "__add__", "__radd__", "__iadd__", "__sub__", "__isub__", "__mul__", "__rmul__",
     "__imul__", "__truediv__", "__itruediv__", "__ifloordiv__", "__mod__", "__imod__",
     "__pow__", "__ipow__", "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__",
@@ -223,7 +262,7 @@ _PYTHON_TENSOR_METHODS = {"__floordiv__", "__rsub__", "__rpow__", "__rmod__", "_
 def public(fn, name: str, method: bool):
     """`fn` honouring __torch_function__ (glasstorch.overrides), unless it is a generated
     wrapper or an operator that calls one, which honour it already."""
-    if hasattr(fn, "_schema") or (method and name in _OPERATORS_SEEN_AS_METHOD) or (
+    if hasattr(fn, "_schema") or (method and name in OPERATORS_SEEN_AS_METHOD) or (
             not callable(fn) or isinstance(fn, type)):
         return fn
     name = _OPERATOR_NAMES.get(name, name) if method else name

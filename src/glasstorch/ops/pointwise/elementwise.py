@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import builtins
 
+import numpy as np
+
 from ...backends.cpu import pointwise as cpu
 from ...core import dtype as dt
 from ...core.tensor import Tensor
@@ -17,6 +19,7 @@ from .meta import bool_meta, float_meta, pointwise_spec, promoting_meta
 from ...core.promotion import common_dtype, float_dtype
 from ..registry import (composite, export, overload, require_tensor, resize_output, spec,
                         structured)
+from ..wrappers import OPERATORS_SEEN_AS_METHOD, operator_method
 from ..autocast import FP32, PROMOTE, autocast_policy
 
 _POINTWISE = ("pointwise",)
@@ -368,6 +371,12 @@ overload(div, "div.Scalar(Tensor self, Scalar other) -> Tensor",
          lambda out, self, other: cpu.div(out, self, other, None), when=None)
 overload(div, "div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
          _div_meta, cpu.div, when=None)
+# Small same-dtype float calls skip the meta function and promotion (ops/registry.py).
+add.plain_float_ufunc(np.add, 1)
+sub.plain_float_ufunc(np.subtract, 1)
+mul.plain_float_ufunc(np.multiply)
+div.plain_float_ufunc(np.true_divide, None)
+div.overload("Tensor").plain_float_ufunc(np.true_divide)
 floor_divide = _declare("floor_divide(Tensor self, Tensor other) -> Tensor", promoting_meta,
                         cpu.floor_divide, number_self=True,
                         doc="input // other, rounding toward minus infinity.")
@@ -619,9 +628,12 @@ export("float_power_", _float_power_, method=True, function=False)
 
 # ---- Python operators ------------------------------------------------------------------
 
-def _operator(fn):
+def _operator(fn, name):
     """A binary operator: unsupported operand types give NotImplemented, so that Python
     tries the reflected operation and then raises its usual TypeError."""
+    if hasattr(fn, "_schema") and name in OPERATORS_SEEN_AS_METHOD:
+        return operator_method(fn, name)      # a generated method: no extra call
+
     def op(self, other):
         try:
             return fn(self, other)
@@ -672,7 +684,7 @@ _OPERATORS = {
     "__ge__": _T.ge,
 }
 for _name, _fn in _OPERATORS.items():
-    export(_name, _operator(_fn), method=True, function=False)
+    export(_name, _operator(_fn, _name), method=True, function=False)
 for _name, _fn in (("__neg__", _T.neg), ("__pos__", positive), ("__abs__", _T.abs),
                    ("__invert__", _invert)):
     export(_name, _fn, method=True, function=False)

@@ -1,0 +1,184 @@
+"""The per-op fast paths for plain CPU tensors: generated wrappers call `Operator.plain_cpu`
+directly, and add/sub/mul/div run their ufunc straight from the CPU kernel on small
+same-dtype float operands. Each must give PyTorch's results, and each must step aside the
+moment anything that the dispatcher would honour is in force: a dispatch mode, autocast, a
+dispatch trace, a kernel registered above or at CPU, grad mode with inputs that need grad."""
+import numpy as np
+import pytest
+
+import glasstorch as gt
+from glasstorch.dispatch.dispatcher import find, register_fallback, _fallbacks
+from glasstorch.dispatch.keys import DispatchKey
+from glasstorch.utils._python_dispatch import TorchDispatchMode
+
+torch = pytest.importorskip("torch")
+
+rng = np.random.default_rng(0)
+
+
+def _pair(shape, dtype):
+    a = rng.standard_normal(shape).astype(dtype)
+    b = rng.standard_normal(shape).astype(dtype) + 3
+    return a, b
+
+
+def _check(ours, theirs):
+    assert ours.dtype == getattr(gt, str(theirs.dtype).split(".")[1])
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert tuple(ours.stride()) == tuple(theirs.stride())
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
+
+
+CALLS = [
+    lambda t, a, b: a + b, lambda t, a, b: a - b, lambda t, a, b: a * b, lambda t, a, b: a / b,
+    lambda t, a, b: t.add(a, b, alpha=2),
+    lambda t, a, b: t.sub(a, b, alpha=1.5), lambda t, a, b: t.div(a, b, rounding_mode="floor"),
+    lambda t, a, b: a + 2, lambda t, a, b: a * 2.5, lambda t, a, b: a - 1e40,
+    lambda t, a, b: a / 3, lambda t, a, b: a + True, lambda t, a, b: 2 - a,
+    lambda t, a, b: a[:, :1] * b, lambda t, a, b: a.t() + b.t(), lambda t, a, b: a[0] + b[1],
+    lambda t, a, b: a + b.double(), lambda t, a, b: a.half() * b.half(),
+    lambda t, a, b: a.to(t.int32) + b.to(t.int32), lambda t, a, b: a.to(t.int32) / 2,
+    lambda t, a, b: a.sum() * b.sum(), lambda t, a, b: a[:0] + b[:0],
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index", range(len(CALLS)))
+def test_results_match_pytorch_on_and_off_the_fast_path(index, dtype):
+    a, b = _pair((3, 4), dtype)
+    call = CALLS[index]
+    ours = call(gt, gt.from_numpy(a.copy()), gt.from_numpy(b.copy()))
+    theirs = call(torch, torch.from_numpy(a.copy()), torch.from_numpy(b.copy()))
+    _check(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_fast_path_computes_what_pytorch_computes_bit_for_bit(dtype):
+    a, b = _pair(16, dtype)
+    for call in (lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y,
+                 lambda x, y: x / y, lambda x, y: x * 2, lambda x, y: x + 0.1,
+                 lambda x, y: x / 3, lambda x, y: x - 7):
+        ours = call(gt.from_numpy(a.copy()), gt.from_numpy(b.copy()))
+        theirs = call(torch.from_numpy(a.copy()), torch.from_numpy(b.copy()))
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_a_bool_alpha_is_refused_as_pytorch_refuses_it():
+    for lib in (gt, torch):
+        with pytest.raises(RuntimeError, match="Boolean alpha only supported"):
+            lib.add(lib.ones(2), lib.ones(2), alpha=True)
+
+
+def test_outputs_are_fresh_aligned_and_writable():
+    a = gt.ones(16)
+    out = a + a
+    assert out.data_ptr() % 64 == 0 and out.data_ptr() != a.data_ptr()
+    out.add_(1)
+    assert out.tolist() == [3.0] * 16 and a.tolist() == [1.0] * 16
+    assert out._version == 1 and out.is_contiguous()
+
+
+def test_inference_mode_outputs_are_inference_tensors():
+    a = gt.ones(4)
+    with gt.inference_mode():
+        out = a * 2
+    assert out.is_inference() and not (a * 2).is_inference()
+
+
+def test_a_dispatch_mode_sees_every_call():
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    a = gt.ones(4)
+    with Log():
+        a + a, a * 2, a.sum(), a.neg()
+    assert seen == ["aten.add.Tensor", "aten.mul.Tensor", "aten.sum.default", "aten.neg.default"]
+
+
+def test_a_dispatch_trace_sees_every_call():
+    a = gt.ones(4)
+    with gt.debug.dispatch_trace() as trace:
+        a + a
+        a.sum()
+    assert [e.op for e in trace.events] == ["aten::add.Tensor", "aten::sum"]
+
+
+def test_autocast_casts_inside_its_region():
+    a = gt.ones(4, 4)
+    with gt.autocast("cpu", dtype=gt.bfloat16):
+        assert (a @ a).dtype is gt.bfloat16
+    assert (a @ a).dtype is gt.float32
+
+
+def test_grad_mode_records_and_no_grad_does_not():
+    w = gt.ones(4, requires_grad=True)
+    assert (w * 2).grad_fn is not None
+    with gt.no_grad():
+        assert (w * 2).grad_fn is None
+    assert (gt.ones(4) * 2).grad_fn is None
+
+
+def test_a_library_kernel_registered_for_cpu_replaces_the_plain_kernel():
+    op = find("aten::mul.Tensor")
+    before = op.plain_cpu
+    lib = gt.library.Library("aten", "IMPL")
+    with pytest.warns(UserWarning, match="Overriding a previously registered kernel"):
+        lib.impl("mul.Tensor", lambda a, b: gt.zeros(a.shape), "CPU")
+    try:
+        assert op.plain_cpu is not before
+        assert (gt.ones(3) * 5).tolist() == [0.0, 0.0, 0.0]
+    finally:
+        lib._destroy()
+    assert op.plain_cpu is before
+    assert (gt.ones(3) * 5).tolist() == [5.0, 5.0, 5.0]
+
+
+def test_a_kernel_above_cpu_takes_the_calls():
+    calls = []
+    op = find("aten::add.Tensor")
+    previous = _fallbacks.get(DispatchKey.ADInplaceOrView)
+
+    def watch(op, ks, *args):
+        calls.append(op.name)
+        return op.redispatch(ks, *args)
+
+    register_fallback(DispatchKey.ADInplaceOrView, watch)
+    try:
+        assert op.plain_cpu.func is watch and op.plain_cpu.args[0] is op
+        assert (gt.ones(2) + 1).tolist() == [2.0, 2.0]
+        assert "aten::add.Tensor" in calls
+    finally:
+        register_fallback(DispatchKey.ADInplaceOrView, previous)
+    assert op.plain_cpu is op.table[DispatchKey.CPU]
+
+
+def test_views_and_in_place_ops_keep_their_bookkeeping():
+    a = gt.ones(4)
+    v = a.view(2, 2)
+    assert v._base is a
+    a.add_(1)
+    assert a._version == 1 and v.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    view, add_ = find("aten::view"), find("aten::add_.Tensor")
+    assert view.plain_cpu.func is view.table[DispatchKey.ADInplaceOrView]
+    assert add_.plain_cpu.func is add_.table[DispatchKey.ADInplaceOrView]
+    assert view.plain_cpu.args == (view, 1 << DispatchKey.CPU)    # the keys below, as dispatch
+    w = gt.ones(2, requires_grad=True).clone()
+    w.mul_(2)                                   # needs grad: the Autograd key records it
+    assert w.grad_fn.name() == "MulBackward0"
+
+
+def test_an_op_without_a_cpu_kernel_still_says_so():
+    lib = gt.library.Library("plain_path_test", "DEF")
+    try:
+        lib.define("only_meta(Tensor x) -> Tensor")
+        lib.impl("only_meta", lambda x: x, "Meta")
+        op = find("plain_path_test::only_meta")
+        assert op.plain_cpu is None
+        with pytest.raises(NotImplementedError, match="only available for these backends"):
+            gt.ops.plain_path_test.only_meta(gt.ones(2))
+    finally:
+        lib._destroy()
