@@ -1,8 +1,6 @@
 """Pareto(scale, alpha): scale * exp(Exponential(alpha))."""
 from __future__ import annotations
 
-import glasstorch
-
 from . import constraints
 from .exponential import Exponential
 from .transformed_distribution import TransformedDistribution

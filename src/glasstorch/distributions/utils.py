@@ -90,3 +90,37 @@ class _lazy_property_and_property(lazy_property, property):
 
     def __init__(self, wrapped):
         property.__init__(self, wrapped)
+
+
+class BinaryProbsOrLogits:
+    """For distributions parameterised by a success probability given either as `probs` or
+    as `logits` (exactly one): the other is computed on first use, and expand() keeps
+    whichever was given."""
+
+    def _set_probs_or_logits(self, probs, logits, *others):
+        """Broadcast `others` with the given parameter and store it; returns the others."""
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        *others, value = broadcast_all(*others, value)
+        setattr(self, name, value)
+        self._param = value
+        return others
+
+    def _expand_probs_or_logits(self, new, batch_shape) -> None:
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                setattr(new, name, getattr(self, name).expand(batch_shape))
+                new._param = getattr(new, name)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
