@@ -248,3 +248,17 @@ def test_interop_threads():
     assert gt.get_num_interop_threads() >= 1
     with pytest.raises(RuntimeError, match="set_num_interop_threads expects a positive"):
         gt.set_num_interop_threads(0)
+
+
+def test_set_num_threads_sets_numpys_blas_threads_too():
+    """As torch.set_num_threads sets MKL's: a one-thread comparison is one thread in BLAS."""
+    from glasstorch.backends.cpu.blas_threads import get_blas_threads
+    before_blas, before = get_blas_threads(), gt.get_num_threads()
+    if before_blas is None:
+        pytest.skip("NumPy's BLAS library was not found among the loaded libraries")
+    try:
+        gt.set_num_threads(1)
+        assert get_blas_threads() == 1
+    finally:
+        gt.set_num_threads(before)
+    assert get_blas_threads() == before

@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .blas_threads import set_blas_threads
+
 # Elements below which a kernel does not split its work. Module level so that tests can
 # lower it to send small tensors down the threaded paths.
 GRAIN = 1 << 19
@@ -53,9 +55,11 @@ def get_num_threads() -> int:
 
 
 def set_num_threads(n: int) -> None:
-    """Set the number of threads CPU kernels split their work across."""
+    """Set the number of threads CPU kernels split their work across, and NumPy's BLAS's
+    (as torch.set_num_threads sets MKL's)."""
     global _num_threads, _pool
     _check_count("set_num_threads", n)
+    set_blas_threads(n)
     with _pool_lock:
         if n != _num_threads and _pool is not None:
             _pool.shutdown(wait=False)

@@ -1,0 +1,60 @@
+"""The thread count of the BLAS NumPy loaded. `torch.set_num_threads` sets MKL's as well as
+ATen's pool, so `glasstorch.set_num_threads` sets NumPy's OpenBLAS (or MKL) too: otherwise a
+"one thread" comparison gives glasstorch's matrix products every core while PyTorch's get
+one. The library is found among the process's loaded libraries by name (Linux's
+/proc/self/maps); where it cannot be found the count is left as it is."""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+_PREFIXES = ("scipy_openblas", "openblas", "MKL")
+_SUFFIXES = ("64_", "")
+
+
+def _loaded_blas_paths() -> list:
+    try:
+        with open("/proc/self/maps") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    paths = {line.split()[-1] for line in lines if line.split() and line.split()[-1][:1] == "/"}
+    return sorted(p for p in paths if "openblas" in p.lower() or "mkl_rt" in p.lower())
+
+
+@functools.lru_cache(maxsize=1)
+def _functions():
+    """(set, get) of the loaded BLAS's thread count, or (None, None)."""
+    import numpy  # noqa: F401  (loads its BLAS)
+    for path in _loaded_blas_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in _PREFIXES:
+            for suffix in _SUFFIXES:
+                if prefix == "MKL":
+                    setter = getattr(lib, "MKL_Set_Num_Threads", None)
+                    getter = getattr(lib, "MKL_Get_Max_Threads", None)
+                else:
+                    setter = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                    getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                if setter is not None and getter is not None:
+                    getter.restype = ctypes.c_int
+                    return setter, getter
+    return None, None
+
+
+def set_blas_threads(n: int) -> bool:
+    """Set NumPy's BLAS thread count; False when its library was not found."""
+    setter, _ = _functions()
+    if setter is None:
+        return False
+    setter(ctypes.c_int(n))
+    return True
+
+
+def get_blas_threads() -> int | None:
+    """NumPy's BLAS thread count, or None when its library was not found."""
+    _, getter = _functions()
+    return None if getter is None else int(getter())
