@@ -294,25 +294,33 @@ def test_register_kl_prefers_the_most_specific_pair():
 
 
 def test_validation_errors_are_pytorchs():
+    """validate_args=True on both sides: PyTorch's default can be switched off by other
+    test modules (its internal test utilities do)."""
     with pytest.raises(ValueError) as ours:
-        D.Normal(glasstorch.tensor([0.0]), glasstorch.tensor([-1.0]))
+        D.Normal(glasstorch.tensor([0.0]), glasstorch.tensor([-1.0]), validate_args=True)
     with pytest.raises(ValueError) as theirs:
-        TD.Normal(torch.tensor([0.0]), torch.tensor([-1.0]))
+        TD.Normal(torch.tensor([0.0]), torch.tensor([-1.0]), validate_args=True)
     assert str(ours.value) == str(theirs.value)
     with pytest.raises(ValueError, match="Either `probs` or `logits`"):
         D.Bernoulli(probs=glasstorch.tensor([0.5]), logits=glasstorch.tensor([0.0]))
-    d, t = D.Poisson(glasstorch.tensor(2.0)), TD.Poisson(torch.tensor(2.0))
+    d = D.Poisson(glasstorch.tensor(2.0), validate_args=True)
+    t = TD.Poisson(torch.tensor(2.0), validate_args=True)
     with pytest.raises(ValueError) as ours:
         d.log_prob(glasstorch.tensor(1.5))
     with pytest.raises(ValueError) as theirs:
         t.log_prob(torch.tensor(1.5))
     assert str(ours.value) == str(theirs.value)
     with pytest.raises(ValueError) as ours:
-        D.Normal(glasstorch.zeros(2), 1.0).log_prob(glasstorch.zeros(1, 3))
+        D.Normal(glasstorch.zeros(2), 1.0, validate_args=True).log_prob(glasstorch.zeros(1, 3))
     with pytest.raises(ValueError) as theirs:
-        TD.Normal(torch.zeros(2), 1.0).log_prob(torch.zeros(1, 3))
+        TD.Normal(torch.zeros(2), 1.0, validate_args=True).log_prob(torch.zeros(1, 3))
     assert str(ours.value) == str(theirs.value)
     D.Normal(glasstorch.tensor([0.0]), glasstorch.tensor([-1.0]), validate_args=False)
+
+
+def test_validation_is_on_by_default():
+    with pytest.raises(ValueError, match="to satisfy the constraint"):
+        D.Normal(glasstorch.tensor([0.0]), glasstorch.tensor([-1.0]))
 
 
 def test_repr_and_expand_match_pytorch():
