@@ -35,6 +35,10 @@ def _blas() -> str:
 
 
 def _blas_threads() -> str:
+    from .backends.cpu.blas_threads import get_blas_threads
+    count = get_blas_threads()
+    if count is not None:
+        return f"{count} (set with glasstorch.set_num_threads)"
     if importlib.util.find_spec("threadpoolctl") is not None:
         from threadpoolctl import threadpool_info
         counts = sorted({p["num_threads"] for p in threadpool_info()
