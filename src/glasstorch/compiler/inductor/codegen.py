@@ -26,7 +26,11 @@ from ...core import dtype as dt
 from .ir import Index, Reduction, Val
 from .scheduler import accesses
 
-PARALLEL_THRESHOLD = 1 << 15
+# Elements below which a kernel runs on one thread, as eager's GRAIN (backends/cpu/parallel):
+# after a parallel region OpenMP's threads spin, and on few cores they fight the BLAS
+# threads of the matrix product that follows (a compiled MLP step at 1 << 15: 42 ms, here
+# 5.6 ms, eager 4 ms).
+PARALLEL_THRESHOLD = 1 << 19
 THREADS = " num_threads(nthreads)"    # the host passes glasstorch's thread count
 PAIRWISE_ROW = 1 << 14  # longest row summed pairwise (its values wait in a stack array)
 NUMPY_BUFFER = 8192     # NumPy sums a row it must cast (half -> float) in pieces this long
