@@ -362,6 +362,9 @@ def _bad_peer(pg, rank):
 _NATIVE = {glasstorch.float32, glasstorch.float64, glasstorch.int8, glasstorch.int16,
            glasstorch.int32, glasstorch.int64, glasstorch.uint8, glasstorch.complex64,
            glasstorch.complex128}
+# What the types MPI has no reduction for travel as (reduced there, rounded back after).
+_TRAVELS_AS = {glasstorch.float16: glasstorch.float32, glasstorch.bfloat16: glasstorch.float32,
+               glasstorch.bool: glasstorch.uint8}
 
 
 def _check_tensor(t, name: str = "tensor"):
@@ -377,11 +380,7 @@ def _staged(t):
     t = t.detach()
     if t.device.type == "cpu" and t.dtype in _NATIVE and t.is_contiguous():
         return t.numpy(), None
-    host = t.to("cpu")
-    if t.dtype in (glasstorch.float16, glasstorch.bfloat16):
-        host = host.float()
-    elif t.dtype is glasstorch.bool:
-        host = host.to(glasstorch.uint8)
+    host = t.to("cpu", _TRAVELS_AS.get(t.dtype, t.dtype))
     buf = np.ascontiguousarray(host.numpy())
 
     def write_back():
@@ -486,18 +485,9 @@ def _counts(tensors):
     return counts, displs
 
 
-def _staging_dtype(dtype):
-    """The NumPy dtype a tensor of `dtype` travels as."""
-    if dtype in (glasstorch.float16, glasstorch.bfloat16):
-        return np.float32
-    if dtype is glasstorch.bool:
-        return np.uint8
-    return glasstorch.empty(0, dtype=dtype).numpy().dtype
-
-
 def _flat_like(tensors, dtype):
-    """One host buffer for a list of tensors, in the staging dtype."""
-    return np.empty(sum(t.numel() for t in tensors), dtype=_staging_dtype(dtype))
+    """One host buffer for a list of tensors, in the dtype they travel as."""
+    return np.empty(sum(t.numel() for t in tensors), dtype=_TRAVELS_AS.get(dtype, dtype).np)
 
 
 def _scatter_back(flat, tensors, counts, displs):
@@ -706,18 +696,15 @@ def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None):
 
 
 def irecv(tensor, src=None, group=None, tag: int = 0, group_src=None):
+    """Receive into tensor when the work completes; from any rank when src is None."""
     pg = _group(group)
     if pg is None:
         return None
     buf, back = _staged(tensor)
     if src is None and group_src is None:
-        MPI = _transport.mpi()
-        status = MPI.Status()
-        request = pg._comm.Irecv(buf, source=MPI.ANY_SOURCE, tag=tag)
-        work = Work(request, back)
-        work._status = status
-        return work
-    peer = _peer(pg, src, group_src, "src")
+        peer = _transport.mpi().ANY_SOURCE
+    else:
+        peer = _peer(pg, src, group_src, "src")
     return Work(pg._comm.Irecv(buf, source=peer, tag=tag), back)
 
 
@@ -733,19 +720,16 @@ def recv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> int:
     pg = _group(group)
     if pg is None:
         return -1
+    if src is not None or group_src is not None:
+        irecv(tensor, src, group, tag, group_src).wait()
+        return pg._ranks[_peer(pg, src, group_src, "src")]
     buf, back = _staged(tensor)
-    if src is None and group_src is None:
-        MPI = _transport.mpi()
-        status = MPI.Status()
-        pg._comm.Recv(buf, source=MPI.ANY_SOURCE, tag=tag, status=status)
-        if back is not None:
-            back()
-        return pg._ranks[status.Get_source()]
-    peer = _peer(pg, src, group_src, "src")
-    pg._comm.Irecv(buf, source=peer, tag=tag).Wait()
+    MPI = _transport.mpi()
+    status = MPI.Status()
+    pg._comm.Recv(buf, source=MPI.ANY_SOURCE, tag=tag, status=status)
     if back is not None:
         back()
-    return pg._ranks[peer]
+    return pg._ranks[status.Get_source()]
 
 
 # ---- Python objects ----------------------------------------------------------------------
