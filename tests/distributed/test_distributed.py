@@ -110,3 +110,28 @@ def test_distributed_sampler_reads_the_process_group():
         assert (sampler.num_replicas, sampler.rank, list(sampler)) == (1, 0, list(range(6)))
     finally:
         dist.destroy_process_group()
+
+
+def test_ddp_gradients_as_bucket_views_and_buckets_rebuilt_in_ready_order():
+    from glasstorch.nn.parallel import DistributedDataParallel
+    dist.init_process_group("gloo")
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+        ref = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+        ref.load_state_dict(model.state_dict())
+        ddp = DistributedDataParallel(model, gradient_as_bucket_view=True, bucket_cap_mb=1e-5)
+        x = torch.randn(5, 3)
+        for _ in range(2):                     # the second time accumulates into the views
+            ddp(x).pow(2).sum().backward()
+            ref(x).pow(2).sum().backward()
+        for p, q in zip(model.parameters(), ref.parameters()):
+            assert torch.allclose(p.grad, q.grad)
+            bucket = ddp._bucket_of[id(p)]
+            assert p.grad.untyped_storage().data_ptr() == bucket.buffer.untyped_storage().data_ptr()
+        # The first backward produced gradients last layer first; the rebuilt buckets follow it.
+        order = [p for b in ddp._buckets for p in b.params]
+        assert order[0] is model[2].bias or order[0] is model[2].weight
+        assert ddp._ready_order is None
+    finally:
+        dist.destroy_process_group()

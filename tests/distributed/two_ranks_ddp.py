@@ -21,24 +21,29 @@ def make_model(seed):
 torch.manual_seed(100)                        # the same data on both ranks
 xs, ys = torch.randn(5, 8, 6), torch.randint(0, 3, (5, 8))
 
-reference = make_model(0)                     # one process, the whole batch
-model = make_model(r)                         # different on rank 1: DDP must broadcast rank 0's
-ddp = DDP(model, bucket_cap_mb=0.0005)        # several buckets
-assert len(ddp._buckets) > 1
-for p, q in zip(model.parameters(), reference.parameters()):
-    assert torch.equal(p, q), "DDP did not start from rank 0's parameters"
-opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
-ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
-for x, y in zip(xs, ys):
-    half = slice(4 * r, 4 * r + 4)
-    opt.zero_grad()
-    torch.nn.functional.cross_entropy(ddp(x[half]), y[half]).backward()
-    opt.step()
-    ref_opt.zero_grad()
-    torch.nn.functional.cross_entropy(reference(x), y).backward()
-    ref_opt.step()
-for p, q in zip(model.parameters(), reference.parameters()):
-    np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), atol=1e-5)
+for as_view in (False, True):
+    reference = make_model(0)                 # one process, the whole batch
+    model = make_model(r)                     # different on rank 1: DDP must broadcast rank 0's
+    ddp = DDP(model, bucket_cap_mb=0.0005, gradient_as_bucket_view=as_view)   # several buckets
+    assert len(ddp._buckets) > 1
+    for p, q in zip(model.parameters(), reference.parameters()):
+        assert torch.equal(p, q), "DDP did not start from rank 0's parameters"
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for step, (x, y) in enumerate(zip(xs, ys)):
+        half = slice(4 * r, 4 * r + 4)
+        opt.zero_grad(set_to_none=step % 2 == 0)      # both ways of zeroing, with views
+        torch.nn.functional.cross_entropy(ddp(x[half]), y[half]).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        torch.nn.functional.cross_entropy(reference(x), y).backward()
+        ref_opt.step()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), atol=1e-5)
+    if as_view:
+        bucket = ddp._bucket_of[id(model[0].weight)]
+        assert model[0].weight.grad.untyped_storage().data_ptr() == \
+            bucket.buffer.untyped_storage().data_ptr()
 
 # no_sync: batch A accumulates locally, batch B's backward then averages the sum over ranks
 acc = DDP(make_model(0))
@@ -67,6 +72,11 @@ class TwoHeads(torch.nn.Module):
 heads = DDP(TwoHeads(), find_unused_parameters=True)
 heads(torch.randn(3, 4)).sum().backward()
 assert heads.module.b.weight.grad is None and heads.module.a.weight.grad is not None
+static = DDP(TwoHeads(), static_graph=True)      # the unused set is found once, then reused
+for _ in range(3):
+    static(torch.randn(3, 4)).sum().backward()
+assert static._static_unused == [static.module.b.weight, static.module.b.bias]
+assert static.module.b.weight.grad is None
 strict = DDP(TwoHeads())
 strict(torch.randn(3, 4)).sum().backward()
 try:

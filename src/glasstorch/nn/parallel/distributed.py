@@ -7,7 +7,15 @@ registration order (the order backward tends to produce their gradients). A hook
 parameter's gradient is accumulated counts it ready; when a bucket is complete its gradients
 are flattened and its all-reduce starts at once (asynchronously), so communication overlaps the
 rest of the backward pass. When the last bucket has started, the hook waits for all of them
-and writes the averages back into `.grad`."""
+and writes the averages back into `.grad`.
+
+After the first backward the buckets are rebuilt in the order the gradients actually became
+ready (PyTorch's bucket rebuilding), so each bucket completes as early as the graph allows.
+With `gradient_as_bucket_view=True` each bucket owns one flat buffer and the parameters'
+`.grad` are views into it: backward accumulates straight into the buffer, which is
+all-reduced in place, saving a flatten and a copy back per bucket and the memory of a second
+copy of the gradients. With `static_graph=True` the set of unused parameters found in the
+first iteration is reused instead of walking the graph each time."""
 from __future__ import annotations
 
 import contextlib
@@ -22,6 +30,17 @@ class _Bucket:
     def __init__(self, index: int, params: list):
         self.index, self.params = index, params
         self.ready = 0
+        self.buffer = None          # the flat gradients, with gradient_as_bucket_view
+        self.offsets, start = [], 0
+        for p in params:
+            self.offsets.append(start)
+            start += p.numel()
+        self.numel = start
+
+    def slot(self, i: int):
+        """Parameter i's gradient as a view of the bucket's buffer."""
+        p = self.params[i]
+        return self.buffer[self.offsets[i]:self.offsets[i] + p.numel()].view(p.shape)
 
 
 class GradBucket:
@@ -89,8 +108,9 @@ class DistributedDataParallel(Module):
         self._params = [p for p in module.parameters() if p.requires_grad]
         if init_sync:
             self._sync_module_states()
-        self._buckets = self._build_buckets()
-        self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
+        self._set_buckets(self._build_buckets(reversed(self._params)))
+        self._ready_order: list | None = []   # the first backward's order, for the rebuild
+        self._static_unused: list | None = None
         self._comm_hook, self._comm_state = None, None
         self._pending: list = []
         self._in_backward = False
@@ -107,9 +127,9 @@ class DistributedDataParallel(Module):
                 dist.broadcast(t, src=dist.get_global_rank(self.process_group, 0),
                                group=self.process_group)
 
-    def _build_buckets(self) -> list:
+    def _build_buckets(self, params) -> list:
         buckets, current, size = [], [], 0
-        for p in reversed(self._params):
+        for p in params:
             nbytes = p.numel() * p.element_size()
             if current and (size + nbytes > self.bucket_bytes_cap
                             or p.dtype is not current[0].dtype):
@@ -120,6 +140,36 @@ class DistributedDataParallel(Module):
         if current:
             buckets.append(_Bucket(len(buckets), current))
         return buckets
+
+    def _set_buckets(self, buckets: list) -> None:
+        """Use `buckets`; with gradient_as_bucket_view, existing gradients move into their
+        new buffers and become views of them."""
+        self._buckets = buckets
+        self._bucket_of = {id(p): b for b in buckets for p in b.params}
+        if self.gradient_as_bucket_view:
+            with no_grad():
+                for bucket in buckets:
+                    first = bucket.params[0]
+                    bucket.buffer = first.new_zeros(bucket.numel)
+                    for i, p in enumerate(bucket.params):
+                        if p.grad is not None:
+                            bucket.slot(i).copy_(p.grad)
+                            p.grad = bucket.slot(i)
+
+    def _rebuild_buckets(self) -> None:
+        """After the first iteration: buckets in the order gradients became ready on rank 0
+        (every rank must bucket alike, or the all-reduces would pair different tensors)."""
+        order, self._ready_order = self._ready_order, None
+        index = {id(p): i for i, p in enumerate(self._params)}
+        positions = [list(dict.fromkeys(index[id(p)] for p in order))]
+        dist = _dist()
+        if dist.get_world_size(self.process_group) > 1:
+            dist.broadcast_object_list(positions, src=dist.get_global_rank(self.process_group, 0),
+                                       group=self.process_group)
+        first = [self._params[i] for i in positions[0]]
+        seen = set(positions[0])
+        rest = [p for i, p in reversed(list(enumerate(self._params))) if i not in seen]
+        self._set_buckets(self._build_buckets(first + rest))
 
     def register_comm_hook(self, state, hook) -> None:
         """hook(state, GradBucket) -> torch.futures.Future of the bucket's reduced tensor."""
@@ -154,16 +204,26 @@ class DistributedDataParallel(Module):
                 for b in self.module.buffers():
                     dist.broadcast(b, src=dist.get_global_rank(self.process_group, 0),
                                    group=self.process_group)
+        if self._ready_order and self.require_backward_grad_sync:
+            self._rebuild_buckets()
         output = self.module(*inputs, **kwargs)
         for bucket in self._buckets:
             bucket.ready = 0
-        if self.find_unused_parameters and self.require_backward_grad_sync:
-            self._mark_unused(output)
+        if self.require_backward_grad_sync:
+            if self.static_graph and self._static_unused is not None:
+                for p in self._static_unused:
+                    self._count_ready(p)
+            elif self.find_unused_parameters or self.static_graph:
+                self._mark_unused(output)
         return output
+
+    def _set_static_graph(self) -> None:
+        """PyTorch's way to turn static_graph on after construction."""
+        self.static_graph = True
 
     def _mark_unused(self, output) -> None:
         """Parameters the output's graph does not reach will get no gradient: count them
-        ready now, so their buckets complete."""
+        ready now, so their buckets complete. With static_graph the first answer is kept."""
         reached, stack, seen = set(), [], set()
         for t in _tensors(output):
             if t.grad_fn is not None:
@@ -178,6 +238,8 @@ class DistributedDataParallel(Module):
                 reached.add(id(variable))
             stack.extend(n for n, _ in node.next_functions)
         self._unused = [p for p in self._params if id(p) not in reached]
+        if self.static_graph:
+            self._static_unused = self._unused
         for p in self._unused:
             self._count_ready(p)
 
@@ -191,6 +253,8 @@ class DistributedDataParallel(Module):
     def _count_ready(self, param) -> None:
         bucket = self._bucket_of[id(param)]
         self._in_backward = True
+        if self._ready_order is not None:
+            self._ready_order.append(param)
         bucket.ready += 1
         if bucket.ready == len(bucket.params):
             self._launch(bucket)
@@ -198,9 +262,12 @@ class DistributedDataParallel(Module):
                 self._finish()
 
     def _launch(self, bucket) -> None:
-        grads = [p.grad.reshape(-1) if p.grad is not None else p.new_zeros(p.numel())
-                 for p in bucket.params]
-        flat = cat(grads).detach()
+        if self.gradient_as_bucket_view:
+            flat = self._gather_into_buffer(bucket)
+        else:
+            grads = [p.grad.reshape(-1) if p.grad is not None else p.new_zeros(p.numel())
+                     for p in bucket.params]
+            flat = cat(grads).detach()
         grad_bucket = GradBucket(bucket.index, flat, bucket.params,
                                  bucket.index == len(self._buckets) - 1)
         if self._comm_hook is not None:
@@ -210,22 +277,44 @@ class DistributedDataParallel(Module):
             future = default_hooks.allreduce_hook(self.process_group, grad_bucket)
         self._pending.append((bucket, future))
 
+    def _gather_into_buffer(self, bucket):
+        """The bucket's buffer holding every gradient: a gradient autograd made anew (the
+        first backward, or after zero_grad(set_to_none=True)) is moved in and made a view."""
+        with no_grad():
+            for i, p in enumerate(bucket.params):
+                slot = bucket.slot(i)
+                if p.grad is None:
+                    slot.zero_()
+                elif not _is_view_of(p.grad, slot):
+                    slot.copy_(p.grad)
+                    p.grad = slot
+        return bucket.buffer
+
     def _finish(self) -> None:
         """Wait for every bucket's reduction and write the averages into .grad."""
         pending, self._pending = self._pending, []
         with no_grad():
             for bucket, future in pending:
                 reduced = future.wait()
-                start = 0
-                for p in bucket.params:
+                if self.gradient_as_bucket_view and reduced is not bucket.buffer:
+                    bucket.buffer.copy_(reduced)
+                for i, p in enumerate(bucket.params):
+                    start = bucket.offsets[i]
                     piece = reduced[start:start + p.numel()].view(p.shape)
-                    start += p.numel()
-                    if p.grad is None:
+                    if self.gradient_as_bucket_view:
+                        if p.grad is None and bool((piece != 0).any()):
+                            p.grad = bucket.slot(i)
+                    elif p.grad is None:
                         if bool((piece != 0).any()):     # used on another rank
                             p.grad = piece.clone()
                     else:
                         p.grad.copy_(piece)
         self._in_backward = False
+
+
+def _is_view_of(grad, slot) -> bool:
+    return (grad.untyped_storage().data_ptr() == slot.untyped_storage().data_ptr()
+            and grad.storage_offset() == slot.storage_offset())
 
 
 def _tensors(output):
