@@ -13,6 +13,8 @@ import weakref
 from types import MappingProxyType
 
 from ..core.tensor import Tensor
+from .saved_hooks import (disable_saved_tensors_hooks, hooks_open,  # noqa: F401 (public here)
+                          save_on_cpu, saved_tensor_hooks, saved_tensors_hooks)
 
 _SAVED_FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -42,9 +44,12 @@ def _version_hint() -> str:
 
 
 class SavedTensor:
-    """A tensor kept for backward, with the version it had when saved."""
+    """A tensor kept for backward, with the version it had when saved.
 
-    __slots__ = ("tensor", "version", "producer")
+    Under `torch.autograd.graph.saved_tensors_hooks(pack, unpack)` the node keeps what
+    `pack(tensor)` returned instead of the tensor, and `unpack` turns it back at backward."""
+
+    __slots__ = ("tensor", "version", "producer", "vc", "packed", "unpack_hook")
 
     def __init__(self, tensor: Tensor, producer: str | None = None):
         if tensor._inference:
@@ -56,19 +61,41 @@ class SavedTensor:
         self.tensor = tensor
         self.version = tensor._vc.version if tensor._vc is not None else 0
         self.producer = producer
+        if hooks_open[0] and saved_tensor_hooks.stack:
+            pack, self.unpack_hook = saved_tensor_hooks.stack[-1]
+            self.vc, self.tensor = tensor._vc, None
+            from .grad_mode import no_grad
+            with no_grad():                      # as PyTorch: packing records nothing
+                self.packed = pack(tensor)
 
     def unpack(self) -> Tensor:
         t = self.tensor
+        if t is None:                   # kept by a pack hook
+            return self._unpack_hooked()
         if t._vc is not None and t._vc.version != self.version:
-            name = self.producer or (t.grad_fn.name() if t.grad_fn is not None else None)
-            op = name.removesuffix("Backward0").removesuffix("Backward") if name else ""
-            made_by = f"output {t._output_nr} of {op}" if name else "a leaf"
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{t.type()} {list(t._shape)}], which is {made_by}, is "
-                f"at version {t._vc.version}; expected version {self.version} instead. "
-                + _version_hint())
+            self._raise_modified(t, t._vc.version)
         return t
+
+    def _unpack_hooked(self) -> Tensor:
+        if self.vc is not None and self.vc.version != self.version:
+            self._raise_modified(None, self.vc.version)
+        t = self.unpack_hook(self.packed)
+        if not isinstance(t, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        return t
+
+    def _raise_modified(self, t, version: int):
+        name = self.producer or (t.grad_fn.name() if t is not None and t.grad_fn is not None
+                                 else None)
+        op = name.removesuffix("Backward0").removesuffix("Backward") if name else ""
+        made_by = f"output {t._output_nr} of {op}" if t is not None and name else \
+            (f"saved by {op}" if name else "a leaf")
+        what = f"[{t.type()} {list(t._shape)}]" if t is not None else "a saved tensor"
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: {what}, which is {made_by}, is at version {version}; "
+            f"expected version {self.version} instead. " + _version_hint())
 
 
 class Node:

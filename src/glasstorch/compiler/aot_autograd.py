@@ -257,7 +257,7 @@ def _saved_tensors(node):
     saved = getattr(node, "_saved", None)
     values = saved.values() if isinstance(saved, dict) else (saved or ())
     for v in values:
-        if v.__class__ is SavedTensor:
+        if v.__class__ is SavedTensor and v.tensor is not None:     # None: packed by a hook
             yield v.tensor
     inner = getattr(node, "_fn", None)          # CopySlices: the op's node
     if isinstance(inner, Node):

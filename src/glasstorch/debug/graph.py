@@ -12,7 +12,7 @@ def _saved(node) -> list:
     """'name: shape dtype' for each tensor a node keeps for its backward."""
     out = []
     for name, value in sorted(getattr(node, "_saved", {}).items()):
-        if isinstance(value, SavedTensor):
+        if isinstance(value, SavedTensor) and value.tensor is not None:   # None: packed
             t = value.tensor
             out.append(f"{name}: {list(t._shape)} {t.dtype.name}")
     return out
