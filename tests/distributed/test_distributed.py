@@ -135,3 +135,32 @@ def test_ddp_gradients_as_bucket_views_and_buckets_rebuilt_in_ready_order():
         assert ddp._ready_order is None
     finally:
         dist.destroy_process_group()
+
+
+def test_fsdp_on_two_ranks_equals_one_process_and_frees_gathered_parameters():
+    result = _launch(HERE / "two_ranks_fsdp.py")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rank 0 fsdp ok" in result.stdout and "rank 1 fsdp ok" in result.stdout
+
+
+def test_fsdp_in_a_world_of_one_keeps_names_and_gradients():
+    from glasstorch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    dist.init_process_group("gloo")
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+        reference = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(),
+                                        torch.nn.Linear(4, 2))
+        reference.load_state_dict(model.state_dict())
+        fsdp = FSDP(model)
+        assert [n for n, _ in fsdp.named_parameters()] == ["_flat_param"]
+        assert list(fsdp.state_dict()) == list(reference.state_dict())
+        x = torch.randn(5, 3)
+        fsdp(x).sum().backward()
+        reference(x).sum().backward()
+        flat_grad = torch.cat([p.grad.reshape(-1) for p in reference.parameters()])
+        assert torch.allclose(fsdp._flat_param.grad, flat_grad)
+        with pytest.raises(NotImplementedError, match="HYBRID"):
+            FSDP(torch.nn.Linear(2, 2), sharding_strategy=torch.distributed.fsdp.ShardingStrategy.HYBRID_SHARD)
+    finally:
+        dist.destroy_process_group()
