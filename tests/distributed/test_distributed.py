@@ -164,3 +164,27 @@ def test_fsdp_in_a_world_of_one_keeps_names_and_gradients():
             FSDP(torch.nn.Linear(2, 2), sharding_strategy=torch.distributed.fsdp.ShardingStrategy.HYBRID_SHARD)
     finally:
         dist.destroy_process_group()
+
+
+def test_device_mesh_in_a_world_of_one_as_pytorch():
+    from glasstorch.distributed.device_mesh import init_device_mesh
+    dist.init_process_group("gloo")
+    try:
+        mesh = init_device_mesh("cpu", (1, 1), mesh_dim_names=("dp", "tp"))
+        assert repr(mesh) == "DeviceMesh((dp=1, tp=1), 'cpu', stride=((), ()))"
+        assert repr(mesh["tp"]) == "DeviceMesh((tp=1), 'cpu', stride=((),))"
+        assert mesh.mesh.dtype == torch.int32 and mesh["dp"].mesh.tolist() == [0]
+        assert mesh.get_coordinate() == (0, 0) and mesh.shape == (1, 1) and mesh.ndim == 2
+        with pytest.raises(RuntimeError, match="`mesh_dim` needs to be specified"):
+            mesh.get_group()
+        with pytest.raises(KeyError, match=r"Invalid mesh_dim_names \('xx',\) specified"):
+            mesh["xx"]
+        with pytest.raises(RuntimeError, match="Mesh should not be bigger than default world "
+                                               "size 1, but found 2 ranks!"):
+            init_device_mesh("cpu", (2,))
+        with pytest.raises(RuntimeError, match="mesh_shape and mesh_dim_names should have "
+                                               "same length!"):
+            init_device_mesh("cpu", (1,), mesh_dim_names=("a", "b"))
+        assert init_device_mesh("cpu", (1,)) == init_device_mesh("cpu", (1,))
+    finally:
+        dist.destroy_process_group()

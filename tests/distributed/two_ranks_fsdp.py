@@ -1,7 +1,8 @@
 """Run by test_distributed.py on two ranks: FullyShardedDataParallel training on half of each
 batch equals one process training on the whole batch, for each sharding strategy, with
 nested units; a FULL_SHARD unit frees its gathered parameters after forward; state_dict has
-the whole parameters under their original names and loads back. Prints "rank R fsdp ok"."""
+the whole parameters under their original names and loads back; device meshes give each
+dimension its group, and FSDP shards over one. Prints "rank R fsdp ok"."""
 import functools
 import gc
 import weakref
@@ -86,5 +87,21 @@ plain = make_model()
 plain.load_state_dict(other.state_dict())
 x = xs[1]
 np.testing.assert_allclose(plain(x).detach().numpy(), other(x).detach().numpy(), atol=1e-6)
+# device meshes: a row of two ranks, and a 2 x 1 mesh whose "tp" groups hold one rank each
+from glasstorch.distributed.device_mesh import init_device_mesh
+row = init_device_mesh("cpu", (2,), mesh_dim_names=("dp",))
+assert row.get_coordinate() == (r,) and row.get_local_rank() == r
+assert repr(row) == "DeviceMesh((dp=2), 'cpu', stride=(1,))"
+grid = init_device_mesh("cpu", (2, 1), mesh_dim_names=("dp", "tp"))
+assert grid["tp"].mesh.tolist() == [r] and grid["dp"].mesh.tolist() == [0, 1]
+assert grid.get_local_rank("dp") == r and grid.get_local_rank("tp") == 0
+t = torch.tensor([float(r + 1)])
+dist.all_reduce(t, group=grid.get_group("dp"))
+u = torch.tensor([float(r + 1)])
+dist.all_reduce(u, group=grid["tp"].get_group())
+assert t.item() == 3.0 and u.item() == r + 1
+meshed = FSDP(make_model(), device_mesh=row)
+meshed(xs[0][:4]).sum().backward()
+assert meshed._flat_param.grad is not None
 dist.destroy_process_group()
 print(f"rank {r} fsdp ok", flush=True)

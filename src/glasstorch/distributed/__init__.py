@@ -4,4 +4,7 @@ name the MPI engine; a world of one process needs no MPI at all. Start several p
 with `python -m glasstorch.distributed.run --nproc-per-node N script.py` (torchrun's
 contract) or with `mpirun -n N python script.py`."""
 from .distributed_c10d import *  # noqa: F401,F403
-from .distributed_c10d import __all__  # noqa: F401
+from .distributed_c10d import __all__ as _c10d_all
+from .device_mesh import DeviceMesh, init_device_mesh  # noqa: F401
+
+__all__ = list(_c10d_all) + ["DeviceMesh", "init_device_mesh"]

@@ -125,6 +125,11 @@ class FullyShardedDataParallel(Module):
                  ignored_states=None, device_mesh=None):
         super().__init__()
         dist = _dist()
+        if device_mesh is not None:
+            if device_mesh.ndim != 1:
+                raise NotImplementedError("FSDP over a 2-D device mesh is hybrid sharding, "
+                                          "which glasstorch does not support yet")
+            process_group = device_mesh.get_group()
         group = process_group if process_group is not None else dist.group.WORLD
         if group is None:
             raise ValueError("Default process group has not been initialized, please make "
