@@ -278,6 +278,8 @@ def test_kl_divergence_matches_pytorch(pair):
 
 def test_kl_of_an_unregistered_pair_raises():
     with pytest.raises(NotImplementedError, match="No KL\\(p \\|\\| q\\)"):
+        D.kl_divergence(D.Poisson(glasstorch.tensor(1.0)), D.Cauchy(0.0, 1.0))
+    with pytest.raises(NotImplementedError, match="different exponential families"):
         D.kl_divergence(D.Poisson(glasstorch.tensor(1.0)), D.Normal(0.0, 1.0))
 
 

@@ -311,3 +311,5 @@ def _kl_uniform_normal(p, q):
 @register_kl(LogNormal, LogNormal)
 def _kl_lognormal_lognormal(p, q):
     return _kl_normal_normal(p.base_dist, q.base_dist)
+
+from . import kl_families  # noqa: E402,F401  (registers the pairs across families)
