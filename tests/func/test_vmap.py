@@ -128,6 +128,35 @@ CASES = [
                                                  L.einsum("ij,jk->ik", a, w),
                                                  L.outer(a[0], a[1]), a.new_zeros(2) + a.sum()),
      [arr(3, 4, 6), arr(6, 2)], {"in_dims": (0, None)}),
+    ("trace-take-cross-cdist", lambda L: lambda x, i: (L.trace(x), L.take(x, i),
+                                                       L.take(x, -i - 1),
+                                                       L.linalg.cross(x[:3, :3], x[1:, :3]),
+                                                       L.cdist(x, x[:2])),
+     [arr(3, 4, 4), ints(16, 3, 5)], {}),
+    ("take-unbatched-index", lambda L: lambda x, i: L.take(x, i), [arr(3, 4, 4), ints(16, 5)],
+     {"in_dims": (0, None)}),
+    ("baddbmm", lambda L: lambda s, a, b: L.baddbmm(s, a, b, beta=0.5, alpha=2),
+     [arr(3, 2, 2, 4), arr(3, 2, 2, 5), arr(5, 4) * np.ones((2, 1, 1), np.float32)],
+     {"in_dims": (0, 0, None)}),
+    ("scatter", lambda L: lambda x, i, s: (x.scatter(1, i, s), x.scatter_add(0, i, s),
+                                          x.clone().scatter_(1, i, 2.0),
+                                          x.scatter_reduce(1, i, s, "amax")),
+     [arr(3, 4, 5), ints(4, 3, 2, 5), arr(3, 2, 5)], {}),
+    ("index-add-put", lambda L: lambda x, v, i: (x.index_add(1, L.tensor([0, 2]), v),
+                                                 x.index_put((i,), v[0, 0], accumulate=True),
+                                                 x.clone().index_put_((L.tensor([1, 3]),),
+                                                                      v[:2, :1]),
+                                                 x.index_fill(1, L.tensor([4]), -1.0)),
+     [arr(3, 4, 5), arr(3, 4, 2), ints(4, 3, 6)], {}),
+    ("one-hot-searchsorted", lambda L: lambda i, s, v: (L.nn.functional.one_hot(i, 5),
+                                                        L.searchsorted(s, v)),
+     [ints(5, 3, 4), np.sort(arr(3, 6), -1), arr(3, 4)], {}),
+    ("group-norm-upsample-diag-embed", lambda L: lambda a: (
+        L.nn.functional.group_norm(a, 2), L.nn.functional.interpolate(a, scale_factor=2),
+        L.nn.functional.interpolate(a, size=(3, 5), mode="bilinear"), L.diag_embed(a[0, 0])),
+     [arr(3, 1, 4, 2, 2)], {}),
+    ("linalg-checks-every-example", lambda L: lambda a: L.linalg.inv(a @ a.mT + L.eye(3)),
+     [arr(4, 3, 3)], {}),
     ("pytree", lambda L: lambda d: {"y": d["a"] * d["b"][0]},
      [{"a": np.ones((4, 3), np.float32), "b": [np.ones((4, 3), np.float32)]}], {}),
 ]
@@ -146,11 +175,13 @@ def test_vmap_matches_pytorch_without_fallback(name, make, inputs, kw):
 
 
 def test_fallback_is_named_and_correct():
-    # trace and take have no batching rule: they run once per example, and are listed
-    used = run_both(lambda L: lambda x, i: (L.trace(x), L.take(x, i)),
-                    [arr(3, 4, 4), ints(16, 3, 5)])
+    # masked_scatter (what each example takes depends on its own mask) and transposed
+    # convolutions have no batching rule: they run once per example, and are listed
+    used = run_both(lambda L: lambda x, w: (x.masked_scatter(x > 0, x * 2),
+                                            L.nn.functional.conv_transpose2d(x, w)),
+                    [arr(3, 1, 4, 4), arr(1, 2, 2, 2)], in_dims=(0, None))
     print("ops on the per-example fallback:", used)
-    assert sorted(used) == ["aten::take", "aten::trace"]
+    assert sorted(used) == ["aten::convolution", "aten::masked_scatter"]
 
 
 def test_nested_vmap_and_in_dims():

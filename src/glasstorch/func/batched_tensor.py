@@ -55,6 +55,12 @@ class BatchedTensor(Tensor):
     def _array(self):
         raise RuntimeError(_ITEM_ERROR)
 
+    def _examples(self):
+        """The plain tensor of every example of every level: what an op's own error checks
+        (a linalg info code) read, as PyTorch checks them on the physical tensor."""
+        v = self._value
+        return v._examples() if v.__class__ is BatchedTensor else v
+
     def item(self):
         raise RuntimeError(_ITEM_ERROR)
 

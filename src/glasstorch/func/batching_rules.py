@@ -16,6 +16,7 @@ and wraps the result, whose batch dimension it states. The families:
 """
 from __future__ import annotations
 
+from ..core import dtype as dt
 from ..core.promotion import common_dtype
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import find, overloads_of
@@ -199,7 +200,7 @@ def dim_shift(op, level, args):
     scalar = rank == 0 and reduction
     if scalar:                         # reduce a 0-dim example along a dimension of size 1
         v, rank = v.unsqueeze(1), 1
-    norm_rank = rank + 1 if op.name == "aten::unsqueeze" else rank
+    norm_rank = rank + 1 if op.name in ("aten::unsqueeze", "aten::diag_embed") else rank
     new = list(args)
     new[0] = v
     for i, a in dims:
@@ -370,19 +371,50 @@ def matmul(op, level, args):
     return wrap(matmul_values(av, ab, bv, bb, a.dim(), b.dim()), 0, level)
 
 
-@rule("aten::addmm")
+@rule("aten::addmm", "aten::baddbmm")
 def addmm(op, level, args):
     self, m1, m2, beta, alpha = args
+    rank = m1.dim()
     av, ab = front(m1, level)
     bv, bb = front(m2, level)
-    out = matmul_values(av, ab, bv, bb, 2, 2)
+    out = matmul_values(av, ab, bv, bb, rank, rank)
     if not (ab or bb):
         out = materialize(out, False, batch_size(level))
     if alpha != 1:
         out = out * alpha
     sv, sb = front(self, level)
-    sv = pad(sv, 2) if sb else sv
+    sv = pad(sv, rank) if sb else sv
     return wrap(out + (sv if beta == 1 else sv * beta), 0, level)
+
+
+@rule("aten::trace")
+def trace(op, level, args):
+    v = front(args[0], level)[0]
+    return wrap(v.diagonal(0, 1, 2).sum(-1), 0, level)
+
+
+@rule("aten::linalg_cross")
+def linalg_cross(op, level, args):
+    a, b, dim = args
+    rank = max(a.dim(), b.dim())
+    av, ab = front(a, level)
+    bv, bb = front(b, level)
+    av, bv = (pad(av, rank) if ab else av), (pad(bv, rank) if bb else bv)
+    size = batch_size(level)
+    av, bv = materialize(av, ab, size), materialize(bv, bb, size)
+    return wrap(op(av, bv, wrap_dim(dim, rank) + 1), 0, level)
+
+
+@rule("aten::_cdist_forward")
+def cdist(op, level, args):
+    """cdist broadcasts its leading dimensions: the batch is one more."""
+    x1, x2 = args[0], args[1]
+    rank = max(x1.dim(), x2.dim())
+    values = []
+    for t in (x1, x2):
+        v, batched = front(t, level)
+        values.append(pad(v, rank) if batched else v)
+    return wrap(op(*values, *args[2:]), 0, level)
 
 
 # ---- indexing -----------------------------------------------------------------------------
@@ -412,6 +444,139 @@ def gather(op, level, args):
     v = materialize(*front(self, level), size)
     i = materialize(*front(index_, level), size)
     return wrap(op(v, wrap_dim(dim, self.dim()) + 1, i, sparse), 0, level)
+
+
+@rule("aten::take")
+def take(op, level, args):
+    """Each example's flat index into its own flattened values: gather along the flattened
+    dimension, negative indices counted from the end as take does."""
+    self, index_ = args
+    size = batch_size(level)
+    v = materialize(*front(self, level), size).reshape(size, -1)
+    i = materialize(*front(index_, level), size)
+    n = v.shape[1]
+    flat = i.reshape(size, -1)
+    if n == 0 and flat.shape[1]:
+        return loop_fallback(op, level, args)        # take's own error text
+    flat = flat + (flat < 0) * n
+    return wrap(v.gather(1, flat).view(i.shape), 0, level)
+
+
+@rule("aten::scatter.src", "aten::scatter.value", "aten::scatter.reduce",
+      "aten::scatter.value_reduce", "aten::scatter_add", "aten::scatter_reduce.two",
+      "aten::scatter_.src", "aten::scatter_.value", "aten::scatter_add_",
+      "aten::scatter_reduce_.two")
+def scatter(op, level, args):
+    """self, index and src batch first (materialized), dim past the batch dimension."""
+    self, dim, index_ = args[0], args[1], args[2]
+    size = batch_size(level)
+    mutated = op.info.get("mutated")
+    if mutated:
+        check_inplace_self(op, level, self, f"{op.schema.namespace}::{op.schema.name}")
+    new = list(args)
+    new[0] = materialize(*front(self, level), size)
+    new[1] = wrap_dim(dim, self.dim()) + 1
+    new[2] = materialize(*front(index_, level), size)
+    if len(args) > 3 and isinstance(args[3], Tensor):
+        new[3] = materialize(*front(args[3], level), size)
+    if self.dim() == 0:            # a 0-dim example: scatter along a dimension of size 1
+        return loop_fallback(op, level, args)
+    result = op(*new)
+    return self if mutated else wrap(result, 0, level)
+
+
+@rule("aten::index_add", "aten::index_add_", "aten::index_copy", "aten::index_copy_",
+      "aten::index_fill.int_Scalar", "aten::index_fill_.int_Scalar")
+def index_add(op, level, args):
+    """An unbatched 1-D index: the op on the batch-first values, dim shifted."""
+    self, dim, index_ = args[0], args[1], args[2]
+    if is_batched(index_, level) or self.dim() == 0:
+        return loop_fallback(op, level, args)
+    size = batch_size(level)
+    mutated = op.info.get("mutated")
+    if mutated:
+        check_inplace_self(op, level, self, f"{op.schema.namespace}::{op.schema.name}")
+    new = list(args)
+    new[0] = materialize(*front(self, level), size)
+    new[1] = wrap_dim(dim, self.dim()) + 1
+    if len(args) > 3 and isinstance(args[3], Tensor):
+        source = args[3]
+        new[3] = materialize(*front(source, level), size)
+    result = op(*new)
+    return self if mutated else wrap(result, 0, level)
+
+
+@rule("aten::index_put", "aten::index_put_")
+def index_put(op, level, args):
+    """x[indices] = values for every example: the batch as one more (leading) index."""
+    self, indices, values, accumulate = args
+    size = batch_size(level)
+    mutated = op.info.get("mutated")
+    if mutated:
+        check_inplace_self(op, level, self, f"{op.schema.namespace}::{op.schema.name}")
+    present = [i for i in indices if i is not None]
+    any_batched = any(is_batched(i, level) for i in present)
+    positions = [k for k, i in enumerate(indices) if i is not None]
+    if (any_batched and len(present) < len(indices)) \
+            or positions != list(range(positions[0], positions[-1] + 1)) \
+            or any(i.dtype in (dt.bool, dt.uint8) for i in present):
+        return loop_fallback(op, level, args)    # masks, or index dims that would move
+    v = materialize(*front(self, level), size)
+    index_shape = _broadcast_shapes([tuple(i.shape) for i in present])
+    out_rank = len(index_shape) + self.dim() - len(indices)
+    if any_batched:
+        fronted = [front(i, level) for i in indices]
+        rank = max(i.dim() for i in indices)
+        batch = arange(size, device=v.device).view((size,) + (1,) * rank)
+        new_indices = [batch] + [pad(iv, rank) if ib else iv for iv, ib in fronted]
+    else:
+        new_indices = [None] + list(indices)
+    vv, vb = front(values, level)
+    if vb:
+        vv = pad(vv, out_rank)
+    result = op(v, new_indices, vv, accumulate)
+    return self if mutated else wrap(result, 0, level)
+
+
+def _broadcast_shapes(shapes):
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(rank):
+        sizes = {s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0} - {1}
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+@rule("aten::one_hot")
+def one_hot(op, level, args):
+    if args[1] == -1:                 # the class count would be read from the whole batch
+        return loop_fallback(op, level, args)
+    return wrap(op(front(args[0], level)[0], args[1]), 0, level)
+
+
+@rule("aten::searchsorted.Tensor")
+def searchsorted(op, level, args):
+    sequence, values = args[0], args[1]
+    size = batch_size(level)
+    sv, sb = front(sequence, level)
+    vv, vb = front(values, level)
+    if sequence.dim() == 1 and not sb:
+        return wrap(op(sv, vv, *args[2:]), 0, level)
+    return wrap(op(materialize(sv, sb, size), materialize(vv, vb, size), *args[2:]), 0, level)
+
+
+@rule("aten::native_group_norm")
+def group_norm(op, level, args):
+    """The batch folded into N; mean and rstd unfolded back."""
+    x, weight, bias, n, c, hw, group, eps = args
+    if not (is_batched(x, level) and others_unbatched(op, level, args)):
+        return loop_fallback(op, level, args)
+    v = front(x, level)[0]
+    size = v.shape[0]
+    out, mean, rstd = op(v.reshape((-1,) + tuple(v.shape[2:])), weight, bias, size * n, c, hw,
+                         group, eps)
+    return (wrap(out.view(v.shape), 0, level), wrap(mean.view(size, n, group), 0, level),
+            wrap(rstd.view(size, n, group), 0, level))
 
 
 @rule("aten::embedding")
@@ -454,6 +619,11 @@ def convolution(op, level, args):
 # ---- pooling and padding: the batch folded into N -----------------------------------------
 
 _SPATIAL = {"aten::max_pool2d_with_indices": 2, "aten::avg_pool2d": 2,
+            "aten::upsample_nearest1d": 1, "aten::upsample_nearest2d": 2,
+            "aten::upsample_nearest3d": 3, "aten::upsample_linear1d": 1,
+            "aten::upsample_bilinear2d": 2, "aten::upsample_bicubic2d": 2,
+            "aten::upsample_trilinear3d": 3, "aten::_upsample_nearest_exact1d": 1,
+            "aten::_upsample_nearest_exact2d": 2, "aten::_upsample_nearest_exact3d": 3,
             "aten::max_pool3d_with_indices": 3, "aten::avg_pool3d": 3,
             "aten::_adaptive_avg_pool2d": 2, "aten::adaptive_max_pool2d": 2,
             "aten::_adaptive_avg_pool3d": 3, "aten::reflection_pad2d": 2,

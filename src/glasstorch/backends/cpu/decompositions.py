@@ -102,6 +102,9 @@ def raise_for_info(name: str, info: Tensor, kind: str) -> None:
     """Raise PyTorch's LinAlgError for the first failed batch element of `info`."""
     if info.device.type == "meta":
         return
+    examples = getattr(type(info), "_examples", None)    # under vmap: every example's codes
+    if examples is not None:
+        info = examples(info)
     codes = info._array().reshape(-1)
     bad = np.flatnonzero(codes)
     if not bad.size:
