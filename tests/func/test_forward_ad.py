@@ -191,3 +191,29 @@ def test_in_place_writes_match_pytorch():
             m[1:].mul_(d)
             results.append([fw.unpack_dual(t).tangent for t in (e, f, g, h, k, m)])
     same(results[0], results[1])
+
+
+def test_nested_forward_levels_as_torch_func():
+    """jacfwd(jacfwd(f)) and jvp inside jvp: each jvp opens a level of its own, and the inner
+    level's tangent computations carry the outer level's tangents (forward over forward);
+    the public forward_ad API still opens one level at a time, as PyTorch's."""
+    T = oracle_torch()
+    x, t, u = arr(4), arr(4), arr(4)
+
+    def f(L):
+        return lambda v: (v.sin() * v.exp()).sum() + (v ** 3).prod() + v.softmax(0)[1]
+    same(gt.func.jacfwd(gt.func.jacfwd(f(gt)))(gt.tensor(x)),
+         T.func.jacfwd(T.func.jacfwd(f(T)))(T.tensor(x)))
+    same(gt.func.jacfwd(gt.func.jacfwd(gt.func.jacfwd(f(gt))))(gt.tensor(x)),
+         T.func.jacfwd(T.func.jacfwd(T.func.jacfwd(f(T))))(T.tensor(x)))
+
+    def nested(L):
+        return lambda v: L.func.jvp(lambda w: L.func.jvp(f(L), (w,), (L.tensor(t),))[1],
+                                    (v,), (L.tensor(u),))
+    same(nested(gt)(gt.tensor(x)), nested(T)(T.tensor(x)))
+    same(gt.func.jacrev(gt.func.jacfwd(f(gt)))(gt.tensor(x)),
+         T.func.jacrev(T.func.jacfwd(f(T)))(T.tensor(x)))
+    fwAD = gt.autograd.forward_ad
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match="Nested forward mode AD is not supported"):
+            fwAD.enter_dual_level()

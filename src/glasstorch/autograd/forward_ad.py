@@ -20,11 +20,13 @@ them (reverse over forward) and vmap batches them (jacfwd).
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import NamedTuple
 
 from ..core.tensor import Tensor
 from ..dispatch import dispatcher
+from ..dispatch.keys import AUTOGRAD_MASK, DispatchKey, local_keys
 from ..dispatch.modes import TorchDispatchMode, enable_reentrant_dispatch
 from ..ops.derivative import AUTO_LINEAR
 from . import grad as _autograd_grad, recording
@@ -35,14 +37,23 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
            "UnpackedDualTensor"]
 
 
+class _Level:
+    """An open forward-AD level: its number, its dispatch mode, and the tensors holding a
+    tangent of it (id -> weak reference), whose tangents it drops when it closes."""
+
+    __slots__ = ("number", "mode", "duals")
+
+    def __init__(self, number: int):
+        self.number, self.mode, self.duals = number, _ForwardADMode(number), {}
+
+
 class _State:
-    level = None           # the open level's number, or None
-    mode = None            # its dispatch mode
-    duals = None           # id -> weak reference, of the tensors holding a tangent
+    levels: list = []      # the open levels, outermost first
 
 
 _state = _State()
-_TANGENT = "_fw_tangent"
+_TANGENT = "_fw_tangent"   # a tensor's {level number: tangent}
+_RECORDING_KEYS = AUTOGRAD_MASK | (1 << DispatchKey.ADInplaceOrView)
 
 
 class UnpackedDualTensor(NamedTuple):
@@ -53,30 +64,37 @@ class UnpackedDualTensor(NamedTuple):
 
 
 def enter_dual_level() -> int:
-    """Open a forward-AD level (only one at a time, as in PyTorch) and return its number."""
-    if _state.level is not None:
+    """Open a forward-AD level and return its number. As in PyTorch, the public API opens one
+    at a time; torch.func's jvp nests levels (jacfwd(jacfwd(f))) through `_enter_level`."""
+    if _state.levels:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
-    _state.level = 0
-    _state.duals = {}
-    _state.mode = _ForwardADMode()
-    _state.mode.__enter__()
+    return _enter_level()
+
+
+def _enter_level() -> int:
+    level = _Level(len(_state.levels))
+    _state.levels.append(level)
+    level.mode.__enter__()
     recording.forward_ad_open = True
-    return 0
+    return level.number
 
 
 def exit_dual_level(*, level=None) -> None:
-    """Close the level: every tangent of it is dropped."""
-    if _state.level is None or (level is not None and level != _state.level):
+    """Close the innermost level: every tangent of it is dropped."""
+    if not _state.levels or (level is not None and level != _state.levels[-1].number):
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
                            "was created. This is not supported.")
-    duals, mode = _state.duals, _state.mode
-    _state.level = _state.mode = _state.duals = None
-    recording.forward_ad_open = False
-    mode.__exit__(None, None, None)
-    for ref in list(duals.values()):
+    closing = _state.levels.pop()
+    recording.forward_ad_open = bool(_state.levels)
+    closing.mode.__exit__(None, None, None)
+    for ref in list(closing.duals.values()):
         t = ref()
         if t is not None:
-            t.__dict__.pop(_TANGENT, None)
+            tangents = t.__dict__.get(_TANGENT)
+            if tangents is not None:
+                tangents.pop(closing.number, None)
+                if not tangents:
+                    del t.__dict__[_TANGENT]
 
 
 class dual_level:
@@ -98,37 +116,81 @@ class dual_level:
         return wrapped
 
 
-def _check_level(level, what: str) -> None:
-    if _state.level is None:
+class _nested_level:
+    """A level inside any already open (torch.func's jvp); `as` gives its number."""
+
+    def __enter__(self) -> int:
+        return _enter_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+
+
+def _level_number(level, what: str) -> int:
+    if not _state.levels:
         raise RuntimeError(f"Trying to {what} but no level exists, make sure to "
                            "enter_dual_level() first.")
-    if level is not None and level != _state.level:
+    if level is None:
+        return _state.levels[-1].number
+    if not 0 <= level < len(_state.levels):
         raise RuntimeError(f"Invalid level given to {what}")
+    return level
 
 
-def tangent_of(t):
-    return t.__dict__.get(_TANGENT) if isinstance(t, Tensor) else None
+def tangent_of(t, level=None):
+    """t's tangent at `level` (the innermost open one by default), or None."""
+    if not isinstance(t, Tensor):
+        return None
+    tangents = t.__dict__.get(_TANGENT)
+    if not tangents:
+        return None
+    if level is None:
+        if not _state.levels:
+            return None
+        level = _state.levels[-1].number
+    return tangents.get(level)
 
 
-def _set_tangent(t: Tensor, tangent) -> None:
+def tangents_of(t) -> dict:
+    """Every level's tangent of t: {level number: tangent}."""
+    return dict(t.__dict__.get(_TANGENT) or {}) if isinstance(t, Tensor) else {}
+
+
+def _set_tangent(t: Tensor, tangent, level: int) -> None:
+    tangents = t.__dict__.get(_TANGENT)
     if tangent is None:
-        t.__dict__.pop(_TANGENT, None)
+        if tangents is not None:
+            tangents.pop(level, None)
+            if not tangents:
+                del t.__dict__[_TANGENT]
         return
-    t.__dict__[_TANGENT] = tangent
+    if tangents is None:
+        tangents = t.__dict__[_TANGENT] = {}
+    tangents[level] = tangent
+    duals = _state.levels[level].duals
     key = id(t)      # (tensors compare elementwise: no set of them; a dead entry just waits)
-    _state.duals[key] = weakref.ref(t, lambda _, key=key: _state.duals and _state.duals.pop(
-        key, None))
+    duals[key] = weakref.ref(t, lambda _, key=key, duals=duals: duals.pop(key, None))
 
 
 def copy_tangent(source: Tensor, alias: Tensor) -> None:
-    """Give `alias` (autograd's saved copy of an output) the tangent of `source`."""
-    if _state.level is not None:
-        _set_tangent(alias, tangent_of(source))
+    """Give `alias` (autograd's saved copy of an output) the tangents of `source`."""
+    for number, tangent in tangents_of(source).items():
+        if number < len(_state.levels):
+            _set_tangent(alias, tangent, number)
+
+
+def with_tangents(t: Tensor, tangents: dict) -> Tensor:
+    """t, or a dual view of it carrying `tangents` (what tangents_of gave)."""
+    for number in sorted(tangents):
+        if number < len(_state.levels):
+            t = make_dual(t, tangents[number], level=number)
+    return t
 
 
 def make_dual(tensor, tangent, *, level=None):
-    """A view of `tensor` carrying `tangent` as its forward gradient at the open level."""
-    _check_level(level, "create a dual Tensor for forward AD")
+    """A view of `tensor` carrying `tangent` as its forward gradient at `level` (the
+    innermost open one by default)."""
+    level = _level_number(level, "create a dual Tensor for forward AD")
     if not (tensor.is_floating_point() or tensor.is_complex()):
         raise ValueError(f"Expected primal to be floating point or complex, but got: "
                          f"{tensor.dtype}")
@@ -141,17 +203,20 @@ def make_dual(tensor, tangent, *, level=None):
                            f"size {list(tensor.shape)} while the given forward gradient is of "
                            f"size {list(tangent.shape)}.")
     dual = dispatcher.find("aten::alias")(tensor)
-    _set_tangent(dual, tangent)
+    _set_tangent(dual, tangent, level)
     return dual
 
 
 def unpack_dual(tensor, *, level=None) -> UnpackedDualTensor:
-    """(primal, tangent) of `tensor`: the primal is a view without the tangent."""
-    tangent = tangent_of(tensor) if _state.level is not None else None
+    """(primal, tangent) of `tensor` at `level`: the primal is a view without that tangent."""
+    if not _state.levels:
+        return UnpackedDualTensor(tensor, None)
+    level = _level_number(level, "unpack a dual Tensor")
+    tangent = tangent_of(tensor, level)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
     primal = dispatcher.find("aten::alias")(tensor)
-    _set_tangent(primal, None)
+    _set_tangent(primal, None, level)
     return UnpackedDualTensor(primal, tangent)
 
 
@@ -171,18 +236,19 @@ def _unsupported(op):
         "implementation.")
 
 
-def _tangents(op, args):
-    """One entry per argument: its tangent (a list for a Tensor[] argument), or None."""
+def _tangents(op, args, level: int):
+    """One entry per argument: its tangent at `level` (a list for a Tensor[] argument), or
+    None."""
     out = [None] * len(args)
     found = False
     for i in op.tensor_positions:
         a = args[i]
         if isinstance(a, (list, tuple)):
-            ts = [tangent_of(t) for t in a]
+            ts = [tangent_of(t, level) for t in a]
             if any(t is not None for t in ts):
                 out[i], found = ts, True
         else:
-            t = tangent_of(a)
+            t = tangent_of(a, level)
             if t is not None:
                 out[i], found = t, True
     return out if found else None
@@ -271,7 +337,7 @@ def transposed_vjp(op, d, primals, tangents, result):
     us = [_zeros_for(o).requires_grad_() if _differentiable(o) else None for o in outputs]
     pairs = _flat_inputs(op, primals, tangents)
     mask = tuple(t is not None for _, t in pairs)
-    with enable_grad():
+    with enable_grad(), _recording_on():
         grads = us[0] if len(us) == 1 else tuple(us)
         gs = d.formula(grads, **_saved_values(d, primals, result, mask))
         gs = gs if isinstance(gs, tuple) else (gs,)
@@ -291,6 +357,18 @@ def transposed_vjp(op, d, primals, tangents, result):
     it = iter(found)
     out = tuple(next(it) if u is not None else None for u in us)
     return out if isinstance(result, (tuple, list)) else out[0]
+
+
+@contextlib.contextmanager
+def _recording_on():
+    """Autograd recording on for transposed_vjp's own small backward, also when this level's
+    handler runs inside an inner level's call (below autograd, where it is off)."""
+    inside = local_keys.excluded
+    local_keys.excluded = inside & ~_RECORDING_KEYS
+    try:
+        yield
+    finally:
+        local_keys.excluded = inside
 
 
 def _derivative_of(op):
@@ -329,13 +407,19 @@ def jvp_of(op, primals, tangents, result):
 
 
 class _ForwardADMode(TorchDispatchMode):
-    """Gives each op's result the tangent its inputs' tangents imply."""
+    """Gives each op's result the tangent its inputs' tangents imply, at one level. While it
+    handles a call it is off the mode stack, so the call and the tangent's own computation
+    reach the modes of the outer levels: forward over forward."""
+
+    def __init__(self, level: int):
+        super().__init__()
+        self.level = level
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         op = func._op
         bound = dispatcher.bind_arguments(op, tuple(args), kwargs)
-        tangents = _tangents(op, bound)
+        tangents = _tangents(op, bound, self.level)
         if tangents is None:
             return func(*args, **kwargs)
         mutated = op.info.get("mutated") or ()
@@ -356,15 +440,15 @@ class _ForwardADMode(TorchDispatchMode):
             tangent = jvp_of(op, tuple(primals), tangents, seen)
         if mutated:
             with enable_reentrant_dispatch():
-                _set_written_tangent(bound[mutated[0]], tangent)
+                _set_written_tangent(bound[mutated[0]], tangent, self.level)
             return result
         if isinstance(result, Tensor):
             if _differentiable(result):
-                _set_tangent(result, tangent)
+                _set_tangent(result, tangent, self.level)
         elif isinstance(result, (tuple, list)) and tangent is not None:
             for r, t in zip(result, tangent):
                 if isinstance(r, Tensor) and _differentiable(r) and t is not None:
-                    _set_tangent(r, t)
+                    _set_tangent(r, t, self.level)
         return result
 
     def _other_inplace(self, op, func, args, kwargs, bound, index):
@@ -375,26 +459,27 @@ class _ForwardADMode(TorchDispatchMode):
         tangent = None
         if through is not None:
             with enable_reentrant_dispatch(), self:
-                tangent = tangent_of(through[0](*bound))
+                tangent = tangent_of(through[0](*bound), self.level)
         elif op.info.get("overwrites") is None:
             raise _unsupported(op)
         result = func(*args, **kwargs)
         target = bound[index]
         with enable_reentrant_dispatch():
-            _set_written_tangent(target, tangent if tangent is not None else _zeros_for(target))
+            _set_written_tangent(target, tangent if tangent is not None else _zeros_for(target),
+                                 self.level)
         return result
 
 
-def _set_written_tangent(target: Tensor, tangent) -> None:
+def _set_written_tangent(target: Tensor, tangent, level: int) -> None:
     """The tangent of a tensor an in-place op wrote; written through a view, the base's
     tangent gets it in the view's place too (zeros elsewhere if the base had none)."""
-    _set_tangent(target, tangent)
+    _set_tangent(target, tangent, level)
     base = target._base
     if base is None or tangent is None:
         return
     from ..ops.creation.factories import zeros_like
-    old = tangent_of(base)
+    old = tangent_of(base, level)
     base_tangent = (zeros_like(base) if old is None else old).clone()
     offset = base_tangent.storage_offset() + target.storage_offset() - base.storage_offset()
     base_tangent.as_strided(target.shape, target.stride(), offset).copy_(tangent)
-    _set_tangent(base, base_tangent)
+    _set_tangent(base, base_tangent, level)

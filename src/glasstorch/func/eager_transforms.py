@@ -120,9 +120,7 @@ def _physical_output(out: Tensor, levels) -> Tensor:
 def _detach_keeping_tangent(t: Tensor) -> Tensor:
     """t.detach(), keeping t's forward-mode tangent: leaving a reverse-mode transform must
     not cut the tangent an enclosing jvp follows (jacfwd(jacrev(f)))."""
-    tangent = forward_ad.tangent_of(t)
-    d = t.detach()
-    return d if tangent is None else forward_ad.make_dual(d, tangent)
+    return forward_ad.with_tangents(t.detach(), forward_ad.tangents_of(t))
 
 
 def _detach(tree, keep: bool):
@@ -370,12 +368,13 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to "
                                f"have the same shape, got {tuple(p.shape)} and "
                                f"{tuple(t.shape)}")
-    with forward_ad.dual_level():
+    with forward_ad._nested_level() as level:
         duals = []
         for p, t in zip(p_leaves, t_leaves):
             p, t = _canonical(lift(p)), _canonical(lift(t))
             physical, chain = peel(p)
-            duals.append(rebuild(forward_ad.make_dual(physical, peel(t)[0]), chain))
+            duals.append(rebuild(forward_ad.make_dual(physical, peel(t)[0], level=level),
+                                 chain))
         output = func(*tree_unflatten(duals, spec))
         aux = None
         if has_aux:
@@ -390,7 +389,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                 raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to return "
                                    f"only tensors, got unsupported type {type(o)}")
             physical, chain = peel(_canonical(lift(o)) if stack.vmaps else o)
-            primal, tangent = forward_ad.unpack_dual(physical)
+            primal, tangent = forward_ad.unpack_dual(physical, level=level)
             if tangent is None:
                 tangent = zeros_like(primal)
             values.append(rebuild(primal, chain))
