@@ -183,6 +183,47 @@ def _function_name(func) -> str:
     return qual
 
 
+# ---- the real PyTorch's tensors and functions ----------------------------------------------
+# Both libraries speak __torch_function__, so a PyTorch tensor handed to a glasstorch function
+# (or a glasstorch tensor to a PyTorch function) would bounce between the two handlers until
+# RecursionError. Each side refuses the other's objects with a TypeError that says how to
+# convert instead.
+
+class ForeignTensorError(TypeError):
+    """A tensor of one library handed to the other."""
+
+
+def is_pytorch_tensor_type(cls) -> bool:
+    return any(c.__name__ == "TensorBase" and c.__module__ == "torch._C" for c in cls.__mro__)
+
+
+def _from_pytorch(func) -> bool:
+    """Whether `func` is one of the real PyTorch's functions or Tensor methods."""
+    real = sys.modules.get("torch")
+    if real is None or real is sys.modules.get("glasstorch") or isinstance(func, type):
+        return False
+    module = getattr(func, "__module__", None)
+    if module is None:
+        owner = getattr(func, "__objclass__", None) or getattr(
+            getattr(func, "__self__", None), "__objclass__", None)
+        module = getattr(owner, "__module__", None)
+    return isinstance(module, str) and (module == "torch" or module.startswith("torch."))
+
+
+def refuse_pytorch_function(func):
+    name = getattr(func, "__qualname__", getattr(func, "__name__", repr(func)))
+    return ForeignTensorError(f"PyTorch's {name} got a glasstorch tensor: the two libraries do not share "
+                     "tensors. Convert it with torch.from_dlpack(t) (no copy) or "
+                     "torch.from_numpy(t.numpy()).")
+
+
+def _refuse_pytorch_tensor(public_api, cls):
+    return ForeignTensorError(f"{_function_name(public_api)}() got a tensor of the real PyTorch "
+                     f"({cls.__module__}.{cls.__qualname__}): glasstorch runs on its own "
+                     "tensors. Convert it with glasstorch.from_dlpack(t) (no copy) or "
+                     "glasstorch.tensor(t.numpy()).")
+
+
 def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     """Call the handlers for `public_api(*args, **kwargs)`: the top mode, then each
     overriding type in turn. TypeError when every one returns NotImplemented."""
@@ -201,6 +242,8 @@ def call_handlers(public_api, relevant_args, args: tuple, kwargs, python=False):
         if result is not NotImplemented:
             return result
     for arg in overloaded:
+        if is_pytorch_tensor_type(type(arg)):
+            raise _refuse_pytorch_tensor(public_api, type(arg))
         result = type(arg).__torch_function__(public_api, types, args, kwargs)
         if result is not NotImplemented:
             return result

@@ -609,6 +609,8 @@ class Tensor:
             kwargs = {}
         if not all(issubclass(cls, t) for t in types):
             return NotImplemented
+        if _tf._from_pytorch(func):           # the real PyTorch asks: refuse, don't bounce
+            raise _tf.refuse_pytorch_function(func)
         with _tf.DisableTorchFunctionSubclass():
             result = func(*args, **kwargs)
             if func in _nowrap_functions():

@@ -188,15 +188,18 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
 def operator_method(method, name: str):
     """A generated method as the Python operator `name` (`__add__` from `Tensor.add`): an
     operand that is no tensor or number (a TypeError) gives NotImplemented, so that Python
-    tries the reflected operation and then raises its usual TypeError. Made from the
+    tries the reflected operation and then raises its usual TypeError; a tensor of the real
+    PyTorch gets the error that says how to convert it. Made from the
     method's own source inside a `try`, so the operator costs no extra call; handlers of
     __torch_function__ still see the method (`t + 1` reaches them as Tensor.add)."""
     filename = method.__code__.co_filename
     head, *body = linecache.cache[filename][2]
     source = (f"def {name}{head[head.index('('):]}    try:\n"
               + "".join(f"    {line.rstrip()}\n" for line in body)
+              + "    except _ForeignTensorError:\n        raise\n"
               + "    except TypeError:\n        return NotImplemented\n")
     env = dict(method.__globals__)        # the method's name there still means the method
+    env["_ForeignTensorError"] = overrides.ForeignTensorError
     filename = filename.replace(f"Tensor.{method.__name__} ", f"Tensor.{name} ", 1)
     exec(compile(source, filename, "exec"), env)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
