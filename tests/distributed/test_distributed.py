@@ -55,10 +55,15 @@ def _launch(script: Path, n: int = 2, timeout: int = 240):
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def test_two_ranks_every_collective():
-    result = _launch(HERE / "two_ranks_collectives.py")
+def _both_ranks_pass(script: str, word: str = "") -> None:
+    """Run a two-rank script; each rank prints "rank R <word>ok" when its checks passed."""
+    result = _launch(HERE / script)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "rank 0 ok" in result.stdout and "rank 1 ok" in result.stdout
+    assert f"rank 0 {word}ok" in result.stdout and f"rank 1 {word}ok" in result.stdout
+
+
+def test_two_ranks_every_collective():
+    _both_ranks_pass("two_ranks_collectives.py")
 
 
 def test_a_failing_rank_stops_the_job_and_is_named(tmp_path):
@@ -76,9 +81,7 @@ def test_a_failing_rank_stops_the_job_and_is_named(tmp_path):
 
 
 def test_ddp_on_two_ranks_equals_one_process_on_the_whole_batch():
-    result = _launch(HERE / "two_ranks_ddp.py")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "rank 0 ddp ok" in result.stdout and "rank 1 ddp ok" in result.stdout
+    _both_ranks_pass("two_ranks_ddp.py", "ddp ")
 
 
 def test_ddp_in_a_world_of_one_and_data_parallel():
@@ -138,9 +141,7 @@ def test_ddp_gradients_as_bucket_views_and_buckets_rebuilt_in_ready_order():
 
 
 def test_fsdp_on_two_ranks_equals_one_process_and_frees_gathered_parameters():
-    result = _launch(HERE / "two_ranks_fsdp.py")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "rank 0 fsdp ok" in result.stdout and "rank 1 fsdp ok" in result.stdout
+    _both_ranks_pass("two_ranks_fsdp.py", "fsdp ")
 
 
 def test_fsdp_in_a_world_of_one_keeps_names_and_gradients():

@@ -462,48 +462,42 @@ def take(op, level, args):
     return wrap(v.gather(1, flat).view(i.shape), 0, level)
 
 
+def _along_dim(op, level, args, batch_index: bool):
+    """self (and a src/source tensor) batch first, dim past the batch dimension; the index
+    too when each example has its own."""
+    self, dim, index_ = args[0], args[1], args[2]
+    size = batch_size(level)
+    mutated = op.info.get("mutated")
+    if mutated:
+        check_inplace_self(op, level, self, f"{op.schema.namespace}::{op.schema.name}")
+    new = list(args)
+    new[0] = materialize(*front(self, level), size)
+    new[1] = wrap_dim(dim, self.dim()) + 1
+    if batch_index:
+        new[2] = materialize(*front(index_, level), size)
+    if len(args) > 3 and isinstance(args[3], Tensor):
+        new[3] = materialize(*front(args[3], level), size)
+    result = op(*new)
+    return self if mutated else wrap(result, 0, level)
+
+
 @rule("aten::scatter.src", "aten::scatter.value", "aten::scatter.reduce",
       "aten::scatter.value_reduce", "aten::scatter_add", "aten::scatter_reduce.two",
       "aten::scatter_.src", "aten::scatter_.value", "aten::scatter_add_",
       "aten::scatter_reduce_.two")
 def scatter(op, level, args):
-    """self, index and src batch first (materialized), dim past the batch dimension."""
-    self, dim, index_ = args[0], args[1], args[2]
-    size = batch_size(level)
-    mutated = op.info.get("mutated")
-    if mutated:
-        check_inplace_self(op, level, self, f"{op.schema.namespace}::{op.schema.name}")
-    new = list(args)
-    new[0] = materialize(*front(self, level), size)
-    new[1] = wrap_dim(dim, self.dim()) + 1
-    new[2] = materialize(*front(index_, level), size)
-    if len(args) > 3 and isinstance(args[3], Tensor):
-        new[3] = materialize(*front(args[3], level), size)
-    if self.dim() == 0:            # a 0-dim example: scatter along a dimension of size 1
+    if args[0].dim() == 0:         # a 0-dim example: scatter along a dimension of size 1
         return loop_fallback(op, level, args)
-    result = op(*new)
-    return self if mutated else wrap(result, 0, level)
+    return _along_dim(op, level, args, batch_index=True)
 
 
 @rule("aten::index_add", "aten::index_add_", "aten::index_copy", "aten::index_copy_",
       "aten::index_fill.int_Scalar", "aten::index_fill_.int_Scalar")
 def index_add(op, level, args):
-    """An unbatched 1-D index: the op on the batch-first values, dim shifted."""
-    self, dim, index_ = args[0], args[1], args[2]
-    if is_batched(index_, level) or self.dim() == 0:
+    """A 1-D index shared by every example."""
+    if is_batched(args[2], level) or args[0].dim() == 0:
         return loop_fallback(op, level, args)
-    size = batch_size(level)
-    mutated = op.info.get("mutated")
-    if mutated:
-        check_inplace_self(op, level, self, f"{op.schema.namespace}::{op.schema.name}")
-    new = list(args)
-    new[0] = materialize(*front(self, level), size)
-    new[1] = wrap_dim(dim, self.dim()) + 1
-    if len(args) > 3 and isinstance(args[3], Tensor):
-        source = args[3]
-        new[3] = materialize(*front(source, level), size)
-    result = op(*new)
-    return self if mutated else wrap(result, 0, level)
+    return _along_dim(op, level, args, batch_index=False)
 
 
 @rule("aten::index_put", "aten::index_put_")
