@@ -463,17 +463,14 @@ def _binary_sparse(a: Tensor, b: Tensor, fn, intersect: bool, alpha=1) -> Tensor
 def _add(self, other, alpha=1):
     if self._sparse is not None and other._sparse is not None:
         return _binary_sparse(self, other, None, intersect=False, alpha=alpha)
-    if _scalar(other) or _scalar(self):
+    if self._sparse is not None or _scalar(other) or _scalar(self):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                            "instead.")
-    if self._sparse is None:
-        dense, s, scale = self, other, alpha
-    else:                    # sparse + dense is dense, as PyTorch's
-        dense, s, scale = other * alpha, self, 1
+    dense, s = self, other       # dense + sparse: a dense result
     indices, values = coo_arrays(s)
     dtype = result_type(dense, s)
     array = np.array(np_of(dense.expand(s._shape).contiguous()), dtype=dtype.np)
-    np.add.at(array, tuple(indices), (values * scale).astype(dtype.np))
+    np.add.at(array, tuple(indices), (values * alpha).astype(dtype.np))
     return tensor_of(array, dense.device, dtype)
 
 
@@ -528,10 +525,7 @@ def _detach(self):
 
 
 @sparse_kernel("aten::_to_copy")
-def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
-             memory_format=None):
-    if layout is not None and layout is not self._sparse.layout:
-        return _to_copy(convert(self, layout), dtype, None, device)
+def _to_copy(self, dtype=None, device=None, non_blocking=False, memory_format=None):
     values = self._sparse.values.to(dtype=dtype, device=device)
     d = self._sparse
     if d.layout is sparse_coo:
