@@ -334,3 +334,48 @@ def test_gcn_layer_matches_pytorch():
     for losses, weights in results[1:]:
         np.testing.assert_allclose(losses, results[0][0], rtol=1e-5)
         np.testing.assert_allclose(weights, results[0][1], rtol=1e-5, atol=1e-6)
+
+
+def _outcome(lib, f):
+    try:
+        r = f(lib)
+    except Exception as e:      # noqa: BLE001  (the error type is what is compared)
+        return type(e).__name__
+    if hasattr(r, "layout"):
+        dense = r.to_dense() if r.layout is not lib.strided else r
+        return str(r.layout), dense.tolist()
+    return r
+
+
+CASES = {
+    "csr * 2": lambda L: L.tensor(DENSE).to_sparse_csr() * 2,
+    "csr + csr": lambda L: L.tensor(DENSE).to_sparse_csr() + L.tensor(DENSE).to_sparse_csr(),
+    "csr.t()": lambda L: L.tensor(DENSE).to_sparse_csr().t(),
+    "csr @ csr": lambda L: L.tensor(DENSE).to_sparse_csr() @ L.tensor(DENSE).to_sparse_csr(),
+    "dense @ coo": lambda L: L.tensor(DENSE) @ L.tensor(DENSE).to_sparse(),
+    "coo * coo": lambda L: L.tensor(DENSE).to_sparse() * L.eye(4).to_sparse(),
+    "sum(0)": lambda L: L.tensor(DENSE).to_sparse().sum(0),
+    "zeros_like": lambda L: L.zeros_like(L.tensor(DENSE).to_sparse()),
+    "sparse_mask": lambda L: L.tensor(DENSE).sparse_mask(L.eye(4).to_sparse()),
+    "empty of size": lambda L: L.sparse_coo_tensor(size=(2, 3)),
+    "dense._nnz": lambda L: L.tensor(DENSE)._nnz(),
+    "dense.coalesce": lambda L: L.tensor(DENSE).coalesce(),
+    "csr.is_coalesced": lambda L: L.tensor(DENSE).to_sparse_csr().is_coalesced(),
+    "hybrid to_sparse(2)": lambda L: tuple(L.ones(2, 2, 3).to_sparse(2).values().shape),
+    "resize_as_sparse_": lambda L: tuple(L.sparse_coo_tensor([[0]], [1.0], (2,)).resize_as_sparse_(
+        L.sparse_coo_tensor([[0]], [1.0], (5,))).shape),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_edge_cases_match_pytorch(case):
+    assert _outcome(g, CASES[case]) == _outcome(torch, CASES[case])
+
+
+def test_csr_leaf_gets_csr_gradient():
+    c, tc = (g.tensor(DENSE).to_sparse_csr().requires_grad_(),
+             torch.tensor(DENSE).to_sparse_csr().requires_grad_())
+    g.sparse.mm(c, g.ones(4, 2)).pow(2).sum().backward()
+    torch.sparse.mm(tc, torch.ones(4, 2)).pow(2).sum().backward()
+    assert c.grad.layout is g.sparse_csr
+    same(c.grad, tc.grad)

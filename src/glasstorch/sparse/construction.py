@@ -9,7 +9,8 @@ from ..core import dtype as dt
 from ..core.device import device as as_device
 from ..core.tensor import Tensor, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
 from . import ops as S
-from .tensor import BLOCKED, COMPRESSED, INDEX_NAMES, ROW_COMPRESSED, make_compressed, np_of
+from .tensor import (BLOCKED, COMPRESSED, INDEX_NAMES, ROW_COMPRESSED, make_compressed, make_coo,
+                     np_of)
 
 
 class check_sparse_tensor_invariants:
@@ -78,10 +79,21 @@ def _check_coo(indices: np.ndarray, values_nnz: int, size) -> None:
                                f"{size[d]} but found index {int(row.max())}")
 
 
-def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
-                      requires_grad=False, check_invariants=None, is_coalesced=None) -> Tensor:
-    """A COO tensor with entries `values` at `indices` (sparse_dim x nnz)."""
+def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad=False, check_invariants=None,
+                      is_coalesced=None) -> Tensor:
+    """A COO tensor with entries `values` at `indices` (sparse_dim x nnz); given only a size
+    (`sparse_coo_tensor(size)` or `size=`), an empty one of that size."""
     device = None if device is None else as_device(device)
+    if values is None:
+        size = indices if size is None else size
+        if size is None or indices is not None and size is not indices:
+            raise TypeError("sparse_coo_tensor() takes indices and values, or a size")
+        from ..ops.creation.factories import zeros
+        size = tuple(int(n) for n in size)
+        empty = make_coo(zeros(len(size), 0, dtype=dt.int64, device=device),
+                         zeros(0, dtype=dtype, device=device), size, True)
+        return empty.requires_grad_(True) if requires_grad else empty
     values = _as_tensor(values, dtype, device)
     indices = _as_tensor(indices, device=values.device)
     if indices.dtype is not dt.int64:
@@ -223,7 +235,10 @@ def dense_dim(self) -> int:
 
 
 def _nnz(self) -> int:
-    return _need_sparse(self, "_nnz").nnz
+    if self._sparse is None:
+        raise NotImplementedError(f"Could not run 'aten::_nnz' with arguments from the "
+                                  f"'{'CUDA' if self.is_cuda else 'CPU'}' backend.")
+    return self._sparse.nnz
 
 
 def is_coalesced(self) -> bool:
