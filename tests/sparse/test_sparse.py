@@ -379,3 +379,24 @@ def test_csr_leaf_gets_csr_gradient():
     torch.sparse.mm(tc, torch.ones(4, 2)).pow(2).sum().backward()
     assert c.grad.layout is g.sparse_csr
     same(c.grad, tc.grad)
+
+
+def test_sparse_parameter_trains_with_sgd():
+    results = []
+    for lib in (g, torch):
+        p = lib.nn.Parameter(lib.tensor(DENSE).to_sparse())
+        assert p.layout is lib.sparse_coo and p.requires_grad
+        opt = lib.optim.SGD([p], lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            lib.sparse.mm(p, lib.ones(4, 2)).pow(2).sum().backward()
+            opt.step()
+        results.append(p.detach().to_dense().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
+
+def test_assert_close_compares_sparse_values():
+    s = g.tensor(DENSE).to_sparse()
+    g.testing.assert_close(s, s.clone())
+    with pytest.raises(AssertionError, match="not close"):
+        g.testing.assert_close(s, s * 2)

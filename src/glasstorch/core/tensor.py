@@ -12,7 +12,7 @@ from math import prod
 import numpy as np
 
 from .. import overrides as _tf
-from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS, exclude_keys
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, AUTOGRAD_MASK, TENSOR_KEYSETS, exclude_keys
 from . import dtype as dt
 from .device import CPU, device_backend
 from .grad_state import state as grad_state
@@ -670,6 +670,9 @@ class Tensor:
                             f"{type(data).__name__}")
         out = cls._make(data._storage, data._offset, data._shape, data._stride, data.dtype,
                         data._vc)
+        if data._sparse is not None:           # a sparse Parameter keeps its layout
+            out._sparse = data._sparse
+            out._keyset = data._keyset & ~AUTOGRAD_MASK | _tf.class_keys(cls)
         if require_grad:
             out.requires_grad_(True)
         return out
