@@ -1,6 +1,5 @@
 """Sparse tensors (COO, CSR, CSC, BSR, BSC) against PyTorch: construction, conversions,
 printing, dispatch, ops, autograd, saving and loading, and a GCN layer."""
-import io
 import pickle
 
 import numpy as np
@@ -37,7 +36,8 @@ def test_layouts_and_flags():
     assert csr.is_sparse_csr and not csr.is_sparse and csr.layout is g.sparse_csr
     assert not g.ones(2).is_sparse and g.ones(2).layout is g.strided
     assert (s.sparse_dim(), s.dense_dim(), s._nnz()) == (t.sparse_dim(), t.dense_dim(), t._nnz())
-    assert str(g.debug.dispatch_keys(s)) == "DispatchKeySet(SparseCPU, ADInplaceOrView, AutocastCPU)"
+    assert str(g.debug.dispatch_keys(s)) == (
+        "DispatchKeySet(SparseCPU, ADInplaceOrView, AutocastCPU)")
     assert "SparseCsrCPU" in str(g.debug.dispatch_keys(csr))
 
 

@@ -11,9 +11,7 @@ import numpy as np
 
 from ..core.tensor import Tensor, sparse_coo, sparse_csr
 from . import ops as _ops
-from .construction import (check_sparse_tensor_invariants, sparse_bsc_tensor, sparse_bsr_tensor,
-                           sparse_compressed_tensor, sparse_coo_tensor, sparse_csc_tensor,
-                           sparse_csr_tensor)
+from .construction import check_sparse_tensor_invariants
 from .tensor import index_tensor, make_coo, np_of, tensor_of, with_values
 
 __all__ = ["addmm", "check_sparse_tensor_invariants", "mm", "sum", "softmax", "log_softmax",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import dtype as dt
 from ..core.dtype import result_type
 from ..core.tensor import (Tensor, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr,
                            strided)
@@ -21,7 +20,7 @@ from ..dispatch.keys import SPARSE_KEYS, DispatchKey
 from ..ops.derivative import derivative, not_differentiable
 from ..ops.registry import kernel_op
 from . import kernels as K
-from .tensor import (BLOCKED, COMPRESSED, ROW_COMPRESSED, index_tensor, make_compressed,
+from .tensor import (BLOCKED, ROW_COMPRESSED, index_tensor, make_compressed,
                      make_coo, np_of, tensor_of, with_values)
 
 _COO_KEYS = (DispatchKey.SparseCPU, DispatchKey.SparseCUDA)
@@ -30,11 +29,9 @@ _CSR_KEYS = (DispatchKey.SparseCsrCPU, DispatchKey.SparseCsrCUDA)
 
 def _no_sparse_kernel(op, ks, *args):
     """The sparse keys' fallback: PyTorch's error for an op with no sparse kernel."""
-    key = DispatchKey(ks.bit_length() - 1) if ks else DispatchKey.SparseCPU
-    for k in SPARSE_KEYS:
-        if any(getattr(a, "_keyset", 0) >> k & 1 for a in _tensors(args)):
-            key = k
-            break
+    key = next((k for k in SPARSE_KEYS
+                if any(getattr(a, "_keyset", 0) >> k & 1 for a in _tensors(args))),
+               DispatchKey.SparseCPU)
     available = [k.name if isinstance(k, DispatchKey) else k for k in op.kernels]
     raise NotImplementedError(
         f"Could not run '{op.name}' with arguments from the '{key.name}' backend. This could "
@@ -71,10 +68,6 @@ def sparse_kernel(op, layouts=("coo", "csr")):
 
 
 # ---- helpers on sparse tensors -----------------------------------------------------------
-
-def is_sparse(t) -> bool:
-    return isinstance(t, Tensor) and t._sparse is not None
-
 
 def coo_arrays(s: Tensor) -> tuple:
     """(indices, values) arrays of any sparse layout as COO (2-D for compressed ones; block
@@ -680,7 +673,7 @@ def sum_dims(self, dim=None, keepdim=False, dtype=None):
     values = d.values.sum(dense_dims, dtype=dtype) if dense_dims else (
         d.values if dtype is None else d.values.to(dtype))
     if len(sparse_dims) == sd:         # every sparse dim summed: a dense result
-        return values.sum(0) if values.numel() or values.dim() > 1 else values.sum(0)
+        return values.sum(0)
     keep = [x for x in range(sd) if x not in sparse_dims]
     indices = d.indices[keep]
     shape = [s for i, s in enumerate(self._shape) if i not in dims]

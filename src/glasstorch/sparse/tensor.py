@@ -14,8 +14,7 @@ import numpy as np
 from ..core import dtype as dt
 from ..core.shape import contiguous_strides
 from ..core.storage import UntypedStorage
-from ..core.tensor import (Tensor, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr,
-                           strided)
+from ..core.tensor import Tensor, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
 from ..dispatch.keys import BACKEND_MASK, TENSOR_KEYSETS, DispatchKey
 
 COMPRESSED = (sparse_csr, sparse_csc, sparse_bsr, sparse_bsc)
@@ -28,8 +27,6 @@ INDEX_NAMES = {sparse_csr: ("crow_indices", "col_indices"),
                sparse_bsr: ("crow_indices", "col_indices"),
                sparse_csc: ("ccol_indices", "row_indices"),
                sparse_bsc: ("ccol_indices", "row_indices")}
-LAYOUT_NAMES = {sparse_coo: "Sparse", sparse_csr: "SparseCsr", sparse_csc: "SparseCsc",
-                sparse_bsr: "SparseBsr", sparse_bsc: "SparseBsc", strided: "Strided"}
 
 
 class SparseData:
