@@ -22,6 +22,7 @@ KNOWN_GAPS.update({(f"aten::{name}", facet): "sparse layouts only" for facet in
                        "col_indices", "ccol_indices", "row_indices", "coalesce", "sparse_mask")})
 KNOWN_GAPS.update({(f"aten::{name}", "meta"): "sparse results have no meta tensors yet" for
                    name in ("_sparse_coo_tensor_with_dims_and_tensors", "_to_sparse",
+                            "_sparse_compressed_tensor_unsafe",
                             "_to_sparse.sparse_dim", "to_dense")})
 
 

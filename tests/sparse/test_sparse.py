@@ -404,3 +404,27 @@ def test_assert_close_compares_sparse_values():
     g.testing.assert_close(s, s.clone())
     with pytest.raises(AssertionError, match="not close"):
         g.testing.assert_close(s, s * 2)
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc", "bsr", "bsc"])
+def test_compressed_constructor_passes_gradient_to_values(layout):
+    t = getattr(torch.tensor(DENSE), f"to_sparse_{layout}")(
+        *(((2, 2),) if layout in ("bsr", "bsc") else ()))
+    compressed, plain = ((t.crow_indices(), t.col_indices()) if layout in ("csr", "bsr")
+                         else (t.ccol_indices(), t.row_indices()))
+    w = np.arange(16, dtype=np.float32).reshape(4, 4)
+    grads = []
+    for lib in (g, torch):
+        values = lib.tensor(t.values().tolist(), requires_grad=True)
+        s = getattr(lib, f"sparse_{layout}_tensor")(
+            lib.tensor(compressed.tolist()), lib.tensor(plain.tolist()), values, (4, 4))
+        assert type(s.grad_fn).__name__ == "SparseCompressedTensorBackward0"
+        (s.to_dense() * lib.tensor(w)).sum().backward()
+        grads.append(values.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1])
+    mask = getattr(g.eye(4), f"to_sparse_{layout}")(
+        *(((2, 2),) if layout in ("bsr", "bsc") else ()))
+    tmask = getattr(torch.eye(4), f"to_sparse_{layout}")(
+        *(((2, 2),) if layout in ("bsr", "bsc") else ()))
+    assert g.tensor(w).sparse_mask(mask).values().tolist() == torch.tensor(w).sparse_mask(
+        tmask).values().tolist()

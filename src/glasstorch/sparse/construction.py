@@ -192,7 +192,7 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
     size = tuple(int(s) for s in size)
     if _checking(check_invariants):
         _check_compressed(layout, comp, pl, values._shape[0], size, blocksize)
-    out = make_compressed(layout, compressed, plain, values, size)
+    out = S.compressed_with_tensors.functional(compressed, plain, values, size, layout=layout)
     if requires_grad:
         out.requires_grad_(True)
     return out

@@ -131,6 +131,32 @@ coo_with_tensors = kernel_op(
     method=False, function=False)
 
 
+compressed_with_tensors = kernel_op(
+    "_sparse_compressed_tensor_unsafe(Tensor compressed_indices, Tensor plain_indices, "
+    "Tensor values, SymInt[] size, *, Layout? layout=None) -> Tensor",
+    method=False, function=False)
+
+
+@compressed_with_tensors.impl("CPU")
+def _compressed_with_tensors(compressed_indices, plain_indices, values, size, layout=None):
+    return make_compressed(layout, compressed_indices, plain_indices, values, size)
+
+
+@derivative(compressed_with_tensors, "SparseCompressedTensorBackward0")
+def _compressed_with_tensors_backward(grad, compressed_indices, plain_indices, values_shape,
+                                      size, layout):
+    """The gradient at each stored entry (block) of the result, read from a dense view."""
+    dense = grad.to_dense() if grad._sparse is not None else grad
+    major, minor = K.expand(np_of(compressed_indices)), np_of(plain_indices)
+    rows, cols = (major, minor) if layout in ROW_COMPRESSED else (minor, major)
+    rows, cols = index_tensor(rows, grad.device), index_tensor(cols, grad.device)
+    if layout not in BLOCKED:
+        return None, None, dense[rows, cols]
+    bh, bw = values_shape[1:3]
+    tiles = dense.reshape(size[0] // bh, bh, size[1] // bw, bw, *size[2:]).transpose(1, 2)
+    return None, None, tiles[rows, cols]
+
+
 @sparse_kernel(_values_decl)
 @sparse_kernel(values_decl)
 def _values_kernel(self):
@@ -230,10 +256,17 @@ def sparse_mask(self, mask):
     if self._shape != mask._shape:
         raise RuntimeError("sparse_mask(): operands have incompatible sizes; self has size "
                            f"{list(self._shape)} but mask has size {list(mask._shape)}.")
-    if mask._sparse.layout is not sparse_coo:
-        return convert(sparse_mask(self, convert(mask, sparse_coo)), mask._sparse.layout)
-    indices, _ = coalesced_arrays(mask)
     dense = np_of(self) if self._sparse is None else np_of(to_dense(self))
+    d = mask._sparse
+    if d.layout is not sparse_coo:
+        major, minor = K.expand(np_of(d.compressed)), np_of(d.plain)
+        rows, cols = (major, minor) if d.layout in ROW_COMPRESSED else (minor, major)
+        if d.layout in BLOCKED:          # index the blocks of a (rows/bh, cols/bw) grid
+            (bh, bw), (n, m) = d.values._shape[1:3], mask._shape[:2]
+            dense = dense.reshape(n // bh, bh, m // bw, bw, *dense.shape[2:]).swapaxes(1, 2)
+        return make_compressed(d.layout, d.compressed, d.plain,
+                               _values_tensor(dense[rows, cols], self), mask._shape)
+    indices, _ = coalesced_arrays(mask)
     values = dense[tuple(indices)]
     return coo_from_arrays(indices, values, mask._shape, self, coalesced=True)
 
