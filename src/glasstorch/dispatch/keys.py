@@ -45,9 +45,9 @@ ALL_MASK = (1 << NUM_KEYS) - 1
 # Registration-only alias keys and the runtime keys each one stands for.
 ALIAS_KEYS = {
     "CompositeExplicitAutograd": BACKEND_KEYS,
-    "CompositeImplicitAutograd": BACKEND_KEYS + SPARSE_KEYS + (DispatchKey.Python, DispatchKey.AutogradMeta,
-                                                 DispatchKey.AutogradCPU,
-                                                 DispatchKey.AutogradCUDA),
+    "CompositeImplicitAutograd": BACKEND_KEYS + SPARSE_KEYS + (
+        DispatchKey.Python, DispatchKey.AutogradMeta, DispatchKey.AutogradCPU,
+        DispatchKey.AutogradCUDA),
     "Autograd": (DispatchKey.AutogradMeta, DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA),
     "Autocast": (DispatchKey.AutocastCPU, DispatchKey.AutocastCUDA),
 }
