@@ -15,6 +15,7 @@ RANKS = {
     "ops": 3, "_prims": 3,          # primitives: operators declared beside the ATen ones
     "autograd": 4,
     "_tensor_classes": 5, "_tensor_functions": 6, "_settings": 5,   # torch's top-level names
+    "sparse": 5,                   # torch.sparse: sparse layouts, their kernels and operators
     "nn": 6, "amp": 6, "cpu": 6, "cuda": 6, "linalg": 6, "special": 6, "fft": 6, "debug": 6, "serialization": 6,
     "_subclasses": 6,
     "optim": 7, "utils": 7, "fx": 7, "testing": 7, "accelerator": 7, "hub": 7,
@@ -63,6 +64,10 @@ ALLOWED_UPWARD = {
         "without a hook of the user's, DDP averages each bucket with PyTorch's allreduce_hook",
     ("core.tensor", "ops.creation.factories"):
         "Tensor(2, 3), the legacy constructor, is a factory call",
+    ("core.tensor", "sparse.printing"):
+        "repr of a sparse tensor prints its index and value tensors",
+    ("core.tensor", "sparse.tensor"):
+        "pickling a sparse tensor pickles its index and value tensors",
     ("memory.planning", "__init__"):
         "estimate() builds the model and its inputs with the public factories",
     ("memory.planning", "dispatch.modes"):

@@ -17,6 +17,7 @@ from .core.shape import Size, broadcast_shapes
 from .core.storage import UntypedStorage
 from .core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format, layout,
                           memory_format, preserve_format, strided)
+from .core.tensor import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr  # noqa: F401
 from . import memory
 from .memory.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryError)
 from . import return_types
@@ -48,6 +49,8 @@ from .func import vmap  # noqa: E402,F401
 from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor)
 from . import accelerator, hub  # noqa: E402,F401  (torch.accelerator, torch.hub)
 from . import signal  # noqa: E402,F401  (torch.signal.windows)
+from . import sparse  # noqa: E402,F401  (torch.sparse; the sparse layouts' kernels)
+from .sparse.functions import *  # noqa: E402,F401,F403  (sparse_coo_tensor, spmm, ...)
 from .signal.windows.windows import (bartlett_window, blackman_window,  # noqa: E402,F401
                                      hamming_window, hann_window, kaiser_window)
 from . import _decomp, _prims  # noqa: E402,F401  (torch._prims, torch._decomp)

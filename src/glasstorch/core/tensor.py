@@ -12,7 +12,7 @@ from math import prod
 import numpy as np
 
 from .. import overrides as _tf
-from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, TENSOR_KEYSETS, exclude_keys
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, AUTOGRAD_MASK, TENSOR_KEYSETS, exclude_keys
 from . import dtype as dt
 from .device import CPU, device_backend
 from .grad_state import state as grad_state
@@ -65,8 +65,16 @@ class layout:
     def __repr__(self):
         return "torch." + self.name
 
+    def __reduce__(self):
+        return self.name      # pickles by name: one object per layout
+
 
 strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 
 
 class Tensor:
@@ -86,6 +94,7 @@ class Tensor:
     _view_creation = None      # see ops.inplace_or_view._view_creation
     _accumulator = None        # weakref to a leaf's AccumulateGrad node (autograd/graph.py)
     _grad_fn_version = None    # a view's version when its grad_fn was recorded (same file)
+    _sparse = None             # a sparse layout's indices and values (glasstorch.sparse)
 
     __array_priority__ = 1000  # numpy defers `ndarray + tensor` to Tensor.__radd__
 
@@ -224,9 +233,16 @@ class Tensor:
 
     @property
     def layout(self):
-        return strided
+        return strided if self._sparse is None else self._sparse.layout
 
-    is_sparse = False
+    @property
+    def is_sparse(self) -> bool:
+        return self._sparse is not None and self._sparse.layout is sparse_coo
+
+    @property
+    def is_sparse_csr(self) -> bool:
+        return self._sparse is not None and self._sparse.layout is sparse_csr
+
     is_quantized = False
     is_nested = False
 
@@ -530,6 +546,9 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self, *, tensor_contents=None) -> str:
+        if self._sparse is not None:
+            from ..sparse.printing import sparse_repr
+            return sparse_repr(self)
         from .printing import tensor_repr
         return tensor_repr(self, tensor_contents)
 
@@ -547,6 +566,9 @@ class Tensor:
         # requires_grad; torch.save-style checkpoints belong to glasstorch.serialization.
         if self.device.type == "meta":
             raise RuntimeError("Cannot pickle a meta tensor: it has no data")
+        if self._sparse is not None:
+            from ..sparse.tensor import reduce_sparse
+            return reduce_sparse(self)
         return (_rebuild_tensor, (np.array(self.detach().cpu()._array()), self.dtype.name,
                                   self._stride, self._requires_grad))
 
@@ -650,6 +672,9 @@ class Tensor:
                             f"{type(data).__name__}")
         out = cls._make(data._storage, data._offset, data._shape, data._stride, data.dtype,
                         data._vc)
+        if data._sparse is not None:           # a sparse Parameter keeps its layout
+            out._sparse = data._sparse
+            out._keyset = data._keyset & ~AUTOGRAD_MASK | _tf.class_keys(cls)
         if require_grad:
             out.requires_grad_(True)
         return out

@@ -16,21 +16,27 @@ class DispatchKey(IntEnum):
     Meta = 0
     CPU = 1
     CUDA = 2
-    BackendSelect = 3
-    Python = 4  # TorchDispatchMode: below autograd, so a mode sees the ops autograd runs
-    ADInplaceOrView = 5
-    AutogradMeta = 6
-    AutogradCPU = 7
-    AutogradCUDA = 8
-    AutocastCPU = 9
-    AutocastCUDA = 10
-    FuncTorchBatched = 11   # vmap's BatchedTensor: above autograd, so vmap(grad(f)) works
-    FuncTorchVmapMode = 12  # included while vmap runs: random factories see the randomness
+    SparseCPU = 3       # sparse layouts (glasstorch.sparse): above the dense backends, below
+    SparseCUDA = 4      # everything else; their kernels are called boxed, as keys above
+    SparseCsrCPU = 5    # the dense backends are
+    SparseCsrCUDA = 6
+    BackendSelect = 7
+    Python = 8  # TorchDispatchMode: below autograd, so a mode sees the ops autograd runs
+    ADInplaceOrView = 9
+    AutogradMeta = 10
+    AutogradCPU = 11
+    AutogradCUDA = 12
+    AutocastCPU = 13
+    AutocastCUDA = 14
+    FuncTorchBatched = 15   # vmap's BatchedTensor: above autograd, so vmap(grad(f)) works
+    FuncTorchVmapMode = 16  # included while vmap runs: random factories see the randomness
 
 
 NUM_KEYS = len(DispatchKey)
 BACKEND_KEYS = (DispatchKey.Meta, DispatchKey.CPU, DispatchKey.CUDA)
 BACKEND_MASK = sum(1 << k for k in BACKEND_KEYS)
+SPARSE_KEYS = (DispatchKey.SparseCPU, DispatchKey.SparseCUDA, DispatchKey.SparseCsrCPU,
+               DispatchKey.SparseCsrCUDA)
 AUTOGRAD_MASK = sum(1 << k for k in (DispatchKey.AutogradMeta, DispatchKey.AutogradCPU,
                                      DispatchKey.AutogradCUDA))
 AUTOCAST_MASK = (1 << DispatchKey.AutocastCPU) | (1 << DispatchKey.AutocastCUDA)
@@ -39,9 +45,9 @@ ALL_MASK = (1 << NUM_KEYS) - 1
 # Registration-only alias keys and the runtime keys each one stands for.
 ALIAS_KEYS = {
     "CompositeExplicitAutograd": BACKEND_KEYS,
-    "CompositeImplicitAutograd": BACKEND_KEYS + (DispatchKey.Python, DispatchKey.AutogradMeta,
-                                                 DispatchKey.AutogradCPU,
-                                                 DispatchKey.AutogradCUDA),
+    "CompositeImplicitAutograd": BACKEND_KEYS + SPARSE_KEYS + (
+        DispatchKey.Python, DispatchKey.AutogradMeta, DispatchKey.AutogradCPU,
+        DispatchKey.AutogradCUDA),
     "Autograd": (DispatchKey.AutogradMeta, DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA),
     "Autocast": (DispatchKey.AutocastCPU, DispatchKey.AutocastCUDA),
 }
@@ -52,7 +58,8 @@ ALIAS_KEYS = {
 BACKENDS_BELOW = {DispatchKey.Python: BACKEND_KEYS,
                   DispatchKey.AutogradMeta: (DispatchKey.Meta,),
                   DispatchKey.AutogradCPU: (DispatchKey.CPU,),
-                  DispatchKey.AutogradCUDA: (DispatchKey.CUDA,)}
+                  DispatchKey.AutogradCUDA: (DispatchKey.CUDA,),
+                  **{key: () for key in SPARSE_KEYS}}
 
 # The keys a dense tensor of each device type carries. PyTorch's tensors always carry their
 # Autograd<Backend> key too; glasstorch adds it only while the tensor requires grad

@@ -16,14 +16,19 @@ from collections import OrderedDict
 
 from .. import overrides
 from ..core.tensor import Tensor
+from ..dispatch.keys import AUTOGRAD_MASK
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
 
 
 def _alias(cls, data: Tensor) -> Tensor:
     """A `cls` instance over data's storage, sharing its version counter, with no history."""
-    return cls._make(data._storage, data._offset, data._shape, data._stride, data.dtype,
-                     vc=data._vc)
+    out = cls._make(data._storage, data._offset, data._shape, data._stride, data.dtype,
+                    vc=data._vc)
+    if data._sparse is not None:          # a sparse parameter keeps its layout and keys
+        out._sparse = data._sparse
+        out._keyset = data._keyset & ~AUTOGRAD_MASK | overrides.class_keys(cls)
+    return out
 
 
 class _ParameterMeta(type):

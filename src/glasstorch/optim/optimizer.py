@@ -582,7 +582,7 @@ def _plain_arrays(*tensors):
         if (t.__class__ is not Tensor and not isinstance(t, Tensor)) or t.dtype is not d \
                 or t._shape != shape or t._vc is None or t._view_creation is not None \
                 or t.device != first.device or t._storage.__class__ is not UntypedStorage \
-                or (t._storage.device.type == "meta") is not no_data:
+                or (t._storage.device.type == "meta") is not no_data or t._sparse is not None:
             return None
     return [] if no_data else [t._array() for t in tensors]
 

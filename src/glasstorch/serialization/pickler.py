@@ -20,7 +20,7 @@ from ..core import dtype as dt
 from ..core.device import device as Device
 from ..core.shape import Size
 from ..core.storage import UntypedStorage
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, layout, sparse_coo
 from . import torch_names
 from .unpickler import STORAGE_CLASS_OF, _parameter_class
 
@@ -47,6 +47,8 @@ _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_META = _Global("torch._utils", "_rebuild_meta_tensor_no_storage")
 _REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
 _REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
+_REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
+_GET_LAYOUT = _Global("torch.serialization", "_get_layout")
 _TENSOR = _Global("torch", "Tensor")
 _SIZE = _Global("torch", "Size")
 _DEVICE = _Global("torch", "device")
@@ -83,8 +85,12 @@ class _Pickler(pickle._Pickler):
     def _save_dtype(self, obj):
         self._write_global(_DTYPE_GLOBALS[obj], obj)
 
+    def _save_layout(self, obj):
+        self.save_reduce(_GET_LAYOUT, ("torch." + obj.name,), obj=obj)
+
     dispatch[_Global] = _save_global_ref
     dispatch[dt.dtype] = _save_dtype
+    dispatch[layout] = _save_layout
 
     def save_global(self, obj, name=None):
         """Classes and functions PyTorch also has go under PyTorch's name
@@ -110,6 +116,11 @@ class _Pickler(pickle._Pickler):
         return NotImplemented
 
     def _reduce_tensor(self, t: Tensor):
+        if t._sparse is not None:        # (layout, (indices..., values, size[, coalesced]))
+            lay, data = t.__reduce_ex__(2)[1]
+            at = 2 if lay is sparse_coo else 3
+            data = data[:at] + (Size(data[at]),) + data[at + 1:]
+            return (_REBUILD_SPARSE, (lay, data))
         hooks = collections.OrderedDict()
         state = _python_attributes(t)
         if self._parameter is not None and isinstance(t, self._parameter):

@@ -19,7 +19,7 @@ from ..core import dtype as dt
 from ..core.device import device as Device
 from ..core.shape import Size
 from ..core.storage import UntypedStorage
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 from . import torch_names
 
 __all__ = ["RestrictedUnpickler", "WeightsOnlyUnpicklingError", "TypedStorageRef",
@@ -160,6 +160,11 @@ def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad=False):
                          requires_grad=bool(requires_grad))
 
 
+def _rebuild_sparse_tensor(layout, data):
+    from ..sparse.tensor import rebuild_sparse_tensor
+    return rebuild_sparse_tensor(layout, data)
+
+
 def _make_size(dims=()):
     return Size(tuple(int(d) for d in dims))
 
@@ -176,6 +181,7 @@ _TORCH_GLOBALS: dict = {
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
     ("torch._utils", "_rebuild_meta_tensor_no_storage"): _rebuild_meta_tensor_no_storage,
     ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+    ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
     ("torch", "Tensor"): _TensorType(False),
     ("torch.nn.parameter", "Parameter"): _TensorType(True),
     ("torch", "Size"): _make_size,
@@ -191,6 +197,9 @@ _TORCH_GLOBALS: dict = {
 }
 _TORCH_GLOBALS.update({("torch", name): _StorageType(d) for name, d in DTYPE_OF_STORAGE.items()})
 _TORCH_GLOBALS.update({("torch", d.name): d for d in dt.ALL_DTYPES})
+_LAYOUTS = {"torch." + lay.name: lay for lay in (strided, sparse_coo, sparse_csr, sparse_csc,
+                                                  sparse_bsr, sparse_bsc)}
+_TORCH_GLOBALS[("torch.serialization", "_get_layout")] = _LAYOUTS.__getitem__
 
 
 def _codecs_encode(text, encoding="utf-8"):

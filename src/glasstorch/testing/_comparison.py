@@ -106,6 +106,8 @@ def _tensor_message(actual: np.ndarray, expected: np.ndarray, matches: np.ndarra
 
 def _host(t: Tensor) -> np.ndarray:
     a = t.detach().cpu()
+    if a._sparse is not None:        # sparse layouts compare as their dense values
+        a = a.to_dense()
     if a.dtype is dt.bfloat16:
         a = a.float()
     return np.asarray(a.numpy())

@@ -80,7 +80,14 @@ def _mat2_grad(grad, mat1, mat2):
 def _mm(grad, self, mat2, grad_input_mask):
     # mat2's first, as PyTorch's: a mode sees linear's backward as t, mm, t, t, mm
     g_mat2 = _mat2_grad(grad, self, mat2) if grad_input_mask[1] else None
-    return (grad.mm(conj(mat2).t()) if grad_input_mask[0] else None), g_mat2
+    return (_mat1_grad(grad, self, mat2) if grad_input_mask[0] else None), g_mat2
+
+
+def _mat1_grad(grad, mat1, mat2):
+    """grad @ mat2^H; for a sparse mat1, only at mat1's entries (a sparse gradient with its
+    pattern, as PyTorch's mm_mat1_backward)."""
+    g = grad.mm(conj(mat2).t())
+    return g if mat1._sparse is None else g.sparse_mask(mat1)
 
 
 @forward_derivative(products.mm)
@@ -92,7 +99,7 @@ def _mm_jvp(primals, tangents, result):
 def _addmm(grad, beta, alpha, mat1, mat2, grad_input_mask):
     need_self, need_mat1, need_mat2 = grad_input_mask
     return (_scaled(grad, beta) if need_self else None,
-            _scaled(grad.mm(conj(mat2).t()), alpha) if need_mat1 else None,
+            _scaled(_mat1_grad(grad, mat1, mat2), alpha) if need_mat1 else None,
             _scaled(_mat2_grad(grad, mat1, mat2), alpha) if need_mat2 else None)
 
 

@@ -15,7 +15,7 @@ from ...core import dtype as dt
 from ...core.shape import (Size, as_shape, check_in_bounds, contiguous_strides,
                           expand_strides, infer_size, view_strides, wrap_dim, wrap_dims)
 from ...core.tensor import Tensor, contiguous_format
-from ...dispatch.keys import DispatchKey
+from ...dispatch.keys import SPARSE_KEYS, DispatchKey
 from ..registry import composite, export, kernel_op, view
 
 # ---- view / reshape --------------------------------------------------------------------
@@ -714,7 +714,8 @@ def _detach(input):
 
 # keys whose tensors detach through the dispatcher: a __torch_dispatch__ subclass, vmap's
 # BatchedTensor (its batching rule detaches the physical tensor)
-_DETACH_DISPATCHES = (1 << DispatchKey.Python) | (1 << DispatchKey.FuncTorchBatched)
+_DETACH_DISPATCHES = (1 << DispatchKey.Python) | (1 << DispatchKey.FuncTorchBatched) | sum(
+    1 << k for k in SPARSE_KEYS)   # and sparse tensors, whose kernel keeps their indices
 _detach_op = kernel_op("detach(Tensor(a) self) -> Tensor(a)", method=False, function=False)
 _detach_op.functional.register("CompositeExplicitAutograd", _detach)
 
