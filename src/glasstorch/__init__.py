@@ -73,6 +73,8 @@ globals().update(_tensor_classes.exported_names())     # FloatTensor, FloatStora
 globals().update(_tensor_functions.exported_names())   # exp_, dist, ravel, pi, ...
 cuda.__dict__.update(_tensor_classes.cuda_names())     # torch.cuda.FloatTensor, ...
 
+from .ops import dtype_support as _dtype_support  # noqa: E402
+_dtype_support.install()    # the partial dtypes refused as PyTorch's kernels refuse them
 _gpu_kernels.register()
 
 cfloat, cdouble = complex64, complex128

@@ -11,11 +11,16 @@ from ...core.shape import (channels_last_strides, contiguous_strides, expand_str
                            has_internal_overlap, is_non_overlapping_and_dense, iterator_strides)
 from ...core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
                             preserve_format)
+from . import casts
 
 
 def assign_array(dst: np.ndarray, src) -> None:
     """dst[...] = src with PyTorch's casting (complex to real drops the imaginary part;
-    NumPy's cast warnings are silenced for glasstorch's modules in backends/cpu)."""
+    NumPy's cast warnings are silenced for glasstorch's modules in backends/cpu; float8 and
+    complex32 convert in casts.py)."""
+    if dst.dtype in casts.SPECIAL or getattr(src, "dtype", None) in casts.SPECIAL:
+        casts.cast_into(dst, src)
+        return
     np.copyto(dst, src, casting="unsafe")
 
 

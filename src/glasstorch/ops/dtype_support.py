@@ -1,0 +1,175 @@
+"""Which ops refuse the partial dtypes (uint16/32/64, float8, complex32, the shell dtypes),
+with PyTorch's errors.
+
+PyTorch's CPU kernels list the dtypes they have loops for; the partial dtypes are in few of
+those lists, so most ops raise `NotImplementedError: "<kernel>" not implemented for
+'<dtype>'`. glasstorch's kernels are NumPy calls that would happily compute on uint32 or
+float8 arrays, so this table says, per op, which partial dtypes its CPU kernel refuses and
+with which kernel name (PyTorch 2.13's, checked op by op in tests/core/test_dtypes_extra.py).
+`install()` wraps those kernels once every op is declared; the wrapper is on the general
+kernel only, never on the float32 fast path, and full dtypes pass it after one dict lookup.
+Ops whose own kernels already check their dtype list (comparisons, math functions) are not
+here: their lists simply leave the partial dtypes out.
+"""
+from __future__ import annotations
+
+from ..core import dtype as dt
+from ..core.tensor import Tensor
+from ..dispatch.dispatcher import all_operators
+
+UNSIGNED = frozenset(d for d in dt.PARTIAL_DTYPES if d.family == "unsigned")
+FLOAT8 = frozenset(d for d in dt.PARTIAL_DTYPES if d.family == "float8")
+E8M0 = frozenset((dt.float8_e8m0fnu, dt.float4_e2m1fn_x2))    # float8 without a sign
+COMPLEX32 = frozenset((dt.complex32,))
+SHELL = frozenset(d for d in dt.PARTIAL_DTYPES if d.family in ("bits", "subbyte", "quantized"))
+ALL = UNSIGNED | FLOAT8 | COMPLEX32 | SHELL
+
+
+def _not_implemented(kernel):
+    return lambda d: NotImplementedError(f'"{kernel}" not implemented for \'{d.cname}\'')
+
+
+def _runtime(message):
+    return lambda d: RuntimeError(message.format(d.cname))
+
+
+# op -> [(dtypes, error)]: the first group holding an input's dtype gives the error. A bare
+# kernel name stands for NotImplementedError '"<name>" not implemented for ...'.
+REFUSALS = {
+    "add": [(ALL - COMPLEX32, "add_stub")],
+    "sub": [(ALL - COMPLEX32, "add_stub")],
+    "div": [(ALL - UNSIGNED, "div_cpu")],
+    "floor_divide": [(ALL, "div_floor_cpu")],
+    "remainder": [(ALL, "remainder_cpu")],
+    "fmod": [(ALL, "fmod_cpu")],
+    "pow": [(ALL, "pow")],
+    "square": [(ALL, "pow")],
+    "neg": [(ALL - COMPLEX32, "neg_cpu")],
+    "sign": [(ALL - COMPLEX32, "sign_cpu")],
+    "abs": [(UNSIGNED | E8M0 | SHELL, "abs_cpu")],
+    "sum": [(ALL - UNSIGNED, "sum_cpu")],
+    "nansum": [(FLOAT8 | SHELL, "nansum_cpu")],
+    "mean": [(FLOAT8 | COMPLEX32 | SHELL, "sum_cpu")],
+    "prod": [(ALL - UNSIGNED, "prod_out_cpu")],
+    "cumsum": [(ALL - UNSIGNED, "cumsum_out_cpu")],
+    "cumprod": [(ALL - UNSIGNED, "cumprod_out_cpu")],
+    "max": [(ALL, "max_all")],
+    "min": [(ALL, "min_all")],
+    "amax": [(ALL, "max_values_cpu")],
+    "amin": [(ALL, "min_values_cpu")],
+    "aminmax": [(ALL, "aminmax_cpu")],
+    "histc": [(ALL, "aminmax_cpu")],
+    "logsumexp": [(FLOAT8 | SHELL, "max_values_cpu"), (COMPLEX32, "exp_vml_cpu")],
+    "argmax": [(ALL - COMPLEX32, "argmax_cpu")],
+    "argmin": [(ALL - COMPLEX32, "argmin_cpu")],
+    "sort": [(FLOAT8 | SHELL, "sorting_kernel_method_name"),
+             (COMPLEX32, _runtime(" Sort does not support complex dtypes on CPU"))],
+    "searchsorted": [(UNSIGNED, "searchsorted_out_cpu"),
+                     (FLOAT8 | SHELL, "sorting_kernel_method_name"),
+                     (COMPLEX32, _runtime(" Sort does not support complex dtypes on CPU"))],
+    "topk": [(ALL - COMPLEX32, "topk_cpu")],
+    "_unique2": [(ALL - UNSIGNED, "unique")],
+    "kthvalue": [(ALL, "kthvalue_cpu")],
+    "median": [(ALL, "median_cpu")],
+    "mode": [(ALL, "mode_cpu")],
+    "cummax": [(ALL, "cummax_cpu")],
+    "cummin": [(ALL, "cummin_cpu")],
+    "maximum": [(ALL - COMPLEX32, "maximum_cpu")],
+    "minimum": [(ALL - COMPLEX32, "minimum_cpu")],
+    "clamp": [(ALL - COMPLEX32, "clamp_scalar_cpu")],
+    "clamp_min": [(ALL - COMPLEX32, "clamp_min_scalar_cpu")],
+    "clamp_max": [(ALL - COMPLEX32, "clamp_max_scalar_cpu")],
+    "relu": [(ALL - COMPLEX32, "clamp_min_scalar_cpu")],
+    "flip": [(ALL, "flip_cpu")],
+    "tril": [(ALL - COMPLEX32, "tril")],
+    "triu": [(ALL - COMPLEX32, "triu")],
+    "mm": [(ALL - (FLOAT8 - E8M0), "addmm_impl_cpu_")],
+    "addmm": [(ALL - (FLOAT8 - E8M0), "addmm_impl_cpu_")],
+    "bmm": [(ALL - (FLOAT8 - E8M0), "bmm")],
+    "dot": [(ALL, "dot")],
+    "trace": [(ALL, "trace")],
+    "nonzero": [(ALL - COMPLEX32, "nonzero_count_cpu")],
+    "count_nonzero": [(ALL - COMPLEX32, "nonzero_count_cpu")],
+    "gather": [(FLOAT8, "gather_expanded_index"), (ALL, "scatter_gather_tensor_cpu")],
+    "scatter": [(ALL, "scatter_gather_tensor_cpu")],
+    "scatter_add": [(ALL, "scatter_gather_tensor_cpu")],
+    "index_put": [(UNSIGNED | E8M0 | SHELL, "index_put")],
+    "index_put_": [(UNSIGNED | E8M0 | SHELL, "index_put")],
+    "index_select": [(UNSIGNED | SHELL, "index_select")],
+    "index_add": [(ALL - COMPLEX32, "index_add_")],
+    "index_copy": [(ALL - COMPLEX32, "index_copy_cpu")],
+    "index_fill": [(ALL - COMPLEX32, "index_fill_cpu")],
+    "masked_fill": [(ALL - COMPLEX32, "masked_fill")],
+    "masked_scatter": [(ALL, "masked_scatter")],
+    "take": [(ALL, "take_cpu")],
+    "put": [(ALL, "take_put_cpu")],
+    "bincount": [(ALL, "bincount_cpu")],
+    "logical_and": [(ALL, "logical_and_cpu")],
+    "logical_or": [(ALL, "logical_or_cpu")],
+    "logical_xor": [(ALL, "logical_xor_cpu")],
+    "logical_not": [(ALL, "logical_not_cpu")],
+    "lerp": [(ALL, "lerp_kernel_scalar")],
+    "addcmul": [(ALL - COMPLEX32, "addcmul_cpu_out")],
+    "addcdiv": [(ALL, "addcdiv_cpu_out")],
+    "_softmax": [(ALL, "softmax_lastdim_kernel_impl")],
+    "_log_softmax": [(ALL, "log_softmax_lastdim_kernel_impl")],
+    "isinf": [(FLOAT8 - {dt.float8_e5m2}, "isinf")],
+    "isfinite": [(FLOAT8 - {dt.float8_e5m2, dt.float8_e8m0fnu}, "isfinite")],
+    "nan_to_num": [(FLOAT8 | COMPLEX32 | SHELL, "nan_to_num")],
+    "signbit": [(FLOAT8 | SHELL, "signbit_cpu")],
+    "angle": [(FLOAT8 | COMPLEX32 | SHELL, "angle_cpu")],
+    "sigmoid": [(FLOAT8, "sigmoid_cpu_reduced_float"), (COMPLEX32 | SHELL, "sigmoid_cpu")],
+    "norm": [(FLOAT8 | SHELL, "norm_cpu")],
+    "linalg_vector_norm": [(FLOAT8 | SHELL, "norm_cpu")],
+    "var": [(FLOAT8, _runtime("std_var_all: Unsupported dtype {}"))],
+    "std": [(FLOAT8, _runtime("std_var_all: Unsupported dtype {}"))],
+}
+# the math functions' vectorized kernels
+for _name in ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "ceil", "trunc", "round",
+              "rsqrt", "log2", "log10", "exp2", "expm1", "log1p", "erf"):
+    REFUSALS[_name] = [(FLOAT8 | COMPLEX32 | SHELL, f"{_name}_vml_cpu")]
+REFUSALS["reciprocal"] = [(FLOAT8 | COMPLEX32 | SHELL, "reciprocal_cpu")]
+
+
+def _error_table(groups) -> dict:
+    """dtype -> a function of the dtype making the exception, from an op's groups."""
+    table = {}
+    for dtypes, error in groups:
+        make = _not_implemented(error) if isinstance(error, str) else error
+        for d in dtypes:
+            table.setdefault(d, make)
+    return table
+
+
+def _guarded(impl, errors: dict, first: int):
+    """`impl`, refusing a tensor argument (from position `first`) of a dtype in `errors`."""
+    def kernel(*args):
+        for a in args[first:]:
+            if isinstance(a, Tensor):
+                make = errors.get(a.dtype)
+                if make is not None:
+                    raise make(a.dtype)
+        return impl(*args)
+    kernel.__qualname__ = impl.__qualname__
+    kernel.__module__ = impl.__module__
+    kernel.refusing_partial_dtypes = True
+    return kernel
+
+
+def install() -> None:
+    """Wrap the CPU kernel of every overload of every op in REFUSALS."""
+    declared = {}
+    for op in all_operators():
+        decl = op.info.get("decl")
+        if decl is not None and decl.kind != "view":
+            declared.setdefault(decl.name, {})[id(decl)] = decl
+    for name, groups in REFUSALS.items():
+        if name not in declared:
+            raise KeyError(f"dtype_support: no op named {name}")
+        errors = _error_table(groups)
+        for decl in declared[name].values():
+            impl = decl.impls.get("CPU")
+            if impl is None or getattr(impl, "refusing_partial_dtypes", False):
+                continue
+            # a structured kernel's first argument is the output it fills
+            decl.impl("CPU")(_guarded(impl, errors, 1 if decl.kind == "structured" else 0))
