@@ -33,6 +33,10 @@ def _runtime(message):
     return lambda d: RuntimeError(message.format(d.cname))
 
 
+def _runtime_not_implemented(message):
+    return lambda d: NotImplementedError(message)
+
+
 # op -> [(dtypes, error)]: the first group holding an input's dtype gives the error. A bare
 # kernel name stands for NotImplementedError '"<name>" not implemented for ...'.
 REFUSALS = {
@@ -45,7 +49,10 @@ REFUSALS = {
     "pow": [(ALL, "pow")],
     "square": [(ALL, "pow")],
     "neg": [(ALL - COMPLEX32, "neg_cpu")],
-    "sign": [(ALL - COMPLEX32, "sign_cpu")],
+    "sign": [(ALL - COMPLEX32, "sign_cpu"),
+             (COMPLEX32, _runtime_not_implemented(
+                 "Unlike NumPy, torch.sign is not intended to support complex numbers. Please "
+                 "use torch.sgn instead."))],
     "abs": [(UNSIGNED | E8M0 | SHELL, "abs_cpu")],
     "sum": [(ALL - UNSIGNED, "sum_cpu")],
     "nansum": [(FLOAT8 | SHELL, "nansum_cpu")],
@@ -86,6 +93,7 @@ REFUSALS = {
     "mm": [(ALL - (FLOAT8 - E8M0), "addmm_impl_cpu_")],
     "addmm": [(ALL - (FLOAT8 - E8M0), "addmm_impl_cpu_")],
     "bmm": [(ALL - (FLOAT8 - E8M0), "bmm")],
+    "matmul": [(ALL - (FLOAT8 - E8M0), "addmm_impl_cpu_")],
     "dot": [(ALL, "dot")],
     "trace": [(ALL, "trace")],
     "nonzero": [(ALL - COMPLEX32, "nonzero_count_cpu")],
@@ -116,7 +124,9 @@ REFUSALS = {
     "isinf": [(FLOAT8 - {dt.float8_e5m2}, "isinf")],
     "isfinite": [(FLOAT8 - {dt.float8_e5m2, dt.float8_e8m0fnu}, "isfinite")],
     "nan_to_num": [(FLOAT8 | COMPLEX32 | SHELL, "nan_to_num")],
-    "signbit": [(FLOAT8 | SHELL, "signbit_cpu")],
+    "signbit": [(FLOAT8 | SHELL, "signbit_cpu"),
+                (COMPLEX32, _runtime_not_implemented(
+                    "signbit is not implemented for complex tensors."))],
     "angle": [(FLOAT8 | COMPLEX32 | SHELL, "angle_cpu")],
     "sigmoid": [(FLOAT8, "sigmoid_cpu_reduced_float"), (COMPLEX32 | SHELL, "sigmoid_cpu")],
     "norm": [(FLOAT8 | SHELL, "norm_cpu")],
@@ -128,7 +138,50 @@ REFUSALS = {
 for _name in ("sqrt", "exp", "log", "sin", "cos", "tanh", "floor", "ceil", "trunc", "round",
               "rsqrt", "log2", "log10", "exp2", "expm1", "log1p", "erf"):
     REFUSALS[_name] = [(FLOAT8 | COMPLEX32 | SHELL, f"{_name}_vml_cpu")]
+for _name in ("floor", "ceil", "trunc"):
+    REFUSALS[_name].insert(0, (COMPLEX32, _runtime_not_implemented(
+        f"{_name} is not supported for complex inputs")))
 REFUSALS["reciprocal"] = [(FLOAT8 | COMPLEX32 | SHELL, "reciprocal_cpu")]
+
+
+# ops PyTorch computes on complex32 (in complex64, its opmath type, rounding the result back)
+COMPLEX32_VIA_COMPLEX64 = (
+    "add", "sub", "mul", "neg", "abs", "addcmul", "any", "all", "count_nonzero", "var",
+    "std", "linalg_vector_norm", "norm", "index_add", "conj_physical", "isnan", "isinf",
+    "isfinite", "masked_fill", "index_fill", "where")
+
+_HALVED = {dt.complex64: dt.complex32, dt.float32: dt.float16}
+
+
+def _widened(x):
+    return x.to(dt.complex64) if isinstance(x, Tensor) and x.dtype is dt.complex32 else x
+
+
+def _via_complex64(impl, structured: bool):
+    """`impl` on complex32 inputs: run on complex64 copies, results rounded back to
+    complex32 (and float32 ones to float16, complex32's real type)."""
+    from ..backends.cpu.copy import assign_array
+
+    def kernel(*args):
+        first = 1 if structured else 0
+        if not any(isinstance(a, Tensor) and a.dtype is dt.complex32 for a in args[first:]):
+            return impl(*args)
+        inputs = [_widened(a) for a in args[first:]]
+        if not structured:
+            result = impl(*inputs)
+            half = _HALVED.get(result.dtype) if isinstance(result, Tensor) else None
+            return result if half is None else result.to(half)
+        out = args[0]
+        if out.__class__ is Tensor and out.dtype is dt.complex32:
+            wide = Tensor._empty(out._shape, dt.complex64, out.device, out._stride)
+            impl(wide, *inputs)
+            assign_array(out._array(), wide._array())
+        else:
+            impl(out, *inputs)
+        return None
+    kernel.__qualname__ = impl.__qualname__
+    kernel.__module__ = impl.__module__
+    return kernel
 
 
 def _error_table(groups) -> dict:
@@ -173,3 +226,10 @@ def install() -> None:
                 continue
             # a structured kernel's first argument is the output it fills
             decl.impl("CPU")(_guarded(impl, errors, 1 if decl.kind == "structured" else 0))
+    for name in COMPLEX32_VIA_COMPLEX64:
+        for decl in declared[name].values():
+            impl = decl.impls.get("CPU")
+            if impl is not None and not getattr(impl, "computing_complex32", False):
+                kernel = _via_complex64(impl, decl.kind == "structured")
+                kernel.computing_complex32 = True
+                decl.impl("CPU")(kernel)
