@@ -57,6 +57,21 @@ def _to_e8m0(x: np.ndarray) -> np.ndarray:
 _FROM_FLOAT32 = {_E4M3FN: _to_e4m3fn, _E5M2: _to_e5m2, _E8M0: _to_e8m0}
 
 
+_RAW = ("bits", "subbyte", "quantized")      # families whose bytes PyTorch never converts
+
+
+def check_conversion(to: dt.dtype, from_: dt.dtype) -> None:
+    """Refuse a conversion PyTorch's copy has no loop for: to or from the shell dtypes (bits8,
+    int4, qint8, ...) and float4_e2m1fn_x2; copies within one dtype are byte copies."""
+    if to is from_:
+        return
+    for d in (from_, to):
+        if d.family in _RAW:
+            raise NotImplementedError(f'"copy_" not implemented for \'{d.cname}\'')
+        if d is dt.float4_e2m1fn_x2:
+            raise NotImplementedError(f'"copy_kernel" not implemented for \'{d.cname}\'')
+
+
 def cast_into(dst: np.ndarray, src) -> None:
     """dst[...] = src, converted as PyTorch converts (see the module docstring)."""
     src = dt.readable_array(np.asarray(src))
