@@ -190,7 +190,7 @@ _TORCH_GLOBALS: dict = {
     ("builtins", "bytearray"): bytearray,
 }
 _TORCH_GLOBALS.update({("torch", name): _StorageType(d) for name, d in DTYPE_OF_STORAGE.items()})
-_TORCH_GLOBALS.update({("torch", d.name): d for d in dt.ALL_DTYPES})
+_TORCH_GLOBALS.update({("torch", d.name): d for d in dt.EVERY_DTYPE})
 
 
 def _codecs_encode(text, encoding="utf-8"):
