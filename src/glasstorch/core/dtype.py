@@ -207,18 +207,18 @@ def default_complex_dtype() -> dtype:
 
 def _promote_partial(a: dtype, b: dtype) -> dtype:
     """PyTorch's few promotions of a partial dtype with a different one, and its refusals
-    (in its order: float8 first, then the unsigned ones, then everything else)."""
+    (in its order: quantized, bits, float8, the unsigned ones, then everything else)."""
     pair = f"{a.cname} and {b.cname}"
-    f4 = float4_e2m1fn_x2
-    if (a.family == "float8" and a is not f4) or (b.family == "float8" and b is not f4):
-        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
-                           f"{pair}")
     if a.family == "quantized" or b.family == "quantized":
         raise RuntimeError("promoteTypes with quantized numbers is not handled yet; figure out "
                            f"what the correct rules should be, offending types: {a.cname} "
                            f"{b.cname}")
     if a.family == "bits" or b.family == "bits":
         raise RuntimeError(f"Promotion from {pair} is unsupported.")
+    f4 = float4_e2m1fn_x2
+    if (a.family == "float8" and a is not f4) or (b.family == "float8" and b is not f4):
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
+                           f"{pair}")
     if a.family == "unsigned" or b.family == "unsigned":
         other = b if a.family == "unsigned" else a
         if other is f4 or (other.family is None and other.category == FLOAT):

@@ -17,11 +17,13 @@ from ..core import dtype as dt
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import all_operators
 
-UNSIGNED = frozenset(d for d in dt.PARTIAL_DTYPES if d.family == "unsigned")
+UNSIGNED = frozenset((dt.uint16, dt.uint32, dt.uint64))
 FLOAT8 = frozenset(d for d in dt.PARTIAL_DTYPES if d.family == "float8")
 E8M0 = frozenset((dt.float8_e8m0fnu, dt.float4_e2m1fn_x2))    # float8 without a sign
 COMPLEX32 = frozenset((dt.complex32,))
-SHELL = frozenset(d for d in dt.PARTIAL_DTYPES if d.family in ("bits", "subbyte", "quantized"))
+# the dtypes that only hold bytes: bits*, int1..7, uint1..7, the quantized ones
+SHELL = frozenset(d for d in dt.PARTIAL_DTYPES if d.family in ("bits", "subbyte", "quantized")
+                  or d.family == "unsigned" and d.itemsize == 1)
 ALL = UNSIGNED | FLOAT8 | COMPLEX32 | SHELL
 
 
@@ -209,6 +211,19 @@ def _guarded(impl, errors: dict, first: int):
     return kernel
 
 
+def _float8_mul(impl):
+    """mul: PyTorch multiplies float8 tensors of one shape, but its loop for a CPU scalar
+    operand (a Python number or a 0-dim tensor) has no float8 case."""
+    def kernel(out, *args):
+        partial = [a for a in args if isinstance(a, Tensor) and a.dtype in FLOAT8]
+        if partial and any(not isinstance(a, Tensor) or not a._shape for a in args):
+            raise _not_implemented("mul_cpu_reduced_float")(partial[0].dtype)
+        return impl(out, *args)
+    kernel.__qualname__ = impl.__qualname__
+    kernel.__module__ = impl.__module__
+    return kernel
+
+
 def install() -> None:
     """Wrap the CPU kernel of every overload of every op in REFUSALS."""
     declared = {}
@@ -226,6 +241,8 @@ def install() -> None:
                 continue
             # a structured kernel's first argument is the output it fills
             decl.impl("CPU")(_guarded(impl, errors, 1 if decl.kind == "structured" else 0))
+    for decl in declared["mul"].values():
+        decl.impl("CPU")(_float8_mul(decl.impls["CPU"]))
     for name in COMPLEX32_VIA_COMPLEX64:
         for decl in declared[name].values():
             impl = decl.impls.get("CPU")
