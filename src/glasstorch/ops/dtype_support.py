@@ -1,15 +1,16 @@
-"""Which ops refuse the partial dtypes (uint16/32/64, float8, complex32, the shell dtypes),
-with PyTorch's errors.
+"""What ops do with the partial dtypes (uint16/32/64, float8, complex32, the shell dtypes),
+as PyTorch's CPU kernels do.
 
-PyTorch's CPU kernels list the dtypes they have loops for; the partial dtypes are in few of
+PyTorch's kernels list the dtypes they have loops for; the partial dtypes are in few of
 those lists, so most ops raise `NotImplementedError: "<kernel>" not implemented for
 '<dtype>'`. glasstorch's kernels are NumPy calls that would happily compute on uint32 or
-float8 arrays, so this table says, per op, which partial dtypes its CPU kernel refuses and
-with which kernel name (PyTorch 2.13's, checked op by op in tests/core/test_dtypes_extra.py).
-`install()` wraps those kernels once every op is declared; the wrapper is on the general
-kernel only, never on the float32 fast path, and full dtypes pass it after one dict lookup.
-Ops whose own kernels already check their dtype list (comparisons, math functions) are not
-here: their lists simply leave the partial dtypes out.
+float8 arrays, so REFUSALS says, per op, which partial dtypes it refuses and with which
+kernel name (PyTorch 2.13's, checked op by op in tests/core/test_dtypes_extra.py).
+complex32 has no NumPy type: the ops PyTorch supports on it compute in complex64 here
+(COMPLEX32_VIA_COMPLEX64). `install()` puts each such op's CPU kernel behind its policy once
+every op is declared: on the general kernel only, never on the float32 fast path, and
+arguments of the full dtypes pass after one attribute read. Ops whose kernels already check
+a dtype list (comparisons, math functions) need no entry: their lists leave these out.
 """
 from __future__ import annotations
 
@@ -155,37 +156,6 @@ COMPLEX32_VIA_COMPLEX64 = (
 _HALVED = {dt.complex64: dt.complex32, dt.float32: dt.float16}
 
 
-def _widened(x):
-    return x.to(dt.complex64) if isinstance(x, Tensor) and x.dtype is dt.complex32 else x
-
-
-def _via_complex64(impl, structured: bool):
-    """`impl` on complex32 inputs: run on complex64 copies, results rounded back to
-    complex32 (and float32 ones to float16, complex32's real type)."""
-    from ..backends.cpu.copy import assign_array
-
-    def kernel(*args):
-        first = 1 if structured else 0
-        if not any(isinstance(a, Tensor) and a.dtype is dt.complex32 for a in args[first:]):
-            return impl(*args)
-        inputs = [_widened(a) for a in args[first:]]
-        if not structured:
-            result = impl(*inputs)
-            half = _HALVED.get(result.dtype) if isinstance(result, Tensor) else None
-            return result if half is None else result.to(half)
-        out = args[0]
-        if out.__class__ is Tensor and out.dtype is dt.complex32:
-            wide = Tensor._empty(out._shape, dt.complex64, out.device, out._stride)
-            impl(wide, *inputs)
-            assign_array(out._array(), wide._array())
-        else:
-            impl(out, *inputs)
-        return None
-    kernel.__qualname__ = impl.__qualname__
-    kernel.__module__ = impl.__module__
-    return kernel
-
-
 def _error_table(groups) -> dict:
     """dtype -> a function of the dtype making the exception, from an op's groups."""
     table = {}
@@ -196,57 +166,84 @@ def _error_table(groups) -> dict:
     return table
 
 
-def _guarded(impl, errors: dict, first: int):
-    """`impl`, refusing a tensor argument (from position `first`) of a dtype in `errors`."""
-    def kernel(*args):
-        for a in args[first:]:
+class _Policy:
+    """What one op does with the partial dtypes: the errors it raises per dtype, whether it
+    computes complex32 in complex64, whether it refuses float8 beside a CPU scalar (mul)."""
+
+    def __init__(self, errors: dict, via_complex64: bool, float8_scalar: bool):
+        self.errors = errors
+        self.via_complex64 = via_complex64
+        self.float8_scalar = float8_scalar
+
+    def call(self, impl, structured: bool, args):
+        inputs = args[1:] if structured else args
+        for a in inputs:
             if isinstance(a, Tensor):
-                make = errors.get(a.dtype)
+                make = self.errors.get(a.dtype)
                 if make is not None:
                     raise make(a.dtype)
+        if self.float8_scalar:
+            partial = [a for a in inputs if isinstance(a, Tensor) and a.dtype in FLOAT8]
+            if partial and any(not isinstance(a, Tensor) or not a._shape for a in inputs):
+                raise _not_implemented("mul_cpu_reduced_float")(partial[0].dtype)
+        if self.via_complex64 and any(isinstance(a, Tensor) and a.dtype is dt.complex32
+                                      for a in inputs):
+            return _in_complex64(impl, structured, args)
+        return impl(*args)
+
+
+def _in_complex64(impl, structured: bool, args):
+    """`impl` on complex32 inputs: run on complex64 copies, results rounded back to
+    complex32 (and float32 ones to float16, complex32's real type)."""
+    from ..backends.cpu.copy import assign_array
+    inputs = [a.to(dt.complex64) if isinstance(a, Tensor) and a.dtype is dt.complex32 else a
+              for a in (args[1:] if structured else args)]
+    if not structured:
+        result = impl(*inputs)
+        half = _HALVED.get(result.dtype) if isinstance(result, Tensor) else None
+        return result if half is None else result.to(half)
+    out = args[0]
+    if isinstance(out, Tensor) and out.dtype is dt.complex32:
+        wide = Tensor._empty(out._shape, dt.complex64, out.device, out._stride)
+        impl(wide, *inputs)
+        assign_array(out._array(), wide._array())
+    else:
+        impl(out, *inputs)
+    return None
+
+
+def _checked(impl, policy: _Policy, structured: bool):
+    """`impl` behind `policy`; arguments of the full dtypes pass after one attribute read
+    each (a structured kernel's first argument is the output it fills: not looked at)."""
+    first = 1 if structured else 0
+
+    def kernel(*args):
+        for a in args[first:]:
+            if isinstance(a, Tensor) and a.dtype.family is not None:
+                return policy.call(impl, structured, args)
         return impl(*args)
     kernel.__qualname__ = impl.__qualname__
     kernel.__module__ = impl.__module__
-    kernel.refusing_partial_dtypes = True
-    return kernel
-
-
-def _float8_mul(impl):
-    """mul: PyTorch multiplies float8 tensors of one shape, but its loop for a CPU scalar
-    operand (a Python number or a 0-dim tensor) has no float8 case."""
-    def kernel(out, *args):
-        partial = [a for a in args if isinstance(a, Tensor) and a.dtype in FLOAT8]
-        if partial and any(not isinstance(a, Tensor) or not a._shape for a in args):
-            raise _not_implemented("mul_cpu_reduced_float")(partial[0].dtype)
-        return impl(out, *args)
-    kernel.__qualname__ = impl.__qualname__
-    kernel.__module__ = impl.__module__
+    kernel.partial_dtype_policy = policy
     return kernel
 
 
 def install() -> None:
-    """Wrap the CPU kernel of every overload of every op in REFUSALS."""
+    """Put every op named in REFUSALS, COMPLEX32_VIA_COMPLEX64 or mul behind its policy
+    (every overload of it: max and max.dim are two declarations)."""
     declared = {}
     for op in all_operators():
         decl = op.info.get("decl")
         if decl is not None and decl.kind != "view":
             declared.setdefault(decl.name, {})[id(decl)] = decl
-    for name, groups in REFUSALS.items():
+    names = set(REFUSALS) | set(COMPLEX32_VIA_COMPLEX64) | {"mul"}
+    for name in sorted(names):
         if name not in declared:
             raise KeyError(f"dtype_support: no op named {name}")
-        errors = _error_table(groups)
+        policy = _Policy(_error_table(REFUSALS.get(name, ())),
+                         name in COMPLEX32_VIA_COMPLEX64, name == "mul")
         for decl in declared[name].values():
             impl = decl.impls.get("CPU")
-            if impl is None or getattr(impl, "refusing_partial_dtypes", False):
+            if impl is None or hasattr(impl, "partial_dtype_policy"):
                 continue
-            # a structured kernel's first argument is the output it fills
-            decl.impl("CPU")(_guarded(impl, errors, 1 if decl.kind == "structured" else 0))
-    for decl in declared["mul"].values():
-        decl.impl("CPU")(_float8_mul(decl.impls["CPU"]))
-    for name in COMPLEX32_VIA_COMPLEX64:
-        for decl in declared[name].values():
-            impl = decl.impls.get("CPU")
-            if impl is not None and not getattr(impl, "computing_complex32", False):
-                kernel = _via_complex64(impl, decl.kind == "structured")
-                kernel.computing_complex32 = True
-                decl.impl("CPU")(kernel)
+            decl.impl("CPU")(_checked(impl, policy, decl.kind == "structured"))
