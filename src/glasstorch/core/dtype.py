@@ -135,6 +135,15 @@ qint32 = dtype("qint32", np.int32, INT, _QUANTIZED_SIGN, "QInt32", 43, "quantize
 quint4x2 = dtype("quint4x2", np.uint8, INT, _QUANTIZED_SIGN, "QUInt4x2", 44, "quantized")
 quint2x4 = dtype("quint2x4", np.uint8, INT, _QUANTIZED_SIGN, "QUInt2x4", 45, "quantized")
 
+FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+PARTIAL_DTYPES = (uint16, uint32, uint64, complex32, *FLOAT8_DTYPES, float4_e2m1fn_x2,
+                  bits1x8, bits2x4, bits4x2, bits8, bits16, int1, int2, int3, int4, int5, int6,
+                  int7, uint1, uint2, uint3, uint4, uint5, uint6, uint7, qint8, quint8, qint32,
+                  quint4x2, quint2x4)
+EVERY_DTYPE = ALL_DTYPES + PARTIAL_DTYPES
+_FLOAT8_NP = frozenset(d.np for d in FLOAT8_DTYPES)
+
+
 def readable_array(a: np.ndarray) -> np.ndarray:
     """An array NumPy can compute with: complex32 as complex64, the float8 formats as
     float32; other arrays unchanged (printing, item(), tolist(), kernels' inputs)."""
@@ -147,14 +156,6 @@ def readable_array(a: np.ndarray) -> np.ndarray:
         return a.astype(np.float32)
     return a
 
-
-FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
-PARTIAL_DTYPES = (uint16, uint32, uint64, complex32, *FLOAT8_DTYPES, float4_e2m1fn_x2,
-                  bits1x8, bits2x4, bits4x2, bits8, bits16, int1, int2, int3, int4, int5, int6,
-                  int7, uint1, uint2, uint3, uint4, uint5, uint6, uint7, qint8, quint8, qint32,
-                  quint4x2, quint2x4)
-EVERY_DTYPE = ALL_DTYPES + PARTIAL_DTYPES
-_FLOAT8_NP = frozenset(d.np for d in FLOAT8_DTYPES)
 
 # PyTorch's aliases: torch.float is torch.float32, torch.long is torch.int64, ...
 ALIASES = {
