@@ -554,6 +554,10 @@ def square(out, self):
 
 def complex_(out, real, imag):
     o = out._array()
+    if out.dtype is dt.complex32:                # two float16 fields, not a NumPy complex
+        np.copyto(o["real"], real._array())
+        np.copyto(o["imag"], imag._array())
+        return
     np.copyto(o.real, real._array())
     np.copyto(o.imag, imag._array())
 
