@@ -12,6 +12,7 @@ from .core.dtype import (ALIASES as _ALIASES, bfloat16, bool, can_cast, complex6
                          dtype, finfo, float16, float32, float64, get_default_dtype, iinfo,
                          int8, int16, int32, int64, is_complex, is_floating_point,
                          promote_types, result_type, set_default_dtype, uint8)
+from .core import dtype as _dtypes
 from .core.device import device, get_default_device, set_default_device  # noqa: F401
 from .core.shape import Size, broadcast_shapes
 from .core.storage import UntypedStorage
@@ -40,6 +41,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F4
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 
 globals().update(_ALIASES)
+globals().update({_d.name: _d for _d in _dtypes.PARTIAL_DTYPES})   # uint32, float8_e4m3fn, ...
 globals().update(_registry.functions)
 from . import fft, linalg, nn, optim, profiler, special, utils  # noqa: E402,F401
 from . import fx  # noqa: E402,F401
@@ -74,6 +76,8 @@ globals().update(_tensor_classes.exported_names())     # FloatTensor, FloatStora
 globals().update(_tensor_functions.exported_names())   # exp_, dist, ravel, pi, ...
 cuda.__dict__.update(_tensor_classes.cuda_names())     # torch.cuda.FloatTensor, ...
 
+from .ops import dtype_support as _dtype_support  # noqa: E402
+_dtype_support.install()    # the partial dtypes refused as PyTorch's kernels refuse them
 _gpu_kernels.register()
 
 cfloat, cdouble = complex64, complex128

@@ -93,10 +93,11 @@ def _numpy(t) -> np.ndarray:
         t = t.resolve_neg()
     if str(t.dtype).endswith(("bfloat16", "float16")):
         t = t.float()
+    if str(t.dtype) == "torch.complex32":          # NumPy has no complex32
+        t = t.to(glasstorch.complex64 if isinstance(t, glasstorch.Tensor) else
+                 _torch().complex64)
     if isinstance(t, glasstorch.Tensor):
         return np.array(t._array(), copy=True)
-    if str(t.dtype) == "torch.complex32":          # NumPy has no complex32
-        t = t.to(_torch().complex64)
     # on a clone: numpy() marks a storage as not resizable, which would change what a
     # later out= into this tensor does; force: a ZeroTensor gradient converts too
     return t.clone().numpy(force=True)

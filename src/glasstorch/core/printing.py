@@ -176,7 +176,7 @@ def _host_array(t) -> np.ndarray:
 
 def _contents(t, indent: int) -> str:
     """The bracketed elements of a non-empty tensor whose data can be read."""
-    a = _host_array(t)
+    a = dt.readable_array(_host_array(t))      # complex32 and float8 print their values
     category = t.dtype.category
     if category == dt.FLOAT and a.dtype != np.float64:
         a = a.astype(np.float64)  # float16/bfloat16/float32 values print through doubles

@@ -39,7 +39,14 @@ def float_dtype(*operands) -> dt.dtype:
 
 
 def opmath(d: dt.dtype):
-    """The NumPy dtype to compute in: float16/bfloat16 compute in float32, as PyTorch does."""
+    """The NumPy dtype to compute in: float16/bfloat16 (and the float8 formats) compute in
+    float32, complex32 in complex64, as PyTorch does."""
     if d is dt.float16 or d is dt.bfloat16:
         return dt.float32.np
+    if d.family is not None:
+        return _PARTIAL_OPMATH.get(d, d.np)
     return d.np
+
+
+_PARTIAL_OPMATH = {d: dt.float32.np for d in dt.FLOAT8_DTYPES}
+_PARTIAL_OPMATH[dt.complex32] = dt.complex64.np

@@ -414,6 +414,8 @@ class Tensor:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
         if self._storage.device.type == "cuda":
             return self.cpu().item()           # waits for the GPU, as in PyTorch
+        if self.dtype.family is not None:          # complex32, float8: through readable values
+            return dt.readable_array(self._array().reshape(())).item()
         return self._array().reshape(()).item() if self.dtype is not dt.bfloat16 else float(
             self._array().reshape(()))
 
@@ -423,6 +425,8 @@ class Tensor:
         a = self._array()
         if self.dtype is dt.bfloat16 or self.dtype is dt.float16:
             a = a.astype(np.float64) if self.dtype is dt.bfloat16 else a
+        elif self.dtype.family is not None:
+            a = dt.readable_array(a)
         return a.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:

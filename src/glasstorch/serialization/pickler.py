@@ -54,7 +54,9 @@ _SIZE = _Global("torch", "Size")
 _DEVICE = _Global("torch", "device")
 _UNTYPED = _Global("torch.storage", "UntypedStorage")
 _STORAGE_GLOBALS = {d: _Global("torch", name) for d, name in STORAGE_CLASS_OF.items()}
-_DTYPE_GLOBALS = {d: _Global("torch", d.name) for d in dt.ALL_DTYPES}
+_DTYPE_GLOBALS = {d: _Global("torch", d.name) for d in dt.EVERY_DTYPE}
+# dtypes without a legacy typed-storage class: an untyped storage and the dtype beside it
+_REBUILD_TENSOR_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
 
 
 class _StorageRecord:
@@ -131,6 +133,9 @@ class _Pickler(pickle._Pickler):
         if t.device.type == "meta":      # no bytes: only the metadata is saved
             rebuild = (_REBUILD_META, (t.dtype, tuple(t._shape), tuple(t._stride),
                                        t.requires_grad))
+        elif t.dtype not in _STORAGE_GLOBALS:
+            rebuild = (_REBUILD_TENSOR_V3, (t._storage, t._offset, tuple(t._shape),
+                                            tuple(t._stride), t.requires_grad, hooks, t.dtype))
         else:
             record = _StorageRecord(t._storage, t.dtype)
             rebuild = (_REBUILD_TENSOR, (record, t._offset, tuple(t._shape),

@@ -28,7 +28,8 @@ __all__ = ["save", "save_file", "load", "load_file", "safe_open", "SafetensorErr
 _CODES = {
     dt.bool: "BOOL", dt.uint8: "U8", dt.int8: "I8", dt.int16: "I16", dt.int32: "I32",
     dt.int64: "I64", dt.float16: "F16", dt.bfloat16: "BF16", dt.float32: "F32",
-    dt.float64: "F64", dt.complex64: "C64",
+    dt.float64: "F64", dt.complex64: "C64", dt.uint16: "U16", dt.uint32: "U32",
+    dt.uint64: "U64", dt.float8_e4m3fn: "F8_E4M3", dt.float8_e5m2: "F8_E5M2",
 }
 _DTYPES = {code: d for d, code in _CODES.items()}
 _MAX_HEADER = 100_000_000

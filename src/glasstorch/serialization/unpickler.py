@@ -196,7 +196,7 @@ _TORCH_GLOBALS: dict = {
     ("builtins", "bytearray"): bytearray,
 }
 _TORCH_GLOBALS.update({("torch", name): _StorageType(d) for name, d in DTYPE_OF_STORAGE.items()})
-_TORCH_GLOBALS.update({("torch", d.name): d for d in dt.ALL_DTYPES})
+_TORCH_GLOBALS.update({("torch", d.name): d for d in dt.EVERY_DTYPE})
 _LAYOUTS = {"torch." + lay.name: lay for lay in (strided, sparse_coo, sparse_csr, sparse_csc,
                                                   sparse_bsr, sparse_bsc)}
 _TORCH_GLOBALS[("torch.serialization", "_get_layout")] = _LAYOUTS.__getitem__

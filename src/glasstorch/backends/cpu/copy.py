@@ -11,11 +11,17 @@ from ...core.shape import (channels_last_strides, contiguous_strides, expand_str
                            has_internal_overlap, is_non_overlapping_and_dense, iterator_strides)
 from ...core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
                             preserve_format)
+from ...core import dtype as dt
+from . import casts
 
 
 def assign_array(dst: np.ndarray, src) -> None:
     """dst[...] = src with PyTorch's casting (complex to real drops the imaginary part;
-    NumPy's cast warnings are silenced for glasstorch's modules in backends/cpu)."""
+    NumPy's cast warnings are silenced for glasstorch's modules in backends/cpu; float8 and
+    complex32 convert in casts.py)."""
+    if dst.dtype in casts.SPECIAL or getattr(src, "dtype", None) in casts.SPECIAL:
+        casts.cast_into(dst, src)
+        return
     np.copyto(dst, src, casting="unsafe")
 
 
@@ -45,6 +51,8 @@ def check_copy(self, src):
             "unsupported operation: more than one element of the written-to tensor refers to a"
             " single memory location. Please clone() the tensor before performing the "
             "operation.")
+    if self.dtype.family is not None or src.dtype.family is not None:
+        casts.check_conversion(self.dtype, src.dtype)
     if src.is_complex() and not self.is_complex():
         warnings.warn("Casting complex values to real discards the imaginary part",
                       UserWarning, stacklevel=4)
@@ -84,7 +92,9 @@ def scalar_value(value):
 _FILL_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
                     "int64": "int64_t", "float16": "double", "bfloat16": "double",
                     "float32": "float", "float64": "double",
-                    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+                    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+                    "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+                    **{d.name: f"c10::{d.cname}" for d in dt.FLOAT8_DTYPES}}
 
 
 def _fill_range(dtype):
@@ -94,14 +104,17 @@ def _fill_range(dtype):
     if dtype.name in ("float32", "complex64"):
         big = float(np.finfo(np.float32).max)
         return -big, big
+    if dtype.family == "float8":
+        info = dt.finfo(dtype)
+        return info.min, info.max
     return None
 
 
 def check_fill_fits(self: Tensor, value) -> None:
     """A number written by fill_ must convert to self's dtype as c10 converts it: no
     imaginary part for a real (non-bool) tensor, and within the type's range."""
-    if isinstance(value, Tensor):
-        return
+    if isinstance(value, Tensor) or value.__class__ is int and value == 0:
+        return                # zero_ (float8_e8m0fnu, which has no zero, takes zero bytes)
     type_name = _FILL_TYPE_NAMES.get(self.dtype.name)                # None for bool
     if type_name is None:
         return

@@ -32,6 +32,10 @@ COMPLEX = frozenset((dt.complex64, dt.complex128))
 REAL = INTEGRAL | FLOATING
 ALL = REAL | COMPLEX
 REDUCED = frozenset((dt.float16, dt.bfloat16))
+# the partial dtypes' few loops (PyTorch's "barebones" unsigned and float8 support)
+UNSIGNED = frozenset((dt.uint16, dt.uint32, dt.uint64))
+FLOAT8 = frozenset(dt.FLOAT8_DTYPES)
+EQUALITY = ALL | UNSIGNED | FLOAT8 | {dt.complex32}    # eq and ne
 
 
 def not_implemented(kernel_name: str, d: dt.dtype) -> NotImplementedError:
@@ -50,6 +54,8 @@ def scalar(value, d: dt.dtype):
     """A Python number as a NumPy scalar of dtype d, converted as C++ converts it."""
     if d.category == dt.INT:
         return np.int64(value).astype(d.np)      # wraps: 1000 -> 232 for uint8
+    if d is dt.complex32:
+        return np.complex64(value)
     return d.np.type(value)
 
 
@@ -163,7 +169,11 @@ def compare_kernel(ufunc, allowed=ALL, name=None):
         check_dtype(kname, d, allowed)
         cd = opmath(d)
         o = out._array()
-        if o.__class__ is np.ndarray:
+        if d.family is not None:                 # complex32, float8: compared as values
+            args = [dt.readable_array(a) if a.__class__ is np.ndarray else a
+                    for a in operands((self, other), d)]
+            ufunc(*args, out=o)
+        elif o.__class__ is np.ndarray:
             parallel.ufunc(ufunc, operands((self, other), d), o,
                            signature=(cd, cd, np.bool_), casting="unsafe")
         else:                           # CuPy's ufuncs take no signature: cast the operands
@@ -426,7 +436,7 @@ def clamp_max(out, self, max):
 
 def abs(out, self):
     d = self.dtype
-    check_dtype("abs_cpu", d, ALL - {dt.bool})
+    check_dtype("abs_cpu", d, (ALL | FLOAT8) - {dt.bool})
     if d in COMPLEX:
         np.absolute(self._array(), out=out._array(), casting="unsafe")
     else:
@@ -439,8 +449,8 @@ def _integer_copy(name, fn):
         d = self.dtype
         if d in COMPLEX:
             raise NotImplementedError(f"{name} is not supported for complex inputs")
-        check_dtype(f"{name}_vml_cpu", d, REAL - {dt.bool})
-        if d in INTS:
+        check_dtype(f"{name}_vml_cpu", d, (REAL | UNSIGNED) - {dt.bool})
+        if d in INTS or d in UNSIGNED:
             assign(out, self._array())
         else:
             fn(self._array(), out=out._array(), dtype=opmath(d), casting="unsafe")
@@ -465,8 +475,8 @@ def round(out, self, decimals=None):
         else:
             assign(out, np.rint(a * ten) / ten)
         return
-    check_dtype("round_vml_cpu", d, FLOATING if decimals == 0 else REAL - {dt.bool})
-    if d in INTS:
+    check_dtype("round_vml_cpu", d, FLOATING if decimals == 0 else (REAL | UNSIGNED) - {dt.bool})
+    if d in INTS or d in UNSIGNED:
         assign(out, self._array())
     else:
         np.rint(self._array(), out=out._array(), dtype=opmath(d), casting="unsafe")
@@ -544,6 +554,10 @@ def square(out, self):
 
 def complex_(out, real, imag):
     o = out._array()
+    if out.dtype is dt.complex32:                # two float16 fields, not a NumPy complex
+        np.copyto(o["real"], real._array())
+        np.copyto(o["imag"], imag._array())
+        return
     np.copyto(o.real, real._array())
     np.copyto(o.imag, imag._array())
 
@@ -666,16 +680,18 @@ maximum = ufunc_kernel(np.maximum, allowed=REAL)
 minimum = ufunc_kernel(np.minimum, allowed=REAL)
 fmax = ufunc_kernel(np.fmax, allowed=REAL)
 fmin = ufunc_kernel(np.fmin, allowed=REAL)
-bitwise_and = ufunc_kernel(np.bitwise_and, allowed=INTEGRAL, name="bitwise_and_cpu")
-bitwise_or = ufunc_kernel(np.bitwise_or, allowed=INTEGRAL, name="bitwise_or_cpu")
-bitwise_xor = ufunc_kernel(np.bitwise_xor, allowed=INTEGRAL, name="bitwise_xor_cpu")
+bitwise_and = ufunc_kernel(np.bitwise_and, allowed=INTEGRAL | UNSIGNED,
+                           name="bitwise_and_cpu")
+bitwise_or = ufunc_kernel(np.bitwise_or, allowed=INTEGRAL | UNSIGNED, name="bitwise_or_cpu")
+bitwise_xor = ufunc_kernel(np.bitwise_xor, allowed=INTEGRAL | UNSIGNED,
+                           name="bitwise_xor_cpu")
 bitwise_left_shift = ufunc_kernel(np.left_shift, allowed=INTS, name="lshift_cpu")
 bitwise_right_shift = ufunc_kernel(np.right_shift, allowed=INTS, name="rshift_cpu")
 logical_and = logical_kernel(np.logical_and)
 logical_or = logical_kernel(np.logical_or)
 logical_xor = logical_kernel(np.logical_xor)
-eq = compare_kernel(np.equal, name="eq_cpu")
-ne = compare_kernel(np.not_equal, name="ne_cpu")
+eq = compare_kernel(np.equal, EQUALITY, "eq_cpu")
+ne = compare_kernel(np.not_equal, EQUALITY, "ne_cpu")
 lt = compare_kernel(np.less, REAL, "lt_cpu")
 le = compare_kernel(np.less_equal, REAL, "le_cpu")
 gt = compare_kernel(np.greater, REAL, "gt_cpu")

@@ -15,12 +15,14 @@ from ...core.tensor import Tensor
 CONVERT_NAME = {dt.uint8: "uint8_t", dt.int8: "int8_t", dt.int16: "int16_t", dt.int32: "int",
                  dt.int64: "int64_t", dt.float16: "c10::Half", dt.bfloat16: "c10::BFloat16",
                  dt.float32: "float", dt.float64: "double", dt.bool: "bool",
-                 dt.complex64: "c10::complex<float>", dt.complex128: "c10::complex<double>"}
+                 dt.complex64: "c10::complex<float>", dt.complex128: "c10::complex<double>",
+                 dt.uint16: "uint16_t", dt.uint32: "uint32_t", dt.uint64: "uint64_t"}
 
 # (lowest, max) of every real dtype, as Python numbers.
 LIMITS = {d: (0, 1) if d is dt.bool else
           (dt.iinfo(d).min, dt.iinfo(d).max) if d.category == dt.INT else
           (dt.finfo(d).min, dt.finfo(d).max) for d in dt.ALL_DTYPES if d.category != dt.COMPLEX}
+LIMITS.update({d: (0, dt.iinfo(d).max) for d in (dt.uint16, dt.uint32, dt.uint64)})
 
 
 def converted(value, d: dt.dtype):

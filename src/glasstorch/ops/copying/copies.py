@@ -11,6 +11,7 @@ from ...dispatch.dispatcher import define
 from ...dispatch.keys import BACKEND_MASK
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..registry import composite, export, kernel_op
+from ...backends.cpu.casts import check_conversion
 from ...backends.cpu.copy import (assign_array, check_copy, check_fill_fits, check_fill_value,
     copy_across, copy_cpu, fill_cpu, scalar_value, strides_for)
 
@@ -54,6 +55,8 @@ def _copy_meta(self, src, non_blocking=False):
 def copy_fresh(out: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy into a tensor just allocated here with src's shape: no checks to make, no
     version to bump, so CPU copies go straight to NumPy."""
+    if out.dtype.family is not None or src.dtype.family is not None:
+        check_conversion(out.dtype, src.dtype)
     if out._storage.device.type == "cpu" and src._storage.device.type == "cpu":
         assign_array(out._array(), src._array())
         return out
@@ -226,7 +229,8 @@ def _caster(dtype_):
 for _name, _dtype in (("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
                       ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32),
                       ("short", dt.int16), ("char", dt.int8), ("byte", dt.uint8),
-                      ("bool", dt.bool), ("cfloat", dt.complex64), ("cdouble", dt.complex128)):
+                      ("bool", dt.bool), ("cfloat", dt.complex64), ("cdouble", dt.complex128),
+                      ("chalf", dt.complex32)):
     export(_name, _caster(_dtype), method=True, function=False)
 
 

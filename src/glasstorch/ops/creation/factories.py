@@ -113,8 +113,21 @@ def _empty_strided_kernel(size, stride, dtype=None, layout=None, device=None,
 
 def _filled_kernel(value):
     def kernel(size, dtype=None, layout=None, device=None, pin_memory=None):
-        return _fill_fresh(_empty_kernel(size, dtype, layout, device), value)
+        t = _empty_kernel(size, dtype, layout, device)
+        if value == 0 and t.dtype.family is not None:
+            return _zero_bytes(t)
+        return _fill_fresh(t, value)
     return kernel
+
+
+def _zero_bytes(t: Tensor) -> Tensor:
+    """zeros of a partial dtype: zero bytes, as PyTorch's zero_ writes them (float8_e8m0fnu
+    has no zero: its zero bytes are 2**-127); quantized tensors have no zero_."""
+    if t.dtype.family == "quantized":
+        raise NotImplementedError("Could not run 'aten::zero_' with arguments from the "
+                                  "'QuantizedCPU' backend.")
+    t._array().reshape(-1).view(np.uint8)[...] = 0       # a fresh, contiguous tensor
+    return t
 
 
 def _full_dtype(fill_value):
@@ -379,6 +392,27 @@ lift_fresh_copy_op = define("lift_fresh_copy(Tensor self) -> Tensor")
 lift_fresh_copy_op.register("CompositeExplicitAutograd", lambda self: self.clone())
 
 
+def _unsigned(values, dtype) -> np.ndarray:
+    """Python ints as uint16/32/64 elements, as PyTorch's tensor() reads them: a list with
+    an int beyond int64 is read as unsigned 64-bit (no negatives then); otherwise negative
+    ints wrap; every value must fit the type's range (its max, or down to -max)."""
+    ints = [builtins.int(v) for v in values]
+    if any(v > _INT64_MAX for v in ints):
+        if any(v < 0 for v in ints):
+            raise OverflowError("can't convert negative int to unsigned")
+        if any(v >= 1 << 64 for v in ints):
+            raise OverflowError("int too big to convert")
+    top = dt.iinfo(dtype).max
+    for v in ints:
+        if not -top <= v <= top:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without "
+                               "overflow")
+    return np.array([v % (top + 1) for v in ints], dtype=dtype.np)
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
 def _from_data(data, dtype, device) -> Tensor:
     """Copy nested sequences, scalars, NumPy arrays or tensors into a new tensor."""
     if isinstance(data, Tensor):
@@ -394,7 +428,10 @@ def _from_data(data, dtype, device) -> Tensor:
             # Python floats are doubles: keep them so until the one cast to the target dtype
             wide = (np.complex128 if inferred.is_complex else
                     np.float64 if inferred.is_floating_point else inferred.np)
-            arr = np.array(values, dtype=wide).reshape(shape)
+            if dtype is not None and dtype.family == "unsigned" and inferred.category <= dt.INT:
+                arr = _unsigned(values, dtype).reshape(shape)
+            else:
+                arr = np.array(values, dtype=wide).reshape(shape)
         elif isinstance(data, (builtins.bool, int, float, complex, np.generic)):
             inferred = _scalar_kind(data)
             arr = np.asarray(data)

@@ -93,7 +93,7 @@ def _step_dtype(fn: str, dtype, out, values) -> dt.dtype:
     if dtype is None:
         dtype = out.dtype if out is not None else (
             dt.get_default_dtype() if any(isinstance(v, float) for v in values) else dt.int64)
-    if dtype is dt.bool or dtype.category == dt.COMPLEX:
+    if dtype is dt.bool or dtype.category == dt.COMPLEX or dtype.family is not None:
         raise NotImplementedError(f'"{fn}" not implemented for \'{dtype.cname}\'')
     if out is not None:
         check_out_dtype(dtype, out)
@@ -108,7 +108,7 @@ def _arange(start, end, step, out, dtype, device) -> Tensor:
     else:
         names = (("start", 1), ("end", 2), ("step", 3))
     start, end, step = _real_args("arange", names, (start, end, step))
-    d = _step_dtype("arange", dtype, out, (start, end, step))
+    d = _step_dtype("arange_cpu", dtype, out, (start, end, step))
     _check_bounds(float(start), float(end), float(step))
     xstart, xend, xstep = accumulate_args(d, start, end, step)
     if d is dt.int64:

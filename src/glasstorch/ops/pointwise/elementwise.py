@@ -89,10 +89,9 @@ def _complex_parts_meta(name, second):
         if a.dtype is not b.dtype:
             raise RuntimeError(f"Expected object of scalar type {a.dtype.cname} but got scalar "
                                f"type {b.dtype.cname} for second argument")
-        if a.dtype is dt.float16:
-            raise RuntimeError(f"{name}: Half inputs make a complex32 (ComplexHalf) tensor, "
-                               "which glasstorch does not have")
-        if a.dtype not in (dt.float32, dt.float64):
+        if a.dtype is dt.float16 and name == "polar":
+            raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
+        if a.dtype not in (dt.float16, dt.float32, dt.float64):
             raise RuntimeError("Expected both inputs to be Half, Float or Double tensors but got "
                                f"{a.dtype.cname} and {b.dtype.cname}")
         return pointwise_spec((a, b), a.dtype.to_complex())

@@ -49,7 +49,9 @@ from ...backends.cpu.random import (_DIGITS, _adjust_from, _adjust_to, _check_wr
 CTYPE = {dt.float32: "float", dt.float64: "double", dt.float16: "c10::Half",
          dt.bfloat16: "c10::BFloat16", dt.uint8: "unsigned char", dt.int8: "signed char",
          dt.int16: "short int", dt.int32: "int", dt.int64: "long int", dt.bool: "bool",
-         dt.complex64: "c10::complex<float>", dt.complex128: "c10::complex<double>"}
+         dt.complex64: "c10::complex<float>", dt.complex128: "c10::complex<double>",
+         dt.uint16: "short unsigned int", dt.uint32: "unsigned int",
+         dt.uint64: "long unsigned int"}
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 

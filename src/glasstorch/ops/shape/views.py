@@ -641,10 +641,7 @@ view_as_real = view("view_as_real(Tensor(a) self) -> Tensor(a)", _view_as_real_m
 
 
 def _view_as_complex_meta(self):
-    if self.dtype not in (dt.float32, dt.float64):
-        if self.dtype is dt.float16:
-            raise RuntimeError("view_as_complex of a half tensor needs complex32 (ComplexHalf), "
-                               "which glasstorch does not have")
+    if self.dtype not in (dt.float16, dt.float32, dt.float64):
         raise RuntimeError("view_as_complex is only supported for half, float and double "
                            f"tensors, but got a tensor of scalar type: {self.dtype.cname}")
     if self.dim() == 0 or self._shape[-1] != 2:
