@@ -96,6 +96,8 @@ ALLOWED_UPWARD = {
         "a type annotation prints as torch.<name> when the public namespace holds it",
     ("ops.nn.recurrent_derivatives", "autograd"):
         "a recurrent layer's double backward differentiates its recomputation with the engine",
+    ("nn.modules.batchnorm", "distributed"):
+        "SyncBatchNorm all-reduces its statistics over torch.distributed's process group",
     ("random", "utils.data"):
         "thread_safe_generator() returns the generator of the DataLoader worker it runs in",
 }
