@@ -14,6 +14,10 @@ from .radam import RAdam
 from .lbfgs import LBFGS
 from .rprop import Rprop
 from .asgd import ASGD
+from .adafactor import Adafactor
+from .muon import Muon
+from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "LBFGS", "Rprop", "ASGD", "lr_scheduler", "swa_utils"]
+           "NAdam", "RAdam", "LBFGS", "Rprop", "ASGD", "Adafactor", "Muon", "SparseAdam",
+           "lr_scheduler", "swa_utils"]
