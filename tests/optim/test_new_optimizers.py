@@ -66,3 +66,36 @@ def test_muon_takes_matrices_and_sparse_adam_sparse_gradients_only():
         p.grad = lib.ones(3, 2)
         with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients"):
             opt.step()
+
+
+def test_swap_in_params_and_state_steps_the_copies_and_restores_as_torch():
+    results = []
+    for lib in (gt, torch):
+        model = lib.nn.Linear(2, 1)
+        with lib.no_grad():
+            model.weight.fill_(1.0)
+            model.bias.fill_(0.0)
+        opt = lib.optim.Adam(model.parameters(), lr=0.1)
+        model(lib.ones(1, 2)).sum().backward()
+        opt.step()
+        before = [p.detach().clone() for p in model.parameters()]
+        copies = {n: p.detach().clone() for n, p in model.named_parameters()}
+        for c in copies.values():
+            c.grad = lib.ones_like(c)
+        saved = opt.state_dict()
+        saved["state"] = {k: {n: v.clone() for n, v in s.items()}
+                          for k, s in saved["state"].items()}
+        with lib.optim.swap_in_optimizer_params_and_state(opt, copies, saved):
+            assert opt.param_groups[0]["params"][0] is copies["weight"]
+            opt.step()
+        assert opt.param_groups[0]["params"][0] is model.weight
+        for p, b in zip(model.parameters(), before):
+            assert lib.equal(p.detach(), b)            # the live parameters did not move
+        results.append([c.numpy() for c in copies.values()] +
+                       [saved["state"][0]["exp_avg"].numpy()])
+        with pytest.raises(RuntimeError, match="match optimizer.param_groups ordering"):
+            with lib.optim.swap_in_optimizer_params_and_state(
+                    opt, {"weight": copies["weight"]}, saved):
+                pass
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)

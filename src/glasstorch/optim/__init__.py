@@ -17,7 +17,8 @@ from .asgd import ASGD
 from .adafactor import Adafactor
 from .muon import Muon
 from .sparse_adam import SparseAdam
+from ._stateless import swap_in_optimizer_params_and_state
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
            "NAdam", "RAdam", "LBFGS", "Rprop", "ASGD", "Adafactor", "Muon", "SparseAdam",
-           "lr_scheduler", "swa_utils"]
+           "swap_in_optimizer_params_and_state", "lr_scheduler", "swa_utils"]
