@@ -32,6 +32,10 @@ RANKS = {
     "futures": 0,                  # torch.futures.Future: plain Python
     "multiprocessing": 0,          # Python's multiprocessing and spawn(); tensors travel by
                                    # utils.data's reductions, registered at import
+    "_sym": 0, "_aggregation": 0, "_accelerator_error": 0, "_runtime_info": 0,
+    "_schema_names": 1,            # torch.FunctionSchema/parse_schema: the dispatcher's
+    "_from_file": 4, "_higher_order_ops": 4,
+    "_device_streams": 7,          # torch.Stream/Event: CPU, or glasstorch.cuda's
 }
 
 
@@ -97,6 +101,10 @@ ALLOWED_UPWARD = {
         "a type annotation prints as torch.<name> when the public namespace holds it",
     ("ops.nn.recurrent_derivatives", "autograd"):
         "a recurrent layer's double backward differentiates its recomputation with the engine",
+    ("nn.modules.batchnorm", "distributed"):
+        "SyncBatchNorm all-reduces its statistics over torch.distributed's process group",
+    ("random", "utils.data"):
+        "thread_safe_generator() returns the generator of the DataLoader worker it runs in",
 }
 PROGRAMS = ("cli", "demo", "examples")   # written against the public API, as a user's script
 

@@ -71,6 +71,23 @@ from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is d
 from . import distributed, distributions, futures, multiprocessing  # noqa: E402,F401
 from . import _tensor_classes, _tensor_functions  # noqa: E402
 from ._settings import *  # noqa: E402,F401,F403  (use_deterministic_algorithms, ...)
+from ._sym import *  # noqa: E402,F401,F403  (SymInt, sym_max, sym_int, ...)
+from .amp.state_functions import *  # noqa: E402,F401,F403  (set_autocast_enabled, ...)
+from .amp import GradScaler  # noqa: E402,F401
+from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled,  # noqa: E402,F401
+                                    is_anomaly_enabled, set_anomaly_enabled)
+from ._device_streams import Event, Stream  # noqa: E402,F401
+from .futures import Future  # noqa: E402,F401
+from .jit._async import fork, wait  # noqa: E402,F401
+from .dispatch.keys import DispatchKey, DispatchKeySet  # noqa: E402,F401
+from .dispatch.tags import Tag  # noqa: E402,F401
+from ._schema_names import FunctionSchema, parse_schema  # noqa: E402,F401
+from ._aggregation import AVG, SUM, AggregationType  # noqa: E402,F401
+from ._higher_order_ops import cond  # noqa: E402,F401
+from ._from_file import from_file  # noqa: E402,F401
+from ._runtime_info import *  # noqa: E402,F401,F403  (has_lapack, is_distributed, ...)
+from ._accelerator_error import AcceleratorError  # noqa: E402,F401
+from .random import thread_safe_generator  # noqa: E402,F401
 
 globals().update(_tensor_classes.exported_names())     # FloatTensor, FloatStorage, ...
 globals().update(_tensor_functions.exported_names())   # exp_, dist, ravel, pi, ...

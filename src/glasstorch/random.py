@@ -36,7 +36,7 @@ from .core.device import device as _device
 from .core.tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
-           "get_rng_state", "set_rng_state"]
+           "get_rng_state", "set_rng_state", "thread_safe_generator"]
 
 _DEFAULT_SEED = 67280421310721        # what a fresh torch.Generator() starts from
 _MASK64 = (1 << 64) - 1
@@ -301,3 +301,14 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
         set_rng_state(cpu_state)
         for d, s in zip(devices, device_states):
             device_mod.set_rng_state(s, d)
+
+
+def thread_safe_generator():
+    """The Generator of the DataLoader thread worker this runs in, for transforms that
+    draw random numbers; None in the main process and in process workers (use the global
+    generator there)."""
+    from .utils.data import get_worker_info
+    info = get_worker_info()
+    if info is not None and getattr(info, "worker_method", None) == "thread":
+        return getattr(info, "rng", None)
+    return None

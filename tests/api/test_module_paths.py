@@ -26,11 +26,7 @@ SKIPPED_MODULES = {"torch.nn.modules._functions", "torch.nn.modules.linear_cross
 NOT_YET = {
     "torch.nn.modules.linear_cross_entropy_options.LinearCrossEntropyOptions",
     "torch.nn.modules.loss.LinearCrossEntropyLoss",
-    "torch.nn.modules.batchnorm.SyncBatchNorm",
     "torch.nn.modules.module.register_module_backward_hook",
-    "torch.optim.sparse_adam.SparseAdam", "torch.optim.adafactor.Adafactor",
-    "torch.optim.muon.Muon",
-    "torch.nn.modules.normalization.CrossMapLRN2d",
     "torch.nn.modules.module.register_module_buffer_registration_hook",
     "torch.nn.modules.module.register_module_module_registration_hook",
     "torch.nn.modules.module.register_module_parameter_registration_hook",

@@ -155,4 +155,7 @@ __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "gradcheck", "gradgradcheck", "GradcheckError", "Function", "FunctionCtx"]
 
 from . import functional  # noqa: E402  (built on grad, defined above)
+from .grad_mode import (enforce_grad_layout_policy,  # noqa: E402,F401
+                        set_multithreading_enabled)
+from .variable import Variable, variable  # noqa: E402,F401
 from . import forward_ad  # noqa: E402  (its tangents through formulas use grad, above)

@@ -6,6 +6,7 @@ Autograd kernel; it does not change the dispatch key sets (PyTorch's no_grad doe
 from __future__ import annotations
 
 import functools
+import threading
 import inspect
 
 from ..core.grad_state import state
@@ -113,3 +114,52 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return inference_mode(self.mode)
+
+
+class _EngineFlags(threading.local):
+    def __init__(self):
+        self.multithreading = True
+        self.grad_layout_enforced = True
+
+
+engine_flags = _EngineFlags()
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """Whether backward may run its device work on worker threads (on, by default).
+    glasstorch's engine always runs backward on the calling thread, so either setting gives
+    the same results; the setting is kept for code that switches and reads it."""
+
+    def __init__(self, mode: bool):
+        self._prev = engine_flags.multithreading
+        self.mode = bool(mode)
+        engine_flags.multithreading = self.mode
+
+    def __enter__(self):
+        engine_flags.multithreading = self.mode
+
+    def __exit__(self, *exc):
+        engine_flags.multithreading = self._prev
+
+    def clone(self):
+        return set_multithreading_enabled(self.mode)
+
+
+class enforce_grad_layout_policy(_DecoratorContextManager):
+    """Whether accumulated .grad tensors must take their parameter's strides (on, by
+    default). glasstorch's engine always gives a new .grad its parameter's layout, which
+    the relaxed policy also allows; the setting is kept and read back."""
+
+    def __init__(self, enable: bool = True):
+        self._prev = engine_flags.grad_layout_enforced
+        self.mode = bool(enable)
+        engine_flags.grad_layout_enforced = self.mode
+
+    def __enter__(self):
+        engine_flags.grad_layout_enforced = self.mode
+
+    def __exit__(self, *exc):
+        engine_flags.grad_layout_enforced = self._prev
+
+    def clone(self):
+        return enforce_grad_layout_policy(self.mode)

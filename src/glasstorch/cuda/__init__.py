@@ -113,3 +113,63 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     if not is_available():
         return False
     return including_emulation or get_device_capability()[0] >= 8
+
+
+has_half = True      # float16 tensors work on every GPU
+has_magma = False    # linear algebra on the GPU is cuSOLVER's (through CuPy), not MAGMA's
+
+
+def get_arch_list() -> list:
+    """The architectures kernels are built for: glasstorch compiles its kernels at run time
+    (NVRTC) for the GPUs present, so those GPUs' (empty without CUDA)."""
+    if not is_available():
+        return []
+    return sorted({"sm_%d%d" % get_device_capability(i) for i in range(device_count())})
+
+
+def get_gencode_flags() -> str:
+    return " ".join(f"-gencode compute=compute_{arch[3:]},code={arch}"
+                    for arch in get_arch_list())
+
+
+def is_tf32_supported() -> bool:
+    """TensorFloat-32 matrix products need compute capability 8.0 (Ampere) or later."""
+    return is_available() and get_device_capability()[0] >= 8
+
+
+def can_device_access_peer(device, peer_device) -> bool:
+    """Whether GPU `device` can read and write `peer_device`'s memory directly."""
+    runtime.require()
+    a, b = runtime.index_of(device), runtime.index_of(peer_device)
+    return a != b and bool(runtime.cupy().cuda.runtime.deviceCanAccessPeer(a, b))
+
+
+def current_blas_handle() -> int:
+    """The cuBLAS handle of the current GPU (CuPy's)."""
+    runtime.require()
+    return int(runtime.cupy().cuda.device.get_cublas_handle())
+
+
+def current_solver_handle() -> int:
+    """The cuSOLVER handle of the current GPU (CuPy's)."""
+    runtime.require()
+    return int(runtime.cupy().cuda.device.get_cusolver_handle())
+
+
+from . import graphs, nvtx, profiler  # noqa: E402,F401
+from .errors import (CudaError, DeferredCudaCallError, check_error,  # noqa: E402,F401
+                     cudart, cudaStatus)
+from .graphs import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402,F401
+                     is_current_stream_capturing, make_graphed_callables)
+from .memory import (caching_allocator_alloc, caching_allocator_delete,  # noqa: E402,F401
+                     clock_rate, device_memory_used, get_allocator_backend,
+                     get_per_process_memory_fraction, host_memory_stats,
+                     host_memory_stats_as_nested_dict, ipc_collect, list_gpu_processes,
+                     max_memory_cached, memory_cached, memory_stats_as_nested_dict,
+                     memory_usage, power_draw, reset_accumulated_host_memory_stats,
+                     reset_max_memory_allocated, reset_max_memory_cached,
+                     reset_peak_host_memory_stats, temperature, utilization)
+from .storage import names as _storage_names  # noqa: E402
+from .streams import ExternalStream, get_stream_from_external  # noqa: E402,F401
+
+globals().update(_storage_names())          # torch.cuda.FloatStorage, ...

@@ -166,3 +166,18 @@ class stream:
 
 
 StreamContext = stream
+
+
+class ExternalStream(Stream):
+    """A CUDA stream made elsewhere (another library's cudaStream_t), used as glasstorch's."""
+
+    def __init__(self, stream_ptr: int, device=None, **kwargs):
+        runtime.require()
+        index = runtime.index_of(device)
+        cupy_stream = _cupy_cuda().ExternalStream(int(stream_ptr), index)
+        super().__init__(index, _cupy_stream=cupy_stream, **kwargs)
+
+
+def get_stream_from_external(data_ptr: int, device=None) -> Stream:
+    """A Stream over an externally made cudaStream_t."""
+    return ExternalStream(data_ptr, device)

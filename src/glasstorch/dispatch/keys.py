@@ -85,6 +85,10 @@ class DispatchKeySet(int):
 
     __slots__ = ()
 
+    def __new__(cls, value=0):
+        """From a mask, or from one key as PyTorch's `DispatchKeySet(DispatchKey.CPU)`."""
+        return super().__new__(cls, 1 << value if isinstance(value, DispatchKey) else value)
+
     @property
     def mask(self) -> int:
         return int(self)

@@ -5,6 +5,7 @@ report the first failure with its traceback."""
 from multiprocessing import *  # noqa: F401,F403
 import multiprocessing  # noqa: F401
 
+from . import shared_storage  # noqa: F401  (Tensor.share_memory_, is_shared)
 from .spawn import (ProcessContext, ProcessException, ProcessExitedException,  # noqa: F401
                     ProcessRaisedException, spawn, start_processes)
 

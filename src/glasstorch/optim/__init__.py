@@ -14,6 +14,11 @@ from .radam import RAdam
 from .lbfgs import LBFGS
 from .rprop import Rprop
 from .asgd import ASGD
+from .adafactor import Adafactor
+from .muon import Muon
+from .sparse_adam import SparseAdam
+from ._stateless import swap_in_optimizer_params_and_state
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "LBFGS", "Rprop", "ASGD", "lr_scheduler", "swa_utils"]
+           "NAdam", "RAdam", "LBFGS", "Rprop", "ASGD", "Adafactor", "Muon", "SparseAdam",
+           "swap_in_optimizer_params_and_state", "lr_scheduler", "swa_utils"]

@@ -47,3 +47,6 @@ def _honour_torch_function() -> None:
 
 
 _honour_torch_function()
+
+from .script_helpers import *  # noqa: E402,F401,F403  (boolean_dispatch, has_torch_function)
+from .. import grad  # noqa: E402,F401  (torch.nn.functional.grad is torch.nn.grad)

@@ -614,8 +614,9 @@ class Module:
                 g.zero_()
 
     def share_memory(self) -> "Module":
-        """A no-op: glasstorch tensors live in one process's memory."""
-        return self
+        """Move every parameter and buffer into shared memory (Tensor.share_memory_), so
+        processes the module is sent to (Hogwild training) update the same tensors."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ---- conversion ----------------------------------------------------------------------
     def _apply(self, fn, recurse: bool = True) -> "Module":

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numbers
 
-from ...ops.creation.factories import empty
+from ...autograd.function import Function
+from ...ops.creation.factories import empty, zeros
+from ...ops.shape.joining import cat, stack
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 def _shape_tuple(normalized_shape) -> tuple:
@@ -133,6 +135,68 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class _CrossMapLRN2dFunction(Function):
+    """Lua Torch's cross-channel LRN, kept for old models. Its forward sums squares over a
+    running window that, past the first channels, keeps channel 0 in the sum; its backward
+    is the textbook centred-window formula. Both are reproduced as PyTorch has them (the
+    backward is therefore not the exact gradient of the forward)."""
+
+    @staticmethod
+    def forward(ctx, input, size, alpha, beta, k):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             "instead.")
+        channels = input.shape[1]
+        square = input * input
+        pre_pad = int((size - 1) / 2 + 1)
+        window = [square[:, :min(pre_pad, channels)].sum(1)]
+        for c in range(1, channels):
+            current = window[-1]
+            if c < channels - pre_pad + 1:
+                current = current + square[:, c + pre_pad - 1]
+            if c > pre_pad:
+                current = current - square[:, c - pre_pad]
+            window.append(current)
+        scale = stack(window, 1) * (alpha / size) + k
+        output = scale.pow(-beta) * input
+        ctx.save_for_backward(input, output, scale)
+        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, output, scale = ctx.saved_tensors
+        size, channels = ctx.size, input.shape[1]
+        lead = int(size - (size - 1) / 2)
+        if lead + channels > channels + size - 1:
+            raise RuntimeError(f"start ({lead}) + length ({channels}) exceeds dimension size "
+                               f"({channels}).")
+        ratio = grad_output * output / scale
+        n, _, h, w = input.shape
+        padded = cat([zeros(n, lead, h, w, dtype=ratio.dtype, device=ratio.device), ratio,
+                      zeros(n, size - 1 - lead, h, w, dtype=ratio.dtype,
+                            device=ratio.device)], 1)
+        windows = stack([padded[:, c:c + size].sum(1) for c in range(channels)], 1)
+        coefficient = 2 * ctx.alpha * ctx.beta / size
+        grad_input = scale.pow(-ctx.beta) * grad_output - coefficient * input * windows
+        return grad_input, None, None, None, None
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalization across channels of an (N, C, H, W) input, as Lua
+    Torch computed it (LocalResponseNorm is the current form)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -6,6 +6,10 @@ from .dataloader import DataLoader, _DatasetKind
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,
                       Subset, TensorDataset, random_split)
 from .distributed import DistributedSampler
+from .datapipes import (DataChunk, DFIterDataPipe, IterDataPipe, MapDataPipe,  # noqa: F401
+                        argument_validation, functional_datapipe,
+                        guaranteed_datapipes_determinism, non_deterministic,
+                        runtime_validation, runtime_validation_disabled)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 
@@ -13,4 +17,7 @@ __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Datas
            "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler",
            "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler",
            "TensorDataset", "WeightedRandomSampler", "_DatasetKind", "default_collate",
-           "default_convert", "get_worker_info", "random_split"]
+           "default_convert", "get_worker_info", "random_split", "DataChunk",
+           "DFIterDataPipe", "IterDataPipe", "MapDataPipe", "argument_validation",
+           "functional_datapipe", "guaranteed_datapipes_determinism", "non_deterministic",
+           "runtime_validation", "runtime_validation_disabled"]

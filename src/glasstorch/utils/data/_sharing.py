@@ -34,6 +34,7 @@ import numpy as np
 from ...core.shape import contiguous_strides
 from ...core.storage import UntypedStorage, meta_storage
 from ...core.tensor import Tensor
+from ...multiprocessing.shared_storage import rebuild_shared, segment_of
 
 try:
     import _posixshmem
@@ -178,6 +179,9 @@ def _reduce_tensor(t: Tensor):
         raise RuntimeError(f"glasstorch cannot send a {device} tensor to another process; "
                            "move it to the CPU first (tensor.cpu())")
     storage = t._storage
+    shared = segment_of(storage)
+    if shared is not None:          # share_memory_(): the receiver maps the same memory
+        return rebuild_shared, (shared, storage.nbytes(), t._offset) + meta
     name = _segment_of.get(storage)
     if name in _unsent:             # already in a segment: send its name, copy nothing
         _unsent.discard(name)
