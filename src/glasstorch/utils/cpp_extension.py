@@ -53,7 +53,9 @@ from .._ops import ops_namespace
 from ..compiler.inductor import build
 from ..core.device import device as Device
 from ..core.tensor import Tensor
-from ..dispatch import library
+from ..autograd import grad_mode
+from ..autograd.function import Function
+from ..dispatch import dispatcher, library
 
 __all__ = ["load_inline", "load", "include_paths"]
 
@@ -463,8 +465,27 @@ def _make_module(name, path: Path, functions, kernels: dict, verbose):
         return module
 
 
+class _WithFormula(Function):
+    """A call of an extension op whose gradient comes from `torch.library.register_autograd`
+    (the formula is stored on the operator; this Function applies it)."""
+
+    @staticmethod
+    def forward(ctx, op, formula, *args):
+        output = op(*args)
+        ctx.formula = formula
+        if formula.setup_context is not None:
+            formula.setup_context(ctx, args, output)
+        return output
+
+    @staticmethod
+    def backward(ctx, *grads):
+        grads_in = ctx.formula.backward(ctx, *grads)
+        return (None, None) + (grads_in if isinstance(grads_in, tuple) else (grads_in,))
+
+
 def _entry_point(ns, fn: _Function):
     op = getattr(ops_namespace(ns), fn.name)
+    op_info = dispatcher.find(f"{ns}::{fn.name}").info
 
     def entry(*args, **kwargs):
         if kwargs:
@@ -473,6 +494,10 @@ def _entry_point(ns, fn: _Function):
                 raise TypeError(f"{fn.name}(): unexpected keyword arguments {sorted(kwargs)}")
             args = tuple(given)
         fn.check(args)
+        formula = op_info.get("autograd_formula")
+        if formula is not None and grad_mode.is_grad_enabled() and any(
+                isinstance(a, Tensor) and a.requires_grad for a in args):
+            return _WithFormula.apply(op, formula, *args)
         return op(*args)
     entry.__name__ = entry.__qualname__ = fn.name
     entry.__doc__ = f"{fn.name}{fn.schema()[len(fn.name):]}\n\n{fn.doc}".rstrip()
