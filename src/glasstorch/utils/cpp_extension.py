@@ -436,18 +436,18 @@ def _check_name(name) -> None:
                          f"module and the operator namespace), got {name!r}")
 
 
-def _make_module(name, path: Path, functions, kernels: dict, verbose):
-    """Register the functions as operators `name::f` and return the module."""
+def _make_module(name, key: str, functions, kernels: dict, verbose):
+    """Register the functions as operators `name::f` and return the module (the same
+    module again for the same build key)."""
     with _lock:
-        key = str(path)
         if name in _loaded:
             previous_key, module, lib = _loaded[name]
             if previous_key == key:
                 return module
             lib._destroy()                    # the source changed: the new build replaces it
             del _loaded[name]
-        module = types.ModuleType(name, f"glasstorch C++ extension {name} ({path})")
-        module.__file__ = str(path)
+        module = types.ModuleType(name, f"glasstorch C++ extension {name} ({key})")
+        module.__file__ = key
         lib = library.Library(name, "DEF")
         try:
             for fn in functions:
@@ -486,6 +486,7 @@ class _WithFormula(Function):
 def _entry_point(ns, fn: _Function):
     op = getattr(ops_namespace(ns), fn.name)
     op_info = dispatcher.find(f"{ns}::{fn.name}").info
+    takes_tensors = any(t.startswith("Tensor") for t in fn.arg_types)
 
     def entry(*args, **kwargs):
         if kwargs:
@@ -494,6 +495,8 @@ def _entry_point(ns, fn: _Function):
                 raise TypeError(f"{fn.name}(): unexpected keyword arguments {sorted(kwargs)}")
             args = tuple(given)
         fn.check(args)
+        if not takes_tensors:             # the dispatcher picks a kernel by its tensors
+            return fn(*args)
         formula = op_info.get("autograd_formula")
         if formula is not None and grad_mode.is_grad_enabled() and any(
                 isinstance(a, Tensor) and a.requires_grad for a in args):
@@ -532,6 +535,10 @@ def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cfla
     kernels = _cuda_kernels(name, cuda_source, functions, extra_cuda_cflags or ()) \
         if cuda_source else {}
     cpp_functions = [f for f in functions if f not in kernels]
+    if cuda_source and not cpp_functions and not "".join(cpp_sources).strip():
+        key = "cuda:" + hashlib.sha256(cuda_source.encode()).hexdigest()   # nothing to build
+        module = _make_module(name, key, [], kernels, verbose)
+        return module if is_python_module else None
     header = "" if no_implicit_headers else "#include <torch/extension.h>\n"
     main = header + "\n".join(cpp_sources)
     if cpp_functions:
@@ -540,7 +547,7 @@ def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cfla
         main += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n"
     path = _build(name, {"main.cpp": main}, _flags(name, extra_cflags, extra_include_paths),
                   tuple(extra_ldflags or ()), _cache_root(build_directory), verbose)
-    module = _make_module(name, path, _load_library(path, name), kernels, verbose)
+    module = _make_module(name, str(path), _load_library(path, name), kernels, verbose)
     return module if is_python_module else None
 
 
@@ -565,6 +572,6 @@ def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags
                             extra_cuda_cflags or ()) if cuda_source else {}
     path = _build(name, files, _flags(name, extra_cflags, extra_include_paths),
                   tuple(extra_ldflags or ()), _cache_root(build_directory), verbose)
-    module = _make_module(name, path, _load_library(path, name), kernels, verbose)
+    module = _make_module(name, str(path), _load_library(path, name), kernels, verbose)
     return module if is_python_module else None
 
