@@ -26,7 +26,8 @@ the usual tutorial programs build unchanged when they keep to it:
   (`TORCH_CHECK`), ValueError, TypeError, IndexError, NotImplementedError for the
   `TORCH_CHECK_VALUE/_TYPE/_INDEX/_NOT_IMPLEMENTED` variants.
 * The library is built by the system C++ compiler (`$CXX`, default `c++`) with
-  `-O3 -std=c++17` into the inductor's disk cache (`glasstorch.compiler.inductor.build`),
+  `-std=c++17` and `extra_cflags` (no `-O` unless given, as PyTorch) into the inductor's
+  disk cache (`glasstorch.compiler.inductor.build`),
   keyed by the sources, the header, the compiler's identity, the CPU and the flags: editing
   a source rebuilds; an unchanged one loads from the cache, across processes.
 * `cuda_sources` hold `__global__` kernels, compiled by NVRTC (there is no nvcc, and so no
@@ -61,8 +62,8 @@ __all__ = ["load_inline", "load", "include_paths"]
 
 INCLUDE_DIR = Path(__file__).resolve().parents[1] / "include"
 HEADER = INCLUDE_DIR / "torch" / "extension.h"
-FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-march=native", "-ffp-contract=off",
-         "-fvisibility=hidden")
+# No optimisation flag, as PyTorch: pass extra_cflags=["-O3"] for an optimised build.
+FLAGS = ("-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden")
 
 builds = 0          # how many times this process ran the C++ compiler (tests count hits)
 

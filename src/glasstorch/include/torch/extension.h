@@ -13,11 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <functional>
-#include <memory>
 #include <initializer_list>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -62,12 +60,30 @@ struct Error : std::runtime_error {
 };
 }  // namespace c10
 
+namespace at { enum class ScalarType : int8_t; inline const char* toString(ScalarType t); }
+
 namespace gt_detail {
-inline void put(std::ostringstream&) {}
-template <typename T, typename... R>
-void put(std::ostringstream& s, const T& v, const R&... rest) { s << v; put(s, rest...); }
+// Message parts to text (TORCH_CHECK's arguments), without <sstream>: it doubles build time.
+inline std::string to_str(const std::string& v) { return v; }
+inline std::string to_str(const char* v) { return v; }
+inline std::string to_str(char v) { return std::string(1, v); }
+inline std::string to_str(bool v) { return v ? "true" : "false"; }
+inline std::string to_str(at::ScalarType v) { return at::toString(v); }
+template <typename T>
+std::enable_if_t<std::is_integral<T>::value, std::string> to_str(T v) { return std::to_string(v); }
+template <typename T>
+std::enable_if_t<std::is_floating_point<T>::value, std::string> to_str(T v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", static_cast<double>(v));
+  return buffer;
+}
+inline std::string to_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
 template <typename... A>
-std::string str(const A&... parts) { std::ostringstream s; put(s, parts...); return s.str(); }
+std::string str(const A&... parts) { std::string s; ((s += to_str(parts)), ...); return s; }
 }  // namespace gt_detail
 
 #define GT_CHECK_(KIND, cond, ...)                                                       \
@@ -114,7 +130,6 @@ inline const char* toString(ScalarType t) {
     default: return "Undefined";
   }
 }
-inline std::ostream& operator<<(std::ostream& s, ScalarType t) { return s << toString(t); }
 
 // The ScalarType of a C++ element type (data_ptr<T>() checks it).
 template <typename T> struct ScalarTypeOf;
@@ -529,10 +544,8 @@ struct arg {
   template <typename T>
   arg operator=(const T& value) const {
     arg a = *this;
-    std::ostringstream s;
-    if constexpr (std::is_same<T, bool>::value) s << (value ? "True" : "False");
-    else s << value;
-    a.default_ = s.str();
+    if constexpr (std::is_same<T, bool>::value) a.default_ = value ? "True" : "False";
+    else a.default_ = gt_detail::to_str(value);
     return a;
   }
 };
@@ -542,7 +555,8 @@ class module_ {
   struct Entry {
     std::string name, signature, doc, arg_names, defaults;
     int nargs = 0;
-    std::function<int(void**, GtEmitFn, void*, int32_t*, char*, int64_t)> call;
+    void (*fn)();                                     // the function, type-erased
+    int (*call)(void (*)(), void**, GtEmitFn, void*, int32_t*, char*, int64_t);
   };
   template <typename R, typename... A, typename... Extra>
   module_& def(const char* name, R (*fn)(A...), const Extra&... extra) {
@@ -550,14 +564,19 @@ class module_ {
     e.name = name;
     e.signature = gt_detail::signature(fn);
     (take(e, extra), ...);
-    e.call = [fn](void** args, GtEmitFn emit, void* sink, int32_t* kind, char* msg,
-                  int64_t size) { return gt_detail::call(fn, args, emit, sink, kind, msg, size); };
+    e.fn = reinterpret_cast<void (*)()>(fn);
+    e.call = &erased<R, A...>;
     entries.push_back(std::move(e));
     return *this;
   }
   std::vector<Entry> entries;
 
  private:
+  template <typename R, typename... A>
+  static int erased(void (*fn)(), void** args, GtEmitFn emit, void* sink, int32_t* kind,
+                    char* msg, int64_t size) {
+    return gt_detail::call(reinterpret_cast<R (*)(A...)>(fn), args, emit, sink, kind, msg, size);
+  }
   static void take(Entry& e, const char* doc) { e.doc = doc; }
   static void take(Entry& e, const arg& a) {      // names joined by ',', defaults by '\x1f'
     if (e.nargs++) { e.arg_names += ','; e.defaults += '\x1f'; }
@@ -597,7 +616,7 @@ F wrap_pybind_function(F f) { return f; }
   }                                                                                       \
   extern "C" GT_EXPORT int gt_module_call(int64_t i, void** args, GtEmitFn emit, void* sink,        \
                                 int32_t* kind, char* msg, int64_t size) {                 \
-    return gt_module_().entries[static_cast<size_t>(i)].call(args, emit, sink, kind, msg, \
-                                                             size);                       \
+    const auto& e = gt_module_().entries[static_cast<size_t>(i)];                         \
+    return e.call(e.fn, args, emit, sink, kind, msg, size);                               \
   }                                                                                       \
   static void gt_module_body_(::pybind11::module_& VAR)

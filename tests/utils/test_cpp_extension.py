@@ -1,0 +1,256 @@
+"""torch.utils.cpp_extension: C++ built by the system compiler, called through ctypes,
+registered as torch.library operators. Values are checked against NumPy and PyTorch."""
+import shutil
+
+import numpy as np
+import pytest
+
+import glasstorch as gt
+from glasstorch.utils import cpp_extension
+from glasstorch.utils.cpp_extension import load_inline
+
+pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
+
+SOURCE = r"""
+torch::Tensor add_one(torch::Tensor x) {
+  TORCH_CHECK(x.is_contiguous(), "add_one: x must be contiguous");
+  auto out = torch::empty_like(x);
+  const float* a = x.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) o[i] = a[i] + 1.0f;
+  return out;
+}
+
+// The LLTM tutorial's style: accessors, AT_DISPATCH, factories from options().
+torch::Tensor row_dot(const torch::Tensor& a, const torch::Tensor& b, double scale) {
+  TORCH_CHECK(a.dim() == 2 && a.sizes() == b.sizes(), "row_dot: expected equal 2-d shapes");
+  auto out = torch::zeros({a.size(0)}, a.options());
+  AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "row_dot", [&] {
+    auto x = a.accessor<scalar_t, 2>();
+    auto y = b.accessor<scalar_t, 2>();
+    auto o = out.accessor<scalar_t, 1>();
+    for (int64_t i = 0; i < a.size(0); ++i)
+      for (int64_t j = 0; j < a.size(1); ++j) o[i] += x[i][j] * y[i][j] * scale;
+  });
+  return out;
+}
+
+std::tuple<torch::Tensor, int64_t, bool> describe(torch::Tensor x, int64_t k) {
+  return {x.contiguous(), x.dim() * k + x.stride(-1), x.is_contiguous()};
+}
+
+std::vector<torch::Tensor> numbered(std::vector<torch::Tensor> xs, std::vector<int64_t> sizes) {
+  std::vector<torch::Tensor> out;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    auto t = torch::ones({sizes[i]}, torch::TensorOptions().dtype(torch::kInt64));
+    t.data_ptr<int64_t>()[0] = xs[i].numel();
+    out.push_back(t);
+  }
+  return out;
+}
+
+void fill_(torch::Tensor x, double value) {
+  AT_DISPATCH_ALL_TYPES(x.scalar_type(), "fill_", [&] {
+    scalar_t* p = x.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<scalar_t>(value);
+  });
+}
+
+int64_t twice(int64_t n) { return 2 * n; }
+"""
+FUNCTIONS = ["add_one", "row_dot", "describe", "numbered", "fill_", "twice"]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cpp_extension_cache")
+
+
+@pytest.fixture(scope="module")
+def ext(cache):
+    return load_inline("gt_test_ext", SOURCE, functions=FUNCTIONS, build_directory=cache)
+
+
+def test_elementwise_op_over_data_ptr(ext):
+    x = gt.arange(6.0).reshape(2, 3)
+    out = ext.add_one(x)
+    assert isinstance(out, gt.Tensor) and out.dtype == gt.float32
+    np.testing.assert_array_equal(out.numpy(), x.numpy() + 1)
+    assert out.data_ptr() != x.data_ptr()
+
+
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64])
+def test_accessors_dispatch_and_strided_inputs(ext, dtype):
+    a = gt.randn(5, 4, dtype=dtype)
+    b = gt.randn(4, 5, dtype=dtype).t()              # strided: the accessor follows strides
+    out = ext.row_dot(a, b, 0.5)
+    assert out.dtype == dtype and out.shape == (5,)
+    np.testing.assert_allclose(out.numpy(), (a.numpy() * b.numpy()).sum(1) * 0.5, rtol=1e-5)
+
+
+def test_results_tuples_lists_and_plain_numbers(ext):
+    x = gt.arange(6.0).reshape(2, 3).t()
+    contiguous, number, is_contiguous = ext.describe(x, 10)
+    assert number == 2 * 10 + 3 and is_contiguous is False
+    assert contiguous.is_contiguous() and gt.equal(contiguous, x)
+    out = ext.numbered([gt.ones(2, 3), gt.ones(4)], [3, 1])
+    assert [t.tolist() for t in out] == [[6, 1, 1], [4]]
+    assert ext.twice(21) == 42
+
+
+def test_a_void_function_writes_its_argument_and_bumps_its_version(ext):
+    y = gt.zeros(3, dtype=gt.int32)
+    version = y._version
+    assert ext.fill_(y, 7.0) is None
+    assert y.tolist() == [7, 7, 7] and y._version > version
+    assert "Tensor(a!) arg0" in str(gt.ops.gt_test_ext.fill_.default._schema)
+
+
+def test_torch_check_becomes_runtime_error(ext):
+    with pytest.raises(RuntimeError, match="add_one: x must be contiguous"):
+        ext.add_one(gt.ones(2, 3).t())
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        ext.add_one(gt.ones(2, dtype=gt.float64))
+    with pytest.raises(NotImplementedError, match="\"row_dot\" not implemented for 'Long'"):
+        ext.row_dot(gt.ones(1, 1, dtype=gt.int64), gt.ones(1, 1, dtype=gt.int64), 1.0)
+
+
+def test_wrong_argument_types_raise_type_error_as_pybind(ext):
+    with pytest.raises(TypeError, match=r"(?s)incompatible function arguments.*\(arg0: torch.Tensor, "
+                                        r"arg1: int\).*Invoked with types: Tensor, str"):
+        ext.describe(gt.ones(1), "3")
+    with pytest.raises(TypeError, match="incompatible"):
+        ext.add_one()
+
+
+def test_functions_are_operators_seen_by_dispatch_modes(ext):
+    from glasstorch.utils._python_dispatch import TorchDispatchMode
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = gt.ones(2)
+    with Log():
+        ext.add_one(x)
+    assert seen == ["gt_test_ext.add_one.default"]
+    assert gt.ops.gt_test_ext.add_one(gt.zeros(1)).tolist() == [1.0]
+
+
+def test_cache_hit_and_rebuild_on_edit(cache, ext):
+    builds = cpp_extension.builds
+    assert load_inline("gt_test_ext", SOURCE, functions=FUNCTIONS, build_directory=cache) is ext
+    assert cpp_extension.builds == builds                  # same source: nothing built
+    cpp_extension._loaded.pop("gt_test_ext_b", None)
+    edited = SOURCE.replace("a[i] + 1.0f", "a[i] + 2.0f")
+    other = load_inline("gt_test_ext_b", edited, functions=["add_one"], build_directory=cache)
+    assert cpp_extension.builds == builds + 1
+    assert other.add_one(gt.zeros(2)).tolist() == [2.0, 2.0]
+    # a new process (here: a forgotten module) finds the library in the disk cache
+    cpp_extension._loaded.pop("gt_test_ext_b")[2]._destroy()
+    again = load_inline("gt_test_ext_b", edited, functions=["add_one"], build_directory=cache)
+    assert cpp_extension.builds == builds + 1 and again.add_one(gt.zeros(1)).tolist() == [2.0]
+
+
+def test_a_compile_error_names_the_line(cache):
+    source = "torch::Tensor f(torch::Tensor x) {\n  return torch::addmm(x, x, x);\n}\n"
+    with pytest.raises(RuntimeError, match=r"(?s)Error building extension 'gt_test_bad'.*"
+                                           r"main.cpp:3:\d+: error: .addmm. is not a member"):
+        load_inline("gt_test_bad", source, functions=["f"], build_directory=cache)
+    assert not hasattr(gt.ops.gt_test_bad, "f")
+
+
+def test_register_autograd_gives_gradients(cache):
+    source = r"""
+    torch::Tensor cube(torch::Tensor x) {
+      auto xc = x.contiguous();
+      auto out = torch::empty_like(xc);
+      AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "cube", [&] {
+        const scalar_t* a = xc.data_ptr<scalar_t>();
+        scalar_t* o = out.data_ptr<scalar_t>();
+        for (int64_t i = 0; i < xc.numel(); ++i) o[i] = a[i] * a[i] * a[i];
+      });
+      return out;
+    }"""
+    ext = load_inline("gt_test_grad", source, functions=["cube"], build_directory=cache)
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x * x
+
+    gt.library.register_autograd("gt_test_grad::cube", backward, setup_context=setup_context)
+    x = gt.randn(4, dtype=gt.float64, requires_grad=True)
+    ext.cube(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * x.detach().numpy() ** 2)
+    assert gt.autograd.gradcheck(ext.cube, (gt.randn(3, dtype=gt.float64, requires_grad=True),))
+
+    @gt.library.register_fake("gt_test_grad::cube")
+    def _(x):
+        return gt.empty_like(x)
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm.code)
+        return gm.forward
+
+    def f(x):
+        return ext.cube(x.sin()) + 1
+
+    y = gt.randn(5)
+    assert gt.equal(gt.compile(f, backend=backend)(y), f(y))
+    assert "torch.ops.gt_test_grad.cube.default" in graphs[0]   # one opaque call
+    assert gt.allclose(gt.compile(f)(y), f(y))    # inductor (its sin may round differently)
+
+
+def test_matches_pytorch_extension_semantics(ext):
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    ours = ext.row_dot(gt.tensor(a), gt.tensor(a), 1.0)
+    theirs = (torch.tensor(a) * torch.tensor(a)).sum(1)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+def test_cuda_sources_compile_with_nvrtc_and_need_a_gpu_to_launch(cache, monkeypatch):
+    from glasstorch.backends.cuda import nvrtc, runtime
+    if not nvrtc.nvrtc_available():
+        pytest.skip("libnvrtc not found")
+    kernel = r"""
+    extern "C" __global__ void scale(const float* x, float* y, float a, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) y[i] = a * x[i];
+    }"""
+    ext = load_inline("gt_test_cuda", "", cuda_sources=kernel, functions=["scale"],
+                      build_directory=cache)
+    assert ext.scale.param_types == ["pointer", "pointer", "float32", "int32"]
+    monkeypatch.setattr(runtime, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="needs an NVIDIA GPU"):
+        ext.scale((1,), (32,), (gt.ones(3), gt.ones(3), 2.0, 3))
+    with pytest.raises(RuntimeError, match=r'(?s)gt_test_cuda_bad.*identifier "z" is undefined'):
+        load_inline("gt_test_cuda_bad", "", cuda_sources=kernel.replace("x[i]", "z[i]"),
+                    functions=["scale"], build_directory=cache)
+
+
+def test_load_builds_files_with_their_own_pybind_module(cache, tmp_path):
+    (tmp_path / "ops.cpp").write_text(
+        "#include <torch/extension.h>\n"
+        "torch::Tensor neg(const torch::Tensor& x) {\n"
+        "  auto out = torch::empty(x.sizes(), x.options());\n"
+        "  for (int64_t i = 0; i < x.numel(); ++i)\n"
+        "    out.data_ptr<double>()[i] = -x.data_ptr<double>()[i];\n"
+        "  return out;\n}\n"
+        "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+        '  m.def("neg", &neg, "negate", py::arg("x"));\n}\n')
+    ext = cpp_extension.load("gt_test_load", [tmp_path / "ops.cpp"], build_directory=cache)
+    assert ext.neg(x=gt.tensor([1.0, -2.0], dtype=gt.float64)).tolist() == [-1.0, 2.0]
+    assert "negate" in ext.neg.__doc__ and "neg(Tensor x) -> Tensor" in ext.neg.__doc__
+
+
+def test_bad_names_are_refused_before_building(cache):
+    with pytest.raises(ValueError, match="identifier"):
+        load_inline("my-ext", "", functions=[], build_directory=cache)
