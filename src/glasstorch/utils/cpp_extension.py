@@ -109,7 +109,8 @@ def _build(name, files: dict, flags, ldflags, root, verbose) -> Path:
         command = [cxx, *flags, *sources, "-o", str(out), *ldflags]
         if verbose:
             print(f"Building extension module {name}...\n{' '.join(command)}")
-        result = subprocess.run(command, capture_output=True, text=True)
+        result = subprocess.run(command, capture_output=True, text=True,
+                                env={**os.environ, "LC_ALL": "C"})   # plain ASCII messages
         builds += 1
         if result.returncode != 0:
             raise RuntimeError(f"Error building extension '{name}':\n{result.stderr}")
@@ -261,7 +262,7 @@ class _Function:
             raise RuntimeError(f"{ext_name}.{self.name}: {len(names)} py::arg names for "
                                f"{len(self.arg_types)} arguments")
         self.arg_names = names or [f"arg{i}" for i in range(len(self.arg_types))]
-        self.defaults = field(4).split("\x1f") if names else [""] * len(names)
+        self.defaults = field(4).split("\x1f") if names else []
 
     def schema(self) -> str:
         void = self.returns == ""
@@ -272,6 +273,25 @@ class _Function:
             d = self.defaults[i] if i < len(self.defaults) else ""
             args.append(f"{t} {n}" + (f"={d}" if d else ""))
         return f"{self.name}({', '.join(args)}) -> {self.returns or '()'}"
+
+    def bind(self, args, kwargs) -> tuple:
+        """Positional arguments from a call: keywords by py::arg name, then defaults."""
+        if not kwargs and len(args) == len(self.arg_types):
+            return args
+        given = list(args)
+        for i in range(len(args), len(self.arg_types)):
+            name, default = self.arg_names[i], self.defaults[i] if self.defaults else ""
+            if name in kwargs:
+                given.append(kwargs.pop(name))
+            elif default:
+                kind = self.arg_types[i]
+                given.append(default == "True" if kind == "bool" else
+                             int(default) if kind == "int" else float(default))
+            else:
+                break
+        if kwargs:
+            raise TypeError(f"{self.name}(): unexpected keyword arguments {sorted(kwargs)}")
+        return tuple(given)
 
     def check(self, args) -> None:
         """pybind11's argument check: the same TypeError for a call that cannot bind."""
@@ -490,11 +510,7 @@ def _entry_point(ns, fn: _Function):
     takes_tensors = any(t.startswith("Tensor") for t in fn.arg_types)
 
     def entry(*args, **kwargs):
-        if kwargs:
-            given = list(args) + [kwargs.pop(n) for n in fn.arg_names[len(args):] if n in kwargs]
-            if kwargs:
-                raise TypeError(f"{fn.name}(): unexpected keyword arguments {sorted(kwargs)}")
-            args = tuple(given)
+        args = fn.bind(args, kwargs)
         fn.check(args)
         if not takes_tensors:             # the dispatcher picks a kernel by its tensors
             return fn(*args)

@@ -12,6 +12,8 @@
 // or allocates alive until the call returns. Do not keep a Tensor across calls.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
