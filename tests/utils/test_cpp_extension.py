@@ -12,6 +12,8 @@ from glasstorch.utils.cpp_extension import load_inline
 pytestmark = pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler")
 
 SOURCE = r"""
+#include <thread>
+
 torch::Tensor add_one(torch::Tensor x) {
   TORCH_CHECK(x.is_contiguous(), "add_one: x must be contiguous");
   auto out = torch::empty_like(x);
@@ -57,8 +59,19 @@ void fill_(torch::Tensor x, double value) {
 }
 
 int64_t twice(int64_t n) { return 2 * n; }
+
+torch::Tensor from_a_thread(torch::Tensor x) {
+  torch::Tensor out;
+  std::string error;
+  std::thread worker([&] {
+    try { out = torch::empty_like(x); } catch (const std::exception& e) { error = e.what(); }
+  });
+  worker.join();
+  TORCH_CHECK(error.empty(), error);
+  return out;
+}
 """
-FUNCTIONS = ["add_one", "row_dot", "describe", "numbered", "fill_", "twice"]
+FUNCTIONS = ["add_one", "row_dot", "describe", "numbered", "fill_", "twice", "from_a_thread"]
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +126,11 @@ def test_torch_check_becomes_runtime_error(ext):
         ext.add_one(gt.ones(2, dtype=gt.float64))
     with pytest.raises(NotImplementedError, match="\"row_dot\" not implemented for 'Long'"):
         ext.row_dot(gt.ones(1, 1, dtype=gt.int64), gt.ones(1, 1, dtype=gt.int64), 1.0)
+
+
+def test_factories_on_a_thread_of_the_extension_raise_clearly(ext):
+    with pytest.raises(RuntimeError, match="factories work on the thread glasstorch called"):
+        ext.from_a_thread(gt.ones(2))
 
 
 def test_wrong_argument_types_raise_type_error_as_pybind(ext):
@@ -185,7 +203,9 @@ def test_register_autograd_gives_gradients(cache):
 
     gt.library.register_autograd("gt_test_grad::cube", backward, setup_context=setup_context)
     x = gt.randn(4, dtype=gt.float64, requires_grad=True)
-    ext.cube(x).sum().backward()
+    y = ext.cube(x)
+    assert type(y.grad_fn).__name__ == "cubeBackward"
+    y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 3 * x.detach().numpy() ** 2)
     assert gt.autograd.gradcheck(ext.cube, (gt.randn(3, dtype=gt.float64, requires_grad=True),))
 

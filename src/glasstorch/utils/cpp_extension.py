@@ -193,6 +193,8 @@ _stack = _CallStack()
 def _guarded(fn):
     """A callback from C++: a Python error is kept for the caller and reported as 1."""
     def callback(*args):
+        if not _stack.calls:        # a thread the extension started: no call to serve
+            return 1
         call = _stack.calls[-1]
         try:
             fn(call, *args)
@@ -508,6 +510,7 @@ def _entry_point(ns, fn: _Function):
     op = getattr(ops_namespace(ns), fn.name)
     op_info = dispatcher.find(f"{ns}::{fn.name}").info
     takes_tensors = any(t.startswith("Tensor") for t in fn.arg_types)
+    with_formula = type(fn.name, (_WithFormula,), {})     # grad_fn: <name>Backward
 
     def entry(*args, **kwargs):
         args = fn.bind(args, kwargs)
@@ -517,7 +520,7 @@ def _entry_point(ns, fn: _Function):
         formula = op_info.get("autograd_formula")
         if formula is not None and grad_mode.is_grad_enabled() and any(
                 isinstance(a, Tensor) and a.requires_grad for a in args):
-            return _WithFormula.apply(op, formula, *args)
+            return with_formula.apply(op, formula, *args)
         return op(*args)
     entry.__name__ = entry.__qualname__ = fn.name
     entry.__doc__ = f"{fn.name}{fn.schema()[len(fn.name):]}\n\n{fn.doc}".rstrip()

@@ -299,7 +299,8 @@ class Tensor {
     GtTensorDesc out{};
     TORCH_CHECK(gt_detail::method_fn() != nullptr, "glasstorch did not load this extension");
     if (gt_detail::method_fn()(op, static_cast<int64_t>(handles.size()), handles.data(), &out))
-      throw c10::Error(std::string(op) + "() failed in glasstorch");
+      throw c10::Error(std::string(op) + "() failed in glasstorch (tensor methods work on "
+                       "the thread glasstorch called the extension on)");
     return Tensor(out);
   }
 
@@ -326,7 +327,8 @@ inline Tensor make(const std::vector<int64_t>& sizes, const TensorOptions& o, in
   if (gt_detail::alloc_fn()(static_cast<int32_t>(o.dtype()),
                             static_cast<int32_t>(o.device().type()), o.device().index(),
                             static_cast<int64_t>(sizes.size()), sizes.data(), fill, &out))
-    throw c10::Error("glasstorch could not allocate the tensor");
+    throw c10::Error("glasstorch could not allocate the tensor (factories work on the "
+                     "thread glasstorch called the extension on)");
   return Tensor(out);
 }
 }  // namespace gt_factory
