@@ -91,4 +91,5 @@ def test_runs_on_a_gpu_with_broadcasting_and_promotion():
         "template <typename T> void two(T x, T y, T& s, T& p) { s = x + y; p = x * y; }", 2)
     x = gt.arange(6.0, device="cuda")
     s, p = two(x, x)
-    assert s.tolist() == [2.0 * i for i in range(6)] and p.tolist() == [float(i * i) for i in range(6)]
+    assert s.tolist() == [2.0 * i for i in range(6)]
+    assert p.tolist() == [float(i * i) for i in range(6)]

@@ -147,8 +147,9 @@ def test_factories_on_a_thread_of_the_extension_raise_clearly(ext):
 
 
 def test_wrong_argument_types_raise_type_error_as_pybind(ext):
-    with pytest.raises(TypeError, match=r"(?s)incompatible function arguments.*\(arg0: torch.Tensor, "
-                                        r"arg1: int\).*Invoked with types: Tensor, str"):
+    with pytest.raises(TypeError, match=r"(?s)incompatible function arguments.*"
+                                        r"\(arg0: torch.Tensor, arg1: int\).*"
+                                        r"Invoked with types: Tensor, str"):
         ext.describe(gt.ones(1), "3")
     with pytest.raises(TypeError, match="incompatible"):
         ext.add_one()

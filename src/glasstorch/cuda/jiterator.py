@@ -2,14 +2,15 @@
 
 `_create_jit_fn("template <typename T> T f(T x, T y, T alpha) { ... }", alpha=1.0)` returns a
 callable `fn(*tensors, **scalars)`. On call the inputs broadcast against each other, their
-common dtype is PyTorch's type promotion of them (`torch.result_type`, 0-dim tensors ranking below the others), each element is
-loaded in its own dtype and converted to that type `T`, and the last function of the code
-string runs per element (the keyword scalars, converted to `T`, follow the tensor inputs).
-The kernel is generated for the input dtypes and the number of dimensions, with sizes and
-strides as arguments (so non-contiguous and broadcast inputs are read in place), compiled by
-NVRTC (`--device-as-default-execution-space`: the user's functions need no `__device__`) and launched through
-CuPy, as glasstorch's own CUDA kernels are. `_create_multi_output_jit_fn` takes a function
-that returns by reference: `void f(T x, ..., T& out0, T& out1)`.
+common dtype is PyTorch's type promotion of them (`torch.result_type`: 0-dim tensors rank
+below the others), each element is loaded in its own dtype and converted to that type `T`,
+and the last function of the code string runs per element (the keyword scalars, converted
+to `T`, follow the tensor inputs). The kernel is generated for the input dtypes and the
+number of dimensions, with sizes and strides as arguments (so non-contiguous and broadcast
+inputs are read in place), compiled by NVRTC (`--device-as-default-execution-space`: the
+user's functions need no `__device__`) and launched through CuPy, as glasstorch's own CUDA
+kernels are. `_create_multi_output_jit_fn` takes a function that returns by reference:
+`void f(T x, ..., T& out0, T& out1)`.
 """
 from __future__ import annotations
 
@@ -95,8 +96,9 @@ class _JittedFunction:
         call_args = [f"static_cast<{T}>(in{i}[off{i}])" for i in range(n_in)]
         call_args += [f"extra{e}" for e in range(n_extra)]
         if self.return_by_ref:
-            body.append(f"    {T} " + ", ".join(f"r{o}" for o in range(n_out)) + ";")
-            body.append(f"    {self.kernel_name}<{T}>({', '.join(call_args + [f'r{o}' for o in range(n_out)])});")
+            results = [f"r{o}" for o in range(n_out)]
+            body.append(f"    {T} {', '.join(results)};")
+            body.append(f"    {self.kernel_name}<{T}>({', '.join(call_args + results)});")
             body += [f"    out{o}[linear] = r{o};" for o in range(n_out)]
         else:
             body.append(f"    out0[linear] = {self.kernel_name}<{T}>({', '.join(call_args)});")

@@ -44,7 +44,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import types
@@ -312,9 +311,10 @@ class _Function:
               "Tensor[]": "list[torch.Tensor]", "int[]": "list[int]"}
         signature = ", ".join(f"{n}: {py[t]}" for n, t in zip(self.arg_names, self.arg_types))
         got = ", ".join(type(a).__name__ for a in args)
+        returns = py.get(self.returns, self.returns) or "None"
         raise TypeError(f"{self.name}(): incompatible function arguments. The following "
-                        f"argument types are supported:\n    1. ({signature}) -> "
-                        f"{py.get(self.returns, self.returns) or 'None'}\n\nInvoked with types: {got}")
+                        f"argument types are supported:\n    1. ({signature}) -> {returns}"
+                        f"\n\nInvoked with types: {got}")
 
     def __call__(self, *args):
         call = _Call()
@@ -376,7 +376,7 @@ def _load_library(path: Path, name: str) -> list:
 
 # ---- CUDA kernels through NVRTC -------------------------------------------------------------
 
-_KERNEL = re.compile(r"__global__\s+void\s+(\w+)\s*\(([^)]*)\)")
+_KERNEL = re.compile(r'(extern\s+"C"\s+)?__global__\s+void\s+(\w+)\s*\(([^)]*)\)')
 _SCALAR_ARGS = {"int": "int32", "unsigned": "uint32", "unsigned int": "uint32",
                 "long": "int64", "long long": "int64", "int64_t": "int64", "size_t": "uint64",
                 "float": "float32", "double": "float64", "bool": "bool", "int32_t": "int32",
@@ -430,7 +430,11 @@ def _cuda_kernels(name, cuda_source: str, functions, options) -> dict:
     """Compile cuda_sources with NVRTC where it is present (so errors show here) and return
     the kernels named in `functions`."""
     from ..backends.cuda import nvrtc
-    found = {m.group(1): m.group(2) for m in _KERNEL.finditer(cuda_source)}
+    found = {m.group(2): m.group(3) for m in _KERNEL.finditer(cuda_source)}
+    for m in _KERNEL.finditer(cuda_source):
+        if m.group(2) in functions and not m.group(1):
+            raise RuntimeError(f"extension {name}: declare the kernel {m.group(2)} "
+                               'extern "C" __global__, so that it can be found by its name')
     if nvrtc.nvrtc_available():
         try:
             nvrtc.compile_check(cuda_source, options, name=f"{name}.cu")
@@ -532,8 +536,15 @@ def _flags(name, extra_cflags, extra_include_paths):
     return (*FLAGS, f"-DTORCH_EXTENSION_NAME={name}", *includes, *(extra_cflags or ()))
 
 
-def _cache_root(build_directory) -> Path:
-    return Path(build_directory) if build_directory else build.cache_dir()
+def _extension(name, files: dict, cuda_source: str, kernels: dict, flags, ldflags,
+               build_directory, verbose):
+    """Build the C++ files (none: a module of CUDA kernels only) and make the module."""
+    if not files:
+        key = "cuda:" + hashlib.sha256(cuda_source.encode()).hexdigest()
+        return _make_module(name, key, [], kernels, verbose)
+    root = Path(build_directory) if build_directory else build.cache_dir()
+    path = _build(name, files, flags, tuple(ldflags or ()), root, verbose)
+    return _make_module(name, str(path), _load_library(path, name), kernels, verbose)
 
 
 def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
@@ -555,19 +566,18 @@ def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cfla
     kernels = _cuda_kernels(name, cuda_source, functions, extra_cuda_cflags or ()) \
         if cuda_source else {}
     cpp_functions = [f for f in functions if f not in kernels]
-    if cuda_source and not cpp_functions and not "".join(cpp_sources).strip():
-        key = "cuda:" + hashlib.sha256(cuda_source.encode()).hexdigest()   # nothing to build
-        module = _make_module(name, key, [], kernels, verbose)
-        return module if is_python_module else None
-    header = "" if no_implicit_headers else "#include <torch/extension.h>\n"
-    main = header + "\n".join(cpp_sources)
-    if cpp_functions:
-        main += _function_table(cpp_functions)
-    elif "PYBIND11_MODULE" not in main:
-        main += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n"
-    path = _build(name, {"main.cpp": main}, _flags(name, extra_cflags, extra_include_paths),
-                  tuple(extra_ldflags or ()), _cache_root(build_directory), verbose)
-    module = _make_module(name, str(path), _load_library(path, name), kernels, verbose)
+    files = {}
+    if cpp_functions or "".join(cpp_sources).strip() or not cuda_source:
+        header = "" if no_implicit_headers else "#include <torch/extension.h>\n"
+        main = header + "\n".join(cpp_sources)
+        if cpp_functions:
+            main += _function_table(cpp_functions)
+        elif "PYBIND11_MODULE" not in main:
+            main += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n"
+        files["main.cpp"] = main
+    module = _extension(name, files, cuda_source, kernels,
+                        _flags(name, extra_cflags, extra_include_paths), extra_ldflags,
+                        build_directory, verbose)
     return module if is_python_module else None
 
 
@@ -588,10 +598,11 @@ def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags
         else:
             files[f"{i}_{source.name}"] = source.read_text()
     cuda_source = "\n".join(cuda)
-    kernels = _cuda_kernels(name, cuda_source, [m.group(1) for m in _KERNEL.finditer(cuda_source)],
-                            extra_cuda_cflags or ()) if cuda_source else {}
-    path = _build(name, files, _flags(name, extra_cflags, extra_include_paths),
-                  tuple(extra_ldflags or ()), _cache_root(build_directory), verbose)
-    module = _make_module(name, str(path), _load_library(path, name), kernels, verbose)
+    exported = [m.group(2) for m in _KERNEL.finditer(cuda_source) if m.group(1)]
+    kernels = _cuda_kernels(name, cuda_source, exported, extra_cuda_cflags or ()) \
+        if cuda_source else {}
+    module = _extension(name, files, cuda_source, kernels,
+                        _flags(name, extra_cflags, extra_include_paths), extra_ldflags,
+                        build_directory, verbose)
     return module if is_python_module else None
 

@@ -481,7 +481,10 @@ template <typename... T> struct Ret<std::tuple<T...>> {
   static std::string schema() {
     std::string s = "(";
     const char* sep = "";
-    for (const std::string& part : {Ret<std::decay_t<T>>::schema()...}) { s += sep + part; sep = ", "; }
+    for (const std::string& part : {Ret<std::decay_t<T>>::schema()...}) {
+      s += sep + part;
+      sep = ", ";
+    }
     return s + ")";
   }
   static void emit(const Out& o, const std::tuple<T...>& v) {
@@ -599,28 +602,28 @@ F wrap_pybind_function(F f) { return f; }
 }  // namespace torch
 
 #define GT_EXPORT __attribute__((visibility("default")))
-#define PYBIND11_MODULE(NAME, VAR)                                                        \
-  static void gt_module_body_(::pybind11::module_& VAR);                                 \
-  static ::pybind11::module_& gt_module_() { static ::pybind11::module_ m; return m; }   \
-  extern "C" GT_EXPORT int64_t gt_module_init(GtAllocFn alloc, GtMethodFn method) {                \
-    ::gt_detail::alloc_fn() = alloc;                                                      \
-    ::gt_detail::method_fn() = method;                                                    \
-    if (gt_module_().entries.empty()) gt_module_body_(gt_module_());                      \
-    return static_cast<int64_t>(gt_module_().entries.size());                             \
-  }                                                                                       \
-  extern "C" GT_EXPORT const char* gt_module_entry(int64_t i, int32_t field) {                      \
-    const auto& e = gt_module_().entries[static_cast<size_t>(i)];                         \
-    switch (field) {                                                                      \
-      case 0: return e.name.c_str();                                                      \
-      case 1: return e.signature.c_str();                                                 \
-      case 2: return e.doc.c_str();                                                       \
-      case 3: return e.arg_names.c_str();                                                 \
-      default: return e.defaults.c_str();                                                 \
-    }                                                                                     \
-  }                                                                                       \
-  extern "C" GT_EXPORT int gt_module_call(int64_t i, void** args, GtEmitFn emit, void* sink,        \
-                                int32_t* kind, char* msg, int64_t size) {                 \
-    const auto& e = gt_module_().entries[static_cast<size_t>(i)];                         \
-    return e.call(e.fn, args, emit, sink, kind, msg, size);                               \
-  }                                                                                       \
+#define PYBIND11_MODULE(NAME, VAR)                                                                \
+  static void gt_module_body_(::pybind11::module_& VAR);                                          \
+  static ::pybind11::module_& gt_module_() { static ::pybind11::module_ m; return m; }            \
+  extern "C" GT_EXPORT int64_t gt_module_init(GtAllocFn alloc, GtMethodFn method) {               \
+    ::gt_detail::alloc_fn() = alloc;                                                              \
+    ::gt_detail::method_fn() = method;                                                            \
+    if (gt_module_().entries.empty()) gt_module_body_(gt_module_());                              \
+    return static_cast<int64_t>(gt_module_().entries.size());                                     \
+  }                                                                                               \
+  extern "C" GT_EXPORT const char* gt_module_entry(int64_t i, int32_t field) {                    \
+    const auto& e = gt_module_().entries[static_cast<size_t>(i)];                                 \
+    switch (field) {                                                                              \
+      case 0: return e.name.c_str();                                                              \
+      case 1: return e.signature.c_str();                                                         \
+      case 2: return e.doc.c_str();                                                               \
+      case 3: return e.arg_names.c_str();                                                         \
+      default: return e.defaults.c_str();                                                         \
+    }                                                                                             \
+  }                                                                                               \
+  extern "C" GT_EXPORT int gt_module_call(int64_t i, void** args, GtEmitFn emit,                  \
+                                          void* sink, int32_t* kind, char* msg, int64_t size) {   \
+    const auto& e = gt_module_().entries[static_cast<size_t>(i)];                                 \
+    return e.call(e.fn, args, emit, sink, kind, msg, size);                                       \
+  }                                                                                               \
   static void gt_module_body_(::pybind11::module_& VAR)
