@@ -126,6 +126,10 @@ class _TensorDesc(ctypes.Structure):
                 ("device_index", ctypes.c_int32), ("handle", ctypes.c_int64)]
 
 
+_INT64_P = ctypes.POINTER(ctypes.c_int64)
+_MESSAGE_SIZE = 4096                # room for an exception's message
+
+
 class _List(ctypes.Structure):
     _fields_ = [("n", ctypes.c_int64), ("items", ctypes.c_void_p)]
 
@@ -169,14 +173,17 @@ class _Call:
         code = _CODE_OF.get(tensor.dtype)
         if code is None:
             raise TypeError(f"a C++ extension cannot take a {tensor.dtype} tensor")
-        sizes = (ctypes.c_int64 * max(tensor.dim(), 1))(*tensor.shape)
-        strides = (ctypes.c_int64 * max(tensor.dim(), 1))(*tensor.stride())
-        self.keep += [sizes, strides]
+        shape, dim = tensor._shape, len(tensor._shape)
+        geometry = (ctypes.c_int64 * (2 * dim or 1))(*shape, *tensor._stride)
+        self.keep.append(geometry)
+        address = ctypes.addressof(geometry)
         desc.data = tensor.data_ptr() or None
-        desc.sizes, desc.strides, desc.dim = sizes, strides, tensor.dim()
-        desc.dtype = code
-        desc.device_type = 1 if tensor.device.type == "cuda" else 0
-        desc.device_index = -1 if tensor.device.index is None else tensor.device.index
+        desc.sizes = ctypes.cast(address, _INT64_P)
+        desc.strides = ctypes.cast(address + 8 * dim, _INT64_P)
+        desc.dim, desc.dtype = dim, code
+        device = tensor.device
+        desc.device_type = 1 if device.type == "cuda" else 0
+        desc.device_index = -1 if device.index is None else device.index
         desc.handle = len(self.tensors)
         self.tensors.append(tensor)
 
@@ -343,9 +350,8 @@ class _Function:
                 call.keep.append(items)
                 item = _List(len(value), ctypes.cast(items, ctypes.c_void_p))
             packed.append(item)
-        argv = (ctypes.c_void_p * max(len(packed), 1))(
-            *(ctypes.cast(ctypes.pointer(p), ctypes.c_void_p) for p in packed))
-        kind, message = ctypes.c_int32(0), ctypes.create_string_buffer(4096)
+        argv = (ctypes.c_void_p * (len(packed) or 1))(*map(ctypes.addressof, packed))
+        kind, message = ctypes.c_int32(0), ctypes.create_string_buffer(_MESSAGE_SIZE)
         _stack.calls.append(call)
         try:
             failed = self.lib.gt_module_call(self.index, argv, _CALLBACKS[2], None,
