@@ -182,7 +182,8 @@ def test_cache_hit_and_rebuild_on_edit(cache, ext):
     assert cpp_extension.builds == builds + 2 and edited is not first
     assert edited.shift(1.0) == 3.0
     # a new process (here: a forgotten module) finds the library in the disk cache
-    cpp_extension._loaded.pop("gt_test_edit")[2]._destroy()
+    for lib in cpp_extension._loaded.pop("gt_test_edit")[2]:
+        lib._destroy()
     again = load_inline("gt_test_edit", small.replace("+ 1", "+ 2"), functions=["shift"],
                         build_directory=cache)
     assert cpp_extension.builds == builds + 2 and again.shift(0.5) == 2.5
@@ -251,19 +252,71 @@ def test_cuda_sources_compile_with_nvrtc_and_need_a_gpu_to_launch(cache, monkeyp
                     functions=["scale"], build_directory=cache)
 
 
-def test_load_builds_files_with_their_own_pybind_module(cache, tmp_path):
-    (tmp_path / "ops.cpp").write_text(
-        "#include <torch/extension.h>\n"
-        "torch::Tensor neg(const torch::Tensor& x) {\n"
-        "  auto out = torch::empty(x.sizes(), x.options());\n"
-        "  for (int64_t i = 0; i < x.numel(); ++i)\n"
-        "    out.data_ptr<double>()[i] = -x.data_ptr<double>()[i];\n"
-        "  return out;\n}\n"
-        "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
-        '  m.def("neg", &neg, "negate", py::arg("x"));\n}\n')
-    ext = cpp_extension.load("gt_test_load", [tmp_path / "ops.cpp"], build_directory=cache)
+LIBRARY_SOURCE = r"""
+#include <torch/library.h>
+
+namespace demo {
+// PyTorch's custom-operator tutorial (its CPU part): TORCH_LIBRARY, an out= kernel.
+at::Tensor muladd(const at::Tensor& a, const at::Tensor& b, double c) {
+  TORCH_CHECK(a.sizes() == b.sizes());
+  TORCH_CHECK(a.dtype() == at::kFloat);
+  at::Tensor a_contig = a.contiguous(), b_contig = b.contiguous();
+  at::Tensor result = torch::empty(a_contig.sizes(), a_contig.options());
+  const float* pa = a_contig.data_ptr<float>();
+  const float* pb = b_contig.data_ptr<float>();
+  float* out = result.data_ptr<float>();
+  for (int64_t i = 0; i < result.numel(); i++) out[i] = pa[i] * pb[i] + c;
+  return result;
+}
+
+void add_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  for (int64_t i = 0; i < out.numel(); i++)
+    out.data_ptr<float>()[i] = a.data_ptr<float>()[i] + b.data_ptr<float>()[i];
+}
+
+torch::Tensor neg(const torch::Tensor& x) {
+  auto out = torch::empty(x.sizes(), x.options());
+  for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<double>()[i] = -x.data_ptr<double>()[i];
+  return out;
+}
+
+TORCH_LIBRARY(gt_test_lib, m) {
+  m.def("muladd(Tensor a, Tensor b, float c) -> Tensor");
+  m.def("add_out(Tensor a, Tensor b, Tensor(a!) out) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(gt_test_lib, CPU, m) {
+  m.impl("muladd", &muladd);
+  m.impl("add_out", TORCH_FN(add_out));
+}
+
+TORCH_LIBRARY_IMPL(gt_test_lib, CUDA, m) {
+  m.impl("muladd", &muladd);
+}
+}  // namespace demo
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("neg", &demo::neg, "negate", py::arg("x"));
+}
+"""
+
+
+def test_load_builds_files_with_torch_library_and_pybind_blocks(cache, tmp_path):
+    (tmp_path / "ops.cpp").write_text(LIBRARY_SOURCE)
+    with pytest.warns(UserWarning, match="the CUDA kernel of gt_test_lib::muladd is not"):
+        ext = cpp_extension.load("gt_test_load", [tmp_path / "ops.cpp"],
+                                 build_directory=cache)
     assert ext.neg(x=gt.tensor([1.0, -2.0], dtype=gt.float64)).tolist() == [-1.0, 2.0]
     assert "negate" in ext.neg.__doc__ and "neg(Tensor x) -> Tensor" in ext.neg.__doc__
+    a, b = gt.randn(2, 3), gt.randn(3, 2).t()
+    out = gt.ops.gt_test_lib.muladd(a, b, 0.5)
+    np.testing.assert_allclose(out.numpy(), a.numpy() * b.numpy() + 0.5, rtol=1e-6)
+    result = gt.zeros(3)
+    version = result._version
+    assert gt.ops.gt_test_lib.add_out(gt.ones(3), gt.ones(3), result) is None
+    assert result.tolist() == [2.0, 2.0, 2.0] and result._version > version
+    with pytest.raises(RuntimeError, match=r"Expected a.dtype\(\) == at::kFloat to be true"):
+        gt.ops.gt_test_lib.muladd(a.double(), b.double(), 1.0)
 
 
 def test_bad_names_are_refused_before_building(cache):

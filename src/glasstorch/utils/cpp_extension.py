@@ -3,8 +3,8 @@
 glasstorch has no ATen library and no pybind11, so the contract is its own, shaped so that
 the usual tutorial programs build unchanged when they keep to it:
 
-* `#include <torch/extension.h>` resolves to the header glasstorch ships
-  (`include_paths()`): a `torch::Tensor` view of a glasstorch tensor (`data_ptr<T>()`,
+* `#include <torch/extension.h>` (or `torch/torch.h`, `torch/library.h`, `torch/all.h`,
+  `ATen/ATen.h`) resolves to the header glasstorch ships (`include_paths()`): a `torch::Tensor` view of a glasstorch tensor (`data_ptr<T>()`,
   `sizes()`, `size(i)`, `stride(i)`, `numel()`, `dim()`, `scalar_type()`, `is_contiguous()`,
   `accessor<T, N>()`, `options()`, `contiguous()`, `clone()`), `TORCH_CHECK`,
   `AT_DISPATCH_FLOATING_TYPES` (and `_INTEGRAL_`, `_ALL_`), and the factories
@@ -17,19 +17,26 @@ the usual tutorial programs build unchanged when they keep to it:
   `std::vector<torch::Tensor>`, `std::vector<int64_t>`; results: those (not the int list),
   `void`, or a `std::tuple` of them. The signature is read from the C++ types when the
   library loads, so nothing is parsed from the source.
+* Operators can also be declared in C++ as in PyTorch's custom-operator tutorial:
+  `TORCH_LIBRARY(ns, m) { m.def("f(Tensor a, float c) -> Tensor"); }` (or
+  `m.def("f", &f)`), `TORCH_LIBRARY_FRAGMENT`, and `TORCH_LIBRARY_IMPL(ns, CPU, m) {
+  m.impl("f", &f); }`; glasstorch defines them with `torch.library` when the library loads
+  (`load(..., is_python_module=False)` then `torch.ops.ns.f`). Kernels for keys other than
+  CPU (and the composite ones) are not registered, with a warning.
 * Each function becomes the operator `torch.ops.<name>.<function>` (`torch.library`), with a
   CPU kernel that calls the C++ through ctypes. Autograd (`torch.library.register_autograd`),
   fake kernels (`register_fake`, needed inside `torch.compile`, which records the op as one
   opaque call), dispatch modes and the profiler see it as any other operator. A function
   returning `void` acts by writing its tensor arguments, so its schema marks them mutated.
 * A C++ exception becomes a Python exception with its message: RuntimeError
-  (`TORCH_CHECK`), ValueError, TypeError, IndexError, NotImplementedError for the
+  (`TORCH_CHECK`, `TORCH_INTERNAL_ASSERT`), ValueError, TypeError, IndexError,
+  NotImplementedError for the
   `TORCH_CHECK_VALUE/_TYPE/_INDEX/_NOT_IMPLEMENTED` variants.
 * The library is built by the system C++ compiler (`$CXX`, default `c++`) with
   `-std=c++17` and `extra_cflags` (no `-O` unless given, as PyTorch) into the inductor's
-  disk cache (`glasstorch.compiler.inductor.build`),
-  keyed by the sources, the header, the compiler's identity, the CPU and the flags: editing
-  a source rebuilds; an unchanged one loads from the cache, across processes.
+  disk cache (`glasstorch.compiler.inductor.build`), keyed by the sources, the header, the
+  compiler's identity, the CPU and the flags: editing a source rebuilds; an unchanged one
+  loads from the cache, across processes.
 * `cuda_sources` hold `__global__` kernels, compiled by NVRTC (there is no nvcc, and so no
   `<<<...>>>` host code): at load time they are compiled to PTX when libnvrtc is present,
   so errors show on any machine; each kernel named in `functions` becomes
@@ -47,6 +54,7 @@ import subprocess
 import tempfile
 import threading
 import types
+import warnings
 from pathlib import Path
 
 from .._ops import ops_namespace
@@ -256,13 +264,23 @@ def _decode(call: _Call):
 
 # ---- one C++ function -----------------------------------------------------------------------
 
+_MODULE_FUNCTION, _KERNEL_ONLY, _SCHEMA_ONLY, _SCHEMA_AND_KERNEL = range(4)   # entry kinds
+_CPU_KEYS = ("CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd", "CatchAll")
+
+
 class _Function:
-    """A function of the extension's table: its schema, argument packing and the call."""
+    """An entry of the extension's table (see the header): a PYBIND11_MODULE function or a
+    TORCH_LIBRARY definition or kernel, with its schema, argument packing and the call."""
 
     def __init__(self, lib: ctypes.CDLL, index: int, ext_name: str):
-        field = lambda k: lib.gt_module_entry(index, k).decode()   # noqa: E731
+        field = lambda k: lib.gt_table_entry(index, k).decode()   # noqa: E731
         self.lib, self.index, self.ext_name = lib, index, ext_name
         self.name, self.doc = field(0), field(2)
+        self.ns, self.declared_schema, self.key, self.kind = field(5), field(6), field(7), \
+            int(field(8))
+        if self.kind == _SCHEMA_ONLY:
+            self.arg_types, self.arg_names, self.defaults, self.returns = [], [], [], ""
+            return
         arg_text, self.returns = field(1).split("->")
         self.arg_types = arg_text.split(",") if arg_text else []
         names = field(3).split(",") if field(3) else []
@@ -354,7 +372,7 @@ class _Function:
         kind, message = ctypes.c_int32(0), ctypes.create_string_buffer(_MESSAGE_SIZE)
         _stack.calls.append(call)
         try:
-            failed = self.lib.gt_module_call(self.index, argv, _CALLBACKS[2], None,
+            failed = self.lib.gt_table_call(self.index, argv, _CALLBACKS[2], None,
                                              ctypes.byref(kind), message, len(message))
         finally:
             _stack.calls.pop()
@@ -367,16 +385,17 @@ class _Function:
 
 
 def _load_library(path: Path, name: str) -> list:
+    """The entries of the library's table (its registration blocks ran when it loaded)."""
     lib = ctypes.CDLL(str(path))
-    lib.gt_module_init.restype = ctypes.c_int64
-    lib.gt_module_init.argtypes = [_ALLOC, _METHOD]
-    lib.gt_module_entry.restype = ctypes.c_char_p
-    lib.gt_module_entry.argtypes = [ctypes.c_int64, ctypes.c_int32]
-    lib.gt_module_call.restype = ctypes.c_int
-    lib.gt_module_call.argtypes = [ctypes.c_int64, ctypes.c_void_p, _EMIT, ctypes.c_void_p,
-                                   ctypes.POINTER(ctypes.c_int32), ctypes.c_char_p,
-                                   ctypes.c_int64]
-    count = lib.gt_module_init(_CALLBACKS[0], _CALLBACKS[1])
+    lib.gt_table_init.restype = ctypes.c_int64
+    lib.gt_table_init.argtypes = [_ALLOC, _METHOD]
+    lib.gt_table_entry.restype = ctypes.c_char_p
+    lib.gt_table_entry.argtypes = [ctypes.c_int64, ctypes.c_int32]
+    lib.gt_table_call.restype = ctypes.c_int
+    lib.gt_table_call.argtypes = [ctypes.c_int64, ctypes.c_void_p, _EMIT, ctypes.c_void_p,
+                                  ctypes.POINTER(ctypes.c_int32), ctypes.c_char_p,
+                                  ctypes.c_int64]
+    count = lib.gt_table_init(_CALLBACKS[0], _CALLBACKS[1])
     return [_Function(lib, i, name) for i in range(count)]
 
 
@@ -469,33 +488,63 @@ def _check_name(name) -> None:
                          f"module and the operator namespace), got {name!r}")
 
 
-def _make_module(name, key: str, functions, kernels: dict, verbose):
-    """Register the functions as operators `name::f` and return the module (the same
-    module again for the same build key)."""
+def _make_module(name, key: str, entries, kernels: dict, verbose):
+    """Register the table's operators and return the module (the same module again for the
+    same build key; a new build replaces the previous one's operators)."""
     with _lock:
         if name in _loaded:
-            previous_key, module, lib = _loaded[name]
+            previous_key, module, libraries = _loaded[name]
             if previous_key == key:
                 return module
-            lib._destroy()                    # the source changed: the new build replaces it
+            for lib in libraries:
+                lib._destroy()
             del _loaded[name]
         module = types.ModuleType(name, f"glasstorch C++ extension {name} ({key})")
         module.__file__ = key
-        lib = library.Library(name, "DEF")
+        libraries: dict = {}
         try:
-            for fn in functions:
-                lib.define(fn.schema())
-                lib.impl(fn.name, fn, "CPU")
-                setattr(module, fn.name, _entry_point(name, fn))
+            _register(name, entries, module, libraries)
         except BaseException:
-            lib._destroy()
+            for lib in libraries.values():
+                lib._destroy()
             raise
         for kernel_name, kernel in kernels.items():
             setattr(module, kernel_name, kernel)
-        _loaded[name] = (key, module, lib)
+        _loaded[name] = (key, module, list(libraries.values()))
         if verbose:
-            print(f"Loaded extension module {name}: {[f.name for f in functions]}")
+            print(f"Loaded extension module {name}: {[f.name for f in entries if f.name]}")
         return module
+
+
+def _register(name, entries, module, libraries: dict) -> None:
+    """TORCH_LIBRARY definitions, then their kernels, then the PYBIND11_MODULE functions as
+    operators `name::f` and attributes of the module."""
+    def library_for(ns, kind):
+        if (ns, kind) not in libraries:
+            libraries[ns, kind] = library.Library(ns, kind)
+        return libraries[ns, kind]
+
+    for fn in entries:
+        if fn.kind in (_SCHEMA_ONLY, _SCHEMA_AND_KERNEL):
+            lib = library_for(fn.ns, "DEF" if fn.key == "DEF" else "FRAGMENT")
+            lib.define(fn.declared_schema or fn.schema())
+            if fn.kind == _SCHEMA_AND_KERNEL:
+                lib.impl(fn.name, fn, "CPU")
+    for fn in entries:
+        if fn.kind != _KERNEL_ONLY:
+            continue
+        if fn.key not in _CPU_KEYS:
+            warnings.warn(f"extension {name}: glasstorch runs C++ kernels on CPU tensors only; "
+                          f"the {fn.key} kernel of {fn.ns}::{fn.name} is not registered")
+            continue
+        library_for(fn.ns, "IMPL").impl(fn.name, fn, "CPU")
+    functions = [fn for fn in entries if fn.kind == _MODULE_FUNCTION]
+    if functions:
+        lib = libraries.get((name, "DEF")) or library_for(name, "DEF")
+        for fn in functions:
+            lib.define(fn.schema())
+            lib.impl(fn.name, fn, "CPU")
+            setattr(module, fn.name, _entry_point(name, fn))
 
 
 class _WithFormula(Function):
@@ -578,8 +627,6 @@ def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cfla
         main = header + "\n".join(cpp_sources)
         if cpp_functions:
             main += _function_table(cpp_functions)
-        elif "PYBIND11_MODULE" not in main:
-            main += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n"
         files["main.cpp"] = main
     module = _extension(name, files, cuda_source, kernels,
                         _flags(name, extra_cflags, extra_include_paths), extra_ldflags,

@@ -508,11 +508,13 @@ std::string signature(R (*)(A...)) {
 
 template <typename R, typename... A, size_t... I>
 void invoke(R (*fn)(A...), void** args, const Out& out, std::index_sequence<I...>) {
+  // Held as lvalues, so that `torch::Tensor&` (an out= argument) binds too.
+  std::tuple<std::decay_t<A>...> values{Arg<std::decay_t<A>>::get(args[I])...};
   if constexpr (std::is_void<R>::value) {
-    fn(Arg<std::decay_t<A>>::get(args[I])...);
+    fn(std::get<I>(values)...);
     out(kNone);
   } else {
-    Ret<std::decay_t<R>>::emit(out, fn(Arg<std::decay_t<A>>::get(args[I])...));
+    Ret<std::decay_t<R>>::emit(out, fn(std::get<I>(values)...));
   }
 }
 
@@ -540,10 +542,58 @@ int call(R (*fn)(A...), void** args, GtEmitFn emit, void* sink, int32_t* kind, c
 
 }  // namespace gt_detail
 
-// ---- PYBIND11_MODULE: the extension's function table ----------------------------------------
-// glasstorch has no pybind11: `m.def(name, &fn, doc, py::arg("x"), ...)` records fn with its
-// signature (from its C++ type), and glasstorch reads the table through the C functions the
-// macro defines. load_inline(functions=[...]) generates this block, as PyTorch's does.
+// ---- the extension's function table: PYBIND11_MODULE and TORCH_LIBRARY -----------------------
+// glasstorch has no pybind11 and no dispatcher in C++: `m.def(name, &fn, doc, py::arg("x"))`
+// in PYBIND11_MODULE, and `m.def(schema)`, `m.def(schema, &fn)`, `m.impl(name, &fn)` in
+// TORCH_LIBRARY / TORCH_LIBRARY_FRAGMENT / TORCH_LIBRARY_IMPL, record entries in one table,
+// filled when the library loads; glasstorch reads it through the gt_table_* functions below
+// and registers the operators itself. Each function's signature comes from its C++ type.
+namespace gt_detail {
+struct Entry {
+  int kind = 0;         // 0 module function, 1 kernel (impl), 2 schema only, 3 schema + kernel
+  std::string name, signature, doc, arg_names, defaults, ns, schema, key;
+  int nargs = 0;
+  void (*fn)() = nullptr;                             // the function, type-erased
+  int (*call)(void (*)(), void**, GtEmitFn, void*, int32_t*, char*, int64_t) = nullptr;
+};
+inline std::vector<Entry>& table() { static std::vector<Entry> t; return t; }
+
+template <typename R, typename... A>
+int erased(void (*fn)(), void** args, GtEmitFn emit, void* sink, int32_t* kind, char* msg,
+           int64_t size) {
+  return call(reinterpret_cast<R (*)(A...)>(fn), args, emit, sink, kind, msg, size);
+}
+template <typename R, typename... A>
+Entry entry(int kind, const char* name, R (*fn)(A...)) {
+  Entry e;
+  e.kind = kind;
+  e.name = name;
+  e.signature = signature(fn);
+  e.fn = reinterpret_cast<void (*)()>(fn);
+  e.call = &erased<R, A...>;
+  return e;
+}
+}  // namespace gt_detail
+
+#define GT_EXPORT extern "C" __attribute__((visibility("default"), used)) inline
+GT_EXPORT int64_t gt_table_init(GtAllocFn alloc, GtMethodFn method) {
+  gt_detail::alloc_fn() = alloc;
+  gt_detail::method_fn() = method;
+  return static_cast<int64_t>(gt_detail::table().size());
+}
+GT_EXPORT const char* gt_table_entry(int64_t i, int32_t field) {
+  const gt_detail::Entry& e = gt_detail::table()[static_cast<size_t>(i)];
+  const std::string* fields[] = {&e.name, &e.signature, &e.doc, &e.arg_names, &e.defaults,
+                                 &e.ns, &e.schema, &e.key};
+  static const char* kinds[] = {"0", "1", "2", "3"};
+  return field < 8 ? fields[field]->c_str() : kinds[e.kind];
+}
+GT_EXPORT int gt_table_call(int64_t i, void** args, GtEmitFn emit, void* sink, int32_t* kind,
+                            char* msg, int64_t size) {
+  const gt_detail::Entry& e = gt_detail::table()[static_cast<size_t>(i)];
+  return e.call(e.fn, args, emit, sink, kind, msg, size);
+}
+
 namespace pybind11 {
 struct arg {
   std::string name, default_;
@@ -559,33 +609,17 @@ struct arg {
 
 class module_ {
  public:
-  struct Entry {
-    std::string name, signature, doc, arg_names, defaults;
-    int nargs = 0;
-    void (*fn)();                                     // the function, type-erased
-    int (*call)(void (*)(), void**, GtEmitFn, void*, int32_t*, char*, int64_t);
-  };
   template <typename R, typename... A, typename... Extra>
   module_& def(const char* name, R (*fn)(A...), const Extra&... extra) {
-    Entry e;
-    e.name = name;
-    e.signature = gt_detail::signature(fn);
+    gt_detail::Entry e = gt_detail::entry(0, name, fn);
     (take(e, extra), ...);
-    e.fn = reinterpret_cast<void (*)()>(fn);
-    e.call = &erased<R, A...>;
-    entries.push_back(std::move(e));
+    gt_detail::table().push_back(std::move(e));
     return *this;
   }
-  std::vector<Entry> entries;
 
  private:
-  template <typename R, typename... A>
-  static int erased(void (*fn)(), void** args, GtEmitFn emit, void* sink, int32_t* kind,
-                    char* msg, int64_t size) {
-    return gt_detail::call(reinterpret_cast<R (*)(A...)>(fn), args, emit, sink, kind, msg, size);
-  }
-  static void take(Entry& e, const char* doc) { e.doc = doc; }
-  static void take(Entry& e, const arg& a) {      // names joined by ',', defaults by '\x1f'
+  static void take(gt_detail::Entry& e, const char* doc) { e.doc = doc; }
+  static void take(gt_detail::Entry& e, const arg& a) {   // names by ',', defaults by '\x1f'
     if (e.nargs++) { e.arg_names += ','; e.defaults += '\x1f'; }
     e.arg_names += a.name;
     e.defaults += a.default_;
@@ -599,31 +633,59 @@ namespace torch {
 // PyTorch wraps bound functions to translate errors; glasstorch's table does that already.
 template <typename F>
 F wrap_pybind_function(F f) { return f; }
-}  // namespace torch
 
-#define GT_EXPORT __attribute__((visibility("default")))
-#define PYBIND11_MODULE(NAME, VAR)                                                                \
-  static void gt_module_body_(::pybind11::module_& VAR);                                          \
-  static ::pybind11::module_& gt_module_() { static ::pybind11::module_ m; return m; }            \
-  extern "C" GT_EXPORT int64_t gt_module_init(GtAllocFn alloc, GtMethodFn method) {               \
-    ::gt_detail::alloc_fn() = alloc;                                                              \
-    ::gt_detail::method_fn() = method;                                                            \
-    if (gt_module_().entries.empty()) gt_module_body_(gt_module_());                              \
-    return static_cast<int64_t>(gt_module_().entries.size());                                     \
-  }                                                                                               \
-  extern "C" GT_EXPORT const char* gt_module_entry(int64_t i, int32_t field) {                    \
-    const auto& e = gt_module_().entries[static_cast<size_t>(i)];                                 \
-    switch (field) {                                                                              \
-      case 0: return e.name.c_str();                                                              \
-      case 1: return e.signature.c_str();                                                         \
-      case 2: return e.doc.c_str();                                                               \
-      case 3: return e.arg_names.c_str();                                                         \
-      default: return e.defaults.c_str();                                                         \
-    }                                                                                             \
-  }                                                                                               \
-  extern "C" GT_EXPORT int gt_module_call(int64_t i, void** args, GtEmitFn emit,                  \
-                                          void* sink, int32_t* kind, char* msg, int64_t size) {   \
-    const auto& e = gt_module_().entries[static_cast<size_t>(i)];                                 \
-    return e.call(e.fn, args, emit, sink, kind, msg, size);                                       \
-  }                                                                                               \
-  static void gt_module_body_(::pybind11::module_& VAR)
+// TORCH_LIBRARY's `m`: operator definitions and kernels for glasstorch to register.
+class Library {
+ public:
+  Library(const char* ns, const char* key) : ns_(ns), key_(key) {}
+  Library& def(const char* schema) {
+    gt_detail::Entry e;
+    e.kind = 2;
+    e.schema = schema;
+    return add(std::move(e));
+  }
+  template <typename R, typename... A>
+  Library& def(const char* schema_or_name, R (*fn)(A...)) {
+    std::string text = schema_or_name;
+    gt_detail::Entry e = gt_detail::entry(3, text.substr(0, text.find('(')).c_str(), fn);
+    if (text.find('(') != std::string::npos) e.schema = text;
+    return add(std::move(e));
+  }
+  template <typename R, typename... A>
+  Library& impl(const char* name, R (*fn)(A...)) {
+    return add(gt_detail::entry(1, name, fn));
+  }
+
+ private:
+  Library& add(gt_detail::Entry e) {
+    e.ns = ns_;
+    e.key = key_;
+    gt_detail::table().push_back(std::move(e));
+    return *this;
+  }
+  std::string ns_, key_;
+};
+}  // namespace torch
+#define TORCH_FN(f) (&(f))
+
+namespace gt_detail {
+struct Registrar {      // runs a registration block when the library loads
+  template <typename M>
+  Registrar(void (*body)(M&), M m) { body(m); }
+};
+}  // namespace gt_detail
+#define GT_CAT2_(a, b) a##b
+#define GT_CAT_(a, b) GT_CAT2_(a, b)
+#define GT_REGISTER_(TYPE, ARGS, VAR, ID)                                                 \
+  static void ID(TYPE& VAR);                                                              \
+  static const ::gt_detail::Registrar GT_CAT_(ID, _registrar)(&ID, TYPE ARGS);            \
+  static void ID(TYPE& VAR)
+
+#define PYBIND11_MODULE(NAME, VAR) \
+  GT_REGISTER_(::pybind11::module_, (), VAR, GT_CAT_(gt_module_, __COUNTER__))
+#define TORCH_LIBRARY(NS, VAR) \
+  GT_REGISTER_(::torch::Library, (#NS, "DEF"), VAR, GT_CAT_(gt_library_, __COUNTER__))
+#define TORCH_LIBRARY_FRAGMENT(NS, VAR) \
+  GT_REGISTER_(::torch::Library, (#NS, "FRAGMENT"), VAR, GT_CAT_(gt_library_, __COUNTER__))
+#define TORCH_LIBRARY_IMPL(NS, KEY, VAR) \
+  GT_REGISTER_(::torch::Library, (#NS, #KEY), VAR, GT_CAT_(gt_library_, __COUNTER__))
