@@ -4,13 +4,14 @@ glasstorch has no ATen library and no pybind11, so the contract is its own, shap
 the usual tutorial programs build unchanged when they keep to it:
 
 * `#include <torch/extension.h>` (or `torch/torch.h`, `torch/library.h`, `torch/all.h`,
-  `ATen/ATen.h`) resolves to the header glasstorch ships (`include_paths()`): a `torch::Tensor` view of a glasstorch tensor (`data_ptr<T>()`,
-  `sizes()`, `size(i)`, `stride(i)`, `numel()`, `dim()`, `scalar_type()`, `is_contiguous()`,
-  `accessor<T, N>()`, `options()`, `contiguous()`, `clone()`), `TORCH_CHECK`,
-  `AT_DISPATCH_FLOATING_TYPES` (and `_INTEGRAL_`, `_ALL_`), and the factories
-  `torch::empty/zeros/ones(sizes, options)` and `*_like`, which allocate through a callback
-  into glasstorch, so what an extension returns is an ordinary glasstorch tensor. Any other
-  ATen call is simply not declared: the build fails with the compiler's error at that line.
+  `ATen/ATen.h`) resolves to the header glasstorch ships (`include_paths()`): a
+  `torch::Tensor` view of a glasstorch tensor (`data_ptr<T>()`, `sizes()`, `size(i)`,
+  `stride(i)`, `numel()`, `dim()`, `scalar_type()`, `is_contiguous()`, `accessor<T, N>()`,
+  `options()`, `contiguous()`, `clone()`), `TORCH_CHECK`, `AT_DISPATCH_FLOATING_TYPES` (and
+  `_INTEGRAL_`, `_ALL_`), and the factories `torch::empty/zeros/ones(sizes, options)` and
+  `*_like`, which allocate through a callback into glasstorch, so what an extension returns
+  is an ordinary glasstorch tensor. Any other ATen call is simply not declared: the build
+  fails with the compiler's error at that line.
 * Functions are exposed by `PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }`
   (the header implements that much of pybind11), which `load_inline(functions=...)` writes
   for you. Argument types: `torch::Tensor`, integers, `double`/`float`, `bool`,
