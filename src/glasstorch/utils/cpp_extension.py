@@ -58,13 +58,18 @@ import types
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 from .._ops import ops_namespace
+from ..backends.cuda import nvrtc, runtime
 from ..compiler.inductor import build
+from ..core import dtype as _dt
 from ..core.device import device as Device
 from ..core.tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import Function
 from ..dispatch import dispatcher, library
+from ..ops.creation import factories
 
 __all__ = ["load_inline", "load", "include_paths"]
 
@@ -156,16 +161,10 @@ _ERRORS = (RuntimeError, ValueError, TypeError, IndexError, NotImplementedError)
 _METHODS = ("contiguous", "clone", "zero_")       # what Tensor::method may run
 
 
-def _dtype_codes():
-    """glasstorch dtype <-> c10::ScalarType number (the header's at::ScalarType)."""
-    from .. import core
-    d = core.dtype
-    table = {d.uint8: 0, d.int8: 1, d.int16: 2, d.int32: 3, d.int64: 4, d.float16: 5,
-             d.float32: 6, d.float64: 7, d.bool: 11, d.bfloat16: 15}
-    return table, {v: k for k, v in table.items()}
-
-
-_CODE_OF, _DTYPE_OF = _dtype_codes()
+# glasstorch dtype <-> c10::ScalarType's number (the header's at::ScalarType)
+_CODE_OF = {_dt.uint8: 0, _dt.int8: 1, _dt.int16: 2, _dt.int32: 3, _dt.int64: 4, _dt.float16: 5,
+            _dt.float32: 6, _dt.float64: 7, _dt.bool: 11, _dt.bfloat16: 15}
+_DTYPE_OF = {code: dtype for dtype, code in _CODE_OF.items()}
 
 
 class _Call:
@@ -214,14 +213,13 @@ def _guarded(fn):
         try:
             fn(call, *args)
             return 0
-        except BaseException as error:          # re-raised by _invoke after the C++ unwinds
+        except BaseException as error:     # raised by _Function.__call__ once the C++ unwound
             call.error = error
             return 1
     return callback
 
 
 def _alloc(call, dtype, device_type, device_index, dim, sizes, fill, out):
-    from ..ops.creation import factories
     shape = [sizes[i] for i in range(dim)]
     dtype_ = _DTYPE_OF[dtype]
     device = Device("cuda", None if device_index < 0 else device_index) if device_type == 1 \
@@ -428,12 +426,9 @@ class _CudaKernel:
             self.param_types.append(_SCALAR_ARGS[type_name])
 
     def __call__(self, grid, block, args, shared_mem=0):
-        import numpy as np
-        from ..backends.cuda import nvrtc, runtime
         if not runtime.is_available():
             raise RuntimeError(f"{self.__name__}: launching a CUDA kernel needs an NVIDIA GPU "
-                               "and CuPy, and this machine has neither (its source compiled "
-                               "when the extension loaded)")
+                               "and CuPy, and this machine has neither")
         if len(args) != len(self.param_types):
             raise TypeError(f"{self.__name__} takes {len(self.param_types)} arguments, "
                             f"got {len(args)}")
@@ -455,7 +450,6 @@ class _CudaKernel:
 def _cuda_kernels(name, cuda_source: str, functions, options) -> dict:
     """Compile cuda_sources with NVRTC where it is present (so errors show here) and return
     the kernels named in `functions`."""
-    from ..backends.cuda import nvrtc
     found = {m.group(2): m.group(3) for m in _KERNEL.finditer(cuda_source)}
     for m in _KERNEL.finditer(cuda_source):
         if m.group(2) in functions and not m.group(1):
