@@ -230,6 +230,10 @@ def test_register_autograd_gives_gradients(ext):
     assert gt.equal(gt.compile(f, backend=backend)(y), f(y))
     assert "torch.ops.gt_test_ext.cube.default" in graphs[0]   # one opaque call
     assert gt.allclose(gt.compile(f)(y), f(y))    # inductor (its sin may round differently)
+    w = gt.randn(4, dtype=gt.float64, requires_grad=True)
+    gt.compile(f)(w).sum().backward()               # compiled training step: same gradient
+    np.testing.assert_allclose(w.grad.numpy(), 3 * np.sin(w.detach().numpy()) ** 2 *
+                               np.cos(w.detach().numpy()), rtol=1e-6)
 
 
 def test_cuda_sources_compile_with_nvrtc_and_need_a_gpu_to_launch(cache, monkeypatch):
