@@ -6,7 +6,8 @@
 // (`torch::empty`, `zeros`, `ones`, `*_like`) that allocate through a callback into
 // glasstorch, so every tensor an extension returns is an ordinary glasstorch tensor from
 // its allocator. Anything else from ATen (torch::addmm, x.sum(), ...) is not declared here,
-// so using it fails at build time with the compiler's error at that line.
+// so using it fails at build time with the compiler's error at that line. Functions are
+// exported by PYBIND11_MODULE and TORCH_LIBRARY blocks (the end of this file).
 //
 // A Tensor does not own its bytes: glasstorch keeps every tensor an extension call receives
 // or allocates alive until the call returns. Do not keep a Tensor across calls.
