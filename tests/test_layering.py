@@ -24,6 +24,7 @@ RANKS = {
     "_decomp": 7,                  # decompositions: written in ATen ops and primitives
     "debug.coverage": 8,           # reads every layer's declarations, as `glasstorch ops`
     "compiler": 8, "_dynamo": 8, "_logging": 8,   # torch.compile: above nn, fx, _decomp
+    "utils.cpp_extension": 8,      # C++ extensions: built by the compiler's build-and-cache
     "debug.doctor": 8,             # watches nn, optim and autograd, as `glasstorch doctor`
     "export": 9, "onnx": 9, "jit": 9,   # deployment: above the compiler, fx and nn
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from . import amp  # noqa: F401
+from . import jiterator  # noqa: F401
 from ..backends.cuda import runtime
 from ..memory.errors import OutOfMemoryError  # noqa: F401
 from .streams import (Event, Stream, StreamContext, current_stream,  # noqa: F401
