@@ -122,8 +122,12 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
         if bool((norms[:k] / scale[:k] < tol).all()) and niter > 0:
             break
         W = R if iK is None else iK @ R
-        basis = cat([V, W] + ([P] if P is not None else []), -1)
-        S = _b_orthonormalize(basis, B_)
+        # Directions B-orthogonal to V, each scaled to unit length, so that the Gram matrix
+        # stays well conditioned as the residuals shrink.
+        extra = cat([W] + ([P] if P is not None else []), -1)
+        extra = extra - V @ (V.mH @ (extra if B_ is None else B_ @ extra))
+        extra = extra / extra.norm(dim=0).clamp(min=1e-300)
+        S = cat([V, _b_orthonormalize(extra, B_)], -1)
         small = S.mH @ (A_ @ S)
         w, Z = linalg_eigh((small + small.mH) / 2)
         order = w.argsort(descending=largest)[:n]
