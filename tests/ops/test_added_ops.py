@@ -112,3 +112,22 @@ def test_slice_inverse_is_a_view_of_the_base():
     assert whole._base is base and whole.tolist() == base.tolist()
     _run(lambda L, x: L.slice_inverse(x[1:3], x, 0, 1, 3), RNG.standard_normal((4, 3)),
          grad=False)       # glasstorch's gradient reaches only the slice (see docs/25)
+
+
+def test_binomial():
+    count, prob = gt.full((4000,), 30.0), gt.full((4000,), 0.3)
+    gt.manual_seed(1)
+    draws = gt.binomial(count, prob)
+    gt.manual_seed(1)
+    assert gt.equal(draws, gt.binomial(count, prob))          # a seeded run repeats
+    assert abs(draws.mean().item() - 9.0) < 0.25 and abs(draws.var().item() - 6.3) < 0.7
+    assert bool((draws == draws.round()).all()) and draws.min() >= 0 and draws.max() <= 30
+    # PyTorch's rules at the edges, and broadcasting
+    for lib in (gt, torch):
+        edges = lib.binomial(lib.tensor([10.0, -5.0, 7.0, 3.0]), lib.tensor([1.5, 1.2, 0.0, 1.0]))
+        assert edges.tolist() == [10.0, 0.0, 0.0, 3.0]
+        assert tuple(lib.binomial(lib.ones(1, 3), lib.full((2, 1), 0.5)).shape) == (2, 3)
+        with pytest.raises(ValueError, match="only supports floating-point dtypes for count"):
+            lib.binomial(lib.tensor([10]), lib.tensor([0.5]))
+        with pytest.raises(RuntimeError, match="Found dtype Float but expected Double"):
+            lib.binomial(lib.ones(2, dtype=lib.float64), lib.ones(2))
