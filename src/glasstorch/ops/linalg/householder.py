@@ -18,9 +18,16 @@ from ..shape.joining import cat
 from ...backends.cpu.decompositions import _into, fortran_strides, need_tensor
 from ...backends.cpu.factorizations import geqrf_cpu
 
-geqrf = kernel_op("geqrf(Tensor self) -> (Tensor a, Tensor tau)",
+geqrf = kernel_op("geqrf(Tensor self) -> (Tensor a, Tensor tau)", function=False,
                   doc="Householder QR in LAPACK's compact form: (a, tau).")
 geqrf.impl("CPU")(geqrf_cpu)
+
+
+@composite(name="geqrf")
+def _geqrf_function(input, *, out=None):
+    """(a, tau): R on and above a's diagonal, the Householder vectors below it, and their
+    scales (torch.geqrf, with out=)."""
+    return _into(geqrf(input), out, "geqrf")
 
 
 @geqrf.impl("Meta")
