@@ -29,6 +29,7 @@ RANKS = {
     "export": 9, "onnx": 9, "jit": 9,   # deployment: above the compiler, fx and nn
     "cli": 8, "demo": 8, "examples": 8, "__main__": 8, "__init__": 9,
     "distributions": 9,            # written on the public API (`import glasstorch`), as PyTorch's
+    "masked": 9,                   # torch.masked: written on the public API, as PyTorch's
     "distributed": 9,              # likewise: collectives on tensors, the launcher
     "futures": 0,                  # torch.futures.Future: plain Python
     "multiprocessing": 0,          # Python's multiprocessing and spawn(); tensors travel by

@@ -69,6 +69,7 @@ from . import onnx  # noqa: E402,F401  (torch.onnx; writing a model needs the on
 from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load)
 from .ops import gpu_kernels as _gpu_kernels  # noqa: E402  (after every op is declared)
 from . import distributed, distributions, futures, multiprocessing  # noqa: E402,F401
+from . import masked  # noqa: E402,F401  (torch.masked: masked reductions, MaskedTensor)
 from . import _tensor_classes, _tensor_functions  # noqa: E402
 from ._settings import *  # noqa: E402,F401,F403  (use_deterministic_algorithms, ...)
 from ._sym import *  # noqa: E402,F401,F403  (SymInt, sym_max, sym_int, ...)

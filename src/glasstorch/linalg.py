@@ -14,9 +14,12 @@ from .ops.linalg.decompositions import (cholesky, eigvals, eigvalsh, inv, lstsq,
                                 multi_dot, norm, pinv, solve, solve_triangular, svd, svdvals,
                                 vecdot)
 from .ops.linalg import decompositions as _ops
+from .ops.linalg.householder import householder_product
+from .ops.linalg.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
-           "eigh", "eigvals", "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
+           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex",
+           "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor",
            "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
            "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot",

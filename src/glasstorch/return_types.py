@@ -62,7 +62,7 @@ _TYPES = {
     "linalg_lu": ("P", "L", "U"), "linalg_lu_factor": ("LU", "pivots"),
     "linalg_lu_factor_ex": ("LU", "pivots", "info"), "linalg_qr": ("Q", "R"),
     "linalg_slogdet": ("sign", "logabsdet"), "linalg_solve_ex": ("result", "info"),
-    "linalg_svd": ("U", "S", "Vh"),
+    "linalg_svd": ("U", "S", "Vh"), "_lu_with_info": ("LU", "pivots", "info"),
 }
 
 for _name, _fields in _TYPES.items():
