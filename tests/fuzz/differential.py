@@ -260,6 +260,9 @@ def run_pair(program: Program, first_only: bool = True) -> list:
                 theirs.ns.pop(f"v{w}", None)
             continue
         ties = _index_outputs(step, theirs.ns)
+        if any(f"v{r}" in tied for r in step.reads):   # computed from tied indices
+            ties = step.writes
+            tied.update(_sharing_storage(theirs.ns, [theirs.ns.get(f"v{w}") for w in ties]))
         tied.update(f"v{w}" for w in ties)
         for w in step.writes:
             a, b = ours.ns.get(f"v{w}"), theirs.ns.get(f"v{w}")
@@ -304,6 +307,13 @@ def _index_outputs(step: Step, ns: dict) -> tuple:
     if len(np.unique(values)) == values.size:
         return ()
     return step.writes[-1:]
+
+
+def _sharing_storage(ns: dict, tensors) -> set:
+    """The variables of `ns` that share storage with one of `tensors` (written in place)."""
+    ptrs = {_storage_ptr(t) for t in tensors if _is_tensor(t) and t.numel()}
+    return {name for name, v in ns.items() if name.startswith("v") and _is_tensor(v)
+            and v.numel() and _storage_ptr(v) in ptrs}
 
 
 def _writer(program: Program, name: str) -> str:

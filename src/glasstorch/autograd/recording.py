@@ -287,7 +287,7 @@ def _record_inplace(functional, args, check=None, node_name=None):
         check()                                          # shape and cast rules first
     if node_name is not None:
         functional = _renamed(functional, node_name)
-    if self._base is not None:
+    if self._base is not None and self.dtype.category >= 2:    # an integer view has no history
         return _record_inplace_on_view(functional, args)
     source = self.clone() if self._requires_grad else self
     result = functional(source, *args[1:])

@@ -318,6 +318,8 @@ def _addcdiv(grad, tensor1, tensor2, value):
             lambda self, other: "RemainderBackward1" if _is_tensor(other)
             else "RemainderBackward0")
 def _remainder(grad, self, other):
+    if not _is_tensor(self):     # `number % tensor`: PyTorch has no formula for it either
+        raise RuntimeError("derivative for aten::remainder is not implemented")
     g_other = None
     if _is_tensor(other):
         g_other = -grad * self.div(other, rounding_mode="floor")
