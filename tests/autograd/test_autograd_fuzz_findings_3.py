@@ -34,3 +34,16 @@ def test_integer_view_copied_from_a_tensor_that_requires_grad():
         x.copy_(T.tensor(1.6, dtype=T.float64, requires_grad=True))
         return x.requires_grad, x._base.requires_grad, x.grad_fn is None, x.tolist()
     _same(f)
+
+
+def test_inplace_op_on_a_tensor_without_grad_keeps_its_old_value_for_the_formula():
+    """x.div_(w) with w requiring grad: w's gradient needs x before the write (PyTorch saves
+    the original self); it used to save x itself and fail as modified in place."""
+    def f(T):
+        x = T.tensor([-6., 2., -3.])
+        w = T.tensor([0.5, -2.5, 0.75], requires_grad=True)
+        x.div_(w)
+        x.mul_(w)
+        (x * T.tensor([1., 2., 3.])).sum().backward()
+        return w.grad.tolist()
+    _same(f)

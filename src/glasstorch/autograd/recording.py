@@ -277,6 +277,11 @@ def records_inplace(op) -> bool:
     return "recorded_through" in op.info or "overwrites" in op.info
 
 
+def _saves_first_argument(functional) -> bool:
+    d = getattr(functional, "info", {}).get("derivative")
+    return d is not None and any(kind == "value" and index == 0 for _, kind, index in d.plan)
+
+
 def _record_inplace(functional, args, check=None, node_name=None):
     """self.op_(...) while recording: compute op(self, ...) out of place with a graph, store
     it into self, and give self (and, for a view, its base) the new history. Node names are
@@ -285,11 +290,13 @@ def _record_inplace(functional, args, check=None, node_name=None):
     _check_inplace_target(self)
     if check is not None:
         check()                                          # shape and cast rules first
+    # the formula's copy of self must be the value before the write (PyTorch's original_self)
+    keep_self = self._requires_grad or _saves_first_argument(functional)
     if node_name is not None:
         functional = _renamed(functional, node_name)
     if self._base is not None and self.dtype.category >= 2:    # an integer view has no history
         return _record_inplace_on_view(functional, args)
-    source = self.clone() if self._requires_grad else self
+    source = self.clone() if keep_self else self
     result = functional(source, *args[1:])
     with grad_mode.no_grad():
         self.copy_(result)
