@@ -761,16 +761,27 @@ def _g_index_read(st, x):
         f"torch.take_along_dim(v{x.index}, torch.tensor({idx}, dtype=torch.int64).reshape({tuple(shape)!r}), {d})"
 
 
+def _shares_memory(st, a: _Var, b: _Var) -> bool:
+    ta, tb = st.ns.get(f"v{a.index}"), st.ns.get(f"v{b.index}")
+    return isinstance(ta, glasstorch.Tensor) and isinstance(tb, glasstorch.Tensor) and \
+        ta.untyped_storage().data_ptr() == tb.untyped_storage().data_ptr()
+
+
 def _g_out(st, x):
     """An op writing into out=: a fresh empty tensor, or an existing variable (which may
     overlap an input or have another dtype: both are part of what is compared)."""
     rng = st.rng
-    existing = [v for v in st.vars if v.index != x.index]
+    form = rng.choice(("add", "mul", "neg", "sum", "cat", "clamp", "matmul"))
+    # An out= sharing memory with x that the op resizes: PyTorch checks the overlap before
+    # the resize (pointwise ops: the result depends on the order elements are written in)
+    # or after it (cat: it raises and leaves out resized over uninitialised memory); both
+    # are PyTorch bugs glasstorch does not copy (it refuses). Not generated.
+    existing = [v for v in st.vars if v.index != x.index and (
+        not _shares_memory(st, v, x) or (v.shape == x.shape and form != "cat"))]
     out = (f"v{rng.choice(existing).index}" if existing and rng.random() < 0.4 else
            f"torch.empty({rng.choice((0, 1, 3))}, dtype=torch.{rng.choice((x.dtype,) * 3 + _CAST_TARGETS)})")
-    if rng.random() < 0.1:
+    if rng.random() < 0.1 and form != "cat":
         out = f"v{x.index}"
-    form = rng.choice(("add", "mul", "neg", "sum", "cat", "clamp", "matmul"))
     if form in ("add", "mul"):
         return f"{form}(out=)", f"torch.{form}(v{x.index}, {_partner(st, x)}, out={out})"
     if form == "neg":

@@ -337,14 +337,14 @@ def _checked_out(decl, inputs, out):
         # an out= that is also read is never resized (TensorIterator's read-write operand)
         raise RuntimeError(f"output with shape {list(out._shape)} doesn't match the "
                            f"broadcast shape {list(spec.shape)}")
-    _prepare_out(decl, spec, out)
-    if pointwise:
+    if pointwise:                   # before the resize, as TensorIterator: a refusal keeps out
         if has_internal_overlap(out._shape, out._stride):
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor "
                 "refers to a single memory location. Please clone() the tensor before "
                 "performing the operation.")
         check_no_partial_overlap(out, inputs)
+    _prepare_out(decl, spec, out)
 
 
 def _out_kernel(decl, impl):
