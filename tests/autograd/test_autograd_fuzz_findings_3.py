@@ -1,5 +1,7 @@
 """Autograd differences from PyTorch the third differential campaign (tests/fuzz) found,
 each checked against PyTorch on the smallest program that showed it."""
+import pytest
+
 import glasstorch as gt
 from tests.oracle import oracle_torch
 
@@ -47,3 +49,35 @@ def test_inplace_op_on_a_tensor_without_grad_keeps_its_old_value_for_the_formula
         (x * T.tensor([1., 2., 3.])).sum().backward()
         return w.grad.tolist()
     _same(f)
+
+
+@pytest.mark.parametrize("write", [
+    lambda v, w: v.mul_(w),
+    lambda v, w: v.__setitem__(0, w[0, 0]),
+    lambda v, w: v.copy_(w),
+])
+def test_views_made_before_their_base_joins_the_graph_require_grad(write):
+    """An in-place write of a value that requires grad through one view makes the base
+    require grad; its other views, made before, then require grad too (PyTorch's views read
+    their base), and gradients flow through them."""
+    def f(T):
+        base = T.tensor([1., 2., 3., 4.])
+        col, row = base.reshape(2, 2), base.reshape(2, 2).t()[1:]
+        w = T.tensor([[0.5, -1.5], [2.0, 3.0]], requires_grad=True)
+        write(col, w)
+        flags = (base.requires_grad, col.requires_grad, row.requires_grad,
+                 type(row.grad_fn).__name__)
+        (row * T.tensor([[1., 2.]])).sum().backward()
+        return flags, w.grad.tolist()
+    _same(f)
+
+
+def test_a_single_view_written_keeps_the_fast_path(monkeypatch):
+    """No other tensor shares the storage: no search for sibling views."""
+    import gc
+    calls = []
+    real = gc.get_referrers
+    monkeypatch.setattr(gc, "get_referrers", lambda *a: calls.append(a) or real(*a))
+    buf = gt.zeros(3, 2)
+    buf[0] = gt.ones(2, requires_grad=True)
+    assert buf.requires_grad and not calls

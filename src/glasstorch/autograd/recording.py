@@ -16,7 +16,8 @@ from ..ops.inplace_or_view import check_view_write
 from ..ops.registry import check_inplace_write
 from . import grad_mode
 from .anomaly_mode import record_forward_stack, state as _anomaly
-from .graph import FormulaNode, Node, SavedTensor, gradient_edge, node_class
+from .graph import (FormulaNode, Node, SavedTensor, adopt_views, gradient_edge,
+                    node_class)
 
 _state = grad_mode.state
 
@@ -376,7 +377,9 @@ def _record_inplace_on_view(functional, args):
                                          if i != fn_self)
     node.next_functions = (base_edge,) + extra
     base.grad_fn, base._output_nr = node, 0
-    base._set_requires_grad(True)
+    if not base._requires_grad:
+        base._set_requires_grad(True)
+        adopt_views(base, self)
     with grad_mode.enable_grad():             # the view now reads the new base
         regenerated = base.as_strided(self._shape, self._stride, self._offset)
     self.grad_fn, self._output_nr = regenerated.grad_fn, 0
