@@ -81,3 +81,23 @@ def test_a_single_view_written_keeps_the_fast_path(monkeypatch):
     buf = gt.zeros(3, 2)
     buf[0] = gt.ones(2, requires_grad=True)
     assert buf.requires_grad and not calls
+
+
+@pytest.mark.parametrize("op", [
+    lambda T, a, b: a * b, lambda T, a, b: b * a, lambda T, a, b: a / b,
+    lambda T, a, b: T.hypot(a, b), lambda T, a, b: T.hypot(b, a), lambda T, a, b: a % b,
+    lambda T, a, b: T.fmod(a, b), lambda T, a, b: T.remainder(a, b)])
+def test_an_input_without_grad_changed_in_place_after_use(op):
+    """PyTorch saves an argument only for the gradients that read it: b (no grad) may be
+    changed in place afterwards when only a's gradient is wanted, unless a's reads b."""
+    def f(T):
+        a = T.tensor([1.5, -2.5], requires_grad=True)
+        b = T.tensor([3., 0.75])
+        c = op(T, a, b)
+        b.mul_(2)
+        try:
+            c.sum().backward()
+        except RuntimeError as e:
+            return str(e)[:60]
+        return a.grad.tolist()
+    _same(f)

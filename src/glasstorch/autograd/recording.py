@@ -145,7 +145,13 @@ def _record(op, ks, args):
         for name, kind, index in d.plan:
             if kind == "value":
                 value = args[index]
-                saved[name] = SavedTensor(value) if isinstance(value, Tensor) else value
+                if not isinstance(value, Tensor):
+                    saved[name] = value
+                elif d.needs is None or name not in d.needs or any(
+                        edges[i][0] is not None for i in d.needs[name]):
+                    saved[name] = SavedTensor(value)
+                else:                    # read only by gradients nobody asked for
+                    saved[name] = None
             elif kind == "result":
                 saved[name] = _SavedOutput(outputs[index], index)
             elif kind == "shape":
