@@ -261,6 +261,9 @@ def run_pair(program: Program, first_only: bool = True) -> list:
                 theirs.ns.pop(f"v{w}", None)
             continue
         ties = _index_outputs(step, theirs.ns)
+        if any(f"v{r}" in tied for r in step.reads):   # computed from tied indices
+            ties = step.writes
+            tied.update(_sharing_storage(theirs.ns, [theirs.ns.get(f"v{w}") for w in ties]))
         tied.update(f"v{w}" for w in ties)
         for w in step.writes:
             a, b = ours.ns.get(f"v{w}"), theirs.ns.get(f"v{w}")
@@ -305,6 +308,13 @@ def _index_outputs(step: Step, ns: dict) -> tuple:
     if len(np.unique(values)) == values.size:
         return ()
     return step.writes[-1:]
+
+
+def _sharing_storage(ns: dict, tensors) -> set:
+    """The variables of `ns` that share storage with one of `tensors` (written in place)."""
+    ptrs = {_storage_ptr(t) for t in tensors if _is_tensor(t) and t.numel()}
+    return {name for name, v in ns.items() if name.startswith("v") and _is_tensor(v)
+            and v.numel() and _storage_ptr(v) in ptrs}
 
 
 def _writer(program: Program, name: str) -> str:
@@ -752,16 +762,27 @@ def _g_index_read(st, x):
         f"torch.take_along_dim(v{x.index}, torch.tensor({idx}, dtype=torch.int64).reshape({tuple(shape)!r}), {d})"
 
 
+def _shares_memory(st, a: _Var, b: _Var) -> bool:
+    ta, tb = st.ns.get(f"v{a.index}"), st.ns.get(f"v{b.index}")
+    return isinstance(ta, glasstorch.Tensor) and isinstance(tb, glasstorch.Tensor) and \
+        ta.untyped_storage().data_ptr() == tb.untyped_storage().data_ptr()
+
+
 def _g_out(st, x):
     """An op writing into out=: a fresh empty tensor, or an existing variable (which may
     overlap an input or have another dtype: both are part of what is compared)."""
     rng = st.rng
-    existing = [v for v in st.vars if v.index != x.index]
+    form = rng.choice(("add", "mul", "neg", "sum", "cat", "clamp", "matmul"))
+    # An out= sharing memory with x that the op resizes: PyTorch checks the overlap before
+    # the resize (pointwise ops: the result depends on the order elements are written in)
+    # or after it (cat: it raises and leaves out resized over uninitialised memory); both
+    # are PyTorch bugs glasstorch does not copy (it refuses). Not generated.
+    existing = [v for v in st.vars if v.index != x.index and (
+        not _shares_memory(st, v, x) or (v.shape == x.shape and form != "cat"))]
     out = (f"v{rng.choice(existing).index}" if existing and rng.random() < 0.4 else
            f"torch.empty({rng.choice((0, 1, 3))}, dtype=torch.{rng.choice((x.dtype,) * 3 + _CAST_TARGETS)})")
-    if rng.random() < 0.1:
+    if rng.random() < 0.1 and form != "cat":
         out = f"v{x.index}"
-    form = rng.choice(("add", "mul", "neg", "sum", "cat", "clamp", "matmul"))
     if form in ("add", "mul"):
         return f"{form}(out=)", f"torch.{form}(v{x.index}, {_partner(st, x)}, out={out})"
     if form == "neg":

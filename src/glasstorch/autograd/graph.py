@@ -7,7 +7,9 @@ can run later-recorded nodes first, as PyTorch's does.
 """
 from __future__ import annotations
 
+import gc
 import itertools
+import sys
 import threading
 import weakref
 from types import MappingProxyType
@@ -257,6 +259,26 @@ def refresh_view_history(t: Tensor) -> None:
         regenerated = t._base.as_strided(t._shape, t._stride, t._offset)
     t.grad_fn, t._output_nr = regenerated.grad_fn, 0
     t._grad_fn_version = t._vc.version
+
+
+def adopt_views(base: Tensor, written: Tensor) -> None:
+    """`base` has just started to require grad through an in-place write into its view
+    `written`: its other views, made before, require grad too, with an as_strided of the base
+    as their history, as in PyTorch (whose views read their base's flag). Views keep no list
+    of their siblings; the storage's reference count tells whether any other tensor shares
+    it (base, `written` and the call's argument are the three expected), and only then are
+    they looked for among the base's referrers."""
+    if sys.getrefcount(base._storage) <= 3:
+        return
+    from .grad_mode import enable_grad
+    for view in gc.get_referrers(base):
+        if view.__class__ is Tensor and view._base is base and view is not written and \
+                not view._requires_grad and view.dtype.category >= 2:
+            with enable_grad():
+                regenerated = base.as_strided(view._shape, view._stride, view._offset)
+            view.grad_fn, view._output_nr = regenerated.grad_fn, 0
+            view._grad_fn_version = view._vc.version
+            view._set_requires_grad(True)
 
 
 def gradient_edge(t: Tensor):

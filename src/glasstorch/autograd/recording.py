@@ -16,7 +16,8 @@ from ..ops.inplace_or_view import check_view_write
 from ..ops.registry import check_inplace_write
 from . import grad_mode
 from .anomaly_mode import record_forward_stack, state as _anomaly
-from .graph import FormulaNode, Node, SavedTensor, gradient_edge, node_class
+from .graph import (FormulaNode, Node, SavedTensor, adopt_views, gradient_edge,
+                    node_class)
 
 _state = grad_mode.state
 
@@ -144,7 +145,13 @@ def _record(op, ks, args):
         for name, kind, index in d.plan:
             if kind == "value":
                 value = args[index]
-                saved[name] = SavedTensor(value) if isinstance(value, Tensor) else value
+                if not isinstance(value, Tensor):
+                    saved[name] = value
+                elif d.needs is None or name not in d.needs or any(
+                        edges[i][0] is not None for i in d.needs[name]):
+                    saved[name] = SavedTensor(value)
+                else:                    # read only by gradients nobody asked for
+                    saved[name] = None
             elif kind == "result":
                 saved[name] = _SavedOutput(outputs[index], index)
             elif kind == "shape":
@@ -277,6 +284,11 @@ def records_inplace(op) -> bool:
     return "recorded_through" in op.info or "overwrites" in op.info
 
 
+def _saves_first_argument(functional) -> bool:
+    d = getattr(functional, "info", {}).get("derivative")
+    return d is not None and any(kind == "value" and index == 0 for _, kind, index in d.plan)
+
+
 def _record_inplace(functional, args, check=None, node_name=None):
     """self.op_(...) while recording: compute op(self, ...) out of place with a graph, store
     it into self, and give self (and, for a view, its base) the new history. Node names are
@@ -285,11 +297,13 @@ def _record_inplace(functional, args, check=None, node_name=None):
     _check_inplace_target(self)
     if check is not None:
         check()                                          # shape and cast rules first
+    # the formula's copy of self must be the value before the write (PyTorch's original_self)
+    keep_self = self._requires_grad or _saves_first_argument(functional)
     if node_name is not None:
         functional = _renamed(functional, node_name)
-    if self._base is not None:
+    if self._base is not None and self.dtype.category >= 2:    # an integer view has no history
         return _record_inplace_on_view(functional, args)
-    source = self.clone() if self._requires_grad else self
+    source = self.clone() if keep_self else self
     result = functional(source, *args[1:])
     with grad_mode.no_grad():
         self.copy_(result)
@@ -369,7 +383,9 @@ def _record_inplace_on_view(functional, args):
                                          if i != fn_self)
     node.next_functions = (base_edge,) + extra
     base.grad_fn, base._output_nr = node, 0
-    base._set_requires_grad(True)
+    if not base._requires_grad:
+        base._set_requires_grad(True)
+        adopt_views(base, self)
     with grad_mode.enable_grad():             # the view now reads the new base
         regenerated = base.as_strided(self._shape, self._stride, self._offset)
     self.grad_fn, self._output_nr = regenerated.grad_fn, 0

@@ -26,16 +26,21 @@ class Derivative:
     `grad_input_mask` gets one bool per Tensor input saying whether its gradient is wanted,
     and may return None for the others (PyTorch's output_mask). `node_name` is the grad_fn's
     name, or a function of the call's arguments where PyTorch's name depends on the overload
-    used (SumBackward0/1). `node_class` is the autograd layer's, filled on first use."""
+    used (SumBackward0/1). `node_class` is the autograd layer's, filled on first use.
+    `needs` maps a saved argument to the Tensor inputs (by position among them) whose
+    gradients use it: it is saved only when one of those requires grad, as PyTorch saves per
+    input, so an in-place write to an argument no wanted gradient reads is no error."""
 
     __slots__ = ("node_name", "node_class", "formula", "plan", "inplace_node_name", "outputs",
-                 "saves_result")
+                 "saves_result", "needs")
 
-    def __init__(self, node_name, formula, schema, inplace_node_name=None, outputs=None):
+    def __init__(self, node_name, formula, schema, inplace_node_name=None, outputs=None,
+                 needs=None):
         self.node_name = node_name
         self.node_class = None
         self.inplace_node_name = inplace_node_name
         self.outputs = outputs
+        self.needs = needs
         self.formula = formula
         names = [a.name for a in schema.arguments]
         plan = []   # (saved name, what to keep, argument index), resolved once
@@ -58,16 +63,17 @@ class Derivative:
 
 
 def derivative(op, node_name, *, inplace_node_name: str | None = None,
-               outputs: tuple | None = None):
+               outputs: tuple | None = None, needs: dict | None = None):
     """Decorator: declare the derivative of `op` (a declaration or an Operator).
     `inplace_node_name` names the node of its in-place form where PyTorch names it apart
     (leaky_relu_ records LeakyReluBackward1); `outputs` lists the differentiable outputs
-    of a multi-output op when some floating ones are not (lstsq's singular values)."""
+    of a multi-output op when some floating ones are not (lstsq's singular values);
+    `needs` says which inputs' gradients read each saved argument (see Derivative)."""
     operator = operator_of(op)
 
     def register(formula):
         operator.info["derivative"] = Derivative(node_name, formula, operator.schema,
-                                                 inplace_node_name, outputs)
+                                                 inplace_node_name, outputs, needs)
         return formula
     return register
 

@@ -56,6 +56,8 @@ class OpDeclaration:
         self.function = None         # the generated public function
         self.number_self = False     # torch.add(2, t): a Python number may stand for `self`
         self.check_inplace = None    # (spec, self, *args): op-specific in-place shape errors
+        self.fills_expanded = False  # in place on an expanded self: a deprecation warning, as
+        #                              PyTorch's masked_fill_/index_fill_, not an error
         self.check_out = None        # (spec, out, *args): op-specific out= dtype errors
         self.out_meta = None         # (out, *args) -> spec: meta of the out= variant
         self.on_cuda = None          # "shared" (the array kernel runs on CuPy too), "host"
@@ -207,10 +209,15 @@ def check_inplace_write(decl, self, spec, rest=()):
     if decl.check_inplace is not None:
         decl.check_inplace(spec, self, *rest)
     if has_internal_overlap(self._shape, self._stride):     # checked first, as TensorIterator
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a"
-            " single memory location. Please clone() the tensor before performing the "
-            "operation.")
+        if decl.fills_expanded:
+            warn_user(f"Use of {decl.name}_ on expanded tensors is deprecated. Please clone() "
+                      "the tensor before performing this operation. This also applies to "
+                      "advanced indexing e.g. tensor[mask] = scalar")
+        else:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation.")
     if spec.shape != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the "
                            f"broadcast shape {list(spec.shape)}")
@@ -330,14 +337,14 @@ def _checked_out(decl, inputs, out):
         # an out= that is also read is never resized (TensorIterator's read-write operand)
         raise RuntimeError(f"output with shape {list(out._shape)} doesn't match the "
                            f"broadcast shape {list(spec.shape)}")
-    _prepare_out(decl, spec, out)
-    if pointwise:
+    if pointwise:                   # before the resize, as TensorIterator: a refusal keeps out
         if has_internal_overlap(out._shape, out._stride):
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor "
                 "refers to a single memory location. Please clone() the tensor before "
                 "performing the operation.")
         check_no_partial_overlap(out, inputs)
+    _prepare_out(decl, spec, out)
 
 
 def _out_kernel(decl, impl):

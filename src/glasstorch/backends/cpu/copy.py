@@ -125,6 +125,8 @@ def check_fill_fits(self: Tensor, value) -> None:
                                "overflow")
         real = value.real
     bounds = _fill_range(self.dtype)
+    if bounds is not None and self.dtype.category == 1 and isinstance(real, float):
+        bounds = (int(np.iinfo(self.dtype.np).min), bounds[1])     # a float does not wrap
     floating = self.dtype.category >= 2                 # take inf and nan unchecked
     if bounds is not None and not (floating and (real != real or abs(real) == float("inf"))) \
             and not bounds[0] <= real <= bounds[1]:

@@ -224,14 +224,32 @@ def index_copy_cpu(out, self, dim, index, source):
         arr.shape[:d] + (idx.size,) + arr.shape[d + 1:])
 
 
+def _index_fill_empty_error(self, d: int, index: int) -> None:
+    """PyTorch fills along `dim` through a view of self with that dim's size 1 and stride 0:
+    made over a storage too small for it, that view fails; else each element checks its index
+    (none when another dim is empty)."""
+    shape = list(self._shape)
+    stride = list(self._stride)
+    shape[d], stride[d] = 1, 0
+    if 0 in shape:
+        return
+    itemsize = self.dtype.itemsize
+    need = (self._offset + sum((n - 1) * st for n, st in zip(shape, stride)) + 1) * itemsize
+    have = self.untyped_storage().nbytes()
+    if need > have:
+        raise RuntimeError(f"setStorage: sizes {shape}, strides {stride}, storage offset "
+                           f"{self._offset}, and itemsize {itemsize} requiring a storage size "
+                           f"of {need} are out of bounds for storage of size {have}")
+    raise IndexError(f"index {index} is out of bounds for dimension {d} with size 0")
+
+
 def index_fill_cpu(out, self, dim, index, value):
     d = wrap_dim(dim, self.dim())
     size = _size(self, d)
     idx = index._array().reshape(-1)
     if self.numel() == 0 and idx.size:        # PyTorch checks nothing, then fails or not
         if size == 0:
-            raise RuntimeError(f"index_fill_(): index {int(idx[0])} is out of bounds for "
-                               f"dimension {d} with size 0")
+            _index_fill_empty_error(self, d, int(idx[0]))
         return
     _check_bounds(idx, d, size, negative=True, error=IndexError)
     arr = _copy_self(out, self, index, value)

@@ -334,6 +334,7 @@ index_fill_tensor = structured("index_fill.int_Tensor(Tensor self, int dim, Tens
                                promotes=False, doc=_INDEX_FILL_DOC)
 index_fill_scalar.impl("CPU")(index_fill_cpu)
 index_fill_tensor.impl("CPU")(index_fill_cpu)
+index_fill_scalar.fills_expanded = index_fill_tensor.fills_expanded = True
 _index_fill_inplace = {d: generate_wrapper("index_fill_", d.inplace.schema, d.inplace,
                                            method=True, doc=d.doc)
                        for d in (index_fill_scalar, index_fill_tensor)}
@@ -423,6 +424,7 @@ masked_fill_tensor = structured("masked_fill.Tensor(Tensor self, Tensor mask, Te
                                 "Tensor", _masked_fill_meta, out=False,
                                 doc=_masked_fill_scalar.doc)
 masked_fill_tensor.impl("CPU")(masked_fill_cpu)
+masked_fill_tensor.fills_expanded = True
 _masked_fill_inplace = {d: generate_wrapper("masked_fill_", d.inplace.schema, d.inplace,
                                             method=True, doc=d.doc)
                         for d in (_masked_fill_scalar, masked_fill_tensor)}

@@ -608,6 +608,7 @@ masked_fill = structured("masked_fill.Scalar(Tensor self, Tensor mask, Scalar va
                          doc="self with `value` where `mask` is True (mask broadcasts; value is "
                              "a number or a 0-dim tensor).")
 masked_fill.impl("CPU")(masked_fill_cpu)
+masked_fill.fills_expanded = True
 
 
 masked_select = kernel_op("masked_select(Tensor self, Tensor mask) -> Tensor",

@@ -72,7 +72,7 @@ def conj(t):
     return t
 
 
-@derivative(elementwise.mul, "MulBackward0")
+@derivative(elementwise.mul, "MulBackward0", needs={"self": (1,), "other": (0,)})
 def _mul(grad, self, other, grad_input_mask):
     return (grad * conj(other) if grad_input_mask[0] else None,
             grad * conj(self) if grad_input_mask[1] else None)
@@ -91,7 +91,7 @@ def _mul_scalar(grad, other):
     return (grad * conj(other),)
 
 
-@derivative(elementwise.div.overload("Tensor"), "DivBackward0")
+@derivative(elementwise.div.overload("Tensor"), "DivBackward0", needs={"self": (1,)})
 def _div(grad, self, other, grad_input_mask):
     return (grad / conj(other) if grad_input_mask[0] else None,
             -grad * conj(self / (other * other)) if grad_input_mask[1] else None)
@@ -99,7 +99,7 @@ def _div(grad, self, other, grad_input_mask):
 
 @derivative(elementwise.div,
             lambda self, other, rounding_mode: "DivBackward0" if rounding_mode is None
-            else "DivBackward2")
+            else "DivBackward2", needs={"self": (1,)})
 def _div_mode(grad, self, other, rounding_mode, grad_input_mask):
     if rounding_mode is not None:
         return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)

@@ -265,9 +265,10 @@ def _atan2(grad, self, other):
     return grad * other / denom, _tensor_or(-grad * self / denom, other)
 
 
-@derivative(elementwise.hypot, "HypotBackward0")
-def _hypot(grad, self, other, result):
-    return grad * self / result, _tensor_or(grad * other / result, other)
+@derivative(elementwise.hypot, "HypotBackward0", needs={"self": (0,), "other": (1,)})
+def _hypot(grad, self, other, result, grad_input_mask):
+    return (grad * self / result if grad_input_mask[0] else None,
+            grad * other / result if grad_input_mask[1] else None)
 
 
 def _xlogy_name(self, other):
@@ -316,17 +317,20 @@ def _addcdiv(grad, tensor1, tensor2, value):
 @derivative(elementwise.remainder.overload("Scalar"), "RemainderBackward0")
 @derivative(elementwise.remainder,
             lambda self, other: "RemainderBackward1" if _is_tensor(other)
-            else "RemainderBackward0")
-def _remainder(grad, self, other):
+            else "RemainderBackward0", needs={"self": (1,), "other": (1,)})
+def _remainder(grad, self, other, grad_input_mask):
     g_other = None
-    if _is_tensor(other):
+    if len(grad_input_mask) > 1 and grad_input_mask[1]:
+        if not _is_tensor(self):     # `number % tensor`: PyTorch has no formula for it either
+            raise RuntimeError("derivative for aten::remainder is not implemented")
         g_other = -grad * self.div(other, rounding_mode="floor")
     return grad, g_other
 
 
 @derivative(elementwise.fmod.overload("Scalar"), "FmodBackward0")
 @derivative(elementwise.fmod,
-            lambda self, other: "FmodBackward1" if _is_tensor(other) else "FmodBackward0")
+            lambda self, other: "FmodBackward1" if _is_tensor(other) else "FmodBackward0",
+            needs={"self": (1,), "other": (1,)})
 def _fmod(grad, self, other):
     g_other = None
     if _is_tensor(other):

@@ -14,8 +14,8 @@ import warnings
 from ...core import dtype as dt
 from ...core.grad_state import state as _grad_state
 from ...core.shape import (Size, as_shape, broadcast_shapes2, channels_last_strides,
-                          check_nonnegative, contiguous_strides, is_channels_last, wrap_dim,
-                          wrap_dims)
+                          check_nonnegative, contiguous_strides, is_channels_last,
+                          is_non_overlapping_and_dense, wrap_dim, wrap_dims)
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..copying.copies import strides_for
 from ...backends.cpu.indexing import check_scalar_fits
@@ -47,11 +47,30 @@ def _promoted(tensors) -> dt.dtype:
     return d
 
 
-def _check_out_is_not_an_input(tensors, out):
-    if any(t is out for t in tensors):
+def _check_out_is_not_an_input(tensors, out, dim):
+    """cat(out=) refuses an input that shares any memory with out as out will be once resized
+    to the result (PyTorch resizes, then checks); judged on that shape without resizing, so
+    that a refused call leaves out as it was."""
+    shared = [t for t in tensors if t._storage is out._storage and t.numel()]
+    if shared and not any(t is out for t in tensors):
+        shape = _cat_meta(tensors, dim).shape
+        target = out if out._shape == shape else Tensor._make(
+            out._storage, out._offset, shape, contiguous_strides(shape), out.dtype, out._vc)
+        shared = [t for t in shared if _overlaps(target, t)]
+    if shared or any(t is out for t in tensors):
         raise RuntimeError("unsupported operation: some elements of the input tensor and the "
                            "written-to tensor refer to a single memory location. Please "
                            "clone() the tensor before performing the operation.")
+
+
+def _overlaps(a: Tensor, b: Tensor) -> bool:
+    """Whether two tensors of one storage share memory, as PyTorch judges it: not when either
+    is empty or not dense (too hard to tell), else when their byte ranges intersect."""
+    if not a.numel() or not is_non_overlapping_and_dense(a._shape, a._stride) or \
+            not is_non_overlapping_and_dense(b._shape, b._stride):
+        return False
+    a_start, b_start = a._offset * a.dtype.itemsize, b._offset * b.dtype.itemsize
+    return a_start < b_start + b.nbytes and b_start < a_start + a.nbytes
 
 
 def _check_out_cast(name, tensors, out):
@@ -123,7 +142,7 @@ def cat(tensors, dim=0, *, out=None):
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     if out is not None:                       # checked before out's dtype, as in PyTorch
         _no_zero_dim(tensors)
-        _check_out_is_not_an_input(tensors, out)
+        _check_out_is_not_an_input(tensors, out, dim)
         if _grad_state.enabled and any(t._requires_grad for t in tensors):
             raise RuntimeError("cat(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires "
