@@ -62,6 +62,8 @@ def _module_name(path: Path) -> str:
 # Each says why it cannot be a module-level import of a lower layer. Anything else found
 # inside a function must point down, as at module level.
 ALLOWED_UPWARD = {
+    ("dispatch.library", "autograd.custom_op_autograd"):
+        "register_autograd makes the formula the operator's Autograd kernel",
     ("utils.data.distributed", "distributed"):
         "DistributedSampler takes its world size and rank from the default process group",
     ("nn.parallel.distributed", "distributed"):

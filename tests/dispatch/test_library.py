@@ -523,6 +523,41 @@ def test_register_autograd_is_stored_for_the_autograd_layer(T, custom_ops):
         mut.register_autograd(backward)
 
 
+def test_register_autograd_gives_the_op_gradients(T, custom_ops):
+    """The formula is the op's Autograd kernel: a graph node named as PyTorch's, gradients
+    for tensor inputs, None for the others, PyTorch's error for a wrong count."""
+    qualname = custom_ops("scaled_sin")
+
+    @T.library.custom_op(qualname, mutates_args=())
+    def scaled_sin(x: T.Tensor, s: float) -> T.Tensor:
+        return x.sin() * s
+
+    def setup_context(ctx, inputs, output):
+        x, s = inputs
+        ctx.save_for_backward(x)
+        ctx.s = s
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.cos() * ctx.s, None
+    scaled_sin.register_autograd(backward, setup_context=setup_context)
+    x = T.tensor([0.5, 1.0, -2.0], dtype=T.float64, requires_grad=True)
+    y = scaled_sin(x, 3.0)
+    ns, name = qualname.split("::")
+    assert type(y.grad_fn).__name__ == f"GeneratedBackwardFor_{ns}_{name}_defaultBackward"
+    (y * y).sum().backward()
+    np.testing.assert_allclose(to_numpy(x.grad), 2 * 9 * np.sin(to_numpy(x.detach()))
+                               * np.cos(to_numpy(x.detach())))
+    with T.no_grad():
+        assert scaled_sin(x, 2.0).grad_fn is None
+    if T is gt:
+        assert gt.autograd.gradcheck(lambda v: scaled_sin(v, 1.5), (x.detach().requires_grad_(),))
+
+    scaled_sin.register_autograd(lambda ctx, grad: grad, setup_context=setup_context)
+    with pytest.raises(RuntimeError, match="returned an incorrect number of gradients"):
+        scaled_sin(x, 3.0).sum().backward()
+
+
 def test_custom_op_redefinition_replaces_the_old_op(T, custom_ops):
     name = custom_ops("again")
 

@@ -332,6 +332,11 @@ def register_fallback(key: DispatchKey, kernel) -> None:
         op._recompute()
 
 
+def fallback_for(key: DispatchKey):
+    """The boxed kernel `key` runs for operators without their own (None if none)."""
+    return _fallbacks.get(key)
+
+
 def add_tracer(hook) -> None:
     """Route every `redispatch` through `hook(op, ks, args)` (dispatch/trace.py)."""
     _tracers.append(hook)

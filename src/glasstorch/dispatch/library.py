@@ -36,10 +36,10 @@ the function runs for any tensor and the ops it calls dispatch (and will record 
 themselves, as in PyTorch.
 
 Where glasstorch differs from PyTorch, on purpose:
-* Autograd is not wired yet: kernels registered for "Autograd" keys are kept in
-  `op.info["autograd_kernels"]` and formulas from `register_autograd` in
-  `op.info["autograd_formula"]` (an `AutogradFormula`) for the autograd layer to use; no
-  gradient is computed from them yet.
+* Kernels registered for "Autograd" keys with `impl` are kept in
+  `op.info["autograd_kernels"]` and not run; gradients come from `register_autograd`, whose
+  formula (`op.info["autograd_formula"]`, an `AutogradFormula`) becomes the operator's
+  Autograd kernel (autograd/custom_op_autograd.py).
 * `impl` for an operator that does not exist raises at once, rather than waiting silently for
   a definition that may never come (a typo in the name).
 * Registrations last until `Library._destroy()` (or the end of `_scoped_library`), not
@@ -723,8 +723,8 @@ def _check_autocast_dtype(cast_inputs) -> None:
 
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None) -> None:
-    """Store `op`'s backward formula (and `setup_context`) for the autograd layer; see the
-    module docstring: no gradient is computed from it yet."""
+    """`op`'s gradient: `setup_context(ctx, inputs, output)` saves what `backward(ctx,
+    *grads)` needs, which returns one gradient (or None) per input."""
     target = _resolve(op, "register_autograd")
     if isinstance(target, CustomOpDef):
         target.register_autograd(backward, setup_context=setup_context)
@@ -736,6 +736,12 @@ def register_autograd(op, backward, /, *, setup_context=None, lib=None) -> None:
         lib._store(operator.info, "autograd_formula", formula)
     else:
         operator.info["autograd_formula"] = formula
+    _install_autograd(operator)
+
+
+def _install_autograd(operator: Operator) -> None:
+    from ..autograd.custom_op_autograd import install
+    install(operator)
 
 
 def _check_autograd_formula(op: Operator, who: str, backward, setup_context) -> None:
@@ -1041,11 +1047,12 @@ class CustomOpDef:
         return fn
 
     def register_autograd(self, backward, /, *, setup_context=None) -> None:
-        """Store the backward formula `backward(ctx, *grads)` and `setup_context(ctx,
-        inputs, output)` for the autograd layer; no gradient is computed from it yet."""
+        """The op's gradient: `setup_context(ctx, inputs, output)` saves what
+        `backward(ctx, *grads)` needs, which returns one gradient (or None) per input."""
         _check_autograd_formula(self._opoverload, str(self), backward, setup_context)
         self._backward_fn, self._setup_context_fn = backward, setup_context
         self._opoverload.info["autograd_formula"] = AutogradFormula(backward, setup_context)
+        _install_autograd(self._opoverload)
 
 
     def register_torch_dispatch(self, torch_dispatch_class, fn=None, /):

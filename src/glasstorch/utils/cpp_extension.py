@@ -66,9 +66,7 @@ from ..compiler.inductor import build
 from ..core import dtype as _dt
 from ..core.device import device as Device
 from ..core.tensor import Tensor
-from ..autograd import grad_mode
-from ..autograd.function import Function
-from ..dispatch import dispatcher, library
+from ..dispatch import library
 from ..ops.creation import factories
 
 __all__ = ["load_inline", "load", "include_paths"]
@@ -542,40 +540,16 @@ def _register(name, entries, module, libraries: dict) -> None:
             setattr(module, fn.name, _entry_point(name, fn))
 
 
-class _WithFormula(Function):
-    """A call of an extension op whose gradient comes from `torch.library.register_autograd`
-    (the formula is stored on the operator; this Function applies it)."""
-
-    @staticmethod
-    def forward(ctx, op, formula, *args):
-        output = op(*args)
-        ctx.formula = formula
-        if formula.setup_context is not None:
-            formula.setup_context(ctx, args, output)
-        return output
-
-    @staticmethod
-    def backward(ctx, *grads):
-        grads_in = ctx.formula.backward(ctx, *grads)
-        return (None, None) + (grads_in if isinstance(grads_in, tuple) else (grads_in,))
-
-
 def _entry_point(ns, fn: _Function):
     op = getattr(ops_namespace(ns), fn.name)
-    op_info = dispatcher.find(f"{ns}::{fn.name}").info
     takes_tensors = any(t.startswith("Tensor") for t in fn.arg_types)
-    with_formula = type(fn.name, (_WithFormula,), {})     # grad_fn: <name>Backward
 
     def entry(*args, **kwargs):
         args = fn.bind(args, kwargs)
         fn.check(args)
         if not takes_tensors:             # the dispatcher picks a kernel by its tensors
             return fn(*args)
-        formula = op_info.get("autograd_formula")
-        if formula is not None and grad_mode.is_grad_enabled() and any(
-                isinstance(a, Tensor) and a.requires_grad for a in args):
-            return with_formula.apply(op, formula, *args)
-        return op(*args)
+        return op(*args)         # a gradient from register_autograd is the op's own kernel
     entry.__name__ = entry.__qualname__ = fn.name
     entry.__doc__ = f"{fn.name}{fn.schema()[len(fn.name):]}\n\n{fn.doc}".rstrip()
     return entry
