@@ -32,6 +32,7 @@ from .scheduler import accesses
 # 5.6 ms, eager 4 ms).
 PARALLEL_THRESHOLD = 1 << 19
 THREADS = " num_threads(nthreads)"    # the host passes glasstorch's thread count
+COLUMN_LIMIT = 1 << 22  # most kept elements a column sum accumulates in a heap array
 PAIRWISE_ROW = 1 << 14  # longest row summed pairwise (its values wait in a stack array)
 NUMPY_BUFFER = 8192     # NumPy sums a row it must cast (half -> float) in pieces this long
 
@@ -261,11 +262,13 @@ class CKernelBuilder:
     def _column_reductions(self) -> list:
         """The kernel's reductions when they may run row by row: every one a float sum (or
         mean) whose reduced dims come before its kept ones (eager adds such a sum row after
-        row: 'sequential'), reading only memory (no value of this kernel), and the kernel
-        has no inner nodes. Otherwise [] (the reduction loop stays innermost)."""
+        row: 'sequential'), reading only memory (no value of this kernel), the kernel has no
+        inner nodes and at most COLUMN_LIMIT kept elements. Otherwise [] (the reduction loop
+        stays innermost)."""
         kernel = self.kernel
         nodes = set(kernel.nodes)
-        if not kernel.outer or any(kernel.level[n] == "inner" for n in kernel.nodes):
+        if not kernel.outer or prod(kernel.outer) > COLUMN_LIMIT or any(
+                kernel.level[n] == "inner" for n in kernel.nodes):
             return []
         reductions = [n for n in kernel.nodes if isinstance(n.value, Reduction)]
         for node in reductions:
