@@ -58,10 +58,11 @@ class _CacheEntry:
     """What one set of guards compiled: the snapshot, and the tree of traces recorded under
     it, whose nodes hold the compiled graphs."""
 
-    __slots__ = ("snapshot", "trace", "calls", "retraces", "eager")
+    __slots__ = ("snapshot", "fingerprint", "trace", "calls", "retraces", "eager")
 
-    def __init__(self, snapshot: tuple):
+    def __init__(self, snapshot: tuple, fingerprint: tuple):
         self.snapshot = snapshot
+        self.fingerprint = fingerprint  # what later calls compare (guards.fingerprint)
         self.trace = TraceNode()    # the traces seen, with their compiled graphs
         self.calls = 0              # calls that ran under this entry
         self.retraces = 0           # later calls whose trace needed a new graph
@@ -153,10 +154,12 @@ class _CompiledFunction:
         module = self.module
         if module is None and args and names[0] == "self" and isinstance(args[0], Module):
             module, args, names = args[0], args[1:], names[1:]   # a compiled unbound forward
-        snapshot = guards.snapshot(args, kwargs, names, module, self.dynamic is True)
+        dynamic = self.dynamic is True
+        key = guards.fingerprint(args, kwargs, module, dynamic)
         for entry in self.entries:
-            if entry.snapshot == snapshot:
+            if entry.fingerprint == key:
                 return entry
+        snapshot = guards.snapshot(args, kwargs, names, module, dynamic)
         if self.entries:
             reason = guards.failure(self.entries[-1].snapshot, snapshot)
             if len(self.entries) >= self.limit:
@@ -173,7 +176,7 @@ class _CompiledFunction:
                 "Recompiling function %s in %s\n    triggered by the following guard "
                 "failure(s):\n    - %d/%d: %s", self.name, self.location,
                 len(self.entries) - 1, len(self.entries) - 1, reason)
-        entry = _CacheEntry(snapshot)
+        entry = _CacheEntry(snapshot, key)
         self.entries.append(entry)
         if logs.enabled("guards"):
             logs.artifact_logger("guards").debug(

@@ -5,7 +5,9 @@ A guard snapshot is a tuple of checks, each `(source, kind, expected)`: every te
 (its dtype, device, sizes, strides, requires_grad), every Python scalar passed in (its value),
 the global state (grad mode, autocast), and, for a module's forward, each module's training
 flag and the identity and metadata of each parameter and buffer (a replaced or added one
-fails). A call that fails every entry's guards makes a new entry: a recompile.
+fails). A call that fails every entry's guards makes a new entry: a recompile. Each call compares
+only its `fingerprint` (the same checks without their names) with each entry's; the named
+snapshot is built when no entry fits.
 
 Capture re-records every call and checks the trace against the cached one, so a guard never
 decides whether a result is right; guards decide when a function counts as recompiled, and
@@ -46,6 +48,32 @@ def snapshot(args: tuple, kwargs: dict, names: list, module: Module | None,
     return tuple(checks)
 
 
+def fingerprint(args: tuple, kwargs: dict, module: Module | None, dynamic_all: bool) -> tuple:
+    """What `snapshot` checks, without the names that say which check failed: two calls'
+    fingerprints are equal exactly when their snapshots are. It is what every call compares
+    (one tuple comparison per cache entry); the snapshot, with its names, is built only when
+    no entry fits (to name the failed guard and make the new entry)."""
+    key = [_grad_state.enabled, len(args), tuple(kwargs)]
+    for device_type in ("cpu", "cuda"):
+        state = is_autocast_enabled(device_type)
+        key.append((state, get_autocast_dtype(device_type)) if state else False)
+    checks: list = []
+    for value in args:
+        _value_checks("", value, checks, dynamic_all)
+    for value in kwargs.values():
+        _value_checks("", value, checks, dynamic_all)
+    key += checks
+    if module is not None:
+        for path, sub in module.named_modules():
+            params, buffers = sub._parameters, sub._buffers
+            key += (path, sub.training, tuple(params), tuple(buffers))
+            for table in (params, buffers):
+                for t in table.values():
+                    if t is not None:
+                        key += (id(t), _tensor_key(t, dynamic_all))
+    return tuple(key)
+
+
 def _value_checks(source: str, value, checks: list, dynamic_all: bool) -> None:
     if isinstance(value, Tensor):
         _tensor_check(source, value, checks, dynamic_all)
@@ -64,17 +92,23 @@ def _value_checks(source: str, value, checks: list, dynamic_all: bool) -> None:
 
 
 def _tensor_check(source: str, t: Tensor, checks: list, dynamic_all: bool) -> None:
+    checks.append((source, "tensor", _tensor_key(t, dynamic_all)))
+
+
+def _tensor_key(t: Tensor, dynamic_all: bool) -> tuple:
     dynamic = _dynamic_dims(t, dynamic_all)
+    if not dynamic:
+        return (type(t), t.dtype, t.device, len(t._shape), t._shape, t._stride,
+                t.requires_grad)
     sizes = tuple(None if i in dynamic else s for i, s in enumerate(t._shape))
-    strides = tuple(None if dynamic else s for s in t._stride)
-    checks.append((source, "tensor", (type(t), t.dtype, t.device, len(t._shape), sizes,
-                                      strides, t.requires_grad)))
+    return (type(t), t.dtype, t.device, len(t._shape), sizes, (None,) * len(t._stride),
+            t.requires_grad)
 
 
-def _dynamic_dims(t: Tensor, dynamic_all: bool) -> set:
+def _dynamic_dims(t: Tensor, dynamic_all: bool):
     if dynamic_all:
         return set(range(len(t._shape)))
-    return getattr(t, "_dynamo_dynamic_indices", set())
+    return getattr(t, "_dynamo_dynamic_indices", ())
 
 
 def failure(expected: tuple, actual: tuple) -> str:

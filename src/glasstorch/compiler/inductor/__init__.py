@@ -28,7 +28,7 @@ from ..._ops import ops_namespace
 from ...autograd.grad_mode import no_grad
 from ...core.tensor import Tensor
 from ...fx.experimental.proxy_tensor import make_fx
-from . import build, debug
+from . import build, debug, process
 from .codegen import CKernelBuilder, c_source, generate
 from .cuda_codegen import CudaKernelBuilder, cuda_source
 from .host import HostCode, runtime_namespace
@@ -194,10 +194,11 @@ def _generate(graph, lowering, schedule, numpy: bool) -> Artefacts:
         exec(compile(kernel_source, "<glasstorch-inductor-kernels>", "exec"), kernel_ns)  # noqa: S102
         namespace.update({k.name: kernel_ns[k.name] for k in kernels})
     else:
-        vector = build.vector_math_available()
-        language, kernel_source = "c", c_source(sources, vector)
+        with process.kernel_library_load():
+            vector = build.vector_math_available()
+            language, kernel_source = "c", c_source(sources, vector)
+            lib = build.load(kernel_source, build.libs(vector)[:-1]) if kernels else None
         if kernels:
-            lib = build.load(kernel_source, build.libs(vector)[:-1])
             for k in kernels:
                 fn = getattr(lib, k.name)
                 fn.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * len(kernel_args[k.name])

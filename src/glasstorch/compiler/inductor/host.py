@@ -8,6 +8,8 @@ outputs: buffers, or views of them (a view of an input stays a view of it).
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from ..._ops import OpOverload, ops_namespace
@@ -21,6 +23,7 @@ from .numpy_codegen import at
 from .scheduler import Kernel
 
 aten = ops_namespace("aten")
+_byte, _addressof = ctypes.c_char, ctypes.addressof
 
 
 def _dtype_name(d) -> str:
@@ -147,7 +150,7 @@ def runtime_namespace(numpy: bool) -> dict:
     """The names host code uses."""
     ns = {"dt": dt, "aten": aten, "prims": ops_namespace("prims"), "_empty": _empty,
           "_view": _view, "_layout": _layout, "_threads": get_num_threads}
-    ns["_arg"] = _flat if numpy else Tensor.data_ptr      # the first element's address
+    ns["_arg"] = _flat if numpy else _address
     ns["_at"] = at
     return ns
 
@@ -170,6 +173,16 @@ def _layout(t: Tensor, stride):
     out = _empty(t.shape, stride, t.dtype)
     aten.copy_.default(out, t)
     return out
+
+
+def _address(t: Tensor) -> int:
+    """The address of t's first element, a kernel's pointer argument: read through ctypes
+    from the storage's buffer (NumPy's `.ctypes.data`, behind `Tensor.data_ptr`, builds an
+    object per call: several microseconds for each of the ~250 arguments of a GPT step)."""
+    try:
+        return _addressof(_byte.from_buffer(t._storage.buf)) + t._offset * t.dtype.itemsize
+    except (TypeError, ValueError):    # read-only or empty memory
+        return t.data_ptr()
 
 
 def _flat(t: Tensor):
