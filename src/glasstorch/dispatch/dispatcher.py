@@ -34,6 +34,8 @@ several_gpus = False      # set by the CUDA runtime when it sees more than one G
 _CUDA_ONLY = 1 << DispatchKey.CUDA
 _BACKEND_SELECT = 1 << DispatchKey.BackendSelect
 PLAIN_CPU_KEYSET = TENSOR_KEYSETS["cpu"]   # a CPU tensor that needs no grad, of class Tensor
+generation = 0            # counts dispatch-table changes: a cache of what a table holds is
+#                           still valid while this is unchanged
 
 
 class Operator:
@@ -88,6 +90,8 @@ class Operator:
         return _fallbacks.get(key), "fallback"
 
     def _recompute(self) -> None:
+        global generation
+        generation += 1
         self.mask = 0
         for key in DispatchKey:
             kernel, source = self._resolve(key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..core.grad_state import state as _grad_state
 from ..core.tensor import Tensor
+from ..dispatch.dispatcher import _LAST_BACKEND, _tracers
 
 
 def _mutated(op, args) -> list:
@@ -35,7 +36,7 @@ def bump_versions_kernel(op, ks, *args):
                 "Inplace update to inference tensor outside InferenceMode is not allowed.You "
                 "can make a clone to get a normal tensor before doing inplace update.See "
                 "https://github.com/pytorch/rfcs/pull/17 for more details.")
-    result = op.redispatch(ks, *args)
+    result = _below(op, ks, args)
     for t in written:
         t._vc.version += 1
     return result
@@ -66,9 +67,22 @@ def _view_creation(op, self, multi_output: bool):
     return None
 
 
+def _below(op, ks, args):
+    """`op.redispatch(ks, *args)`, with the backend kernel called directly when no trace
+    is on (these kernels wrap every view and in-place call)."""
+    key = (ks & op.mask).bit_length() - 1
+    if 0 <= key <= _LAST_BACKEND and not _tracers:
+        return op.table[key](*args)
+    return op.redispatch(ks, *args)
+
+
 def view_bookkeeping_kernel(op, ks, self, *args):
     """ADInplaceOrView for view ops: the result records its root base."""
-    out = op.redispatch(ks, self, *args)
+    key = (ks & op.mask).bit_length() - 1      # `_below`, inlined: every view's path
+    if 0 <= key <= _LAST_BACKEND and not _tracers:
+        out = op.table[key](self, *args)
+    else:
+        out = op.redispatch(ks, self, *args)
     if isinstance(out, list):
         creation = _view_creation(op, self, True)
         for nr, v in enumerate(out):

@@ -74,6 +74,10 @@ def _normalise_lines(schema: Schema, call_names, varargs: bool):
     return lines
 
 
+# Python numbers add no dispatch keys and never override __torch_function__
+_PYTHON_NUMBERS = frozenset((int, float, bool, complex))
+
+
 def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
     """The call's key set: plain attribute reads where the argument is known to be a
     Tensor (checked above), `_ks` (lists, None, Python numbers, other objects) elsewhere."""
@@ -83,7 +87,8 @@ def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
             parts.append(f"{names[i]}._keyset")
         elif schema.arguments[i].type == "Tensor":
             n = names[i]
-            parts.append(f"({n}._keyset if {n}.__class__ is _Tensor else _ks({n}))")
+            parts.append(f"({n}._keyset if {n}.__class__ is _Tensor else 0 if {n}.__class__ "
+                         f"in _NUMBERS else _ks({n}))")
         else:
             parts.append(f"_ks({names[i]})")
     return " | ".join(parts) if parts else "0"
@@ -165,7 +170,8 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
                  for i, (n, a) in enumerate(zip(call, schema.arguments))) + (
         (("out", "k", None),) if out_op is not None else ())
     env.update({"_op": op, "_out_op": out_op, "_ks": overrides.arg_bits, "_Tensor": Tensor,
-           "_TensorOrNumber": (Tensor, int, float, complex), "_as_shape": _as_varargs_shape,
+           "_TensorOrNumber": (Tensor, int, float, complex),
+           "_NUMBERS": _PYTHON_NUMBERS, "_as_shape": _as_varargs_shape,
            "_contiguous_format": "contiguous_format", "_SPEC": spec,
            "_anywhere": overrides.anywhere,
            "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
