@@ -42,6 +42,9 @@ def bump_versions_kernel(op, ks, *args):
     return result
 
 
+_NO_GRAD = ("no_grad",)
+
+
 def _set_base(view, self, creation):
     view._base = self if self._base is None else self._base
     if creation is not None:
@@ -59,7 +62,7 @@ def _view_creation(op, self, multi_output: bool):
     if _grad_state.inference:
         return ("inference_mode",)
     if not _grad_state.enabled:
-        return ("no_grad",)
+        return _NO_GRAD
     if multi_output:
         d = op.info.get("derivative")
         name = d.node_name if d is not None and isinstance(d.node_name, str) else op.schema.name
@@ -87,8 +90,12 @@ def view_bookkeeping_kernel(op, ks, self, *args):
         creation = _view_creation(op, self, True)
         for nr, v in enumerate(out):
             _set_base(v, self, creation and creation + (nr,))
-    elif self._view_creation is None and _grad_state.enabled and not _grad_state.inference:
-        out._base = self if self._base is None else self._base      # the common case
+    elif self._view_creation is None and not _grad_state.inference:
+        out._base = self if self._base is None else self._base      # the common cases:
+        if not _grad_state.enabled:                                 # `_set_base`, inlined
+            out._view_creation = _NO_GRAD
+            if self._requires_grad:
+                out._set_requires_grad(True)
     else:
         _set_base(out, self, _view_creation(op, self, False))
     return out
