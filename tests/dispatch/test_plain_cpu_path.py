@@ -173,6 +173,47 @@ def test_a_kernel_above_cpu_takes_the_calls():
     assert op.plain_cpu is op.table[DispatchKey.CPU]
 
 
+def test_tensors_that_require_grad_take_the_autograd_kernel_until_another_is_registered():
+    op = find("aten::mul.Tensor")
+    previous = _fallbacks.get(DispatchKey.AutogradCPU)
+    assert op.plain_cpu_grad.func is previous and op.plain_cpu_grad.args[0] is op
+    calls = []
+
+    def watch(op, ks, *args):
+        calls.append(op.name)
+        return previous(op, ks, *args)
+
+    register_fallback(DispatchKey.AutogradCPU, watch)
+    try:
+        assert op.plain_cpu_grad.func is watch
+        w = gt.ones(3, requires_grad=True)
+        assert (w * 4).tolist() == [4.0, 4.0, 4.0] and calls == ["aten::mul.Tensor"]
+        assert (gt.ones(3) * 4).tolist() == [4.0, 4.0, 4.0] and len(calls) == 1
+    finally:
+        register_fallback(DispatchKey.AutogradCPU, previous)
+    assert op.plain_cpu_grad.func is previous
+    w = gt.ones(3, requires_grad=True)
+    y = w * 4
+    assert len(calls) == 1 and y.grad_fn.name() == "MulBackward0"
+    y.sum().backward()
+    assert w.grad.tolist() == [4.0, 4.0, 4.0]
+
+
+def test_a_dispatch_mode_sees_calls_on_tensors_that_require_grad():
+    w = gt.ones(2, requires_grad=True)
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Log():
+        y = w * 3 + 1
+    assert seen == ["aten.mul.Tensor", "aten.add.Tensor"]
+    assert y.grad_fn.name() == "AddBackward0"
+
+
 def test_views_and_in_place_ops_keep_their_bookkeeping():
     a = gt.ones(4)
     v = a.view(2, 2)
