@@ -39,6 +39,11 @@ CALLS = [
     lambda t, a, b: a + b.double(), lambda t, a, b: a.half() * b.half(),
     lambda t, a, b: a.to(t.int32) + b.to(t.int32), lambda t, a, b: a.to(t.int32) / 2,
     lambda t, a, b: a.sum() * b.sum(), lambda t, a, b: a[:0] + b[:0],
+    # one value expanded, as a sum's gradient: row-major outputs on the fast path
+    lambda t, a, b: a[0, 0].expand(3, 4) * 2, lambda t, a, b: a[0, :1].expand(3, 4) / b,
+    lambda t, a, b: a[1, 2].expand(3, 4) - b.t().contiguous().t(),
+    lambda t, a, b: a[0, 0].expand(3, 4) + b.double(), lambda t, a, b: b - a[0, 0].expand(3, 4),
+    lambda t, a, b: t.add(a[0, 0].expand(3, 4), b, alpha=3),
 ]
 
 
@@ -60,6 +65,18 @@ def test_the_fast_path_computes_what_pytorch_computes_bit_for_bit(dtype):
                  lambda x, y: x / 3, lambda x, y: x - 7):
         ours = call(gt.from_numpy(a.copy()), gt.from_numpy(b.copy()))
         theirs = call(torch.from_numpy(a.copy()), torch.from_numpy(b.copy()))
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_expanded_value_on_the_fast_path_is_bit_for_bit_pytorch(dtype):
+    a, b = _pair(16, dtype)
+    for call in (lambda x, y: x[3].expand(16) * y, lambda x, y: x[3].expand(16) / y,
+                 lambda x, y: x[3].expand(16) * 2, lambda x, y: x[3].expand(16) + 0.1,
+                 lambda x, y: x[2:3].sum().expand(16) / 3, lambda x, y: x[:1].expand(16) - y):
+        ours = call(gt.from_numpy(a.copy()), gt.from_numpy(b.copy()))
+        theirs = call(torch.from_numpy(a.copy()), torch.from_numpy(b.copy()))
+        assert ours.stride() == theirs.stride()
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
@@ -154,6 +171,47 @@ def test_a_kernel_above_cpu_takes_the_calls():
     finally:
         register_fallback(DispatchKey.ADInplaceOrView, previous)
     assert op.plain_cpu is op.table[DispatchKey.CPU]
+
+
+def test_tensors_that_require_grad_take_the_autograd_kernel_until_another_is_registered():
+    op = find("aten::mul.Tensor")
+    previous = _fallbacks.get(DispatchKey.AutogradCPU)
+    assert op.plain_cpu_grad.func is previous and op.plain_cpu_grad.args[0] is op
+    calls = []
+
+    def watch(op, ks, *args):
+        calls.append(op.name)
+        return previous(op, ks, *args)
+
+    register_fallback(DispatchKey.AutogradCPU, watch)
+    try:
+        assert op.plain_cpu_grad.func is watch
+        w = gt.ones(3, requires_grad=True)
+        assert (w * 4).tolist() == [4.0, 4.0, 4.0] and calls == ["aten::mul.Tensor"]
+        assert (gt.ones(3) * 4).tolist() == [4.0, 4.0, 4.0] and len(calls) == 1
+    finally:
+        register_fallback(DispatchKey.AutogradCPU, previous)
+    assert op.plain_cpu_grad.func is previous
+    w = gt.ones(3, requires_grad=True)
+    y = w * 4
+    assert len(calls) == 1 and y.grad_fn.name() == "MulBackward0"
+    y.sum().backward()
+    assert w.grad.tolist() == [4.0, 4.0, 4.0]
+
+
+def test_a_dispatch_mode_sees_calls_on_tensors_that_require_grad():
+    w = gt.ones(2, requires_grad=True)
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Log():
+        y = w * 3 + 1
+    assert seen == ["aten.mul.Tensor", "aten.add.Tensor"]
+    assert y.grad_fn.name() == "AddBackward0"
 
 
 def test_views_and_in_place_ops_keep_their_bookkeeping():

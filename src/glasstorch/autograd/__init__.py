@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import weakref
 
-from ..core.tensor import Tensor, contiguous_format
-from ..ops.creation.factories import ones_like
+from ..core.tensor import Tensor
 from . import recording  # noqa: F401  (registers the Autograd kernel)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
-from .engine import run_backward
+from .engine import implicit_gradient, run_backward
 from .function import Function, FunctionCtx
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -39,7 +38,7 @@ def _root_grads(tensors, grad_tensors):
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = ones_like(t, memory_format=contiguous_format)
+            g = implicit_gradient(t)
         elif g._shape != t._shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"torch.Size({list(g._shape)}) and output[{i}] has a shape "

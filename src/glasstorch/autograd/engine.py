@@ -11,7 +11,14 @@ import heapq
 import itertools
 from sys import getrefcount
 
-from ..core.tensor import Tensor
+from .. import overrides
+from ..core.grad_state import state as _grad_state
+from ..core.tensor import Tensor, contiguous_format
+from ..dispatch import dispatcher
+from ..dispatch.dispatcher import PLAIN_CPU_KEYSET, _tracers
+from ..dispatch.keys import AUTOCAST_MASK, AUTOGRAD_KEY_OF_DEVICE, local_keys
+from ..ops.copying.copies import fill_
+from ..ops.creation.factories import ones_like, ones_like_op
 from ..profiler import _recorder
 from . import grad_mode
 from .anomaly_mode import check_nan, report_failure, state as _anomaly
@@ -22,6 +29,36 @@ from .graph import AccumulateGrad
 # around the node's own function.
 _EVALUATE = "autograd::engine::evaluate_function: "
 _ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+
+
+_PLAIN_CPU_GRAD = PLAIN_CPU_KEYSET | AUTOGRAD_KEY_OF_DEVICE["cpu"]
+_own_kernels = [-1, False]   # [dispatcher.generation, ones_like runs only glasstorch's kernels]
+
+
+def _ones_like_is_builtin() -> bool:
+    """Whether every kernel `ones_like` (and the fill it runs) may reach is glasstorch's own,
+    rechecked after any registration: a torch.library kernel must still be called."""
+    if _own_kernels[0] != dispatcher.generation:
+        tables = ones_like_op.table + fill_.functional.table
+        _own_kernels[1] = all(k is None or getattr(k, "__module__", "").startswith("glasstorch.")
+                              or getattr(getattr(k, "func", None), "__module__", "")
+                              .startswith("glasstorch.") for k in tables)
+        _own_kernels[0] = dispatcher.generation
+    return _own_kernels[1]
+
+
+def implicit_gradient(t: Tensor) -> Tensor:
+    """The gradient `backward()` starts a one-element output from: ones_like(t), made
+    directly for a plain CPU tensor on a thread in its default state when ones_like runs
+    only glasstorch's kernels (what it would do there), so that modes, traces and
+    registered kernels still see the call everywhere else."""
+    if (t.__class__ is Tensor and t._keyset == _PLAIN_CPU_GRAD and local_keys.included == 0
+            and local_keys.excluded == AUTOCAST_MASK and not _tracers
+            and not overrides.anywhere.modes and _ones_like_is_builtin()):
+        g = Tensor._empty(t._shape, t.dtype)
+        g._array().fill(1)
+        return g
+    return ones_like(t, memory_format=contiguous_format)
 
 
 def _add(a, b):
@@ -119,20 +156,7 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
     """
     targets = {n for n, _ in capture} if capture else None
     keep = _needed([n for n, _ in roots], targets) if targets is not None else None
-
-    deps: dict = {}
-    seen = set()
-    stack = list(dict.fromkeys(n for n, _ in roots if n is not None))  # a node once
-    seen.update(stack)
-    while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
-            if nxt is None or (keep is not None and nxt not in keep):
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+    deps = _dependencies(roots, keep)
 
     buffers: dict = {}
     captured: dict = {}
@@ -141,15 +165,19 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
     for (node, nr), g in zip(roots, root_grads):
         if node is None:
             continue
-        buf = buffers.setdefault(node, {})
-        buf[nr] = _add(buf.get(nr), g)
+        buf = buffers.get(node)
+        if buf is None:
+            buffers[node] = {nr: g}
+        else:
+            buf[nr] = _add(buf.get(nr), g)
     for node in buffers:
-        if deps.get(node, 0) == 0:
+        if node not in deps:
             heapq.heappush(ready, (-node._sequence_nr, next(order), node))
 
     pop, push = heapq.heappop, heapq.heappush
-    mode = grad_mode.enable_grad() if create_graph else grad_mode.no_grad()
-    with mode:
+    previous_mode = _grad_state.enabled
+    _grad_state.enabled = create_graph
+    try:
         while ready:
             node = pop(ready)[2]
             buf = buffers.pop(node, None) or {}
@@ -171,8 +199,15 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                     else:
                         _accumulate(node.variable, grad, create_graph)
                 continue
-            grads = _grads_in(node, buf)
-            if not any(g is not None for g in grads):
+            if (len(buf) == 1 and 0 in buf and not (node._tensor_pre_hooks or node._pre_hooks
+                                                     or node._retain_grad_hooks)):
+                grads = (buf[0],)           # the common case: one output, no hooks
+                skip = grads[0] is None
+            else:
+                grads = _grads_in(node, buf)
+                skip = all(g is None for g in grads)
+            buf = None
+            if skip:
                 outs = ()
             elif _recorder.collectors:      # a profile records: name the node's work
                 with _recorder.span(_EVALUATE + node.name()), _recorder.span(node.name()):
@@ -181,10 +216,11 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                 outs = _run_node(node, grads)
             if not retain_graph:
                 node.release()
+            count = len(outs)
             for i, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None or (keep is not None and nxt not in keep):
                     continue
-                g = outs[i] if i < len(outs) else None
+                g = outs[i] if i < count else None
                 if g is not None:
                     nb = buffers.get(nxt)
                     if nb is None:
@@ -196,7 +232,31 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                 if n == 0:
                     push(ready, (-nxt._sequence_nr, next(order), nxt))
             grads = outs = g = None    # hold no gradient past its node (see _owned)
+    finally:
+        _grad_state.enabled = previous_mode
     return captured
+
+
+def _dependencies(roots, keep) -> dict:
+    """For each node reached from the roots (within `keep` when given), how many edges lead
+    into it: the gradients it waits for. Nodes nothing leads into are absent."""
+    deps: dict = {}
+    get = deps.get
+    seen = set()
+    stack = []
+    for node, _ in roots:
+        if node is not None and node not in seen:
+            seen.add(node)
+            stack.append(node)
+    while stack:
+        for nxt, _ in stack.pop().next_functions:
+            if nxt is None or (keep is not None and nxt not in keep):
+                continue
+            deps[nxt] = get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
 
 
 def _release_children(node, deps, buffers, ready, order, keep):
@@ -235,6 +295,8 @@ def _grads_in(node, buf: dict) -> tuple:
 
 
 def _run_node(node, grads: tuple) -> tuple:
+    if node._casts_own_grads and not node._hooks and not _anomaly.enabled:
+        return node.apply(grads)        # the common case: a formula node without hooks
     if _anomaly.enabled:
         try:
             outs = node.apply(grads)

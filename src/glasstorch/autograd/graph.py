@@ -190,8 +190,9 @@ class FormulaNode(Node):
     def apply(self, grads: tuple) -> tuple:
         if self._released:
             raise RuntimeError(_SAVED_FREED)
-        values = {k: (v.unpack() if isinstance(v, SavedTensor) else v)
-                  for k, v in self._saved.items()}
+        values = {}
+        for k, v in self._saved.items():     # a loop, not a comprehension: no extra frame
+            values[k] = v.unpack() if isinstance(v, SavedTensor) else v
         out = self._formula(grads[0] if len(grads) == 1 else grads, **values)
         if not isinstance(out, tuple):
             out = (out,)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 
 from ..core.tensor import Tensor
-from ..dispatch.dispatcher import _tracers, register_fallback, untraced
+from ..dispatch.dispatcher import _LAST_BACKEND, _tracers, register_fallback, untraced
 from ..dispatch.keys import DispatchKey
 from ..ops.inplace_or_view import check_view_write
 from ..ops.registry import check_inplace_write
@@ -131,7 +131,12 @@ def _edges_and_meta(op, args):
 
 
 def _record(op, ks, args):
-    result = op.redispatch(ks, *args) if _tracers else untraced(op, ks, args)
+    if _tracers:
+        result = op.redispatch(ks, *args)
+    else:                            # `untraced`, inlined for a backend kernel below
+        key = (ks & op.mask).bit_length() - 1
+        result = (op.table[key](*args) if 0 <= key <= _LAST_BACKEND
+                  else untraced(op, ks, args))
     d = op.info.get("derivative")
     if d is None and op.info.get("autograd") == "not differentiable":
         return result
@@ -157,7 +162,7 @@ def _record(op, ks, args):
             elif kind == "shape":
                 saved[name] = args[index]._shape      # metadata only
             elif kind == "mask":
-                saved[name] = tuple(node is not None for node, _ in edges)
+                saved[name] = tuple([node is not None for node, _ in edges])
             else:                                     # geometry
                 t = args[index]
                 saved[name] = (t._shape, t._stride, t._offset)

@@ -34,13 +34,17 @@ several_gpus = False      # set by the CUDA runtime when it sees more than one G
 _CUDA_ONLY = 1 << DispatchKey.CUDA
 _BACKEND_SELECT = 1 << DispatchKey.BackendSelect
 PLAIN_CPU_KEYSET = TENSOR_KEYSETS["cpu"]   # a CPU tensor that needs no grad, of class Tensor
+PLAIN_CPU_GRAD_KEYSET = PLAIN_CPU_KEYSET | (1 << DispatchKey.AutogradCPU)   # ... that does
+generation = 0            # counts dispatch-table changes: a cache of what a table holds is
+#                           still valid while this is unchanged
 
 
 class Operator:
     """One overload of an operator (`aten::add.Tensor`) and its dispatch table."""
 
     __slots__ = ("schema", "name", "table", "mask", "kernels", "tensor_positions", "tags",
-                 "__weakref__", "info", "sources", "nargs", "overload", "plain_cpu")
+                 "__weakref__", "info", "sources", "nargs", "overload", "plain_cpu",
+                 "plain_cpu_grad")
 
     def __init__(self, schema: Schema, tags=()):
         self.schema = schema
@@ -88,6 +92,8 @@ class Operator:
         return _fallbacks.get(key), "fallback"
 
     def _recompute(self) -> None:
+        global generation
+        generation += 1
         self.mask = 0
         for key in DispatchKey:
             kernel, source = self._resolve(key)
@@ -97,18 +103,22 @@ class Operator:
             self.table[key] = kernel
             if kernel is not None:
                 self.mask |= 1 << key
-        # What `dispatch` runs for exactly PLAIN_CPU_KEYSET on a thread in its default state
-        # (no mode, autocast off, no trace), as one callable taking the op's arguments: the
-        # CPU kernel, or the kernel above it with its operator and key set bound. The
-        # generated wrappers call it directly (ops/wrappers.py); every registration renews it.
-        ks = PLAIN_CPU_KEYSET & ~AUTOCAST_MASK & self.mask
+        # What `dispatch` runs for exactly PLAIN_CPU_KEYSET (PLAIN_CPU_GRAD_KEYSET) on a
+        # thread in its default state (no mode, autocast off, no trace), as one callable
+        # taking the op's arguments: the CPU kernel, or the kernel above it with its operator
+        # and key set bound. The generated wrappers call it directly (ops/wrappers.py);
+        # every registration renews it.
+        self.plain_cpu = self._direct_kernel(PLAIN_CPU_KEYSET)
+        self.plain_cpu_grad = self._direct_kernel(PLAIN_CPU_GRAD_KEYSET)
+
+    def _direct_kernel(self, keyset: int):
+        ks = keyset & ~AUTOCAST_MASK & self.mask
         top = ks.bit_length() - 1
         if top < 0:
-            self.plain_cpu = None
-        elif top <= _LAST_BACKEND:
-            self.plain_cpu = self.table[top]
-        else:
-            self.plain_cpu = partial(self.table[top], self, ks & _BELOW[top])
+            return None
+        if top <= _LAST_BACKEND:
+            return self.table[top]
+        return partial(self.table[top], self, ks & _BELOW[top])
 
     # ---- calling ---------------------------------------------------------------------
     def __call__(self, /, *args, **kwargs):

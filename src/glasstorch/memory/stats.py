@@ -41,16 +41,6 @@ class MemoryStats:
         self.peak_count = 0          # most live buffers at once, as of the last free
         self.num_ooms = 0
 
-    def on_free(self, nbytes: int) -> None:
-        # The count of live buffers peaks just before some free: checking here keeps the
-        # allocation path free of it.
-        live = self.allocation_count - self.free_count
-        if live > self.peak_count:
-            self.peak_count = live
-        self.allocated_bytes -= nbytes
-        self.total_freed_bytes += nbytes
-        self.free_count += 1
-
     @property
     def live_count(self) -> int:
         return self.allocation_count - self.free_count

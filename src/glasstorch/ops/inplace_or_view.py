@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..core.grad_state import state as _grad_state
 from ..core.tensor import Tensor
+from ..dispatch.dispatcher import _LAST_BACKEND, _tracers
 
 
 def _mutated(op, args) -> list:
@@ -35,10 +36,13 @@ def bump_versions_kernel(op, ks, *args):
                 "Inplace update to inference tensor outside InferenceMode is not allowed.You "
                 "can make a clone to get a normal tensor before doing inplace update.See "
                 "https://github.com/pytorch/rfcs/pull/17 for more details.")
-    result = op.redispatch(ks, *args)
+    result = _below(op, ks, args)
     for t in written:
         t._vc.version += 1
     return result
+
+
+_NO_GRAD = ("no_grad",)
 
 
 def _set_base(view, self, creation):
@@ -58,7 +62,7 @@ def _view_creation(op, self, multi_output: bool):
     if _grad_state.inference:
         return ("inference_mode",)
     if not _grad_state.enabled:
-        return ("no_grad",)
+        return _NO_GRAD
     if multi_output:
         d = op.info.get("derivative")
         name = d.node_name if d is not None and isinstance(d.node_name, str) else op.schema.name
@@ -66,15 +70,32 @@ def _view_creation(op, self, multi_output: bool):
     return None
 
 
+def _below(op, ks, args):
+    """`op.redispatch(ks, *args)`, with the backend kernel called directly when no trace
+    is on (these kernels wrap every view and in-place call)."""
+    key = (ks & op.mask).bit_length() - 1
+    if 0 <= key <= _LAST_BACKEND and not _tracers:
+        return op.table[key](*args)
+    return op.redispatch(ks, *args)
+
+
 def view_bookkeeping_kernel(op, ks, self, *args):
     """ADInplaceOrView for view ops: the result records its root base."""
-    out = op.redispatch(ks, self, *args)
+    key = (ks & op.mask).bit_length() - 1      # `_below`, inlined: every view's path
+    if 0 <= key <= _LAST_BACKEND and not _tracers:
+        out = op.table[key](self, *args)
+    else:
+        out = op.redispatch(ks, self, *args)
     if isinstance(out, list):
         creation = _view_creation(op, self, True)
         for nr, v in enumerate(out):
             _set_base(v, self, creation and creation + (nr,))
-    elif self._view_creation is None and _grad_state.enabled and not _grad_state.inference:
-        out._base = self if self._base is None else self._base      # the common case
+    elif self._view_creation is None and not _grad_state.inference:
+        out._base = self if self._base is None else self._base      # the common cases:
+        if not _grad_state.enabled:                                 # `_set_base`, inlined
+            out._view_creation = _NO_GRAD
+            if self._requires_grad:
+                out._set_requires_grad(True)
     else:
         _set_base(out, self, _view_creation(op, self, False))
     return out

@@ -189,6 +189,18 @@ def _plain_float_kernel(general, ufunc, defaults):
                     out = empty(shape, d, CPU, stride)
                     ufunc(self._array(), d.np.type(other), out=out._array())
                     return out
+            elif shape and not any(stride) and prod(shape) < GRAIN:
+                # one value expanded (a sum's or mean's gradient): the output is row-major
+                if other.__class__ is Tensor:
+                    if (other.dtype is d and other._shape == shape
+                            and other._stride == contiguous_strides(shape)):
+                        out = empty(shape, d, CPU)
+                        ufunc(self._array(), other._array(), out=out._array())
+                        return out
+                elif other.__class__ is float or other.__class__ is int:
+                    out = empty(shape, d, CPU)
+                    ufunc(self._array(), d.np.type(other), out=out._array())
+                    return out
         return general(self, other, *rest)
     kernel.__qualname__ = general.__qualname__
     kernel.__module__ = general.__module__

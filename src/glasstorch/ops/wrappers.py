@@ -15,7 +15,7 @@ import operator
 from .. import overrides
 from ..core.tensor import Tensor
 from ..dispatch import dispatcher
-from ..dispatch.dispatcher import PLAIN_CPU_KEYSET
+from ..dispatch.dispatcher import PLAIN_CPU_GRAD_KEYSET, PLAIN_CPU_KEYSET
 from ..dispatch.keys import AUTOCAST_MASK, local_keys
 from ..dispatch.schema import Schema
 
@@ -74,6 +74,10 @@ def _normalise_lines(schema: Schema, call_names, varargs: bool):
     return lines
 
 
+# Python numbers add no dispatch keys and never override __torch_function__
+_PYTHON_NUMBERS = frozenset((int, float, bool, complex))
+
+
 def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
     """The call's key set: plain attribute reads where the argument is known to be a
     Tensor (checked above), `_ks` (lists, None, Python numbers, other objects) elsewhere."""
@@ -83,7 +87,8 @@ def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
             parts.append(f"{names[i]}._keyset")
         elif schema.arguments[i].type == "Tensor":
             n = names[i]
-            parts.append(f"({n}._keyset if {n}.__class__ is _Tensor else _ks({n}))")
+            parts.append(f"({n}._keyset if {n}.__class__ is _Tensor else 0 if {n}.__class__ "
+                         f"in _NUMBERS else _ks({n}))")
         else:
             parts.append(f"_ks({names[i]})")
     return " | ".join(parts) if parts else "0"
@@ -92,9 +97,11 @@ def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
 def _dispatch_lines(op: str, args: str, indent: str) -> list:
     """Dispatch `op`: for plain CPU tensors on a thread in its default state (no mode,
     autocast off, no dispatch trace), call the kernel the dispatcher would pick for them
-    (`Operator.plain_cpu`, renewed by every registration) without going through it."""
-    return [f"{indent}_kernel = {op}.plain_cpu",
-            f"{indent}if (_kernel is not None and _keys == _PLAIN_CPU and _local.included == 0 "
+    (`Operator.plain_cpu`, or `plain_cpu_grad` when one requires grad; renewed by every
+    registration) without going through it."""
+    return [f"{indent}_kernel = {op}.plain_cpu if _keys == _PLAIN_CPU else "
+            f"{op}.plain_cpu_grad if _keys == _PLAIN_CPU_GRAD else None",
+            f"{indent}if (_kernel is not None and _local.included == 0 "
             "and _local.excluded == _AUTOCAST and not _tracers):",
             f"{indent}    return _kernel({args})",
             f"{indent}return {op}.dispatch(_keys, {args})"]
@@ -165,12 +172,14 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
                  for i, (n, a) in enumerate(zip(call, schema.arguments))) + (
         (("out", "k", None),) if out_op is not None else ())
     env.update({"_op": op, "_out_op": out_op, "_ks": overrides.arg_bits, "_Tensor": Tensor,
-           "_TensorOrNumber": (Tensor, int, float, complex), "_as_shape": _as_varargs_shape,
+           "_TensorOrNumber": (Tensor, int, float, complex),
+           "_NUMBERS": _PYTHON_NUMBERS, "_as_shape": _as_varargs_shape,
            "_contiguous_format": "contiguous_format", "_SPEC": spec,
            "_anywhere": overrides.anywhere,
            "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
            "_NOT_HANDLED": overrides.NOT_HANDLED, "_SCALARS": _SCALAR_TYPES,
-           "_PLAIN_CPU": PLAIN_CPU_KEYSET, "_AUTOCAST": AUTOCAST_MASK, "_local": local_keys,
+           "_PLAIN_CPU": PLAIN_CPU_KEYSET, "_PLAIN_CPU_GRAD": PLAIN_CPU_GRAD_KEYSET,
+           "_AUTOCAST": AUTOCAST_MASK, "_local": local_keys,
            "_tracers": dispatcher._tracers})
     qualname = f"Tensor.{name}" if method else name
     filename = f"<glasstorch.ops {qualname} {schema.qualified_name}>"

@@ -391,7 +391,8 @@ class Optimizer:
                 grad = p.grad
                 if grad is not None:
                     shape, device = p._shape, p.device
-                    if grad._shape != shape or grad.device != device:
+                    where = grad._storage.device if grad.__class__ is Tensor else grad.device
+                    if grad._shape != shape or (where is not device and where != device):
                         raise RuntimeError(
                             f"param group {g}, parameter {index}: its gradient (shape "
                             f"{list(grad.shape)} on {grad.device}) does not match the "
@@ -513,7 +514,7 @@ def _state_fits(spec, p, shape, device, state) -> bool:
         elif value._shape != shape or value.dtype is not dtype:
             return False
         else:
-            where = value.device
+            where = value._storage.device if value.__class__ is Tensor else value.device
             if where is not device and where != device:
                 return False
     return True
@@ -574,15 +575,19 @@ def _plain_arrays(*tensors):
     what the CPU run allocates), or None. A storage of another class is one whose bytes the
     compiler's capture has not computed yet: there the update must be operators, recorded."""
     first = tensors[0]
-    d, shape, device = first.dtype, first._shape, first.device.type
-    if d not in _PLAIN_DTYPES or device not in ("cpu", "meta", "cuda"):
+    d, shape, device = first.dtype, first._shape, first.device
+    if d not in _PLAIN_DTYPES or device.type not in ("cpu", "meta", "cuda"):
         return None
     no_data = first._storage.device.type == "meta"    # meta, or a fake on any device
     for t in tensors:
         if (t.__class__ is not Tensor and not isinstance(t, Tensor)) or t.dtype is not d \
                 or t._shape != shape or t._vc is None or t._view_creation is not None \
-                or t.device != first.device or t._storage.__class__ is not UntypedStorage \
-                or (t._storage.device.type == "meta") is not no_data or t._sparse is not None:
+                or t._storage.__class__ is not UntypedStorage or t._sparse is not None:
+            return None
+        # a plain tensor's device is its storage's (a subclass may define its own)
+        where = t._storage.device if t.__class__ is Tensor else t.device
+        if (where is not device and where != device) or \
+                (t._storage.device.type == "meta") is not no_data:
             return None
     return [] if no_data else [t._array() for t in tensors]
 

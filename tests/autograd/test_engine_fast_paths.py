@@ -1,0 +1,126 @@
+"""The backward engine's shortcuts for the common case (issue 22) give what the general path
+gives, and step aside whenever a mode, a trace, autocast or a registered kernel must see
+the calls."""
+import pytest
+
+import glasstorch as gt
+from glasstorch.autograd import engine
+from glasstorch.utils._python_dispatch import TorchDispatchMode
+
+torch = pytest.importorskip("torch")
+
+
+class _Log(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def _tiny(lib, values):
+    x = lib.tensor(values, requires_grad=True)
+    y = (x * 2 + 1).sum()
+    return x, y
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_implicit_root_gradient_matches_torch(dtype):
+    values = [0.5, -1.0, 2.0]
+    x = gt.tensor(values, dtype=getattr(gt, dtype), requires_grad=True)
+    y = (x * 2 + 1).sum()
+    tx = torch.tensor(values, dtype=getattr(torch, dtype), requires_grad=True)
+    (tx * 2 + 1).sum().backward()
+    g = engine.implicit_gradient(y)
+    assert g.dtype is y.dtype and g.shape == y.shape and g.tolist() == 1.0
+    y.backward()
+    assert x.grad.dtype is x.dtype and x.grad.tolist() == tx.grad.tolist()
+
+
+def test_a_dispatch_mode_sees_ones_like_as_in_torch():
+    from torch.utils._python_dispatch import TorchDispatchMode as TorchMode
+
+    class TorchLog(TorchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x, y = _tiny(gt, [1.0, 2.0])
+    with _Log() as log:
+        y.backward()
+    tx, ty = _tiny(torch, [1.0, 2.0])
+    with TorchLog() as tlog:
+        ty.backward()
+    assert log.seen[:3] == tlog.seen[:3]     # ones_like, expand, mul
+    assert x.grad.tolist() == tx.grad.tolist()
+
+
+def test_a_registered_ones_like_kernel_is_called_and_the_shortcut_returns_after():
+    calls = []
+
+    def ones(self, dtype=None, layout=None, device=None, pin_memory=None,
+             memory_format=None):
+        calls.append(tuple(self.shape))
+        return gt.full(self.shape, 3.0, dtype=self.dtype)
+
+    lib = gt.library.Library("aten", "IMPL")
+    lib.impl("ones_like", ones, "CPU")
+    try:
+        x, y = _tiny(gt, [1.0, 2.0])
+        y.backward()
+        assert calls == [()] and x.grad.tolist() == [6.0, 6.0]
+    finally:
+        lib._destroy()
+    assert engine._ones_like_is_builtin()
+    x, y = _tiny(gt, [1.0, 2.0])
+    y.backward()
+    assert calls == [()] and x.grad.tolist() == [2.0, 2.0]
+
+
+def test_the_shortcut_is_taken_for_plain_tensors_and_not_under_a_mode():
+    x, y = _tiny(gt, [1.0])
+    assert engine._ones_like_is_builtin()
+    made = []
+    original = engine.ones_like
+    engine.ones_like = lambda *a, **k: made.append(1) or original(*a, **k)
+    try:
+        engine.implicit_gradient(y)
+        assert made == []                      # plain: made directly
+        with _Log():
+            engine.implicit_gradient(y)
+        assert made == [1]                     # a mode on: through ones_like
+        with gt.autocast("cpu"):
+            engine.implicit_gradient(y)
+        assert made == [1, 1]
+    finally:
+        engine.ones_like = original
+
+
+def test_hooks_and_grad_mode_inside_backward_are_kept():
+    x = gt.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    seen = []
+    y.register_hook(lambda g: seen.append(g.tolist()) or g * 2)
+    y.grad_fn.register_hook(lambda gi, go: seen.append(gt.is_grad_enabled()))
+    y.sum().backward()
+    assert seen == [[1.0, 1.0], False] and x.grad.tolist() == [6.0, 6.0]
+    assert gt.is_grad_enabled()
+    z = gt.tensor([1.0, 2.0], requires_grad=True)
+    (g,) = gt.autograd.grad((z * z).sum(), z, create_graph=True)
+    assert g.requires_grad and g.tolist() == [2.0, 4.0]
+    assert gt.is_grad_enabled()
+
+
+def test_grad_mode_is_restored_when_a_node_fails():
+    x = gt.tensor([1.0], requires_grad=True)
+    y = x * 2
+    y.grad_fn.register_prehook(lambda grads: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        y.sum().backward()
+    assert gt.is_grad_enabled()
