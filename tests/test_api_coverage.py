@@ -26,7 +26,7 @@ import glasstorch  # noqa: E402
 FLOORS = {
     "torch": 89, "torch.nn": 96, "torch.nn.functional": 95, "torch.nn.init": 100,
     "torch.nn.utils": 100, "torch.linalg": 100, "torch.fft": 94, "torch.special": 100,
-    "torch.optim": 94, "torch.optim.lr_scheduler": 100, "torch.autograd": 94,
+    "torch.optim": 100, "torch.optim.lr_scheduler": 100, "torch.autograd": 94,
     "torch.utils.data": 100, "torch.testing": 75, "torch.func": 0, "torch.distributions": 0,
     "torch.sparse": 58, "torch.signal.windows": 100, "torch.masked": 100, "torch.cuda": 89,
     "torch.amp": 100, "torch.random": 100, "torch.accelerator": 95, "torch.hub": 100,
