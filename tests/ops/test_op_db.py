@@ -72,10 +72,6 @@ NOT_IN_GLASSTORCH: dict[str, str] = {
     "sparse.sampled_addmm": "sparse CSR kernels: sparse layouts are another part of the API",
     "sparse.mm.reduce": "sparse CSR kernels: sparse layouts are another part of the API",
     "to_sparse": "sparse layouts are another part of the API",
-    "nn.functional.linear_cross_entropy": "PyTorch 2.13's fused, chunked linear + cross "
-                                          "entropy: not written yet",
-    "nn.functional.linear_cross_entropy.chunked": "as nn.functional.linear_cross_entropy",
-    "nn.functional.linear_cross_entropy.chunked_none": "as nn.functional.linear_cross_entropy",
     "_native_batch_norm_legit": "an aten-internal form of native_batch_norm (functionalized "
                                 "running stats) that programs do not call; not declared",
     "_batch_norm_with_update": "an aten-internal form of native_batch_norm for export; not "
