@@ -46,6 +46,8 @@ SKIP_BACKWARD: dict[str, str] = {
                          "backward runs through them); torch marks them non-differentiable",
     "native_batch_norm": "save_mean/save_invstd outputs are differentiable in glasstorch; "
                          "torch marks them non-differentiable",
+    "_native_batch_norm_legit": "save_mean/save_rstd are differentiable in glasstorch (it is "
+                                "native_batch_norm); torch marks them non-differentiable",
     "linalg.matrix_power": "n=0 returns a constant identity; torch attaches a node with a "
                            "zero gradient",
     "as_strided_scatter": "torch's gradient also reaches the overwritten elements (its own "
@@ -72,8 +74,6 @@ NOT_IN_GLASSTORCH: dict[str, str] = {
     "sparse.sampled_addmm": "sparse CSR kernels: sparse layouts are another part of the API",
     "sparse.mm.reduce": "sparse CSR kernels: sparse layouts are another part of the API",
     "to_sparse": "sparse layouts are another part of the API",
-    "_native_batch_norm_legit": "an aten-internal form of native_batch_norm (functionalized "
-                                "running stats) that programs do not call; not declared",
     "_batch_norm_with_update": "an aten-internal form of native_batch_norm for export; not "
                                "declared",
     "_upsample_bilinear2d_aa": "antialiased bilinear resampling is not implemented",
