@@ -4,7 +4,8 @@ For every OpInfo whose function glasstorch has, each of its first sample inputs 
 PyTorch, converted through NumPy with their strides) runs through both libraries: outputs
 must agree in values, dtype and shape, and in float64 the gradients of a weighted sum of
 the outputs must agree too. A sample PyTorch itself rejects is skipped. Entries glasstorch
-lacks are skipped as such; entries known to differ are in SKIP with the reason. Which of
+lacks are listed in NOT_IN_GLASSTORCH with the reason (a test keeps that list exact);
+entries known to differ are in SKIP with the reason. Which of
 several tied elements an index output names is left to each library's algorithm (TIES):
 there only the values are compared, and the indices by shape and dtype. Samples holding
 ±inf or nan, where PyTorch's answer can depend on the CPU, are left out but for entries
