@@ -132,6 +132,7 @@ def test_lu_and_lu_solve():
     A, b = _matrix(2, 4, 4), _matrix(2, 4, 3)
     (LU, piv), (tLU, tpiv) = gt.lu(gt.tensor(A)), torch.lu(torch.tensor(A))
     _close(LU, tLU), _close(piv, tpiv)
+    _close(gt.tensor(A).lu()[0], torch.tensor(A).lu()[0])
     info = gt.lu(gt.tensor(A), get_infos=True)
     assert type(info).__name__ == "_lu_with_info" and info.info.tolist() == [0, 0]
     _close(gt.lu_solve(gt.tensor(b), LU, piv), torch.lu_solve(torch.tensor(b), tLU, tpiv))

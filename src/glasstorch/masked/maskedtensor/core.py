@@ -241,11 +241,12 @@ def _binary(func, inplace, args, kwargs):
 def _where(cond, a, b):
     data = glasstorch.where(_data(cond), _data(a), _data(b))
     if is_masked_tensor(a) or is_masked_tensor(b):
-        return as_masked(data, _mask_of(a, b))
+        return _as_masked(data, _mask_of(a, b))
     return data
 
 
-def as_masked(data, mask):
+def _as_masked(data, mask):
+    """A MaskedTensor through which gradients reach data (as_masked_tensor)."""
     return MaskedTensor._from_values(data, mask)
 
 
@@ -259,7 +260,7 @@ def _reduce(name, self, *args, **kwargs):
             data = self._masked_data.masked_fill(~mask, True).all()
         else:
             data = getattr(_ops, name)(self, mask=mask)
-        return as_masked(data, mask.any())
+        return _as_masked(data, mask.any())
     dim = args[0] if args else kwargs.get("dim")
     keepdim = args[1] if len(args) > 1 else kwargs.get("keepdim", False)
     dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
@@ -271,7 +272,7 @@ def _reduce(name, self, *args, **kwargs):
     out_mask = mask
     for d in sorted((dim,) if isinstance(dim, int) else dim, reverse=True):
         out_mask = out_mask.any(d, keepdim=keepdim)
-    return as_masked(data, out_mask)
+    return _as_masked(data, out_mask)
 
 
 class _GetData(glasstorch.autograd.Function):

@@ -9,6 +9,7 @@ from .distance import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .linear_cross_entropy import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
 from .multi_head_attention import *  # noqa: F401,F403

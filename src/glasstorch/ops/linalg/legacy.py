@@ -10,7 +10,7 @@ from .decompositions import linalg_lu_factor_ex, linalg_vector_norm, lu_solve as
 from .decompositions import matrix_norm
 
 
-@composite()
+@composite(method=True)
 def lu(A, pivot=True, get_infos=False, out=None):
     """(LU, pivots), or (LU, pivots, infos) with get_infos: linalg.lu_factor_ex without the
     error on a singular matrix."""

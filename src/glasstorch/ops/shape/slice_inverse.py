@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..registry import composite
 
 
-@composite()
+@composite(method=True)
 def slice_inverse(self, src, dim=0, start=None, end=None, step=1):
     """A view of self's storage laid out as src."""
     return self.as_strided(tuple(src.shape), src.stride(), src.storage_offset())
