@@ -133,3 +133,16 @@ def test_selections_check_emptiness_before_dtype_and_take_any_0d(make, op):
         except (RuntimeError, IndexError, NotImplementedError) as e:
             return type(e).__name__, str(e)
     assert f(gt) == f(oracle_torch())
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "uint8", "int8"])
+def test_bfloat16_to_integer_converts_as_float(dtype):
+    """bfloat16 into an integer type goes through float, as c10 converts: negatives wrap into
+    unsigned types and NaN/inf give what float's conversion gives (NumPy's cast gives 0)."""
+    def f(T):
+        x = T.tensor([float("nan"), float("inf"), -float("inf"), 2.5, -3.7, -300.])
+        x = x.to(T.bfloat16)
+        y = T.zeros(6, dtype=getattr(T, dtype))
+        y.copy_(x)
+        return x.to(getattr(T, dtype)).tolist(), y.tolist()
+    assert f(gt) == f(oracle_torch())

@@ -12,7 +12,7 @@ from ...dispatch.keys import BACKEND_MASK
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..registry import composite, export, kernel_op
 from ...backends.cpu.copy import (assign_array, check_copy, check_fill_fits, check_fill_value,
-    copy_across, copy_cpu, fill_cpu, scalar_value, strides_for)
+    copy_across, copy_cpu, copy_values, fill_cpu, scalar_value, strides_for)
 
 # ---- copy_ -----------------------------------------------------------------------------
 
@@ -55,7 +55,7 @@ def copy_fresh(out: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy into a tensor just allocated here with src's shape: no checks to make, no
     version to bump, so CPU copies go straight to NumPy."""
     if out._storage.device.type == "cpu" and src._storage.device.type == "cpu":
-        assign_array(out._array(), src._array())
+        copy_values(out, src)
         return out
     return copy_.functional.redispatch(out._keyset & BACKEND_MASK, out, src, non_blocking)
 
