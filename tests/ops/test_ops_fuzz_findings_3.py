@@ -112,3 +112,37 @@ def test_fill_checks_a_float_against_the_integer_range(dtype, value):
     def f(T):
         return _outcome(lambda T: T.zeros(2, dtype=getattr(T, dtype)).fill_(value).tolist(), T)
     assert f(gt) == f(oracle_torch())
+
+
+@pytest.mark.parametrize("make", [
+    lambda T: T.tensor(True), lambda T: T.tensor(1 + 1j), lambda T: T.tensor([1 + 1j]),
+    lambda T: T.tensor([], dtype=T.complex64), lambda T: T.tensor([[]], dtype=T.complex64),
+    lambda T: T.tensor([], dtype=T.bool)])
+@pytest.mark.parametrize("op", ["kthvalue", "mode", "cummax", "cummin", "median"])
+def test_selections_check_emptiness_before_dtype_and_take_any_0d(make, op):
+    """A 0-dim tensor is its own kthvalue/mode/running max whatever its dtype, and an empty
+    reduction dim is reported before an unsupported dtype, as in PyTorch."""
+    args = (1, 0) if op == "kthvalue" else (0,)
+
+    def f(T):
+        def run(T):
+            values, indices = getattr(T, op)(make(T), *args)
+            return str(values.dtype), tuple(values.shape), indices.tolist()
+        try:
+            return run(T)
+        except (RuntimeError, IndexError, NotImplementedError) as e:
+            return type(e).__name__, str(e)
+    assert f(gt) == f(oracle_torch())
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "uint8", "int8"])
+def test_bfloat16_to_integer_converts_as_float(dtype):
+    """bfloat16 into an integer type goes through float, as c10 converts: negatives wrap into
+    unsigned types and NaN/inf give what float's conversion gives (NumPy's cast gives 0)."""
+    def f(T):
+        x = T.tensor([float("nan"), float("inf"), -float("inf"), 2.5, -3.7, -300.])
+        x = x.to(T.bfloat16)
+        y = T.zeros(6, dtype=getattr(T, dtype))
+        y.copy_(x)
+        return x.to(getattr(T, dtype)).tolist(), y.tolist()
+    assert f(gt) == f(oracle_torch())

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from ...core import dtype as dt
 from ...core.shape import (channels_last_strides, contiguous_strides, expand_strides,
                            has_internal_overlap, is_non_overlapping_and_dense, iterator_strides)
 from ...core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
@@ -62,8 +63,17 @@ def copy_cpu(self, src, non_blocking=False):
     check_copy(self, src)
     if src.device.type != "cpu":
         return copy_across(self, src, non_blocking)
-    assign_array(self._array(), src._array())
+    copy_values(self, src)
     return self
+
+
+def copy_values(dst: Tensor, src: Tensor) -> None:
+    """dst's elements = src's, converted as c10 converts: bfloat16 into an integer type
+    through float32 (NumPy's own cast turns NaN, inf and negatives into unsigned types to 0)."""
+    values = src._array()
+    if src.dtype is dt.bfloat16 and dst.dtype.category == dt.INT:
+        values = values.astype(np.float32)
+    assign_array(dst._array(), values)
 
 
 def copy_across(self, src, non_blocking):

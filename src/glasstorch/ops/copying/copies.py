@@ -13,7 +13,7 @@ from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..registry import composite, export, kernel_op
 from ...backends.cpu.casts import check_conversion
 from ...backends.cpu.copy import (assign_array, check_copy, check_fill_fits, check_fill_value,
-    copy_across, copy_cpu, fill_cpu, scalar_value, strides_for)
+    copy_across, copy_cpu, copy_values, fill_cpu, scalar_value, strides_for)
 
 # ---- copy_ -----------------------------------------------------------------------------
 
@@ -58,7 +58,7 @@ def copy_fresh(out: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if out.dtype.family is not None or src.dtype.family is not None:
         check_conversion(out.dtype, src.dtype)
     if out._storage.device.type == "cpu" and src._storage.device.type == "cpu":
-        assign_array(out._array(), src._array())
+        copy_values(out, src)
         return out
     return copy_.functional.redispatch(out._keyset & BACKEND_MASK, out, src, non_blocking)
 

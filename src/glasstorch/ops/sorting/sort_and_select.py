@@ -206,11 +206,12 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
 
 
 def _kthvalue_meta(self, k, dim=-1, keepdim=False):
-    if self.dtype is dt.bool:
-        not_implemented("kthvalue_cpu", self)
-    _no_complex("kthvalue_cpu", self)
     d = _single_dim("kthvalue", self, dim)
     _check_nonempty("kthvalue", self, d)
+    if self.dim():                  # a 0-dim tensor is its own answer, whatever its dtype
+        if self.dtype is dt.bool:
+            not_implemented("kthvalue_cpu", self)
+        _no_complex("kthvalue_cpu", self)
     if not 1 <= _int_arg("kthvalue", "k", 1, k) <= (self._shape[d] if self._shape else 1):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     shape = _reduced(self, d, keepdim)
@@ -247,11 +248,11 @@ def _median_all_meta_for(name):
 
 def _median_dim_meta_for(name):
     def meta(self, dim, keepdim=False):
+        d = _single_dim(name, self, dim)
+        _check_nonempty(name, self, d)
         if self.dtype is dt.bool:
             not_implemented(f"{name}_out", self)
         _no_complex(f"{name}_out", self)
-        d = _single_dim(name, self, dim)
-        _check_nonempty(name, self, d)
         shape = _reduced(self, d, keepdim)
         return spec(shape, self.dtype), spec(shape, dt.int64)
     return meta
@@ -308,9 +309,10 @@ nanmedian(input, dim, keepdim=False) -> return_types.nanmedian(values, indices).
 # ---- mode ------------------------------------------------------------------------------
 
 def _mode_meta(self, dim=-1, keepdim=False):
-    _no_complex("mode", self)
     d = _single_dim("mode", self, dim)
     _check_nonempty("mode", self, d)
+    if self.dim() and self.numel():     # else nothing is compared, whatever the dtype
+        _no_complex("mode_cpu", self)
     shape = _reduced(self, d, keepdim)
     return spec(shape, self.dtype), spec(shape, dt.int64)
 
