@@ -6,6 +6,7 @@ function here differentiable.
 """
 from __future__ import annotations
 
+from .core.tensor import Tensor
 from .ops.fft.transforms import (fft, fft2, fftfreq, fftn, fftshift, hfft, hfft2, hfftn, ifft, ifft2,
                       ifftn, ifftshift, ihfft, ihfft2, ihfftn, irfft, irfft2, irfftn, rfft,
                       rfft2, rfftfreq, rfftn)
@@ -17,3 +18,4 @@ __all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn
 for _f in __all__:
     globals()[_f].__module__ = "glasstorch.fft"
 del _f
+__all__.append("Tensor")      # torch.fft.Tensor is torch.Tensor, as in PyTorch

@@ -131,3 +131,9 @@ def test_binomial():
             lib.binomial(lib.tensor([10]), lib.tensor([0.5]))
         with pytest.raises(RuntimeError, match="Found dtype Float but expected Double"):
             lib.binomial(lib.ones(2, dtype=lib.float64), lib.ones(2))
+
+
+def test_the_other_namespaces_name_the_same_objects_as_pytorch():
+    assert (torch.nn.functional.conv_tbc is torch.conv_tbc) and (torch.fft.Tensor is torch.Tensor)
+    assert gt.nn.functional.conv_tbc is gt.conv_tbc
+    assert gt.fft.Tensor is gt.Tensor and "Tensor" in gt.fft.__all__

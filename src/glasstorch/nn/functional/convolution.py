@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from ...core.tensor import Tensor
+from ...ops.nn.conv_tbc import conv_tbc
 from ...ops.nn.convolution import (col2im, conv1d, conv2d, conv3d, conv_transpose1d,
                                 conv_transpose2d, conv_transpose3d, im2col)
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d", "unfold", "fold"]
+           "conv_transpose3d", "conv_tbc", "unfold", "fold"]
 
 
 def _pair(v) -> tuple:
