@@ -145,6 +145,8 @@ def test_unsigned_conversions_and_creation_match_pytorch():
         lambda m: m.zeros(4, dtype=m.uint8).view(m.bits16).shape,
         lambda m: m.empty(2, dtype=m.int4).view(m.uint8).shape,
         lambda m: m.zeros(2, dtype=m.qint8),
+        lambda m: [m.zeros(1, dtype=d).type() for d in (m.uint32, m.float8_e4m3fn, m.complex32,
+                                                         m.bits8)],
     ]
     for case in cases:
         ours, theirs = outcome(lambda: case(g)), outcome(lambda: case(torch))

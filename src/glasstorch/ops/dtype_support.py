@@ -20,7 +20,8 @@ from ..dispatch.dispatcher import all_operators
 
 UNSIGNED = frozenset((dt.uint16, dt.uint32, dt.uint64))
 FLOAT8 = frozenset(d for d in dt.PARTIAL_DTYPES if d.family == "float8")
-E8M0 = frozenset((dt.float8_e8m0fnu, dt.float4_e2m1fn_x2))    # float8 without a sign
+# the formats PyTorch gives no abs, mm or index_put loop, unlike the other float8 ones
+E8M0 = frozenset((dt.float8_e8m0fnu, dt.float4_e2m1fn_x2))
 COMPLEX32 = frozenset((dt.complex32,))
 # the dtypes that only hold bytes: bits*, int1..7, uint1..7, the quantized ones
 SHELL = frozenset(d for d in dt.PARTIAL_DTYPES if d.family in ("bits", "subbyte", "quantized")

@@ -279,9 +279,6 @@ class MissingTorchGlobalError(pickle.UnpicklingError):
 
 
 # torch dtypes glasstorch does not have: named in a clearer error than "not allowed"
-_MISSING_TORCH_DTYPES = {"uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
-                         "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "complex32",
-                         "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits8", "bits16"}
 _ALLOW = ("glasstorch.serialization.add_safe_globals([{0}]) or the "
           "glasstorch.serialization.safe_globals([{0}]) context manager")
 
@@ -301,10 +298,6 @@ def _forbidden(module: str, name: str) -> WeightsOnlyUnpicklingError:
     full = f"{module}.{name}"
     head = (f"Weights only load failed. Unsupported global: GLOBAL {full} was not an allowed "
             "global by default. ")
-    if module == "torch" and name in _MISSING_TORCH_DTYPES:
-        return WeightsOnlyUnpicklingError(f"Weights only load failed. The checkpoint holds "
-                                          f"tensors of dtype torch.{name}, which glasstorch "
-                                          "does not support")
     if module == "torch" or module.startswith("torch."):
         ours = torch_names.resolve(module, name)
         if ours is None:

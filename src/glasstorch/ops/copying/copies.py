@@ -303,6 +303,7 @@ _LEGACY_NAMES = {dt.float32: "FloatTensor", dt.float64: "DoubleTensor",
                  dt.int64: "LongTensor", dt.int32: "IntTensor", dt.int16: "ShortTensor",
                  dt.int8: "CharTensor", dt.uint8: "ByteTensor", dt.bool: "BoolTensor",
                  dt.complex64: "ComplexFloatTensor", dt.complex128: "ComplexDoubleTensor"}
+_LEGACY_NAMES.update({d: f"{d.cname}Tensor" for d in dt.PARTIAL_DTYPES})   # UInt32Tensor, ...
 
 export("type_as", type_as, method=True, function=False)
 export("cpu", cpu, method=True, function=False)
