@@ -99,3 +99,19 @@ def test_swap_in_params_and_state_steps_the_copies_and_restores_as_torch():
                 pass
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_sparse_adam_on_sparse_gradients_equals_pytorch():
+    """Rows the sparse gradient names (one of them twice, so it must be coalesced) are
+    updated; the others keep their values and get no state."""
+    results = []
+    for lib in (gt, torch):
+        w = lib.nn.Parameter(lib.arange(12.0).reshape(4, 3))
+        opt = lib.optim.SparseAdam([w], lr=0.1)
+        for step in range(3):
+            values = lib.tensor([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5], [1.0, 1.0, 1.0]]) * (step + 1)
+            w.grad = lib.sparse_coo_tensor(lib.tensor([[1, 3, 1]]), values, (4, 3))
+            opt.step()
+        results.append(w.detach().numpy().copy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+    assert (results[0][[0, 2]] == np.arange(12.0).reshape(4, 3)[[0, 2]]).all()
