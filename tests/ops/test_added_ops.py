@@ -137,3 +137,11 @@ def test_the_other_namespaces_name_the_same_objects_as_pytorch():
     assert (torch.nn.functional.conv_tbc is torch.conv_tbc) and (torch.fft.Tensor is torch.Tensor)
     assert gt.nn.functional.conv_tbc is gt.conv_tbc
     assert gt.fft.Tensor is gt.Tensor and "Tensor" in gt.fft.__all__
+
+
+@pytest.mark.parametrize("name", ["empty", "zeros", "ones", "rand", "randn"])
+def test_factories_take_size_as_a_keyword(name):
+    """pytorch/examples' gat calls torch.empty(size=(...)), as PyTorch allows."""
+    assert tuple(getattr(gt, name)(size=(2, 3)).shape) == tuple(getattr(torch, name)(size=(2, 3)).shape)
+    with pytest.raises(TypeError):
+        getattr(gt, name)(2, size=(3,))

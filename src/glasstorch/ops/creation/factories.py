@@ -61,7 +61,12 @@ def _fill_fresh(t: Tensor, value) -> Tensor:
     return fill_op.functional.redispatch(t._keyset & BACKEND_MASK, t, value)
 
 
-def _size_arg(name, size) -> tuple:
+def _size_arg(name, size, keyword=None) -> tuple:
+    """The shape from positional sizes (`zeros(2, 3)`, `zeros((2, 3))`) or `size=`."""
+    if keyword is not None:
+        if size:
+            raise TypeError(f"{name}() got both positional sizes and size=")
+        size = (keyword,)
     if not size:
         raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
     shape = as_shape(size)
@@ -223,10 +228,10 @@ def like_keyset(name: str, input) -> int:
 
 # ---- the public functions ----------------------------------------------------------------
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-          pin_memory=False, memory_format=contiguous_format):
+def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None,
+          requires_grad=False, pin_memory=False, memory_format=contiguous_format):
     """An uninitialised tensor of the given size (memory is not zeroed)."""
-    shape = _size_arg("empty", size)
+    shape = _size_arg("empty", sizes, size)
     if out is not None:
         return _factory_out(out, shape, dtype)
     t = empty_op.dispatch(BACKEND_SELECT, shape, dtype, layout, as_device(device), pin_memory,
@@ -267,9 +272,9 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
 
 
 def _filled(name, op, value):
-    def factory(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
-                pin_memory=False):
-        shape = _size_arg(name, size)
+    def factory(*sizes, size=None, out=None, dtype=None, layout=None, device=None,
+                requires_grad=False, pin_memory=False):
+        shape = _size_arg(name, sizes, size)
         if out is not None:
             return _finish(_fill_fresh(_factory_out(out, shape, dtype), value), requires_grad)
         t = op.dispatch(BACKEND_SELECT, shape, dtype, layout, as_device(device), pin_memory)

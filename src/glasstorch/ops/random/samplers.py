@@ -763,14 +763,6 @@ def _dispatch_like(ops, name, generator, positional, dtype, layout, device, memo
     return ops[1].dispatch(ks, *positional, generator, dtype, layout, device, False, fmt)
 
 
-def _shape_args(name, sizes, size):
-    if size is not None:
-        if sizes:
-            raise TypeError(f"{name}() got both positional sizes and size=")
-        sizes = (size,)
-    return _size_arg(name, sizes)
-
-
 def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False):
     """Uniform samples in [0, 1).
@@ -780,7 +772,7 @@ def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, d
     >>> x.shape, bool(((x >= 0) & (x < 1)).all())
     (torch.Size([2, 3]), True)
     """
-    shape = _shape_args("rand", sizes, size)
+    shape = _size_arg("rand", sizes, size)
     if out is None:
         t = _dispatch_new(rand_ops, generator, (shape,), dtype, layout, device, pin_memory)
         return _finish(t, requires_grad)
@@ -791,7 +783,7 @@ def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, d
 def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False):
     """Standard normal samples (complex dtypes: N(0, 1/2) real and imaginary parts)."""
-    shape = _shape_args("randn", sizes, size)
+    shape = _size_arg("randn", sizes, size)
     if out is None:
         t = _dispatch_new(randn_ops, generator, (shape,), dtype, layout, device, pin_memory)
         return _finish(t, requires_grad)
