@@ -11,9 +11,10 @@ from .eager_transforms import (grad, grad_and_value, hessian, jacfwd, jacrev, jv
                                vjp)
 from .functional_call import functional_call, stack_module_state
 from .functionalize import functionalize
+from .rearrange import rearrange
 from .utilities import debug_unwrap, replace_all_batch_norm_modules_
 from .vmap import vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "hessian", "functional_call",
            "stack_module_state", "vmap", "jvp", "jacfwd", "linearize", "functionalize",
-           "debug_unwrap", "replace_all_batch_norm_modules_"]
+           "debug_unwrap", "replace_all_batch_norm_modules_", "rearrange"]
