@@ -362,35 +362,34 @@ using namespace at;
 #define GT_DISPATCH_DEFAULT_(TYPE, NAME) \
   default: throw ::c10::Error(::gt_detail::str('"', NAME, "\" not implemented for '", \
                                                ::at::toString(TYPE), "'"), 4);
+#define GT_FLOATING_CASES_(...)                                                           \
+  GT_DISPATCH_CASE_(Float, float, __VA_ARGS__)                                            \
+  GT_DISPATCH_CASE_(Double, double, __VA_ARGS__)
+#define GT_INTEGRAL_CASES_(...)                                                           \
+  GT_DISPATCH_CASE_(Byte, uint8_t, __VA_ARGS__)                                           \
+  GT_DISPATCH_CASE_(Char, int8_t, __VA_ARGS__)                                            \
+  GT_DISPATCH_CASE_(Short, int16_t, __VA_ARGS__)                                          \
+  GT_DISPATCH_CASE_(Int, int32_t, __VA_ARGS__)                                            \
+  GT_DISPATCH_CASE_(Long, int64_t, __VA_ARGS__)
 #define AT_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...)                                       \
   [&] {                                                                                   \
     switch (TYPE) {                                                                       \
-      GT_DISPATCH_CASE_(Float, float, __VA_ARGS__)                                        \
-      GT_DISPATCH_CASE_(Double, double, __VA_ARGS__)                                      \
+      GT_FLOATING_CASES_(__VA_ARGS__)                                                     \
       GT_DISPATCH_DEFAULT_(TYPE, NAME)                                                    \
     }                                                                                     \
   }()
 #define AT_DISPATCH_INTEGRAL_TYPES(TYPE, NAME, ...)                                       \
   [&] {                                                                                   \
     switch (TYPE) {                                                                       \
-      GT_DISPATCH_CASE_(Byte, uint8_t, __VA_ARGS__)                                       \
-      GT_DISPATCH_CASE_(Char, int8_t, __VA_ARGS__)                                        \
-      GT_DISPATCH_CASE_(Short, int16_t, __VA_ARGS__)                                      \
-      GT_DISPATCH_CASE_(Int, int32_t, __VA_ARGS__)                                        \
-      GT_DISPATCH_CASE_(Long, int64_t, __VA_ARGS__)                                       \
+      GT_INTEGRAL_CASES_(__VA_ARGS__)                                                     \
       GT_DISPATCH_DEFAULT_(TYPE, NAME)                                                    \
     }                                                                                     \
   }()
 #define AT_DISPATCH_ALL_TYPES(TYPE, NAME, ...)                                            \
   [&] {                                                                                   \
     switch (TYPE) {                                                                       \
-      GT_DISPATCH_CASE_(Byte, uint8_t, __VA_ARGS__)                                       \
-      GT_DISPATCH_CASE_(Char, int8_t, __VA_ARGS__)                                        \
-      GT_DISPATCH_CASE_(Short, int16_t, __VA_ARGS__)                                      \
-      GT_DISPATCH_CASE_(Int, int32_t, __VA_ARGS__)                                        \
-      GT_DISPATCH_CASE_(Long, int64_t, __VA_ARGS__)                                       \
-      GT_DISPATCH_CASE_(Float, float, __VA_ARGS__)                                        \
-      GT_DISPATCH_CASE_(Double, double, __VA_ARGS__)                                      \
+      GT_INTEGRAL_CASES_(__VA_ARGS__)                                                     \
+      GT_FLOATING_CASES_(__VA_ARGS__)                                                     \
       GT_DISPATCH_DEFAULT_(TYPE, NAME)                                                    \
     }                                                                                     \
   }()
