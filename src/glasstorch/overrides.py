@@ -193,8 +193,15 @@ class ForeignTensorError(TypeError):
     """A tensor of one library handed to the other."""
 
 
+_pytorch_tensor_types: dict = {}     # class -> whether it is the real PyTorch's tensor
+
+
 def is_pytorch_tensor_type(cls) -> bool:
-    return any(c.__name__ == "TensorBase" and c.__module__ == "torch._C" for c in cls.__mro__)
+    answer = _pytorch_tensor_types.get(cls)
+    if answer is None:
+        answer = _pytorch_tensor_types[cls] = any(
+            c.__name__ == "TensorBase" and c.__module__ == "torch._C" for c in cls.__mro__)
+    return answer
 
 
 def _from_pytorch(func) -> bool:

@@ -552,6 +552,8 @@ def test_register_autograd_gives_the_op_gradients(T, custom_ops):
         assert scaled_sin(x, 2.0).grad_fn is None
     if T is gt:
         assert gt.autograd.gradcheck(lambda v: scaled_sin(v, 1.5), (x.detach().requires_grad_(),))
+        strided = gt.randn(3, 4, dtype=gt.float64, requires_grad=True)
+        assert gt.autograd.gradcheck(lambda v: scaled_sin(v.t()[::2], 1.5), (strided,))
 
     scaled_sin.register_autograd(lambda ctx, grad: grad, setup_context=setup_context)
     with pytest.raises(RuntimeError, match="returned an incorrect number of gradients"):

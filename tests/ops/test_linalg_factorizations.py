@@ -208,3 +208,16 @@ def test_legacy_norms():
     for lib in (gt, torch):
         with pytest.raises(RuntimeError, match="Expected at most 2 dimensions"):
             lib.frobenius_norm(lib.tensor(X), (0, 1, 2))
+
+
+def test_gradients_on_non_contiguous_inputs():
+    """householder_product and ormqr differentiate strided inputs (a transposed reflector
+    matrix, every other tau, a transposed C) as they do contiguous ones."""
+    A = _matrix(3, 5)
+    x = gt.tensor(A, requires_grad=True)
+    taus = gt.tensor(_matrix(6), requires_grad=True)
+    assert not x.mT.is_contiguous()
+    assert gt.autograd.gradcheck(lambda a, t: gt.linalg.householder_product(a.mT, t[::2]),
+                                 (x, taus))
+    C = gt.tensor(_matrix(2, 5), requires_grad=True)
+    assert gt.autograd.gradcheck(lambda a, t, c: gt.ormqr(a.mT, t[::2], c.mT), (x, taus, C))

@@ -142,3 +142,12 @@ def test_gradients():
                                           return_complex=True)), (x,))
     spectrum = gt.stft(x.detach(), 8, window=window, return_complex=True).requires_grad_()
     assert gt.autograd.gradcheck(lambda s: gt.istft(s, 8, window=window), (spectrum,))
+
+
+def test_gradients_on_a_strided_signal():
+    base = gt.tensor(SIGNAL[0, :48], requires_grad=True)
+    window = _hann(gt, 8)
+    assert not base[::2].is_contiguous()
+    assert gt.autograd.gradcheck(
+        lambda t: gt.view_as_real(gt.stft(t[::2], 8, hop_length=3, window=window,
+                                          return_complex=True)), (base,))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..core import dtype as dt
 from ..core.promotion import common_dtype
+from ..core.shape import broadcast_shapes
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import find, overloads_of
 from ..ops.creation.factories import ones
@@ -516,7 +517,7 @@ def index_put(op, level, args):
             or any(i.dtype in (dt.bool, dt.uint8) for i in present):
         return loop_fallback(op, level, args)    # masks, or index dims that would move
     v = materialize(*front(self, level), size)
-    index_shape = _broadcast_shapes([tuple(i.shape) for i in present])
+    index_shape = broadcast_shapes(*(tuple(i.shape) for i in present))
     out_rank = len(index_shape) + self.dim() - len(indices)
     if any_batched:
         fronted = [front(i, level) for i in indices]
@@ -530,15 +531,6 @@ def index_put(op, level, args):
         vv = pad(vv, out_rank)
     result = op(v, new_indices, vv, accumulate)
     return self if mutated else wrap(result, 0, level)
-
-
-def _broadcast_shapes(shapes):
-    rank = max((len(s) for s in shapes), default=0)
-    out = []
-    for k in range(rank):
-        sizes = {s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0} - {1}
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
 
 
 @rule("aten::one_hot")

@@ -201,13 +201,16 @@ class FullyShardedDataParallel(Module):
             if padded > offset:
                 flat = cat([flat, flat.new_zeros(padded - offset)])
             size = padded // self.world_size if self._shards() else padded
-            start = self.rank * size if self._shards() else 0
-            shard = flat[start:start + size].clone()
-        self._padded, self._shard_numel = padded, size
+            self._padded, self._shard_numel = padded, size
+            shard = flat[self._shard_start():self._shard_start() + size].clone()
         for info in infos:
             del info.module._parameters[info.name]
         self._flat_param = Parameter(shard, requires_grad=params[0].requires_grad)
         self._set_placeholders()
+
+    def _shard_start(self) -> int:
+        """Where this rank's slice begins in the padded flat vector."""
+        return self.rank * self._shard_numel if self._shards() else 0
 
     def _gather(self, shard):
         if not self._shards():
@@ -322,7 +325,7 @@ class FullyShardedDataParallel(Module):
             with no_grad():
                 for u, full in zip(units, fulls):
                     if writeback:
-                        start = u.rank * u._shard_numel if u._shards() else 0
+                        start = u._shard_start()
                         u._flat_param.copy_(full[start:start + u._shard_numel])
                     u._set_placeholders()
 
@@ -401,7 +404,7 @@ class FullyShardedDataParallel(Module):
             flat = self._flat_param.new_zeros(self._padded)
             for info, value in zip(self._infos, pieces):
                 flat[info.offset:info.offset + info.numel] = value.reshape(-1)
-            start = self.rank * self._shard_numel if self._shards() else 0
+            start = self._shard_start()
             self._flat_param.copy_(flat[start:start + self._shard_numel])
 
 
