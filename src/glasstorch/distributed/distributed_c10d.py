@@ -2,7 +2,8 @@
 transports in _transport.py: Open MPI for a world of several processes, a loopback for one.
 
 Programs written for PyTorch's CPU backend say backend="gloo"; that name (and "mpi") is
-served by the MPI engine. Tensors are staged as contiguous NumPy arrays: a contiguous CPU
+served by the MPI engine. "nccl" sends CUDA tensors through NCCL (_nccl.py), and a backend
+per device type ("cpu:gloo,cuda:nccl") picks the engine by the tensor's device. Tensors are staged as contiguous NumPy arrays: a contiguous CPU
 tensor of a type MPI knows is communicated in place; others (strided, float16, bfloat16,
 bool, CUDA) through a contiguous host copy written back when the work completes."""
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 import glasstorch
 
-from . import _transport
+from . import _nccl, _transport
 
 __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError",
            "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather",
@@ -94,15 +95,43 @@ class GroupMember:
     NON_GROUP_MEMBER = -100
 
 
+def _device_backends(backend: str) -> dict:
+    """Which engine serves each device type: "nccl" serves CUDA only, "gloo" and "mpi" both
+    (CUDA tensors through host copies), "cpu:gloo,cuda:nccl" as written."""
+    if ":" in backend:
+        return dict(part.split(":") for part in backend.split(","))
+    return {"cuda": "nccl"} if backend == "nccl" else {"cpu": backend, "cuda": backend}
+
+
 class ProcessGroup:
-    """A set of ranks and the communicator that joins them."""
+    """A set of ranks and the communicator that joins them (MPI's, or the loopback), and,
+    made on first use, the NCCL engine its CUDA collectives go through."""
 
     def __init__(self, comm, ranks: list, backend: str):
         self._comm = comm
         self._ranks = list(ranks)              # global ranks, in group-rank order
         self._backend = Backend(backend)
+        self._device_backends = _device_backends(self._backend)
+        self._nccl = None
         self._in_place = _transport.IN_PLACE if isinstance(
             comm, _transport.LoopbackComm) else _transport.mpi().IN_PLACE
+
+    def _engine_for(self, t):
+        """The NCCL engine when `t` travels through NCCL; None when through MPI."""
+        _check_tensor(t)
+        kind = self._device_backends.get(t.device.type)
+        if kind is None:
+            raise RuntimeError(f"No backend type associated with device type {t.device.type}")
+        if kind != "nccl":
+            return None
+        if self._nccl is None:
+            self._nccl = _nccl.Engine(self)
+        return self._nccl
+
+    def _free(self):
+        if self._nccl is not None:
+            self._nccl.destroy()
+        self._comm.Free()
 
     def rank(self) -> int:
         return self._comm.Get_rank()
@@ -186,11 +215,7 @@ is_gloo_available = is_mpi_available       # "gloo" is served by the MPI engine
 
 
 def is_nccl_available() -> bool:
-    try:
-        from cupy.cuda import nccl  # noqa: F401
-    except Exception:
-        return False
-    return True
+    return _nccl.available()
 
 
 def is_torchelastic_launched() -> bool:
@@ -224,8 +249,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size:
     if _world.default_pg is not None:
         raise ValueError("trying to initialize the default process group twice!")
     backend = Backend(backend or "gloo")
-    if any(b.endswith("nccl") for b in backend.split(",")) and backend.split(":")[0] != "cpu" \
-            and "," not in backend and not is_nccl_available():
+    # A script saying "cpu:gloo,cuda:nccl" runs on a machine without CUDA: only a backend that
+    # is NCCL for everything needs it.
+    if set(_device_backends(backend).values()) == {"nccl"} and not is_nccl_available():
         raise RuntimeError("Distributed package doesn't have NCCL built in")
     world_size = _env_int("WORLD_SIZE", world_size)
     rank = _env_int("RANK", rank)
@@ -265,10 +291,10 @@ def destroy_process_group(group=None) -> None:
     """Free a group's communicator; with no group, the default group and every other."""
     if group is None or group is _world.default_pg:
         for pg in _world.groups + ([_world.default_pg] if _world.default_pg else []):
-            pg._comm.Free()
+            pg._free()
         _world.groups, _world.default_pg = [], None
         return
-    group._comm.Free()
+    group._free()
     _world.groups = [g for g in _world.groups if g is not group]
 
 
@@ -394,6 +420,8 @@ def _then(*steps):
 
 
 def _mpi_op(op, dtype):
+    if isinstance(op, _nccl._PremulSum):
+        raise ValueError("ReduceOp.PREMUL_SUM is only supported by NCCL")
     if isinstance(op, ReduceOp) is False:
         raise ValueError(f"Unsupported reduce op {op!r}")
     if op is ReduceOp.PREMUL_SUM:
@@ -408,9 +436,15 @@ def _mpi_op(op, dtype):
             ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[op]
 
 
+def _make_nccl_premul_sum(factor):
+    """ReduceOp.PREMUL_SUM with its factor (NCCL only): each rank's tensor times factor, then
+    summed."""
+    return _nccl._PremulSum(factor)
+
+
 def _reduce_args(pg, op, t):
     if isinstance(pg._comm, _transport.LoopbackComm):
-        if op is ReduceOp.PREMUL_SUM:
+        if op is ReduceOp.PREMUL_SUM or isinstance(op, _nccl._PremulSum):
             raise ValueError("ReduceOp.PREMUL_SUM is only supported by NCCL")
         return None
     return _mpi_op(op, t.dtype)
@@ -444,6 +478,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     pg = _group(group)
     if pg is None:
         return None
+    if (nccl := pg._engine_for(tensor)) is not None:
+        return nccl.all_reduce(tensor, op, async_op)
     buf, back = _staged(tensor)
     mpi_op = _reduce_args(pg, op, tensor)
     request = pg._comm.Iallreduce(pg._in_place, buf, op=mpi_op)
@@ -457,6 +493,8 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
     if pg is None:
         return None
     root = _peer(pg, src, group_src, "src")
+    if (nccl := pg._engine_for(tensor)) is not None:
+        return nccl.broadcast(tensor, root, async_op)
     buf, back = _staged(tensor)
     return _finish(pg, pg._comm.Ibcast(buf, root=root), back, async_op)
 
@@ -468,6 +506,8 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
     if pg is None:
         return None
     root = _peer(pg, dst, group_dst, "dst")
+    if (nccl := pg._engine_for(tensor)) is not None:
+        return nccl.reduce(tensor, root, op, async_op)
     buf, back = _staged(tensor)
     mpi_op = _reduce_args(pg, op, tensor)
     if pg.rank() == root:
@@ -506,6 +546,8 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     if len(tensor_list) != pg.size():
         raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors for a group "
                          f"of {pg.size()}")
+    if (nccl := pg._engine_for(tensor)) is not None:
+        return nccl.all_gather(tensor_list, tensor, async_op)
     send, _ = _staged(tensor)
     counts, displs = _counts(tensor_list)
     flat = _flat_like(tensor_list, tensor.dtype)
@@ -522,6 +564,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise ValueError("output tensor size must be equal to world_size times input tensor "
                          "size")
+    if (nccl := pg._engine_for(input_tensor)) is not None:
+        return nccl.all_gather_into_tensor(output_tensor, input_tensor, async_op)
     send, _ = _staged(input_tensor)
     recv, back = _staged(output_tensor)
     n = input_tensor.numel()
@@ -537,21 +581,28 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
     if pg is None:
         return None
     root = _peer(pg, dst, group_dst, "dst")
+    _check_root_list(pg.rank() == root, gather_list, pg.size(), "gather_list", "destination")
+    if (nccl := pg._engine_for(tensor)) is not None:
+        recvs = list(enumerate(gather_list)) if pg.rank() == root else []
+        return nccl.exchange([(root, tensor)], recvs, tensor.device.index, async_op)
     send, _ = _staged(tensor)
     if pg.rank() == root:
-        if gather_list is None or len(gather_list) != pg.size():
-            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
         counts, displs = _counts(gather_list)
         flat = _flat_like(gather_list, tensor.dtype)
         request = pg._comm.Igatherv(send, [flat, (counts, displs)], root=root)
         finish = _scatter_back(flat, gather_list, counts, displs)
     else:
-        if gather_list:
-            raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination "
-                             "ranks.")
         request = pg._comm.Igatherv(send, None, root=root)
         finish = None
     return _finish(pg, request, finish, async_op)
+
+
+def _check_root_list(is_root: bool, tensors, size: int, name: str, role: str) -> None:
+    """gather's and scatter's list: given with one tensor per rank on the root, nowhere else."""
+    if is_root and (tensors is None or len(tensors) != size):
+        raise ValueError(f"Argument ``{name}`` must be specified on {role} rank.")
+    if not is_root and tensors:
+        raise ValueError(f"Argument ``{name}`` must NOT be specified on non-{role} ranks.")
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = False,
@@ -561,17 +612,16 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = Fa
     if pg is None:
         return None
     root = _peer(pg, src, group_src, "src")
+    _check_root_list(pg.rank() == root, scatter_list, pg.size(), "scatter_list", "source")
+    if (nccl := pg._engine_for(tensor)) is not None:
+        sends = list(enumerate(scatter_list)) if pg.rank() == root else []
+        return nccl.exchange(sends, [(root, tensor)], tensor.device.index, async_op)
     recv, back = _staged(tensor)
     if pg.rank() == root:
-        if scatter_list is None or len(scatter_list) != pg.size():
-            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
         counts, displs = _counts(scatter_list)
         flat = np.concatenate([_staged(t.contiguous())[0].reshape(-1) for t in scatter_list])
         request = pg._comm.Iscatterv([flat, (counts, displs)], recv, root=root)
     else:
-        if scatter_list:
-            raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source "
-                             "ranks.")
         request = pg._comm.Iscatterv(None, recv, root=root)
     return _finish(pg, request, back, async_op)
 
@@ -583,6 +633,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
         return None
     if input.numel() != output.numel() * pg.size():
         raise ValueError("input tensor must be the same size as output size times world size")
+    if (nccl := pg._engine_for(input)) is not None:
+        return nccl.reduce_scatter_tensor(output, input, op, async_op)
     send, _ = _staged(input)
     recv, back = _staged(output)
     mpi_op = _reduce_args(pg, op, output)
@@ -596,6 +648,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     pg = _group(group)
     if pg is None:
         return None
+    if (nccl := pg._engine_for(output)) is not None:
+        return nccl.reduce_scatter(output, input_list, op, async_op)
     flat = glasstorch.cat([t.reshape(-1) for t in input_list])
     send, _ = _staged(flat)
     recv, back = _staged(output)
@@ -617,6 +671,10 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     row_out = output[0].numel() if output.dim() and output.shape[0] else 0
     in_rows = input_split_sizes or [input.shape[0] // size] * size
     out_rows = output_split_sizes or [output.shape[0] // size] * size
+    if (nccl := pg._engine_for(input)) is not None:
+        return nccl.exchange(list(enumerate(input.split(in_rows))),
+                             list(enumerate(output.split(out_rows))), input.device.index,
+                             async_op)
     scounts = [r * row_in for r in in_rows]
     rcounts = [r * row_out for r in out_rows]
     send, _ = _staged(input.contiguous())
@@ -633,6 +691,10 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     pg = _group(group)
     if pg is None:
         return None
+    if (nccl := pg._engine_for(input_tensor_list[0])) is not None:
+        return nccl.exchange(list(enumerate(input_tensor_list)),
+                             list(enumerate(output_tensor_list)),
+                             input_tensor_list[0].device.index, async_op)
     send = np.concatenate([_staged(t.contiguous())[0].reshape(-1) for t in input_tensor_list])
     scounts, sdispls = _counts(input_tensor_list)
     rcounts, rdispls = _counts(output_tensor_list)
@@ -647,6 +709,8 @@ def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
     pg = _group(group)
     if pg is None:
         return None
+    if "cpu" not in pg._device_backends:       # NCCL only: a collective on this rank's GPU
+        return pg._engine_for(glasstorch.empty(0, device="cuda")).barrier(device_ids)
     return _finish(pg, pg._comm.Ibarrier(), None, async_op)
 
 
@@ -691,6 +755,8 @@ def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None):
     if peer == pg.rank():
         raise ValueError("Invalid destination rank: should not be the same as the rank of the "
                          "current process.")
+    if (nccl := pg._engine_for(tensor)) is not None:
+        return nccl.exchange([(peer, tensor.contiguous())], [], tensor.device.index, True)
     buf, _ = _staged(tensor.contiguous())
     return Work(pg._comm.Isend(buf, dest=peer, tag=tag), None)
 
@@ -700,6 +766,10 @@ def irecv(tensor, src=None, group=None, tag: int = 0, group_src=None):
     pg = _group(group)
     if pg is None:
         return None
+    if (nccl := pg._engine_for(tensor)) is not None:
+        if src is None and group_src is None:
+            raise RuntimeError("ProcessGroupNCCL does not support recvAnysource")
+        return nccl.recv(_peer(pg, src, group_src, "src"), tensor)
     buf, back = _staged(tensor)
     if src is None and group_src is None:
         peer = _transport.mpi().ANY_SOURCE
@@ -720,7 +790,7 @@ def recv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> int:
     pg = _group(group)
     if pg is None:
         return -1
-    if src is not None or group_src is not None:
+    if src is not None or group_src is not None or pg._engine_for(tensor) is not None:
         irecv(tensor, src, group, tag, group_src).wait()
         return pg._ranks[_peer(pg, src, group_src, "src")]
     buf, back = _staged(tensor)
@@ -733,13 +803,36 @@ def recv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> int:
 
 
 # ---- Python objects ----------------------------------------------------------------------
+# Pickled. An MPI group moves the pickles itself; an NCCL-only group moves them as uint8
+# tensors on the current GPU, as PyTorch's does.
+
+def _object_device(pg):
+    if "cpu" in pg._device_backends:
+        return None
+    from glasstorch.backends.cuda import runtime
+    return glasstorch.device("cuda", runtime.current_device())
+
 
 def all_gather_object(object_list, obj, group=None) -> None:
     """object_list[i] becomes rank i's obj (pickled)."""
     pg = _group(group)
     if pg is None:
         return None
-    object_list[:] = pg._comm.allgather(obj)
+    device = _object_device(pg)
+    if device is None:
+        object_list[:] = pg._comm.allgather(obj)
+        return None
+    data = _nccl.object_to_tensor(obj, device)
+    sizes = glasstorch.zeros(pg.size(), dtype=glasstorch.int64, device=device)
+    all_gather_into_tensor(sizes, glasstorch.tensor([data.numel()], device=device), group=pg)
+    sizes = sizes.tolist()
+    longest = max(sizes)
+    padded = glasstorch.zeros(longest, dtype=glasstorch.uint8, device=device)
+    padded[:data.numel()] = data
+    gathered = glasstorch.empty(longest * pg.size(), dtype=glasstorch.uint8, device=device)
+    all_gather_into_tensor(gathered, padded, group=pg)
+    object_list[:] = [_nccl.tensor_to_object(gathered[r * longest:], n)
+                      for r, n in enumerate(sizes)]
 
 
 def broadcast_object_list(object_list, src=None, group=None, device=None,
@@ -749,8 +842,26 @@ def broadcast_object_list(object_list, src=None, group=None, device=None,
     if pg is None:
         return None
     root = _peer(pg, src, group_src, "src")
-    object_list[:] = pg._comm.bcast(list(object_list) if pg.rank() == root else None,
-                                    root=root)
+    device = _object_device(pg)
+    if device is None:
+        object_list[:] = pg._comm.bcast(list(object_list) if pg.rank() == root else None,
+                                        root=root)
+        return None
+    if not object_list:
+        return None
+    if pg.rank() == root:
+        pickles = [_nccl.object_to_tensor(obj, device) for obj in object_list]
+        sizes = glasstorch.tensor([p.numel() for p in pickles], device=device)
+        payload = glasstorch.cat(pickles)
+    else:
+        sizes = glasstorch.empty(len(object_list), dtype=glasstorch.int64, device=device)
+    broadcast(sizes, group=pg, group_src=root)
+    sizes = sizes.tolist()
+    if pg.rank() != root:
+        payload = glasstorch.empty(sum(sizes), dtype=glasstorch.uint8, device=device)
+    broadcast(payload, group=pg, group_src=root)
+    starts = np.cumsum([0] + sizes[:-1]).tolist()
+    object_list[:] = [_nccl.tensor_to_object(payload[a:], n) for a, n in zip(starts, sizes)]
 
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None) -> None:
@@ -758,11 +869,15 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     if pg is None:
         return None
     root = _peer(pg, dst, group_dst, "dst")
-    gathered = pg._comm.gather(obj, root=root)
+    if pg.rank() == root and object_gather_list is None:
+        raise ValueError("Argument ``object_gather_list`` must be specified on destination "
+                         "rank.")
+    if _object_device(pg) is None:
+        gathered = pg._comm.gather(obj, root=root)
+    else:
+        gathered = [None] * pg.size()
+        all_gather_object(gathered, obj, group=pg)
     if pg.rank() == root:
-        if object_gather_list is None:
-            raise ValueError("Argument ``object_gather_list`` must be specified on destination "
-                             "rank.")
         object_gather_list[:] = gathered
 
 
@@ -773,5 +888,9 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
         return None
     root = _peer(pg, src, group_src, "src")
     items = list(scatter_object_input_list) if pg.rank() == root else None
-    scatter_object_output_list[0] = pg._comm.scatter(items, root=root)
-
+    if _object_device(pg) is None:
+        scatter_object_output_list[0] = pg._comm.scatter(items, root=root)
+        return None
+    box = [items]
+    broadcast_object_list(box, group=pg, group_src=root)
+    scatter_object_output_list[0] = box[0][pg.rank()]
