@@ -47,23 +47,29 @@ def test_backend_names():
         dist.Backend("carrier-pigeon")
 
 
-def _launch(script: Path, n: int = 2, timeout: int = 240):
+def _launch(script: Path, n: int = 2, timeout: int = 240, **env):
     pytest.importorskip("mpi4py")
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), **env)
     return subprocess.run([sys.executable, "-m", "glasstorch.distributed.run",
                            "--nproc-per-node", str(n), str(script)],
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def _both_ranks_pass(script: str, word: str = "") -> None:
+def _both_ranks_pass(script: str, word: str = "", **env) -> None:
     """Run a two-rank script; each rank prints "rank R <word>ok" when its checks passed."""
-    result = _launch(HERE / script)
+    result = _launch(HERE / script, **env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"rank 0 {word}ok" in result.stdout and f"rank 1 {word}ok" in result.stdout
 
 
 def test_two_ranks_every_collective():
     _both_ranks_pass("two_ranks_collectives.py")
+
+
+def test_two_ranks_nccl_on_simulated_cuda(tmp_path):
+    """Backend "cpu:gloo,cuda:nccl": CUDA tensors through the NCCL engine (CuPy simulated,
+    NCCL played by fake_nccl.py), CPU tensors through MPI."""
+    _both_ranks_pass("two_ranks_nccl.py", "nccl ", FAKE_NCCL_DIR=str(tmp_path))
 
 
 def test_a_failing_rank_stops_the_job_and_is_named(tmp_path):
