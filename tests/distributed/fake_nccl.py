@@ -7,7 +7,8 @@ that is not inside a live device allocation fails as a GPU would (CUDA error 700
 of a communicator, threads or processes, meet through files in $FAKE_NCCL_DIR (else the
 temporary directory), one per rank and call, named after the unique id. Calls run at once
 (simulated streams are synchronous); inside a group, sends run before everything else, so a
-group of sends and receives never waits on itself. `calls` lists (method, stream pointer)."""
+group of sends and receives never waits on itself. `calls` lists (method, stream pointer),
+`ops` the reductions asked for."""
 import ctypes
 import os
 import pickle
@@ -39,6 +40,7 @@ _DTYPES = {NCCL_INT8: np.int8, NCCL_UINT8: np.uint8, NCCL_INT32: np.int32,
 WAIT_SECONDS = 60
 
 calls = []
+ops = []
 _local = threading.local()      # this thread's open group: depth and queued calls
 
 
@@ -148,6 +150,8 @@ class NcclCommunicator:
     # ---- CuPy's methods ---------------------------------------------------------------------
 
     def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream):
+        ops.append(op)
+
         def run():
             got = self._everyone(("allReduce", count, datatype, op),
                                  _memory(sendbuf, count, datatype).copy())
@@ -162,6 +166,8 @@ class NcclCommunicator:
         self._call("broadcast", stream, run)
 
     def reduce(self, sendbuf, recvbuf, count, datatype, op, root, stream):
+        ops.append(op)
+
         def run():
             got = self._everyone(("reduce", count, datatype, op, root),
                                  _memory(sendbuf, count, datatype).copy())
@@ -177,6 +183,8 @@ class NcclCommunicator:
         self._call("allGather", stream, run)
 
     def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op, stream):
+        ops.append(op)
+
         def run():
             got = self._everyone(("reduceScatter", recvcount, datatype, op),
                                  _memory(sendbuf, recvcount * self._size, datatype).copy())

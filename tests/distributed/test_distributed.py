@@ -72,15 +72,8 @@ def test_two_ranks_nccl_on_simulated_cuda(tmp_path):
     _both_ranks_pass("two_ranks_nccl.py", "nccl ", FAKE_NCCL_DIR=str(tmp_path))
 
 
-def test_a_failing_rank_stops_the_job_and_is_named(tmp_path):
-    script = tmp_path / "dies.py"
-    script.write_text(
-        "import time, glasstorch.distributed as dist\n"
-        "dist.init_process_group('gloo')\n"
-        "if dist.get_rank() == 1:\n"
-        "    raise RuntimeError('rank one gives up')\n"
-        "time.sleep(120)\n")
-    result = _launch(script)
+def test_a_failing_rank_stops_the_job_and_is_named():
+    result = _launch(HERE / "rank_one_fails.py")
     assert result.returncode != 0
     assert "rank one gives up" in result.stderr
     assert "rank 1 failed" in result.stderr

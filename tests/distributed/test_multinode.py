@@ -15,7 +15,8 @@ import pytest
 
 from glasstorch.distributed import run
 
-ROOT = Path(__file__).parents[2]
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
 
 
 class _Machine:
@@ -148,13 +149,7 @@ def test_two_machines_make_one_job_with_torchruns_ranks(second_machine, tmp_path
 
 
 def test_a_rank_failing_on_the_second_machine_stops_both(second_machine, tmp_path):
-    script = tmp_path / "dies.py"
-    script.write_text(
-        "import time, glasstorch.distributed as dist\n"
-        "dist.init_process_group('gloo')\n"
-        "if dist.get_rank() == 1:\n"
-        "    raise RuntimeError('rank one gives up')\n"
-        "time.sleep(300)\n")
+    script = Path(shutil.copy(HERE / "rank_one_fails.py", tmp_path))   # a path of its own
     node0, node1 = _two_nodes(second_machine, script)
     out0, err0 = node0.communicate(timeout=240)      # well before rank 0's sleep ends
     node1.communicate(timeout=60)

@@ -26,6 +26,7 @@ def cuda(monkeypatch, tmp_path):
     monkeypatch.setattr(simulated_cupy.cuda, "nccl", fake_nccl, raising=False)
     monkeypatch.setenv("FAKE_NCCL_DIR", str(tmp_path))
     fake_nccl.calls.clear()
+    fake_nccl.ops.clear()
     runtime.use_cupy(simulated_cupy)
     yield
     if dist.is_initialized():
@@ -109,7 +110,10 @@ def test_world_of_one_values_and_objects(nccl):
     assert t.tolist() == [0.0, 3.0, 6.0, 9.0]
     flags = torch.tensor([True, False], device="cuda")
     dist.all_reduce(flags)                              # SUM of bools goes as MAX of uint8
-    assert flags.tolist() == [True, False] and fake_nccl.calls[-1][0] == "allReduce"
+    assert flags.tolist() == [True, False] and fake_nccl.ops[-1] == fake_nccl.NCCL_MAX
+    half = torch.ones(2, device="cuda", dtype=torch.float16)
+    dist.all_reduce(half, op=Op.AVG)                    # NCCL's own average
+    assert fake_nccl.ops[-1] == fake_nccl.NCCL_AVG and half.tolist() == [1.0, 1.0]
     objects = [None]
     dist.all_gather_object(objects, {"a": [1, 2]})
     assert objects == [{"a": [1, 2]}]

@@ -288,12 +288,16 @@ class Engine:
                 t.copy_(buf)
         return self._launch(t.device.index, [t, buf], calls, True, [t])
 
-    def barrier(self, device_ids=None):
-        """An all-reduce of one element on this rank's GPU, then the CPU waits for it."""
-        index = device_ids[0] if device_ids else runtime.current_device()
-        token = glasstorch.zeros(1, device=f"cuda:{index}")
+    def barrier(self, device_ids, async_op):
+        """An all-reduce of one element on this rank's GPU that the CPU waits for (or, with
+        async_op, the work to wait for)."""
         from .distributed_c10d import ReduceOp
-        self.all_reduce(token, ReduceOp.SUM, True).synchronize()
+        index = device_ids[0] if device_ids else runtime.current_device()
+        work = self.all_reduce(glasstorch.zeros(1, device=f"cuda:{index}"), ReduceOp.SUM, True)
+        if async_op:
+            return work
+        work.synchronize()
+        return None
 
     def destroy(self):
         for comm, _ in self._comms.values():

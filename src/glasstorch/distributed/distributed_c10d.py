@@ -122,8 +122,9 @@ class ProcessGroup:
         kind = self._device_backends.get(t.device.type)
         if kind is None:
             raise RuntimeError(f"No backend type associated with device type {t.device.type}")
-        if kind != "nccl":
-            return None
+        return self._nccl_engine() if kind == "nccl" else None
+
+    def _nccl_engine(self):
         if self._nccl is None:
             self._nccl = _nccl.Engine(self)
         return self._nccl
@@ -710,7 +711,7 @@ def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
     if pg is None:
         return None
     if "cpu" not in pg._device_backends:       # NCCL only: a collective on this rank's GPU
-        return pg._engine_for(glasstorch.empty(0, device="cuda")).barrier(device_ids)
+        return pg._nccl_engine().barrier(device_ids, async_op)
     return _finish(pg, pg._comm.Ibarrier(), None, async_op)
 
 
