@@ -37,12 +37,12 @@ def _send(stream, message: dict) -> None:
 
 
 def _receive(stream) -> dict | None:
-    """The next message, or None when the other side has gone."""
+    """The next message, or None when the other side has gone (or is no launcher)."""
     try:
-        line = stream.readline()
-    except OSError:
+        message = json.loads(stream.readline() or "null")
+    except (OSError, ValueError):
         return None
-    return json.loads(line) if line else None
+    return message if isinstance(message, dict) else None
 
 
 def die_with_parent() -> None:
@@ -64,10 +64,13 @@ class _Node:
         self.lost = False        # its launcher went away before its command ended
 
 
-def _gather_nodes(args, nproc: int) -> list:
+def _gather_nodes(args, nnodes: int, nproc: int) -> list:
     """Node 0: wait for the other nodes' launchers on master_addr:master_port."""
-    nnodes = int(args.nnodes)
-    server = socket.create_server(("", args.master_port), reuse_port=False)
+    try:
+        server = socket.create_server(("", args.master_port))
+    except OSError as e:
+        raise SystemExit(f"glasstorch.distributed.run: node 0 cannot listen on port "
+                         f"{args.master_port} ({e}); pick a free --master-port") from None
     server.settimeout(1.0)
     nodes, deadline = {}, time.monotonic() + RENDEZVOUS_SECONDS
     with server:
@@ -81,16 +84,22 @@ def _gather_nodes(args, nproc: int) -> list:
                 conn, (peer, _) = server.accept()
             except socket.timeout:
                 continue
-            conn.settimeout(None)
+            conn.settimeout(10)                 # a launcher says hello at once
             node = _Node(None, peer, conn)
             hello = _receive(node.stream) or {}
+            conn.settimeout(None)
             rank = hello.get("node_rank")
-            problem = (f"--nproc-per-node {hello.get('nproc')} differs from node 0's {nproc}"
+            problem = (f"--nnodes {hello.get('nnodes')} differs from node 0's {nnodes}"
+                       if hello.get("nnodes") != nnodes else
+                       f"--nproc-per-node {hello.get('nproc')} differs from node 0's {nproc}"
                        if hello.get("nproc") != nproc else
                        f"--node-rank {rank} is not in 1..{nnodes - 1} or is taken"
                        if rank not in range(1, nnodes) or rank in nodes else None)
             if problem:
-                _send(node.stream, {"refused": problem})
+                try:
+                    _send(node.stream, {"refused": problem})
+                except OSError:
+                    pass
                 conn.close()
                 continue
             node.rank, node.host = rank, hello.get("host") or peer
@@ -142,9 +151,9 @@ def _b64(text) -> str:
     return base64.b64encode(text if isinstance(text, bytes) else text.encode()).decode()
 
 
-def launch_node0(args, nproc: int, mpirun_command, env: dict) -> int:
+def launch_node0(args, nnodes: int, nproc: int, mpirun_command, env: dict) -> int:
     """Node 0: gather the nodes, run one mpirun over all of them, tell them the result."""
-    nodes = _gather_nodes(args, nproc)
+    nodes = _gather_nodes(args, nnodes, nproc)
     hosts = [args.master_addr] + [node.host for node in nodes]
     with tempfile.TemporaryDirectory(prefix="glasstorch-run-") as scratch:
         path = os.path.join(scratch, "relay")
@@ -170,7 +179,7 @@ def launch_node0(args, nproc: int, mpirun_command, env: dict) -> int:
     return result.returncode or (1 if lost else 0)
 
 
-def launch_other(args) -> int:
+def launch_other(args, nnodes: int, nproc: int) -> int:
     """Node K > 0: join node 0's launcher, run the command it relays, report, and exit with
     the job's status."""
     deadline = time.monotonic() + RENDEZVOUS_SECONDS
@@ -188,7 +197,7 @@ def launch_other(args) -> int:
             time.sleep(0.5)
     conn.settimeout(None)
     stream = conn.makefile("rwb")
-    _send(stream, {"node_rank": args.node_rank, "nproc": int(args.nproc_per_node),
+    _send(stream, {"node_rank": args.node_rank, "nnodes": nnodes, "nproc": nproc,
                    "host": args.local_addr})
     child = None
     while (message := _receive(stream)) is not None:

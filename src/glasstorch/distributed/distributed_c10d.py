@@ -3,9 +3,10 @@ transports in _transport.py: Open MPI for a world of several processes, a loopba
 
 Programs written for PyTorch's CPU backend say backend="gloo"; that name (and "mpi") is
 served by the MPI engine. "nccl" sends CUDA tensors through NCCL (_nccl.py), and a backend
-per device type ("cpu:gloo,cuda:nccl") picks the engine by the tensor's device. Tensors are staged as contiguous NumPy arrays: a contiguous CPU
-tensor of a type MPI knows is communicated in place; others (strided, float16, bfloat16,
-bool, CUDA) through a contiguous host copy written back when the work completes."""
+per device type ("cpu:gloo,cuda:nccl") picks the engine by the tensor's device. For MPI,
+tensors are staged as contiguous NumPy arrays: a contiguous CPU tensor of a type MPI knows is
+communicated in place; others (strided, float16, bfloat16, bool, CUDA) through a contiguous
+host copy written back when the work completes."""
 from __future__ import annotations
 
 import datetime

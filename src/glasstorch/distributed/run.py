@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"--node-rank {args.node_rank} is not in 0..{nnodes - 1}")
     n = _nproc(args.nproc_per_node)
     if nnodes > 1 and args.node_rank > 0:
-        return _nodes.launch_other(args)       # node 0's mpirun starts this node's ranks
+        return _nodes.launch_other(args, nnodes, n)    # node 0 starts the ranks here
     mpirun = _mpirun()
     if mpirun is None:
         raise SystemExit("glasstorch.distributed.run needs Open MPI's mpirun: "
@@ -129,7 +129,7 @@ def main(argv=None) -> int:
         return line + (["-m"] if args.module else []) + [args.script, *args.args]
 
     if nnodes > 1:
-        returncode = _nodes.launch_node0(args, n, command, env)
+        returncode = _nodes.launch_node0(args, nnodes, n, command, env)
     else:
         returncode = subprocess.run(command(n, []), env=env).returncode
     if returncode:
