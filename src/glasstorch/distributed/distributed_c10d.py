@@ -251,8 +251,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size:
     if _world.default_pg is not None:
         raise ValueError("trying to initialize the default process group twice!")
     backend = Backend(backend or "gloo")
-    # A script saying "cpu:gloo,cuda:nccl" runs on a machine without CUDA: only a backend that
-    # is NCCL for everything needs it.
+    # Only a backend that is NCCL for every device needs it: "cpu:gloo,cuda:nccl" (PyTorch's
+    # default with GPUs) still serves CPU tensors on a machine without CuPy's NCCL.
     if set(_device_backends(backend).values()) == {"nccl"} and not is_nccl_available():
         raise RuntimeError("Distributed package doesn't have NCCL built in")
     world_size = _env_int("WORLD_SIZE", world_size)
