@@ -24,6 +24,15 @@ def plain(t: Tensor) -> Tensor:
     return out
 
 
+def flip_bits(t: Tensor, bits: int) -> Tensor:
+    """A view of t with the given bits flipped (recorded by autograd as _conj, _neg_view)."""
+    if bits & CONJ_BIT:
+        t = t._conj()
+    if bits & NEG_BIT:
+        t = t._neg_view()
+    return t
+
+
 def fix_bits(dst: Tensor, src_bits: int) -> None:
     """After dst's storage received the stored values of a source with `src_bits`, make
     dst's values the source's: conjugate or negate the storage where the bits differ."""
