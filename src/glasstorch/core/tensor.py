@@ -599,8 +599,13 @@ class Tensor:
         if self._sparse is not None:
             from ..sparse.tensor import reduce_sparse
             return reduce_sparse(self)
-        return (_rebuild_tensor, (np.array(self.detach().cpu()._array()), self.dtype.name,
-                                  self._stride, self._requires_grad))
+        stored = self.detach()
+        stored._keyset &= ~MATH_BITS     # the stored values, then the conj()/neg bits on them
+        args = (np.array(stored.cpu()._array()), self.dtype.name, self._stride,
+                self._requires_grad)
+        if self._keyset & MATH_BITS:
+            args += (self._keyset & MATH_BITS,)
+        return (_rebuild_tensor, args)
 
     def __deepcopy__(self, memo):
         if id(self) in memo:
@@ -784,10 +789,11 @@ _tf._PLAIN.update((dt.dtype, memory_format, layout, type(CPU), Size, slice, type
 
 
 def _rebuild_tensor(values: np.ndarray, dtype_name: str, stride: tuple,
-                    requires_grad: bool) -> Tensor:
+                    requires_grad: bool, math_bits: int = 0) -> Tensor:
     dtype = getattr(dt, dtype_name)
     t = Tensor._empty(values.shape, dtype, CPU, stride if values.size else None)
     t._array()[...] = values
+    t._keyset |= math_bits & MATH_BITS
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 

@@ -34,8 +34,11 @@ neg_view.functional.register("CompositeExplicitAutograd", _toggling(NEG_BIT, "_n
 
 @composite(method=True)
 def conj(input):
-    """The complex conjugate, as a lazily conjugated view; a real tensor is returned itself."""
-    return input._conj() if input.dtype.is_complex else input
+    """The complex conjugate, as a lazily conjugated view; a real tensor is returned itself
+    and a sparse one conjugated (as PyTorch: sparse layouts carry no bit)."""
+    if not input.dtype.is_complex:
+        return input
+    return input._conj() if input._sparse is None else input.conj_physical()
 
 
 @composite(method=True)
