@@ -6,16 +6,13 @@ negative bit: the tensor's values are its storage's, conjugated (negated). A ten
 carries its key, so a call on it passes through this fallback, which hands the kernels below
 materialised copies; an in-place or out= op then writes its result back through the bit.
 Ops that understand the bits themselves are not resolved: view ops (their views keep the bits,
-registry._make_alias), copy_ (`copy_bits`), clone and _to_copy (copy_fresh).
+registry._make_alias), copy_ (`copy_with_bits`), clone and _to_copy (copy_fresh).
 """
 from __future__ import annotations
 
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import FALLTHROUGH, find, register_fallback
 from ..dispatch.keys import BACKEND_MASK, CONJ_BIT, MATH_BITS, NEG_BIT, DispatchKey
-
-_BIT_NAMES = {CONJ_BIT: "conjugate", NEG_BIT: "negative"}
-
 
 def plain(t: Tensor) -> Tensor:
     """A bit-free alias of t's storage: the values as stored."""
