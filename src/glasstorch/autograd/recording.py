@@ -396,9 +396,8 @@ def _record_inplace_on_view(functional, args):
         base._set_requires_grad(True)
         adopt_views(base, self)
     with grad_mode.enable_grad():             # the view now reads the new base
-        regenerated = base.as_strided(self._shape, self._stride, self._offset)
-        if (self._keyset ^ base._keyset) & MATH_BITS:
-            regenerated = flip_bits(regenerated, (self._keyset ^ base._keyset) & MATH_BITS)
+        regenerated = flip_bits(base.as_strided(self._shape, self._stride, self._offset),
+                                (self._keyset ^ base._keyset) & MATH_BITS)   # conj() views
     self.grad_fn, self._output_nr = regenerated.grad_fn, 0
     self._grad_fn_version = self._vc.version
     self._set_requires_grad(True)
