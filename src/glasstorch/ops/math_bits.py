@@ -10,6 +10,9 @@ registry._make_alias), copy_ (`copy_with_bits`), clone and _to_copy (copy_fresh)
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ..core import dtype as dt
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import FALLTHROUGH, find, register_fallback
 from ..dispatch.keys import BACKEND_MASK, CONJ_BIT, MATH_BITS, NEG_BIT, DispatchKey
@@ -49,6 +52,22 @@ def copy_with_bits(op, ks, self, src, non_blocking=False):
                   plain(src) if src._keyset & MATH_BITS else src, non_blocking)
     fix_bits(self, src._keyset)
     return self
+
+
+def copy_fresh_with_bits(out: Tensor, src: Tensor, non_blocking=False) -> Tensor:
+    """Fill `out`, just allocated with src's shape and no bits, with src's values (clone,
+    _to_copy, and so every resolution): on the CPU within one dtype, one NumPy call."""
+    bits = src._keyset & MATH_BITS
+    if (out.dtype is src.dtype and src.dtype.family is None and src.dtype is not dt.bool
+            and out._storage.device.type == "cpu" and src._storage.device.type == "cpu"):
+        values, into = src._array(), out._array()
+        if bits == CONJ_BIT:
+            np.conjugate(values, out=into)
+        else:
+            np.negative(values if bits == NEG_BIT else np.conjugate(values), out=into)
+        return out
+    return copy_with_bits(find("aten::copy_"), out._keyset & BACKEND_MASK, out, src,
+                          non_blocking)
 
 
 def _resolved(t: Tensor, ks: int) -> Tensor:

@@ -58,9 +58,8 @@ def copy_fresh(out: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if out.dtype.family is not None or src.dtype.family is not None:
         check_conversion(out.dtype, src.dtype)
     if src._keyset & MATH_BITS:          # a lazily conjugated or negated source
-        from ..math_bits import copy_with_bits
-        return copy_with_bits(copy_.functional, out._keyset & BACKEND_MASK, out, src,
-                              non_blocking)
+        from ..math_bits import copy_fresh_with_bits
+        return copy_fresh_with_bits(out, src, non_blocking)
     if out._storage.device.type == "cpu" and src._storage.device.type == "cpu":
         copy_values(out, src)
         return out
