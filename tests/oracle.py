@@ -40,13 +40,16 @@ def to_torch(t: gt.Tensor):
                 np.uint8 if dtype.itemsize == 1 else flat._array().dtype))
             if dtype != torch.bfloat16 else
             torch.from_numpy(np.array(flat._array()).view(np.int16)).view(torch.bfloat16))
-    return base.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
+    out = base.as_strided(tuple(t.shape), t.stride(), t.storage_offset())
+    out = out._conj() if t.is_conj() else out       # the same bits over the same bytes
+    return out._neg_view() if t.is_neg() else out
 
 
 def to_numpy(x) -> np.ndarray:
     """A float64/complex/int/bool NumPy copy of a glasstorch or torch tensor."""
     if isinstance(x, gt.Tensor):
-        a = np.array(x.detach()._array()) if x.device.type == "cpu" else np.array(
+        x = x.detach().resolve_conj().resolve_neg()      # the values, not the stored bytes
+        a = np.array(x._array()) if x.device.type == "cpu" else np.array(
             x.detach().cpu()._array())
         return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
     if hasattr(x, "detach"):  # torch

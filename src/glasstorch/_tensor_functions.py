@@ -79,15 +79,6 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
     return tuple(input.shape) == tuple(other.shape)
 
 
-def is_neg(input: Tensor) -> bool:
-    """Whether input has PyTorch's lazy negation bit: glasstorch negates eagerly."""
-    return False
-
-
-def resolve_neg(input: Tensor) -> Tensor:
-    return input
-
-
 def adjoint(input: Tensor) -> Tensor:
     """The conjugate transpose of the last two dims (a view)."""
     return input.transpose(-2, -1).conj()
@@ -279,7 +270,7 @@ def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
 
 # Tensor methods for the functions above (PyTorch has both forms).
 _METHODS = {"ravel": ravel, "adjoint": adjoint, "is_nonzero": is_nonzero, "dist": dist,
-            "is_neg": is_neg, "resolve_neg": resolve_neg, "sum_to_size": sum_to_size,
+            "sum_to_size": sum_to_size,
             "fill_diagonal_": fill_diagonal_}
 for _name, _fn in _METHODS.items():
     if not hasattr(Tensor, _name):
@@ -297,7 +288,7 @@ if not hasattr(Tensor, "broadcast_to"):
 def exported_names() -> dict:
     names = dict(METHOD_FORMS)
     names.update({f.__name__: f for f in (
-        dist, ravel, is_nonzero, is_same_size, is_neg, resolve_neg, adjoint, typename,
+        dist, ravel, is_nonzero, is_same_size, adjoint, typename,
         scalar_tensor, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, fill, detach_copy,
         view_as_real_copy, view_as_complex_copy, vander, chain_matmul, frombuffer,
         empty_permuted, nonzero_static, get_device_module)})

@@ -253,7 +253,8 @@ def compare(ours, theirs, what: str, ties: bool = False, tolerance=None):
             assert tuple(a.shape) == tuple(b.shape), f"{what}[{i}]: shape {tuple(a.shape)} " \
                                                      f"vs torch {tuple(b.shape)}"
             assert str(a.dtype) == str(b.dtype), f"{what}[{i}]: dtype {a.dtype} vs {b.dtype}"
-            av = a.detach().float().numpy() if a.dtype == gt.bfloat16 else a.detach().numpy()
+            a = a.detach().resolve_conj().resolve_neg()       # values through the bits
+            av = a.float().numpy() if a.dtype == gt.bfloat16 else a.numpy()
             bv = _numpy(b)
             if ties and b.dtype == torch.int64:
                 continue

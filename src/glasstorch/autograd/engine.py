@@ -16,7 +16,7 @@ from ..core.grad_state import state as _grad_state
 from ..core.tensor import Tensor, contiguous_format
 from ..dispatch import dispatcher
 from ..dispatch.dispatcher import PLAIN_CPU_KEYSET, _tracers
-from ..dispatch.keys import AUTOCAST_MASK, AUTOGRAD_KEY_OF_DEVICE, local_keys
+from ..dispatch.keys import AUTOCAST_MASK, AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, local_keys
 from ..ops.copying.copies import fill_
 from ..ops.creation.factories import ones_like, ones_like_op
 from ..profiler import _recorder
@@ -124,7 +124,9 @@ def _owned(grad: Tensor, var: Tensor):
     # root: each view's _base, the first view's record, `root`, getrefcount's argument
     if getrefcount(root) > views + 3 or getrefcount(grad._storage) > views + 2:
         return None
-    return Tensor._make(grad._storage, 0, grad._shape, grad._stride, grad.dtype)
+    owned = Tensor._make(grad._storage, 0, grad._shape, grad._stride, grad.dtype)
+    owned._keyset |= grad._keyset & MATH_BITS        # a conj() view stays one (as PyTorch's)
+    return owned
 
 
 def _needed(roots, targets: set) -> set:

@@ -11,8 +11,9 @@ import weakref
 
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import _LAST_BACKEND, _tracers, register_fallback, untraced
-from ..dispatch.keys import DispatchKey
+from ..dispatch.keys import MATH_BITS, DispatchKey
 from ..ops.inplace_or_view import check_view_write
+from ..ops.math_bits import flip_bits
 from ..ops.registry import check_inplace_write
 from . import grad_mode
 from .anomaly_mode import record_forward_stack, state as _anomaly
@@ -336,6 +337,7 @@ class CopySlices(Node):
         self._base_geometry = (base._shape, base._stride, base._offset)
         self._view_geometry = (view._shape, view._stride, view._offset - base._offset)
         self._fn, self._fn_self = fn, fn_self
+        self._view_bits = (view._keyset ^ base._keyset) & MATH_BITS   # a conj() view's
 
     def name(self) -> str:
         return "torch::autograd::CopySlices"     # PyTorch's name for this node
@@ -349,6 +351,8 @@ class CopySlices(Node):
         # so the gradient it returns can itself be differentiated.
         result = empty_strided(shape, stride, dtype=grad.dtype, device=grad.device).copy_(grad)
         region = result.as_strided(vshape, vstride, voffset)
+        if self._view_bits:      # the view's values are the base's conjugated (negated)
+            region = flip_bits(region, self._view_bits)
         if self._fn is None:
             region.fill_(0)
             return (result,)
@@ -392,7 +396,8 @@ def _record_inplace_on_view(functional, args):
         base._set_requires_grad(True)
         adopt_views(base, self)
     with grad_mode.enable_grad():             # the view now reads the new base
-        regenerated = base.as_strided(self._shape, self._stride, self._offset)
+        regenerated = flip_bits(base.as_strided(self._shape, self._stride, self._offset),
+                                (self._keyset ^ base._keyset) & MATH_BITS)   # conj() views
     self.grad_fn, self._output_nr = regenerated.grad_fn, 0
     self._grad_fn_version = self._vc.version
     self._set_requires_grad(True)

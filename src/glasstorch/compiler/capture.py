@@ -36,7 +36,7 @@ import weakref
 from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import bind_arguments
-from ..dispatch.keys import ALL_MASK, DispatchKey, exclude_keys
+from ..dispatch.keys import ALL_MASK, MATH_BITS, DispatchKey, exclude_keys
 from ..fx.graph import Graph, _target_name
 from ..fx.graph_module import GraphModule
 from ..fx.passes.shape_prop import _extract_tensor_metadata
@@ -712,11 +712,18 @@ def _uncapturable(func, tensors, kwargs):
         return f"{func} changes a tensor's metadata in place"
     if kwargs and kwargs.get("generator") is not None:
         return f"{func} draws from an explicit torch.Generator, whose state Python can read"
+    if func._op.name in _MATH_BIT_VIEWS:
+        return f"{func} makes a lazily conjugated (negated) view, which is not captured"
     for t in tensors:
         kind = t.__class__
         if kind is not Tensor and kind is not Parameter:
             return f"{func} on a {kind.__name__}: tensor subclasses are not captured"
+        if t._keyset & MATH_BITS:
+            return f"{func} reads a conj() view (the conjugate or negative bit): not captured"
     return None
+
+
+_MATH_BIT_VIEWS = frozenset({"aten::_conj", "aten::_neg_view"})
 
 
 # Ops that draw from a generator although their overload takes none (`randn.default`).

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..dispatch.keys import MATH_BITS
 from . import dtype as dt
 from .tensor import Tensor
 
@@ -168,6 +169,8 @@ def _block(cells: np.ndarray, cut: list, depth: int, indent: int, element_length
 
 
 def _host_array(t) -> np.ndarray:
+    if t._keyset & MATH_BITS:           # a conj() view prints its values
+        t = t._resolved()
     a = t._array()
     # a device array (CuPy) comes home through a copy, which also turns bfloat16's bit
     # patterns (CuPy has no bfloat16) back into values

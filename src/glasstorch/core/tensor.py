@@ -12,7 +12,8 @@ from math import prod
 import numpy as np
 
 from .. import overrides as _tf
-from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, AUTOGRAD_MASK, TENSOR_KEYSETS, exclude_keys
+from ..dispatch.keys import (AUTOGRAD_KEY_OF_DEVICE, AUTOGRAD_MASK, CONJ_BIT, MATH_BITS, NEG_BIT,
+                             TENSOR_KEYSETS, exclude_keys)
 from . import dtype as dt
 from .device import CPU, device_backend
 from .grad_state import state as grad_state
@@ -283,6 +284,18 @@ class Tensor:
                       stacklevel=2)
         return self._storage
 
+    def is_conj(self) -> bool:
+        """Whether the values are the storage's conjugated (a lazy `conj()` view)."""
+        return self._keyset & CONJ_BIT != 0
+
+    def is_neg(self) -> bool:
+        """Whether the values are the storage's negated (`x.conj().imag`, `_neg_view`)."""
+        return self._keyset & NEG_BIT != 0
+
+    def _resolved(self) -> "Tensor":
+        """The values without the conjugate and negative bits, untracked (for reading)."""
+        return self.detach().resolve_conj().resolve_neg()
+
     def _is_view(self) -> bool:
         return self._base is not None
 
@@ -404,7 +417,8 @@ class Tensor:
         self._shape, self._stride = tuple(shape), tuple(stride)
         self._keyset = TENSOR_KEYSETS[storage.device.type] | (
             AUTOGRAD_KEY_OF_DEVICE[storage.device.type] if self._requires_grad else 0) | (
-            _tf.class_keys(type(self)) if type(self) is not Tensor else 0)
+            _tf.class_keys(type(self)) if type(self) is not Tensor else 0) | (
+            self._keyset & MATH_BITS)             # set_ keeps self's conjugate/negative bits
         self._np = None
 
     def item(self):
@@ -412,6 +426,8 @@ class Tensor:
         n = prod(self._shape)
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        if self._keyset & MATH_BITS:
+            return self._resolved().item()
         if self._storage.device.type == "cuda":
             return self.cpu().item()           # waits for the GPU, as in PyTorch
         if self.dtype.family is not None:          # complex32, float8: through readable values
@@ -420,6 +436,8 @@ class Tensor:
             self._array().reshape(()))
 
     def tolist(self):
+        if self._keyset & MATH_BITS:
+            return self._resolved().tolist()
         if self._storage.device.type == "cuda":
             return self.cpu().tolist()
         a = self._array()
@@ -434,6 +452,12 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if self._keyset & MATH_BITS:
+            if force:
+                return self._resolved().numpy(force=True)
+            bit, fix = (("conjugate", "conj") if self._keyset & CONJ_BIT else ("negative", "neg"))
+            raise RuntimeError(f"Can't call numpy() on Tensor that has {bit} bit set. Use "
+                               f"tensor.resolve_{fix}().numpy() instead.")
         if self.device.type != "cpu":
             if force:
                 return self.cpu().numpy()
@@ -461,6 +485,8 @@ class Tensor:
         from . import dlpack
         if self._requires_grad:
             raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        if self._keyset & CONJ_BIT:
+            raise BufferError("Can't export tensors with the conjugate bit set")
         if stream is not None and type(stream) is not int:
             raise TypeError("stream must be ``int`` or ``none``")
         on_gpu = self._storage.device.type == "cuda"
@@ -573,8 +599,13 @@ class Tensor:
         if self._sparse is not None:
             from ..sparse.tensor import reduce_sparse
             return reduce_sparse(self)
-        return (_rebuild_tensor, (np.array(self.detach().cpu()._array()), self.dtype.name,
-                                  self._stride, self._requires_grad))
+        stored = self.detach()
+        stored._keyset &= ~MATH_BITS     # the stored values, then the conj()/neg bits on them
+        args = (np.array(stored.cpu()._array()), self.dtype.name, self._stride,
+                self._requires_grad)
+        if self._keyset & MATH_BITS:
+            args += (self._keyset & MATH_BITS,)
+        return (_rebuild_tensor, args)
 
     def __deepcopy__(self, memo):
         if id(self) in memo:
@@ -758,10 +789,11 @@ _tf._PLAIN.update((dt.dtype, memory_format, layout, type(CPU), Size, slice, type
 
 
 def _rebuild_tensor(values: np.ndarray, dtype_name: str, stride: tuple,
-                    requires_grad: bool) -> Tensor:
+                    requires_grad: bool, math_bits: int = 0) -> Tensor:
     dtype = getattr(dt, dtype_name)
     t = Tensor._empty(values.shape, dtype, CPU, stride if values.size else None)
     t._array()[...] = values
+    t._keyset |= math_bits & MATH_BITS
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 

@@ -22,14 +22,16 @@ class DispatchKey(IntEnum):
     SparseCsrCUDA = 6
     BackendSelect = 7
     Python = 8  # TorchDispatchMode: below autograd, so a mode sees the ops autograd runs
-    ADInplaceOrView = 9
-    AutogradMeta = 10
-    AutogradCPU = 11
-    AutogradCUDA = 12
-    AutocastCPU = 13
-    AutocastCUDA = 14
-    FuncTorchBatched = 15   # vmap's BatchedTensor: above autograd, so vmap(grad(f)) works
-    FuncTorchVmapMode = 16  # included while vmap runs: random factories see the randomness
+    Conjugate = 9   # the lazy conjugate and negative bits (ops/math_bits.py): a tensor with
+    Negative = 10   # the bit carries the key; kernels below see the values materialised
+    ADInplaceOrView = 11
+    AutogradMeta = 12
+    AutogradCPU = 13
+    AutogradCUDA = 14
+    AutocastCPU = 15
+    AutocastCUDA = 16
+    FuncTorchBatched = 17   # vmap's BatchedTensor: above autograd, so vmap(grad(f)) works
+    FuncTorchVmapMode = 18  # included while vmap runs: random factories see the randomness
 
 
 NUM_KEYS = len(DispatchKey)
@@ -41,13 +43,16 @@ AUTOGRAD_MASK = sum(1 << k for k in (DispatchKey.AutogradMeta, DispatchKey.Autog
                                      DispatchKey.AutogradCUDA))
 AUTOCAST_MASK = (1 << DispatchKey.AutocastCPU) | (1 << DispatchKey.AutocastCUDA)
 ALL_MASK = (1 << NUM_KEYS) - 1
+CONJ_BIT = 1 << DispatchKey.Conjugate     # in a tensor's _keyset: is_conj()
+NEG_BIT = 1 << DispatchKey.Negative       # in a tensor's _keyset: is_neg()
+MATH_BITS = CONJ_BIT | NEG_BIT
 
 # Registration-only alias keys and the runtime keys each one stands for.
 ALIAS_KEYS = {
     "CompositeExplicitAutograd": BACKEND_KEYS,
     "CompositeImplicitAutograd": BACKEND_KEYS + SPARSE_KEYS + (
-        DispatchKey.Python, DispatchKey.AutogradMeta, DispatchKey.AutogradCPU,
-        DispatchKey.AutogradCUDA),
+        DispatchKey.Python, DispatchKey.Conjugate, DispatchKey.Negative,
+        DispatchKey.AutogradMeta, DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA),
     "Autograd": (DispatchKey.AutogradMeta, DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA),
     "Autocast": (DispatchKey.AutocastCPU, DispatchKey.AutocastCUDA),
 }
@@ -56,6 +61,8 @@ ALIAS_KEYS = {
 # decomposes at the Autograd key, which all its tensors carry, so a dispatch mode never sees
 # such an op; glasstorch's tensors skip autograd unless they need grad.
 BACKENDS_BELOW = {DispatchKey.Python: BACKEND_KEYS,
+                  DispatchKey.Conjugate: BACKEND_KEYS,   # PyTorch decomposes above the bits
+                  DispatchKey.Negative: BACKEND_KEYS,
                   DispatchKey.AutogradMeta: (DispatchKey.Meta,),
                   DispatchKey.AutogradCPU: (DispatchKey.CPU,),
                   DispatchKey.AutogradCUDA: (DispatchKey.CUDA,),

@@ -26,7 +26,7 @@ from ..core.device import CPU, META
 from ..core.shape import contiguous_strides, has_internal_overlap, is_non_overlapping_and_dense
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import Operator, define
-from ..dispatch.keys import DispatchKey
+from ..dispatch.keys import MATH_BITS, DispatchKey
 from ..dispatch.schema import parse_schema
 from .inplace_or_view import bump_versions_kernel, view_bookkeeping_kernel
 from .wrappers import generate_wrapper, public
@@ -385,6 +385,8 @@ def _make_alias(self, shape, stride, offset, dtype=None):
     out = Tensor._make(self._storage, offset, shape, stride,
                        self.dtype if dtype is None else dtype, self._vc)
     out._view_meta = (self, shape, stride, offset)
+    if self._keyset & MATH_BITS:            # views of a conj() view are conjugated too
+        out._keyset |= self._keyset & MATH_BITS
     return out
 
 

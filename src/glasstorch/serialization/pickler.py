@@ -21,6 +21,7 @@ from ..core.device import device as Device
 from ..core.shape import Size
 from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor, layout, sparse_coo
+from ..dispatch.keys import CONJ_BIT, MATH_BITS, NEG_BIT
 from . import torch_names
 from .unpickler import STORAGE_CLASS_OF, _parameter_class
 
@@ -140,6 +141,9 @@ class _Pickler(pickle._Pickler):
             record = _StorageRecord(t._storage, t.dtype)
             rebuild = (_REBUILD_TENSOR, (record, t._offset, tuple(t._shape),
                                          tuple(t._stride), t.requires_grad, hooks))
+        if t._keyset & MATH_BITS:        # torch._utils.get_tensor_metadata's dict, appended
+            rebuild = (rebuild[0], rebuild[1] + ({name: True for name, bit in (
+                ("conj", CONJ_BIT), ("neg", NEG_BIT)) if t._keyset & bit},))
         if state:
             return (_REBUILD_FROM_TYPE, (rebuild[0], _TENSOR, rebuild[1], state))
         return rebuild

@@ -19,6 +19,7 @@ from ..core import dtype as dt
 from ..core.device import device as Device
 from ..core.shape import Size
 from ..core.storage import UntypedStorage
+from ..dispatch.keys import CONJ_BIT, NEG_BIT
 from ..core.tensor import Tensor, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 from . import torch_names
 
@@ -84,9 +85,23 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
                 f"tensor of size {list(size)}, stride {list(stride)} and storage offset "
                 f"{offset} does not fit its storage of {storage.storage.nbytes()} bytes")
     t = Tensor._make(storage.storage, offset, size, stride, storage.dtype)
+    if metadata:
+        t._keyset |= _math_bits(metadata)
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+_METADATA_BITS = {"conj": CONJ_BIT, "neg": NEG_BIT}
+
+
+def _math_bits(metadata) -> int:
+    """The key bits of torch._utils.get_tensor_metadata's dict ({'conj': True}: a conj()
+    view was saved as its storage plus the bit)."""
+    if not isinstance(metadata, dict) or not set(metadata) <= set(_METADATA_BITS):
+        raise pickle.UnpicklingError(f"unknown tensor metadata {metadata!r}: expected a dict "
+                                     "with the keys 'conj' and/or 'neg'")
+    return sum(bit for name, bit in _METADATA_BITS.items() if metadata.get(name))
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks,
@@ -98,7 +113,7 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
                                      f"dtype, got {type(storage).__name__} and "
                                      f"{type(dtype).__name__}")
     return _rebuild_tensor_v2(TypedStorageRef(storage, dtype), storage_offset, size, stride,
-                              requires_grad)
+                              requires_grad, backward_hooks, metadata)
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride):

@@ -105,7 +105,7 @@ def _tensor_message(actual: np.ndarray, expected: np.ndarray, matches: np.ndarra
 
 
 def _host(t: Tensor) -> np.ndarray:
-    a = t.detach().cpu()
+    a = t.detach().cpu().resolve_conj().resolve_neg()    # the values, through the bits
     if a._sparse is not None:        # sparse layouts compare as their dense values
         a = a.to_dense()
     if a.dtype is dt.bfloat16:

@@ -8,7 +8,7 @@ import functools
 from ...core import dtype as dt
 from ...core.device import as_device
 from ...dispatch.dispatcher import define
-from ...dispatch.keys import BACKEND_MASK
+from ...dispatch.keys import BACKEND_MASK, MATH_BITS
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..registry import composite, export, kernel_op
 from ...backends.cpu.casts import check_conversion
@@ -57,6 +57,9 @@ def copy_fresh(out: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     version to bump, so CPU copies go straight to NumPy."""
     if out.dtype.family is not None or src.dtype.family is not None:
         check_conversion(out.dtype, src.dtype)
+    if src._keyset & MATH_BITS:          # a lazily conjugated or negated source
+        from ..math_bits import copy_fresh_with_bits
+        return copy_fresh_with_bits(out, src, non_blocking)
     if out._storage.device.type == "cpu" and src._storage.device.type == "cpu":
         copy_values(out, src)
         return out

@@ -593,26 +593,6 @@ export("conj_physical_", conj_physical_, method=True)
 export("nan_to_num_", nan_to_num_, method=True)
 
 
-@composite(method=True)
-def conj(input):
-    """The complex conjugate; a real tensor is returned itself.
-
-    PyTorch returns a lazily conjugated view of complex tensors; glasstorch has no conjugate
-    bit, so complex inputs get a conjugated copy (`conj_physical`)."""
-    return _conj_physical.function(input) if input.dtype.is_complex else input
-
-
-@composite(method=True)
-def resolve_conj(input):
-    """input itself: glasstorch never holds lazily conjugated tensors."""
-    return input
-
-
-@composite(method=True)
-def is_conj(input):
-    return False
-
-
 def _float_power_(self, exponent):
     d = _float_power_dtype(self, exponent)
     if self.dtype is not d:

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 from ...core.tensor import Tensor
 from ...dispatch.dispatcher import define
+from ...dispatch.keys import CONJ_BIT, NEG_BIT
 
 view_dtype_op = define("view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)")
 
 
 def _dtype_view_metadata(self, dtype):
     """(shape, stride, offset) of self's bytes seen as `dtype`, with PyTorch's checks."""
+    if self._keyset & CONJ_BIT:
+        raise RuntimeError("torch.Tensor.view is not supported for conjugate view tensors when "
+                           "converting to a different dtype.")
+    if self._keyset & NEG_BIT:
+        raise RuntimeError("torch.Tensor.view is not supported for tensors with negative bit "
+                           "set when converting to a different dtype.")
     old, new = self.dtype.itemsize, dtype.itemsize
     shape, stride, offset = self._shape, self._stride, self._offset
     if old == new:

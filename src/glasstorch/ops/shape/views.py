@@ -15,7 +15,7 @@ from ...core import dtype as dt
 from ...core.shape import (Size, as_shape, check_in_bounds, contiguous_strides,
                           expand_strides, infer_size, view_strides, wrap_dim, wrap_dims)
 from ...core.tensor import Tensor, contiguous_format
-from ...dispatch.keys import SPARSE_KEYS, DispatchKey
+from ...dispatch.keys import CONJ_BIT, MATH_BITS, SPARSE_KEYS, DispatchKey
 from ..registry import composite, export, kernel_op, view
 
 # ---- view / reshape --------------------------------------------------------------------
@@ -631,6 +631,11 @@ for _name, _min, _dim, _doc in (
 def _view_as_real_meta(self):
     if not self.is_complex():
         raise RuntimeError("view_as_real is only supported for complex tensors")
+    if self._keyset & CONJ_BIT:
+        raise RuntimeError(
+            "view_as_real doesn't work on unresolved conjugated tensors.  To resolve the "
+            "conjugate tensor so you can view it as real, use self.resolve_conj(); however, be "
+            "warned that the resulting tensor will NOT alias the original.")
     return (self._shape + (2,), tuple(s * 2 for s in self._stride) + (1,), self._offset * 2,
             self.dtype.to_real())
 
@@ -666,7 +671,7 @@ def real(input):
     """The real part: a view of a complex tensor; a real tensor itself."""
     if not input.is_complex():
         return input
-    return view_as_real.functional(input).select(-1, 0)
+    return view_as_real.functional(_stored(input)).select(-1, 0)
 
 
 @composite()
@@ -674,7 +679,16 @@ def imag(input):
     """The imaginary part of a complex tensor (a view)."""
     if not input.is_complex():
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return view_as_real.functional(input).select(-1, 1)
+    pairs = view_as_real.functional(_stored(input))
+    if input._keyset & CONJ_BIT:           # conj's imaginary part: the stored one, negated
+        pairs = pairs._neg_view()
+    return pairs.select(-1, 1)
+
+
+def _stored(input):
+    """input, or for a conj() view the view of the stored values (real and imag read
+    through it, as PyTorch's do)."""
+    return input._conj() if input._keyset & CONJ_BIT else input
 
 
 def _part_setter(part):
@@ -706,6 +720,7 @@ def _detach(input):
     out = Tensor._make(input._storage, input._offset, input._shape, input._stride,
                        input.dtype, input._vc)
     out._inference = input._inference
+    out._keyset |= input._keyset & MATH_BITS
     return out
 
 
@@ -734,6 +749,7 @@ def detach_(self):
 def _data_get(self):
     """A tensor sharing storage but not the version counter (so in-place goes unseen)."""
     out = Tensor._make(self._storage, self._offset, self._shape, self._stride, self.dtype)
+    out._keyset |= self._keyset & MATH_BITS
     return out
 
 
