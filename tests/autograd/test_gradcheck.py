@@ -132,3 +132,49 @@ def test_float32_warns_and_fails_like_torch():
         results.append((str(info.value), [str(m.message) for m in w
                                            if "double precision" in str(m.message)]))
     assert results[0] == results[1] and len(results[0][1]) == 1
+
+
+def _scale_by(L, c, conjugate_in_backward):
+    """z * c with a backward that is right (g * conj(c)) or forgets the conjugate."""
+    class Scale(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, z):
+            return z * c
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * (c.conjugate() if conjugate_in_backward else c)
+    return Scale.apply
+
+
+@pytest.mark.parametrize("fast_mode", [False, True])
+def test_complex_gradients_are_checked_as_real_jacobians(fast_mode):
+    # a backward missing its conjugate fails in both libraries; the right one passes
+    T = oracle_torch()
+    for L in (gt, T):
+        z = L.tensor([1 + 2j, -0.5 + 0.25j], dtype=L.complex128, requires_grad=True)
+        c = 0.5 - 1.5j
+        assert L.autograd.gradcheck(_scale_by(L, c, True), (z,), fast_mode=fast_mode)
+        assert not L.autograd.gradcheck(_scale_by(L, c, False), (z,), fast_mode=fast_mode,
+                                        raise_exception=False)
+        # complex -> real and real -> complex
+        assert L.autograd.gradcheck(lambda v: v.abs() * v.angle(), (z,), fast_mode=fast_mode)
+        x = L.tensor([0.3, 1.7], dtype=L.float64, requires_grad=True)
+        assert L.autograd.gradcheck(lambda a: L.polar(a, a * 2), (x,), fast_mode=fast_mode)
+
+
+def test_check_forward_ad_compares_jvps_with_finite_differences():
+    z = gt.tensor([1 + 2j, -0.5 + 0.25j, 2 - 1j], dtype=gt.complex128, requires_grad=True)
+    x = gt.tensor([0.3, 1.7, 0.9], dtype=gt.float64, requires_grad=True)
+    for fn, arg in [(lambda v: (v * 2).exp().cumprod(0), z), (lambda v: v.abs(), z),
+                    (lambda a: gt.polar(a, a * 2), x), (lambda a: a.sin().cumsum(0), x)]:
+        assert gt.autograd.gradcheck(fn, (arg,), check_forward_ad=True)
+
+
+def test_check_forward_ad_fails_on_a_wrong_tangent_rule(monkeypatch):
+    x = gt.tensor([0.3, 1.7, 0.9], dtype=gt.float64, requires_grad=True)
+    op = gt.ops.aten.sin.default._op
+    monkeypatch.setitem(op.info, "jvp", lambda primals, tangents, result: tangents[0] * 2)
+    with pytest.raises(gt.autograd.GradcheckError, match="forward mode"):
+        gt.autograd.gradcheck(lambda a: a.sin(), (x,), check_forward_ad=True)
+    assert gt.autograd.gradcheck(lambda a: a.sin(), (x,))       # backward is untouched

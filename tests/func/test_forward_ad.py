@@ -109,6 +109,23 @@ def test_against_finite_differences():
         np.testing.assert_allclose(jt.numpy(), fd.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_complex_tangents_against_finite_differences():
+    # for complex inputs J t is the real directional derivative (f(z + e t) - f(z - e t)) / 2e,
+    # also for functions that are not holomorphic (abs, angle, conj) or complex -> real
+    z = arr(2, 3) + 1j * arr(2, 3)
+    t = arr(2, 3) + 1j * arr(2, 3)
+    eps = 1e-6
+    funcs = [lambda v: v.clone(), lambda v: (v * 2).exp(), lambda v: v.abs(),
+             lambda v: v.angle(), lambda v: v.sin() * v.conj(), lambda v: v.real * v.imag,
+             lambda v: (v @ v.mT).sum(-1), lambda v: v.cumprod(1) / (1 + v.abs()),
+             lambda v: v.reciprocal().sqrt()]
+    for fn in funcs:
+        _, jt = gt.func.jvp(fn, (gt.tensor(z),), (gt.tensor(t),))
+        fd = (fn(gt.tensor(z + eps * t)) - fn(gt.tensor(z - eps * t))) / (2 * eps)
+        assert jt.dtype == fd.dtype
+        np.testing.assert_allclose(jt.numpy(), fd.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_unpack_and_levels():
     fwAD = gt.autograd.forward_ad
     x = gt.ones(2)

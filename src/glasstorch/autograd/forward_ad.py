@@ -331,8 +331,16 @@ def auto_element_wise(op, d, primals, tangents, result):
     return total if total is not None else _zeros_for(result)
 
 
+def _touches_complex(op, primals, result) -> bool:
+    """Whether a complex tensor is among the inputs or the result: an element-wise op's
+    backward formula is then its Jacobian's conjugate (or, non-holomorphic as abs or angle,
+    not a complex multiple at all), so its tangent comes from the transposed vjp."""
+    return result.is_complex() or any(
+        isinstance(x, Tensor) and x.is_complex() for x, _ in _flat_inputs(op, primals, primals))
+
+
 def transposed_vjp(op, d, primals, tangents, result):
-    """J·t as the gradient, with respect to the cotangent u, of <vjp(u), t>."""
+    """J·t as the gradient, with respect to the cotangent u, of <t, vjp(u)>."""
     outputs = result if isinstance(result, (tuple, list)) else (result,)
     us = [_zeros_for(o).requires_grad_() if _differentiable(o) else None for o in outputs]
     pairs = _flat_inputs(op, primals, tangents)
@@ -347,7 +355,9 @@ def transposed_vjp(op, d, primals, tangents, result):
                 continue
             if tuple(g.shape) != tuple(x.shape):
                 g = sum_to_shape(g, x._shape)
-            term = (g * t).sum()
+            # <t, vjp(u)> under the real inner product Re(sum(conj(a) * b)), of which the
+            # jvp is the adjoint of the vjp also for complex (non-holomorphic) functions
+            term = (g * t.conj()).real.sum() if t.is_complex() else (g * t).sum()
             total = term if total is None else total + term
         wanted = [u for u in us if u is not None]
         if total is None:
@@ -401,7 +411,8 @@ def jvp_of(op, primals, tangents, result):
             if rule == AUTO_LINEAR:
                 return auto_linear(functional, primals, tangents, result)
         raise _unsupported(op)
-    if "pointwise" in op.tags and isinstance(result, Tensor):
+    if "pointwise" in op.tags and isinstance(result, Tensor) and not _touches_complex(
+            functional, primals, result):
         return auto_element_wise(functional, d, primals, tangents, result)
     return transposed_vjp(functional, d, primals, tangents, result)
 

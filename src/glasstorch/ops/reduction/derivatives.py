@@ -174,7 +174,10 @@ def _cumsum(grad, dim):
 def _cumprod(grad, self, dim, result):
     """d/dx_j of sum_i g_i prod_{k<=i} x_k is sum_{i>=j} g_i y_i / x_j when no x is zero.
     With zeros, the products leaving x_j out are built explicitly (O(n^2) per slice):
-    prod_{k<j} x_k * prod_{j<k<=i} x_k, so that the result stays differentiable."""
+    prod_{k<j} x_k * prod_{j<k<=i} x_k, so that the result stays differentiable. Complex
+    inputs get the conjugate of those derivatives (cumprod is holomorphic)."""
+    if self.is_complex():
+        self, result = self.conj(), result.conj()
     if not bool((self == 0).any()):
         return (_reverse_cumsum(grad * result, dim) / self,)
     x, g = self.movedim(dim, -1), grad.movedim(dim, -1)
