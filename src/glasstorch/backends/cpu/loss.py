@@ -221,6 +221,32 @@ def nll_kernel(outs, self, target, weight, reduction, ignore_index):
     store(outs[1], total)
 
 
+def nll_backward_kernel(out, grad_output, self, target, weight, reduction, ignore_index,
+                        total_weight):
+    """nll_loss's input gradient as PyTorch's kernel computes it: zeros, and at each
+    target's class -w[t] * grad (grad / total_weight for 'mean'); ignored targets give 0.
+    One scatter, where the same gradient written in ops took a dozen."""
+    o = out._array()
+    xp = arrays.module_of(o)
+    o.fill(0)
+    cd = opmath(out.dtype)
+    t = target._array().astype(np.int64, copy=False)
+    flat = o.ndim == 1
+    t = t.reshape(1, 1) if flat else t.reshape(t.shape[0], -1)       # (N, L)
+    valid = t != ignore_index
+    safe = xp.where(valid, t, 0)
+    w = valid.astype(cd)
+    if weight is not None:
+        w *= _acc(weight).reshape(-1)[safe]
+    g = _acc(grad_output)
+    if reduction == MEAN:
+        g = g / _acc(total_weight)
+    vals = -(w * (g.reshape(t.shape) if g.ndim else g))
+    n, length = t.shape
+    o3 = o.reshape(n, -1, length)       # the output is fresh and contiguous: a view
+    o3[xp.arange(n)[:, None], safe, xp.arange(length)[None, :]] = vals.astype(o.dtype)
+
+
 def pair(out, self, target):
     """Both operands in the op's compute dtype (float32 for float16/bfloat16)."""
     c = opmath(out.dtype)
