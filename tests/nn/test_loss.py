@@ -492,3 +492,37 @@ def test_meta_tensors_give_shapes():
     assert GF.cross_entropy(m, t, reduction="none").shape == (3,)
     assert GF.mse_loss(m, m).shape == ()
     assert GF.binary_cross_entropy_with_logits(m, m, reduction="none").shape == (3, 4)
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("case", ["1d", "2d", "2d_weight_ignore", "4d"])
+def test_nll_loss_backward_op_matches_pytorch(case, reduction):
+    """aten::nll_loss_backward / nll_loss2d_backward (the gradient NllLossBackward0 runs) on
+    their own, against PyTorch's operators, float32 and float64."""
+    torch = oracle_torch()
+    shape, tshape, op = {"1d": ((5,), (), "nll_loss_backward"),
+                         "2d": ((6, 5), (6,), "nll_loss_backward"),
+                         "2d_weight_ignore": ((6, 5), (6,), "nll_loss_backward"),
+                         "4d": ((2, 5, 3, 4), (2, 3, 4), "nll_loss2d_backward")}[case]
+    x = rng.standard_normal(shape)
+    t = rng.integers(0, 5, tshape)
+    w = weights(5) if case == "2d_weight_ignore" else None
+    if case == "2d_weight_ignore":
+        t[1] = -100
+    grad_shape = tshape if reduction == 0 and case != "1d" else ()
+    g = rng.standard_normal(grad_shape)
+    for dtype in ("float32", "float64"):
+        args = [g, x, t, w]
+        gargs = [None if a is None else gt.tensor(a) for a in args]
+        targs = [None if a is None else torch.tensor(a) for a in args]
+        for lib, a in ((gt, gargs), (torch, targs)):
+            for i in (0, 1, 3):
+                if a[i] is not None:
+                    a[i] = a[i].to(getattr(lib, dtype))
+        forward = op.replace("backward", "forward")
+        total_g = getattr(gt.ops.aten, forward)(gargs[1], gargs[2], gargs[3], reduction, -100)[1]
+        total_t = getattr(torch.ops.aten, forward)(targs[1], targs[2], targs[3], reduction,
+                                                   -100)[1]
+        got = getattr(gt.ops.aten, op)(*gargs, reduction, -100, total_g)
+        want = getattr(torch.ops.aten, op)(*targs, reduction, -100, total_t)
+        assert_same(got, want, rtol=1e-6 if dtype == "float32" else 1e-12, atol=1e-12)

@@ -17,10 +17,19 @@ from .pointwise import FLOATING, REDUCED, assign, check_dtype, scalar
 from .random import fma, uniform_double
 
 
-def activation_kernel(name, fn, kname, allowed):
+def _finish(op, r) -> None:
+    """Store a formula's result in the output block unless it was written there."""
+    if r is not op:
+        np.copyto(op, r, casting="unsafe")
+
+
+def activation_kernel(name, fn, kname, allowed, into=False):
     """The kernel of an activation: `fn(x, *params)` on the input in opmath, walked in
     cache-sized blocks (split across threads when large); `params` are the op's Scalars,
-    rounded to the dtype for integer and 16-bit inputs."""
+    rounded to the dtype for integer and 16-bit inputs. With `into`, fn also takes
+    `out=`, the output block when it has the compute dtype, and may write its last pass
+    there (saving a temporary and a copy); it only writes `out` in passes that no longer
+    read x, so an in-place call stays right."""
     def kernel(out, self, *params):
         d = self.dtype
         check_dtype(kname, d, allowed)
@@ -29,8 +38,11 @@ def activation_kernel(name, fn, kname, allowed):
             params = tuple(_rounded(p, d) for p in params)
         cd = opmath(d)
         def part(xp, op):
-            np.copyto(op, fn(xp if xp.dtype == cd else xp.astype(cd), *params),
-                      casting="unsafe")
+            xc = xp if xp.dtype == cd else xp.astype(cd)
+            if into and op.dtype == cd:
+                _finish(op, fn(xc, *params, out=op))
+            else:
+                _finish(op, fn(xc, *params))
         with np.errstate(all="ignore"):
             parallel.chunked(part, [x, out._array()], parallel.BLOCK)
     kernel.__qualname__ = f"cpu_{name}"
@@ -38,8 +50,9 @@ def activation_kernel(name, fn, kname, allowed):
 
 
 def backward_kernel(name, kname, allowed, part):
-    """A fused kernel out = part(grad, x, *params), in the op's compute dtype, walked in
-    cache-sized blocks (split across threads when large)."""
+    """A fused kernel out = part(grad, x, *params, out=...), in the op's compute dtype,
+    walked in cache-sized blocks (split across threads when large). `out` is the output
+    block when it has the compute dtype (else None): part may write its last pass there."""
     def kernel(out, grad_output, self, *params):
         d = out.dtype
         check_dtype(kname, d, allowed)
@@ -49,8 +62,9 @@ def backward_kernel(name, kname, allowed, part):
 
         def run(gp, xp, op):
             r = part(gp if gp.dtype == cd else gp.astype(cd),
-                     xp if xp.dtype == cd else xp.astype(cd), *params)
-            np.copyto(op, r, casting="unsafe")
+                     xp if xp.dtype == cd else xp.astype(cd), *params,
+                     out=op if op.dtype == cd else None)
+            _finish(op, r)
         with np.errstate(all="ignore"):
             parallel.chunked(run, [g, x, o], parallel.BLOCK)
     kernel.__qualname__ = f"cpu_{name}"
@@ -82,8 +96,8 @@ def _rounded(p, d):
     return scalar(p, d) if d.category == dt.INT else float(d.np.type(p))
 
 
-def _relu(x):
-    return np.maximum(x, x.dtype.type(0))
+def _relu(x, out=None):
+    return np.maximum(x, x.dtype.type(0), out=out)
 
 
 def _elu(x, alpha=1, scale=1, input_scale=1):
@@ -101,9 +115,10 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-def _gelu(x, approximate="none"):
+def _gelu(x, approximate="none", out=None):
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) or 0.5 x (1 + erf(x / sqrt(2))), in
-    place on one temporary (the kernel calls this on cache-sized parts)."""
+    place on one temporary (the kernel calls this on cache-sized parts), the last pass into
+    `out` when given."""
     if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
         return _gelu(x.reshape(1), approximate).reshape(())
     if approximate == "tanh":
@@ -114,15 +129,12 @@ def _gelu(x, approximate="none"):
         r *= _SQRT_2_OVER_PI
         np.tanh(r, out=r)
     elif x.dtype == np.float32:            # x Phi(x)
-        r = _normal_cdf_float32(x)[0]
-        r *= x
-        return r
+        return np.multiply(_normal_cdf_float32(x)[0], x, out=out)
     else:
         r = special.erf(x * _SQRT_HALF)
     r += 1
-    r *= x
     r *= 0.5
-    return r
+    return np.multiply(r, x, out=out)
 
 
 # Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7): PyTorch's vectorised float erf, so
@@ -204,8 +216,8 @@ def _log_sigmoid(x):
     return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
 
 
-def gelu_grad(g, x, approximate):
-    """g * gelu'(x), on temporaries of x's size."""
+def gelu_grad(g, x, approximate, out=None):
+    """g * gelu'(x), on temporaries of x's size, the last pass into `out` when given."""
     if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
         return gelu_grad(g.reshape(1), x.reshape(1), approximate).reshape(())
     if approximate == "tanh":              # 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
@@ -239,17 +251,16 @@ def gelu_grad(g, x, approximate):
         x2 *= _INV_SQRT_2PI
         x2 *= x
         r += x2
-    r *= g
-    return r
+    return np.multiply(r, g, out=out)
 
 
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def threshold_grad(g, x, threshold):
-    """g where x > threshold, else 0 (a NaN x passes g on, as PyTorch's kernel). Floats are
-    masked bitwise: exact (a NaN gradient where x <= threshold still gives 0) and without
-    the per-element branches a select over a random mask costs."""
+def threshold_grad(g, x, threshold, out=None):
+    """g where x > threshold, else 0 (a NaN x passes g on, as PyTorch's kernel), into `out`
+    when given. Floats are masked bitwise: exact (a NaN gradient where x <= threshold still
+    gives 0) and without the per-element branches a select over a random mask costs."""
     if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
         return threshold_grad(g.reshape(1), x.reshape(1), threshold).reshape(())
     keep = np.less_equal(x, threshold)
@@ -259,7 +270,8 @@ def threshold_grad(g, x, threshold):
     bits = _BITS[g.dtype.itemsize]
     mask = keep.view(np.uint8).astype(bits)
     np.negative(mask, out=mask)                     # all ones where g is kept
-    r = arrays.module_of(g).empty(np.broadcast_shapes(g.shape, mask.shape), g.dtype)
+    r = arrays.module_of(g).empty(np.broadcast_shapes(g.shape, mask.shape), g.dtype) \
+        if out is None else out
     np.bitwise_and(g.view(bits), mask, out=r.view(bits))
     return r
 

@@ -121,17 +121,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key = key.repeat_interleave(hq // key.shape[-3], -3)
         value = value.repeat_interleave(hq // value.shape[-3], -3)
     scores = query.matmul(key.transpose(-2, -1)) * scale
-    allowed = None
-    if is_causal:
-        allowed = arange(n_q, device=query.device).unsqueeze(1) >= arange(
+    blocked = None
+    if is_causal:       # above the diagonal
+        blocked = arange(n_q, device=query.device).unsqueeze(1) < arange(
             n_k, device=query.device)
     if attn_mask is not None:
         if attn_mask.dtype is dt.bool:
-            allowed = attn_mask if allowed is None else allowed.logical_and(attn_mask)
+            closed = attn_mask.logical_not()
+            blocked = closed if blocked is None else blocked.logical_or(closed)
         else:
             scores = scores + attn_mask
-    if allowed is not None:
-        scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
+    if blocked is not None:
+        scores = scores.masked_fill(blocked, float("-inf"))
     if attn_mask is not None:
         # fully masked rows give zeros (and a zero gradient), not softmax's NaN; the causal
         # mask alone always leaves position 0 open

@@ -49,11 +49,12 @@ def _inplace_wrapper(decl):
     return generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace)
 
 
-def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, **options):
+def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, into=False, **options):
     """Declare an activation: `fn(x, *params)` maps a NumPy array (in opmath) to the result;
-    `params` are the schema's Scalar arguments, converted to the dtype for integer inputs."""
+    `params` are the schema's Scalar arguments, converted to the dtype for integer inputs.
+    `into`: fn takes `out=` (see activation_kernel)."""
     decl = structured(schema, meta, tags=_POINTWISE, **options)
-    decl.impl("CPU")(activation_kernel(decl.name, fn, kname, allowed))
+    decl.impl("CPU")(activation_kernel(decl.name, fn, kname, allowed, into))
     return decl
 
 
@@ -118,7 +119,7 @@ def _softshrink_meta(self, lambd=0.5):
 _INTEGER_OR_FLOAT = INTS | FLOATING
 
 relu = _pointwise("relu(Tensor self) -> Tensor", _relu, "clamp_min_cpu", _INTEGER_OR_FLOAT,
-                  _relu_meta, out=False, doc="max(input, 0); relu'(0) is 0.")
+                  _relu_meta, into=True, out=False, doc="max(input, 0); relu'(0) is 0.")
 leaky_relu = _pointwise("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
                         _leaky_relu, "leaky_relu_cpu", function=False, method=False,
                         doc="input where input > 0, else input * negative_slope.")
@@ -130,7 +131,7 @@ celu = _pointwise("celu(Tensor self, Scalar alpha=1.0) -> Tensor", _celu, "elu_c
                   meta=_celu_meta, method=False, out=False,
                   doc="max(0, input) + min(0, alpha * (exp(input / alpha) - 1)).")
 gelu = _pointwise('gelu(Tensor self, *, str approximate="none") -> Tensor', _gelu,
-                  "GeluKernelImpl", meta=_gelu_meta, function=False, method=False,
+                  "GeluKernelImpl", meta=_gelu_meta, into=True, function=False, method=False,
                   doc="input * Phi(input) (exact with erf, or the tanh approximation).")
 silu = _pointwise("silu(Tensor self) -> Tensor", _silu, "silu_cpu", FLOATING | COMPLEX,
                   function=False, method=False, doc="input * sigmoid(input).")

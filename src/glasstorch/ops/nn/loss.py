@@ -23,8 +23,8 @@ from ..registry import composite, spec, structured
 from ..autocast import FP32, autocast_policy
 from ...backends.cpu.loss import (MEAN, NONE, SUM, bce_kernel, bce_logits_kernel,
     ctc_backward_kernel, ctc_kernel, huber, log_softmax_backward_kernel, log_softmax_kernel,
-    multi_margin_kernel, multilabel_kernel, nll_kernel, pointwise_loss_kernel, smooth_l1,
-    soft_margin, softmax_backward_kernel, softmax_kernel, squared_error)
+    multi_margin_kernel, multilabel_kernel, nll_backward_kernel, nll_kernel,
+    pointwise_loss_kernel, smooth_l1, soft_margin, softmax_backward_kernel, softmax_kernel, squared_error)
 
 # The top-level functions (torch.kl_div, torch.ctc_loss, ...) default to reduction 0: PyTorch's
 # Python bindings read their schemas' `reduction=Mean` default as 0, so `torch.kl_div(x, y)`
@@ -177,6 +177,26 @@ nll_loss2d_forward = structured(
     doc="nll_loss_forward for (N, C, H, W) inputs and (N, H, W) targets.")
 nll_loss2d_forward.impl("CPU")(nll_kernel)
 
+
+
+def _nll_backward_meta(grad_output, self, target, weight, reduction, ignore_index,
+                       total_weight):
+    return spec(self._shape, self.dtype)
+
+
+_NLL_BACKWARD_ARGS = ("(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, "
+                      "int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor")
+nll_loss_backward = structured(
+    "nll_loss_backward" + _NLL_BACKWARD_ARGS, _nll_backward_meta,
+    method=False, function=False, inplace=False, out=False,
+    doc="nll_loss_forward's input gradient: -weight[t] * grad at each target's class.")
+nll_loss_backward.impl("CPU")(nll_backward_kernel)
+
+nll_loss2d_backward = structured(
+    "nll_loss2d_backward" + _NLL_BACKWARD_ARGS, _nll_backward_meta,
+    method=False, function=False, inplace=False, out=False,
+    doc="nll_loss2d_forward's input gradient.")
+nll_loss2d_backward.impl("CPU")(nll_backward_kernel)
 
 def nll_loss_nd(self, target, weight=None, reduction=MEAN, ignore_index=-100):
     """nll_loss for any (N, C, d1, ..., dk) input: extra dims go through the 2-D kernel."""

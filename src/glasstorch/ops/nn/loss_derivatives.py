@@ -72,25 +72,30 @@ def _log_softmax_backward(grad, grad_output, output, dim):
 
 # ---- nll_loss ------------------------------------------------------------------------------
 
-def _nll(grad, self, target, weight, reduction, ignore_index, result1):
-    """d/dx[t] = -w[t] (divided by the total weight for 'mean'); ignored targets get 0."""
-    g = _first(grad)
-    cdim = 1 if self.dim() >= 2 else 0
-    if cdim == 0:
-        target = target.reshape(())            # unbatched: a 0-dim or one-element target
-    valid = target != ignore_index
-    safe = where(valid, target, 0)
-    w = valid.to(self.dtype)
-    if weight is not None:
-        w = w * weight.detach().take(safe).to(self.dtype)
-    if reduction == _MEAN:
-        w = w / result1.detach()
-    onehot = _class_onehot(safe, self.shape[cdim], cdim).logical_and(valid.unsqueeze(cdim))
-    return where(onehot, (-g * w).unsqueeze(cdim), 0.0), None, None
+def _nll_gradient(backward):
+    """The derivative of an nll_loss forward op: its backward op, as PyTorch's
+    (d/dx[t] = -w[t] * grad, divided by the total weight for 'mean'; ignored targets 0)."""
+    def formula(grad, self, target, weight, reduction, ignore_index, result1):
+        return backward(_first(grad), self, target, None if weight is None else weight.detach(),
+                        reduction, ignore_index, result1.detach()), None, None
+    return formula
 
 
-derivative(loss.nll_loss_forward, "NllLossBackward0")(_nll)
-derivative(loss.nll_loss2d_forward, "NllLoss2DBackward0")(_nll)
+derivative(loss.nll_loss_forward, "NllLossBackward0")(_nll_gradient(loss.nll_loss_backward))
+derivative(loss.nll_loss2d_forward, "NllLoss2DBackward0")(
+    _nll_gradient(loss.nll_loss2d_backward))
+
+
+def _nll_backward_backward(grad, grad_output, self, target, weight, reduction, ignore_index,
+                           total_weight):
+    """The backward is linear in grad_output: its gradient there is nll_loss of `grad` (self
+    gets none, PyTorch's zeros)."""
+    forward = loss.nll_loss_forward if self.dim() <= 2 else loss.nll_loss2d_forward
+    return forward(grad, target, weight, reduction, ignore_index)[0], None, None, None, None
+
+
+derivative(loss.nll_loss_backward, "NllLossBackwardBackward0")(_nll_backward_backward)
+derivative(loss.nll_loss2d_backward, "NllLoss2DBackwardBackward0")(_nll_backward_backward)
 
 
 # ---- pointwise losses ----------------------------------------------------------------------
