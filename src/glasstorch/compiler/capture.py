@@ -507,13 +507,14 @@ class LazyCapture(TorchDispatchMode):
                                                       range(len(seg.inputs))],
                                                 range(len(seg.ops)), graph_outputs),
             seg.inputs)
+        in_inputs = {id(t._storage) for t in seg.inputs}   # their memory is never taken
         with _disable_current_modes(), exclude_keys(_PYTHON_AND_ABOVE):
             results = compiled(*seg.inputs)
             if isinstance(results, Tensor):
                 results = (results,)
             for (storage, _, geometry), value in zip(live, results):
                 storage.__class__ = UntypedStorage
-                _fill(storage, geometry, value, seg.inputs)
+                _fill(storage, geometry, value, in_inputs)
         if node is not None:
             node._saved = [SavedTensor(seg.inputs[ref[1]]) for ref in plan.saved_inputs]
             node._saved += _saved_values(plan.saved_refs, live, results)
@@ -699,15 +700,16 @@ def _example(value):
     return value
 
 
-def _fill(storage, geometry, value, inputs) -> None:
+def _fill(storage, geometry, value, in_inputs) -> None:
     """Give a deferred storage the bytes of the compiled graph's result: take the result's
-    buffer when its layout is the one capture predicted, else copy into a new one."""
+    buffer when its layout is the one capture predicted and it is not an input's memory,
+    else copy into a new one."""
     offset, shape, stride, dtype = geometry
     source = value._storage
     if (source.nbytes() == storage.nbytes() and value._offset == offset
             and value._shape == shape and value._stride == stride and value.dtype == dtype
             and source.device == storage.device and source._allocator is not None
-            and not any(t._storage is source for t in inputs)):
+            and id(source) not in in_inputs):
         UntypedStorage.buf.__set__(storage, source.buf)
         storage._allocator, source._allocator = source._allocator, None
         return
