@@ -144,27 +144,25 @@ class Region:
         return ("aot", self.output_refs, self.edge_inputs)
 
 
-def _internal(node, start: int) -> bool:
-    seq = node._sequence_nr
-    return seq >= start and seq != ACCUMULATE_GRAD_SEQUENCE_NR
-
-
 def find_region(seg):
     """The segment's recorded autograd region, or None when it recorded no node, or a
-    string saying why its backward stays eager."""
-    start = seg.sequence_start
+    string saying why its backward stays eager. (This runs at every flush that recorded
+    autograd nodes: one walk over the region's nodes, with the internal-node test, a
+    sequence number in [start, ACCUMULATE_GRAD_SEQUENCE_NR), written out inline.)"""
+    start, leaf = seg.sequence_start, ACCUMULATE_GRAD_SEQUENCE_NR
     candidates = []
     for entry in seg.refs.values():
         t = entry[0]()
         if t is not None:
             fn = t.grad_fn
-            if fn is not None and _internal(fn, start):
+            if fn is not None and start <= fn._sequence_nr != leaf:
                 candidates.append((t, entry[1]))
     if not candidates:
         return None
     if _anomaly.enabled:
         return "anomaly detection is on"
     nodes: dict = {}
+    leaving: list = []              # (node, input_nr) edges out of the region, in walk order
     stack = [t.grad_fn for t, _ in candidates]
     while stack:
         node = stack.pop()
@@ -173,15 +171,21 @@ def find_region(seg):
         nodes[node] = None
         if getattr(node, "_released", False):
             return "a backward already ran through the region's graph"
-        if node._has_grad_hooks() or node._hooks:
+        if (node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks
+                or node._hooks):
             return "a hook is registered on a tensor of the region"
-        stack.extend(n for n, _ in node.next_functions
-                     if n is not None and n not in nodes and _internal(n, start))
+        for nxt, nr in node.next_functions:
+            if nxt is not None:
+                if start <= nxt._sequence_nr != leaf:
+                    if nxt not in nodes:
+                        stack.append(nxt)
+                else:
+                    leaving.append((nxt, nr))
     input_of: dict = {}
     for i, t in enumerate(seg.inputs):
         if t._requires_grad:
             fn = t.grad_fn
-            if fn is not None and _internal(fn, start):
+            if fn is not None and start <= fn._sequence_nr != leaf:
                 return "an input that requires grad is written in place"
             if fn is None:
                 acc = t._accumulator
@@ -190,15 +194,13 @@ def find_region(seg):
                     continue
             input_of.setdefault((id(fn), t._output_nr if t.grad_fn is not None else 0), i)
     edges: dict = {}
-    for node in nodes:
-        for nxt, nr in node.next_functions:
-            if nxt is not None and not _internal(nxt, start):
-                key = (id(nxt), nr)
-                if key not in edges:
-                    i = input_of.get(key)
-                    if i is None:
-                        return "the region's backward reaches a tensor that is not its input"
-                    edges[key] = ((nxt, nr), i)
+    for edge in leaving:
+        key = (id(edge[0]), edge[1])
+        if key not in edges:
+            i = input_of.get(key)
+            if i is None:
+                return "the region's backward reaches a tensor that is not its input"
+            edges[key] = (edge, i)
     t = None                        # a local reference would count as a holder
     outputs = _external_outputs(candidates, nodes)
     return Region([t for t, _ in outputs], tuple(ref for _, ref in outputs),
@@ -245,9 +247,17 @@ def _saved_counts(nodes) -> dict:
     """id(tensor) -> how many saved tensors of the region hold it (in a function of its own:
     a loop variable left behind would be one more reference)."""
     held: dict = {}
+    get = held.get
     for node in nodes:
-        for saved in _saved_tensors(node):
-            held[id(saved)] = held.get(id(saved), 0) + 1
+        saved = getattr(node, "_saved", None)
+        if saved.__class__ is dict:      # a formula node's (most nodes), without a generator
+            for v in saved.values():
+                if v.__class__ is SavedTensor and v.tensor is not None:
+                    key = id(v.tensor)
+                    held[key] = get(key, 0) + 1
+            continue
+        for t in _saved_tensors(node):
+            held[id(t)] = get(id(t), 0) + 1
     return held
 
 

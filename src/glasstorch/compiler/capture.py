@@ -196,6 +196,7 @@ class _Segment:
         self.fakes: list = []        # each op's fake outputs (node.meta["val"])
         self.inputs: list = []       # the real tensors read (placeholders), in order
         self.input_meta: list = []   # their metadata (in the trace's keys)
+        self.input_storages: dict = {}  # id(storage) -> the first input over it
         self.refs: dict = {}         # id(tensor) -> (weakref, reference, id(storage), geometry)
         self.views: dict = {}        # (id(storage), geometry) -> (reference, deferred?)
         self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
@@ -226,12 +227,16 @@ class LazyCapture(TorchDispatchMode):
         self.tracing_backward = False  # the engine runs over a region (aot_autograd)
         self.divergence = None       # (this call's op key, a cached one) where traces part
         self.compiled_new_graph = False
-        self._new_fake_mode()
+        self._fake_mode = None
 
-    def _new_fake_mode(self):
-        """Fakes are memoized per tensor, so they are made afresh after each flush (an op
-        run eagerly meanwhile may have changed a tensor's metadata)."""
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    @property
+    def fake_mode(self) -> FakeTensorMode:
+        """The segment's fake mode, made when an op is first described (a replayed trace
+        needs none). Fakes are memoized per tensor, so a flush drops the mode: an op run
+        eagerly meanwhile may have changed a tensor's metadata."""
+        if self._fake_mode is None:
+            self._fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        return self._fake_mode
 
     # ---- recording ---------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -346,7 +351,7 @@ class LazyCapture(TorchDispatchMode):
     def _forget_refs(self, mark):
         """Undo the references an op that turned out uncapturable added."""
         seg = self.segment
-        del seg.inputs[mark[0]:], seg.input_meta[mark[0]:]
+        _truncate_inputs(seg, mark[0])
         for key in list(seg.refs)[mark[1]:]:
             del seg.refs[key]
 
@@ -377,13 +382,17 @@ class LazyCapture(TorchDispatchMode):
             return out
         seg = self.segment
         offset, shape, stride, dtype = geometry = description[-1]
-        if what == "fresh":
+        if what == "fresh":                         # `_remember`, inlined: a new storage
             storage = _new_deferred(description[1], description[2])
-            _owner_of_storage[id(storage)] = self
-            seg.deferred.pop(id(storage), None)      # a dead storage's id, reused
-            seg.deferred[id(storage)] = [weakref.ref(storage), ref, geometry]
+            key = id(storage)
+            _owner_of_storage[key] = self
+            seg.deferred.pop(key, None)              # a dead storage's id, reused
+            seg.deferred[key] = [weakref.ref(storage), ref, geometry]
             out = Tensor._make(storage, offset, shape, stride, dtype)
-        elif what == "view":
+            seg.refs[id(out)] = (weakref.ref(out), ref, key, geometry)
+            seg.views[(key, geometry)] = (ref, True)
+            return out
+        if what == "view":
             base = tensors[description[2]] if description[2] is not None else None
             out = Tensor._make(tensors[description[1]]._storage, offset, shape, stride, dtype,
                                base._vc if base is not None else None)
@@ -441,18 +450,15 @@ class LazyCapture(TorchDispatchMode):
         elif deferred:
             ref = _Ref(('a', entry[1], geometry))     # another view of a deferred value
         else:
-            ref = _Ref(('p', len(seg.inputs)))
+            n = len(seg.inputs)
+            ref = _Ref(('p', n))
             self._mark_pending(t)
             seg.inputs.append(t)
-            seg.input_meta.append(self._input_meta(t))
+            first = seg.input_storages.setdefault(id(storage), n)   # an alias of input `first`
+            seg.input_meta.append((t._shape, t._stride, t._offset, t.dtype, t.device,
+                                   first if first != n else None))
         seg.refs[id(t)] = (weakref.ref(t), ref, id(storage), geometry)
         return ref
-
-    def _input_meta(self, t):
-        seg = self.segment
-        alias_of = next((i for i, other in enumerate(seg.inputs[:-1])
-                         if other._storage is t._storage), None)
-        return (t._shape, t._stride, t._offset, t.dtype, t.device, alias_of)
 
     def before_rng_state_access(self) -> None:
         """A generator's state is about to be read or replaced: the random ops recorded so
@@ -474,7 +480,7 @@ class LazyCapture(TorchDispatchMode):
             if break_reason is not None:   # may raise (fullgraph): the segment stays pending
                 self.on_break(GraphBreak(break_reason, user_frame()), bool(self.segment.ops))
             seg, self.segment = self.segment, _Segment(self.root)
-            self._new_fake_mode()
+            self._fake_mode = None
             if seg.ops:
                 self._run(seg)
                 # the compiled backward's node belongs to this segment, not the next
@@ -501,13 +507,14 @@ class LazyCapture(TorchDispatchMode):
                                                       range(len(seg.inputs))],
                                                 range(len(seg.ops)), graph_outputs),
             seg.inputs)
+        in_inputs = {id(t._storage) for t in seg.inputs}   # their memory is never taken
         with _disable_current_modes(), exclude_keys(_PYTHON_AND_ABOVE):
             results = compiled(*seg.inputs)
             if isinstance(results, Tensor):
                 results = (results,)
             for (storage, _, geometry), value in zip(live, results):
                 storage.__class__ = UntypedStorage
-                _fill(storage, geometry, value, seg.inputs)
+                _fill(storage, geometry, value, in_inputs)
         if node is not None:
             node._saved = [SavedTensor(seg.inputs[ref[1]]) for ref in plan.saved_inputs]
             node._saved += _saved_values(plan.saved_refs, live, results)
@@ -573,7 +580,7 @@ class LazyCapture(TorchDispatchMode):
             self.tracing_backward = False
             seg.node, self.segment = node, following
             del seg.ops[n_ops:], seg.fakes[n_ops:]
-            del seg.inputs[n_inputs:], seg.input_meta[n_inputs:]
+            _truncate_inputs(seg, n_inputs)
             for key in set(seg.deferred) - deferred_before:
                 del seg.deferred[key]
                 _owner_of_storage.pop(key, None)
@@ -643,6 +650,14 @@ def build_graph(seg: _Segment, input_refs, op_indices, output_refs) -> GraphModu
     return GraphModule(Module(), graph, "GraphModule")
 
 
+def _truncate_inputs(seg: _Segment, n: int) -> None:
+    """Forget the segment's inputs from the n-th on (an op that turned out uncapturable, or
+    the joint trace's backward, added them)."""
+    del seg.inputs[n:], seg.input_meta[n:]
+    for key in [k for k, i in seg.input_storages.items() if i >= n]:
+        del seg.input_storages[key]
+
+
 def _release(seg: _Segment) -> list:
     """Give the segment's inputs back their plain storages and forget which capture owns
     its deferred ones; returns the deferred storages still alive, with their references."""
@@ -685,15 +700,16 @@ def _example(value):
     return value
 
 
-def _fill(storage, geometry, value, inputs) -> None:
+def _fill(storage, geometry, value, in_inputs) -> None:
     """Give a deferred storage the bytes of the compiled graph's result: take the result's
-    buffer when its layout is the one capture predicted, else copy into a new one."""
+    buffer when its layout is the one capture predicted and it is not an input's memory,
+    else copy into a new one."""
     offset, shape, stride, dtype = geometry
     source = value._storage
     if (source.nbytes() == storage.nbytes() and value._offset == offset
             and value._shape == shape and value._stride == stride and value.dtype == dtype
             and source.device == storage.device and source._allocator is not None
-            and not any(t._storage is source for t in inputs)):
+            and id(source) not in in_inputs):
         UntypedStorage.buf.__set__(storage, source.buf)
         storage._allocator, source._allocator = source._allocator, None
         return

@@ -112,8 +112,8 @@ class CompiledGraph:
 def _signature(args) -> tuple:
     """What kernels are specialised to: each input's shape, strides, dtype and device (read
     from the tensor's fields: this runs on every call)."""
-    return tuple((a._shape, a._stride, a.dtype, a._storage.device) if isinstance(a, Tensor)
-                 else (type(a), a) for a in args)
+    return tuple([(a._shape, a._stride, a.dtype, a._storage.device) if isinstance(a, Tensor)
+                  else (type(a), a) for a in args])
 
 
 class Artefacts:

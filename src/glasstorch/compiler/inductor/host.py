@@ -53,17 +53,27 @@ class HostCode:
         self.constants[name] = value
         return name
 
-    def value(self, v) -> str:
-        """A host expression for a Value: a buffer's name, or a view of one."""
+    def value(self, v, read_only: bool = False, whole=frozenset()) -> str:
+        """A host expression for a Value: a buffer's name, or a view of one. `read_only`:
+        the value is only read by an op that returns no view of it, which may then get an
+        alias made without dispatch (`_alias`), or the buffer itself when the view covers
+        it exactly; `whole`: buffers made inside the graph that only one output covers, so
+        that output may be such an alias, or the buffer itself (nothing else holds it)."""
         if isinstance(v, Value):
             root, shape, stride, offset = layout_of(v)
             if v is root:
                 return root.name
-            return f"_view({root.name}, {tuple(shape)}, {tuple(stride)}, {offset})"
+            direct = read_only or root in whole
+            if direct and not offset and tuple(shape) == root.shape and \
+                    tuple(stride) == root.stride:
+                return root.name
+            view = "_alias" if direct else "_view"
+            return f"{view}({root.name}, {tuple(shape)}, {tuple(stride)}, {offset})"
         if isinstance(v, (list, tuple)):
-            return _sequence([self.value(x) for x in v], type(v))
+            return _sequence([self.value(x, read_only, whole) for x in v], type(v))
         if isinstance(v, dict):
-            return "{" + ", ".join(f"{k!r}: {self.value(x)}" for k, x in v.items()) + "}"
+            return "{" + ", ".join(f"{k!r}: {self.value(x, read_only, whole)}"
+                                   for k, x in v.items()) + "}"
         return self.constant(v)
 
     def write(self, inputs, outputs, structure) -> str:
@@ -113,13 +123,14 @@ class HostCode:
                         free.setdefault(size, []).append(root.name)
                     else:
                         emit(f"    del {root.name}")
-        emit(f"    return {self._structure(structure, iter(outputs))}")
+        emit(f"    return {self._structure(structure, iter(outputs), _whole(outputs))}")
         return "\n".join(self.lines) + "\n"
 
     def _extern(self, step: Extern, kernel_read):
         op = self.constant(step.op)
-        args = ", ".join(self.value(a) for a in step.args)
-        kwargs = ", ".join(f"{k}={self.value(v)}" for k, v in step.kwargs.items())
+        read_only = _reads_only(step.op)
+        args = ", ".join(self.value(a, read_only) for a in step.args)
+        kwargs = ", ".join(f"{k}={self.value(v, read_only)}" for k, v in step.kwargs.items())
         call = f"{op}({', '.join(x for x in (args, kwargs) if x)})"
         emit = self.lines.append
         if step.tuple_result:
@@ -132,11 +143,29 @@ class HostCode:
             if out in kernel_read:       # kernels were generated for the layout eager gives
                 emit(f"    {out.name} = _layout({out.name}, {tuple(out.stride)})")
 
-    def _structure(self, structure, outputs) -> str:
+    def _structure(self, structure, outputs, whole) -> str:
         if isinstance(structure, (list, tuple)):
-            return _sequence([self._structure(s, outputs) for s in structure], type(structure))
+            return _sequence([self._structure(s, outputs, whole) for s in structure],
+                             type(structure))
         v = next(outputs)
-        return self.value(v)
+        return self.value(v, whole=whole)
+
+
+def _whole(outputs) -> frozenset:
+    """The buffers made inside the graph that exactly one output covers (no two outputs may
+    become one tensor)."""
+    roots = [layout_of(v)[0] for v in outputs if isinstance(v, Value)]
+    return frozenset(r for r in roots if roots.count(r) == 1 and (
+        isinstance(r, ComputedBuffer) or isinstance(r, ExternBuffer) and (
+            r.node is None or _reads_only(r.node.target))))
+
+
+def _reads_only(op) -> bool:
+    """Whether an extern op only reads its tensor arguments and returns new tensors (no
+    view of an argument)."""
+    schema = getattr(op, "_schema", None)
+    return (schema is not None and not schema.is_mutable
+            and all(r.alias is None for r in schema.returns))
 
 
 def _sequence(items: list, kind) -> str:
@@ -149,7 +178,7 @@ def _sequence(items: list, kind) -> str:
 def runtime_namespace(numpy: bool) -> dict:
     """The names host code uses."""
     ns = {"dt": dt, "aten": aten, "prims": ops_namespace("prims"), "_empty": _empty,
-          "_view": _view, "_layout": _layout, "_threads": get_num_threads}
+          "_view": _view, "_alias": _alias, "_layout": _layout, "_threads": get_num_threads}
     ns["_arg"] = _flat if numpy else _address
     ns["_at"] = at
     return ns
@@ -164,6 +193,13 @@ def _empty(shape, stride, dtype):
 def _view(base: Tensor, shape, stride, offset):
     return aten.as_strided.default(base, list(shape), list(stride),
                                    base.storage_offset() + offset)
+
+
+def _alias(base: Tensor, shape, stride, offset):
+    """A tensor over `base`'s memory for an op that only reads it: made directly, without
+    the dispatcher's view bookkeeping (no autograd, no version counter of its own)."""
+    return Tensor._make(base._storage, base._offset + offset, shape, stride, base.dtype,
+                        base._vc)
 
 
 def _layout(t: Tensor, stride):
