@@ -139,10 +139,11 @@ class Tensor:
         if stride is None or stride == contiguous:
             stride = contiguous
             nbytes = prod(shape) * dtype.itemsize
-        elif 0 in shape:
-            nbytes = 0
         else:
-            nbytes = (sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
+            if stride.__class__ is not tuple:
+                stride = tuple(stride)
+            nbytes = 0 if 0 in shape else (
+                sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
         if device is not CPU or cls is not Tensor or grad_state.inference:
             return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
         # Every CPU op's output is made here: _make's and the storage's work, inlined, and
@@ -159,7 +160,7 @@ class Tensor:
         self._storage = storage
         self._offset = 0
         self._shape = shape = shape if shape.__class__ is tuple else tuple(shape)
-        self._stride = stride if stride.__class__ is tuple else tuple(stride)
+        self._stride = stride
         self.dtype = dtype
         self._keyset = _CPU_KEYSET
         self._np = (np.ndarray(shape, dtype.np, buf)
