@@ -458,10 +458,11 @@ def overridable(fn=None, *, name=None, qualname=None, builtin=False, plain_types
         "            return _handled"]
     # keyword-only arguments at their defaults are left out: `fn` has the same defaults,
     # and a call after *args without keywords skips building a keyword dict
-    at_defaults = [f"{n} is _default_{n}" for n, kind, d in spec if kind == "k" and
-                   d is not P.empty]
-    if at_defaults and any(kind == "v" for _, kind, _ in spec) and \
-            not any(kind == "w" for _, kind, _ in spec):
+    keyword_only = [(n, d) for n, kind, d in spec if kind == "k"]
+    at_defaults = [f"{n} is _default_{n}" for n, _ in keyword_only]
+    kinds = {kind for _, kind, _ in spec}
+    if keyword_only and "v" in kinds and "w" not in kinds and \
+            all(d is not P.empty for _, d in keyword_only):
         plain_call = [c for c, (_, kind, _) in zip(call, spec) if kind != "k"]
         lines.append(f"    if {' and '.join(at_defaults)}: return _fn({', '.join(plain_call)})")
     lines.append(f"    return _fn({', '.join(call)})")

@@ -379,3 +379,36 @@ def test_bad_views_raise_each_time():
                 x.view(5)
             with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
                 x.view(-1, -1)
+
+
+def test_python_written_functions_with_varargs_get_their_keyword_only_arguments():
+    from glasstorch.overrides import overridable
+
+    sentinel = object()
+
+    @overridable
+    def f(x, *sizes, scale=2, tag=sentinel):
+        return x, sizes, scale, tag
+
+    @overridable
+    def g(x, *sizes, required, flag=False):
+        return x, sizes, required, flag
+
+    assert f(1, 2, 3) == (1, (2, 3), 2, sentinel)
+    assert f(1, 2, scale=5) == (1, (2,), 5, sentinel)
+    assert f(1, tag=None) == (1, (), 2, None)
+    assert g(1, 2, required=3) == (1, (2,), 3, False)
+    assert g(1, required=None, flag=True) == (1, (), None, True)
+    with pytest.raises(TypeError):
+        g(1, 2)
+
+    class Handler(gt.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return func, args, kwargs
+
+    x = gt.ones(4).as_subclass(Handler)
+    func, args, kwargs = x.view(2, 2)
+    assert func is gt.Tensor.view and args[1:] == (2, 2)
+    assert gt.ones(4).view(gt.int32).dtype is gt.int32
+    assert gt.ones(4).view(dtype=gt.int32).dtype is gt.int32
