@@ -29,6 +29,18 @@ def _check(ours, theirs):
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
 
 
+class Log(TorchDispatchMode):
+    """Names every op call the dispatcher routes to the mode."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
 CALLS = [
     lambda t, a, b: a + b, lambda t, a, b: a - b, lambda t, a, b: a * b, lambda t, a, b: a / b,
     lambda t, a, b: t.add(a, b, alpha=2),
@@ -103,17 +115,11 @@ def test_inference_mode_outputs_are_inference_tensors():
 
 
 def test_a_dispatch_mode_sees_every_call():
-    seen = []
-
-    class Log(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            seen.append(str(func))
-            return func(*args, **(kwargs or {}))
-
     a = gt.ones(4)
-    with Log():
+    with Log() as log:
         a + a, a * 2, a.sum(), a.neg()
-    assert seen == ["aten.add.Tensor", "aten.mul.Tensor", "aten.sum.default", "aten.neg.default"]
+    assert log.seen == ["aten.add.Tensor", "aten.mul.Tensor", "aten.sum.default",
+                        "aten.neg.default"]
 
 
 def test_a_dispatch_trace_sees_every_call():
@@ -201,16 +207,9 @@ def test_tensors_that_require_grad_take_the_autograd_kernel_until_another_is_reg
 
 def test_a_dispatch_mode_sees_calls_on_tensors_that_require_grad():
     w = gt.ones(2, requires_grad=True)
-    seen = []
-
-    class Log(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            seen.append(str(func))
-            return func(*args, **(kwargs or {}))
-
-    with Log():
+    with Log() as log:
         y = w * 3 + 1
-    assert seen == ["aten.mul.Tensor", "aten.add.Tensor"]
+    assert log.seen == ["aten.mul.Tensor", "aten.add.Tensor"]
     assert y.grad_fn.name() == "AddBackward0"
 
 
@@ -283,17 +282,10 @@ def test_a_total_on_the_fast_path_is_the_general_kernels_bit_for_bit(dtype, n):
 
 
 def test_totals_step_aside_for_a_mode_and_record_gradients():
-    seen = []
-
-    class Log(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            seen.append(str(func))
-            return func(*args, **(kwargs or {}))
-
     x = gt.ones(4)
-    with Log():
+    with Log() as log:
         x.sum(), x.prod()
-    assert seen == ["aten.sum.default", "aten.prod.default"]
+    assert log.seen == ["aten.sum.default", "aten.prod.default"]
     w = gt.full((3,), 2.0, requires_grad=True)
     w.prod().backward()
     assert w.grad.tolist() == [4.0, 4.0, 4.0]
