@@ -238,8 +238,11 @@ def _foreign_self(public, spec, values, relevant, fname):
 
 
 def _as_varargs_shape(size):
-    if len(size) == 1 and not hasattr(size[0], "__index__"):
-        size = size[0]
+    if len(size) == 1:
+        if size[0].__class__ is int:      # x.view(16), x.view(-1): already a shape
+            return size
+        if not hasattr(size[0], "__index__"):
+            size = size[0]
     try:
         return tuple(map(operator.index, size))      # an int is its own index
     except TypeError:
