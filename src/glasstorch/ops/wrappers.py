@@ -262,10 +262,10 @@ OPERATORS_SEEN_AS_METHOD = {
     "__imul__", "__truediv__", "__itruediv__", "__ifloordiv__", "__mod__", "__imod__",
     "__pow__", "__ipow__", "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__",
     "__ixor__", "__ilshift__", "__irshift__", "__ne__", "__lt__", "__le__", "__gt__",
-    "__ge__", "__neg__", "__abs__"}
+    "__ge__", "__neg__", "__abs__", "__matmul__"}
 
 
-_OPERATOR_NAMES = {"__pos__": "positive", "__matmul__": "matmul", "__rtruediv__": "__rdiv__"}
+_OPERATOR_NAMES = {"__pos__": "positive", "__rtruediv__": "__rdiv__"}
 
 
 # Tensor methods PyTorch writes in Python: their handlers count a plain self among the types

@@ -34,6 +34,7 @@ from ...core.shape import (Size, broadcast_shapes2, contiguous_strides, expand_s
 from ...core.tensor import Tensor
 from ..pointwise.meta import promoting_meta
 from ..registry import PLAIN_FLOATS, TensorSpec, export, kernel_op, structured
+from ..wrappers import operator_method
 from ..autocast import LOWER_PRECISION, PROMOTE, autocast_policy
 from ...backends.cpu.linalg import (TYPE_NAMES, addbmm_kernel, addr_cpu, dot_cpu, gemm_kernel,
     gemm_scalars, inner_cpu, matmul_cpu, outer_cpu, product_cpu, scalar_as, tensordot_cpu,
@@ -349,12 +350,6 @@ def _plain_float_matmul(general):
 matmul.fast_path(_plain_float_matmul)
 
 
-def _matmul_operator(self, other):
-    if not isinstance(other, Tensor):
-        return NotImplemented
-    return _matmul_fn(self, other)
-
-
 def _rmatmul_operator(self, other):
     if not isinstance(other, Tensor):
         return NotImplemented
@@ -362,7 +357,8 @@ def _rmatmul_operator(self, other):
 
 
 _matmul_fn = matmul.function
-export("__matmul__", _matmul_operator, method=True, function=False)
+export("__matmul__", operator_method(Tensor.matmul, "__matmul__"), method=True,
+       function=False)
 export("__rmatmul__", _rmatmul_operator, method=True, function=False)
 
 
