@@ -404,3 +404,11 @@ def test_python_written_functions_with_varargs_get_their_keyword_only_arguments(
     assert func is gt.Tensor.view and args[1:] == (2, 2)
     assert gt.ones(4).view(gt.int32).dtype is gt.int32
     assert gt.ones(4).view(dtype=gt.int32).dtype is gt.int32
+
+
+def test_a_view_by_a_symbolic_size_is_not_kept_for_later_views():
+    x = gt.ones(4, 4)
+    first = gt.ops.aten.view.default(x, (gt.SymInt(16),))
+    assert first.shape == (16,)
+    later = x.view(16)
+    assert [type(n) for n in later._shape] == [int] and later.stride() == (1,)

@@ -39,7 +39,8 @@ def _view_meta(self, size):
                 "one dimension spans across two contiguous subspaces). Use .reshape(...) "
                 "instead.")
         plan = shape, stride
-        if key is not None and len(_VIEW_PLANS) < 4096:
+        if key is not None and len(_VIEW_PLANS) < 4096 and \
+                all(n.__class__ is int for n in shape + stride):   # no SymInt kept
             _VIEW_PLANS[key] = plan
     return plan[0], plan[1], self._offset
 
