@@ -1,6 +1,8 @@
 """The per-op fast paths for plain CPU tensors: generated wrappers call `Operator.plain_cpu`
-directly, and add/sub/mul/div run their ufunc straight from the CPU kernel on small
-same-dtype float operands. Each must give PyTorch's results, and each must step aside the
+directly; add/sub/mul/div run their ufunc, sum()/prod() one reduction and matmul of two
+matrices one `np.matmul` straight from the CPU kernel on small same-dtype float operands;
+view keeps the strides it computed per layout. Each must give PyTorch's results (and the
+general kernel's, bit for bit), and each must step aside the
 moment anything that the dispatcher would honour is in force: a dispatch mode, autocast, a
 dispatch trace, a kernel registered above or at CPU, grad mode with inputs that need grad."""
 import numpy as np
@@ -9,7 +11,7 @@ import pytest
 import glasstorch as gt
 from glasstorch.dispatch.dispatcher import find, register_fallback, _fallbacks
 from glasstorch.dispatch.keys import DispatchKey
-from glasstorch.utils._python_dispatch import TorchDispatchMode
+from oracle import OpLog
 
 torch = pytest.importorskip("torch")
 
@@ -27,18 +29,6 @@ def _check(ours, theirs):
     assert tuple(ours.shape) == tuple(theirs.shape)
     assert tuple(ours.stride()) == tuple(theirs.stride())
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
-
-
-class Log(TorchDispatchMode):
-    """Names every op call the dispatcher routes to the mode."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.seen.append(str(func))
-        return func(*args, **(kwargs or {}))
 
 
 CALLS = [
@@ -116,7 +106,7 @@ def test_inference_mode_outputs_are_inference_tensors():
 
 def test_a_dispatch_mode_sees_every_call():
     a = gt.ones(4)
-    with Log() as log:
+    with OpLog() as log:
         a + a, a * 2, a.sum(), a.neg()
     assert log.seen == ["aten.add.Tensor", "aten.mul.Tensor", "aten.sum.default",
                         "aten.neg.default"]
@@ -207,7 +197,7 @@ def test_tensors_that_require_grad_take_the_autograd_kernel_until_another_is_reg
 
 def test_a_dispatch_mode_sees_calls_on_tensors_that_require_grad():
     w = gt.ones(2, requires_grad=True)
-    with Log() as log:
+    with OpLog() as log:
         y = w * 3 + 1
     assert log.seen == ["aten.mul.Tensor", "aten.add.Tensor"]
     assert y.grad_fn.name() == "AddBackward0"
@@ -283,7 +273,7 @@ def test_a_total_on_the_fast_path_is_the_general_kernels_bit_for_bit(dtype, n):
 
 def test_totals_step_aside_for_a_mode_and_record_gradients():
     x = gt.ones(4)
-    with Log() as log:
+    with OpLog() as log:
         x.sum(), x.prod()
     assert log.seen == ["aten.sum.default", "aten.prod.default"]
     w = gt.full((3,), 2.0, requires_grad=True)
