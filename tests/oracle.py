@@ -79,3 +79,19 @@ def assert_same(actual: gt.Tensor, expected, *, rtol=1e-6, atol=1e-6, check_stri
         np.testing.assert_array_equal(a, e)
     else:
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+
+def op_log(T=gt):
+    """A dispatch mode of `T` (glasstorch or torch) that names each op call it sees in
+    `seen`, then runs it: what tests of the fast paths check that a mode still sees every
+    call with."""
+    class OpLog(dispatch_module(T).TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+    return OpLog()

@@ -449,14 +449,24 @@ def overridable(fn=None, *, name=None, qualname=None, builtin=False, plain_types
         else:
             checks.append(f"({n}.__class__ not in _PLAIN and _arg_overrides({n}))")
     env["_SPEC"] = tuple(spec)
-    source = "\n".join([
+    lines = [
         f"def _wrapper({', '.join(signature)}):",
         f"    if _anywhere.modes or {' or '.join(checks) or 'False'}:",
         f"        _handled = _protocol(_wrapper, _SPEC, {_tuple(values)}, None, _BUILTIN, "
         "_PLAIN_TYPES, _KWARGS_DICT)",
         "        if _handled is not _NOT_HANDLED:",
-        "            return _handled",
-        f"    return _fn({', '.join(call)})"])
+        "            return _handled"]
+    # keyword-only arguments at their defaults are left out: `fn` has the same defaults,
+    # and a call after *args without keywords skips building a keyword dict
+    keyword_only = [(n, d) for n, kind, d in spec if kind == "k"]
+    at_defaults = [f"{n} is _default_{n}" for n, _ in keyword_only]
+    kinds = {kind for _, kind, _ in spec}
+    if keyword_only and "v" in kinds and "w" not in kinds and \
+            all(d is not P.empty for _, d in keyword_only):
+        plain_call = [c for c, (_, kind, _) in zip(call, spec) if kind != "k"]
+        lines.append(f"    if {' and '.join(at_defaults)}: return _fn({', '.join(plain_call)})")
+    lines.append(f"    return _fn({', '.join(call)})")
+    source = "\n".join(lines)
     exec(compile(source, f"<glasstorch.overrides {fn.__qualname__}>", "exec"), env)
     wrapper = functools.update_wrapper(env["_wrapper"], fn)
     if name is not None:

@@ -5,19 +5,9 @@ import pytest
 
 import glasstorch as gt
 from glasstorch.autograd import engine
-from glasstorch.utils._python_dispatch import TorchDispatchMode
+from oracle import op_log
 
 torch = pytest.importorskip("torch")
-
-
-class _Log(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.seen.append(str(func))
-        return func(*args, **(kwargs or {}))
 
 
 def _tiny(lib, values):
@@ -40,22 +30,11 @@ def test_the_implicit_root_gradient_matches_torch(dtype):
 
 
 def test_a_dispatch_mode_sees_ones_like_as_in_torch():
-    from torch.utils._python_dispatch import TorchDispatchMode as TorchMode
-
-    class TorchLog(TorchMode):
-        def __init__(self):
-            super().__init__()
-            self.seen = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.seen.append(str(func))
-            return func(*args, **(kwargs or {}))
-
     x, y = _tiny(gt, [1.0, 2.0])
-    with _Log() as log:
+    with op_log() as log:
         y.backward()
     tx, ty = _tiny(torch, [1.0, 2.0])
-    with TorchLog() as tlog:
+    with op_log(torch) as tlog:
         ty.backward()
     assert log.seen[:3] == tlog.seen[:3]     # ones_like, expand, mul
     assert x.grad.tolist() == tx.grad.tolist()
@@ -92,7 +71,7 @@ def test_the_shortcut_is_taken_for_plain_tensors_and_not_under_a_mode():
     try:
         engine.implicit_gradient(y)
         assert made == []                      # plain: made directly
-        with _Log():
+        with op_log():
             engine.implicit_gradient(y)
         assert made == [1]                     # a mode on: through ones_like
         with gt.autocast("cpu"):

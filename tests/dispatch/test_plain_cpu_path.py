@@ -1,6 +1,8 @@
 """The per-op fast paths for plain CPU tensors: generated wrappers call `Operator.plain_cpu`
-directly, and add/sub/mul/div run their ufunc straight from the CPU kernel on small
-same-dtype float operands. Each must give PyTorch's results, and each must step aside the
+directly; add/sub/mul/div run their ufunc, sum()/prod() one reduction and matmul of two
+matrices one `np.matmul` straight from the CPU kernel on small same-dtype float operands;
+view keeps the strides it computed per layout. Each must give PyTorch's results (and the
+general kernel's, bit for bit), and each must step aside the
 moment anything that the dispatcher would honour is in force: a dispatch mode, autocast, a
 dispatch trace, a kernel registered above or at CPU, grad mode with inputs that need grad."""
 import numpy as np
@@ -9,7 +11,7 @@ import pytest
 import glasstorch as gt
 from glasstorch.dispatch.dispatcher import find, register_fallback, _fallbacks
 from glasstorch.dispatch.keys import DispatchKey
-from glasstorch.utils._python_dispatch import TorchDispatchMode
+from oracle import op_log
 
 torch = pytest.importorskip("torch")
 
@@ -103,17 +105,11 @@ def test_inference_mode_outputs_are_inference_tensors():
 
 
 def test_a_dispatch_mode_sees_every_call():
-    seen = []
-
-    class Log(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            seen.append(str(func))
-            return func(*args, **(kwargs or {}))
-
     a = gt.ones(4)
-    with Log():
+    with op_log() as log:
         a + a, a * 2, a.sum(), a.neg()
-    assert seen == ["aten.add.Tensor", "aten.mul.Tensor", "aten.sum.default", "aten.neg.default"]
+    assert log.seen == ["aten.add.Tensor", "aten.mul.Tensor", "aten.sum.default",
+                        "aten.neg.default"]
 
 
 def test_a_dispatch_trace_sees_every_call():
@@ -201,16 +197,9 @@ def test_tensors_that_require_grad_take_the_autograd_kernel_until_another_is_reg
 
 def test_a_dispatch_mode_sees_calls_on_tensors_that_require_grad():
     w = gt.ones(2, requires_grad=True)
-    seen = []
-
-    class Log(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            seen.append(str(func))
-            return func(*args, **(kwargs or {}))
-
-    with Log():
+    with op_log() as log:
         y = w * 3 + 1
-    assert seen == ["aten.mul.Tensor", "aten.add.Tensor"]
+    assert log.seen == ["aten.mul.Tensor", "aten.add.Tensor"]
     assert y.grad_fn.name() == "AddBackward0"
 
 
@@ -240,3 +229,176 @@ def test_an_op_without_a_cpu_kernel_still_says_so():
             gt.ops.plain_path_test.only_meta(gt.ones(2))
     finally:
         lib._destroy()
+
+
+def test_an_argument_equal_to_the_default_but_of_another_type_takes_the_general_path():
+    a, b = _pair((3, 4), np.float32)
+    for call in (lambda t, x, y: t.add(x, y, alpha=1.0), lambda t, x, y: t.sub(x, y, alpha=1.0),
+                 lambda t, x, y: t.div(x, y, rounding_mode=None)):
+        ours = call(gt, gt.from_numpy(a.copy()), gt.from_numpy(b.copy()))
+        theirs = call(torch, torch.from_numpy(a.copy()), torch.from_numpy(b.copy()))
+        _check(ours, theirs)
+
+
+TOTALS = [  # (x, what to reduce): on the fast path, and past it
+    lambda t, x: x.sum(), lambda t, x: x.prod(), lambda t, x: t.sum(x), lambda t, x: t.prod(x),
+    lambda t, x: x.t().sum(), lambda t, x: x[:, 1].prod(), lambda t, x: x[:0].sum(),
+    lambda t, x: x[:0].prod(), lambda t, x: x[0, 0].sum(), lambda t, x: x.sum(dtype=t.float64),
+    lambda t, x: x.half().sum(), lambda t, x: x.to(t.int32).sum(), lambda t, x: x.sum(0),
+    lambda t, x: x.double().prod(), lambda t, x: (x > 0).sum(),
+]
+
+
+@pytest.mark.parametrize("index", range(len(TOTALS)))
+def test_totals_match_pytorch_on_and_off_the_fast_path(index):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    ours = TOTALS[index](gt, gt.from_numpy(a.copy()))
+    theirs = TOTALS[index](torch, torch.from_numpy(a.copy()))
+    assert ours.dtype == getattr(gt, str(theirs.dtype).split(".")[1])
+    assert tuple(ours.shape) == tuple(theirs.shape) and ours.stride() == theirs.stride()
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 16, 1000])
+def test_a_total_on_the_fast_path_is_the_general_kernels_bit_for_bit(dtype, n):
+    a = rng.standard_normal(n).astype(dtype)
+    x, d = gt.from_numpy(a), getattr(gt, np.dtype(dtype).name)
+    for fast, general, reference in ((x.sum(), x.sum(dtype=d), np.add.reduce(a)),
+                                     (x.prod(), x.prod(dtype=d), np.multiply.reduce(a))):
+        assert fast.dtype is d and fast.shape == () and fast._base is None
+        np.testing.assert_array_equal(fast.numpy(), general.numpy())
+        np.testing.assert_array_equal(fast.numpy(), reference)
+
+
+def test_totals_step_aside_for_a_mode_and_record_gradients():
+    x = gt.ones(4)
+    with op_log() as log:
+        x.sum(), x.prod()
+    assert log.seen == ["aten.sum.default", "aten.prod.default"]
+    w = gt.full((3,), 2.0, requires_grad=True)
+    w.prod().backward()
+    assert w.grad.tolist() == [4.0, 4.0, 4.0]
+
+
+MATMULS = [  # on the fast path (two matrices of one float dtype), and past it
+    lambda a, b: a @ b, lambda a, b: a.t() @ b.t(), lambda a, b: a[:, :2] @ b[:2],
+    lambda a, b: a[:0] @ b, lambda a, b: a[:, :0] @ b[:0], lambda a, b: a @ b[:, 0],
+    lambda a, b: a[0] @ b, lambda a, b: a.unsqueeze(0) @ b, lambda a, b: a.double() @ b.double(),
+    lambda a, b: a.half() @ b.half(), lambda a, b: a[None].expand(2, 4, 4) @ b,
+]
+
+
+@pytest.mark.parametrize("index", range(len(MATMULS)))
+def test_matmuls_match_pytorch_on_and_off_the_fast_path(index):
+    a, b = _pair((4, 4), np.float32)
+    ours = MATMULS[index](gt.from_numpy(a.copy()), gt.from_numpy(b.copy()))
+    theirs = MATMULS[index](torch.from_numpy(a.copy()), torch.from_numpy(b.copy()))
+    _check(ours, theirs) if ours.dtype is not gt.float16 else np.testing.assert_allclose(
+        ours.float().numpy(), theirs.float().numpy(), rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_matmul_on_the_fast_path_is_the_general_kernels_bit_for_bit(dtype):
+    a, b = _pair((5, 7), dtype)
+    x, y = gt.from_numpy(a), gt.from_numpy(b.T.copy())
+    fast = x @ y
+    general = gt.empty(0, dtype=fast.dtype)
+    gt.matmul(x, y, out=general)                  # the out= kernel: meta, then matmul_cpu
+    assert fast.shape == (5, 5) and fast.stride() == (5, 1)
+    np.testing.assert_array_equal(fast.numpy(), general.numpy())
+    np.testing.assert_array_equal(fast.numpy(), np.matmul(a, b.T))
+
+
+def test_bad_matmuls_keep_pytorchs_errors():
+    for lib in (gt, torch):
+        a = lib.ones(2, 3)
+        with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied "
+                                               r"\(2x3 and 2x3\)"):
+            a @ a
+        with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
+            a @ lib.ones(3, 2, dtype=lib.float64)
+        with pytest.raises(TypeError):
+            a @ 2
+
+
+def test_a_subclass_keeps_its_class_through_the_fast_paths():
+    class Sub(gt.Tensor):
+        pass
+
+    x = gt.ones(2, 2).as_subclass(Sub)
+    assert type(x @ x) is Sub and type(x.sum()) is Sub and type(x + x) is Sub
+
+
+VIEWS = [(lambda x: x.view(16), (4, 4)), (lambda x: x.view(2, -1), (4, 4)),
+         (lambda x: x.t().view(4, 4), (4, 4)), (lambda x: x[1:3].view(-1), (4, 4)),
+         (lambda x: x[:, 1:3].view(4, 2), (4, 4)), (lambda x: x[2].view(2, 2), (4, 4)),
+         (lambda x: x.view(()), (1,)), (lambda x: x.view(0, 3), (0,)),
+         (lambda x: x[:, :1].view(4), (4, 4)), (lambda x: x.view([4, 4]), (16,))]
+
+
+def test_views_match_pytorch_each_time_the_same_layout_is_viewed():
+    a = rng.standard_normal(16).astype(np.float32)
+    for _ in range(2):                      # the second round: the shapes and strides cached
+        for call, shape in VIEWS:
+            n = int(np.prod(shape))
+            ours = call(gt.from_numpy(a[:n].reshape(shape).copy()))
+            theirs = call(torch.from_numpy(a[:n].reshape(shape).copy()))
+            assert tuple(ours.shape) == tuple(theirs.shape)
+            assert ours.stride() == theirs.stride()
+            assert ours.storage_offset() == theirs.storage_offset()
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_bad_views_raise_each_time():
+    for _ in range(2):
+        for lib in (gt, torch):
+            x = lib.ones(4, 4)
+            with pytest.raises(RuntimeError, match="view size is not compatible"):
+                x.t().view(16)
+            with pytest.raises(RuntimeError, match=r"shape '\[5\]' is invalid for input of "
+                                                   "size 16"):
+                x.view(5)
+            with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+                x.view(-1, -1)
+
+
+def test_python_written_functions_with_varargs_get_their_keyword_only_arguments():
+    from glasstorch.overrides import overridable
+
+    sentinel = object()
+
+    @overridable
+    def f(x, *sizes, scale=2, tag=sentinel):
+        return x, sizes, scale, tag
+
+    @overridable
+    def g(x, *sizes, required, flag=False):
+        return x, sizes, required, flag
+
+    assert f(1, 2, 3) == (1, (2, 3), 2, sentinel)
+    assert f(1, 2, scale=5) == (1, (2,), 5, sentinel)
+    assert f(1, tag=None) == (1, (), 2, None)
+    assert g(1, 2, required=3) == (1, (2,), 3, False)
+    assert g(1, required=None, flag=True) == (1, (), None, True)
+    with pytest.raises(TypeError):
+        g(1, 2)
+
+    class Handler(gt.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return func, args, kwargs
+
+    x = gt.ones(4).as_subclass(Handler)
+    func, args, kwargs = x.view(2, 2)
+    assert func is gt.Tensor.view and args[1:] == (2, 2)
+    assert gt.ones(4).view(gt.int32).dtype is gt.int32
+    assert gt.ones(4).view(dtype=gt.int32).dtype is gt.int32
+
+
+def test_a_view_by_a_symbolic_size_is_not_kept_for_later_views():
+    x = gt.ones(4, 4)
+    first = gt.ops.aten.view.default(x, (gt.SymInt(16),))
+    assert first.shape == (16,)
+    later = x.view(16)
+    assert [type(n) for n in later._shape] == [int] and later.stride() == (1,)

@@ -389,3 +389,18 @@ def test_overridable_and_ignored_functions(T):
     assert T.nn.functional.relu in overridable[T.nn.functional]
     ignored = T.overrides.get_ignored_functions()
     assert T.tensor in ignored and T.add not in ignored
+
+
+def test_matmul_with_a_non_tensor_is_pythons_type_error(T):
+    """`x @ 2`: the operator gives NotImplemented, and Python raises its own error, for a
+    subclass that overrides __torch_function__ (through its handler) too."""
+    x, _ = inputs(T)
+
+    class Sub(T.Tensor):
+        pass
+
+    for left in (x, x.as_subclass(Sub)):
+        name = type(left).__name__
+        with pytest.raises(TypeError, match=rf"unsupported operand type\(s\) for @: '{name}' "
+                                            "and 'int'"):
+            left @ 2

@@ -40,7 +40,7 @@ def as_shape(size) -> tuple:
     if len(size) == 1 and not isinstance(size[0], int):
         size = size[0]
     try:
-        return tuple(operator.index(s) for s in size)
+        return tuple(map(operator.index, size))       # an int is its own index
     except TypeError:
         raise TypeError(f"expected a sequence of integers as the size, but got {size!r}") from None
 

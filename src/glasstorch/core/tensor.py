@@ -28,6 +28,7 @@ _TORCH_FUNCTION = _tf.TORCH_FUNCTION_BIT
 _BYTE_STRIDES: dict = {}   # (element strides, itemsize) -> byte strides, for _array()
 _CPU_KEYSET = TENSOR_KEYSETS["cpu"]
 _new_object = object.__new__
+_ndarray = np.ndarray
 
 
 class VersionCounter:
@@ -140,31 +141,32 @@ class Tensor:
         if stride is None or stride == contiguous:
             stride = contiguous
             nbytes = prod(shape) * dtype.itemsize
-        elif 0 in shape:
-            nbytes = 0
         else:
-            nbytes = (sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
+            if stride.__class__ is not tuple:
+                stride = tuple(stride)
+            nbytes = 0 if 0 in shape else (
+                sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
         if device is not CPU or cls is not Tensor or grad_state.inference:
             return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
         # Every CPU op's output is made here: _make's and the storage's work, inlined, and
         # the NumPy view the kernel is about to ask for, made at once for row-major outputs.
         allocator = _storage.cpu_allocator   # memory.set_cpu_allocator replaces it
         buf = allocator.allocate(nbytes)     # first: if it raises, there is no storage to free
-        storage = object.__new__(UntypedStorage)
+        storage = _new_object(UntypedStorage)
         storage.device = CPU
         storage._nbytes = nbytes
         storage.resizable = True
         storage.buf = buf
         storage._allocator = allocator
-        self = object.__new__(Tensor)
+        self = _new_object(Tensor)
         self._storage = storage
         self._offset = 0
         self._shape = shape = shape if shape.__class__ is tuple else tuple(shape)
-        self._stride = stride if stride.__class__ is tuple else tuple(stride)
+        self._stride = stride
         self.dtype = dtype
         self._keyset = _CPU_KEYSET
-        self._np = (np.ndarray(shape, dtype.np, buf)
-                    if stride is contiguous and nbytes and buf.__class__ is np.ndarray else None)
+        self._np = (_ndarray(shape, dtype.np, buf)
+                    if stride is contiguous and nbytes and buf.__class__ is _ndarray else None)
         vc = self._vc = _new_object(VersionCounter)
         vc.version = 0
         self._base = None

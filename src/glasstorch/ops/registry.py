@@ -23,7 +23,8 @@ from math import prod
 
 from ..core import dtype as dt
 from ..core.device import CPU, META
-from ..core.shape import contiguous_strides, has_internal_overlap, is_non_overlapping_and_dense
+from ..core.shape import (_strides_cache as _STRIDES, contiguous_strides, has_internal_overlap,
+                          is_non_overlapping_and_dense)
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import Operator, define
 from ..dispatch.keys import MATH_BITS, DispatchKey
@@ -64,7 +65,7 @@ class OpDeclaration:
         #                              (runs on the CPU, copies), None: by kind (ops/gpu_kernels)
         self.overloads = []          # (condition text, OpDeclaration): see `overload`
         self.exported = (False, False)   # (as a method, as a function)
-        self.plain_ufunc = None      # (ufunc, defaults): see `plain_float_ufunc`
+        self.cpu_fast_path = None    # general CPU kernel -> kernel: see `fast_path`
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
@@ -84,8 +85,8 @@ class OpDeclaration:
             key = DispatchKey[backend]
             if self.kind == "structured":
                 kernel = _functional_kernel(self, fn, backend)
-                if backend == "CPU" and self.plain_ufunc is not None:
-                    kernel = _plain_float_kernel(kernel, *self.plain_ufunc)
+                if backend == "CPU" and self.cpu_fast_path is not None:
+                    kernel = self.cpu_fast_path(kernel)
                 self.functional.register(key, kernel)
                 if self.inplace is not None:
                     self.inplace.register(key, _inplace_kernel(self, fn))
@@ -96,18 +97,29 @@ class OpDeclaration:
             return fn
         return register
 
+    def fast_path(self, make) -> None:
+        """Put a fast path in front of this op's functional CPU kernel: `make(general)`
+        returns a kernel that computes the calls it recognises itself (small tensors of
+        class Tensor, float32 or float64: where the meta function and the general kernel's
+        checks and promotion are most of a call's cost) and hands every other call to
+        `general`. Its results must be `general`'s, bit for bit. Dispatch is unchanged: a
+        mode, autocast or a kernel registered above CPU still sees every call."""
+        if self.kind != "structured":
+            raise ValueError(f"{self.name}: a fast path goes in front of a structured op's "
+                             "functional kernel")
+        self.cpu_fast_path = make
+        if "CPU" in self.impls:
+            self.impl("CPU")(self.impls["CPU"])
+
     def plain_float_ufunc(self, ufunc, *defaults) -> None:
         """Say that on two float32 (or float64) tensors of one row-major shape, or such a
         tensor and a Python int or float, with the other arguments at `defaults`, this op's
-        CPU kernel computes exactly `ufunc(a, b, out=o)`: its functional CPU kernel then
-        makes that call itself, without the meta function and the general kernel's
-        promotion (the per-op overhead of small tensors). Other calls take the general path."""
-        if self.kind != "structured" or len(self.schema.arguments) != 2 + len(defaults):
+        CPU kernel computes exactly `ufunc(a, b, out=o)` (a `fast_path`)."""
+        if self.kind != "structured" or len(self.schema.arguments) != 2 + len(defaults) \
+                or len(defaults) > 1:
             raise ValueError(f"{self.name}: a plain ufunc needs a structured op of two "
-                             f"operands and {len(defaults)} other argument(s)")
-        self.plain_ufunc = (ufunc, defaults)
-        if "CPU" in self.impls:
-            self.impl("CPU")(self.impls["CPU"])
+                             f"operands and at most one other argument, {len(defaults)} given")
+        self.fast_path(lambda general: _plain_float_kernel(general, ufunc, defaults))
 
     def __repr__(self):
         return f"<OpDeclaration {self.name} ({self.kind})>"
@@ -163,7 +175,7 @@ def _functional_kernel(decl, impl, backend):
     return kernel
 
 
-_PLAIN_FLOATS = (dt.float32, dt.float64)
+PLAIN_FLOATS = (dt.float32, dt.float64)   # the dtypes fast paths take (`OpDeclaration.fast_path`)
 
 
 def _plain_float_kernel(general, ufunc, defaults):
@@ -171,36 +183,32 @@ def _plain_float_kernel(general, ufunc, defaults):
     `OpDeclaration.plain_float_ufunc` describes, and `general` on every other call."""
     from ..backends.cpu.parallel import GRAIN      # larger outputs are split across threads
     empty = Tensor._empty
-    default_types = tuple(type(d) for d in defaults)
+    (default,) = defaults or (None,)      # at most one (plain_float_ufunc checks)
+    default_type = type(default)
 
     def kernel(self, other, *rest):
-        if rest and (rest != defaults or tuple(map(type, rest)) != default_types):
+        if rest and (rest[0].__class__ is not default_type or rest[0] != default):
             return general(self, other, *rest)
-        if self.__class__ is Tensor and self.dtype in _PLAIN_FLOATS:
+        if self.__class__ is Tensor and self.dtype in PLAIN_FLOATS:
             d = self.dtype
             shape, stride = self._shape, self._stride
-            if stride == contiguous_strides(shape) and prod(shape) < GRAIN:
+            row_major = _STRIDES.get(shape)       # None: a shape no output has had yet
+            # self row-major, or one value expanded (a sum's or mean's gradient); other
+            # row-major or a number; the output row-major
+            if (stride == row_major or (shape and not any(stride))) and prod(shape) < GRAIN:
                 if other.__class__ is Tensor:
-                    if other.dtype is d and other._shape == shape and other._stride == stride:
-                        out = empty(shape, d, CPU, stride)
-                        ufunc(self._array(), other._array(), out=out._array())
-                        return out
+                    if other.dtype is not d or other._shape != shape or \
+                            other._stride != row_major:
+                        return general(self, other, *rest)
+                    b = other._np if other._np is not None else other._array()
                 elif other.__class__ is float or other.__class__ is int:
-                    out = empty(shape, d, CPU, stride)
-                    ufunc(self._array(), d.np.type(other), out=out._array())
-                    return out
-            elif shape and not any(stride) and prod(shape) < GRAIN:
-                # one value expanded (a sum's or mean's gradient): the output is row-major
-                if other.__class__ is Tensor:
-                    if (other.dtype is d and other._shape == shape
-                            and other._stride == contiguous_strides(shape)):
-                        out = empty(shape, d, CPU)
-                        ufunc(self._array(), other._array(), out=out._array())
-                        return out
-                elif other.__class__ is float or other.__class__ is int:
-                    out = empty(shape, d, CPU)
-                    ufunc(self._array(), d.np.type(other), out=out._array())
-                    return out
+                    b = d.np.type(other)
+                else:
+                    return general(self, other, *rest)
+                out = empty(shape, d, CPU, row_major)
+                ufunc(self._np if self._np is not None else self._array(), b,
+                      out=out._np if out._np is not None else out._array())
+                return out
         return general(self, other, *rest)
     kernel.__qualname__ = general.__qualname__
     kernel.__module__ = general.__module__

@@ -238,8 +238,11 @@ def _foreign_self(public, spec, values, relevant, fname):
 
 
 def _as_varargs_shape(size):
-    if len(size) == 1 and not hasattr(size[0], "__index__"):
-        size = size[0]
+    if len(size) == 1:
+        if size[0].__class__ is int:      # x.view(16), x.view(-1): already a shape
+            return size
+        if not hasattr(size[0], "__index__"):
+            size = size[0]
     try:
         return tuple(map(operator.index, size))      # an int is its own index
     except TypeError:
@@ -259,10 +262,10 @@ OPERATORS_SEEN_AS_METHOD = {
     "__imul__", "__truediv__", "__itruediv__", "__ifloordiv__", "__mod__", "__imod__",
     "__pow__", "__ipow__", "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__",
     "__ixor__", "__ilshift__", "__irshift__", "__ne__", "__lt__", "__le__", "__gt__",
-    "__ge__", "__neg__", "__abs__"}
+    "__ge__", "__neg__", "__abs__", "__matmul__"}
 
 
-_OPERATOR_NAMES = {"__pos__": "positive", "__matmul__": "matmul", "__rtruediv__": "__rdiv__"}
+_OPERATOR_NAMES = {"__pos__": "positive", "__rtruediv__": "__rdiv__"}
 
 
 # Tensor methods PyTorch writes in Python: their handlers count a plain self among the types

@@ -33,7 +33,8 @@ from ...core.shape import (Size, broadcast_shapes2, contiguous_strides, expand_s
                           view_strides, wrap_dim, wrap_dims)
 from ...core.tensor import Tensor
 from ..pointwise.meta import promoting_meta
-from ..registry import TensorSpec, export, kernel_op, structured
+from ..registry import PLAIN_FLOATS, TensorSpec, export, kernel_op, structured
+from ..wrappers import operator_method
 from ..autocast import LOWER_PRECISION, PROMOTE, autocast_policy
 from ...backends.cpu.linalg import (TYPE_NAMES, addbmm_kernel, addr_cpu, dot_cpu, gemm_kernel,
     gemm_scalars, inner_cpu, matmul_cpu, outer_cpu, product_cpu, scalar_as, tensordot_cpu,
@@ -326,10 +327,27 @@ matmul = structured("matmul(Tensor self, Tensor other) -> Tensor", _matmul_meta,
 matmul.impl("CPU")(matmul_cpu)
 
 
-def _matmul_operator(self, other):
-    if not isinstance(other, Tensor):
-        return NotImplemented
-    return _matmul_fn(self, other)
+def _plain_float_matmul(general):
+    """matmul's fast path (`OpDeclaration.fast_path`): two matrices of one dtype, float32
+    or float64, whose inner sizes agree: `np.matmul` into a row-major output, the call
+    `matmul_cpu` makes for them after the meta function's walk through matmul's cases."""
+    empty = Tensor._empty
+
+    def kernel(self, other):
+        if self.__class__ is Tensor and other.__class__ is Tensor:
+            d = self.dtype
+            if d in PLAIN_FLOATS and other.dtype is d and len(self._shape) == 2 and \
+                    len(other._shape) == 2 and self._shape[1] == other._shape[0]:
+                out = empty((self._shape[0], other._shape[1]), d)
+                np.matmul(self._np if self._np is not None else self._array(),
+                          other._np if other._np is not None else other._array(),
+                          out=out._array())
+                return out
+        return general(self, other)
+    return kernel
+
+
+matmul.fast_path(_plain_float_matmul)
 
 
 def _rmatmul_operator(self, other):
@@ -339,7 +357,8 @@ def _rmatmul_operator(self, other):
 
 
 _matmul_fn = matmul.function
-export("__matmul__", _matmul_operator, method=True, function=False)
+export("__matmul__", operator_method(Tensor.matmul, "__matmul__"), method=True,
+       function=False)
 export("__rmatmul__", _rmatmul_operator, method=True, function=False)
 
 

@@ -16,12 +16,15 @@ import sys
 import warnings
 from math import prod as _prod
 
+import numpy as np
+
 from ... import return_types
 from ...backends.cpu import reduction as cpu
+from ...backends.cpu.parallel import GRAIN
 from ...core import dtype as dt
 from ...core.shape import Size, wrap_dim, wrap_dims
 from ...core.tensor import Tensor
-from ..registry import TensorSpec, export, functions, overload, spec, structured
+from ..registry import PLAIN_FLOATS, TensorSpec, export, functions, overload, spec, structured
 from ..autocast import FP32, autocast_policy
 from ..wrappers import bad_self
 
@@ -193,6 +196,30 @@ overload(prod, "prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
          lambda self, dtype: _prod_meta(self, None, False, dtype),
          lambda out, self, dtype: cpu.prod_kernel(out, self, None, False, dtype),
          when=_ALL_DIMS, out=False)
+
+
+def _small_float_total(ufunc):
+    """The fast path of sum() and prod() over all elements (`OpDeclaration.fast_path`): a
+    float32 or float64 tensor below the threading grain, no dtype, reduced by one
+    `ufunc.reduce` straight into the 0-dim output, which is what `_ufunc_reduce` does for
+    such a total after the meta function and its operand and dtype steps."""
+    empty = Tensor._empty
+
+    def make(general):
+        def kernel(self, dtype):
+            if dtype is None and self.__class__ is Tensor and self.dtype in PLAIN_FLOATS:
+                a = self._np if self._np is not None else self._array()
+                if a.size < GRAIN:
+                    out = empty((), self.dtype)
+                    ufunc.reduce(a, axis=None, dtype=a.dtype, out=out._array())
+                    return out
+            return general(self, dtype)
+        return kernel
+    return make
+
+
+sum_op.overload("default").fast_path(_small_float_total(np.add))
+prod.overload("default").fast_path(_small_float_total(np.multiply))
 
 
 # ---- max, min, amax, amin, aminmax, argmax, argmin -------------------------------------

@@ -21,14 +21,28 @@ from ..registry import composite, export, kernel_op, view
 # ---- view / reshape --------------------------------------------------------------------
 
 
+_VIEW_PLANS: dict = {}   # (shape, stride, requested size) -> the view's (shape, stride)
+
+
 def _view_meta(self, size):
-    shape = infer_size(size, self.numel())
-    stride = view_strides(self._shape, self._stride, shape)
-    if stride is None:
-        raise RuntimeError(
-            "view size is not compatible with input tensor's size and stride (at least one "
-            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
-    return shape, stride, self._offset
+    key = (self._shape, self._stride, size) if size.__class__ is tuple else None
+    try:
+        plan = _VIEW_PLANS.get(key)      # a function of the key: computed once per layout
+    except TypeError:                    # an unhashable size element: infer_size refuses it
+        key = plan = None
+    if plan is None:
+        shape = infer_size(size, self.numel())
+        stride = view_strides(self._shape, self._stride, shape)
+        if stride is None:
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least "
+                "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                "instead.")
+        plan = shape, stride
+        if key is not None and len(_VIEW_PLANS) < 4096 and \
+                all(n.__class__ is int for n in shape + stride):   # no SymInt kept
+            _VIEW_PLANS[key] = plan
+    return plan[0], plan[1], self._offset
 
 
 view_op = view("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", _view_meta, function=False,
