@@ -65,6 +65,7 @@ class OpDeclaration:
         self.overloads = []          # (condition text, OpDeclaration): see `overload`
         self.exported = (False, False)   # (as a method, as a function)
         self.plain_ufunc = None      # (ufunc, defaults): see `plain_float_ufunc`
+        self.tensor_args = ()        # arguments that take a Tensor only (not a number)
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
@@ -432,18 +433,21 @@ def _variant_schema(schema_text: str, new_name: str, mutates_self: bool, out: bo
 
 def structured(schema_text: str, meta, *, method=True, function=True, inplace=True, out=True,
                promotes=True, doc=None, tags=(), number_self=False, check_inplace=None,
-               check_out=None, out_meta=None):
+               check_out=None, out_meta=None, tensor_args=()):
     """Declare a structured op (see the module docstring). Returns its OpDeclaration.
 
     Op-specific checks: `check_inplace(spec, self, *args)` runs before the in-place shape
     check, `check_out(spec, out, *args)` before an out= tensor is resized, and
     `out_meta(out, *args)` replaces `meta` for out= calls whose checks involve `out`.
+    `tensor_args`: Tensor arguments no overload lets a number stand for (PyTorch's argument
+    parser refuses one before anything else runs).
     """
     schema = parse_schema(schema_text)
     name = schema.name
     decl = OpDeclaration(name, schema, "structured", meta, doc, promotes)
     decl.number_self = number_self
     decl.check_inplace, decl.check_out, decl.out_meta = check_inplace, check_out, out_meta
+    decl.tensor_args = tuple(tensor_args)
     _define_variants(decl, schema_text, inplace, out, tags)
     _export_declaration(decl, method, function)
     return decl
@@ -526,19 +530,21 @@ def _export_declaration(decl: OpDeclaration, method, function) -> None:
     declarations[decl.name] = decl
     decl.exported = (method, function)
     functional = [(c, o.functional, o.out) for c, o in decl.overloads if c is not None]
+    tensor_args = decl.tensor_args
     decl.function = generate_wrapper(decl.name, schema, decl.functional, decl.out, doc=decl.doc,
-                                     number_self=decl.number_self, overloads=functional)
+                                     number_self=decl.number_self, overloads=functional,
+                                     tensor_args=tensor_args)
     if function:
         functions[decl.name] = decl.function
     if method:
         m = generate_wrapper(decl.name, schema, decl.functional, method=True, doc=decl.doc,
-                             overloads=functional)
+                             overloads=functional, tensor_args=tensor_args)
         setattr(Tensor, decl.name, m)
     if decl.inplace is not None and method:
         inplace = [(c, o.inplace, None) for c, o in decl.overloads
                    if c is not None and o.inplace is not None]
         m = generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace, method=True,
-                             doc=decl.doc, overloads=inplace)
+                             doc=decl.doc, overloads=inplace, tensor_args=tensor_args)
         setattr(Tensor, decl.name + "_", m)
 
 
