@@ -1,0 +1,92 @@
+"""Errors, values and strides the differential campaigns (tests/fuzz) found differing from
+PyTorch, each checked against PyTorch on the smallest program that showed it."""
+import warnings
+
+import numpy as np
+import pytest
+
+import glasstorch as gt
+from tests.oracle import oracle_torch, to_numpy
+
+
+def _outcome(fn, T):
+    """fn(T)'s result, or the class and text of the error it raised."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(T)
+        except Exception as e:                  # compared with PyTorch's, class and text
+            return type(e).__name__, str(e).split("\n")[0]
+
+
+def _both(fn):
+    return _outcome(fn, gt), _outcome(fn, oracle_torch())
+
+
+def _same_error(fn, text=True):
+    ours, theirs = _both(fn)
+    assert isinstance(theirs, tuple), "PyTorch raised no error"
+    assert ours == theirs if text else ours[0] == theirs[0], (ours, theirs)
+
+
+def _same_tensor(ours, theirs, rtol=1e-6, atol=1e-7):
+    assert not isinstance(ours, tuple) and not isinstance(theirs, tuple), (ours, theirs)
+    assert str(ours.dtype) == str(theirs.dtype) and tuple(ours.shape) == tuple(theirs.shape)
+    assert ours.stride() == theirs.stride()
+    np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=rtol, atol=atol)
+
+
+# ---- argument parsing comes first ---------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda x, T: T.maximum(x, 2, out=x),
+    lambda x, T: T.minimum(x, True, out=x),
+    lambda x, T: x.unsqueeze(-1).atan2_(False),
+    lambda x, T: x[:0].atan2_(1),
+    lambda x, T: T.hypot(x, 1.5, out=x),
+    lambda x, T: T.logical_and(x, None),
+])
+def test_a_number_for_a_tensor_only_argument_is_a_type_error_before_autograd(call):
+    """PyTorch's argument parser refuses a number where no overload takes one, before
+    autograd could refuse the out= or in-place call on a tensor that requires grad."""
+    _same_error(lambda T: call(T.tensor([[0.5]]).requires_grad_(), T))
+
+
+def test_lerp_end_must_be_a_tensor():
+    # PyTorch lists lerp's two overloads in its message; the class is what matters
+    _same_error(lambda T: T.tensor([0.5]).requires_grad_().lerp(1, 0.5), text=False)
+
+
+# ---- float16 beside a complex operand computes in complex32 --------------------------------
+
+def _half(T):
+    return T.tensor([[-2.13, 1.46, 0.0]], dtype=T.float16)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, T: T.add(x, T.tensor(-1.79 + 0.08j)),
+    lambda x, T: T.sub(x, T.tensor(-1.2, dtype=T.complex64)),
+    lambda x, T: T.mul(x, 0.5 + 1j),
+    lambda x, T: T.add(x, 0.5 + 1j, alpha=2),
+    lambda x, T: T.where(x != 0, x, 0.5 + 1j),
+    lambda x, T: T.where(x != 0, T.tensor(0.25j), x),
+])
+def test_half_and_complex_compute_in_complex32(call):
+    """The common dtype is complex32 (ComplexHalf): the ops PyTorch has complex32 loops for
+    compute in complex64 and round the result to complex32."""
+    ours, theirs = _both(lambda T: call(_half(T), T))
+    assert str(ours.dtype) == str(theirs.dtype) == "torch.complex32"
+    _same_tensor(ours.to(gt.complex64), theirs.to(oracle_torch().complex64), rtol=1e-3,
+                 atol=1e-3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, T: T.div(x, T.tensor(0.2, dtype=T.complex64)),
+    lambda x, T: T.true_divide(x, 0.6 + 1j),
+    lambda x, T: T.logical_and(T.tensor(-1.42, dtype=T.complex64), x),
+    lambda x, T: T.logical_or(x, T.tensor(1j)),
+    lambda x, T: x[0, :1].logical_and_(T.tensor(0.21, dtype=T.complex64)),
+    lambda x, T: T.pow(x, 1j),
+])
+def test_half_and_complex_refused_where_pytorch_has_no_complex32_loop(call):
+    _same_error(lambda T: call(_half(T), T))
