@@ -90,3 +90,45 @@ def test_half_and_complex_compute_in_complex32(call):
 ])
 def test_half_and_complex_refused_where_pytorch_has_no_complex32_loop(call):
     _same_error(lambda T: call(_half(T), T))
+
+
+# ---- reductions check emptiness before the dtype --------------------------------------------
+
+def _complex(T, *shape):
+    return T.zeros(*shape, dtype=T.complex64)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.amax(_complex(T, 0), dim=(), keepdim=True),
+    lambda T: T.amax(_complex(T, 0, 2), dim=0),
+    lambda T: T.amax(_complex(T, 2, 1), -2),
+    lambda T: T.amin(_complex(T, 2, 2), dim=()),
+    lambda T: T.min(_complex(T, 0), 0),
+    lambda T: T.max(_complex(T, 0, 1), -2),
+    lambda T: T.max(_complex(T, 0, 2), 1),
+    lambda T: T.max(_complex(T, 2, 1), -2),
+    lambda T: T.max(_complex(T, 0)),
+    lambda T: T.aminmax(_complex(T, 0, 2), dim=0),
+    lambda T: T.aminmax(_complex(T, 0, 2), dim=1),
+    lambda T: T.aminmax(_complex(T, 0, 2)),
+])
+def test_extremum_errors_on_complex_come_after_the_emptiness_checks(call):
+    _same_error(call)
+
+
+def test_amin_of_complex_with_an_empty_result_computes_nothing():
+    ours, theirs = _both(lambda T: T.amin(_complex(T, 1, 0, 1), dim=2, keepdim=True))
+    assert tuple(ours.shape) == tuple(theirs.shape) == (1, 0, 1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: _complex(T).clamp_min_(T.zeros(1)),
+    lambda T: _complex(T).clamp_max_(T.zeros(0)),
+    lambda T: _complex(T).clamp_min(T.zeros(1)),
+    lambda T: _complex(T).clamp_(T.zeros(1)),
+    lambda T: _complex(T).clamp_min_(1),
+    lambda T: T.clamp_min(_complex(T, 3), T.zeros(2), out=T.zeros(3)),
+    lambda T: T.clamp_max(_complex(T, 3), T.zeros(3), out=T.zeros(3)),
+])
+def test_complex_clamp_with_one_tensor_bound_checks_shapes_first(call):
+    _same_error(call)

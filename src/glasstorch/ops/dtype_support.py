@@ -25,6 +25,7 @@ FLOAT8 = frozenset(d for d in dt.PARTIAL_DTYPES if d.family == "float8")
 E8M0 = frozenset((dt.float8_e8m0fnu, dt.float4_e2m1fn_x2))
 COMPLEX32 = frozenset((dt.complex32,))
 _HALF = dt.float16
+_OPERAND_TYPES = (Tensor, bool, int, float, complex)
 # the dtypes that only hold bytes: bits*, int1..7, uint1..7, the quantized ones
 SHELL = frozenset(d for d in dt.PARTIAL_DTYPES if d.family in ("bits", "subbyte", "quantized")
                   or d.family == "unsigned" and d.itemsize == 1)
@@ -189,7 +190,8 @@ class _Policy:
             partial = [a for a in inputs if isinstance(a, Tensor) and a.dtype in FLOAT8]
             if partial and any(not isinstance(a, Tensor) or not a._shape for a in inputs):
                 raise _not_implemented("mul_cpu_reduced_float")(partial[0].dtype)
-        promoted = [inputs[i] for i in operands if i < len(inputs)]
+        promoted = [inputs[i] for i in operands if i < len(inputs) and
+                    isinstance(inputs[i], _OPERAND_TYPES)]
         if _in_complex32(promoted):
             make = self.errors.get(dt.complex32)
             if make is not None:
