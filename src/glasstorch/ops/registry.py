@@ -23,7 +23,7 @@ from math import prod
 
 from ..core import dtype as dt
 from ..core.device import CPU, META
-from ..core.shape import contiguous_strides, has_internal_overlap, is_non_overlapping_and_dense
+from ..core.shape import check_no_partial_overlap, contiguous_strides, has_internal_overlap
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import Operator, define
 from ..dispatch.keys import DispatchKey
@@ -236,33 +236,6 @@ def check_inplace_write(decl, self, spec, rest=()):
                            f"broadcast shape {list(spec.shape)}")
     _check_cast(decl, spec.dtype, self.dtype)
     check_no_partial_overlap(self, rest)
-
-
-def check_no_partial_overlap(out: Tensor, inputs) -> None:
-    """Refuse an input that shares some but not all of the written tensor's memory, as
-    TensorIterator does: the result would depend on the order elements are written in."""
-    storage = out._storage
-    for x in inputs:
-        if x.__class__ is Tensor and x._storage is storage and x is not out and \
-                _partially_overlaps(out, x):
-            raise RuntimeError(
-                "unsupported operation: some elements of the input tensor and the written-to "
-                "tensor refer to a single memory location. Please clone() the tensor before "
-                "performing the operation.")
-
-
-def _partially_overlaps(a: Tensor, b: Tensor) -> bool:
-    """PyTorch's overlap status PARTIAL: both dense (else it cannot tell, and allows it),
-    byte ranges that intersect without being the same elements in the same order."""
-    if 0 in a._shape or 0 in b._shape or not is_non_overlapping_and_dense(
-            a._shape, a._stride) or not is_non_overlapping_and_dense(b._shape, b._stride):
-        return False
-    a_start, b_start = a._offset * a.dtype.itemsize, b._offset * b.dtype.itemsize
-    a_end = a_start + a.numel() * a.dtype.itemsize
-    b_end = b_start + b.numel() * b.dtype.itemsize
-    if a_start == b_start and a_end == b_end and a._stride == b._stride:
-        return False                                     # the same elements: allowed
-    return a_start < b_end and b_start < a_end
 
 
 def _check_cast(decl, result: dt.dtype, out: dt.dtype):
