@@ -132,3 +132,63 @@ def test_amin_of_complex_with_an_empty_result_computes_nothing():
 ])
 def test_complex_clamp_with_one_tensor_bound_checks_shapes_first(call):
     _same_error(call)
+
+
+@pytest.mark.parametrize("index", [[-3, -4, -2], [], [0, 0]])
+def test_index_select_on_a_scalar_takes_one_index(index):
+    _same_error(lambda T: T.index_select(T.tensor(0.5), -1, T.tensor(index, dtype=T.int64)))
+
+
+@pytest.mark.parametrize("op", ["cat", "stack"])
+def test_cat_into_an_out_that_requires_grad_is_autograds_error_first(op):
+    _same_error(lambda T: getattr(T, op)([T.tensor([1 + 2j])] * 2,
+                                         out=T.tensor(1.5).requires_grad_()))
+
+
+# ---- copy_ and memory overlap ---------------------------------------------------------------
+
+def test_copy_of_an_expanded_tensor_into_itself_writes_nothing():
+    ours, theirs = _both(_self_copy)
+    np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+
+
+def _self_copy(T):
+    x = T.tensor(2.81, dtype=T.bfloat16).expand(2)
+    return x.copy_(x.to(T.bfloat16))                # to() of the same dtype: x itself
+
+
+@pytest.mark.parametrize("dst, src", [
+    (lambda x: x, lambda x: x[:, :, :1]),
+    (lambda x: x[0, 0, :3], lambda x: x[0, 0, 1:]),
+    (lambda x: x.view(2, 2).t(), lambda x: x.view(2, 2)),
+])
+def test_copy_from_partly_overlapping_memory_is_refused(dst, src):
+    def f(T):
+        x = T.tensor([-2.76, -2.4, 2.8, 0.09]).reshape(1, 1, 4)
+        return dst(x).copy_(src(x))
+    _same_error(f)
+
+
+def test_copy_between_disjoint_or_strided_parts_of_one_storage():
+    def f(T):
+        x = T.arange(6.)
+        x[:2].copy_(x[3:5])
+        x[::2].copy_(x[1::2])                       # not dense: PyTorch cannot tell, allows
+        return x
+    ours, theirs = _both(f)
+    _same_tensor(ours, theirs)
+
+
+# ---- output strides ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda T: T.arange(4.).reshape(1, 2, 2).unsqueeze(-1).permute(3, 2, 0, 1),   # 1C1W
+    lambda T: T.arange(24.).reshape(2, 3, 4, 1).permute(0, 3, 1, 2),             # NHWC, W=1
+    lambda T: T.arange(48.).reshape(2, 2, 3, 4).permute(0, 3, 1, 2)[:, :, :, ::2],
+    lambda T: T.arange(16.).reshape(1, 2, 2, 4).permute(0, 3, 1, 2),
+])
+def test_cat_output_layout_follows_suggest_memory_format(make):
+    """cat keeps channels-last only for inputs PyTorch's suggest_memory_format calls so: the
+    ambiguous layouts (size-1 dims with equal strides) are contiguous, gaps are allowed."""
+    ours, theirs = _both(lambda T: T.cat([make(T), make(T)], -2))
+    _same_tensor(ours, theirs)
