@@ -565,7 +565,7 @@ def _index_select_meta(self, dim, index):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if self.dim() == 0:
         if index.numel() != 1:
-            raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                              f"{index.numel()} value(s)")
         return spec((), self.dtype)
     return spec(self._shape[:d] + (index.numel(),) + self._shape[d + 1:], self.dtype)
