@@ -192,3 +192,39 @@ def test_cat_output_layout_follows_suggest_memory_format(make):
     ambiguous layouts (size-1 dims with equal strides) are contiguous, gaps are allowed."""
     ours, theirs = _both(lambda T: T.cat([make(T), make(T)], -2))
     _same_tensor(ours, theirs)
+
+
+# ---- values ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_bfloat16_reduced_into_integers_converts_as_float(dtype):
+    """c10 converts bfloat16 to an integer through float (NaN and inf become the x86
+    'integer indefinite' value, as float32 does here): not NumPy's bfloat16 cast (0)."""
+    def f(T):
+        x = T.tensor([[1.19, float("nan"), float("inf"), -3.7]], dtype=T.bfloat16)
+        return T.sum(x, 0, dtype=getattr(T, dtype))
+    ours, theirs = _both(f)
+    _same_tensor(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_log_softmax_over_the_last_dim_rounds_the_sum_as_pytorch(dtype):
+    """PyTorch's last-dim log_softmax keeps each row's sum of exponentials and its log in
+    the tensor's 16-bit dtype: for [-2, 1] in bfloat16, log(1.046875), not log(1.0498).
+    The difference is several units of the last place, so the check has a margin."""
+    def f(T):
+        x = T.tensor([[-2., 1.], [0.5, 0.75]], dtype=getattr(T, dtype))
+        return T.log_softmax(x, 1).float(), T.log_softmax(x.t(), 0).float()
+    (ours, ours_t), (theirs, theirs_t) = _both(f)
+    _same_tensor(ours, theirs, rtol=2e-3, atol=0)
+    _same_tensor(ours_t, theirs_t, rtol=2e-3, atol=0)
+
+
+def test_bfloat16_logsumexp_rounds_after_each_step_as_pytorch():
+    """PyTorch composes logsumexp of tensor ops, each rounding to bfloat16: a sum near 1
+    then gives a log near 0 that differs by far more than one rounding."""
+    def f(T):
+        x = T.tensor([[-2.0938, 0.83], [-0.1299, -2.47]], dtype=T.bfloat16)
+        return T.logsumexp(x, 0).float()          # 0.00195 and 0.867 (0.00142, 0.863 once)
+    ours, theirs = _both(f)
+    _same_tensor(ours, theirs, rtol=2e-3, atol=0)
