@@ -15,7 +15,6 @@ SLICE = range(300)
 # one of these once it is fixed or the generator changes (then update the list).
 OPEN = {
     1: "conj() of a complex tensor copies (no conjugate bit), PyTorch's is a view",
-    69: "float16 times a complex number is complex32 in PyTorch, which glasstorch lacks",
 }
 
 
