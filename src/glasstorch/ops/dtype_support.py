@@ -26,6 +26,7 @@ E8M0 = frozenset((dt.float8_e8m0fnu, dt.float4_e2m1fn_x2))
 COMPLEX32 = frozenset((dt.complex32,))
 _HALF = dt.float16
 _OPERAND_TYPES = (Tensor, bool, int, float, complex)
+_NUMBERS = frozenset((bool, int, float))
 # the dtypes that only hold bytes: bits*, int1..7, uint1..7, the quantized ones
 SHELL = frozenset(d for d in dt.PARTIAL_DTYPES if d.family in ("bits", "subbyte", "quantized")
                   or d.family == "unsigned" and d.itemsize == 1)
@@ -205,6 +206,20 @@ class _Policy:
         return impl(*args)
 
 
+def _complex_operand(inputs, operands) -> bool:
+    """Whether an operand is complex (a number or a tensor): float16 then may promote to
+    complex32."""
+    n = len(inputs)
+    for i in operands:
+        if i < n:
+            x = inputs[i]
+            cls = x.__class__
+            if cls is complex or (cls is Tensor or cls not in _NUMBERS and isinstance(
+                    x, Tensor)) and x.dtype.category == dt.COMPLEX:
+                return True
+    return False
+
+
 def _in_complex32(operands) -> bool:
     """A float16 tensor beside a complex number or a complex tensor of lower priority (0-dim)
     promotes to complex32, with no complex32 tensor among the operands: PyTorch's kernels
@@ -247,15 +262,22 @@ def _in_complex64(impl, structured: bool, args, promoted=()):
 def _checked(impl, policy: _Policy, structured: bool, operands=()):
     """`impl` behind `policy`; arguments of the full dtypes pass after one attribute read
     each (a structured kernel's first argument is the output it fills: not looked at), and
-    float16 ones after one more (beside a complex operand, they compute in complex32).
+    float16 ones after a look for a complex operand (beside one, they compute in complex32).
     `operands`: the positions (among the inputs) of the arguments that take part in type
     promotion."""
     first = 1 if structured else 0
 
     def kernel(*args):
+        half = False
         for a in args[first:]:
-            if isinstance(a, Tensor) and (a.dtype.family is not None or a.dtype is _HALF):
-                return policy.call(impl, structured, args, operands)
+            if isinstance(a, Tensor):
+                d = a.dtype
+                if d.family is not None:
+                    return policy.call(impl, structured, args, operands)
+                if d is _HALF:
+                    half = True
+        if half and _complex_operand(args[first:], operands):
+            return policy.call(impl, structured, args, operands)
         return impl(*args)
     kernel.__qualname__ = impl.__qualname__
     kernel.__module__ = impl.__module__

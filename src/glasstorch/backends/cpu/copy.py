@@ -55,7 +55,8 @@ def check_copy(self, src):
             "unsupported operation: more than one element of the written-to tensor refers to a"
             " single memory location. Please clone() the tensor before performing the "
             "operation.")
-    check_no_partial_overlap(self, (src,))
+    if src._storage is self._storage:
+        check_no_partial_overlap(self, (src,))
     if self.dtype.family is not None or src.dtype.family is not None:
         casts.check_conversion(self.dtype, src.dtype)
     if src.is_complex() and not self.is_complex():
