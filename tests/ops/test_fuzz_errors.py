@@ -228,3 +228,30 @@ def test_bfloat16_logsumexp_rounds_after_each_step_as_pytorch():
         return T.logsumexp(x, 0).float()          # 0.00195 and 0.867 (0.00142, 0.863 once)
     ours, theirs = _both(f)
     _same_tensor(ours, theirs, rtol=2e-3, atol=0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, T: x[::2].fmod_(x),                         # one element, other strides
+    lambda x, T: x.reshape(-1).mul_(x.reshape(())),
+    lambda x, T: x.select(0, -1).neg_().add_(x),
+    lambda x, T: T.neg(x, out=x.unsqueeze(0)[:, ::3]),
+])
+def test_one_element_views_with_other_strides_partly_overlap(call):
+    """PyTorch compares the strides of two dense views of the same bytes, size-1 dims
+    included: (1,) with stride 1 and with stride 2 overlap partially."""
+    _same_error(lambda T: call(T.tensor([2.5]), T))
+
+
+def test_setitem_copies_as_pytorch_copy_to():
+    """x[i] = v copies v as it is when the shapes agree (`x[i] *= 2` writes its own view
+    back), else v without leading 1s expanded (stride 0, which the overlap check lets
+    through): no overlap error either way."""
+    def f(T):
+        x = T.arange(9.).reshape(3, 3)
+        x[..., 2:, 1] *= 2
+        flat = x.view(-1)
+        flat[0:2] = flat[1:2]
+        flat[3:5] = flat[4]
+        return x
+    ours, theirs = _both(f)
+    _same_tensor(ours, theirs)

@@ -231,11 +231,11 @@ def check_inplace_write(decl, self, spec, rest=()):
                 "unsupported operation: more than one element of the written-to tensor refers "
                 "to a single memory location. Please clone() the tensor before performing the "
                 "operation.")
+    check_no_partial_overlap(self, rest)   # then shapes and dtypes, as TensorIterator
     if spec.shape != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the "
                            f"broadcast shape {list(spec.shape)}")
     _check_cast(decl, spec.dtype, self.dtype)
-    check_no_partial_overlap(self, rest)
 
 
 def _check_cast(decl, result: dt.dtype, out: dt.dtype):
