@@ -14,7 +14,6 @@ SLICE = range(300)
 # "Differential testing against PyTorch"). Any other difference fails the test, and so does
 # one of these once it is fixed or the generator changes (then update the list).
 OPEN = {
-    69: "float16 times a complex number is complex32 in PyTorch, which glasstorch lacks",
 }
 
 

@@ -120,6 +120,21 @@ def is_channels_last(shape, strides) -> bool:
     return True
 
 
+def strides_like_channels_last(shape, strides) -> bool:
+    """PyTorch's `suggest_memory_format` test: strides increasing in NHWC order (C, W, H, N
+    from fastest), gaps allowed; ambiguous layouts (N's stride equal to C's, a zero C
+    stride, an empty dimension) count as NCHW. Looser than `is_channels_last` on gaps,
+    stricter on size-1 dimensions."""
+    if len(shape) not in (4, 5) or strides[1] == 0:
+        return False
+    low = 0
+    for d in ((1, 3, 2, 0) if len(shape) == 4 else (1, 4, 3, 2, 0)):
+        if shape[d] == 0 or strides[d] < low or (d == 0 and low == strides[1]):
+            return False
+        low = strides[d] * shape[d] if shape[d] > 1 else strides[d]
+    return True
+
+
 def is_non_overlapping_and_dense(shape, strides) -> bool:
     """Some permutation of the dimensions is contiguous (every element has its own byte)."""
     if len(shape) == 1:
@@ -139,6 +154,33 @@ def has_internal_overlap(shape, strides) -> bool:
     """True when a stride-0 (expanded) dimension makes two elements share memory (never for
     an empty tensor, which has no elements)."""
     return 0 not in shape and any(st == 0 and sz > 1 for sz, st in zip(shape, strides))
+
+
+def check_no_partial_overlap(out, inputs) -> None:
+    """Refuse an input tensor that shares some but not all of the written tensor's memory,
+    as TensorIterator does: the result would depend on the order elements are written in."""
+    storage = out._storage
+    for x in inputs:
+        if x.__class__ is out.__class__ and x._storage is storage and x is not out and \
+                _partially_overlaps(out, x):
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to "
+                "tensor refer to a single memory location. Please clone() the tensor before "
+                "performing the operation.")
+
+
+def _partially_overlaps(a, b) -> bool:
+    """PyTorch's overlap status PARTIAL: both dense (else it cannot tell, and allows it),
+    byte ranges that intersect without being the same elements in the same order."""
+    if 0 in a._shape or 0 in b._shape or not is_non_overlapping_and_dense(
+            a._shape, a._stride) or not is_non_overlapping_and_dense(b._shape, b._stride):
+        return False
+    a_start, b_start = a._offset * a.dtype.itemsize, b._offset * b.dtype.itemsize
+    a_end = a_start + a.numel() * a.dtype.itemsize
+    b_end = b_start + b.numel() * b.dtype.itemsize
+    if a_start == b_start and a_end == b_end and a._stride == b._stride:
+        return False                                     # the same elements: allowed
+    return a_start < b_end and b_start < a_end
 
 
 def wrap_dim(dim, ndim: int, *, scalar_ok: bool = True) -> int:

@@ -15,6 +15,7 @@ a dtype list (comparisons, math functions) need no entry: their lists leave thes
 from __future__ import annotations
 
 from ..core import dtype as dt
+from ..core.promotion import common_dtype
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import all_operators
 
@@ -23,6 +24,9 @@ FLOAT8 = frozenset(d for d in dt.PARTIAL_DTYPES if d.family == "float8")
 # the formats PyTorch gives no abs, mm or index_put loop, unlike the other float8 ones
 E8M0 = frozenset((dt.float8_e8m0fnu, dt.float4_e2m1fn_x2))
 COMPLEX32 = frozenset((dt.complex32,))
+_HALF = dt.float16
+_OPERAND_TYPES = (Tensor, bool, int, float, complex)
+_NUMBERS = frozenset((bool, int, float))
 # the dtypes that only hold bytes: bits*, int1..7, uint1..7, the quantized ones
 SHELL = frozenset(d for d in dt.PARTIAL_DTYPES if d.family in ("bits", "subbyte", "quantized")
                   or d.family == "unsigned" and d.itemsize == 1)
@@ -176,7 +180,7 @@ class _Policy:
         self.via_complex64 = via_complex64
         self.float8_scalar = float8_scalar
 
-    def call(self, impl, structured: bool, args):
+    def call(self, impl, structured: bool, args, operands=()):
         inputs = args[1:] if structured else args
         for a in inputs:
             if isinstance(a, Tensor):
@@ -187,18 +191,60 @@ class _Policy:
             partial = [a for a in inputs if isinstance(a, Tensor) and a.dtype in FLOAT8]
             if partial and any(not isinstance(a, Tensor) or not a._shape for a in inputs):
                 raise _not_implemented("mul_cpu_reduced_float")(partial[0].dtype)
+        promoted = [inputs[i] for i in operands if i < len(inputs) and
+                    isinstance(inputs[i], _OPERAND_TYPES)]
+        if _in_complex32(promoted):
+            make = self.errors.get(dt.complex32)
+            if make is not None:
+                raise make(dt.complex32)
+            if self.via_complex64:
+                return _in_complex64(impl, structured, args, promoted)
+            return impl(*args)
         if self.via_complex64 and any(isinstance(a, Tensor) and a.dtype is dt.complex32
                                       for a in inputs):
             return _in_complex64(impl, structured, args)
         return impl(*args)
 
 
-def _in_complex64(impl, structured: bool, args):
+def _complex_operand(inputs, operands) -> bool:
+    """Whether an operand is complex (a number or a tensor): float16 then may promote to
+    complex32."""
+    n = len(inputs)
+    for i in operands:
+        if i < n:
+            x = inputs[i]
+            cls = x.__class__
+            if cls is complex or (cls is Tensor or cls not in _NUMBERS and isinstance(
+                    x, Tensor)) and x.dtype.category == dt.COMPLEX:
+                return True
+    return False
+
+
+def _in_complex32(operands) -> bool:
+    """A float16 tensor beside a complex number or a complex tensor of lower priority (0-dim)
+    promotes to complex32, with no complex32 tensor among the operands: PyTorch's kernels
+    then run (or refuse) as on complex32 inputs."""
+    if not any(isinstance(a, Tensor) and a.dtype is dt.float16 for a in operands):
+        return False
+    return common_dtype(*operands) is dt.complex32
+
+
+def _in_complex64(impl, structured: bool, args, promoted=()):
     """`impl` on complex32 inputs: run on complex64 copies, results rounded back to
-    complex32 (and float32 ones to float16, complex32's real type)."""
+    complex32 (and float32 ones to float16, complex32's real type). `promoted`: operands
+    that promote to complex32 from other dtypes: cast to it first, as PyTorch's
+    TensorIterator casts its inputs to the common dtype."""
     from ..backends.cpu.copy import assign_array
-    inputs = [a.to(dt.complex64) if isinstance(a, Tensor) and a.dtype is dt.complex32 else a
-              for a in (args[1:] if structured else args)]
+
+    def widened(a):
+        if not isinstance(a, Tensor) or a.dtype is dt.bool:
+            return a
+        if a.dtype is dt.complex32:
+            return a.to(dt.complex64)
+        if any(a is p for p in promoted):
+            return a.to(dt.complex32).to(dt.complex64)
+        return a
+    inputs = [widened(a) for a in (args[1:] if structured else args)]
     if not structured:
         result = impl(*inputs)
         half = _HALVED.get(result.dtype) if isinstance(result, Tensor) else None
@@ -213,15 +259,25 @@ def _in_complex64(impl, structured: bool, args):
     return None
 
 
-def _checked(impl, policy: _Policy, structured: bool):
+def _checked(impl, policy: _Policy, structured: bool, operands=()):
     """`impl` behind `policy`; arguments of the full dtypes pass after one attribute read
-    each (a structured kernel's first argument is the output it fills: not looked at)."""
+    each (a structured kernel's first argument is the output it fills: not looked at), and
+    float16 ones after a look for a complex operand (beside one, they compute in complex32).
+    `operands`: the positions (among the inputs) of the arguments that take part in type
+    promotion."""
     first = 1 if structured else 0
 
     def kernel(*args):
+        half = False
         for a in args[first:]:
-            if isinstance(a, Tensor) and a.dtype.family is not None:
-                return policy.call(impl, structured, args)
+            if isinstance(a, Tensor):
+                d = a.dtype
+                if d.family is not None:
+                    return policy.call(impl, structured, args, operands)
+                if d is _HALF:
+                    half = True
+        if half and _complex_operand(args[first:], operands):
+            return policy.call(impl, structured, args, operands)
         return impl(*args)
     kernel.__qualname__ = impl.__qualname__
     kernel.__module__ = impl.__module__
@@ -247,4 +303,15 @@ def install() -> None:
             impl = decl.impls.get("CPU")
             if impl is None or hasattr(impl, "partial_dtype_policy"):
                 continue
-            decl.impl("CPU")(_checked(impl, policy, decl.kind == "structured"))
+            decl.impl("CPU")(_checked(impl, policy, decl.kind == "structured",
+                                      _promoted_positions(decl.schema)))
+
+
+# the arguments that take part in an op's type promotion (PyTorch's TensorIterator
+# operands); not a condition, mask, index, dim, or a scalar like alpha or value
+_OPERAND_NAMES = frozenset(("self", "input", "other", "end", "weight", "exponent", "min",
+                            "max", "tensor1", "tensor2"))
+
+
+def _promoted_positions(schema) -> tuple:
+    return tuple(i for i, a in enumerate(schema.arguments) if a.name in _OPERAND_NAMES)

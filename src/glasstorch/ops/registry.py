@@ -23,8 +23,8 @@ from math import prod
 
 from ..core import dtype as dt
 from ..core.device import CPU, META
-from ..core.shape import (_strides_cache as _STRIDES, contiguous_strides, has_internal_overlap,
-                          is_non_overlapping_and_dense)
+from ..core.shape import (_strides_cache as _STRIDES, check_no_partial_overlap,
+                          contiguous_strides, has_internal_overlap)
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import Operator, define
 from ..dispatch.keys import MATH_BITS, DispatchKey
@@ -66,6 +66,7 @@ class OpDeclaration:
         self.overloads = []          # (condition text, OpDeclaration): see `overload`
         self.exported = (False, False)   # (as a method, as a function)
         self.cpu_fast_path = None    # general CPU kernel -> kernel: see `fast_path`
+        self.tensor_args = ()        # arguments that take a Tensor only (not a number)
 
     def __call__(self, *args, **kwargs):
         return self.function(*args, **kwargs)
@@ -238,38 +239,11 @@ def check_inplace_write(decl, self, spec, rest=()):
                 "unsupported operation: more than one element of the written-to tensor refers "
                 "to a single memory location. Please clone() the tensor before performing the "
                 "operation.")
+    check_no_partial_overlap(self, rest)   # then shapes and dtypes, as TensorIterator
     if spec.shape != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the "
                            f"broadcast shape {list(spec.shape)}")
     _check_cast(decl, spec.dtype, self.dtype)
-    check_no_partial_overlap(self, rest)
-
-
-def check_no_partial_overlap(out: Tensor, inputs) -> None:
-    """Refuse an input that shares some but not all of the written tensor's memory, as
-    TensorIterator does: the result would depend on the order elements are written in."""
-    storage = out._storage
-    for x in inputs:
-        if x.__class__ is Tensor and x._storage is storage and x is not out and \
-                _partially_overlaps(out, x):
-            raise RuntimeError(
-                "unsupported operation: some elements of the input tensor and the written-to "
-                "tensor refer to a single memory location. Please clone() the tensor before "
-                "performing the operation.")
-
-
-def _partially_overlaps(a: Tensor, b: Tensor) -> bool:
-    """PyTorch's overlap status PARTIAL: both dense (else it cannot tell, and allows it),
-    byte ranges that intersect without being the same elements in the same order."""
-    if 0 in a._shape or 0 in b._shape or not is_non_overlapping_and_dense(
-            a._shape, a._stride) or not is_non_overlapping_and_dense(b._shape, b._stride):
-        return False
-    a_start, b_start = a._offset * a.dtype.itemsize, b._offset * b.dtype.itemsize
-    a_end = a_start + a.numel() * a.dtype.itemsize
-    b_end = b_start + b.numel() * b.dtype.itemsize
-    if a_start == b_start and a_end == b_end and a._stride == b._stride:
-        return False                                     # the same elements: allowed
-    return a_start < b_end and b_start < a_end
 
 
 def _check_cast(decl, result: dt.dtype, out: dt.dtype):
@@ -442,18 +416,21 @@ def _variant_schema(schema_text: str, new_name: str, mutates_self: bool, out: bo
 
 def structured(schema_text: str, meta, *, method=True, function=True, inplace=True, out=True,
                promotes=True, doc=None, tags=(), number_self=False, check_inplace=None,
-               check_out=None, out_meta=None):
+               check_out=None, out_meta=None, tensor_args=()):
     """Declare a structured op (see the module docstring). Returns its OpDeclaration.
 
     Op-specific checks: `check_inplace(spec, self, *args)` runs before the in-place shape
     check, `check_out(spec, out, *args)` before an out= tensor is resized, and
     `out_meta(out, *args)` replaces `meta` for out= calls whose checks involve `out`.
+    `tensor_args`: Tensor arguments no overload lets a number stand for (PyTorch's argument
+    parser refuses one before anything else runs).
     """
     schema = parse_schema(schema_text)
     name = schema.name
     decl = OpDeclaration(name, schema, "structured", meta, doc, promotes)
     decl.number_self = number_self
     decl.check_inplace, decl.check_out, decl.out_meta = check_inplace, check_out, out_meta
+    decl.tensor_args = tuple(tensor_args)
     _define_variants(decl, schema_text, inplace, out, tags)
     _export_declaration(decl, method, function)
     return decl
@@ -536,19 +513,21 @@ def _export_declaration(decl: OpDeclaration, method, function) -> None:
     declarations[decl.name] = decl
     decl.exported = (method, function)
     functional = [(c, o.functional, o.out) for c, o in decl.overloads if c is not None]
+    tensor_args = decl.tensor_args
     decl.function = generate_wrapper(decl.name, schema, decl.functional, decl.out, doc=decl.doc,
-                                     number_self=decl.number_self, overloads=functional)
+                                     number_self=decl.number_self, overloads=functional,
+                                     tensor_args=tensor_args)
     if function:
         functions[decl.name] = decl.function
     if method:
         m = generate_wrapper(decl.name, schema, decl.functional, method=True, doc=decl.doc,
-                             overloads=functional)
+                             overloads=functional, tensor_args=tensor_args)
         setattr(Tensor, decl.name, m)
     if decl.inplace is not None and method:
         inplace = [(c, o.inplace, None) for c, o in decl.overloads
                    if c is not None and o.inplace is not None]
         m = generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace, method=True,
-                             doc=decl.doc, overloads=inplace)
+                             doc=decl.doc, overloads=inplace, tensor_args=tensor_args)
         setattr(Tensor, decl.name + "_", m)
 
 

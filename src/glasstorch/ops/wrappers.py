@@ -78,13 +78,22 @@ def _normalise_lines(schema: Schema, call_names, varargs: bool):
 _PYTHON_NUMBERS = frozenset((int, float, bool, complex))
 
 
-def _keyset_expr(schema: Schema, names, first_is_tensor: bool) -> str:
+def _keyset_expr(schema: Schema, names, first_is_tensor: bool, fname: str,
+                 tensor_args=(), method=False) -> str:
     """The call's key set: plain attribute reads where the argument is known to be a
-    Tensor (checked above), `_ks` (lists, None, Python numbers, other objects) elsewhere."""
+    Tensor (checked above), `_ks` (lists, None, Python numbers, other objects) elsewhere.
+    An argument named in `tensor_args` gets PyTorch's argument-parsing TypeError for a
+    number or None here, before any dispatch key's checks (autograd's on out= and in-place
+    calls) could raise another error first; a tensor there costs nothing more."""
     parts = []
     for i in schema.tensor_positions:
         if i == 0 and first_is_tensor:
             parts.append(f"{names[i]}._keyset")
+        elif schema.arguments[i].name in tensor_args:
+            n = names[i]
+            parts.append(f"({n}._keyset if {n}.__class__ is _Tensor else _required_tensor("
+                         f"{n}, {fname!r}, {schema.arguments[i].name!r}, "
+                         f"{i if method else i + 1}))")
         elif schema.arguments[i].type == "Tensor":
             n = names[i]
             parts.append(f"({n}._keyset if {n}.__class__ is _Tensor else 0 if {n}.__class__ "
@@ -112,7 +121,7 @@ def _tuple(items) -> str:
 
 
 def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False, doc=None,
-                     number_self=False, overloads=()):
+                     number_self=False, overloads=(), tensor_args=()):
     """Build a Python function with a real signature that dispatches `op`.
 
     Before dispatching, it checks for the __torch_function__ protocol (glasstorch.overrides):
@@ -120,7 +129,8 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     TorchFunctionMode is on somewhere; then the handlers get the call. `overloads` are
     (condition, operator, out operator) triples tried first, in order: the condition is
     text over the schema's argument names in braces (`"{dim} is None"`), the operator takes
-    the arguments its own schema names."""
+    the arguments its own schema names. `tensor_args`: the arguments that take a Tensor
+    only (no overload takes a number there)."""
     first = "self" if method else ("input" if schema.arguments and
                                    schema.arguments[0].name == "self" else
                                    (schema.arguments[0].name if schema.arguments else ""))
@@ -142,7 +152,8 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
         lines.append(f"    if not isinstance({call[0]}, {allowed}): "
                      f"return _foreign_self({protocol}, {name!r})")
     first_is_tensor = first_is_tensor and (method or not number_self)
-    lines.append(f"    _keys = {_keyset_expr(schema, call, first_is_tensor)}")
+    lines.append(f"    _keys = "
+                 f"{_keyset_expr(schema, call, first_is_tensor, name, tensor_args, method)}")
     if out_op is not None:
         lines.append("    if out is not None: _keys |= _ks(out)")
     lines += [f"    if _keys & {overrides.TORCH_FUNCTION_BIT} or _anywhere.modes:",
@@ -177,6 +188,7 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
            "_contiguous_format": "contiguous_format", "_SPEC": spec,
            "_anywhere": overrides.anywhere,
            "_protocol": overrides.protocol, "_foreign_self": _foreign_self,
+           "_required_tensor": _required_tensor,
            "_NOT_HANDLED": overrides.NOT_HANDLED, "_SCALARS": _SCALAR_TYPES,
            "_PLAIN_CPU": PLAIN_CPU_KEYSET, "_PLAIN_CPU_GRAD": PLAIN_CPU_GRAD_KEYSET,
            "_AUTOCAST": AUTOCAST_MASK, "_local": local_keys,
@@ -235,6 +247,16 @@ def _foreign_self(public, spec, values, relevant, fname):
     if result is overrides.NOT_HANDLED:
         bad_self(fname, values[0])
     return result
+
+
+def _required_tensor(value, fname, argname, position):
+    """The key bits of a non-Tensor argument where only a Tensor is accepted: a number or
+    None is PyTorch's argument-parsing TypeError; other objects may be tensor-likes (their
+    __torch_function__ decides), left to the op's own checks."""
+    if value is None or value.__class__ in _PYTHON_NUMBERS:
+        raise TypeError(f"{fname}(): argument '{argname}' (position {position}) must be "
+                        f"Tensor, not {type(value).__name__}")
+    return overrides.arg_bits(value)
 
 
 def _as_varargs_shape(size):

@@ -8,8 +8,9 @@ import warnings
 import numpy as np
 
 from ...core import dtype as dt
-from ...core.shape import (channels_last_strides, contiguous_strides, expand_strides,
-                           has_internal_overlap, is_non_overlapping_and_dense, iterator_strides)
+from ...core.shape import (channels_last_strides, check_no_partial_overlap, contiguous_strides,
+                           expand_strides, has_internal_overlap, is_non_overlapping_and_dense,
+                           iterator_strides)
 from ...core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
                             preserve_format)
 from ...core import dtype as dt
@@ -47,11 +48,15 @@ def check_copy(self, src):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not "
                         f"{type(src).__name__}")
     expand_strides(src._shape, src._stride, self._shape)   # raises if not broadcastable
+    if src is self:                    # PyTorch's copy_ returns at once: nothing to write
+        return
     if has_internal_overlap(self._shape, self._stride) and self.numel() > 1:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a"
             " single memory location. Please clone() the tensor before performing the "
             "operation.")
+    if src._storage is self._storage:
+        check_no_partial_overlap(self, (src,))
     if self.dtype.family is not None or src.dtype.family is not None:
         casts.check_conversion(self.dtype, src.dtype)
     if src.is_complex() and not self.is_complex():

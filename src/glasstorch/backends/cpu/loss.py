@@ -96,7 +96,13 @@ def _softmax_part(x: np.ndarray, o: np.ndarray, cd: np.dtype, log: bool) -> None
         z = np.subtract(x, m, out=o if o.dtype == cd else None)
     if log:
         s = _row_sums(np.exp(z))
-        z -= np.log(s, out=s)
+        if x.ndim == 2 and o.dtype != cd:
+            # PyTorch's last-dim kernel keeps the row's sum and its log in the tensor's
+            # float16/bfloat16 (the other dims' kernel keeps them in float32)
+            s = np.log(s.astype(o.dtype).astype(cd)).astype(o.dtype).astype(cd)
+        else:
+            s = np.log(s, out=s)
+        z -= s
     else:
         np.exp(z, out=z)
         s = _row_sums(z)

@@ -41,9 +41,13 @@ def acc_dtype(d: dt.dtype) -> np.dtype:
 
 
 def operand(t, target: dt.dtype) -> np.ndarray:
-    """The tensor's elements as the op's dtype; widening casts are left to the ufunc."""
+    """The tensor's elements as the op's dtype; widening casts are left to the ufunc.
+    bfloat16 becomes an integer through float32, as c10 converts it (NumPy's own cast
+    turns NaN and inf into 0)."""
     a = t._array()
     if a.dtype != target.np and not np.can_cast(a.dtype, target.np):
+        if t.dtype is dt.bfloat16 and target.category == dt.INT:
+            a = a.astype(_FLOAT32)
         a = a.astype(target.np)
     return a
 
@@ -275,6 +279,9 @@ def _finite_shift(m: np.ndarray) -> np.ndarray:
 
 
 def logsumexp_kernel(out, self, dim, keepdim=False):
+    """log(sum(exp(x - max))) + max. PyTorch composes it of tensor ops, so a float16 or
+    bfloat16 result is rounded after each of them (the shifted input, its exponential, the
+    sum, the log): done here too, or a sum near 1 loses its last bits differently."""
     a = operand(self, out.dtype).astype(acc_dtype(out.dtype), copy=False)
     ax = axes(a.ndim, dim)
     real = a.real if a.dtype.kind == "c" else a
@@ -282,7 +289,14 @@ def logsumexp_kernel(out, self, dim, keepdim=False):
         m = _finite_shift(np.maximum.reduce(real, axis=ax, keepdims=True, initial=-np.inf))
     else:           # CuPy's max has no `initial`: an empty input needs no shift
         m = _finite_shift(real.max(axis=ax, keepdims=True)) if real.size else 0
-    store(out, np.log(np.add.reduce(np.exp(a - m), axis=ax, keepdims=True)) + m)
+    if out.dtype is dt.float16 or out.dtype is dt.bfloat16:
+        def rounded(x):
+            return x.astype(out.dtype.np).astype(a.dtype)
+    else:
+        def rounded(x):
+            return x
+    total = rounded(np.add.reduce(rounded(np.exp(rounded(a - m))), axis=ax, keepdims=True))
+    store(out, rounded(np.log(total)) + m)
 
 
 def norm_kernel(out, self, p, dim=None, keepdim=False, dtype=None):

@@ -535,7 +535,11 @@ def setitem(self, index, value):
     result, advanced = apply_indices(self, _as_tuple(index))
     if advanced is None:
         if isinstance(value, Tensor):
-            result.copy_(_strip_leading_ones(value))
+            # PyTorch's copy_to: the value as it is when it fits exactly (its overlap check
+            # then sees `t[i] *= 2`'s own view, the same elements), else expanded without
+            # its leading 1s (a stride-0 source the overlap check lets through)
+            result.copy_(value if value._shape == result._shape else
+                         _strip_leading_ones(value).expand(result._shape))
         elif has_internal_overlap(result._shape, result._stride):
             # PyTorch copies the number as a tensor, and copy_ refuses an expanded target
             raise RuntimeError(
@@ -565,7 +569,7 @@ def _index_select_meta(self, dim, index):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if self.dim() == 0:
         if index.numel() != 1:
-            raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                              f"{index.numel()} value(s)")
         return spec((), self.dtype)
     return spec(self._shape[:d] + (index.numel(),) + self._shape[d + 1:], self.dtype)

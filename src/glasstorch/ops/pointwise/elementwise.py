@@ -280,7 +280,10 @@ _AS_NUMBER = {dt.BOOL: False, dt.INT: 0, dt.FLOAT: 0.0, dt.COMPLEX: 0j}
 def _clamp_meta(self, min=None, max=None, one_bound=False):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if self.dtype.is_complex:
+    if self.dtype.is_complex and not (one_bound and isinstance(
+            max if min is None else min, Tensor)):
+        # clamp_min/clamp_max with a tensor bound are PyTorch's maximum/minimum kernels:
+        # their dtype error comes after the shape checks (cpu.clamp raises it)
         raise NotImplementedError("clamp is not supported for complex types")
     if isinstance(min, complex) or isinstance(max, complex):
         # PyTorch's clamp converts a bound to double for a floating input; clamp_min/max
@@ -397,11 +400,12 @@ float_power = _declare("float_power.Tensor_Tensor(Tensor self, Tensor exponent) 
                        doc="input ** exponent computed in float64 (complex128 for complex).")
 atan2 = _declare("atan2(Tensor self, Tensor other) -> Tensor",
                  _tensor_other("atan2", float_meta), cpu.atan2, aliases=("arctan2",),
+                 tensor_args=("other",),
                  doc="The angle of the point (other, input), in radians.")
 copysign = _declare("copysign.Tensor(Tensor self, Tensor other) -> Tensor", float_meta,
                     cpu.copysign, doc="|input| with the sign of other.")
 hypot = _declare("hypot(Tensor self, Tensor other) -> Tensor",
-                 _tensor_other("hypot", promoting_meta), cpu.hypot,
+                 _tensor_other("hypot", promoting_meta), cpu.hypot, tensor_args=("other",),
                  doc="sqrt(input**2 + other**2) without overflow.")
 xlogy = _declare("xlogy.Tensor(Tensor self, Tensor other) -> Tensor", float_meta, cpu.xlogy,
                  number_self=True, overloads=[(
@@ -409,17 +413,19 @@ xlogy = _declare("xlogy.Tensor(Tensor self, Tensor other) -> Tensor", float_meta
                      _NUMBER % "other", float_meta, cpu.xlogy)],
                  doc="input * log(other), and 0 where input is 0.")
 maximum = _declare("maximum(Tensor self, Tensor other) -> Tensor", _min_max_meta("maximum"),
-                   cpu.maximum, inplace=False,
+                   cpu.maximum, inplace=False, tensor_args=("other",),
                    doc="Elementwise maximum; nan propagates.")
 minimum = _declare("minimum(Tensor self, Tensor other) -> Tensor", _min_max_meta("minimum"),
-                   cpu.minimum, inplace=False,
+                   cpu.minimum, inplace=False, tensor_args=("other",),
                    doc="Elementwise minimum; nan propagates.")
 fmax = _declare("fmax(Tensor self, Tensor other) -> Tensor", _min_max_meta("fmax"), cpu.fmax,
-                inplace=False, doc="Elementwise maximum ignoring nan (nan only if both are).")
+                inplace=False, tensor_args=("other",),
+                doc="Elementwise maximum ignoring nan (nan only if both are).")
 fmin = _declare("fmin(Tensor self, Tensor other) -> Tensor", _min_max_meta("fmin"), cpu.fmin,
-                inplace=False, doc="Elementwise minimum ignoring nan (nan only if both are).")
+                inplace=False, tensor_args=("other",),
+                doc="Elementwise minimum ignoring nan (nan only if both are).")
 lerp = _declare("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", _lerp_meta,
-                cpu.lerp, check_out=_exact_out, scalar="weight",
+                cpu.lerp, check_out=_exact_out, scalar="weight", tensor_args=("end",),
                 doc="input + weight * (end - input); weight is a number or a tensor.")
 addcmul = _declare("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> "
                    "Tensor", _addcmul_meta, cpu.addcmul,
@@ -539,6 +545,7 @@ bitwise_not = _declare("bitwise_not(Tensor self) -> Tensor", _same_meta, cpu.bit
 for _name in ("logical_and", "logical_or", "logical_xor"):
     globals()[_name] = _declare(f"{_name}(Tensor self, Tensor other) -> Tensor",
                                 _tensor_other(_name, bool_meta), getattr(cpu, _name),
+                                tensor_args=("other",),
                                 doc=f"{_name} of the truth values (nonzero) of two tensors.")
 logical_not = _declare("logical_not(Tensor self) -> Tensor", _unary_bool_meta, cpu.logical_not,
                        doc="True where the element is zero.")

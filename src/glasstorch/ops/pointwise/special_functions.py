@@ -45,10 +45,12 @@ def _logaddexp_meta(name):
 
 logaddexp = structured("logaddexp(Tensor self, Tensor other) -> Tensor",
                        _logaddexp_meta("logaddexp"), inplace=False, tags=_POINTWISE,
+                       tensor_args=("other",),
                        doc="log(exp(input) + exp(other)), without overflow.")
 logaddexp.impl("CPU")(logaddexp_kernel(False))
 logaddexp2 = structured("logaddexp2(Tensor self, Tensor other) -> Tensor",
                         _logaddexp_meta("logaddexp2"), inplace=False, tags=_POINTWISE,
+                       tensor_args=("other",),
                         doc="log2(2**input + 2**other), without overflow.")
 logaddexp2.impl("CPU")(logaddexp_kernel(True))
 
@@ -63,8 +65,9 @@ def _heaviside_meta(self, values):
 
 
 heaviside = structured("heaviside(Tensor self, Tensor values) -> Tensor", _heaviside_meta,
-                       tags=_POINTWISE, doc="0 where input < 0, values where input == 0, "
-                                            "1 where input > 0 (0 for nan).")
+                       tensor_args=("values",), tags=_POINTWISE,
+                       doc="0 where input < 0, values where input == 0, 1 where input > 0 (0 "
+                           "for nan).")
 heaviside.impl("CPU")(heaviside_kernel)
 
 
@@ -263,11 +266,11 @@ def _igamma_kernel(fn):
 
 
 igamma = structured("igamma(Tensor self, Tensor other) -> Tensor", _igamma_meta("igamma"),
-                    tags=_POINTWISE,
+                    tensor_args=("other",), tags=_POINTWISE,
                     doc="The regularized lower incomplete gamma function P(input, other).")
 igamma.impl("CPU")(_igamma_kernel(sp.igamma))
 igammac = structured("igammac(Tensor self, Tensor other) -> Tensor", _igamma_meta("igammac"),
-                     tags=_POINTWISE,
+                     tensor_args=("other",), tags=_POINTWISE,
                      doc="The regularized upper incomplete gamma function 1 - P(input, other).")
 igammac.impl("CPU")(_igamma_kernel(sp.igammac))
 
@@ -319,12 +322,12 @@ def _integer_binary_meta(name):
 
 
 gcd = structured("gcd(Tensor self, Tensor other) -> Tensor", _integer_binary_meta("gcd"),
-                 tags=_POINTWISE, doc="The greatest common divisor (non-negative; gcd(0, 0) "
-                                      "is 0).")
+                 tensor_args=("other",), tags=_POINTWISE,
+                 doc="The greatest common divisor (non-negative; gcd(0, 0) is 0).")
 gcd.impl("CPU")(integer_binary_kernel(np.gcd))
 lcm = structured("lcm(Tensor self, Tensor other) -> Tensor", _integer_binary_meta("lcm"),
-                 tags=_POINTWISE, doc="The least common multiple (non-negative; 0 if either "
-                                      "is 0).")
+                 tensor_args=("other",), tags=_POINTWISE,
+                 doc="The least common multiple (non-negative; 0 if either is 0).")
 lcm.impl("CPU")(integer_binary_kernel(np.lcm))
 
 
@@ -337,7 +340,8 @@ def _nextafter_meta(self, other):
 
 
 nextafter = structured("nextafter(Tensor self, Tensor other) -> Tensor", _nextafter_meta,
-                       tags=_POINTWISE, doc="The next representable value after input "
+                       tensor_args=("other",), tags=_POINTWISE,
+                       doc="The next representable value after input "
                                             "towards other.")
 nextafter.impl("CPU")(nextafter_kernel)
 nextafter.on_cuda = "host"     # a bfloat16 step needs its bit pattern, not a float32 widening

@@ -239,8 +239,8 @@ def _check_nonempty_dim(name: str, self: Tensor, d: int, shown=None) -> None:
 
 def _extremum_all_meta(name):
     def meta(self):
+        _check_numel_for_all(name, self)        # PyTorch's meta, before its kernel's dtypes
         _no_complex(name + "_all", self, NotImplementedError)
-        _check_numel_for_all(name, self)
         return spec((), self.dtype)
     meta.__name__ = meta.__qualname__ = f"_{name}_all_meta"
     return meta
@@ -248,9 +248,9 @@ def _extremum_all_meta(name):
 
 def _extremum_dim_meta(name):
     def meta(self, dim, keepdim=False):
-        _no_complex(name, self)
         d = _single_dim(name, self, dim)
         _check_nonempty_dim(name, self, d)
+        _no_complex(name, self)
         shape = reduced_shape(self._shape, (d,) if self._shape else (), keepdim)
         return spec(shape, self.dtype), spec(shape, dt.int64)
     meta.__name__ = meta.__qualname__ = f"_{name}_dim_meta"
@@ -315,32 +315,35 @@ export("max", max_fn, method=True)
 export("min", min_fn, method=True)
 
 
-def _amax_meta_for(name):
+def _amax_meta_for(name, kernel):
+    """Emptiness is checked first; the dtype only when there is something to compute (an
+    empty result never reaches PyTorch's kernel, `kernel`, which has no complex loop)."""
     def meta(self, dim=(), keepdim=False):
-        _no_complex(name, self, NotImplementedError)
         if self.numel() == 0:
             if not dim:
                 _check_numel_for_all(name, self)
             for shown in dim:
                 _check_nonempty_dim(name, self, wrap_dim(shown, self.dim()), shown)
         dims = reduction_dims(name, self, dim)
-        return spec(reduced_shape(self._shape, dims, keepdim), self.dtype)
+        shape = reduced_shape(self._shape, dims, keepdim)
+        if 0 not in shape:
+            _no_complex(kernel, self, NotImplementedError)
+        return spec(shape, self.dtype)
     meta.__name__ = meta.__qualname__ = f"_{name}_meta"
     return meta
 
 
 amax = structured("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
-                  _amax_meta_for("amax"), inplace=False, promotes=False, tags=("reduction",),
+                  _amax_meta_for("amax", "max_values_cpu"), inplace=False, promotes=False, tags=("reduction",),
                   doc="Largest values over `dim` (all dims by default); NaN propagates.")
 amax.impl("CPU")(cpu.amax_kernel)
 amin = structured("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
-                  _amax_meta_for("amin"), inplace=False, promotes=False, tags=("reduction",),
+                  _amax_meta_for("amin", "min_values_cpu"), inplace=False, promotes=False, tags=("reduction",),
                   doc="Smallest values over `dim` (all dims by default); NaN propagates.")
 amin.impl("CPU")(cpu.amin_kernel)
 
 
 def _aminmax_meta(self, dim=None, keepdim=False):
-    _no_complex("aminmax", self, NotImplementedError)
     if dim is None:
         if self.numel() == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
@@ -351,6 +354,7 @@ def _aminmax_meta(self, dim=None, keepdim=False):
         if self._shape and self._shape[d] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         dims = (d,) if self._shape else ()
+    _no_complex("aminmax_cpu", self, NotImplementedError)
     shape = reduced_shape(self._shape, dims, keepdim)
     return spec(shape, self.dtype), spec(shape, self.dtype)
 

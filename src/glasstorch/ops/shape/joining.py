@@ -14,8 +14,8 @@ import warnings
 from ...core import dtype as dt
 from ...core.grad_state import state as _grad_state
 from ...core.shape import (Size, as_shape, broadcast_shapes2, channels_last_strides,
-                          check_nonnegative, contiguous_strides, is_channels_last,
-                          is_non_overlapping_and_dense, wrap_dim, wrap_dims)
+                          check_nonnegative, contiguous_strides, is_non_overlapping_and_dense,
+                          strides_like_channels_last, wrap_dim, wrap_dims)
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..copying.copies import strides_for
 from ...backends.cpu.indexing import check_scalar_fits
@@ -73,6 +73,14 @@ def _overlaps(a: Tensor, b: Tensor) -> bool:
     return a_start < b_start + b.nbytes and b_start < a_start + a.nbytes
 
 
+def _check_out_autograd(name, tensors, out):
+    """Autograd's refusal of out= when an input or out itself requires grad: PyTorch makes
+    it before the kernel's dtype check (which these ops make before dispatching)."""
+    if _grad_state.enabled and (out._requires_grad or any(t._requires_grad for t in tensors)):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+
+
 def _check_out_cast(name, tensors, out):
     if out is not None and not dt.can_cast(_promoted(tensors), out.dtype):
         raise TypeError(f"torch.{name}(): input types can't be cast to the desired output type "
@@ -82,8 +90,8 @@ def _check_out_cast(name, tensors, out):
 # ---- cat -------------------------------------------------------------------------------
 
 def _channels_last_like(t: Tensor) -> bool:
-    return t.dim() in (4, 5) and not t.is_contiguous() and is_channels_last(t._shape,
-                                                                            t._stride)
+    """The input suggests a channels-last result (PyTorch's suggest_memory_format)."""
+    return t.dim() in (4, 5) and strides_like_channels_last(t._shape, t._stride)
 
 
 def _cat_shape_error(ref, t, i, d):
@@ -143,10 +151,7 @@ def cat(tensors, dim=0, *, out=None):
     if out is not None:                       # checked before out's dtype, as in PyTorch
         _no_zero_dim(tensors)
         _check_out_is_not_an_input(tensors, out, dim)
-        if _grad_state.enabled and any(t._requires_grad for t in tensors):
-            raise RuntimeError("cat(): functions with out=... arguments don't support "
-                               "automatic differentiation, but one of the arguments requires "
-                               "grad.")
+        _check_out_autograd("cat", tensors, out)
     _check_out_cast("cat", tensors, out)
     return _cat.function(tensors, dim, out=out)
 
@@ -189,6 +194,8 @@ def stack(tensors, dim=0, *, out=None):
     tensors = _tensor_list("stack", tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    if out is not None:
+        _check_out_autograd("stack", tensors, out)
     _check_out_cast("cat", tensors, out)       # PyTorch's stack runs cat: same message
     return _stack.function(tensors, dim, out=out)
 
