@@ -16,6 +16,7 @@ import ctypes
 import numpy as np
 
 from .errors import OutOfMemoryError, format_size
+from .host_malloc import keep_freed_memory
 from .stats import MemoryStats
 
 ALIGNMENT = 64  # bytes, c10's gAlignment
@@ -97,3 +98,4 @@ class CPUAllocator:
 
 
 cpu_allocator = CPUAllocator()
+keep_freed_memory()       # freed host memory stays in the process for the next allocation

@@ -1,7 +1,6 @@
 """Float sums over leading dims (bias and LayerNorm weight gradients) run row by row, bit for
 bit eager's; kernel libraries load with OpenMP's passive wait policy and glibc's malloc
 keeps freed blocks (compiler/inductor/process.py)."""
-import ctypes
 import os
 import subprocess
 import sys
@@ -102,16 +101,3 @@ def test_a_parallel_kernel_loads_libgomp_with_the_passive_policy():
     assert result.returncode == 0, result.stderr
     assert "OMP_WAIT_POLICY = 'PASSIVE'" in result.stderr
     assert "2097152.0" in result.stdout and "left None" in result.stdout
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc")
-def test_malloc_tuning_applies_on_glibc_unless_the_user_set_its_thresholds(monkeypatch):
-    import platform
-    monkeypatch.setattr(process, "_malloc_tuned", False)
-    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1000000")
-    assert process.tune_malloc() is False
-    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
-    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    monkeypatch.delenv("GLASSTORCH_INDUCTOR_TUNE_PROCESS", raising=False)
-    assert process.tune_malloc() is (platform.libc_ver()[0] == "glibc")
-    assert ctypes.CDLL(None) is not None
