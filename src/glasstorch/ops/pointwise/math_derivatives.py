@@ -32,7 +32,9 @@ def _tensor_or(g, x):
 
 
 def _zero(grad):
-    return grad * 0
+    """A zero gradient that does not depend on `grad` (a NaN arriving stays out, as with
+    PyTorch's zeros_like)."""
+    return grad.new_zeros(grad._shape)
 
 
 def _drop(g, mask):
@@ -367,15 +369,20 @@ def _keep(t, shape, dim, keepdim):
 
 
 @derivative(reductions.prod.overload("default"), "ProdBackward0")
-def _prod_all(grad, self):
-    return _prod(grad, self, None, False)
+def _prod_all(grad, self, result):
+    return _prod(grad, self, None, False, result)
 
 
 @derivative(reductions.prod, "ProdBackward1")
-def _prod(grad, self, dim, keepdim):
-    """d prod / d x_i is the product of the other elements; with one zero in the slice only
-    that zero gets a gradient, with two or more nothing does."""
+def _prod(grad, self, dim, keepdim, result):
+    """d prod / d x_i is the product of the other elements: result / x_i when no element is
+    zero (the result is saved, as PyTorch saves it); with one zero in the slice only that
+    zero gets a gradient, with two or more nothing does."""
     shape = self.shape
+    if not bool((self == 0).any()):
+        if dim is not None and not keepdim and shape:
+            grad, result = grad.unsqueeze(dim), result.unsqueeze(dim)
+        return (grad * conj(result / self),)
     x, g, d = self, grad, dim
     if dim is None:
         x, g, d = self.reshape(-1), grad.reshape(1), 0

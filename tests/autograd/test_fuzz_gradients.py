@@ -1,0 +1,160 @@
+"""Gradient differences from PyTorch that the differential campaign (tests/fuzz) found in
+session 10, each checked against PyTorch on a program as small as the one that showed it:
+what a formula saves (so an in-place write trips the version check where PyTorch's does),
+and how NaN travels through formulas that select or zero."""
+import math
+
+import pytest
+
+import glasstorch as gt
+from tests.oracle import oracle_torch
+
+
+def _outcome(fn, T):
+    """The gradients `fn` returns as lists (NaN as a string, so that it compares equal), or
+    the class of what it raised and whether it is the version-check error."""
+    try:
+        result = fn(T)
+    except RuntimeError as e:
+        return "RuntimeError", "modified by an inplace operation" in str(e)
+    return [[round(x, 5) if not math.isnan(x) else "nan" for x in g.reshape(-1).tolist()]
+            if g is not None else None for g in result]
+
+
+def _same(fn):
+    torch = oracle_torch()
+    assert _outcome(fn, gt) == _outcome(fn, torch)
+
+
+def _backward(T, leaf, out):
+    w = T.linspace(-1, 1, out.numel(), dtype=out.dtype).reshape(out.shape)
+    (out * w).sum().backward()
+    return [leaf.grad]
+
+
+# ---- saved tensors: an in-place write after the op is an error ----------------------------
+
+@pytest.mark.parametrize("first, second", [
+    (lambda x: x.exp_(), lambda y: y.sign_()),           # exp_ saves its result: self
+    (lambda x: x.exp_(), lambda y: y.add_(1)),
+    (lambda x: x.relu_(), lambda y: y.unsqueeze(0).zero_()),
+    (lambda x: x.sqrt_(), lambda y: y[:1].mul_(2)),
+    (lambda x: x.pow_(x.detach() + 1), lambda y: y.__setitem__(0, 0.25)),
+])
+def test_inplace_op_saves_self_as_its_output(first, second):
+    """An in-place op whose formula reads its output saves self (not a copy): a later
+    in-place write into self, or into a view of it, makes backward fail."""
+    def f(T):
+        x = T.tensor([0.5, 1.5], dtype=T.float64, requires_grad=True)
+        y = first(x * 1)
+        second(y)
+        return _backward(T, x, y)
+    _same(f)
+
+
+@pytest.mark.parametrize("op, write", [
+    (lambda T, x: T.sgn(x), lambda y: y.neg_()),              # SgnBackward saves its result
+    (lambda T, x: T.prod(x), lambda y: y.mul_(0)),            # ProdBackward too
+    (lambda T, x: T.prod(x, 0), lambda y: y.mul_(2)),
+])
+def test_formulas_save_their_result(op, write):
+    def f(T):
+        x = T.tensor([0.5, -1.5], dtype=T.float64, requires_grad=True)
+        y = op(T, x)
+        write(y)
+        return _backward(T, x, y)
+    _same(f)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("write", [lambda i: i.masked_fill_(i >= 0, 0), lambda i: i.square_()])
+def test_max_min_dim_save_their_indices(name, write):
+    """max(dim)/min(dim) send the gradient to the forward's indices, which they save: an
+    in-place write into the indices makes backward fail (it recomputed them before)."""
+    def f(T):
+        x = T.tensor([[-0.36, 1.24], [-2.79, 0.53]], requires_grad=True)
+        values, indices = getattr(T, name)(x, 0)
+        write(indices)
+        return _backward(T, x, values)
+    _same(f)
+
+
+def test_max_dim_gradient_goes_to_the_forward_index_among_ties():
+    def f(T):
+        x = T.tensor([[1.0, 2.0], [1.0, 2.0], [0.5, 2.0]], requires_grad=True)
+        values, _ = T.max(x, 0)
+        return _backward(T, x, values)
+    _same(f)
+
+
+# ---- NaN through selecting and zeroing formulas ------------------------------------------
+
+@pytest.mark.parametrize("reduce", [
+    lambda T, y: T.amax(y),
+    lambda T, y: T.amin(y, dim=1, keepdim=True),
+    lambda T, y: T.amax(y, dim=()),
+    lambda T, y: T.max(y),
+    lambda T, y: T.min(y),
+    lambda T, y: T.std(T.amin(y, dim=()), dim=-1, keepdim=True),   # a NaN gradient
+])
+def test_max_like_reductions_with_nan(reduce):
+    """amax/amin multiply by the mask of the extrema (a NaN extremum or gradient makes the
+    slice's gradient NaN); max()/min() share the gradient among the NaNs."""
+    def f(T):
+        x = T.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, 5.0]], dtype=T.float64, requires_grad=True)
+        return _backward(T, x, reduce(T, x.log()))
+    _same(f)
+
+
+@pytest.mark.parametrize("op", ["sign", "floor", "ceil", "trunc", "round"])
+def test_piecewise_constant_gradient_is_zero_even_after_nan(op):
+    """pow(x, sign(x)) with x < 0: the exponent's gradient is NaN (log of a negative), and
+    sign's zero gradient does not carry it on."""
+    def f(T):
+        x = T.tensor([-0.86, 2.0], dtype=T.float64, requires_grad=True)
+        return _backward(T, x, T.pow(x, getattr(T, op)(x)))
+    _same(f)
+
+
+@pytest.mark.parametrize("base, exponent, dtype", [
+    ([3, 0], [4.39, 4.39], "uint8"),
+    ([False, False, True], [2.24, -1.9, -1.59], "bool"),
+    ([0.0, 0.0, 2.0, -1.0, 0.0], [0.0, 2.0, 0.0, 1.5, -1.0], "float64"),
+])
+def test_pow_tensor_exponent_at_zero_base(base, exponent, dtype):
+    """d/de b**e is 0 where b == 0 and e >= 0 (not 0 * log 0); d/db is 0 where e == 0."""
+    def f(T):
+        b = T.tensor(base, dtype=getattr(T, dtype))
+        e = T.tensor(exponent, dtype=T.float64, requires_grad=True)
+        grads = [e]
+        if b.dtype.is_floating_point:
+            b.requires_grad_()
+            grads = [b, e]
+        y = T.pow(b, e)
+        w = T.linspace(-1, 1, y.numel(), dtype=y.dtype)
+        return T.autograd.grad((y * w).sum(), grads)
+    _same(f)
+
+
+def test_complex_sgn_gradient():
+    def f(T):
+        z = T.tensor([1 + 1j, -2j, 0j, 3 + 0j], requires_grad=True)
+        (T.sgn(z) * T.tensor([1.0, -1.0, 2.0, 0.5])).sum().abs().backward()
+        return [T.view_as_real(z.grad)]
+    _same(f)
+
+
+def test_cumsum_backward_keeps_nan_where_it_belongs():
+    """cumsum's adjoint sums from the end: a NaN gradient reaches only the positions
+    before it (a total minus a prefix spread it everywhere)."""
+    def f(T):
+        x = T.tensor([[0.16, -1.41], [-1.39, 0.7], [-0.26, 2.75]], requires_grad=True)
+        return _backward(T, x, T.cumsum(x, 0).pow(-1.75))
+    _same(f)
+
+
+def test_prod_gradient_with_and_without_zeros():
+    def f(T):
+        x = T.tensor([[1.0, -2.0, 3.0], [4.0, 0.0, 6.0]], dtype=T.float64, requires_grad=True)
+        return T.autograd.grad(T.prod(x, 1).sum() + T.prod(x[:1]) + T.prod(x, 0, True).sum(), [x])
+    _same(f)
