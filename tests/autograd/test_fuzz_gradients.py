@@ -158,3 +158,51 @@ def test_prod_gradient_with_and_without_zeros():
         x = T.tensor([[1.0, -2.0, 3.0], [4.0, 0.0, 6.0]], dtype=T.float64, requires_grad=True)
         return T.autograd.grad(T.prod(x, 1).sum() + T.prod(x[:1]) + T.prod(x, 0, True).sum(), [x])
     _same(f)
+
+
+# ---- views and in-place writes autograd does not record -----------------------------------
+
+@pytest.mark.parametrize("write", [
+    lambda v: v.logical_not_(),
+    lambda v: v.logical_and_(v.new_tensor([1.0])),
+    lambda v: v.logical_or_(v.new_tensor([0.0])),
+])
+def test_view_of_a_leaf_view_written_without_autograd_loses_its_history(write):
+    """`x = t.reshape(...).requires_grad_()` is a view of `t` made a leaf; a view of x
+    written by logical_*_ (not recorded, but a version bump) gets its history regenerated
+    from `t`, which needs no grad: PyTorch's gradient then reaches nothing, nor does ours."""
+    def f(T):
+        x = T.tensor([-0.98, 1.5]).reshape((2,)).requires_grad_()
+        v = x.unsqueeze(1)
+        write(v)
+        u = x[1:]                       # made before the write: stale too
+        return _backward(T, x, v) + [T.tensor([u.requires_grad, v.requires_grad])]
+    _same(f)
+
+
+def test_view_of_a_plain_tensor_written_in_place_keeps_its_history():
+    def f(T):
+        x = T.tensor([-0.98, 1.5], requires_grad=True)
+        v = x.unsqueeze(1)
+        v.logical_not_()
+        return _backward(T, x, v)
+    _same(f)
+
+
+@pytest.mark.parametrize("write", [
+    lambda t, w: t.__setitem__(slice(None), w),
+    lambda t, w: t.mul_(w),
+    lambda t, w: t.copy_(w.expand(2)),
+])
+def test_views_made_before_their_base_requires_grad_through_a_write_into_it(write):
+    """A write of a value that requires grad into a plain tensor makes the views made of it
+    before require grad too, with gradients through the base's new history."""
+    def f(T):
+        t = T.erf(T.tensor([2.87, -0.3]))
+        view = t[1:]
+        w = T.tensor([2.89], requires_grad=True)
+        write(t, w)
+        out = view * 3
+        return _backward(T, w, out) + [T.tensor([view.requires_grad, t.requires_grad])]
+    _same(f)
+

@@ -314,7 +314,9 @@ def _record_inplace(functional, args, check=None, node_name=None):
         self.copy_(result)
     if result.grad_fn is not None:
         self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
-        self._set_requires_grad(True)
+        if not self._requires_grad:
+            self._set_requires_grad(True)
+            adopt_views(self, self)
         if result is not self:
             _save_self_as_output(result.grad_fn, self)
     return self
