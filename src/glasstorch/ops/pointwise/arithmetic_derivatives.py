@@ -34,6 +34,12 @@ def _unreduce(grad, shape, dim, keepdim):
     return grad.expand(shape)
 
 
+def _zero(grad):
+    """The gradient of a piecewise-constant function: zeros that do not depend on `grad`
+    (a NaN or inf arriving stays out, as with PyTorch's zeros_like)."""
+    return grad.new_zeros(grad._shape)
+
+
 # ---- arithmetic ------------------------------------------------------------------------
 
 @derivative(elementwise.add, "AddBackward0")
@@ -102,7 +108,7 @@ def _div(grad, self, other, grad_input_mask):
             else "DivBackward2", needs={"self": (1,)})
 def _div_mode(grad, self, other, rounding_mode, grad_input_mask):
     if rounding_mode is not None:
-        return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)
+        return _zero(grad), (_zero(grad) if hasattr(other, "dtype") else None)
     return _div(grad, self, other, grad_input_mask)
 
 
@@ -113,7 +119,7 @@ def _div_scalar(grad, other):
 
 @derivative(elementwise.div.overload("Scalar_mode"), "DivBackward3")
 def _div_scalar_mode(grad, other, rounding_mode):
-    return (grad * 0 if rounding_mode is not None else grad / conj(other),)
+    return (_zero(grad) if rounding_mode is not None else grad / conj(other),)
 
 
 @derivative(elementwise.neg, "NegBackward0")
@@ -199,7 +205,7 @@ def _sgn(grad, self, result):
     """Zero for real inputs (piecewise constant); for complex z, sgn(z) = z/|z| changes
     only with the angle: (g - sgn^2 conj(g)) / 2|z|, zero at z = 0."""
     if not self.dtype.is_complex:
-        return (grad.new_zeros(grad._shape),)
+        return (_zero(grad),)
     magnitude = self.abs()
     return (where(magnitude == 0, 0.0, (grad - result * result * conj(grad)) / (2 * magnitude)),)
 

@@ -9,7 +9,7 @@ import math
 
 from ..derivative import derivative, derivative_not_implemented, not_differentiable
 from ...core.tensor import Tensor
-from .arithmetic_derivatives import _reduced_dims, conj
+from .arithmetic_derivatives import _reduced_dims, _zero, conj
 from ..shape.joining import where
 from . import comparison
 from . import elementwise
@@ -29,12 +29,6 @@ def _is_tensor(x) -> bool:
 def _tensor_or(g, x):
     """`g` when `x` is a Tensor input, else None (a Python number has no gradient)."""
     return g if isinstance(x, Tensor) else None
-
-
-def _zero(grad):
-    """A zero gradient that does not depend on `grad` (a NaN arriving stays out, as with
-    PyTorch's zeros_like)."""
-    return grad.new_zeros(grad._shape)
 
 
 def _drop(g, mask):
@@ -405,7 +399,7 @@ def _nan_to_num(grad, self):
 @derivative(elementwise.angle, "AngleBackward0")
 def _angle(grad, self):
     if not self.dtype.is_complex:
-        return (grad * 0,)                 # piecewise constant for real inputs
+        return (_zero(grad),)              # piecewise constant for real inputs
     return ((grad * self / self.abs().pow(2) * 1j).where(self != 0, 0),)
 
 
