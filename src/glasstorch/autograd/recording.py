@@ -159,8 +159,11 @@ def _record(op, ks, args):
                     saved[name] = None
             elif kind == "result":
                 saved[name] = _SavedOutput(outputs[index], index)
-            elif kind == "shape":
-                saved[name] = args[index]._shape      # metadata only
+            elif kind == "shape":                    # metadata only
+                try:
+                    saved[name] = args[index]._shape
+                except AttributeError:                # a list of tensors (cat's)
+                    saved[name] = tuple(t._shape for t in args[index])
             elif kind == "mask":
                 saved[name] = tuple([node is not None for node, _ in edges])
             else:                                     # geometry

@@ -200,26 +200,27 @@ def _clamp(grad, self, min, max):
             g_max = where((self > max).logical_or(max < min), grad, 0.0)
         return where(keep, grad, 0.0), g_min, g_max
     if min is not None:
-        return (_drop(grad, self < min),
-                _tensor_or(_drop(grad, self >= min), min), None)
+        return _clamp_min(grad, self, min) + (None,)
     if max is not None:
-        return (_drop(grad, self > max), None,
-                _tensor_or(_drop(grad, self <= max), max))
+        g_self, g_max = _clamp_max(grad, self, max)
+        return g_self, None, g_max
     return grad, None, None
 
+
+# A NaN in self compares false both ways: neither self nor the bound gets its gradient.
 
 @derivative(elementwise.clamp_min.overload("default"), "ClampMinBackward0")
 @derivative(elementwise.clamp_min,
             lambda self, min: "ClampMinBackward1" if _is_tensor(min) else "ClampMinBackward0")
 def _clamp_min(grad, self, min):
-    return _drop(grad, self < min), _tensor_or(_drop(grad, self >= min), min)
+    return where(self >= min, grad, 0.0), _tensor_or(where(self < min, grad, 0.0), min)
 
 
 @derivative(elementwise.clamp_max.overload("default"), "ClampMaxBackward0")
 @derivative(elementwise.clamp_max,
             lambda self, max: "ClampMaxBackward1" if _is_tensor(max) else "ClampMaxBackward0")
 def _clamp_max(grad, self, max):
-    return _drop(grad, self > max), _tensor_or(_drop(grad, self <= max), max)
+    return where(self <= max, grad, 0.0), _tensor_or(where(self > max, grad, 0.0), max)
 
 
 # ---- binary pointwise --------------------------------------------------------------------
@@ -285,10 +286,11 @@ def _xlogy(grad, self, other):
 
 @derivative(elementwise.copysign,
             lambda self, other: "CopysignBackward0" if _is_tensor(other)
-            else "CopysignBackward1")
-def _copysign(grad, self, result):
-    ratio = _drop(result / self, self == 0)
-    return grad * ratio, _zero(grad)     # no gradient flows to the sign source
+            else "CopysignBackward1", needs={"self": (0,)})
+def _copysign(grad, self, result, grad_input_mask):
+    """No gradient flows to the sign source; self is saved only for its own gradient."""
+    g_self = grad * _drop(result / self, self == 0) if grad_input_mask[0] else None
+    return g_self, _zero(grad)
 
 
 @derivative(elementwise.lerp.overload("Scalar"), "LerpBackward0")

@@ -126,7 +126,7 @@ def _std(grad, self, dim, correction, keepdim, result):
     c = 1 if correction is None else correction
     dims = _reduced_dims(self.shape, dim)
     centered = self - self.mean(dims, keepdim=True)
-    g = _unreduce(grad / result, self.shape, dim, keepdim)
+    g = _unreduce(where(result == 0, 0.0, grad / result), self.shape, dim, keepdim)
     return (g * centered / (_count(self.shape, dim) - c),)
 
 
