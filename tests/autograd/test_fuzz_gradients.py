@@ -298,3 +298,14 @@ def test_gather_saves_self():
         v[T.tensor([1, 0])] = -2
         return _backward(T, x, y)
     _same(f)
+
+
+@pytest.mark.parametrize("shape, dim", [((1, 2), 0), ((2, 1), 1), ((1,), 0), ((), 0)])
+def test_cumprod_along_a_dim_of_one_passes_the_gradient(shape, dim):
+    """A product of one element is that element: its gradient is the incoming one even where
+    the element is NaN (the general formula divides by it)."""
+    def f(T):
+        x = T.tensor([0.17, -1.59][:max(1, math.prod(shape))], dtype=T.float64)
+        x = x.reshape(shape).requires_grad_()
+        return _backward(T, x, T.cumprod(x.log(), dim))
+    _same(f)

@@ -164,7 +164,11 @@ def _cumsum(grad, dim):
 def _cumprod(grad, self, dim, result):
     """d/dx_j of sum_i g_i prod_{k<=i} x_k is sum_{i>=j} g_i y_i / x_j when no x is zero.
     With zeros, the products leaving x_j out are built explicitly (O(n^2) per slice):
-    prod_{k<j} x_k * prod_{j<k<=i} x_k, so that the result stays differentiable."""
+    prod_{k<j} x_k * prod_{j<k<=i} x_k, so that the result stays differentiable. Along a
+    dim of size 1 (or of one element) the product is the input itself: the gradient passes
+    as is (as PyTorch's, even at NaN)."""
+    if self.numel() <= 1 or (self.dim() and self.shape[wrap_dim(dim, self.dim())] == 1):
+        return (grad,)
     if not bool((self == 0).any()):
         return (_reverse_cumsum(grad * result, dim) / self,)
     x, g = self.movedim(dim, -1), grad.movedim(dim, -1)
