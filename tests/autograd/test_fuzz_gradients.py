@@ -309,3 +309,16 @@ def test_cumprod_along_a_dim_of_one_passes_the_gradient(shape, dim):
         x = x.reshape(shape).requires_grad_()
         return _backward(T, x, T.cumprod(x.log(), dim))
     _same(f)
+
+
+@pytest.mark.parametrize("index", [lambda T: T.tensor([True, False]), lambda T: T.tensor([0])])
+def test_index_put_does_not_save_the_values(index):
+    """x[i] = v keeps only v's metadata: writing into v before backward is no error."""
+    def f(T):
+        x = T.tensor([[0.92], [-1.86]], requires_grad=True)
+        y = T.clamp(x, min=2)
+        v = T.tensor(0.26)
+        y[index(T)] = v
+        v.masked_fill_(T.tensor(True), -0.03)
+        return _backward(T, x, y)
+    _same(f)
