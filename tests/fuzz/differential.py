@@ -268,7 +268,8 @@ def run_pair(program: Program, first_only: bool = True) -> list:
                 # PyTorch bug: an in-place integer division by zero raises after its kernel
                 # has written into self; glasstorch raises first and leaves self as it was.
                 # What PyTorch's write reached is not compared.
-                tied.update(_sharing_storage(theirs.ns, [theirs.ns.get(f"v{step.reads[0]}")]))
+                target = step.src.split("= ", 1)[-1].split(".", 1)[0]     # `vN` of vN.op_(...)
+                tied.update(_sharing_storage(theirs.ns, [theirs.ns.get(target)]))
             for w in step.writes:                      # keep the two namespaces alike
                 ours.ns.pop(f"v{w}", None)
                 theirs.ns.pop(f"v{w}", None)
