@@ -240,7 +240,7 @@ def run_pair(program: Program, first_only: bool = True) -> list:
     by default: later steps build on a state that already differs)."""
     ours, theirs = _Side(glasstorch), _Side(_torch())
     diffs = []
-    tied = set()                             # variables holding indices among ties
+    tied = set()                 # variables whose values are not compared (indices among ties)
     loose = _least_precise(program)
 
     def found(kind, i, op, detail=""):
@@ -264,6 +264,12 @@ def run_pair(program: Program, first_only: bool = True) -> list:
                 if found("error-class", i, step.op, f"glasstorch {type(e1).__name__}: "
                          f"{str(e1)[:150]} | torch {type(e2).__name__}: {str(e2)[:150]}"):
                     return diffs
+            if step.op.endswith("_") and "ZeroDivisionError" in str(e2):
+                # PyTorch bug: an in-place integer division by zero raises after its kernel
+                # has written into self; glasstorch raises first and leaves self as it was.
+                # What PyTorch's write reached is not compared.
+                target = step.src.split("= ", 1)[-1].split(".", 1)[0]     # `vN` of vN.op_(...)
+                tied.update(_sharing_storage(theirs.ns, [theirs.ns.get(target)]))
             for w in step.writes:                      # keep the two namespaces alike
                 ours.ns.pop(f"v{w}", None)
                 theirs.ns.pop(f"v{w}", None)
@@ -296,7 +302,7 @@ def run_pair(program: Program, first_only: bool = True) -> list:
             if kind and found("final-" + kind, n, _writer(program, name), name):
                 return diffs
     if program.backward:
-        diffs += _compare_backward(program, ours, theirs, first_only, loose)
+        diffs += _compare_backward(program, ours, theirs, first_only, loose, bool(tied))
     return diffs
 
 
@@ -364,8 +370,16 @@ def _writer(program: Program, name: str) -> str:
     return op
 
 
-def _compare_backward(program, ours, theirs, first_only, loose) -> list:
+def _compare_backward(program, ours, theirs, first_only, loose, tied=False) -> list:
+    """The backward pass's outcome and the leaves' gradients. `tied`: an op chose among
+    equal elements (which one gets the gradient is then as unspecified as its index), so
+    only whether each gradient exists is compared. A program with integer tensors compares
+    gradients at no finer than float32 precision: PyTorch's formulas compute what they
+    derive from an integer operand (pow's log of an integer base) in float32."""
     n = len(program.steps)
+    if loose is None and any(s.data is not None and s.data[1] in INTS + ("bool",)
+                             for s in program.steps):
+        loose = "float32"
     leaves = [f"v{s.writes[0]}" for s in program.steps if s.data is not None and s.data[3]]
     if not any(_is_tensor(ours.ns.get(v)) and ours.ns[v].requires_grad for v in ours.ns
                if v.startswith("v")):
@@ -391,7 +405,7 @@ def _compare_backward(program, ours, theirs, first_only, loose) -> list:
         g1, g2 = ours.ns[v].grad, theirs.ns[v].grad
         if (g1 is None) != (g2 is None):
             diffs.append(Difference("grad-presence", n, last, v))
-        elif g1 is not None and difference(describe(g1), describe(g2), loose):
+        elif g1 is not None and not tied and difference(describe(g1), describe(g2), loose):
             diffs.append(Difference("grad", n, last, v))
         if diffs and first_only:
             break
@@ -690,13 +704,48 @@ def _g_binary(st, x):
     op = rng.choice(_BINARY)
     other = _partner(st, x)
     if rng.random() < 0.2:
-        return op, f"torch.{op}({other}, v{x.index})"
+        return _binary_call(st, op, other, f"v{x.index}")
     if rng.random() < 0.1:
+        if st.backward and x.dtype in FLOATS and _complex(st, other):
+            # PyTorch bug: where() of a real tensor that requires grad and a complex one
+            # hands the real input a complex gradient, which its engine then rejects
+            # ("Expected isFloatingType(grad.scalar_type()) || ..."); glasstorch's gradient
+            # is the real part. Not generated.
+            return None
         return "where", f"torch.where(v{x.index} != 0, v{x.index}, {other})"
     if rng.random() < 0.15:
         sym = rng.choice(("+", "-", "*", "/", "**", "%", "//"))
-        return f"op{sym}", f"{rng.choice((2, 1.5, -1, True))!r} {sym} v{x.index}"
-    return op, f"torch.{op}(v{x.index}, {other})"
+        number = rng.choice((2, 1.5, -1, True))
+        if sym == "**" and number is True and st.backward:
+            # PyTorch bug: the backward of `True ** t` fails an internal assert (a bool
+            # Scalar base); glasstorch's gradient is 0 (log 1). Not generated.
+            return None
+        return f"op{sym}", f"{number!r} {sym} v{x.index}"
+    return _binary_call(st, op, f"v{x.index}", other)
+
+
+def _binary_call(st, op, first, second):
+    if op == "atan2" and st.backward and not _floating(st, first):
+        # PyTorch bug: atan2's gradient for its second operand negates the first operand in
+        # that operand's dtype: an integer one wraps around (uint8 5 becomes 251) and a bool
+        # one raises; glasstorch's gradient is the right one. Not generated.
+        return None
+    return op, f"torch.{op}({first}, {second})"
+
+
+def _floating(st, text: str) -> bool:
+    """Whether the operand `text` (a variable, a tensor literal) is a floating or complex
+    tensor; a Python number counts as floating (atan2 refuses it anyway)."""
+    value = eval(text, st.ns)
+    return not isinstance(value, glasstorch.Tensor) or value.dtype.is_floating_point or \
+        value.dtype.is_complex
+
+
+def _complex(st, text: str) -> bool:
+    """Whether the operand `text` (a variable, a tensor literal, a number) is complex."""
+    value = eval(text, st.ns)
+    return value.dtype.is_complex if isinstance(value, glasstorch.Tensor) else \
+        isinstance(value, complex)
 
 
 _UNARY = ("exp", "log", "sqrt", "sin", "tanh", "sigmoid", "abs", "neg", "floor", "round",

@@ -253,23 +253,32 @@ def refresh_view_history(t: Tensor) -> None:
     op's node): the view then reads the base's new history, as an as_strided of the base,
     which is how PyTorch regenerates it. Version counters tell when: all views share one."""
     version = t._grad_fn_version
-    if version is None or t._vc.version == version or not t._base._requires_grad:
+    if version is None or t._vc.version == version:
         return
     from .grad_mode import enable_grad
+    base = t._base
+    if not base._requires_grad:
+        # The view's history ran through a view of the base made a leaf by requires_grad_()
+        # (the base itself needs no grad): PyTorch regenerates it all the same, and the
+        # gradient through the new as_strided reaches nothing.
+        base = Tensor._make(base._storage, base._offset, base._shape, base._stride,
+                            base.dtype, base._vc).requires_grad_()
     with enable_grad():
-        regenerated = t._base.as_strided(t._shape, t._stride, t._offset)
+        regenerated = base.as_strided(t._shape, t._stride, t._offset)
+    if base is not t._base:
+        regenerated.grad_fn.next_functions = ((None, 0),)
     t.grad_fn, t._output_nr = regenerated.grad_fn, 0
     t._grad_fn_version = t._vc.version
 
 
 def adopt_views(base: Tensor, written: Tensor) -> None:
-    """`base` has just started to require grad through an in-place write into its view
-    `written`: its other views, made before, require grad too, with an as_strided of the base
-    as their history, as in PyTorch (whose views read their base's flag). Views keep no list
-    of their siblings; the storage's reference count tells whether any other tensor shares
-    it (base, `written` and the call's argument are the three expected), and only then are
-    they looked for among the base's referrers."""
-    if sys.getrefcount(base._storage) <= 3:
+    """`base` has just started to require grad through an in-place write into itself or its
+    view `written`: its other views, made before, require grad too, with an as_strided of the
+    base as their history, as in PyTorch (whose views read their base's flag). Views keep no
+    list of their siblings; the storage's reference count tells whether any other tensor
+    shares it (base, `written` and the call's argument are the ones expected), and only then
+    are they looked for among the base's referrers."""
+    if sys.getrefcount(base._storage) <= (3 if written is not base else 2):
         return
     from .grad_mode import enable_grad
     for view in gc.get_referrers(base):

@@ -160,8 +160,11 @@ def _record(op, ks, args):
                     saved[name] = None
             elif kind == "result":
                 saved[name] = _SavedOutput(outputs[index], index)
-            elif kind == "shape":
-                saved[name] = args[index]._shape      # metadata only
+            elif kind == "shape":                    # metadata only
+                try:
+                    saved[name] = args[index]._shape
+                except AttributeError:                # a list of tensors (cat's)
+                    saved[name] = tuple(t._shape for t in args[index])
             elif kind == "mask":
                 saved[name] = tuple([node is not None for node, _ in edges])
             else:                                     # geometry
@@ -315,8 +318,27 @@ def _record_inplace(functional, args, check=None, node_name=None):
         self.copy_(result)
     if result.grad_fn is not None:
         self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
-        self._set_requires_grad(True)
+        if not self._requires_grad:
+            self._set_requires_grad(True)
+            adopt_views(self, self)
+        if result is not self:
+            _save_self_as_output(result.grad_fn, self)
     return self
+
+
+def _save_self_as_output(fn: Node, self: Tensor) -> None:
+    """The op's node saved its output, computed apart; the output is now self, written in
+    place. Save self instead (its storage and version counter), so that a later in-place
+    write into self, or a view of it, makes backward fail as in PyTorch instead of reading a
+    copy nobody can change."""
+    saved = getattr(fn, "_saved", None)
+    if not saved:
+        return
+    for name, value in saved.items():
+        if value.__class__ is _SavedOutput:
+            own = _SavedOutput(self, value.output_nr)
+            own.bind(fn)
+            saved[name] = own
 
 
 def _renamed(functional, node_name: str):

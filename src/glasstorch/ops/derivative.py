@@ -21,8 +21,9 @@ class Derivative:
     """A derivative formula: `formula(grad, **saved)` returns one gradient per Tensor input
     of the schema (None where there is none). The names it takes after `grad` are the
     schema arguments it needs, `result` (the output; `result0`, `result1`, ... name the
-    outputs of a multi-output op), `<arg>_shape` (only the shape) or `<arg>_geometry`
-    (shape, stride, storage offset); only those are saved. A formula that takes
+    outputs of a multi-output op), `<arg>_shape` (only the shape; a tuple of shapes for a
+    list of tensors) or `<arg>_geometry` (shape, stride, storage offset); only those are
+    saved. A formula that takes
     `grad_input_mask` gets one bool per Tensor input saying whether its gradient is wanted,
     and may return None for the others (PyTorch's output_mask). `node_name` is the grad_fn's
     name, or a function of the call's arguments where PyTorch's name depends on the overload

@@ -71,9 +71,11 @@ def _index(grad, self_shape, indices):
 
 
 @derivative(subscripts.index_put_copy_op, "IndexPutBackward0")
-def _index_put(grad, indices, values, accumulate):
+def _index_put(grad, indices, accumulate):
     """self's gradient passes except where values were written (unless accumulating);
-    values' gradient is what the written positions received (summed over broadcasting)."""
+    values' gradient is what the written positions received (summed over broadcasting).
+    The values themselves are not saved (PyTorch keeps only their metadata): writing into
+    them in place before backward is no error."""
     g_self = grad if accumulate else grad.index_put(indices, grad.new_zeros(()))
     return (g_self,) + (None,) * len(indices) + (index_op.functional(grad, indices),)
 

@@ -40,8 +40,10 @@ def _padded(g, shape):
 # ---- gather / scatter --------------------------------------------------------------------
 
 @derivative(scatter.gather, "GatherBackward0")
-def _gather(grad, self_shape, dim, index):
-    return grad.new_zeros(self_shape).scatter_add(dim, index, grad), None
+def _gather(grad, self, dim, index):
+    """Only self's shape is read, but self is saved, as PyTorch saves it: writing into it in
+    place before backward is the same error."""
+    return grad.new_zeros(self._shape).scatter_add(dim, index, grad), None
 
 
 @derivative(scatter.scatter_src, "ScatterBackward0")

@@ -327,24 +327,28 @@ def _bmm_jvp(primals, tangents, result):
     return _product_jvp(lambda a, b: a.bmm(b), *primals, *tangents)
 
 
-@derivative(products.matmul, _matmul_name)
-def _matmul(grad, self, other, grad_input_mask):
-    a, b = conj(self), conj(other)
-    if a.dim() == 1 and b.dim() == 1:
-        return grad * b, grad * a
-    a2 = a.unsqueeze(0) if a.dim() == 1 else a
-    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
-    g = grad
-    if a.dim() == 1:
-        g = g.unsqueeze(-2)
-    if b.dim() == 1:
+@derivative(products.matmul, _matmul_name, needs={"self": (1,), "other": (0,)})
+def _matmul(grad, self, other, self_shape, other_shape, grad_input_mask):
+    """Each operand is saved only for the other's gradient (PyTorch's mm saves per input):
+    an in-place write into one whose partner needs no gradient is no error."""
+    one_a, one_b = len(self_shape) == 1, len(other_shape) == 1
+    if one_a and one_b:
+        return (grad * conj(other) if grad_input_mask[0] else None,
+                grad * conj(self) if grad_input_mask[1] else None)
+    g = grad.unsqueeze(-2) if one_a else grad
+    if one_b:
         g = g.unsqueeze(-1)
-    ga = g.matmul(b2.transpose(-1, -2)) if grad_input_mask[0] else None
-    gb = a2.transpose(-1, -2).matmul(g) if grad_input_mask[1] else None
-    if a.dim() == 1 and ga is not None:
-        ga = ga.squeeze(-2)
-    if b.dim() == 1 and gb is not None:
-        gb = gb.squeeze(-1)
+    ga = gb = None
+    if grad_input_mask[0]:
+        b = conj(other)
+        ga = g.matmul((b.unsqueeze(-1) if one_b else b).transpose(-1, -2))
+        if one_a:
+            ga = ga.squeeze(-2)
+    if grad_input_mask[1]:
+        a = conj(self)
+        gb = (a.unsqueeze(0) if one_a else a).transpose(-1, -2).matmul(g)
+        if one_b:
+            gb = gb.squeeze(-1)
     return ga, gb
 
 

@@ -34,6 +34,12 @@ def _unreduce(grad, shape, dim, keepdim):
     return grad.expand(shape)
 
 
+def _zero(grad):
+    """The gradient of a piecewise-constant function: zeros that do not depend on `grad`
+    (a NaN or inf arriving stays out, as with PyTorch's zeros_like)."""
+    return grad.new_zeros(grad._shape)
+
+
 # ---- arithmetic ------------------------------------------------------------------------
 
 @derivative(elementwise.add, "AddBackward0")
@@ -102,7 +108,7 @@ def _div(grad, self, other, grad_input_mask):
             else "DivBackward2", needs={"self": (1,)})
 def _div_mode(grad, self, other, rounding_mode, grad_input_mask):
     if rounding_mode is not None:
-        return grad * 0, (grad * 0 if hasattr(other, "dtype") else None)
+        return _zero(grad), (_zero(grad) if hasattr(other, "dtype") else None)
     return _div(grad, self, other, grad_input_mask)
 
 
@@ -113,7 +119,7 @@ def _div_scalar(grad, other):
 
 @derivative(elementwise.div.overload("Scalar_mode"), "DivBackward3")
 def _div_scalar_mode(grad, other, rounding_mode):
-    return (grad * 0 if rounding_mode is not None else grad / conj(other),)
+    return (_zero(grad) if rounding_mode is not None else grad / conj(other),)
 
 
 @derivative(elementwise.neg, "NegBackward0")
@@ -144,11 +150,22 @@ def _pow_number_exponent(grad, self, exponent):
 @derivative(elementwise.pow,
             lambda self, exponent: "PowBackward1" if hasattr(exponent, "dtype")
             else "PowBackward0")
-def _pow(grad, self, exponent, result):
-    d_self = grad * conj(exponent * self.pow(exponent - 1))
-    if not hasattr(exponent, "dtype"):
-        return d_self, None
-    return d_self, grad * conj(result * self.log())
+def _pow(grad, self, exponent, result, grad_input_mask):
+    """A zero exponent gives self no gradient (even where self is 0); a zero base gives the
+    exponent none where the exponent is >= 0 (log 0 is -inf there, the power 0 or 1)."""
+    d_self = d_exp = None
+    if grad_input_mask[0]:
+        d_self = grad * conj(exponent * self.pow(exponent - 1))
+        if hasattr(exponent, "dtype"):
+            d_self = where(exponent == 0, 0.0, d_self)
+    if hasattr(exponent, "dtype") and grad_input_mask[1]:
+        if exponent.dtype.is_complex:
+            flat = (exponent.real >= 0).logical_and(exponent.imag == 0)
+        else:
+            flat = exponent >= 0
+        flat = flat.logical_and(self == 0)
+        d_exp = grad * where(flat, 0.0, conj(result * self.log()))
+    return d_self, d_exp
 
 
 # ---- pointwise functions -----------------------------------------------------------------
@@ -184,8 +201,13 @@ def _abs(grad, self):
 
 
 @derivative(elementwise.sgn, "SgnBackward0")
-def _sgn(grad):
-    return (grad * 0,)      # piecewise constant (real inputs)
+def _sgn(grad, self, result):
+    """Zero for real inputs (piecewise constant); for complex z, sgn(z) = z/|z| changes
+    only with the angle: (g - sgn^2 conj(g)) / 2|z|, zero at z = 0."""
+    if not self.dtype.is_complex:
+        return (_zero(grad),)
+    magnitude = self.abs()
+    return (where(magnitude == 0, 0.0, (grad - result * result * conj(grad)) / (2 * magnitude)),)
 
 
 # ---- reductions --------------------------------------------------------------------------

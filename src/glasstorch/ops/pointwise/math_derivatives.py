@@ -9,7 +9,7 @@ import math
 
 from ..derivative import derivative, derivative_not_implemented, not_differentiable
 from ...core.tensor import Tensor
-from .arithmetic_derivatives import _reduced_dims, conj
+from .arithmetic_derivatives import _reduced_dims, _zero, conj
 from ..shape.joining import where
 from . import comparison
 from . import elementwise
@@ -29,10 +29,6 @@ def _is_tensor(x) -> bool:
 def _tensor_or(g, x):
     """`g` when `x` is a Tensor input, else None (a Python number has no gradient)."""
     return g if isinstance(x, Tensor) else None
-
-
-def _zero(grad):
-    return grad * 0
 
 
 def _drop(g, mask):
@@ -204,26 +200,27 @@ def _clamp(grad, self, min, max):
             g_max = where((self > max).logical_or(max < min), grad, 0.0)
         return where(keep, grad, 0.0), g_min, g_max
     if min is not None:
-        return (_drop(grad, self < min),
-                _tensor_or(_drop(grad, self >= min), min), None)
+        return _clamp_min(grad, self, min) + (None,)
     if max is not None:
-        return (_drop(grad, self > max), None,
-                _tensor_or(_drop(grad, self <= max), max))
+        g_self, g_max = _clamp_max(grad, self, max)
+        return g_self, None, g_max
     return grad, None, None
 
+
+# A NaN in self compares false both ways: neither self nor the bound gets its gradient.
 
 @derivative(elementwise.clamp_min.overload("default"), "ClampMinBackward0")
 @derivative(elementwise.clamp_min,
             lambda self, min: "ClampMinBackward1" if _is_tensor(min) else "ClampMinBackward0")
 def _clamp_min(grad, self, min):
-    return _drop(grad, self < min), _tensor_or(_drop(grad, self >= min), min)
+    return where(self >= min, grad, 0.0), _tensor_or(where(self < min, grad, 0.0), min)
 
 
 @derivative(elementwise.clamp_max.overload("default"), "ClampMaxBackward0")
 @derivative(elementwise.clamp_max,
             lambda self, max: "ClampMaxBackward1" if _is_tensor(max) else "ClampMaxBackward0")
 def _clamp_max(grad, self, max):
-    return _drop(grad, self > max), _tensor_or(_drop(grad, self <= max), max)
+    return where(self <= max, grad, 0.0), _tensor_or(where(self > max, grad, 0.0), max)
 
 
 # ---- binary pointwise --------------------------------------------------------------------
@@ -289,10 +286,11 @@ def _xlogy(grad, self, other):
 
 @derivative(elementwise.copysign,
             lambda self, other: "CopysignBackward0" if _is_tensor(other)
-            else "CopysignBackward1")
-def _copysign(grad, self, result):
-    ratio = _drop(result / self, self == 0)
-    return grad * ratio, _zero(grad)     # no gradient flows to the sign source
+            else "CopysignBackward1", needs={"self": (0,)})
+def _copysign(grad, self, result, grad_input_mask):
+    """No gradient flows to the sign source; self is saved only for its own gradient."""
+    g_self = grad * _drop(result / self, self == 0) if grad_input_mask[0] else None
+    return g_self, _zero(grad)
 
 
 @derivative(elementwise.lerp.overload("Scalar"), "LerpBackward0")
@@ -367,15 +365,20 @@ def _keep(t, shape, dim, keepdim):
 
 
 @derivative(reductions.prod.overload("default"), "ProdBackward0")
-def _prod_all(grad, self):
-    return _prod(grad, self, None, False)
+def _prod_all(grad, self, result):
+    return _prod(grad, self, None, False, result)
 
 
 @derivative(reductions.prod, "ProdBackward1")
-def _prod(grad, self, dim, keepdim):
-    """d prod / d x_i is the product of the other elements; with one zero in the slice only
-    that zero gets a gradient, with two or more nothing does."""
+def _prod(grad, self, dim, keepdim, result):
+    """d prod / d x_i is the product of the other elements: result / x_i when no element is
+    zero (the result is saved, as PyTorch saves it); with one zero in the slice only that
+    zero gets a gradient, with two or more nothing does."""
     shape = self.shape
+    if not bool((self == 0).any()):
+        if dim is not None and not keepdim and shape:
+            grad, result = grad.unsqueeze(dim), result.unsqueeze(dim)
+        return (grad * conj(result / self),)
     x, g, d = self, grad, dim
     if dim is None:
         x, g, d = self.reshape(-1), grad.reshape(1), 0
@@ -398,7 +401,7 @@ def _nan_to_num(grad, self):
 @derivative(elementwise.angle, "AngleBackward0")
 def _angle(grad, self):
     if not self.dtype.is_complex:
-        return (grad * 0,)                 # piecewise constant for real inputs
+        return (_zero(grad),)              # piecewise constant for real inputs
     return ((grad * self / self.abs().pow(2) * 1j).where(self != 0, 0),)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from ..derivative import derivative
+from .arithmetic_derivatives import _zero
 from ...core import dtype as dt
 from ...core.tensor import Tensor
 from . import special_functions as mm
@@ -191,7 +192,7 @@ def _frexp(grad, result1):
 @derivative(special_functions.nextafter, "NextafterBackward0")
 def _nextafter(grad, other):
     """The step is piecewise constant: the identity for input, nothing for other."""
-    return grad, (grad * 0 if isinstance(other, Tensor) else None)
+    return grad, (_zero(grad) if isinstance(other, Tensor) else None)
 
 
 # ---- index_reduce ----------------------------------------------------------------------------

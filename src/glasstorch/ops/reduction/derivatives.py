@@ -15,6 +15,7 @@ from ..derivative import linear_in_inputs
 from ..pointwise.arithmetic_derivatives import _reduced_dims, _unreduce
 from ..pointwise.math_derivatives import _drop, _keep
 from ..shape.joining import cat, where
+from ..sorting.derivatives import _evenly as _evenly_among_equal, _scatter_back
 from . import reductions
 from . import scans
 
@@ -27,8 +28,10 @@ def _two_grads(grad):
 
 
 def _reverse_cumsum(g, dim):
-    """Sums from each position to the end along `dim` (cumsum's adjoint), without flip."""
-    return g.sum(dim, keepdim=True) - g.cumsum(dim) + g
+    """Sums from each position to the end along `dim` (cumsum's adjoint). Accumulated from
+    the end, as PyTorch: a total minus a prefix would spread a NaN or inf to every position
+    and lose precision."""
+    return g.flip(dim).cumsum(dim).flip(dim)
 
 
 def _count(shape, dim):
@@ -38,30 +41,15 @@ def _count(shape, dim):
     return n
 
 
-def _at_index(grad, self, dim, keepdim, index):
-    """Scatter a dim-reduction's gradient to the selected `index` (keepdim shape)."""
-    grad = grad[0] if isinstance(grad, tuple) else grad
-    if grad is None:
-        return (None,)
-    shape = self.shape
-    if not shape:
-        return (grad,)
-    dim = wrap_dim(dim, len(shape))
-    if not keepdim:
-        grad = grad.unsqueeze(dim)
-    positions = [1] * len(shape)
-    positions[dim] = shape[dim]
-    hit = arange(shape[dim], device=self.device).reshape(positions) == index
-    return (where(hit, grad.expand(shape), 0.0),)
-
-
 def _evenly(grad, self, result, dim, keepdim):
-    """Gradient of max/min-like reductions: shared equally among the tied extrema."""
+    """Gradient of max/min-like reductions: shared equally among the tied extrema. A
+    multiplication by the mask, as PyTorch's: a NaN extremum (no element equals it) or a
+    NaN gradient makes the whole slice's gradient NaN."""
     shape = self.shape
     dim = tuple(dim) if dim else None      # amax's dim=[] reduces every dim
     hit = self == _keep(result, shape, dim, keepdim)
     count = hit.sum(_reduced_dims(shape, dim), keepdim=True)
-    return where(hit, _unreduce(grad, shape, dim, keepdim) / count, 0.0)
+    return _unreduce(grad, shape, dim, keepdim) / count * hit
 
 
 @derivative(reductions.sum_op, "SumBackward1")
@@ -103,22 +91,24 @@ def _amin(grad, self, dim, keepdim, result):
 
 @derivative(reductions.max_all, "MaxBackward1")
 def _max_all(grad, self, result):
-    return (_evenly(grad, self, result, None, False),)
+    return (_evenly_among_equal(grad, self, result),)
 
 
 @derivative(reductions.min_all, "MinBackward1")
 def _min_all(grad, self, result):
-    return (_evenly(grad, self, result, None, False),)
+    return (_evenly_among_equal(grad, self, result),)
 
 
 @derivative(reductions.max_dim, "MaxBackward0")
-def _max_dim(grad, self, dim, keepdim):
-    return _at_index(grad, self, dim, keepdim, self.argmax(dim, keepdim=True))
+def _max_dim(grad, self_shape, dim, keepdim, result1):
+    """To the forward's own indices (saved, as PyTorch: writing into them in place makes
+    backward fail rather than pick other elements)."""
+    return (_scatter_back(grad, self_shape, dim, result1, keepdim),)
 
 
 @derivative(reductions.min_dim, "MinBackward0")
-def _min_dim(grad, self, dim, keepdim):
-    return _at_index(grad, self, dim, keepdim, self.argmin(dim, keepdim=True))
+def _min_dim(grad, self_shape, dim, keepdim, result1):
+    return (_scatter_back(grad, self_shape, dim, result1, keepdim),)
 
 
 @derivative(reductions.var_op, "VarBackward0")
@@ -136,7 +126,7 @@ def _std(grad, self, dim, correction, keepdim, result):
     c = 1 if correction is None else correction
     dims = _reduced_dims(self.shape, dim)
     centered = self - self.mean(dims, keepdim=True)
-    g = _unreduce(grad / result, self.shape, dim, keepdim)
+    g = _unreduce(where(result == 0, 0.0, grad / result), self.shape, dim, keepdim)
     return (g * centered / (_count(self.shape, dim) - c),)
 
 
@@ -174,9 +164,12 @@ def _cumsum(grad, dim):
 def _cumprod(grad, self, dim, result):
     """d/dx_j of sum_i g_i prod_{k<=i} x_k is sum_{i>=j} g_i y_i / x_j when no x is zero.
     With zeros, the products leaving x_j out are built explicitly (O(n^2) per slice):
-    prod_{k<j} x_k * prod_{j<k<=i} x_k, so that the result stays differentiable. Complex
-    inputs get the conjugate of those derivatives (cumprod is holomorphic)."""
-    if self.is_complex():
+    prod_{k<j} x_k * prod_{j<k<=i} x_k, so that the result stays differentiable. Along a
+    dim of size 1 (or of one element) the product is the input itself: the gradient passes
+    as is (as PyTorch's, even at NaN)."""
+    if self.numel() <= 1 or (self.dim() and self.shape[wrap_dim(dim, self.dim())] == 1):
+        return (grad,)
+    if self.is_complex():          # holomorphic: the conjugate of the derivatives above
         self, result = self.conj(), result.conj()
     if not bool((self == 0).any()):
         return (_reverse_cumsum(grad * result, dim) / self,)

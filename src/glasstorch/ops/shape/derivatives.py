@@ -31,18 +31,19 @@ def _filled(grads, shapes):
 
 # ---- joining and splitting ---------------------------------------------------------------
 
-def _legacy_empty(t, ndim) -> bool:
+def _legacy_empty(shape, ndim) -> bool:
     """cat skips 1-D empty inputs whatever the other inputs' shapes (PyTorch legacy)."""
-    return tuple(t._shape) == (0,) and ndim > 1
+    return tuple(shape) == (0,) and ndim > 1
 
 
 @derivative(joining._cat, "CatBackward0")
-def _cat(grad, tensors, dim):
+def _cat(grad, tensors_shape, dim):
+    """The inputs' shapes as they were (an input later resized by out= changes nothing)."""
     d = wrap_dim(dim, grad.dim())
-    kept = [t._shape[d] for t in tensors if not _legacy_empty(t, grad.dim())]
+    kept = [shape[d] for shape in tensors_shape if not _legacy_empty(shape, grad.dim())]
     pieces = iter(grad.split(kept, d))
-    return tuple(grad.new_zeros((0,)) if _legacy_empty(t, grad.dim()) else next(pieces)
-                 for t in tensors)
+    return tuple(grad.new_zeros((0,)) if _legacy_empty(shape, grad.dim()) else next(pieces)
+                 for shape in tensors_shape)
 
 
 @derivative(joining._stack, "StackBackward0")
