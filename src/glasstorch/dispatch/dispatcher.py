@@ -44,7 +44,7 @@ class Operator:
 
     __slots__ = ("schema", "name", "table", "mask", "kernels", "tensor_positions", "tags",
                  "__weakref__", "info", "sources", "nargs", "overload", "plain_cpu",
-                 "plain_cpu_grad")
+                 "plain_cpu_grad", "python_form")
 
     def __init__(self, schema: Schema, tags=()):
         self.schema = schema
@@ -58,6 +58,7 @@ class Operator:
         self.sources = [None] * NUM_KEYS   # where each slot came from, for dump()
         self.mask = 0
         self.overload = None             # its glasstorch._ops.OpOverload, made on demand
+        self.python_form = None          # how the Python key splits its arguments (modes.py)
         self._recompute()
 
     # ---- registration ----------------------------------------------------------------

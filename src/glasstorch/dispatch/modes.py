@@ -151,18 +151,48 @@ def _is_default(argument, value) -> bool:
         return False
 
 
-def python_arguments(schema, bound: tuple) -> tuple:
+class _PythonForm:
+    """What splitting an operator's bound arguments into (args, kwargs) needs, made once
+    per operator (kept on it as `op.python_form`). A value that *is* its parameter's
+    default, the common case, is recognised without a comparison."""
+
+    __slots__ = ("arguments", "defaults", "positional", "keyword_only")
+
+    def __init__(self, schema):
+        self.arguments = arguments = schema.arguments
+        self.defaults = tuple(a.default if a.has_default else _NO_DEFAULT for a in arguments)
+        positional = len(arguments)
+        while positional and arguments[positional - 1].kwarg_only:
+            positional -= 1
+        self.positional = positional
+        self.keyword_only = tuple(range(positional, len(arguments)))
+
+
+_NO_DEFAULT = object()   # the default of an argument that has none: never a value
+
+
+def python_arguments(op, bound: tuple) -> tuple:
     """(args, kwargs) of a call as `__torch_dispatch__` receives them: positional arguments
     up to the last one not at its default, keyword-only ones by name unless at default."""
-    arguments = schema.arguments
-    positional = len(arguments)
-    while positional and arguments[positional - 1].kwarg_only:
+    form = op.python_form
+    if form is None:
+        form = op.python_form = _PythonForm(op.schema)
+    arguments, defaults = form.arguments, form.defaults
+    kwargs = {}
+    for i in form.keyword_only:
+        value = bound[i]
+        if value is not defaults[i] and not _is_default(arguments[i], value):
+            kwargs[arguments[i].name] = value
+    n = positional = form.positional
+    while positional:
+        value, default = bound[positional - 1], defaults[positional - 1]
+        if default is _NO_DEFAULT or (value is not default
+                                      and not _is_default(arguments[positional - 1], value)):
+            break
         positional -= 1
-    kwargs = {a.name: v for a, v in zip(arguments[positional:], bound[positional:])
-              if not _is_default(a, v)}
-    while positional and _is_default(arguments[positional - 1], bound[positional - 1]):
-        positional -= 1
-    return tuple(bound[:positional]), kwargs
+    if positional == n and not form.keyword_only:
+        return bound, kwargs
+    return bound[:positional], kwargs
 
 
 def _dispatch_subclass_args(op, bound: tuple) -> list:
@@ -181,40 +211,64 @@ def _dispatch_subclass_args(op, bound: tuple) -> list:
     return found
 
 
-def _subclass_types(op, bound: tuple) -> tuple:
-    """The `types` a handler receives: the classes of the arguments that define
-    __torch_dispatch__ (empty for plain tensors and Parameters)."""
-    return tuple(type(t) for t in _dispatch_subclass_args(op, bound))
-
-
 def _python_key_kernel(op, ks, *bound):
     """The Python key: hand the call to the top mode, with that mode off the stack; with no
     mode left, to the __torch_dispatch__ of the arguments' subclasses. Keys above Python are
-    excluded meanwhile (autograd has recorded the call already)."""
-    if not _stack.modes:
-        overloaded = _dispatch_subclass_args(op, bound)
-        if not overloaded:          # the key was included by hand: nothing to hand it to
-            return op.redispatch(ks, *bound)
-    args, kwargs = python_arguments(op.schema, bound)
+    excluded meanwhile (autograd has recorded the call already).
+
+    This is every call's path while a mode is on (a compiled function's capture), so the
+    stack's push and pop and the key sets are handled inline, not by `_pop_mode`."""
+    stack = _stack
+    modes = stack.modes
+    if not modes:
+        return _subclass_dispatch(op, ks, bound)
+    args, kwargs = python_arguments(op, bound)
+    func = op.overload or _ops.overload_of(op)
+    types = ()              # the classes of the arguments that define __torch_dispatch__
+    for i in op.tensor_positions:
+        t = bound[i]        # plain tensors, the common case, are told apart without a call
+        if t is None or t.__class__ is Tensor:
+            continue
+        if t.__class__ is list or t.__class__ is tuple or getattr(t, "_keyset", 0) & _PYTHON:
+            types = tuple(type(t) for t in _dispatch_subclass_args(op, bound))
+            break
+    rules = op.info.get("torch_dispatch_rules")
+    mode = modes.pop()                # off the stack while it handles the call
+    keys = local_keys
+    excluded = keys.excluded
+    if not modes:
+        keys.included &= ~_PYTHON
+    keys.excluded = excluded | _ABOVE_PYTHON
+    stack.handler_excluded.append(excluded)
+    stack.handling.append(mode)
+    try:
+        rule = rules and rules.get(type(mode))
+        if rule:
+            return rule(mode, func, types, args, kwargs)
+        return mode.__torch_dispatch__(func, types, args, kwargs)
+    finally:
+        stack.modes.append(mode)      # (the stack the handler leaves: it may have swapped it)
+        keys.included |= _PYTHON
+        stack.handling.pop()
+        stack.handler_excluded.pop()
+        keys.excluded = excluded
+
+
+def _subclass_dispatch(op, ks, bound):
+    """The Python key with no mode on the stack: the arguments' subclasses' handlers, in
+    PyTorch's order, until one does not return NotImplemented."""
+    overloaded = _dispatch_subclass_args(op, bound)
+    if not overloaded:          # the key was included by hand: nothing to hand it to
+        return op.redispatch(ks, *bound)
+    args, kwargs = python_arguments(op, bound)
     func = _ops.overload_of(op)
+    types = tuple(type(t) for t in overloaded)
+    rules = op.info.get("torch_dispatch_rules")
     excluded = local_keys.excluded
     local_keys.excluded = excluded | _ABOVE_PYTHON
     _stack.handler_excluded.append(excluded)
-    rules = op.info.get("torch_dispatch_rules")
+    _stack.handling.append(None)
     try:
-        if _stack.modes:
-            mode = _pop_mode()          # off the stack while it handles the call (inlined
-            try:                        # _pop_mode_temporarily: this is every call's path)
-                _stack.handling.append(mode)
-                rule = rules and rules.get(type(mode))
-                types = _subclass_types(op, bound)
-                if rule:
-                    return rule(mode, func, types, args, kwargs)
-                return mode.__torch_dispatch__(func, types, args, kwargs)
-            finally:
-                _push_mode(mode)
-        _stack.handling.append(None)
-        types = tuple(type(t) for t in overloaded)
         for t in overloaded:
             rule = rules and rules.get(type(t))
             if rule:
