@@ -173,26 +173,29 @@ _NO_DEFAULT = object()   # the default of an argument that has none: never a val
 
 def python_arguments(op, bound: tuple) -> tuple:
     """(args, kwargs) of a call as `__torch_dispatch__` receives them: positional arguments
-    up to the last one not at its default, keyword-only ones by name unless at default."""
+    up to the last one not at its default, keyword-only ones by name unless at default.
+    Arguments missing from the end of `bound` (a kernel may redispatch without them) are
+    at their defaults."""
     form = op.python_form
     if form is None:
         form = op.python_form = _PythonForm(op.schema)
     arguments, defaults = form.arguments, form.defaults
+    given = len(bound)
     kwargs = {}
     for i in form.keyword_only:
+        if i == given:
+            break
         value = bound[i]
         if value is not defaults[i] and not _is_default(arguments[i], value):
             kwargs[arguments[i].name] = value
-    n = positional = form.positional
+    positional = form.positional if form.positional < given else given
     while positional:
         value, default = bound[positional - 1], defaults[positional - 1]
         if default is _NO_DEFAULT or (value is not default
                                       and not _is_default(arguments[positional - 1], value)):
             break
         positional -= 1
-    if positional == n and not form.keyword_only:
-        return bound, kwargs
-    return bound[:positional], kwargs
+    return (bound if positional == given else bound[:positional]), kwargs
 
 
 def _dispatch_subclass_args(op, bound: tuple) -> list:
