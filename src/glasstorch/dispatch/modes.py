@@ -36,8 +36,8 @@ _ABOVE_PYTHON = ALL_MASK & ~((_PYTHON << 1) - 1)
 class _ModeStack(threading.local):
     def __init__(self):
         self.modes: list = []
-        self.handler_excluded: list = []   # the exclude set outside each running handler
-        self.handling: list = []   # the mode (None: a subclass) of each running handler
+        # each running handler's (mode (None: a subclass's handler), the exclude set outside)
+        self.handling: list = []
 
 
 _stack = _ModeStack()
@@ -107,7 +107,7 @@ def _get_current_dispatch_mode_stack() -> list:
 def _handling_modes() -> list:
     """The modes whose handlers are running in this thread, innermost last (None for a
     subclass's handler): a running handler's mode is off the stack."""
-    return list(_stack.handling)
+    return [mode for mode, _ in _stack.handling]
 
 
 def _len_torch_dispatch_stack() -> int:
@@ -242,8 +242,7 @@ def _python_key_kernel(op, ks, *bound):
     if not modes:
         keys.included &= ~_PYTHON
     keys.excluded = excluded | _ABOVE_PYTHON
-    stack.handler_excluded.append(excluded)
-    stack.handling.append(mode)
+    stack.handling.append((mode, excluded))
     try:
         rule = rules and rules.get(type(mode))
         if rule:
@@ -253,7 +252,6 @@ def _python_key_kernel(op, ks, *bound):
         stack.modes.append(mode)      # (the stack the handler leaves: it may have swapped it)
         keys.included |= _PYTHON
         stack.handling.pop()
-        stack.handler_excluded.pop()
         keys.excluded = excluded
 
 
@@ -269,8 +267,7 @@ def _subclass_dispatch(op, ks, bound):
     rules = op.info.get("torch_dispatch_rules")
     excluded = local_keys.excluded
     local_keys.excluded = excluded | _ABOVE_PYTHON
-    _stack.handler_excluded.append(excluded)
-    _stack.handling.append(None)
+    _stack.handling.append((None, excluded))
     try:
         for t in overloaded:
             rule = rules and rules.get(type(t))
@@ -282,7 +279,6 @@ def _subclass_dispatch(op, ks, bound):
                 return result
     finally:
         _stack.handling.pop()
-        _stack.handler_excluded.pop()
         local_keys.excluded = excluded
     handlers = "".join(f"\n  - tensor subclass {t}" for t in types)
     raise TypeError(f"Multiple dispatch failed for 'torch._ops.{func}'; all __torch_dispatch__ "
@@ -293,11 +289,11 @@ def _subclass_dispatch(op, ks, bound):
 def enable_reentrant_dispatch():
     """Inside a __torch_dispatch__ handler, let calls go through every key again (autograd
     included), as outside the handler (torch.overrides.enable_reentrant_dispatch)."""
-    if not _stack.handler_excluded:
+    if not _stack.handling:
         yield
         return
     inside = local_keys.excluded
-    local_keys.excluded = _stack.handler_excluded[-1]
+    local_keys.excluded = _stack.handling[-1][1]
     try:
         yield
     finally:
