@@ -55,7 +55,9 @@ class Operator:
         self.kernels: dict = {}          # key or alias name -> kernel
         self.tensor_positions = schema.tensor_positions
         self.nargs = len(schema.arguments)
-        # for `bind_arguments`' common case: positional arguments, the rest at their defaults
+        # each parameter's default (schema's _MISSING if none; an int for an int list as a
+        # tuple) and what `bind_arguments`' common case needs: positional arguments, the
+        # rest at their defaults
         self.int_lists = tuple(i for i, a in enumerate(schema.arguments) if a.type in _INT_LISTS)
         self.defaults = tuple((a.default,) if i in self.int_lists and a.default.__class__ is int
                               else a.default for i, a in enumerate(schema.arguments))

@@ -28,6 +28,7 @@ from .. import _ops
 from ..core.tensor import Tensor
 from . import dispatcher
 from .keys import ALL_MASK, DispatchKey, local_keys
+from .schema import _MISSING
 
 _PYTHON = 1 << DispatchKey.Python
 _ABOVE_PYTHON = ALL_MASK & ~((_PYTHON << 1) - 1)
@@ -151,48 +152,39 @@ def _is_default(argument, value) -> bool:
         return False
 
 
-class _PythonForm:
-    """What splitting an operator's bound arguments into (args, kwargs) needs, made once
-    per operator (kept on it as `op.python_form`). A value that *is* its parameter's
-    default, the common case, is recognised without a comparison."""
-
-    __slots__ = ("arguments", "defaults", "positional", "keyword_only")
-
-    def __init__(self, schema):
-        self.arguments = arguments = schema.arguments
-        self.defaults = tuple(a.default if a.has_default else _NO_DEFAULT for a in arguments)
-        positional = len(arguments)
-        while positional and arguments[positional - 1].kwarg_only:
-            positional -= 1
-        self.positional = positional
-        self.keyword_only = tuple(range(positional, len(arguments)))
-
-
-_NO_DEFAULT = object()   # the default of an argument that has none: never a value
+def _python_form(op) -> tuple:
+    """(the number of positional parameters, the keyword-only ones' positions) of `op`,
+    made on its first call under the Python key and kept as `op.python_form`."""
+    arguments = op.schema.arguments
+    positional = len(arguments)
+    while positional and arguments[positional - 1].kwarg_only:
+        positional -= 1
+    form = op.python_form = (positional, tuple(range(positional, len(arguments))))
+    return form
 
 
 def python_arguments(op, bound: tuple) -> tuple:
     """(args, kwargs) of a call as `__torch_dispatch__` receives them: positional arguments
     up to the last one not at its default, keyword-only ones by name unless at default.
     Arguments missing from the end of `bound` (a kernel may redispatch without them) are
-    at their defaults."""
-    form = op.python_form
-    if form is None:
-        form = op.python_form = _PythonForm(op.schema)
-    arguments, defaults = form.arguments, form.defaults
+    at their defaults. A value that *is* its parameter's default (`op.defaults`, which
+    binding fills in), the common case, is recognised without a comparison."""
+    positional, keyword_only = op.python_form or _python_form(op)
+    arguments, defaults = op.schema.arguments, op.defaults
     given = len(bound)
     kwargs = {}
-    for i in form.keyword_only:
+    for i in keyword_only:
         if i == given:
             break
         value = bound[i]
         if value is not defaults[i] and not _is_default(arguments[i], value):
             kwargs[arguments[i].name] = value
-    positional = form.positional if form.positional < given else given
+    if positional > given:
+        positional = given
     while positional:
         value, default = bound[positional - 1], defaults[positional - 1]
-        if default is _NO_DEFAULT or (value is not default
-                                      and not _is_default(arguments[positional - 1], value)):
+        if default is _MISSING or (value is not default
+                                   and not _is_default(arguments[positional - 1], value)):
             break
         positional -= 1
     return (bound if positional == given else bound[:positional]), kwargs
