@@ -301,6 +301,20 @@ def test_operator_call_binds_keywords_and_fills_defaults():
     assert got == [(2, 1.0), (3, 1.0), (4, 0.5), (2, 1.0)]
 
 
+def test_operator_call_with_trailing_defaults_wraps_an_int_given_for_an_int_list():
+    op = fresh_op("(Tensor self, int[1] dim, bool keepdim=False, int[1] pad=0) -> Tensor")
+    got = []
+    op.register(DispatchKey.CPU, lambda *args: got.append(args[1:]))
+    x = gt.ones(1)
+    op(x, 1)
+    op(x, [0, 1], True)
+    assert got == [((1,), False, (0,)), ([0, 1], True, (0,))]
+    out = fresh_op("(Tensor self, int n=2, *, Tensor(a!) out) -> Tensor(a!)")
+    out.register(DispatchKey.CPU, lambda *args: None)
+    with pytest.raises(RuntimeError, match="missing value for argument 'out'"):
+        out(x, 3)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda op, x: op(x, 1, 2, 3), r"expected at most 3 argument\(s\) but received 4"),
     (lambda op, x: op(), "missing value for argument 'self'"),

@@ -66,6 +66,12 @@ PROGRAMS = {
         T.nn.functional.cross_entropy(x, T.tensor([0, 3, 1]))),
     "dropout": lambda T, x, w: (T.nn.functional.dropout(x, 0.5),
                                 T.nn.functional.alpha_dropout(x, 0.5, True)),
+    # arguments given at their defaults, a positional int for an int list, a kernel's
+    # redispatch of clone without its keyword-only default (conj's math-bits fallback)
+    "explicit_defaults": lambda T, x, w: (
+        T.add(x, x, alpha=1), x.sum(1, keepdim=False), T.ops.aten.sum.dim_IntList(x, 1),
+        T.ops.aten.add.Tensor(x, x), T.ops.aten.clone.default(x, memory_format=None),
+        T.nn.functional.leaky_relu(x, 0.01), (x * 1j).conj().add(1)),
     "scalar_overloads": lambda T, x, w: (
         T.ops.aten.add.Scalar(x, 1), T.ops.aten.sub.Scalar(x, 1, alpha=2),
         T.ops.aten.mul.Scalar(x, 3), T.ops.aten.div.Scalar(x, 4),

@@ -21,6 +21,8 @@ from .keys import (ALIAS_KEYS, AUTOCAST_MASK, BACKEND_KEYS, BACKEND_MASK, BACKEN
                    NUM_KEYS, TENSOR_KEYSETS, DispatchKey, local_keys)
 from .schema import Schema, parse_schema
 
+_INT_LISTS = ("int[]", "SymInt[]", "int[]?", "SymInt[]?")   # an int given stands for (int,)
+
 _BELOW = tuple((1 << k) - 1 for k in range(NUM_KEYS))
 _LAST_BACKEND = int(max(BACKEND_KEYS))   # keys up to this one run unboxed kernels
 FALLTHROUGH = object()   # registered for a key to mean "skip this key"
@@ -44,7 +46,8 @@ class Operator:
 
     __slots__ = ("schema", "name", "table", "mask", "kernels", "tensor_positions", "tags",
                  "__weakref__", "info", "sources", "nargs", "overload", "plain_cpu",
-                 "plain_cpu_grad")
+                 "plain_cpu_grad", "python_form",
+                 "defaults", "min_args", "int_lists")
 
     def __init__(self, schema: Schema, tags=()):
         self.schema = schema
@@ -52,12 +55,21 @@ class Operator:
         self.kernels: dict = {}          # key or alias name -> kernel
         self.tensor_positions = schema.tensor_positions
         self.nargs = len(schema.arguments)
+        # each parameter's default (schema's _MISSING if none; an int for an int list as a
+        # tuple) and what `bind_arguments`' common case needs: positional arguments, the
+        # rest at their defaults
+        self.int_lists = tuple(i for i, a in enumerate(schema.arguments) if a.type in _INT_LISTS)
+        self.defaults = tuple((a.default,) if i in self.int_lists and a.default.__class__ is int
+                              else a.default for i, a in enumerate(schema.arguments))
+        self.min_args = 1 + max((i for i, a in enumerate(schema.arguments) if not a.has_default),
+                                default=-1)
         self.tags = tuple(tags)
         self.info: dict = {}             # declaration data (meta function, derivative, ...)
         self.table = [None] * NUM_KEYS
         self.sources = [None] * NUM_KEYS   # where each slot came from, for dump()
         self.mask = 0
         self.overload = None             # its glasstorch._ops.OpOverload, made on demand
+        self.python_form = None          # how the Python key splits its arguments (modes.py)
         self._recompute()
 
     # ---- registration ----------------------------------------------------------------
@@ -217,6 +229,13 @@ def bind_arguments(op: Operator, args: tuple, kwargs: dict) -> tuple:
     """The schema's arguments in order, from positional and keyword arguments, defaults
     filled in: the form every kernel receives. As in PyTorch, positional arguments may also
     fill keyword-only parameters. Errors name the op and its schema."""
+    if not kwargs and op.min_args <= len(args) < op.nargs and args.__class__ is tuple:
+        bound = args + op.defaults[len(args):]     # a mode's handler calling its `func`
+        for i in op.int_lists:
+            if bound[i].__class__ is int:
+                break
+        else:
+            return bound
     params = op.schema.arguments
     if len(args) > len(params):
         raise RuntimeError(f"{op.name}() expected at most {len(params)} argument(s) but "
@@ -236,7 +255,7 @@ def bind_arguments(op: Operator, args: tuple, kwargs: dict) -> tuple:
                                f"Declaration: {op.schema}")
         bound.append(value)
     for i, a in enumerate(params):
-        if a.type in ("int[]", "SymInt[]", "int[]?", "SymInt[]?") and bound[i].__class__ is int:
+        if a.type in _INT_LISTS and bound[i].__class__ is int:
             bound[i] = (bound[i],)
     unknown = [k for k in kwargs if not any(a.name == k for a in params)]
     if unknown:

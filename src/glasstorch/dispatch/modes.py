@@ -28,6 +28,7 @@ from .. import _ops
 from ..core.tensor import Tensor
 from . import dispatcher
 from .keys import ALL_MASK, DispatchKey, local_keys
+from .schema import _MISSING
 
 _PYTHON = 1 << DispatchKey.Python
 _ABOVE_PYTHON = ALL_MASK & ~((_PYTHON << 1) - 1)
@@ -36,8 +37,8 @@ _ABOVE_PYTHON = ALL_MASK & ~((_PYTHON << 1) - 1)
 class _ModeStack(threading.local):
     def __init__(self):
         self.modes: list = []
-        self.handler_excluded: list = []   # the exclude set outside each running handler
-        self.handling: list = []   # the mode (None: a subclass) of each running handler
+        # each running handler's (mode (None: a subclass's handler), the exclude set outside)
+        self.handling: list = []
 
 
 _stack = _ModeStack()
@@ -107,7 +108,7 @@ def _get_current_dispatch_mode_stack() -> list:
 def _handling_modes() -> list:
     """The modes whose handlers are running in this thread, innermost last (None for a
     subclass's handler): a running handler's mode is off the stack."""
-    return list(_stack.handling)
+    return [mode for mode, _ in _stack.handling]
 
 
 def _len_torch_dispatch_stack() -> int:
@@ -151,18 +152,42 @@ def _is_default(argument, value) -> bool:
         return False
 
 
-def python_arguments(schema, bound: tuple) -> tuple:
-    """(args, kwargs) of a call as `__torch_dispatch__` receives them: positional arguments
-    up to the last one not at its default, keyword-only ones by name unless at default."""
-    arguments = schema.arguments
+def _python_form(op) -> tuple:
+    """(the number of positional parameters, the keyword-only ones' positions) of `op`,
+    made on its first call under the Python key and kept as `op.python_form`."""
+    arguments = op.schema.arguments
     positional = len(arguments)
     while positional and arguments[positional - 1].kwarg_only:
         positional -= 1
-    kwargs = {a.name: v for a, v in zip(arguments[positional:], bound[positional:])
-              if not _is_default(a, v)}
-    while positional and _is_default(arguments[positional - 1], bound[positional - 1]):
+    form = op.python_form = (positional, tuple(range(positional, len(arguments))))
+    return form
+
+
+def python_arguments(op, bound: tuple) -> tuple:
+    """(args, kwargs) of a call as `__torch_dispatch__` receives them: positional arguments
+    up to the last one not at its default, keyword-only ones by name unless at default.
+    Arguments missing from the end of `bound` (a kernel may redispatch without them) are
+    at their defaults. A value that *is* its parameter's default (`op.defaults`, which
+    binding fills in), the common case, is recognised without a comparison."""
+    positional, keyword_only = op.python_form or _python_form(op)
+    arguments, defaults = op.schema.arguments, op.defaults
+    given = len(bound)
+    kwargs = {}
+    for i in keyword_only:
+        if i == given:
+            break
+        value = bound[i]
+        if value is not defaults[i] and not _is_default(arguments[i], value):
+            kwargs[arguments[i].name] = value
+    if positional > given:
+        positional = given
+    while positional:
+        value, default = bound[positional - 1], defaults[positional - 1]
+        if default is _MISSING or (value is not default
+                                   and not _is_default(arguments[positional - 1], value)):
+            break
         positional -= 1
-    return tuple(bound[:positional]), kwargs
+    return (bound if positional == given else bound[:positional]), kwargs
 
 
 def _dispatch_subclass_args(op, bound: tuple) -> list:
@@ -181,40 +206,61 @@ def _dispatch_subclass_args(op, bound: tuple) -> list:
     return found
 
 
-def _subclass_types(op, bound: tuple) -> tuple:
-    """The `types` a handler receives: the classes of the arguments that define
-    __torch_dispatch__ (empty for plain tensors and Parameters)."""
-    return tuple(type(t) for t in _dispatch_subclass_args(op, bound))
-
-
 def _python_key_kernel(op, ks, *bound):
     """The Python key: hand the call to the top mode, with that mode off the stack; with no
     mode left, to the __torch_dispatch__ of the arguments' subclasses. Keys above Python are
-    excluded meanwhile (autograd has recorded the call already)."""
-    if not _stack.modes:
-        overloaded = _dispatch_subclass_args(op, bound)
-        if not overloaded:          # the key was included by hand: nothing to hand it to
-            return op.redispatch(ks, *bound)
-    args, kwargs = python_arguments(op.schema, bound)
+    excluded meanwhile (autograd has recorded the call already).
+
+    This is every call's path while a mode is on (a compiled function's capture), so the
+    stack's push and pop and the key sets are handled inline, not by `_pop_mode`."""
+    stack = _stack
+    modes = stack.modes
+    if not modes:
+        return _subclass_dispatch(op, ks, bound)
+    args, kwargs = python_arguments(op, bound)
+    func = op.overload or _ops.overload_of(op)
+    types = ()              # the classes of the arguments that define __torch_dispatch__
+    for i in op.tensor_positions:
+        t = bound[i]        # plain tensors, the common case, are told apart without a call
+        if t is None or t.__class__ is Tensor:
+            continue
+        if t.__class__ is list or t.__class__ is tuple or getattr(t, "_keyset", 0) & _PYTHON:
+            types = tuple(type(t) for t in _dispatch_subclass_args(op, bound))
+            break
+    rules = op.info.get("torch_dispatch_rules")
+    mode = modes.pop()                # off the stack while it handles the call
+    keys = local_keys
+    excluded = keys.excluded
+    if not modes:
+        keys.included &= ~_PYTHON
+    keys.excluded = excluded | _ABOVE_PYTHON
+    stack.handling.append((mode, excluded))
+    try:
+        rule = rules and rules.get(type(mode))
+        if rule:
+            return rule(mode, func, types, args, kwargs)
+        return mode.__torch_dispatch__(func, types, args, kwargs)
+    finally:
+        stack.modes.append(mode)      # (the stack the handler leaves: it may have swapped it)
+        keys.included |= _PYTHON
+        stack.handling.pop()
+        keys.excluded = excluded
+
+
+def _subclass_dispatch(op, ks, bound):
+    """The Python key with no mode on the stack: the arguments' subclasses' handlers, in
+    PyTorch's order, until one does not return NotImplemented."""
+    overloaded = _dispatch_subclass_args(op, bound)
+    if not overloaded:          # the key was included by hand: nothing to hand it to
+        return op.redispatch(ks, *bound)
+    args, kwargs = python_arguments(op, bound)
     func = _ops.overload_of(op)
+    types = tuple(type(t) for t in overloaded)
+    rules = op.info.get("torch_dispatch_rules")
     excluded = local_keys.excluded
     local_keys.excluded = excluded | _ABOVE_PYTHON
-    _stack.handler_excluded.append(excluded)
-    rules = op.info.get("torch_dispatch_rules")
+    _stack.handling.append((None, excluded))
     try:
-        if _stack.modes:
-            mode = _pop_mode()          # off the stack while it handles the call (inlined
-            try:                        # _pop_mode_temporarily: this is every call's path)
-                _stack.handling.append(mode)
-                rule = rules and rules.get(type(mode))
-                types = _subclass_types(op, bound)
-                if rule:
-                    return rule(mode, func, types, args, kwargs)
-                return mode.__torch_dispatch__(func, types, args, kwargs)
-            finally:
-                _push_mode(mode)
-        _stack.handling.append(None)
-        types = tuple(type(t) for t in overloaded)
         for t in overloaded:
             rule = rules and rules.get(type(t))
             if rule:
@@ -225,7 +271,6 @@ def _python_key_kernel(op, ks, *bound):
                 return result
     finally:
         _stack.handling.pop()
-        _stack.handler_excluded.pop()
         local_keys.excluded = excluded
     handlers = "".join(f"\n  - tensor subclass {t}" for t in types)
     raise TypeError(f"Multiple dispatch failed for 'torch._ops.{func}'; all __torch_dispatch__ "
@@ -236,11 +281,11 @@ def _python_key_kernel(op, ks, *bound):
 def enable_reentrant_dispatch():
     """Inside a __torch_dispatch__ handler, let calls go through every key again (autograd
     included), as outside the handler (torch.overrides.enable_reentrant_dispatch)."""
-    if not _stack.handler_excluded:
+    if not _stack.handling:
         yield
         return
     inside = local_keys.excluded
-    local_keys.excluded = _stack.handler_excluded[-1]
+    local_keys.excluded = _stack.handling[-1][1]
     try:
         yield
     finally:
