@@ -322,3 +322,18 @@ def test_index_put_does_not_save_the_values(index):
         v.masked_fill_(T.tensor(True), -0.03)
         return _backward(T, x, y)
     _same(f)
+
+
+@pytest.mark.parametrize("y,x,g", [(0.0, 0.0, 1.0), (0.0, 0.0, float("inf")),
+                                   (0.0, 1e-200, 1.0), (0.0, -0.0, 1.0), (1.0, 0.0, 1.0),
+                                   (0.3, -0.7, 2.5)])
+def test_atan2_gradient_at_and_near_the_origin_as_pytorchs(y, x, g):
+    # x^2 + y^2 == 0 (at the origin, or underflowed) gives a 0 gradient, not NaN
+    T = oracle_torch()
+    grads = []
+    for L in (gt, T):
+        a = L.tensor([y], dtype=L.float64, requires_grad=True)
+        b = L.tensor([x], dtype=L.float64, requires_grad=True)
+        L.atan2(a, b).backward(L.tensor([g], dtype=L.float64))
+        grads.append((repr(a.grad.item()), repr(b.grad.item())))
+    assert grads[0] == grads[1]

@@ -258,8 +258,11 @@ def _fmin(grad, self, other):
 
 @derivative(elementwise.atan2, "Atan2Backward0")
 def _atan2(grad, self, other):
+    """As PyTorch's: times the reciprocal of x^2 + y^2, taken as 0 where that is 0 (at the
+    origin, or where it underflows), so the gradient there is 0 rather than NaN."""
     denom = self * self + other * other
-    return grad * other / denom, _tensor_or(-grad * self / denom, other)
+    recip = where(denom == 0, 0.0, denom.reciprocal())
+    return grad * other * recip, _tensor_or(grad * -self * recip, other)
 
 
 @derivative(elementwise.hypot, "HypotBackward0", needs={"self": (0,), "other": (1,)})
