@@ -255,3 +255,16 @@ def test_setitem_copies_as_pytorch_copy_to():
         return x
     ours, theirs = _both(f)
     _same_tensor(ours, theirs)
+
+
+@pytest.mark.parametrize("exponent", [3, -2, 3.0, 2, 5])
+def test_bfloat16_integer_powers_round_as_pytorchs_over_every_value(exponent):
+    # PyTorch squares in bfloat16 (rounded) before the cube's or the -2nd power's last step
+    T = oracle_torch()
+    bits = np.arange(-2 ** 15, 2 ** 15, dtype=np.int32).astype(np.int16)
+    expected = T.from_numpy(bits.copy()).view(T.bfloat16) ** exponent
+    for result in (gt.from_numpy(bits.copy()).view(gt.bfloat16) ** exponent,
+                   gt.from_numpy(bits.copy()).view(gt.bfloat16).pow_(exponent)):
+        same = (result.view(gt.int16).numpy() == expected.view(T.int16).numpy()) | (
+            result.isnan().numpy() & expected.isnan().numpy())
+        assert same.all()

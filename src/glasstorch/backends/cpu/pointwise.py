@@ -345,7 +345,14 @@ def pow(out, self, exponent):
         return
     d = common_dtype(self, exponent)
     check_dtype("pow", d, ALL - {dt.bool})
-    if d.category == dt.INT:
+    if d is dt.bfloat16 and isinstance(self, Tensor) and not isinstance(exponent, Tensor) \
+            and exponent in (3, -2):
+        # PyTorch computes these as x * x * x and 1 / (x * x) in bfloat16 arithmetic: the
+        # square is rounded to bfloat16 before the second step
+        x = self._array().astype(np.float32)
+        square = (x * x).astype(d.np).astype(np.float32)
+        assign(out, square * x if exponent == 3 else np.reciprocal(square))
+    elif d.category == dt.INT:
         assign(out, _int_power(*computed((self, exponent), d)))
     else:
         np.power(*operands((self, exponent), d), out=out._array(), dtype=opmath(d),
