@@ -262,7 +262,8 @@ def _atan2(grad, self, other):
     origin, or where it underflows), so the gradient there is 0 rather than NaN."""
     denom = self * self + other * other
     recip = where(denom == 0, 0.0, denom.reciprocal())
-    return grad * other * recip, _tensor_or(grad * -self * recip, other)
+    # -grad, not -self: an integer self would negate in its own dtype (PyTorch's bug, docs/04)
+    return grad * other * recip, _tensor_or(-grad * self * recip, other)
 
 
 @derivative(elementwise.hypot, "HypotBackward0", needs={"self": (0,), "other": (1,)})
