@@ -335,8 +335,14 @@ def _touches_complex(op, primals, result) -> bool:
     """Whether a complex tensor is among the inputs or the result: an element-wise op's
     backward formula is then its Jacobian's conjugate (or, non-holomorphic as abs or angle,
     not a complex multiple at all), so its tangent comes from the transposed vjp."""
-    return result.is_complex() or any(
-        isinstance(x, Tensor) and x.is_complex() for x, _ in _flat_inputs(op, primals, primals))
+    if result.is_complex():
+        return True
+    for i in op.tensor_positions:
+        a = primals[i]
+        if any(isinstance(x, Tensor) and x.is_complex()
+               for x in (a if isinstance(a, (list, tuple)) else (a,))):
+            return True
+    return False
 
 
 def transposed_vjp(op, d, primals, tangents, result):

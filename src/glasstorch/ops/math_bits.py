@@ -17,6 +17,7 @@ from ..core.tensor import Tensor
 from ..dispatch.dispatcher import FALLTHROUGH, find, register_fallback
 from ..dispatch.keys import BACKEND_MASK, CONJ_BIT, MATH_BITS, NEG_BIT, DispatchKey
 
+
 def plain(t: Tensor) -> Tensor:
     """A bit-free alias of t's storage: the values as stored."""
     out = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc)
@@ -63,8 +64,10 @@ def copy_fresh_with_bits(out: Tensor, src: Tensor, non_blocking=False) -> Tensor
         values, into = src._array(), out._array()
         if bits == CONJ_BIT:
             np.conjugate(values, out=into)
-        else:
-            np.negative(values if bits == NEG_BIT else np.conjugate(values), out=into)
+        elif bits == NEG_BIT:
+            np.negative(values, out=into)
+        else:                                    # both bits
+            np.negative(np.conjugate(values), out=into)
         return out
     return copy_with_bits(find("aten::copy_"), out._keyset & BACKEND_MASK, out, src,
                           non_blocking)
