@@ -21,6 +21,27 @@ def test_without_init_the_errors_are_pytorchs():
     assert not dist.is_initialized() and dist.is_available()
 
 
+def test_no_backend_named_means_the_accelerators_backend():
+    """PyTorch's default: the group's backend reads "undefined" and its config names the
+    accelerator's backend (gloo for the CPU on a machine without a GPU)."""
+    dist.init_process_group()
+    try:
+        assert dist.get_backend() == "undefined"
+        expected = "cuda:nccl" if torch.accelerator.is_available() else "cpu:gloo"
+        assert dist.get_backend_config() == expected
+        if not torch.accelerator.is_available():
+            t = torch.arange(3.0)
+            dist.all_reduce(t)
+            assert t.tolist() == [0.0, 1.0, 2.0]
+    finally:
+        dist.destroy_process_group()
+    dist.init_process_group("cpu:gloo,cuda:nccl")
+    try:
+        assert dist.get_backend_config() == "cpu:gloo,cuda:nccl"
+    finally:
+        dist.destroy_process_group()
+
+
 def test_a_world_of_one_process_needs_no_launcher():
     dist.init_process_group("gloo")
     try:

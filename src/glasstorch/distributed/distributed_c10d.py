@@ -25,7 +25,7 @@ __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "Dist
            "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
            "all_to_all_single", "barrier", "broadcast", "broadcast_object_list",
            "destroy_process_group", "gather", "gather_object", "get_backend",
-           "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",
+           "get_backend_config", "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",
            "get_world_size", "group", "init_process_group", "irecv", "is_available",
            "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
            "is_torchelastic_launched", "isend", "monitored_barrier", "new_group", "recv",
@@ -98,7 +98,12 @@ class GroupMember:
 
 def _device_backends(backend: str) -> dict:
     """Which engine serves each device type: "nccl" serves CUDA only, "gloo" and "mpi" both
-    (CUDA tensors through host copies), "cpu:gloo,cuda:nccl" as written."""
+    (CUDA tensors through host copies), "cpu:gloo,cuda:nccl" as written, and "undefined" (no
+    backend named) the machine's accelerator's backend, as PyTorch's BackendConfig: NCCL for
+    CUDA where there is a GPU, otherwise gloo for the CPU."""
+    if backend == Backend.UNDEFINED:
+        from glasstorch import accelerator
+        return {"cuda": "nccl"} if accelerator.is_available() else {"cpu": "gloo"}
     if ":" in backend:
         return dict(part.split(":") for part in backend.split(","))
     return {"cuda": "nccl"} if backend == "nccl" else {"cpu": backend, "cuda": backend}
@@ -250,7 +255,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size:
     contract) or `mpirun`, whose MPI world is the process group."""
     if _world.default_pg is not None:
         raise ValueError("trying to initialize the default process group twice!")
-    backend = Backend(backend or "gloo")
+    backend = Backend(backend or Backend.UNDEFINED)
     # Only a backend that is NCCL for every device needs it: "cpu:gloo,cuda:nccl" (PyTorch's
     # default with GPUs) still serves CPU tensors on a machine without CuPy's NCCL.
     if set(_device_backends(backend).values()) == {"nccl"} and not is_nccl_available():
@@ -350,6 +355,15 @@ def get_backend(group=None) -> str:
     if pg is None:
         raise ValueError("Invalid process group specified")
     return pg._backend
+
+
+def get_backend_config(group=None) -> str:
+    """Which backend serves each device type in `group`, as "device:backend" pairs joined by
+    commas (what a group made without naming its backend resolved to)."""
+    pg = _group(group)
+    if pg is None:
+        raise ValueError("Invalid process group specified")
+    return ",".join(f"{device}:{name}" for device, name in pg._device_backends.items())
 
 
 def get_process_group_ranks(group) -> list:
