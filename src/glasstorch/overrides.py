@@ -412,16 +412,20 @@ def _any_overrides(args) -> bool:
 
 
 def overridable(fn=None, *, name=None, qualname=None, builtin=False, plain_types=None,
-                kwargs_dict=None):
+                kwargs_dict=None, operator=False):
     """Decorator: a function written in Python honours __torch_function__ as PyTorch's do.
     The handler receives the decorated function; `builtin` says how to split its arguments
     (see `protocol`): False for functions PyTorch writes in Python (nn.functional), True for
     those that are built-ins in PyTorch; `plain_types` and `kwargs_dict` as in `protocol`.
+    `operator`: a Python operator, whose TypeError (its own or a handler's) becomes
+    NotImplemented, so that Python tries the reflected operation and then raises its usual
+    TypeError, as PyTorch's operators written in Python do.
     On plain tensors the cost is one frame and a set lookup per argument (and per element
     of a list or tuple argument)."""
     if fn is None:
         return functools.partial(overridable, name=name, qualname=qualname, builtin=builtin,
-                                 plain_types=plain_types, kwargs_dict=kwargs_dict)
+                                 plain_types=plain_types, kwargs_dict=kwargs_dict,
+                                 operator=operator)
     P = inspect.Parameter
     env = {"_fn": fn, "_anywhere": anywhere, "_PLAIN": _PLAIN, "_NOT_HANDLED": NOT_HANDLED,
            "_protocol": protocol, "_BUILTIN": builtin, "_PLAIN_TYPES": plain_types,
@@ -466,6 +470,11 @@ def overridable(fn=None, *, name=None, qualname=None, builtin=False, plain_types
         plain_call = [c for c, (_, kind, _) in zip(call, spec) if kind != "k"]
         lines.append(f"    if {' and '.join(at_defaults)}: return _fn({', '.join(plain_call)})")
     lines.append(f"    return _fn({', '.join(call)})")
+    if operator:
+        env["_ForeignTensorError"] = ForeignTensorError
+        lines = [lines[0], "  try:", *(" " + line for line in lines[1:]),
+                 "  except _ForeignTensorError:", "    raise",
+                 "  except TypeError:", "    return NotImplemented"]
     source = "\n".join(lines)
     exec(compile(source, f"<glasstorch.overrides {fn.__qualname__}>", "exec"), env)
     wrapper = functools.update_wrapper(env["_wrapper"], fn)

@@ -404,3 +404,18 @@ def test_matmul_with_a_non_tensor_is_pythons_type_error(T):
         with pytest.raises(TypeError, match=rf"unsupported operand type\(s\) for @: '{name}' "
                                             "and 'int'"):
             left @ 2
+
+
+@pytest.mark.parametrize("expr", ["2 @ x", "'a' - x", "'a' ** x", "x // 'a'", "'a' // x"])
+def test_operators_pytorch_writes_in_python_turn_type_errors_into_not_implemented(expr):
+    """Under a mode, `2 @ x` reaches the mode as __rmatmul__, whose TypeError (the mode's
+    call of the operator gives NotImplemented) ends as Python's own operand error, as in
+    PyTorch, not as a dispatch failure naming the mode."""
+    messages = {}
+    for T in (gt, oracle_torch()):
+        x, _ = inputs(T)
+        with logging_mode(T, []), pytest.raises(TypeError) as caught:
+            eval(expr, {"x": x})
+        messages[T] = str(caught.value)
+    assert messages[gt] == messages[oracle_torch()]
+    assert "unsupported operand" in messages[gt]

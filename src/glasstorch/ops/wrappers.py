@@ -291,7 +291,7 @@ _OPERATOR_NAMES = {"__pos__": "positive", "__rtruediv__": "__rdiv__"}
 
 
 # Tensor methods PyTorch writes in Python: their handlers count a plain self among the types
-# and get keywords as a dict.
+# and get keywords as a dict; a TypeError, theirs or a handler's, becomes NotImplemented.
 _PYTHON_TENSOR_METHODS = {"__floordiv__", "__rsub__", "__rpow__", "__rmod__", "__rfloordiv__",
                           "__rlshift__", "__rrshift__", "__rdiv__", "__rmatmul__"}
 
@@ -309,6 +309,6 @@ def public(fn, name: str, method: bool):
         return overrides.overridable(fn, name=name, builtin=True,
                                      qualname=f"Tensor.{name}" if method else name,
                                      plain_types=python_method or unary,
-                                     kwargs_dict=python_method)
+                                     kwargs_dict=python_method, operator=python_method)
     except ValueError:          # no signature to copy (a builtin): not ours to wrap
         return fn
