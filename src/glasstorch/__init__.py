@@ -96,6 +96,8 @@ cuda.__dict__.update(_tensor_classes.cuda_names())     # torch.cuda.FloatTensor,
 
 from .ops import dtype_support as _dtype_support  # noqa: E402
 _dtype_support.install()    # the partial dtypes refused as PyTorch's kernels refuse them
+from .autograd import complex_support as _complex_support  # noqa: E402
+_complex_support.register()  # autograd's refusals of complex outputs, as PyTorch's
 _gpu_kernels.register()
 
 cfloat, cdouble = complex64, complex128

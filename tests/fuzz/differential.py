@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -163,10 +164,26 @@ def difference(ours: dict, theirs: dict, loose: str | None = None) -> str | None
 
 
 def _least_precise(program: Program) -> str | None:
+    """The least precise float dtype a program names (see `_computed_at` for the rest)."""
     text = "\n".join(step.src for step in program.steps)
     if "float16" in text:                                   # bfloat16 too
         return "float16"
     return "float32" if "float32" in text or "complex64" in text else None
+
+
+_PRECISION = {"float16": "float16", "bfloat16": "float16", "complex32": "float16",
+              "float32": "float32", "complex64": "float32"}
+
+
+def _computed_at(loose: str | None, values) -> str | None:
+    """`loose` made as coarse as the least precise of `values` (a step's results): a value
+    computed in a dtype the program never names (sigmoid of an int16 is float32) keeps that
+    precision when a later step writes it into a float64 out=, whose dtype raises nothing."""
+    for v in values:
+        level = _PRECISION.get(str(v.dtype).replace("torch.", "")) if _is_tensor(v) else None
+        if level == "float16" or (level == "float32" and loose is None):
+            loose = level
+    return loose
 
 
 def _storage_ptr(t):
@@ -275,7 +292,8 @@ def run_pair(program: Program, first_only: bool = True) -> list:
                 theirs.ns.pop(f"v{w}", None)
             _forget_failed_writes(step, ours.ns, theirs.ns, loose)
             continue
-        ties = _index_outputs(step, theirs.ns)
+        loose = _computed_at(loose, [theirs.ns.get(f"v{w}") for w in step.writes])
+        ties = _index_outputs(step, theirs.ns) or _unspecified_or_vectorised(step, theirs.ns)
         if any(f"v{r}" in tied for r in step.reads):   # computed from tied indices
             ties = step.writes
             tied.update(_sharing_storage(theirs.ns, [theirs.ns.get(f"v{w}") for w in ties]))
@@ -351,6 +369,35 @@ def _index_outputs(step: Step, ns: dict) -> tuple:
         # -0.0 and 0.0 tie, yet copysign or 1/x tell them apart: the chosen value too
         return step.writes
     return step.writes[-1:]
+
+
+def _unspecified_or_vectorised(step: Step, ns: dict) -> tuple:
+    """Outputs not compared, as their answer is IEEE's choice or PyTorch's vector path's
+    (docs/04-operators.md, "Where PyTorch is wrong"):
+    - copysign reading a NaN (as its sign operand: which operand is which is not worked out
+      from the line). IEEE 754 leaves the sign of a NaN an operation makes unspecified
+      (PyTorch's sqrt(-1) is +nan, NumPy's -nan), and PyTorch's vectorised bfloat16-to-float
+      conversion sets it on NaNs its scalar path leaves positive;
+    - a float16/bfloat16 remainder whose dividend is over 2**12 times a divisor: PyTorch's
+      vector path computes a - b * floor(a / b) in float32 (its scalar path and glasstorch
+      the exact remainder), which loses the remainder there and is NaN where a / b
+      overflows (a subnormal divisor)."""
+    reads = [ns.get(f"v{r}") for r in step.reads]
+    values = [_numpy(x) for x in reads if _is_tensor(x) and not x.dtype.is_complex]
+    if step.op.startswith("copysign"):
+        return step.writes if any(np.isnan(v).any() for v in values) else ()
+    if step.op in ("remainder", "remainder_", "op%") and values and any(
+            str(ns.get(f"v{w}").dtype).endswith("float16") for w in step.writes
+            if _is_tensor(ns.get(f"v{w}"))):
+        numbers = np.abs(np.concatenate([v.reshape(-1) for v in values] + [np.array(
+            [float(t) for t in _NUMBER.findall(step.src)])]).astype(np.float64))
+        finite = numbers[np.isfinite(numbers) & (numbers > 0)]
+        if finite.size and finite.max() > 2.0 ** 12 * finite.min():
+            return step.writes
+    return ()
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+\.?\d*(?:e-?\d+)?")
 
 
 def _sharing_storage(ns: dict, tensors) -> set:

@@ -22,6 +22,7 @@ kwargs)`, or `rule(subclass, ...)`.
 from __future__ import annotations
 
 import contextlib
+import numbers
 import threading
 
 from .. import _ops
@@ -138,7 +139,18 @@ def _disable_current_modes():
         _sync_python_key()
 
 
+def _number_kind(value) -> type | None:
+    """bool, int, float or complex: the Python type a Scalar keeps on PyTorch's stack."""
+    for kind in (bool, numbers.Integral, numbers.Real, numbers.Complex):
+        if isinstance(value, kind):
+            return kind
+    return None
+
+
 def _is_default(argument, value) -> bool:
+    """Whether `value` equals its parameter's default, as PyTorch's comparison of stack
+    values decides: a Scalar keeps its Python type, so `alpha=1.0` is not the default
+    `alpha=1` (nor `True`), while an `int` or `float` parameter has converted it already."""
     if not argument.has_default or hasattr(value, "_keyset"):
         return False
     default = argument.default
@@ -146,6 +158,8 @@ def _is_default(argument, value) -> bool:
         return default is value
     if isinstance(default, (list, tuple)):
         return isinstance(value, (list, tuple)) and tuple(value) == tuple(default)
+    if argument.type.startswith("Scalar") and _number_kind(value) is not _number_kind(default):
+        return False
     try:
         return bool(value == default)
     except (TypeError, ValueError):

@@ -355,8 +355,29 @@ def pow(out, self, exponent):
     elif d.category == dt.INT:
         assign(out, _int_power(*computed((self, exponent), d)))
     else:
-        np.power(*operands((self, exponent), d), out=out._array(), dtype=opmath(d),
-                 casting="unsafe")
+        base, power = operands((self, exponent), d)
+        np.power(base, power, out=out._array(), dtype=opmath(d), casting="unsafe")
+        if d in COMPLEX and (isinstance(exponent, Tensor)
+                             or exponent not in _COMPLEX_POW_SHORTCUTS):
+            _cpow_at_zero(out, base, power)
+
+
+# Scalar exponents PyTorch's complex kernel computes as x * x, x * x * x and sqrt(x): at a
+# zero base NumPy's power agrees with those (0j); other exponents give cpow's answer there.
+_COMPLEX_POW_SHORTCUTS = (2, 3, 0.5)
+
+
+def _cpow_at_zero(out: Tensor, base, exponent) -> None:
+    """PyTorch's complex pow is C's cpow, exp(exponent * log(base)). At a zero base that is
+    nan for a zero exponent, inf+nanj for a negative real part and -0j for a positive one,
+    where NumPy special-cases 1, nan and 0j; elsewhere the two agree to rounding."""
+    zero = np.equal(base, 0)
+    if not zero.any():
+        return
+    with np.errstate(all="ignore"):
+        cpow = np.exp(np.multiply(exponent, np.log(base)))
+    np.copyto(out._array(), cpow, casting="unsafe",
+              where=np.broadcast_to(zero, out._array().shape))
 
 
 def float_power(out, self, exponent):

@@ -145,7 +145,7 @@ def softsign(input: Tensor) -> Tensor:
     return input / (input.abs() + 1)
 
 
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+def softplus(input: Tensor, beta: float = 1, threshold: float = 20) -> Tensor:
     """log(1 + exp(beta * input)) / beta, linear where beta * input > threshold."""
     return _A.softplus.function(input, beta, threshold)
 

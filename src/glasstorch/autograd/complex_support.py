@@ -1,0 +1,92 @@
+"""Operators whose derivative PyTorch has not implemented for complex outputs.
+
+PyTorch's autograd lists the operators whose backward is right for complex tensors
+(GRADIENT_IMPLEMENTED_FOR_COMPLEX in its code generator); any other operator with a derivative
+raises once it has run, when an output it gives a grad_fn is complex:
+
+    RuntimeError: _softmax does not support automatic differentiation for outputs with
+    complex dtype.
+
+Most such operators have no complex kernel and fail before that (softmax's kernel refuses
+complex input), so the refusal shows where the kernel computes nothing (an empty tensor)
+or accepts complex (silu, nan_to_num, amax). The table below is those operators of
+glasstorch's, each named as PyTorch's message names it; tests/autograd/test_complex_refusals.py
+checks every entry, and operators left out of it, against PyTorch. Only the functional form
+refuses: PyTorch's in-place variants (silu_, nan_to_num_) record as usual.
+
+Each listed operator gets its own Autograd kernel, the shared one followed by the check (its
+in-place variants one that turns the check off while they run the functional op), so no
+other operator pays anything for it.
+"""
+from __future__ import annotations
+
+import threading
+
+from ..core.tensor import Tensor
+from ..dispatch.dispatcher import all_operators
+from ..dispatch.keys import DispatchKey
+from .recording import autograd_kernel
+
+# aten operator (every overload of it) -> the name PyTorch's message gives
+NOT_DIFFERENTIABLE_FOR_COMPLEX = {
+    "_softmax": "_softmax",
+    "_log_softmax": "_log_softmax",
+    "cummax": "cummax",
+    "cummin": "cummin",
+    "amax": "amax",
+    "amin": "amin",
+    "silu": "silu",
+    "nan_to_num": "nan_to_num",
+    "select_scatter": "select_scatter",
+    "slice_scatter": "slice_scatter",
+    "embedding": "embedding",
+    "scatter_reduce": "scatter_reduce",
+    "lift_fresh_copy": "lift_fresh_copy",
+    "_to_sparse": "_to_sparse",
+    "geqrf": "geqrf",
+}
+
+_AUTOGRAD_KEYS = (DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA, DispatchKey.AutogradMeta)
+
+# > 0 while an in-place variant records: glasstorch's runs the functional op, unchecked then
+_in_place = threading.local()
+
+
+def _refusing_complex(name: str):
+    message = f"{name} does not support automatic differentiation for outputs with complex dtype."
+
+    def kernel(op, ks, *args):
+        result = autograd_kernel(op, ks, *args)
+        if getattr(_in_place, "depth", 0):
+            return result
+        for out in result if isinstance(result, (tuple, list)) else (result,):
+            if isinstance(out, Tensor) and out._requires_grad and out.dtype.is_complex:
+                raise RuntimeError(message)
+        return result
+
+    return kernel
+
+
+def _recording_in_place(op, ks, *args):
+    _in_place.depth = getattr(_in_place, "depth", 0) + 1
+    try:
+        return autograd_kernel(op, ks, *args)
+    finally:
+        _in_place.depth -= 1
+
+
+def register() -> None:
+    """Give each functional overload of the listed operators the refusing Autograd kernel,
+    and their in-place variants one that runs them unchecked (called once every operator is
+    declared: glasstorch/__init__.py)."""
+    for op in all_operators():
+        schema = op.schema
+        name = NOT_DIFFERENTIABLE_FOR_COMPLEX.get(schema.name.removeprefix("aten::"))
+        if name is None or schema.namespace != "aten" or op.info.get("mutated"):
+            continue
+        decl = op.info.get("decl")
+        inplace = decl.inplace if decl is not None and decl.functional is op else None
+        for key in _AUTOGRAD_KEYS:
+            op.register(key, _refusing_complex(name))
+            if inplace is not None:
+                inplace.register(key, _recording_in_place)
