@@ -27,24 +27,11 @@ from ..dispatch.dispatcher import all_operators
 from ..dispatch.keys import DispatchKey
 from .recording import autograd_kernel
 
-# aten operator (every overload of it) -> the name PyTorch's message gives
-NOT_DIFFERENTIABLE_FOR_COMPLEX = {
-    "_softmax": "_softmax",
-    "_log_softmax": "_log_softmax",
-    "cummax": "cummax",
-    "cummin": "cummin",
-    "amax": "amax",
-    "amin": "amin",
-    "silu": "silu",
-    "nan_to_num": "nan_to_num",
-    "select_scatter": "select_scatter",
-    "slice_scatter": "slice_scatter",
-    "embedding": "embedding",
-    "scatter_reduce": "scatter_reduce",
-    "lift_fresh_copy": "lift_fresh_copy",
-    "_to_sparse": "_to_sparse",
-    "geqrf": "geqrf",
-}
+# aten operators (every overload of each), named as PyTorch's message names them
+NOT_DIFFERENTIABLE_FOR_COMPLEX = frozenset((
+    "_softmax", "_log_softmax", "cummax", "cummin", "amax", "amin", "silu", "nan_to_num",
+    "select_scatter", "slice_scatter", "embedding", "scatter_reduce", "lift_fresh_copy",
+    "_to_sparse", "geqrf"))
 
 _AUTOGRAD_KEYS = (DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA, DispatchKey.AutogradMeta)
 
@@ -81,8 +68,9 @@ def register() -> None:
     declared: glasstorch/__init__.py)."""
     for op in all_operators():
         schema = op.schema
-        name = NOT_DIFFERENTIABLE_FOR_COMPLEX.get(schema.name.removeprefix("aten::"))
-        if name is None or schema.namespace != "aten" or op.info.get("mutated"):
+        name = schema.name.removeprefix("aten::")
+        if name not in NOT_DIFFERENTIABLE_FOR_COMPLEX or schema.namespace != "aten" or \
+                op.info.get("mutated"):
             continue
         decl = op.info.get("decl")
         inplace = decl.inplace if decl is not None and decl.functional is op else None
