@@ -88,6 +88,20 @@ def test_a_bool_alpha_is_refused_as_pytorch_refuses_it():
             lib.add(lib.ones(2), lib.ones(2), alpha=True)
 
 
+@pytest.mark.parametrize("alpha", [True, 2, 1.5, 1j])
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float32", "complex64"])
+def test_alpha_is_checked_against_the_dtype_in_pytorchs_order(alpha, dtype):
+    """An int32 tensor with a complex alpha fails the integral check first, as PyTorch's."""
+    outcomes = []
+    for lib in (gt, torch):
+        t = lib.ones(2, dtype=getattr(lib, dtype))
+        try:
+            outcomes.append(lib.add(t, t, alpha=alpha).tolist())
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    assert outcomes[0] == outcomes[1]
+
+
 def test_outputs_are_fresh_aligned_and_writable():
     a = gt.ones(16)
     out = a + a

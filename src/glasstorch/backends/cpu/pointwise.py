@@ -199,7 +199,7 @@ def _check_alpha(d: dt.dtype, alpha) -> None:
     if isinstance(alpha, bool):
         if d is not dt.bool:
             raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    elif isinstance(alpha, float) and d.category < dt.FLOAT:
+    elif isinstance(alpha, (float, complex)) and d.category < dt.FLOAT:
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
                            "point number.")
     elif isinstance(alpha, complex) and d.category < dt.COMPLEX:
