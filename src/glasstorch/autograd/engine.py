@@ -211,6 +211,9 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
             buf = None
             if skip:
                 outs = ()
+            elif (node._casts_own_grads and not node._hooks and not _anomaly.enabled
+                  and not _recorder.collectors):
+                outs = node.apply(grads)    # the common case: a formula node without hooks
             elif _recorder.collectors:      # a profile records: name the node's work
                 with _recorder.span(_EVALUATE + node.name()), _recorder.span(node.name()):
                     outs = _run_node(node, grads)
@@ -297,8 +300,9 @@ def _grads_in(node, buf: dict) -> tuple:
 
 
 def _run_node(node, grads: tuple) -> tuple:
-    if node._casts_own_grads and not node._hooks and not _anomaly.enabled:
-        return node.apply(grads)        # the common case: a formula node without hooks
+    """A node's apply with what the loop's common case leaves out: anomaly mode's checks,
+    the cast of each gradient to its input's dtype (nodes that do not cast their own), and
+    the node's post hooks."""
     if _anomaly.enabled:
         try:
             outs = node.apply(grads)

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor
-from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _bump, _check_betas, _check_lr,
+from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _check_betas, _check_lr,
                         _check_nonneg, _closure_loss, _as_real, _fused, _plain_arrays,
                         _scalar_state, _to_scalar, _use_grad, _zeros_like)
 
@@ -67,17 +67,22 @@ class Adam(Optimizer):
             beta1, beta2 = (_to_scalar(b) for b in group["betas"])
             wd, eps = group["weight_decay"], group["eps"]
             plain = not group["differentiable"]
-            for p in self._params_with_grad(group):
-                state = self._state(group, p)
-                arrays = _plain_arrays(p, p.grad, state["exp_avg"], state["exp_avg_sq"],
+            fused = "aten::_fused_adamw_" if group["decoupled_weight_decay"] \
+                else "aten::_fused_adam_"
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                state = self.state.get(p) or self._state(group, p)
+                arrays = _plain_arrays(p, grad, state["exp_avg"], state["exp_avg_sq"],
                                        *(() if not group["amsgrad"] else
                                          (state["max_exp_avg_sq"],))) if plain else None
                 if arrays is not None and state["step"]._vc is not None:
-                    _fused("aten::_fused_adamw_" if group["decoupled_weight_decay"]
-                           else "aten::_fused_adam_", _adam_arrays, group, state, p, arrays, lr,
-                           beta1, beta2, wd, eps)
+                    _fused(fused, _adam_arrays, group, state, p, arrays, lr, beta1, beta2, wd,
+                           eps)
                     continue
-                grad = -p.grad if group["maximize"] else p.grad
+                if group["maximize"]:
+                    grad = -grad
                 state["step"] += 1
                 # inside torch.compile the counter's bytes are not computed yet: it stays
                 # data (PyTorch's capturable form), so each step replays the same graph
@@ -114,18 +119,21 @@ def _adam_arrays(group, state, p, arrays, lr, beta1, beta2, wd, eps) -> None:
     sqrt / bias correction + eps, addcdiv), each op as one out= pass (on a GPU, one fused
     kernel launch where _fused_adam can take the arrays)."""
     step_t = state["step"]
+    counter = None
     if step_t._storage.device.type != "meta":      # a fake or meta counter holds no value
-        step_t._array()[...] += 1
-    _bump(step_t)
-    _bump(p, 2 if wd != 0 and group["decoupled_weight_decay"] else 1)
-    _bump(state["exp_avg"])
-    _bump(state["exp_avg_sq"], 2)
+        counter = step_t._array()
+        counter[...] += 1
+    # the in-place writes the op-by-op update would count (_bump's, inline: per parameter)
+    step_t._vc.version += 1
+    p._vc.version += 2 if wd != 0 and group["decoupled_weight_decay"] else 1
+    state["exp_avg"]._vc.version += 1
+    state["exp_avg_sq"]._vc.version += 2
     if group["amsgrad"]:
-        _bump(state["max_exp_avg_sq"])
+        state["max_exp_avg_sq"]._vc.version += 1
     if not arrays:                                  # no data (meta, fake): only the counts
         return
     param, grad, exp_avg, exp_avg_sq = arrays[:4]
-    step = float(step_t._array())
+    step = float(counter)
     if param.__class__ is not np.ndarray and _fused_adam(group, p, arrays, lr, beta1, beta2,
                                                          wd, eps, step):
         return

@@ -428,16 +428,17 @@ class Optimizer:
     def _zero_grad(self, set_to_none: bool) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None:
+                grad = p.grad
+                if grad is None:
                     continue
                 if set_to_none:
                     p.grad = None
                 else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
+                    if grad.grad_fn is not None:
+                        grad.detach_()
                     else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+                        grad.requires_grad_(False)
+                    grad.zero_()
 
     def step(self, closure=None):
         """Performs one optimization step (implemented by each algorithm)."""

@@ -21,31 +21,33 @@ from ..linalg.products import addmm, einsum, matmul, mm
 from ..pointwise import elementwise
 from ..registry import TensorSpec, composite, kernel_op, structured
 from ..autocast import FP32, autocast_policy
-from ..shape.views import unsafe_view_op
+from ..shape.views import _view_method as _view, unsafe_view_op
 from ...backends.cpu.normalization import (LOW, batch_norm_cpu, channel_shape, check_indices,
     embedding_bag_checks, embedding_bag_cpu, embedding_cpu, embedding_grad_cpu,
     embedding_renorm_cpu, group_norm_cpu, layer_norm_backward_cpu, layer_norm_cpu, one_hot_cpu)
 
 # ---- linear layers ---------------------------------------------------------------------
 
-_mm = mm.function
+_mm, _addmm = mm.function, addmm.function
 
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias: one addmm where PyTorch uses one (a 2-D input, or a
     contiguous input flattened to 2-D with a 1-D bias), else matmul (folded to 2-D as
-    PyTorch's does) then the bias."""
-    dim = input.dim()
+    PyTorch's does) then the bias. It runs in every layer, so it reads the input's shape
+    tuple and calls the folding views directly (a contiguous input's reshape is its view):
+    the calls a mode sees stay PyTorch's."""
+    shape = input._shape
+    dim = len(shape)
     if dim == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
                            f"{dim}D and {weight.dim()}D")
     if bias is not None:
         if dim == 2:
-            return addmm(bias, input, weight.t())
+            return _addmm(bias, input, weight.t())
         if bias.dim() == 1 and input.is_contiguous():
-            lead = tuple(input.shape[:-1])
-            flat = addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
-            return flat.view(lead + (flat.shape[1],))
+            flat = _addmm(bias, _view(input, (prod(shape[:-1]), shape[-1])), weight.t())
+            return _view(flat, shape[:-1] + flat._shape[1:])
     if dim >= 2 and weight.dim() == 2:
         # matmul's decomposition, spelled out as PyTorch's runs it (a mode sees t, then mm;
         # a batched input is folded to rows, copied if need be, and unfolded), so the
@@ -53,8 +55,10 @@ def linear(input, weight, bias=None):
         weight_t = weight.t()
         if dim == 2:
             return _mm(input, weight_t)         # (with a bias: addmm, above)
-        flat = _mm(input.reshape(-1, input.shape[-1]), weight_t)
-        out = unsafe_view_op.functional(flat, tuple(input.shape[:-1]) + (flat.shape[1],))
+        rows = (prod(shape[:-1]), shape[-1])
+        flat = _mm(_view(input, rows) if input.is_contiguous() else input.reshape(rows),
+                   weight_t)
+        out = unsafe_view_op.functional(flat, shape[:-1] + flat._shape[1:])
     else:
         out = matmul(input, weight.t())
     return out if bias is None else out + bias
