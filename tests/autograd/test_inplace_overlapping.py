@@ -267,3 +267,12 @@ def test_each_fill_of_an_expanded_tensor_warns_once_as_pytorch(grad):
     assert [m.split(" on ")[0] for m in messages[gt]] == [
         "Use of masked_fill_", "Use of index_fill_", "Use of index_put_", "Use of index_put_",
         "Use of masked_fill_"]
+
+
+@pytest.mark.parametrize("seed", [2007122, 2012468])
+def test_the_campaign_programs_that_found_the_gap_run_as_in_pytorch(seed):
+    """fill_ and masked_fill_ on an expanded non-leaf, then backward (glasstorch refused in
+    forward)."""
+    oracle_torch()
+    from tests.fuzz.differential import generate, run_pair
+    assert run_pair(generate(seed)) == []
