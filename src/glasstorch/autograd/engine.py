@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 from sys import getrefcount
 
 from .. import overrides
@@ -149,6 +150,19 @@ def _needed(roots, targets: set) -> set:
     return {n for n, h in hit.items() if h}
 
 
+class _Task(threading.local):
+    keep = None       # the running backward's nodes on a path to its inputs; None: every node
+
+
+_task = _Task()
+
+
+def task_needs(node) -> bool:
+    """Whether the running backward wants the gradient an edge into `node` carries
+    (PyTorch's task_should_compute_output: only nodes leading to autograd.grad's inputs)."""
+    return node is not None and (_task.keep is None or node in _task.keep)
+
+
 def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                  capture=None, accumulate: bool = True):
     """Propagate root_grads from the (node, input_nr) edges in `roots` through the graph.
@@ -179,6 +193,7 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
     pop, push = heapq.heappop, heapq.heappush
     previous_mode = _grad_state.enabled
     _grad_state.enabled = create_graph
+    previous_keep, _task.keep = _task.keep, keep
     try:
         while ready:
             node = pop(ready)[2]
@@ -239,6 +254,7 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
             grads = outs = g = None    # hold no gradient past its node (see _owned)
     finally:
         _grad_state.enabled = previous_mode
+        _task.keep = previous_keep
     return captured
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import weakref
 
+from ..core.shape import has_internal_overlap
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import _LAST_BACKEND, _tracers, register_fallback, untraced
 from ..dispatch.keys import MATH_BITS, DispatchKey
@@ -17,8 +18,9 @@ from ..ops.math_bits import flip_bits
 from ..ops.registry import check_inplace_write
 from . import grad_mode
 from .anomaly_mode import record_forward_stack, state as _anomaly
-from .graph import (FormulaNode, Node, SavedTensor, adopt_views, gradient_edge,
-                    node_class)
+from .engine import task_needs
+from .graph import (_SAVED_FREED, FormulaNode, Node, SavedTensor, adopt_views,
+                    gradient_edge, node_class)
 
 _state = grad_mode.state
 
@@ -71,19 +73,19 @@ def autograd_kernel(op, ks, *args):
         if decl.functional.info.get("autograd") == "not differentiable":
             return _record_not_differentiable_inplace(op, ks, args)
         d = decl.functional.info.get("derivative")
-        return _record_inplace(decl.functional, args,
+        return _record_inplace(op, ks, decl.functional, args,
                                lambda: check_inplace_write(decl, args[0], decl.meta(*args),
                                                            args[1:]),
                                d.inplace_node_name if d is not None else None)
     through = info.get("recorded_through")
     if through is not None:
-        return _record_inplace(through[0], args, node_name=through[1])
+        return _record_inplace(op, ks, through[0], args, node_name=through[1])
     node_name = info.get("overwrites")
     if node_name is None:
         _check_inplace_target(args[0])
         raise RuntimeError(f"{op.name}: recording an in-place operation on a tensor that "
                            "requires grad is not supported for this operator yet")
-    return _record_inplace(_overwrite_functional(op, node_name), args)
+    return _record_inplace(op, ks, _overwrite_functional(op, node_name), args)
 
 
 def _record_not_differentiable_inplace(op, ks, args):
@@ -95,7 +97,7 @@ def _record_not_differentiable_inplace(op, ks, args):
         return op.redispatch(ks, *args)
     number = 1 if len(args) > 1 and isinstance(args[1], Tensor) else 0
     node_name = "".join(p.capitalize() for p in name.split("_")) + f"Backward{number}"
-    return _record_inplace(_overwrite_functional(op, node_name), args)
+    return _record_inplace(op, ks, _overwrite_functional(op, node_name), args)
 
 
 _NO_EDGE = (None, 0)
@@ -298,24 +300,32 @@ def _saves_first_argument(functional) -> bool:
     return d is not None and any(kind == "value" and index == 0 for _, kind, index in d.plan)
 
 
-def _record_inplace(functional, args, check=None, node_name=None):
+def _record_inplace(op, ks, functional, args, check=None, node_name=None):
     """self.op_(...) while recording: compute op(self, ...) out of place with a graph, store
     it into self, and give self (and, for a view, its base) the new history. Node names are
-    the functional op's, as PyTorch's, unless the op names its in-place node apart."""
+    the functional op's, as PyTorch's, unless the op names its in-place node apart.
+
+    An expanded self (elements sharing memory) cannot take a copy of the result: there the
+    op's own kernel (`op` below the Autograd key `ks`) writes it, as in PyTorch, which lets
+    the fills through (fill_, masked_fill_, index_fill_, index_put_) and refuses the rest."""
     self = args[0]
     _check_inplace_target(self)
-    if check is not None:
+    expanded = 0 in self._stride and has_internal_overlap(self._shape, self._stride)
+    if check is not None and not expanded:
         check()                                          # shape and cast rules first
     # the formula's copy of self must be the value before the write (PyTorch's original_self)
     keep_self = self._requires_grad or _saves_first_argument(functional)
     if node_name is not None:
         functional = _renamed(functional, node_name)
     if self._base is not None and self.dtype.category >= 2:    # an integer view has no history
-        return _record_inplace_on_view(functional, args)
-    source = self.clone() if keep_self else self
+        return _record_inplace_on_view(functional, args, (op, ks) if expanded else None)
+    source = self.clone() if keep_self or expanded else self
+    if expanded:
+        _write_with_kernel(op, ks, args)
     result = functional(source, *args[1:])
-    with grad_mode.no_grad():
-        self.copy_(result)
+    if not expanded:
+        with grad_mode.no_grad():
+            self.copy_(result)
     if result.grad_fn is not None:
         self.grad_fn, self._output_nr = result.grad_fn, result._output_nr
         if not self._requires_grad:
@@ -360,12 +370,15 @@ class CopySlices(Node):
         self._view_geometry = (view._shape, view._stride, view._offset - base._offset)
         self._fn, self._fn_self = fn, fn_self
         self._view_bits = (view._keyset ^ base._keyset) & MATH_BITS   # a conj() view's
+        self._released = False
 
     def name(self) -> str:
         return "torch::autograd::CopySlices"     # PyTorch's name for this node
 
     def apply(self, grads):
         from ..ops.creation.factories import empty_strided, zeros_like
+        if self._released:       # PyTorch's drops its op's node: no second backward
+            raise RuntimeError(_SAVED_FREED)
         (grad,) = grads[:1]
         shape, stride, _ = self._base_geometry
         vshape, vstride, voffset = self._view_geometry
@@ -379,16 +392,28 @@ class CopySlices(Node):
             region.fill_(0)
             return (result,)
         fn_grads = self._fn.apply((region.clone(),))
+        others = tuple(g for i, g in enumerate(fn_grads) if i != self._fn_self)
+        if not task_needs(self.next_functions[0][0]):   # the base's old values need none
+            return (None,) + others
         g_self = fn_grads[self._fn_self] if self._fn_self is not None else None
+        # an expanded view's region refuses the copy, as PyTorch's (its op may write there)
         region.copy_(zeros_like(region) if g_self is None else g_self)
-        return (result,) + tuple(g for i, g in enumerate(fn_grads) if i != self._fn_self)
+        return (result,) + others
 
     def release(self):
+        self._released = True
         if self._fn is not None:
             self._fn.release()
 
 
-def _record_inplace_on_view(functional, args):
+def _write_with_kernel(op, ks, args):
+    """The in-place op itself writes self, below autograd (its checks and warnings too)."""
+    with grad_mode.no_grad():
+        op.redispatch(ks, *args)
+
+
+def _record_inplace_on_view(functional, args, kernel=None):
+    """`kernel`: (op, keys) to write an expanded view with, else the result is copied in."""
     self, base = args[0], args[0]._base
     # The op runs on a copy of the view's old value; the copy keeps the view's history, so
     # what the op's node saves of it can be differentiated again (double backward).
@@ -398,10 +423,13 @@ def _record_inplace_on_view(functional, args):
     else:
         snapshot = self.detach().clone().requires_grad_(self.dtype.category >= 2)
         snapshot_node = None
+    if kernel is not None:
+        _write_with_kernel(*kernel, args)
     result = functional(snapshot, *args[1:])
     base_edge = gradient_edge(base)
-    with grad_mode.no_grad():
-        self.copy_(result)
+    if kernel is None:
+        with grad_mode.no_grad():
+            self.copy_(result)
     fn = result.grad_fn
     fn_self = None
     if fn is not None:

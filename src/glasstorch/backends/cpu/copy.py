@@ -43,6 +43,13 @@ def strides_for(t: Tensor, memory_format) -> tuple:
     raise RuntimeError(f"unsupported memory format {memory_format}")
 
 
+def internal_overlap_error() -> RuntimeError:
+    """TensorIterator's refusal to write a tensor whose elements share memory (expanded)."""
+    return RuntimeError(
+        "unsupported operation: more than one element of the written-to tensor refers to a "
+        "single memory location. Please clone() the tensor before performing the operation.")
+
+
 def check_copy(self, src):
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not "
@@ -51,10 +58,7 @@ def check_copy(self, src):
     if src is self:                    # PyTorch's copy_ returns at once: nothing to write
         return
     if has_internal_overlap(self._shape, self._stride) and self.numel() > 1:
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a"
-            " single memory location. Please clone() the tensor before performing the "
-            "operation.")
+        raise internal_overlap_error()
     if src._storage is self._storage:
         check_no_partial_overlap(self, (src,))
     if self.dtype.family is not None or src.dtype.family is not None:

@@ -7,13 +7,15 @@ import functools
 
 from ...core import dtype as dt
 from ...core.device import as_device
+from ...core.shape import has_internal_overlap
 from ...dispatch.dispatcher import define
 from ...dispatch.keys import BACKEND_MASK, MATH_BITS
 from ...core.tensor import Tensor, contiguous_format, preserve_format
 from ..registry import composite, export, kernel_op
 from ...backends.cpu.casts import check_conversion
 from ...backends.cpu.copy import (assign_array, check_copy, check_fill_fits, check_fill_value,
-    copy_across, copy_cpu, copy_values, fill_cpu, scalar_value, strides_for)
+    copy_across, copy_cpu, copy_values, fill_cpu, internal_overlap_error, scalar_value,
+    strides_for)
 
 # ---- copy_ -----------------------------------------------------------------------------
 
@@ -90,8 +92,21 @@ def _fill_meta(self, value):
 # input (the value's gradient is the sum of self's) and a mode sees fill_.Tensor.
 fill_tensor_ = kernel_op("fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",
                          method=False, function=False, mutates=(0,))
-fill_tensor_.impl("CPU")(fill_cpu)
-fill_tensor_.impl("CUDA")(_fill_cuda)
+
+
+def _fill_with_tensor(fill):
+    """fill_.Tensor's kernel: PyTorch copies a value on self's device in, and copy_ refuses
+    an expanded self (which fill_.Scalar fills); a value from elsewhere is filled as a number."""
+    def kernel(self, value):
+        check_fill_value(value)
+        if value.device == self.device and has_internal_overlap(self._shape, self._stride):
+            raise internal_overlap_error()
+        return fill(self, value)
+    return kernel
+
+
+fill_tensor_.impl("CPU")(_fill_with_tensor(fill_cpu))
+fill_tensor_.impl("CUDA")(_fill_with_tensor(_fill_cuda))
 
 
 @fill_tensor_.impl("Meta")

@@ -76,7 +76,8 @@ def _index_put(grad, indices, accumulate):
     values' gradient is what the written positions received (summed over broadcasting).
     The values themselves are not saved (PyTorch keeps only their metadata): writing into
     them in place before backward is no error."""
-    g_self = grad if accumulate else grad.index_put(indices, grad.new_zeros(()))
+    g_self = grad if accumulate else subscripts.index_put_copy_op.functional(
+        grad, indices, grad.new_zeros(()), False)     # indices may hold None (x[:, i])
     return (g_self,) + (None,) * len(indices) + (index_op.functional(grad, indices),)
 
 

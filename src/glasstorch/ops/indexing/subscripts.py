@@ -215,15 +215,26 @@ def _single_mask(self, indices, values):
     return index_data(mask, self).astype(bool).reshape(mask._shape + (1,) * trailing)
 
 
+def _warn_expanded(name: str, example: str) -> None:
+    warn_user(f"Use of {name} on expanded tensors is deprecated. Please clone() the tensor "
+              f"before performing this operation. This also applies to advanced indexing e.g. "
+              f"{example}")
+
+
 def _index_put_checks(self, indices, values, accumulate):
     """The masked-fill mask when that fast path applies, else the plan (after checks)."""
     if not isinstance(values, Tensor):
         raise TypeError(f"index_put_(): argument 'values' must be Tensor, not "
                         f"{type(values).__name__}")
     indices = tuple(indices)
+    expanded = has_internal_overlap(self._shape, self._stride)
+    if expanded:
+        _warn_expanded("index_put_", "tensor[indices] = tensor")
     if not accumulate:
         mask = _single_mask(self, indices, values)
         if mask is not None:
+            if expanded:                  # PyTorch's index_put_ calls masked_fill_ here
+                _warn_expanded("masked_fill_", "tensor[mask] = scalar")
             check_scalar_fits(values.item(), self.dtype)
             return mask, None
     for other in (values,) + indices:
@@ -541,11 +552,10 @@ def setitem(self, index, value):
             result.copy_(value if value._shape == result._shape else
                          _strip_leading_ones(value).expand(result._shape))
         elif has_internal_overlap(result._shape, result._stride):
-            # PyTorch copies the number as a tensor, and copy_ refuses an expanded target
-            raise RuntimeError(
-                "unsupported operation: more than one element of the written-to tensor "
-                "refers to a single memory location. Please clone() the tensor before "
-                "performing the operation.")
+            # PyTorch copies the number as a tensor: after autograd's checks (a view of a
+            # leaf), copy_ refuses the expanded target
+            from ..creation.factories import full
+            result.copy_(full((), value, dtype=self.dtype, device=self.device))
         else:
             result.fill_(value)
         return
