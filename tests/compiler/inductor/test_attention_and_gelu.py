@@ -85,3 +85,25 @@ def test_a_returned_value_is_computed_and_stored_once():
     np.testing.assert_allclose(out.numpy(), ref_out.numpy(), rtol=1e-5, atol=1e-6)
     (kernel,) = graph.artefacts.kernels
     assert [n.shape for n in kernel.stored] == [(4, 8, 8)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_masked_softmax_keeps_eagers_values_in_every_row(dtype):
+    """exp(masked_fill(s, mask, -inf) - max) is computed without exp(-inf) (libmvec's slow
+    lanes): masked lanes give 0, a row masked everywhere or holding a NaN gives NaN, a row
+    with +inf gives eager's NaN and 0s."""
+    rng = np.random.default_rng(2)
+    s = torch.from_numpy(rng.standard_normal((5, 6)) * 10).to(dtype)
+    s[1, 2] = float("nan")
+    s[3, 1] = float("inf")
+    mask = torch.from_numpy(rng.random((5, 6)) < 0.5)
+    mask[0] = True                          # every lane masked
+    mask[1] = False
+    mask[3, 1] = False
+
+    def masked_softmax(s, mask):
+        return torch.softmax(s.masked_fill(mask, float("-inf")), -1)
+    got, want = compiled(masked_softmax, s, mask)(s, mask), masked_softmax(s, mask)
+    assert np.array_equal(np.isnan(got.numpy()), np.isnan(want.numpy()))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=0)
+    assert (got.numpy()[mask.numpy() & ~np.isnan(want.numpy())] == 0).all()
