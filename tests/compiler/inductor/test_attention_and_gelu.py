@@ -107,3 +107,19 @@ def test_a_masked_softmax_keeps_eagers_values_in_every_row(dtype):
     assert np.array_equal(np.isnan(got.numpy()), np.isnan(want.numpy()))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=0)
     assert (got.numpy()[mask.numpy() & ~np.isnan(want.numpy())] == 0).all()
+
+
+def test_an_arange_read_by_kernels_is_made_once_at_compile_time():
+    """A causal mask's aranges are constants of the compiled graph (no op per call); an
+    arange the graph returns is a fresh tensor on every call, as eager's."""
+    x = torch.randn(5)
+
+    def fn(x):
+        causal = torch.arange(5).unsqueeze(1) < torch.arange(5)
+        return x.masked_fill(causal, 0.0) * 2, torch.arange(3)
+    graph = compiled(fn, x)
+    (masked, first), (_, second) = graph(x), graph(x)
+    ref_masked, ref_range = fn(x)
+    assert torch.equal(masked, ref_masked) and torch.equal(first, ref_range)
+    assert graph.artefacts.host_source.count("aten.arange") == 1      # the returned one
+    assert first._storage is not second._storage

@@ -18,7 +18,7 @@ from ...backends.cpu.parallel import get_num_threads
 from ...core import dtype as dt
 from ...core.device import CPU
 from ...core.tensor import Tensor
-from .ir import (ComputedBuffer, ExternBuffer, InputBuffer, InputUpdate, Value,
+from .ir import (ComputedBuffer, ConstantBuffer, ExternBuffer, InputBuffer, InputUpdate, Value,
                  contiguous_strides)
 from .lowering import Extern, layout_of
 from .numpy_codegen import at
@@ -99,6 +99,8 @@ class HostCode:
         emit(f"    {names}{',' if len(inputs) == 1 else ''} = args" if inputs else "    pass")
         if self.threads and any(isinstance(step, Kernel) for step in program):
             emit("    nthreads = _threads()")
+        for buf in self.schedule.lowering.constants:
+            emit(f"    {buf.name} = {self.constant(buf.tensor)}  # made at compile time")
         free: dict = {}                                 # nbytes -> [buffer names]
         for pos, step in enumerate(program):
             if isinstance(step, Kernel):
@@ -119,7 +121,7 @@ class HostCode:
                 self._extern(step, kernel_read_externs)
             for root, last in last_use.items():
                 if last == pos and root not in output_roots and not isinstance(
-                        root, InputBuffer):
+                        root, (InputBuffer, ConstantBuffer)):
                     if isinstance(root, ComputedBuffer) and root not in host_read:
                         size = root.numel() * root.dtype.itemsize
                         free.setdefault(size, []).append(root.name)

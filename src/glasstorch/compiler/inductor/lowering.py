@@ -22,13 +22,15 @@ import numpy as np
 from ... import _prims
 from ..._decomp import decomposition_table
 from ..._ops import OpOverload, ops_namespace
+from ...autograd.grad_mode import no_grad
 from ...core import dtype as dt
 from ...core.shape import view_strides
 from ...core.tensor import Tensor, preserve_format
 from ...fx import Graph, GraphModule
 from ...fx.experimental.proxy_tensor import make_fx
 from ..._prims.scalar import BinOp, Call, Const, Select, Unary, a, b, c
-from .ir import (ZERO, Buffer, ComputedBuffer, ExternBuffer, Index, InputBuffer, InputUpdate,
+from .ir import (ZERO, Buffer, ComputedBuffer, ConstantBuffer, ExternBuffer, Index, InputBuffer,
+                 InputUpdate,
                  Pointwise, Reduction, StridedView, Value, View, contiguous_strides)
 
 aten = ops_namespace("aten")
@@ -194,6 +196,7 @@ class GraphLowering:
         self.input_of: dict = {}         # fx node -> the input it is (or is the new value of)
         self.updates: dict = {}          # InputBuffer -> its value after the graph's ops
         self.output_nodes: set = set()   # the nodes the graph returns
+        self.constants: list = []        # ConstantBuffers: tensors made at compile time
         self._count = 0
         self.example_inputs = example_inputs
 
@@ -753,6 +756,35 @@ def _clamp(ctx, node, x, *bounds, **kw):
 
 
 # ---- conversions, copies, factories --------------------------------------------------------------
+
+@register("arange.default", "arange.start", "arange.start_step")
+def _arange(ctx, node, *args, **kwargs):
+    """A constant, made now (PyTorch's Inductor folds constants too): an attention's causal
+    mask compares two aranges, which then cost no dispatch per call. Not when the graph
+    returns it or an op may write it (each call must see a fresh tensor)."""
+    if not _only_read(node, ctx.output_nodes):
+        raise Unsupported("the graph returns or writes it")
+    with no_grad():
+        tensor = node.target(*args, **kwargs)
+    if tensor.device.type != "cpu":
+        raise Unsupported("not on the CPU")
+    buf = ConstantBuffer(ctx.new_name(), tensor)
+    ctx.constants.append(buf)
+    return buf
+
+
+def _only_read(node, outputs) -> bool:
+    """Whether the graph neither returns `node` nor lets an op write it or a view of it."""
+    if node in outputs:
+        return False
+    for user in node.users:
+        schema = getattr(user.target, "_schema", None)
+        if schema is None or schema.is_mutable:
+            return False
+        if schema.is_view and not _only_read(user, outputs):
+            return False
+    return True
+
 
 @register("_to_copy.default")
 def _to_copy(ctx, node, x, *, dtype=None, layout=None, device=None, pin_memory=None,
