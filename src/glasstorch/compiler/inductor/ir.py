@@ -186,6 +186,15 @@ class InputBuffer(Buffer):
     """A graph input, laid out as its example."""
 
 
+class ConstantBuffer(Buffer):
+    """A tensor the compile made once (a factory op of constant arguments, `arange`), which
+    the host code binds by name: no op runs for it at call time."""
+
+    def __init__(self, name, tensor):
+        super().__init__(name, tensor.shape, tensor.dtype, tensor.stride())
+        self.tensor = tensor
+
+
 class ExternBuffer(Buffer):
     """The result of an op run through the dispatcher (a BLAS call, a fallback)."""
 

@@ -17,16 +17,20 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 from ... import _prims
 from ..._decomp import decomposition_table
 from ..._ops import OpOverload, ops_namespace
+from ...autograd.grad_mode import no_grad
 from ...core import dtype as dt
 from ...core.shape import view_strides
 from ...core.tensor import Tensor, preserve_format
 from ...fx import Graph, GraphModule
 from ...fx.experimental.proxy_tensor import make_fx
 from ..._prims.scalar import BinOp, Call, Const, Select, Unary, a, b, c
-from .ir import (ZERO, Buffer, ComputedBuffer, ExternBuffer, Index, InputBuffer, InputUpdate,
+from .ir import (ZERO, Buffer, ComputedBuffer, ConstantBuffer, ExternBuffer, Index, InputBuffer,
+                 InputUpdate,
                  Pointwise, Reduction, StridedView, Value, View, contiguous_strides)
 
 aten = ops_namespace("aten")
@@ -99,13 +103,67 @@ def lift_constants(gm):
 def decompose(gm, example_inputs):
     """The graph with the decomposition table applied, retraced on fake tensors. In-place
     ops whose functional op can be compiled become that op and a `copy_` into their
-    argument (`x.addcmul_(a, b)`: `copy_(x, addcmul(x, a, b))`), so only `copy_` mutates."""
+    argument (`x.addcmul_(a, b)`: `copy_(x, addcmul(x, a, b))`), so only `copy_` mutates.
+    GELU decomposes as eager computes it (`_gelu`)."""
     table = dict(decomposition_table)
+    table[aten.gelu.default] = _gelu
+    table[aten.gelu_backward.default] = _gelu_backward
     for node in gm.graph.nodes:
         functional = _functional_op(node.target)
         if functional is not None and (functional in LOWERINGS or functional in table):
             table[node.target] = _functionalized(functional)
     return make_fx(gm, decomposition_table=table, tracing_mode="fake")(*example_inputs)
+
+
+# ---- GELU as eager computes it -------------------------------------------------------------------
+
+# Eager's float32 GELU (backends/cpu/activation.py, as PyTorch's vectorised kernel) takes erf
+# from Abramowitz & Stegun 7.1.26, not libm: for x < -4 the two differ by far more than an ulp
+# (0.5 (1 + erf) cancels). These decompositions make the same float32 ops in eager's order,
+# so compiled GELU and its gradient are eager's up to the last bits of one `exp`.
+_AS_Q = float(np.float32(1 / (0.3275911 * math.sqrt(0.5))))
+_AS_HALF_COEFFS = tuple(float(np.float32(c / 2)) for c in (
+    1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+def _as_float32(t) -> bool:
+    return t.dtype in (dt.float32, dt.float16, dt.bfloat16)
+
+
+def _normal_cdf(x):
+    """(Phi(x), exp(-x^2 / 2)) of a float32 x, op by op as eager's `_normal_cdf_float32`."""
+    t = aten.abs.default(x)
+    t = aten.div.Tensor(aten.full_like.default(x, _AS_Q),
+                        aten.add.Tensor(t, _AS_Q))                 # 1 / (1 + p |z|)
+    e = aten.exp.default(aten.mul.Tensor(aten.mul.Tensor(x, x), -0.5))
+    r = aten.mul.Tensor(t, _AS_HALF_COEFFS[0])
+    for c in _AS_HALF_COEFFS[1:-1]:
+        r = aten.mul.Tensor(aten.add.Tensor(r, c), t)
+    r = aten.mul.Tensor(aten.mul.Tensor(aten.add.Tensor(r, _AS_HALF_COEFFS[-1]), t), e)
+    r = aten.copysign.Tensor(aten.rsub.Scalar(r, 0.5), x)          # erf(z) / 2
+    return aten.add.Tensor(r, 0.5), e
+
+
+def _to(t, dtype):
+    return t if t.dtype is dtype else aten._to_copy.default(t, dtype=dtype)
+
+
+def _gelu(self, *, approximate="none"):
+    if approximate != "none" or not _as_float32(self):
+        return decomposition_table[aten.gelu.default](self, approximate=approximate)
+    x = _to(self, dt.float32)
+    return _to(aten.mul.Tensor(_normal_cdf(x)[0], x), self.dtype)
+
+
+def _gelu_backward(grad_output, self, *, approximate="none"):
+    if approximate != "none" or not _as_float32(self):
+        return decomposition_table[aten.gelu_backward.default](grad_output, self,
+                                                                approximate=approximate)
+    x = _to(self, dt.float32)
+    cdf, e = _normal_cdf(x)
+    slope = aten.add.Tensor(cdf, aten.mul.Tensor(aten.mul.Tensor(e, _INV_SQRT_2PI), x))
+    return _to(aten.mul.Tensor(slope, _to(grad_output, dt.float32)), grad_output.dtype)
 
 
 def _functional_op(op):
@@ -137,6 +195,8 @@ class GraphLowering:
         self.fallbacks: list = []        # (op, reason): what ran through the dispatcher
         self.input_of: dict = {}         # fx node -> the input it is (or is the new value of)
         self.updates: dict = {}          # InputBuffer -> its value after the graph's ops
+        self.output_nodes: set = set()   # the nodes the graph returns
+        self.constants: list = []        # ConstantBuffers: tensors made at compile time
         self._count = 0
         self.example_inputs = example_inputs
 
@@ -149,6 +209,8 @@ class GraphLowering:
 
     def run(self):
         inputs = iter(self.example_inputs)
+        out = next(n for n in reversed(self.gm.graph.nodes) if n.op == "output")
+        self.output_nodes = set(_flatten(out.args[0]))
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 ex = next(inputs)
@@ -232,10 +294,14 @@ class GraphLowering:
         return pointwise(self, node, [args[1]], _compute(meta.dtype), lambda kb, v: v)
 
     def _maybe_store(self, node, value):
-        """Store a pointwise chain that is long, or read by several ops and not cheap."""
+        """Store a pointwise chain that is long, or read by several ops and not cheap, or
+        that the graph returns: it is stored anyway, so the ops after it read it (in the
+        same kernel, from a register) instead of computing it again for the output (a
+        forward graph returns the pre-activation and the activation its backward saves)."""
         cost = getattr(value, "cost", 0)
         if isinstance(value, (Pointwise, View)) and (cost > INLINE_COST_LIMIT or (
-                len(node.users) > 1 and cost > SHARED_COST_LIMIT)):
+                len(node.users) > 1 and cost > SHARED_COST_LIMIT) or (
+                node in self.output_nodes and layout_of(value) is None)):
             return self.realize(value)
         return value
 
@@ -440,10 +506,56 @@ def _float_unary(expr):
     return lower
 
 
-for _name in ("exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "rsqrt", "erf", "erfc",
+for _name in ("log", "sin", "cos", "tan", "tanh", "sqrt", "rsqrt", "erf", "erfc",
               "log1p", "expm1", "exp2", "log2", "log10", "asin", "acos", "atan", "sinh",
               "cosh", "asinh", "acosh", "atanh", "reciprocal", "lgamma"):
     register(f"{_name}.default")(_float_unary(P[_name].expr))
+
+@register("copysign.Tensor")
+def _copysign(ctx, node, x, y):
+    _unsupported_dtypes(node, x, y, allowed=(2,))
+    return pointwise(ctx, node, [x, y], _compute(_meta(node).dtype),
+                     _op(Call("copysign", a, b)))
+
+
+@register("exp.default")
+def _exp(ctx, node, x):
+    """exp. A softmax over masked scores, exp(masked_fill(s, mask, -inf) - m), is computed
+    as where(mask, exp(-inf - m), exp(s - m)), the first term (0; NaN where the row's max m
+    is -inf or NaN) without calling exp: for -inf lanes (half of a causal mask's) libmvec's
+    vector expf takes its scalar path, 8 times slower. The values are the same."""
+    operands = _masked_exp_operands(ctx, node)
+    if operands is None:
+        return _float_unary(P["exp"].expr)(ctx, node, x)
+    compute = _meta(node).dtype
+
+    def body(kb, mask, m, s, ninf, nan, zero):
+        closed = kb.op(Select(a, b, c), [kb.op(BinOp(">", a, b), [m, ninf]), zero, nan])
+        opened = kb.op(P["exp"].expr, [kb.op(BinOp("-", a, b), [s, m])])
+        return kb.op(Select(a, b, c), [mask, closed, opened])
+    return pointwise(ctx, node, [*operands, -math.inf, math.nan, 0.0],
+                     (dt.bool,) + (compute,) * 5, body)
+
+
+def _masked_exp_operands(ctx, node):
+    """(mask, m, s) when `node` is exp(masked_fill(s, mask, -inf) - m) in float32 or
+    float64 (half precision rounds between the ops), else None."""
+    def op_of(n):
+        return getattr(n, "target", None)
+    sub = node.args[0]
+    if op_of(sub) is not aten.sub.Tensor or sub.kwargs.get("alpha", 1) != 1 or \
+            len(sub.args) != 2:
+        return None
+    fill, m = sub.args
+    if op_of(fill) is not aten.masked_fill.Scalar or fill.args[2] != -math.inf:
+        return None
+    dtype = _meta(node).dtype
+    s, mask = fill.args[:2]
+    if dtype not in (dt.float32, dt.float64) or any(
+            not hasattr(n, "meta") or _meta(n).dtype is not dtype for n in (fill, m, s)):
+        return None
+    return ctx.env[mask], ctx.env[m], ctx.env[s]
+
 
 SIGMOID = BinOp("/", Const(1.0), BinOp("+", Const(1.0), Call("exp", Unary("-", a))))
 register("sigmoid.default")(_float_unary(SIGMOID))
@@ -644,6 +756,35 @@ def _clamp(ctx, node, x, *bounds, **kw):
 
 
 # ---- conversions, copies, factories --------------------------------------------------------------
+
+@register("arange.default", "arange.start", "arange.start_step")
+def _arange(ctx, node, *args, **kwargs):
+    """A constant, made now (PyTorch's Inductor folds constants too): an attention's causal
+    mask compares two aranges, which then cost no dispatch per call. Not when the graph
+    returns it or an op may write it (each call must see a fresh tensor)."""
+    if not _only_read(node, ctx.output_nodes):
+        raise Unsupported("the graph returns or writes it")
+    with no_grad():
+        tensor = node.target(*args, **kwargs)
+    if tensor.device.type != "cpu":
+        raise Unsupported("not on the CPU")
+    buf = ConstantBuffer(ctx.new_name(), tensor)
+    ctx.constants.append(buf)
+    return buf
+
+
+def _only_read(node, outputs) -> bool:
+    """Whether the graph neither returns `node` nor lets an op write it or a view of it."""
+    if node in outputs:
+        return False
+    for user in node.users:
+        schema = getattr(user.target, "_schema", None)
+        if schema is None or schema.is_mutable:
+            return False
+        if schema.is_view and not _only_read(user, outputs):
+            return False
+    return True
+
 
 @register("_to_copy.default")
 def _to_copy(ctx, node, x, *, dtype=None, layout=None, device=None, pin_memory=None,
