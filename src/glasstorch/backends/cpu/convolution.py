@@ -307,6 +307,15 @@ def matmul_col2im(dst, wt, a, kernel, sizes, stride, padding, dilation, last=Fal
         col2im_into(dst, cols, kernel, stride, padding, dilation)
 
 
+def matmul_nt(a, b):
+    """a (g, M, K) @ b (g, N, K) transposed: the weight gradient's long-K product, with the
+    larger of M and N as BLAS's row count (OpenBLAS runs such products 25-50% faster that
+    way: 32x144 by K=12544 1.8 -> 1.3 ms, one thread)."""
+    if b.shape[1] > a.shape[1]:
+        return np.matmul(b, a.transpose(0, 2, 1)).transpose(0, 2, 1)
+    return np.matmul(a, b.transpose(0, 2, 1))
+
+
 def _conv_forward(res, x, w, stride, padding, dilation, groups, bias=None) -> None:
     """res (N, O, *out), C-contiguous, = the convolution of x (N, C, *sp) and w (O, C/g, *k)
     (+ bias (O,)): per block of samples one matmul (Og, Cg*K) @ (Cg*K, B*L) per group."""
@@ -421,7 +430,7 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
                 matmul_to_batch(gx[b], wm, cols, last=last)
             if want_weight:
                 xg = by_position(x[b], g, last).reshape(g, x.shape[1] // g, -1)
-                part = np.matmul(xg, cols.transpose(0, 2, 1))
+                part = matmul_nt(xg, cols)
                 gw = part if gw is None else np.add(gw, part, out=gw)
     else:                    # gx is a transposed convolution of gy; the weight pairs x's columns
         wt = w.reshape(g, w.shape[0] // g, rows).transpose(0, 2, 1)
@@ -433,7 +442,7 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
                               dilation, last)
             if want_weight:
                 cols = columns(x[b], kernel, stride, dilation, padding, gy.shape[2:], last)
-                part = np.matmul(gp, cols.reshape(g, rows, -1).transpose(0, 2, 1))
+                part = matmul_nt(gp, cols.reshape(g, rows, -1))
                 gw = part if gw is None else np.add(gw, part, out=gw)
     if want_weight and gw is None:      # an empty batch
         gw = module_of(w).zeros(w.shape, w.dtype)
