@@ -415,15 +415,18 @@ def test_blocked_batches_match_torch(monkeypatch, transposed):
                 rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("last", [False, True])
+@pytest.mark.parametrize("order", ["first", "last", "sample"])
 @pytest.mark.parametrize("case", BACKWARD_CASES + [
     ((2, 3, 4, 3, 3), (4, 3, 2, 3, 2), (1, 2, 1), (1, 0, 1), (2, 1, 1), False, (0, 0, 0), 1),
     ((3, 6, 4, 4), (6, 2, 3, 3), (1, 1), (1, 1), (1, 1), True, (0, 0), 3)])
-def test_both_position_layouts_match_torch(monkeypatch, case, last):
-    """The batch-first and batch-last (positions x batch) layouts, forced, give torch's
-    values and gradients, on non-contiguous inputs (x channels-last, w strided)."""
+def test_every_position_layout_matches_torch(monkeypatch, case, order):
+    """Each layout of the (positions x batch) axis, forced (transposed convolutions have no
+    per-sample one), gives torch's values and gradients, on non-contiguous inputs (x
+    channels-last, w strided)."""
     torch = oracle_torch()
-    monkeypatch.setattr(gt.backends.cpu.convolution, "batch_last_pays", lambda *a: last)
+    conv = gt.backends.cpu.convolution
+    monkeypatch.setattr(conv, "batch_last_pays", lambda *a: order == "last")
+    monkeypatch.setattr(conv, "layout", lambda *a: order)
     xs, ws, s, p, d, transposed, op, g = case
     args = (list(s), list(p), list(d), transposed, list(op), g)
     a = RNG.standard_normal((xs[0],) + xs[2:] + (xs[1],))
