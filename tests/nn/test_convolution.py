@@ -420,13 +420,14 @@ def test_blocked_batches_match_torch(monkeypatch, transposed):
     ((2, 3, 4, 3, 3), (4, 3, 2, 3, 2), (1, 2, 1), (1, 0, 1), (2, 1, 1), False, (0, 0, 0), 1),
     ((3, 6, 4, 4), (6, 2, 3, 3), (1, 1), (1, 1), (1, 1), True, (0, 0), 3)])
 def test_every_position_layout_matches_torch(monkeypatch, case, order):
-    """Each layout of the (positions x batch) axis, forced (transposed convolutions have no
-    per-sample one), gives torch's values and gradients, on non-contiguous inputs (x
-    channels-last, w strided)."""
+    """Each layout of the (positions x batch) axis, forced (the forward and transposed
+    convolutions have no batch-last one, the latter no per-sample one), gives torch's values
+    and gradients, on non-contiguous inputs (x channels-last, w strided)."""
     torch = oracle_torch()
     conv = gt.backends.cpu.convolution
     monkeypatch.setattr(conv, "batch_last_pays", lambda *a: order == "last")
-    monkeypatch.setattr(conv, "layout", lambda *a: order)
+    monkeypatch.setattr(conv, "backward_layout", lambda *a: order)
+    monkeypatch.setattr(conv, "forward_layout", lambda *a: "first" if order == "last" else order)
     xs, ws, s, p, d, transposed, op, g = case
     args = (list(s), list(p), list(d), transposed, list(op), g)
     a = RNG.standard_normal((xs[0],) + xs[2:] + (xs[1],))

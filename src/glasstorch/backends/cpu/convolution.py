@@ -199,16 +199,33 @@ def batch_last_pays(w, groups, n) -> bool:
     return n > 1 and math.prod(w.shape[1:]) > w.shape[0] // groups + w.shape[1]
 
 
-def layout(w, groups, n, products_fit=True) -> str:
-    """How a convolution with weight w lays out its (positions x batch) axis: "last" where
-    batch_last_pays, else "sample": (N, C, L), one small matmul per sample straight into
-    the output's layout (numpy's stacked matmul: 2-4x faster than one large product and a
-    transposing copy, e.g. 16x9 by 9x784 for 64 samples 0.69 -> 0.16 ms). Where the
-    products would be summed over the samples (a weight gradient) and are larger than a
-    sample's positions (`products_fit` False), "first": (N*L) in one product."""
+_SAMPLE_WEIGHT_BYTES = 1 << 16
+
+
+def per_sample_pays(w, groups) -> bool:
+    """Whether one small matmul per sample (numpy's stacked matmul, straight into the
+    output's layout) beats one large product and a transposing copy: for a group's weight
+    of up to _SAMPLE_WEIGHT_BYTES (re-read from cache by every sample), 2-4x for 16x9 by
+    9x784 over 64 samples (0.69 -> 0.16 ms, one thread), ~15% for 32x144 by 144x196; even
+    at 144 KB, 3x slower at 9 MB. At two threads the one large product also waits for both
+    threads, each small one runs on one."""
+    return w.size // groups * w.itemsize <= _SAMPLE_WEIGHT_BYTES
+
+
+def forward_layout(w, groups) -> str:
+    """"sample" (N, C, L) where per_sample_pays, else "first" (C, N*L)."""
+    return "sample" if per_sample_pays(w, groups) else "first"
+
+
+def backward_layout(w, groups, n, products_fit) -> str:
+    """How a convolution's backward with weight w lays out its (positions x batch) axis:
+    "last" where batch_last_pays, else "sample" (N, C, L) as the forward, unless the weight
+    gradient's per-sample products, summed over the samples, are larger than a sample's
+    positions (`products_fit` False) or the weight is large: then "first", (N*L) in one
+    product."""
     if batch_last_pays(w, groups, n):
         return "last"
-    return "sample" if products_fit else "first"
+    return "sample" if products_fit and per_sample_pays(w, groups) else "first"
 
 
 def by_position(a, groups, order, padding=None):
@@ -344,17 +361,16 @@ def matmul_nt(a, b):
 
 def _conv_forward(res, x, w, stride, padding, dilation, groups, bias=None) -> None:
     """res (N, O, *out), C-contiguous, = the convolution of x (N, C, *sp) and w (O, C/g, *k)
-    (+ bias (O,)): per block of samples one matmul (Og, Cg*K) @ (Cg*K, L*B) per group, or
-    one per sample and group (see `layout`)."""
+    (+ bias (O,)): per block of samples one matmul (Og, Cg*K) @ (Cg*K, L) per sample and
+    group, straight into res, or one (Og, Cg*K) @ (Cg*K, B*L) per group (forward_layout)."""
     g, o, rows = groups, w.shape[0], math.prod(w.shape[1:])
     wm = w.reshape(g, o // g, rows)
     if bias is not None:
         bias = bias.reshape(g, o // g, 1)
-    order = layout(w, g, x.shape[0])
-    positions = math.prod(res.shape[2:])
+    order, positions = forward_layout(w, g), math.prod(res.shape[2:])
     for b in batch_blocks(x.shape[0], rows * g * positions * x.itemsize, x):
         cols = columns(x[b], w.shape[2:], stride, dilation, padding, res.shape[2:], order)
-        cols = cols.reshape((-1, g, rows, positions) if order == "sample" else (g, rows, -1))
+        cols = cols.reshape((len(cols), g, rows, positions) if order == "sample" else (g, rows, -1))
         matmul_to_batch(res[b], wm, cols, bias, order)
 
 
@@ -462,7 +478,7 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
                 gw = part if gw is None else np.add(gw, part, out=gw)
     else:                    # gx is a transposed convolution of gy; the weight pairs x's columns
         og, positions = w.shape[0] // g, math.prod(gy.shape[2:])
-        order = layout(w, g, n, og * rows < positions)
+        order = backward_layout(w, g, n, og * rows < positions)
         wt = w.reshape(g, og, rows).transpose(0, 2, 1)
         sample = max(rows, og) * g * positions * x.itemsize
         for b in batch_blocks(n, sample, x):
@@ -475,7 +491,7 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
             if want_weight:
                 cols = columns(x[b], kernel, stride, dilation, padding, gy.shape[2:], order)
                 if order == "sample":     # per sample, then summed over the block
-                    cols = cols.reshape(-1, g, rows, positions)
+                    cols = cols.reshape(len(cols), g, rows, positions)
                     part = np.matmul(gp, cols.swapaxes(-1, -2)).sum(0)
                 else:
                     part = matmul_nt(gp, cols.reshape(g, rows, -1))
