@@ -234,7 +234,7 @@ def by_position(a, groups, order, padding=None):
     zero-pad the spatial dims by `padding`."""
     am, (n, c), sp = module_of(a), a.shape[:2], a.shape[2:]
     if order == "sample":
-        return a.reshape(n, groups, c // groups, -1)
+        return a.reshape(n, groups, c // groups, math.prod(sp))
     if order == "first":
         return am.ascontiguousarray(np.moveaxis(a.reshape((n, groups, c // groups) + sp), 0,
                                                 2))
