@@ -415,6 +415,39 @@ def test_blocked_batches_match_torch(monkeypatch, transposed):
                 rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("order", ["first", "last", "sample"])
+@pytest.mark.parametrize("case", BACKWARD_CASES + [
+    ((2, 3, 4, 3, 3), (4, 3, 2, 3, 2), (1, 2, 1), (1, 0, 1), (2, 1, 1), False, (0, 0, 0), 1),
+    ((3, 6, 4, 4), (6, 2, 3, 3), (1, 1), (1, 1), (1, 1), True, (0, 0), 3)])
+def test_every_position_layout_matches_torch(monkeypatch, case, order):
+    """Each layout of the (positions x batch) axis, forced (the forward and transposed
+    convolutions have no batch-last one, the latter no per-sample one), gives torch's values
+    and gradients, on non-contiguous inputs (x channels-last, w strided)."""
+    torch = oracle_torch()
+    conv = gt.backends.cpu.convolution
+    monkeypatch.setattr(conv, "batch_last_pays", lambda *a: order == "last")
+    monkeypatch.setattr(conv, "backward_layout", lambda *a: order)
+    monkeypatch.setattr(conv, "forward_layout", lambda *a: "first" if order == "last" else order)
+    xs, ws, s, p, d, transposed, op, g = case
+    args = (list(s), list(p), list(d), transposed, list(op), g)
+    a = RNG.standard_normal((xs[0],) + xs[2:] + (xs[1],))
+    x = gt.tensor(a, requires_grad=True).movedim(-1, 1)
+    tx = torch.tensor(a, requires_grad=True).movedim(-1, 1)
+    wa = RNG.standard_normal(ws[:-1] + (2 * ws[-1],))       # w: every other element
+    w = gt.tensor(wa, requires_grad=True)[..., ::2]
+    tw = torch.tensor(wa, requires_grad=True)[..., ::2]
+    y, ty = gt.convolution(x, w, None, *args), torch.convolution(tx, tw, None, *args)
+    assert_same(y, ty, rtol=1e-10, atol=1e-10, check_stride=False)
+    gy = RNG.standard_normal(tuple(ty.shape))
+    got = gt.autograd.grad(y, (x, w), gt.tensor(gy))
+    expected = torch.autograd.grad(ty, (tx, tw), torch.tensor(gy))
+    for a_, e in zip(got, expected):
+        assert_same(a_, e, rtol=1e-10, atol=1e-10, check_stride=False)
+    xc, wc = x.detach().requires_grad_(), w.detach().requires_grad_()
+    assert not xc.is_contiguous() and not wc.is_contiguous()
+    assert gt.autograd.gradcheck(lambda x, w: gt.convolution(x, w, None, *args), (xc, wc))
+
+
 @pytest.mark.parametrize("transposed", [False, True])
 def test_second_order_with_bias_gradcheck(transposed):
     """Double backward through convolution_backward, the bias gradient included."""

@@ -188,16 +188,87 @@ def suggest_layout(shape, *tensors) -> tuple:
     return None
 
 
-def columns(x, kernel, stride, dilation, padding, out_sizes) -> np.ndarray:
-    """(C, *kernel, N, *out) copy of every output position's receptive field in x
-    (N, C, *sp), read through one strided view of the zero-padded input. Laid out so that
-    (C*K, N*L) is the right-hand side of one matmul for the whole batch (one large BLAS
-    call rather than one small call per sample), its inner axis running along input rows."""
+def batch_last_pays(w, groups, n) -> bool:
+    """Whether a convolution with weight w lays its (positions x batch) axis out batch-last
+    (L, N order) rather than batch-first (N, L). Batch-last makes the copies into columns
+    and col2im's adds run along W*N elements per row instead of W per sample (~4x faster
+    for 14x14 planes); its price is the slower transposing copy of the operands that have
+    channels, not columns, per position (~6x per element). It pays when a group's column
+    rows (Cg*K, or Og*K transposed) outnumber those channels (Cg + Og): not for a 1x1
+    kernel, nor for one input channel."""
+    return n > 1 and math.prod(w.shape[1:]) > w.shape[0] // groups + w.shape[1]
+
+
+_SAMPLE_WEIGHT_BYTES = 1 << 16
+
+
+def per_sample_pays(w, groups) -> bool:
+    """Whether one small matmul per sample (numpy's stacked matmul, straight into the
+    output's layout) beats one large product and a transposing copy: for a group's weight
+    of up to _SAMPLE_WEIGHT_BYTES (re-read from cache by every sample), 2-4x for 16x9 by
+    9x784 over 64 samples (0.69 -> 0.16 ms, one thread), ~15% for 32x144 by 144x196; even
+    at 144 KB, 3x slower at 9 MB. At two threads the one large product also waits for both
+    threads, each small one runs on one."""
+    return w.size // groups * w.itemsize <= _SAMPLE_WEIGHT_BYTES
+
+
+def forward_layout(w, groups) -> str:
+    """"sample" (N, C, L) where per_sample_pays, else "first" (C, N*L)."""
+    return "sample" if per_sample_pays(w, groups) else "first"
+
+
+def backward_layout(w, groups, n, products_fit) -> str:
+    """How a convolution's backward with weight w lays out its (positions x batch) axis:
+    "last" where batch_last_pays, else "sample" (N, C, L) as the forward, unless the weight
+    gradient's per-sample products, summed over the samples, are larger than a sample's
+    positions (`products_fit` False) or the weight is large: then "first", (N*L) in one
+    product."""
+    if batch_last_pays(w, groups, n):
+        return "last"
+    return "sample" if products_fit and per_sample_pays(w, groups) else "first"
+
+
+def by_position(a, groups, order, padding=None):
+    """a (N, C, *sp) as (g, C/g, *sp, N) (order "last"), (g, C/g, N, *sp) ("first"), both
+    copies, or (N, g, C/g, L) ("sample", a view where it can be); batch-last copies
+    zero-pad the spatial dims by `padding`."""
+    am, (n, c), sp = module_of(a), a.shape[:2], a.shape[2:]
+    if order == "sample":
+        return a.reshape(n, groups, c // groups, math.prod(sp))
+    if order == "first":
+        return am.ascontiguousarray(np.moveaxis(a.reshape((n, groups, c // groups) + sp), 0,
+                                                2))
+    if padding is None or not any(padding):
+        return am.ascontiguousarray(np.moveaxis(a, 0, -1)).reshape(
+            (groups, c // groups) + sp + (n,))
+    out = am.zeros((groups, c // groups) + tuple(s + 2 * p for s, p in zip(sp, padding))
+                   + (n,), a.dtype)
+    inside = tuple(slice(p, p + s) for s, p in zip(sp, padding))
+    out[(slice(None), slice(None)) + inside] = np.moveaxis(
+        a.reshape((n, groups, c // groups) + sp), 0, -1)
+    return out
+
+
+def columns(x, kernel, stride, dilation, padding, out_sizes, order) -> np.ndarray:
+    """(C, *kernel, *out, N) (order "last"), (C, *kernel, N, *out) ("first") or
+    (N, C, *kernel, *out) ("sample") copy of every output position's receptive field in x
+    (N, C, *sp), read through one strided view of the zero-padded input: (C*K, L*N) is the
+    right-hand side of one matmul for the whole batch, (C*K, L) one per sample."""
     nd = len(kernel)
-    win = windows(pad_array(x, padding), kernel, stride, dilation, out_sizes)
-    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
-    cols = module_of(x).empty((x.shape[1],) + tuple(kernel) + (x.shape[0],) + tuple(out_sizes),
-                              x.dtype)
+    if order == "last":
+        xp = by_position(x, 1, "last", padding)[0]
+        # windows() wants the spatial dims last: view the batch in front (no copy)
+        win = windows(np.moveaxis(xp, -1, 0), kernel, stride, dilation, out_sizes)
+        perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd)) + (0,)
+        shape = (x.shape[1],) + tuple(kernel) + tuple(out_sizes) + (x.shape[0],)
+    else:
+        win = windows(pad_array(x, padding), kernel, stride, dilation, out_sizes)
+        sample = order == "sample"
+        perm = ((0, 1) if sample else (1,)) + tuple(range(2 + nd, 2 + 2 * nd)) + (
+            () if sample else (0,)) + tuple(range(2, 2 + nd))
+        shape = x.shape[:2] if sample else (x.shape[1],)
+        shape += tuple(kernel) + (() if sample else (x.shape[0],)) + tuple(out_sizes)
+    cols = module_of(x).empty(shape, x.dtype)
     np.copyto(cols, win.transpose(perm))
     return cols
 
@@ -222,14 +293,6 @@ def col2im_into(res, cols, kernel, stride, padding, dilation) -> None:
             res[(Ellipsis,) + tuple(dst)] += cols[(Ellipsis,) + k + tuple(src)]
 
 
-def channels_first(a, groups):
-    """(g, C/g, N*L) copy of a (N, C, *sp): the batch joins the positions."""
-    n, c = a.shape[:2]
-    return module_of(a).ascontiguousarray(
-        a.reshape(n, groups, c // groups, -1).transpose(1, 2, 0, 3)).reshape(groups, c // groups,
-                                                                              -1)
-
-
 _BLOCK_BYTES = 1 << 21     # columns per matmul of about this size stay in cache
 
 _DEVICE_BLOCK_BYTES = 1 << 28   # on a GPU: few large matmuls, the columns' memory bounded
@@ -244,11 +307,23 @@ def batch_blocks(n: int, sample_bytes: int, like):
     return [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
 
-def matmul_to_batch(dst, wm, cols, bias=None) -> None:
-    """dst (B, g*Og, *out) = wm (g, Og, R) @ cols (g, R, B*L), moved from (g, Og, B, L) to
-    the batch-first layout (+ bias (g, Og, 1))."""
-    g, og = wm.shape[:2]
-    r = np.matmul(wm, cols).reshape(g, og, dst.shape[0], -1).transpose(2, 0, 1, 3)
+def to_batch_first(r, b, order):
+    """(B, *lead, L) view of a (*lead, L*B) (order "last") or (*lead, B*L) array."""
+    if order == "last":
+        return np.moveaxis(r.reshape(r.shape[:-1] + (-1, b)), -1, 0)
+    return np.moveaxis(r.reshape(r.shape[:-1] + (b, -1)), -2, 0)
+
+
+def matmul_to_batch(dst, wm, cols, bias=None, order="first") -> None:
+    """dst (B, g*Og, *out), C-contiguous, = wm (g, Og, R) @ cols ((g, R, L*B or B*L), or
+    (B, g, R, L) for order "sample"), in the batch-first layout (+ bias (g, Og, 1))."""
+    if order == "sample":
+        r = dst.reshape(cols.shape[:2] + (wm.shape[1], -1))
+        np.matmul(wm, cols, out=r)
+        if bias is not None:
+            np.add(r, bias, out=r)
+        return
+    r = to_batch_first(np.matmul(wm, cols), dst.shape[0], order)
     d = dst.reshape(r.shape)
     if bias is None:
         np.copyto(d, r)
@@ -256,27 +331,47 @@ def matmul_to_batch(dst, wm, cols, bias=None) -> None:
         np.add(r, bias, out=d)
 
 
-def matmul_col2im(dst, wt, a_cf, kernel, sizes, stride, padding, dilation) -> None:
-    """dst (B, g*Og, *out) += col2im of wt (g, Og*K, Cg) @ a_cf (g, Cg, B*L): every kernel
-    offset's contribution of a block, added where it lands."""
+def matmul_col2im(dst, wt, a, kernel, sizes, stride, padding, dilation,
+                  order="first") -> None:
+    """dst (B, g*Og, *out) = col2im of wt (g, Og*K, Cg) @ a (a by_position array in
+    `order`): every kernel offset's contribution of a block, added where it lands (in a
+    batch-last buffer then moved to dst, or in dst)."""
     g, rows = wt.shape[:2]
-    cols = np.matmul(wt, a_cf).reshape((g * rows // math.prod(kernel),) + tuple(kernel)
-                                       + (dst.shape[0],) + tuple(sizes))
-    col2im_into(dst, np.moveaxis(cols, 1 + len(kernel), 0), kernel, stride, padding,
-                dilation)
+    b = dst.shape[0]
+    r = np.matmul(wt, a)
+    cols = (r if order == "sample" else to_batch_first(r, b, order)).reshape(
+        (b, g * rows // math.prod(kernel)) + tuple(kernel) + tuple(sizes))
+    if order == "last":
+        acc = module_of(dst).zeros(dst.shape[1:] + (b,), dst.dtype)
+        col2im_into(np.moveaxis(acc, -1, 0), cols, kernel, stride, padding, dilation)
+        np.copyto(dst, np.moveaxis(acc, -1, 0))
+    else:
+        dst.fill(0)
+        col2im_into(dst, cols, kernel, stride, padding, dilation)
+
+
+def matmul_nt(a, b):
+    """a (g, M, K) @ b (g, N, K) transposed: the weight gradient's long-K product, with the
+    larger of M and N as BLAS's row count (OpenBLAS runs such products 25-50% faster that
+    way: 32x144 by K=12544 1.8 -> 1.3 ms, one thread)."""
+    if b.shape[1] > a.shape[1]:
+        return np.matmul(b, a.transpose(0, 2, 1)).transpose(0, 2, 1)
+    return np.matmul(a, b.transpose(0, 2, 1))
 
 
 def _conv_forward(res, x, w, stride, padding, dilation, groups, bias=None) -> None:
     """res (N, O, *out), C-contiguous, = the convolution of x (N, C, *sp) and w (O, C/g, *k)
-    (+ bias (O,)): per block of samples one matmul (Og, Cg*K) @ (Cg*K, B*L) per group."""
+    (+ bias (O,)): per block of samples one matmul (Og, Cg*K) @ (Cg*K, L) per sample and
+    group, straight into res, or one (Og, Cg*K) @ (Cg*K, B*L) per group (forward_layout)."""
     g, o, rows = groups, w.shape[0], math.prod(w.shape[1:])
     wm = w.reshape(g, o // g, rows)
     if bias is not None:
         bias = bias.reshape(g, o // g, 1)
-    positions = math.prod(res.shape[2:])
+    order, positions = forward_layout(w, g), math.prod(res.shape[2:])
     for b in batch_blocks(x.shape[0], rows * g * positions * x.itemsize, x):
-        cols = columns(x[b], w.shape[2:], stride, dilation, padding, res.shape[2:])
-        matmul_to_batch(res[b], wm, cols.reshape(g, rows, -1), bias)
+        cols = columns(x[b], w.shape[2:], stride, dilation, padding, res.shape[2:], order)
+        cols = cols.reshape((len(cols), g, rows, positions) if order == "sample" else (g, rows, -1))
+        matmul_to_batch(res[b], wm, cols, bias, order)
 
 
 def _conv_transpose_forward(res, x, w, stride, padding, dilation, groups) -> None:
@@ -285,11 +380,11 @@ def _conv_transpose_forward(res, x, w, stride, padding, dilation, groups) -> Non
     contribution, col2im adds them into res."""
     g, kernel = groups, w.shape[2:]
     wt = w.reshape(g, w.shape[0] // g, math.prod(w.shape[1:])).transpose(0, 2, 1)
-    res.fill(0)
+    order = "last" if batch_last_pays(w, g, x.shape[0]) else "first"
     sample = math.prod(w.shape[1:]) * g * math.prod(x.shape[2:]) * x.itemsize
     for b in batch_blocks(x.shape[0], sample, x):
-        matmul_col2im(res[b], wt, channels_first(x[b], g), kernel, x.shape[2:], stride,
-                       padding, dilation)
+        a = by_position(x[b], g, order).reshape(g, w.shape[0] // g, -1)
+        matmul_col2im(res[b], wt, a, kernel, x.shape[2:], stride, padding, dilation, order)
 
 
 def compute_target(t: Tensor, ct) -> np.ndarray:
@@ -364,35 +459,42 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
                    want_weight):
     """The input gradient into gx (or None) and the (g, ., .) weight gradient (when
     `want_weight`) of a (transposed) convolution, block by block, each block's columns
-    or channel-first gradient made once for both."""
+    or positions-major gradient made once for both."""
     g, n, kernel = groups, x.shape[0], w.shape[2:]
+    rows = math.prod(w.shape[1:])
     gw = None
     if transposed:           # gx is a convolution of gy; the weight pairs x with gy's columns
-        rows = math.prod(w.shape[1:])
+        order = "last" if batch_last_pays(w, g, n) else "first"
         wm = w.reshape(g, w.shape[0] // g, rows)
         sample = rows * g * math.prod(x.shape[2:]) * x.itemsize
         for b in batch_blocks(n, sample, x):
-            cols = columns(gy[b], kernel, stride, dilation, padding, x.shape[2:]).reshape(
-                g, rows, -1)
+            cols = columns(gy[b], kernel, stride, dilation, padding, x.shape[2:],
+                           order).reshape(g, rows, -1)
             if gx is not None:
-                matmul_to_batch(gx[b], wm, cols)
+                matmul_to_batch(gx[b], wm, cols, order=order)
             if want_weight:
-                part = np.matmul(channels_first(x[b], g), cols.transpose(0, 2, 1))
+                xg = by_position(x[b], g, order).reshape(g, x.shape[1] // g, -1)
+                part = matmul_nt(xg, cols)
                 gw = part if gw is None else np.add(gw, part, out=gw)
     else:                    # gx is a transposed convolution of gy; the weight pairs x's columns
-        rows = math.prod(w.shape[1:])
-        wt = w.reshape(g, w.shape[0] // g, rows).transpose(0, 2, 1)
-        if gx is not None:
-            gx.fill(0)
-        sample = max(rows, w.shape[0] // g) * g * math.prod(gy.shape[2:]) * x.itemsize
+        og, positions = w.shape[0] // g, math.prod(gy.shape[2:])
+        order = backward_layout(w, g, n, og * rows < positions)
+        wt = w.reshape(g, og, rows).transpose(0, 2, 1)
+        sample = max(rows, og) * g * positions * x.itemsize
         for b in batch_blocks(n, sample, x):
-            gcf = channels_first(gy[b], g)
+            gp = by_position(gy[b], g, order)
+            if order != "sample":
+                gp = gp.reshape(g, og, -1)
             if gx is not None:
-                matmul_col2im(gx[b], wt, gcf, kernel, gy.shape[2:], stride, padding,
-                               dilation)
+                matmul_col2im(gx[b], wt, gp, kernel, gy.shape[2:], stride, padding, dilation,
+                              order)
             if want_weight:
-                cols = columns(x[b], kernel, stride, dilation, padding, gy.shape[2:])
-                part = np.matmul(gcf, cols.reshape(g, rows, -1).transpose(0, 2, 1))
+                cols = columns(x[b], kernel, stride, dilation, padding, gy.shape[2:], order)
+                if order == "sample":     # per sample, then summed over the block
+                    cols = cols.reshape(len(cols), g, rows, positions)
+                    part = np.matmul(gp, cols.swapaxes(-1, -2)).sum(0)
+                else:
+                    part = matmul_nt(gp, cols.reshape(g, rows, -1))
                 gw = part if gw is None else np.add(gw, part, out=gw)
     if want_weight and gw is None:      # an empty batch
         gw = module_of(w).zeros(w.shape, w.dtype)
