@@ -24,7 +24,7 @@ from ..._decomp import decomposition_table
 from ..._ops import OpOverload, ops_namespace
 from ...autograd.grad_mode import no_grad
 from ...core import dtype as dt
-from ...core.shape import view_strides
+from ...core.shape import is_non_overlapping_and_dense, view_strides
 from ...core.tensor import Tensor, preserve_format
 from ...fx import Graph, GraphModule
 from ...fx.experimental.proxy_tensor import make_fx
@@ -297,11 +297,18 @@ class GraphLowering:
         """Store a pointwise chain that is long, or read by several ops and not cheap, or
         that the graph returns: it is stored anyway, so the ops after it read it (in the
         same kernel, from a register) instead of computing it again for the output (a
-        forward graph returns the pre-activation and the activation its backward saves)."""
+        forward graph returns the pre-activation and the activation its backward saves).
+        A returned value is stored with eager's strides at once: views the graph builds on
+        it later address that layout (`_restride_outputs` leaves viewed buffers alone)."""
         cost = getattr(value, "cost", 0)
-        if isinstance(value, (Pointwise, View)) and (cost > INLINE_COST_LIMIT or (
-                len(node.users) > 1 and cost > SHARED_COST_LIMIT) or (
-                node in self.output_nodes and layout_of(value) is None)):
+        if not isinstance(value, (Pointwise, View)):
+            return value
+        if node in self.output_nodes and layout_of(value) is None:
+            meta = _meta(node)
+            dense = tuple(meta.shape) == value.shape and is_non_overlapping_and_dense(
+                value.shape, tuple(meta.stride()))
+            return self.realize(value, tuple(meta.stride()) if dense else None)
+        if cost > INLINE_COST_LIMIT or (len(node.users) > 1 and cost > SHARED_COST_LIMIT):
             return self.realize(value)
         return value
 
