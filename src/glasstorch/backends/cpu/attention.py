@@ -71,12 +71,13 @@ def flash_attention_cpu(outs, query, key, value, dropout_p=0.0, is_causal=False,
         rows -= m
         np.exp(rows, out=rows)
         total = row_sums(rows)
-        y = np.matmul(s, v)
+        o = outs[0]._array()
+        y = np.matmul(s, v, out=o) if o.dtype == cd else np.matmul(s, v)
         y /= total.reshape(y.shape[:-1] + (1,))
         np.log(total, out=total)
         total += m
-    o = outs[0]._array()
-    np.copyto(o, y, casting="unsafe")
+    if y is not o:
+        np.copyto(o, y, casting="unsafe")
     np.copyto(outs[1]._array(), total.reshape(s.shape[:-1]), casting="unsafe")
 
 
