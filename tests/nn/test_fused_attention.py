@@ -125,3 +125,34 @@ def test_math_path_where_torch_takes_it():
         names["math"] = GF.scaled_dot_product_attention(q, q, q, is_causal=True)
     for case, y in names.items():
         assert y.grad_fn.name() != FLASH, case
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_fused_forward_mode_matches_the_math_form(is_causal):
+    """PyTorch's fused kernel has no forward-mode rule; glasstorch's keeps jvp (and jacfwd)
+    working as through the math form, against which it is checked, on non-contiguous
+    inputs and with one tangent missing."""
+    from glasstorch.nn.attention import SDPBackend, sdpa_kernel
+    q = heads_second((2, 2, 4, 3))
+    k, v = heads_second((2, 2, 5, 3)), heads_second((2, 2, 5, 3))
+    ts = (gt.randn(2, 2, 4, 3, dtype=gt.float64), None, gt.randn(2, 2, 5, 3, dtype=gt.float64))
+
+    def f(*xs):
+        return GF.scaled_dot_product_attention(*xs, is_causal=is_causal)
+
+    def jvp():
+        primals = tuple(x for x, t in zip((q, k, v), ts) if t is not None)
+        def g(*ys):
+            it = iter(ys)
+            return f(*(next(it) if t is not None else x for x, t in zip((q, k, v), ts)))
+        return gt.func.jvp(g, primals, tuple(t for t in ts if t is not None))[1]
+
+    fused = jvp()
+    with sdpa_kernel(SDPBackend.MATH):
+        math_form = jvp()
+    assert_same(fused, math_form, rtol=1e-10, atol=1e-12, check_stride=False)
+    ts = (None, gt.randn(2, 2, 5, 3, dtype=gt.float64), None)
+    fused = jvp()
+    with sdpa_kernel(SDPBackend.MATH):
+        math_form = jvp()
+    assert_same(fused, math_form, rtol=1e-10, atol=1e-12, check_stride=False)

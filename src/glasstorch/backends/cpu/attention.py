@@ -37,7 +37,7 @@ def _empty_heads_last(shape: tuple, dtype: dt.dtype) -> Tensor:
 
 
 @lru_cache(maxsize=16)
-def _causal_bias(n_q: int, n_k: int, dtype: np.dtype) -> np.ndarray:
+def causal_bias(n_q: int, n_k: int, dtype: np.dtype) -> np.ndarray:
     """0 where query i may see key j (j <= i, top-left aligned), -inf above; read-only."""
     bias = np.zeros((n_q, n_k), dtype)
     bias[np.triu_indices(n_q, 1, n_k)] = -np.inf
@@ -54,7 +54,7 @@ def _scores(q: np.ndarray, k: np.ndarray, scale: float, is_causal: bool) -> np.n
     s = np.matmul(q, k.swapaxes(-1, -2))
     s *= scale
     if is_causal:
-        s += _causal_bias(s.shape[-2], s.shape[-1], s.dtype)
+        s += causal_bias(s.shape[-2], s.shape[-1], s.dtype)
     return s
 
 
