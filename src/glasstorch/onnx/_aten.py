@@ -258,6 +258,22 @@ def _softmax(c):
     return c.b.op("Softmax", [c.args[0]], axis=int(c.args[1]))
 
 
+@translates("aten._scaled_dot_product_flash_attention_for_cpu.default")
+def _flash_attention(c):
+    """softmax(q k^T * scale, causal positions -inf) v; the logsumexp (kept for the
+    backward) is not written. The causal bias follows the scores' (possibly dynamic) size:
+    Trilu keeps the -inf above the diagonal of a (L, S) block of -inf."""
+    q, k, v, _, is_causal, _, scale = c.args
+    scale = 1 / math.sqrt(c.meta[0].shape[-1]) if scale is None else scale
+    scores = c.b.op("Mul", [c.b.op("MatMul", [q, c.b.transpose(k, [0, 1, 3, 2])]),
+                            c.b.scalar_like(scale, c.dtype())])
+    if is_causal:
+        fill = c.b.onnx.numpy_helper.from_array(np.asarray([-np.inf], dtype=c.dtype().np))
+        blocked = c.b.op("ConstantOfShape", [c.b.op("Shape", [scores], start=2)], value=fill)
+        scores = c.b.op("Add", [scores, c.b.op("Trilu", [blocked, c.b.const(1)], upper=1)])
+    return c.b.op("MatMul", [c.b.op("Softmax", [scores], axis=-1), v]), None
+
+
 @translates("aten._log_softmax.default", "aten.log_softmax.int")
 def _log_softmax(c):
     return c.b.op("LogSoftmax", [c.args[0]], axis=int(c.args[1]))

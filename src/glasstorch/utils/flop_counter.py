@@ -8,9 +8,11 @@ PyTorch's formulas: a multiply-add is two flops, biases and elementwise work are
 Under a FakeTensorMode nothing is computed, so a model's cost can be counted for any size
 and device.
 
-glasstorch runs `scaled_dot_product_attention` as two batched `matmul` calls (and a
-softmax), where PyTorch calls a fused attention kernel; `aten.matmul` has a formula here,
-so the totals agree, though the per-op keys differ.
+`scaled_dot_product_attention` calls the fused CPU attention operator where PyTorch does
+(4-D inputs without dropout; glasstorch also without a mask): it has no formula, in either
+library, so counts nothing. Elsewhere glasstorch runs PyTorch's math form, two batched
+`matmul` calls (and a softmax), which PyTorch's counts as its math kernel's products:
+`aten.matmul` has a formula here, so the totals agree, though the per-op keys differ.
 """
 from __future__ import annotations
 

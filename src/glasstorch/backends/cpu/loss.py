@@ -75,7 +75,7 @@ def soft_margin(x, y):
 _EINSUM_ROW = 1024
 
 
-def _row_sums(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+def row_sums(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     """sum(a, axis=1, keepdims) of a block, or of a * b without forming the product."""
     if a.ndim == 2 and a.shape[1] <= _EINSUM_ROW and a.__class__ is np.ndarray:
         s = np.einsum("ij->i", a) if b is None else np.einsum("ij,ij->i", a, b)
@@ -95,7 +95,7 @@ def _softmax_part(x: np.ndarray, o: np.ndarray, cd: np.dtype, log: bool) -> None
     else:
         z = np.subtract(x, m, out=o if o.dtype == cd else None)
     if log:
-        s = _row_sums(np.exp(z))
+        s = row_sums(np.exp(z))
         if x.ndim == 2 and o.dtype != cd:
             # PyTorch's last-dim kernel keeps the row's sum and its log in the tensor's
             # float16/bfloat16 (the other dims' kernel keeps them in float32)
@@ -105,7 +105,7 @@ def _softmax_part(x: np.ndarray, o: np.ndarray, cd: np.dtype, log: bool) -> None
         z -= s
     else:
         np.exp(z, out=z)
-        s = _row_sums(z)
+        s = row_sums(z)
         z *= np.reciprocal(s, out=s)            # as PyTorch: one division per row
     if z is not o:
         np.copyto(o, z, casting="unsafe")
@@ -165,7 +165,7 @@ def log_softmax_kernel(out, self, dim, half_to_float):
 def _softmax_backward_part(cd, g, y, o) -> None:
     if g.dtype != cd:
         g, y = g.astype(cd), y.astype(cd)
-    s = _row_sums(g, y)
+    s = row_sums(g, y)
     r = np.subtract(g, s, out=o if o.dtype == cd else None)
     r *= y
     if r is not o:
@@ -182,7 +182,7 @@ def softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
 def _log_softmax_backward_part(cd, g, y, o) -> None:
     if g.dtype != cd:
         g, y = g.astype(cd), y.astype(cd)
-    s = _row_sums(g)
+    s = row_sums(g)
     e = np.exp(y)
     e *= s
     r = np.subtract(g, e, out=o if o.dtype == cd else e)

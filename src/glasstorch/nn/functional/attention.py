@@ -6,8 +6,11 @@ import warnings
 
 from ...core import dtype as dt
 from ...core.tensor import Tensor
+from ...core.device import CPU
 from ...ops.nn import loss as _ops
+from ...ops.nn.attention import _scaled_dot_product_flash_attention_for_cpu as _flash
 from ...ops.creation.ranges import arange
+from ..attention import SDPBackend, _cur_sdpa_kernel_backends
 
 __all__ = ["softmax", "log_softmax", "softmin", "gumbel_softmax",
            "scaled_dot_product_attention"]
@@ -103,9 +106,28 @@ def _c_name(d) -> str:
     return _C_NAMES.get(d.name, d.name)
 
 
+_FLOATS = (dt.float32, dt.float64, dt.float16, dt.bfloat16)
+
+
+def _fused_cpu(query, key, value, attn_mask, dropout_p) -> bool:
+    """Whether PyTorch's CPU kernel choice takes its fused (flash) kernel here, where
+    glasstorch's has no mask: 4-D CPU inputs of the same batch, heads and head size, unit
+    last strides, no empty sequence, no dropout."""
+    if (attn_mask is not None or dropout_p > 0.0 or query.dim() != 4 or key.dim() != 4
+            or value.dim() != 4 or query.device is not CPU or query.dtype not in _FLOATS):
+        return False
+    b, h, n_q, e = query.shape
+    n_k = key.shape[2]
+    return (key.shape == value.shape == (b, h, n_k, e) and n_q > 0 and n_k > 0
+            and all(t.shape[-1] == 1 or t.stride(-1) == 1 for t in (query, key, value))
+            and SDPBackend.FLASH_ATTENTION in _cur_sdpa_kernel_backends())
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
-    """softmax(q k^T * scale + mask) v over the last two dims (PyTorch's math backend).
+    """softmax(q k^T * scale + mask) v over the last two dims: PyTorch's fused CPU kernel
+    (one op, and one for the backward) where PyTorch takes it without a mask, else its math
+    backend.
 
     A boolean `attn_mask` marks the positions that may be attended (True); a float mask is
     added to the scores. `is_causal` lets position i attend to positions j <= i (top-left
@@ -113,6 +135,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     kernels do. Dropout draws from glasstorch's generator.
     """
     _check_sdpa(query, key, value, attn_mask, enable_gqa)
+    if _fused_cpu(query, key, value, attn_mask, dropout_p):
+        return _flash(query, key, value, 0.0, is_causal, scale=scale)[0]
     n_q, n_k = query.shape[-2], key.shape[-2]
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])

@@ -1,0 +1,111 @@
+"""CPU kernels of PyTorch's fused CPU attention, `_scaled_dot_product_flash_attention_for_cpu`
+and its backward: softmax(q k^T * scale) v over (batch, heads, length, head size) inputs as
+batched matrix products, a causal mask added as a cached 0/-inf bias (no boolean matrix per
+call), the backward recomputing the probabilities from the saved logsumexp instead of
+keeping them. float16/bfloat16 compute in float32 (the logsumexp stays float32)."""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from .loss import row_sums
+from ...core import dtype as dt
+from ...core.device import CPU
+from ...core.tensor import Tensor
+
+
+def compute_dtype(d: dt.dtype) -> dt.dtype:
+    return dt.float32 if d is dt.float16 or d is dt.bfloat16 else d
+
+
+def _as(t: Tensor, compute: np.dtype) -> np.ndarray:
+    a = t._array()
+    return a if a.dtype == compute else a.astype(compute)
+
+
+def heads_last_strides(shape: tuple) -> tuple:
+    """Strides of a (B, H, L, E) tensor laid out as (B, L, H, E), as PyTorch's kernel makes
+    its outputs: the usual `y.transpose(1, 2)` back to (B, L, H * E) is then contiguous."""
+    b, h, n, e = shape
+    return (n * h * e, e, h * e, 1)
+
+
+def _empty_heads_last(shape: tuple, dtype: dt.dtype) -> Tensor:
+    return Tensor._empty(tuple(shape), dtype, CPU, heads_last_strides(tuple(shape)))
+
+
+@lru_cache(maxsize=16)
+def causal_bias(n_q: int, n_k: int, dtype: np.dtype) -> np.ndarray:
+    """0 where query i may see key j (j <= i, top-left aligned), -inf above; read-only."""
+    bias = np.zeros((n_q, n_k), dtype)
+    bias[np.triu_indices(n_q, 1, n_k)] = -np.inf
+    bias.flags.writeable = False
+    return bias
+
+
+def _scale(scale, q: np.ndarray) -> float:
+    return 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+
+
+def _scores(q: np.ndarray, k: np.ndarray, scale: float, is_causal: bool) -> np.ndarray:
+    """q k^T * scale, masked: a fresh (B, H, L, S) array."""
+    s = np.matmul(q, k.swapaxes(-1, -2))
+    s *= scale
+    if is_causal:
+        s += causal_bias(s.shape[-2], s.shape[-1], s.dtype)
+    return s
+
+
+def flash_attention_cpu(outs, query, key, value, dropout_p=0.0, is_causal=False,
+                        attn_mask=None, scale=None):
+    """(output, logsumexp): the probabilities' rows are left unnormalised through the
+    product with v, whose (L, E) rows are divided instead of the (L, S) ones."""
+    cd = compute_dtype(query.dtype).np
+    q, k, v = (_as(t, cd) for t in (query, key, value))
+    with np.errstate(all="ignore"):
+        s = _scores(q, k, _scale(scale, q), is_causal)
+        rows = s.reshape(-1, s.shape[-1])
+        m = np.maximum.reduce(rows, axis=1, keepdims=True)
+        rows -= m
+        np.exp(rows, out=rows)
+        total = row_sums(rows)
+        o = outs[0]._array()
+        y = np.matmul(s, v, out=o) if o.dtype == cd else np.matmul(s, v)
+        y /= total.reshape(y.shape[:-1] + (1,))
+        np.log(total, out=total)
+        total += m
+    if y is not o:
+        np.copyto(o, y, casting="unsafe")
+    np.copyto(outs[1]._array(), total.reshape(s.shape[:-1]), casting="unsafe")
+
+
+def flash_attention_backward_cpu(grad_out, query, key, value, out, logsumexp, dropout_p,
+                                 is_causal, attn_mask=None, scale=None):
+    """(dq, dk, dv) with p = exp(s - logsumexp): dv = p^T g, ds = p * (g v^T - rowsum(g *
+    out)), dq = ds k * scale, dk = ds^T q * scale."""
+    cd = compute_dtype(query.dtype).np
+    q, k, v, o, g = (_as(t, cd) for t in (query, key, value, out, grad_out))
+    sc = _scale(scale, q)
+    with np.errstate(all="ignore"):
+        p = _scores(q, k, sc, is_causal)
+        p -= _as(logsumexp, cd)[..., None]
+        np.exp(p, out=p)
+        ds = np.matmul(g, v.swapaxes(-1, -2))
+        ds -= np.einsum("...e,...e->...", g, o)[..., None]
+        ds *= p
+        return (_product(query, ds, k, sc), _product(key, ds.swapaxes(-1, -2), q, sc),
+                _product(value, p.swapaxes(-1, -2), g, None))
+
+
+def _product(like: Tensor, a: np.ndarray, b: np.ndarray, factor) -> Tensor:
+    """a @ b (times factor) as a new tensor with like's shape and dtype, heads-last."""
+    t = _empty_heads_last(like._shape, like.dtype)
+    dst = t._array()
+    r = np.matmul(a, b, out=dst) if dst.dtype == a.dtype else np.matmul(a, b)
+    if factor is not None:
+        r *= factor
+    if r is not dst:
+        np.copyto(dst, r, casting="unsafe")
+    return t
