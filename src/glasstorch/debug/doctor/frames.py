@@ -84,10 +84,12 @@ def traceback_site(tb) -> Site | None:
 
 def running_node():
     """The autograd node whose backward is running on this thread, or None: read from the
-    engine's `_run_node` frame, so that nothing is paid until a finding needs it."""
+    engine's frame (`_run_node`'s, or the loop's, which applies a plain formula node itself),
+    so that nothing is paid until a finding needs it."""
+    engine_codes = (_engine._run_node.__code__, _engine.run_backward.__code__)
     f = sys._getframe(1)
     while f is not None:
-        if f.f_code is _engine._run_node.__code__:
+        if f.f_code in engine_codes:
             return f.f_locals.get("node")
         f = f.f_back
     return None
