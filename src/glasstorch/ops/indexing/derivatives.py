@@ -75,8 +75,10 @@ def _index_put(grad, indices, accumulate):
     """self's gradient passes except where values were written (unless accumulating);
     values' gradient is what the written positions received (summed over broadcasting).
     The values themselves are not saved (PyTorch keeps only their metadata): writing into
-    them in place before backward is no error."""
-    g_self = grad if accumulate else grad.index_put(indices, grad.new_zeros(()))
+    them in place before backward is no error. The operator, not the Python method: the
+    indices hold None for the dims a slice took whole (`x[:, idx] = v`)."""
+    g_self = grad if accumulate else subscripts.index_put_copy_op.functional(
+        grad, indices, grad.new_zeros(()))
     return (g_self,) + (None,) * len(indices) + (index_op.functional(grad, indices),)
 
 
