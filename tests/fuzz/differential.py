@@ -730,6 +730,8 @@ def _binary_call(st, op, first, second):
         # that operand's dtype: an integer one wraps around (uint8 5 becomes 251) and a bool
         # one raises; glasstorch's gradient is the right one. Not generated.
         return None
+    if op == "pow" and first in ("True", "False") and st.backward:
+        return None              # PyTorch bug: as `True ** t` in _g_binary
     return op, f"torch.{op}({first}, {second})"
 
 

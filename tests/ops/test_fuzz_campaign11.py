@@ -189,3 +189,25 @@ def test_setitem_after_a_slice_gradient_equals_pytorchs():
         return v.grad
     ours, theirs = _both(f)
     np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=1e-6)
+
+
+# ---- kernels PyTorch does not run: a 0-d or empty scan, an empty nansum ------------------
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("x", [lambda T: T.tensor(1.5), lambda T: T.zeros(0),
+                               lambda T: T.zeros(1), lambda T: T.zeros(2, 3)])
+def test_a_scan_into_bool_refuses_only_what_runs_its_kernel(op, x):
+    """A 0-d scan is a copy and an empty one writes nothing: neither reaches the kernel
+    that has no bool loop."""
+    _same(lambda T: getattr(T, op)(x(T), 0, dtype=T.bool))
+    _same(lambda T: getattr(T, op)(x(T), 0, out=T.empty(0, dtype=T.bool)))
+
+
+@pytest.mark.parametrize("x", [lambda T: T.tensor([1.82]), lambda T: T.tensor(1.0),
+                               lambda T: T.zeros(0), lambda T: T.zeros(2, 0)])
+@pytest.mark.parametrize("dim", [None, 0, ()])
+def test_nansum_into_complex_has_no_kernel(x, dim):
+    def f(T):
+        kw = {} if dim is None else {"dim": dim}
+        return T.nansum(x(T), dtype=T.complex64, **kw)
+    _same(f)
