@@ -432,6 +432,8 @@ class _State:
     ns: dict = field(default_factory=lambda: {"torch": glasstorch})
     next_var: int = 0
     backward: bool = False
+    born: dict = field(default_factory=dict)       # id of a tensor -> requires_grad at birth
+    direct: set = field(default_factory=set)       # ids of tensors given history in place
 
     def new_var(self) -> int:
         self.next_var += 1
@@ -484,6 +486,7 @@ def _execute(st: _State, step: Step) -> bool:
     for w in step.writes:
         t = st.ns.get(f"v{w}")
         if isinstance(t, glasstorch.Tensor):
+            st.born.setdefault(id(t), t.requires_grad)
             expanded = any(s > 1 and d == 0 for s, d in zip(t.shape, t.stride()))
             st.vars.append(_Var(w, tuple(t.shape), str(t.dtype).replace("torch.", ""),
                                 t.requires_grad, expanded))
@@ -1031,6 +1034,9 @@ def generate(seed: int, backward: bool | None = None) -> Program:
         if made is None:
             continue
         op, text = made[0], made[1]
+        writes_x = op.endswith("_") or op.startswith("setitem") or op == "maximum(out=self)"
+        if writes_x and _stale_view(st, x):
+            continue
         n_out = made[2] if len(made) > 2 else 1
         outs = tuple(st.new_var() for _ in range(n_out))
         if "\n" in text:                                # a statement, then its result
@@ -1039,7 +1045,25 @@ def generate(seed: int, backward: bool | None = None) -> Program:
             src = f"{', '.join(f'v{o}' for o in outs)} = {text}"
         reads = tuple(sorted(set(_reads(*_tokens(text)))))
         _execute(st, Step(src, op, reads, outs))
+        t = st.ns.get(f"v{x.index}")
+        # x[int or slice] = v writes through a view of x; other in-place ops write x itself
+        if writes_x and getattr(t, "requires_grad", False) and (
+                not op.startswith("setitem") or "torch.tensor(" in text.split("] = ")[0]):
+            st.direct.add(id(t))
     return Program(st.steps, st.backward, seed)
+
+
+def _stale_view(st, x: _Var) -> bool:
+    """PyTorch bug: a view made while its base did not require grad, whose memory has since
+    been written with values that require grad through another tensor (its base, another
+    view, or `view[0] = v`, which writes through a view of it), passes PyTorch's in-place
+    check as a leaf that requires grad ("a leaf Variable that requires grad is being used
+    in an in-place operation") until its grad_fn is read, after which the same op runs;
+    glasstorch treats it as the non-leaf it is. An in-place op on such a view: not
+    generated."""
+    t = st.ns.get(f"v{x.index}")
+    return isinstance(t, glasstorch.Tensor) and t._base is not None and t.requires_grad \
+        and not st.born.get(id(t), True) and id(t) not in st.direct
 
 
 def _tokens(text: str) -> list:

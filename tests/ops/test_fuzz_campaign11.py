@@ -211,3 +211,31 @@ def test_nansum_into_complex_has_no_kernel(x, dim):
         kw = {} if dim is None else {"dim": dim}
         return T.nansum(x(T), dtype=T.complex64, **kw)
     _same(f)
+
+
+# ---- PyTorch's stale view: glasstorch keeps the right answer -----------------------------
+
+def _write_then_add(T, read_grad_fn):
+    base = T.tensor([0.75, 2.0, 3.0])
+    view = base[:2]                            # made while base requires no grad
+    v = T.tensor(-0.99, requires_grad=True)
+    view[0] = v                                # base (and view) now have history
+    if read_grad_fn:
+        view.grad_fn                           # PyTorch refreshes the view's history here
+    view.add_(1)
+    (view * T.tensor([2.0, 3.0])).sum().backward()
+    return view.detach(), v.grad
+
+
+def test_in_place_on_a_view_whose_base_gained_history_elsewhere():
+    """PyTorch's in-place check takes such a view for a leaf that requires grad (and
+    raises) until its grad_fn is read; glasstorch runs the op either way, with the result
+    and gradient PyTorch gives once the view's history is refreshed."""
+    torch = oracle_torch()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        _write_then_add(torch, read_grad_fn=False)
+    theirs = _write_then_add(torch, read_grad_fn=True)
+    for read in (False, True):
+        ours = _write_then_add(gt, read)
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(to_numpy(a), to_numpy(b))
