@@ -204,7 +204,9 @@ def test_a_scan_into_bool_refuses_only_what_runs_its_kernel(op, x):
 
 
 @pytest.mark.parametrize("x", [lambda T: T.tensor([1.82]), lambda T: T.tensor(1.0),
-                               lambda T: T.zeros(0), lambda T: T.zeros(2, 0)])
+                               lambda T: T.zeros(0), lambda T: T.zeros(2, 0),
+                               lambda T: T.tensor([[3]], dtype=T.int32),
+                               lambda T: T.tensor([True])])
 @pytest.mark.parametrize("dim", [None, 0, ()])
 def test_nansum_into_complex_has_no_kernel(x, dim):
     def f(T):

@@ -144,7 +144,8 @@ def _without_nan(a: np.ndarray) -> np.ndarray:
 
 def nansum_kernel(out, self, dim=None, keepdim=False, dtype=None):
     _check_out_dtype(out, dtype)
-    if out.dtype.is_complex and self.numel():     # a real input summed into complex
+    if out.dtype.is_complex and self.dtype.is_floating_point and self.numel():
+        # a float input summed into complex (PyTorch sums integer and bool ones with sum)
         raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{out.dtype.cname}'")
     a = _without_nan(operand(self, out.dtype))
     store(out, np.add.reduce(a, axis=axes(a.ndim, dim), dtype=acc_dtype(out.dtype),
