@@ -709,11 +709,11 @@ def _g_binary(st, x):
     if rng.random() < 0.2:
         return _binary_call(st, op, other, f"v{x.index}")
     if rng.random() < 0.1:
-        if st.backward and x.dtype in FLOATS and _complex(st, other):
+        if st.backward and _complex(st, f"v{x.index}") != _complex(st, other):
             # PyTorch bug: where() of a real tensor that requires grad and a complex one
-            # hands the real input a complex gradient, which its engine then rejects
-            # ("Expected isFloatingType(grad.scalar_type()) || ..."); glasstorch's gradient
-            # is the real part. Not generated.
+            # (in either place) hands the real input a complex gradient, which its engine
+            # then rejects ("Expected isFloatingType(grad.scalar_type()) || ...");
+            # glasstorch's gradient is the real part. Not generated.
             return None
         return "where", f"torch.where(v{x.index} != 0, v{x.index}, {other})"
     if rng.random() < 0.15:
