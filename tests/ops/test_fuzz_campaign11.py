@@ -241,3 +241,14 @@ def test_in_place_on_a_view_whose_base_gained_history_elsewhere():
         ours = _write_then_add(gt, read)
         for a, b in zip(ours, theirs):
             np.testing.assert_allclose(to_numpy(a), to_numpy(b))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "float16"])
+@pytest.mark.parametrize("source", ["float32", "float64", "bfloat16"])
+def test_nansum_into_another_dtype_drops_nan_before_the_cast(dtype, source):
+    """NaN counts as 0 before its cast to an integer sum (not the cast's junk value)."""
+    def f(T):
+        x = T.tensor([[float("nan"), 1.5], [2.5, float("nan")]], dtype=getattr(T, source))
+        return T.stack([T.nansum(x, dtype=getattr(T, dtype)).reshape(1),
+                        T.nansum(x, dim=0, dtype=getattr(T, dtype))[:1]])
+    _same(f)
