@@ -252,3 +252,16 @@ def test_nansum_into_another_dtype_drops_nan_before_the_cast(dtype, source):
         return T.stack([T.nansum(x, dtype=getattr(T, dtype)).reshape(1),
                         T.nansum(x, dim=0, dtype=getattr(T, dtype))[:1]])
     _same(f)
+
+
+# ---- copy_ from another view of exactly its own elements writes nothing -------------------
+
+@pytest.mark.parametrize("src", [lambda x: x.permute((0,)), lambda x: x.view(2),
+                                 lambda x: x.double(), lambda x: x[:1]])
+def test_copy_from_the_same_elements_is_a_no_op_even_when_expanded(src):
+    """PyTorch returns before its overlap check when src has self's storage, offset,
+    strides, shape, dtype and conj/neg bits; any other src into an expanded self is refused."""
+    def f(T):
+        x = T.tensor([3.0]).expand((2,))
+        return x.copy_(src(x))
+    _same(f)
