@@ -265,3 +265,14 @@ def test_copy_from_the_same_elements_is_a_no_op_even_when_expanded(src):
         x = T.tensor([3.0]).expand((2,))
         return x.copy_(src(x))
     _same(f)
+
+
+# ---- ops with no complex form refuse it before looking at where they write ----------------
+
+@pytest.mark.parametrize("op", ["sign", "trunc", "floor", "ceil"])
+@pytest.mark.parametrize("how", ["inplace", "out"])
+def test_a_complex_refusal_comes_before_the_overlap_check(op, how):
+    def f(T):
+        x = T.tensor([1 + 1j]).expand(3)
+        return getattr(x, op + "_")() if how == "inplace" else getattr(T, op)(x, out=x)
+    _same(f)
