@@ -479,6 +479,8 @@ class _State:
     ns: dict = field(default_factory=lambda: {"torch": glasstorch})
     next_var: int = 0
     backward: bool = False
+    born: dict = field(default_factory=dict)       # id of a tensor -> requires_grad at birth
+    direct: set = field(default_factory=set)       # ids of tensors given history in place
 
     def new_var(self) -> int:
         self.next_var += 1
@@ -531,6 +533,7 @@ def _execute(st: _State, step: Step) -> bool:
     for w in step.writes:
         t = st.ns.get(f"v{w}")
         if isinstance(t, glasstorch.Tensor):
+            st.born.setdefault(id(t), t.requires_grad)
             expanded = any(s > 1 and d == 0 for s, d in zip(t.shape, t.stride()))
             st.vars.append(_Var(w, tuple(t.shape), str(t.dtype).replace("torch.", ""),
                                 t.requires_grad, expanded))
@@ -753,11 +756,11 @@ def _g_binary(st, x):
     if rng.random() < 0.2:
         return _binary_call(st, op, other, f"v{x.index}")
     if rng.random() < 0.1:
-        if st.backward and x.dtype in FLOATS and _complex(st, other):
+        if st.backward and _complex(st, f"v{x.index}") != _complex(st, other):
             # PyTorch bug: where() of a real tensor that requires grad and a complex one
-            # hands the real input a complex gradient, which its engine then rejects
-            # ("Expected isFloatingType(grad.scalar_type()) || ..."); glasstorch's gradient
-            # is the real part. Not generated.
+            # (in either place) hands the real input a complex gradient, which its engine
+            # then rejects ("Expected isFloatingType(grad.scalar_type()) || ...");
+            # glasstorch's gradient is the real part. Not generated.
             return None
         return "where", f"torch.where(v{x.index} != 0, v{x.index}, {other})"
     if rng.random() < 0.15:
@@ -777,6 +780,8 @@ def _binary_call(st, op, first, second):
         # that operand's dtype: an integer one wraps around (uint8 5 becomes 251) and a bool
         # one raises; glasstorch's gradient is the right one. Not generated.
         return None
+    if op == "pow" and first in ("True", "False") and st.backward:
+        return None              # PyTorch bug: as `True ** t` in _g_binary
     return op, f"torch.{op}({first}, {second})"
 
 
@@ -829,10 +834,12 @@ def _g_reduce(st, x):
         dim = None
     if op == "logsumexp" and dim is None:
         dim = 0
+    dtype = f", dtype=torch.{rng.choice(_CAST_TARGETS)}" if op in (
+        "sum", "prod", "mean", "nansum") and rng.random() < 0.2 else ""
     if dim is None:
-        return op, f"torch.{op}(v{x.index})"
+        return op, f"torch.{op}(v{x.index}{dtype})"
     keep = rng.random() < 0.5 and op != "count_nonzero"
-    return op, f"torch.{op}(v{x.index}, dim={dim!r}{', keepdim=True' if keep else ''})"
+    return op, f"torch.{op}(v{x.index}, dim={dim!r}{', keepdim=True' if keep else ''}{dtype})"
 
 
 def _g_reduce_pair(st, x):
@@ -858,7 +865,9 @@ def _g_reduce_pair(st, x):
 
 def _g_scan(st, x):
     op = st.rng.choice(("cumsum", "cumprod", "softmax", "log_softmax", "argsort"))
-    return op, f"torch.{op}(v{x.index}, {_dim(st.rng, len(x.shape))})"
+    dtype = f", dtype=torch.{st.rng.choice(_CAST_TARGETS)}" if op != "argsort" and \
+        st.rng.random() < 0.2 else ""
+    return op, f"torch.{op}(v{x.index}, {_dim(st.rng, len(x.shape))}{dtype})"
 
 
 def _g_cat(st, x):
@@ -879,6 +888,9 @@ def _g_matmul(st, x):
         return None
     k = x.shape[-1]
     shape = (k,) if rng.random() < 0.3 else (k, rng.randint(1, 3))
+    if rng.random() < 0.25:                       # batched: a batch dim broadcasting with x's
+        batch = x.shape[-3] if len(x.shape) >= 3 else rng.randint(1, 3)
+        shape = (rng.choice((1, batch)), k, rng.randint(1, 3))
     dtype = x.dtype if rng.random() < 0.8 else None
     y = _add_input(st, shape, dtype)
     if rng.random() < 0.3:
@@ -890,6 +902,16 @@ def _g_index_read(st, x):
     rng = st.rng
     if not x.shape:
         return None
+    if len(x.shape) >= 2 and 0 not in x.shape and rng.random() < 0.2:
+        # two index tensors that broadcast together; apart (a slice between them), the
+        # indexed dims go first in the result
+        last = rng.randint(1, len(x.shape) - 1)
+        k = rng.randint(1, 3)
+        first = [rng.randint(-x.shape[0], x.shape[0] - 1) for _ in range(k)]
+        second = [rng.randint(-x.shape[last], x.shape[last] - 1)
+                  for _ in range(rng.choice((1, k)))]
+        return "getitem(2 tensors)", (f"v{x.index}[torch.tensor({first}), {':, ' * (last - 1)}"
+                                      f"torch.tensor({second})]")
     d = _dim(rng, len(x.shape))
     s = x.shape[d]
     r = rng.random()
@@ -912,6 +934,78 @@ def _g_index_read(st, x):
     return fn, f"torch.{fn}(v{x.index}, {d}, torch.tensor({idx}, dtype=torch.int64).reshape({tuple(shape)!r}))" \
         if fn == "gather" else \
         f"torch.take_along_dim(v{x.index}, torch.tensor({idx}, dtype=torch.int64).reshape({tuple(shape)!r}), {d})"
+
+
+def _distinct(rng, size: int, k: int) -> list:
+    """k distinct positions in range(size), some written as negative indices."""
+    return [p - size if rng.random() < 0.3 else p for p in rng.sample(range(size), k)]
+
+
+def _source(st, shape, x: _Var) -> str:
+    """A tensor to write into x: mostly of x's dtype (others are refused by both), one that
+    requires grad in some backward programs."""
+    dtype = x.dtype if st.rng.random() < 0.85 else None
+    return f"v{_add_input(st, shape, dtype, st.backward and st.rng.random() < 0.6).index}"
+
+
+def _g_index_write(st, x):
+    """Advanced-indexing writes: index_put_ (with accumulate), x[:, idx] = tensor,
+    index_add_/index_copy_, scatter_/scatter_add_/scatter_reduce_. A position written twice
+    without accumulating is undefined in PyTorch (which write wins): not generated."""
+    rng = st.rng
+    if not x.shape or 0 in x.shape:
+        return None
+    v, n = f"v{x.index}", len(x.shape)
+    r = rng.random()
+    if r < 0.3:
+        k = rng.randint(1, 3)
+        accumulate = rng.random() < 0.5
+        lead = x.shape[:rng.randint(1, min(n, 2))]
+        cells = [divmod(c, lead[-1]) if len(lead) == 2 else (c,)
+                 for c in (rng.choices(range(math.prod(lead)), k=k) if accumulate else
+                           rng.sample(range(math.prod(lead)), min(k, math.prod(lead))))]
+        index = ", ".join(f"torch.tensor({[c[i] for c in cells]})" for i in range(len(lead)))
+        rest = x.shape[len(lead):]
+        shape = rng.choice(((len(cells),) + rest, rest, ()))
+        return "index_put_", (f"{v}.index_put_(({index},), {_source(st, shape, x)}, "
+                              f"accumulate={accumulate})")
+    d = _dim(rng, n)
+    s = x.shape[d]
+    if r < 0.45:
+        idx = _distinct(rng, s, rng.randint(1, s))
+        shape = x.shape[:d % n] + (len(idx),) + x.shape[d % n + 1:]
+        value = _source(st, shape[rng.randint(0, d % n + 1):], x)
+        return "setitem(tensor)", f"{v}[{':, ' * (d % n)}torch.tensor({idx})] = {value}\nv{{out}} = {v}"
+    if r < 0.7:
+        # no negative indices here: both ops refuse them. Nor a refused index in programs
+        # with a backward pass: PyTorch's loop writes the indices before the bad one, then
+        # raises before it counts the write; a gradient reading the written tensor (indices
+        # from max or sort) would then read what PyTorch left, unspecified.
+        op = rng.choice(("index_add_", "index_copy_"))
+        idx = rng.sample(range(s), rng.randint(1, s)) if op == "index_copy_" else \
+            rng.choices(range(s), k=rng.randint(1, 3))
+        if not st.backward and rng.random() < 0.1:
+            idx[rng.randrange(len(idx))] = rng.choice((-1, s))
+        src = _source(st, x.shape[:d % n] + (len(idx),) + x.shape[d % n + 1:], x)
+        alpha = f", alpha={rng.choice((2, -1, 0.5))!r}" if op == "index_add_" and rng.random() < 0.3 else ""
+        return op, f"{v}.{op}({d}, torch.tensor({idx}), {src}{alpha})"
+    op = rng.choice(("scatter_", "scatter_add_", "scatter_reduce_"))
+    shape = list(x.shape)
+    shape[d] = rng.randint(1, s)
+    columns = np.empty(shape, dtype=np.int64)
+    moved = np.moveaxis(columns, d, -1)           # a view: one row per position off dim d
+    for row in np.ndindex(moved.shape[:-1]):
+        moved[row] = rng.sample(range(s), shape[d]) if op == "scatter_" else \
+            rng.choices(range(s), k=shape[d])
+    index = f"torch.tensor({columns.reshape(-1).tolist()}).reshape({tuple(shape)!r})"
+    if op == "scatter_" and rng.random() < 0.3:
+        return op, f"{v}.scatter_({d}, {index}, {_scalar(rng, ('int', 'float'))!r})"
+    src = _source(st, tuple(shape), x)
+    if op == "scatter_reduce_":
+        reduce = rng.choice(("sum", "prod", "mean", "amax", "amin"))
+        return op, (f"{v}.scatter_reduce_({d}, {index}, {src}, {reduce!r}, "
+                    f"include_self={rng.random() < 0.5})")
+    return op, f"{v}.{op}({d}, {index}, {src})"
 
 
 def _shares_memory(st, a: _Var, b: _Var) -> bool:
@@ -961,7 +1055,7 @@ _GENERATORS = (
     (_g_squeeze, 2), (_g_unsqueeze, 2), (_g_expand, 3), (_g_reshape, 4), (_g_select, 2),
     (_g_cast, 3), (_g_inplace, 14), (_g_setitem, 4), (_g_binary, 12), (_g_unary, 6),
     (_g_clamp, 2), (_g_reduce, 6), (_g_reduce_pair, 3), (_g_scan, 3), (_g_cat, 3),
-    (_g_matmul, 3), (_g_index_read, 5), (_g_out, 4),
+    (_g_matmul, 3), (_g_index_read, 5), (_g_out, 4), (_g_index_write, 4),
 )
 _GEN_FNS = [g for g, _ in _GENERATORS]
 _GEN_WEIGHTS = [w for _, w in _GENERATORS]
@@ -987,6 +1081,9 @@ def generate(seed: int, backward: bool | None = None) -> Program:
         if made is None:
             continue
         op, text = made[0], made[1]
+        writes_x = op.endswith("_") or op.startswith("setitem") or op == "maximum(out=self)"
+        if writes_x and _stale_view(st, x):
+            continue
         n_out = made[2] if len(made) > 2 else 1
         outs = tuple(st.new_var() for _ in range(n_out))
         if "\n" in text:                                # a statement, then its result
@@ -995,7 +1092,25 @@ def generate(seed: int, backward: bool | None = None) -> Program:
             src = f"{', '.join(f'v{o}' for o in outs)} = {text}"
         reads = tuple(sorted(set(_reads(*_tokens(text)))))
         _execute(st, Step(src, op, reads, outs))
+        t = st.ns.get(f"v{x.index}")
+        # x[int or slice] = v writes through a view of x; other in-place ops write x itself
+        if writes_x and getattr(t, "requires_grad", False) and (
+                not op.startswith("setitem") or "torch.tensor(" in text.split("] = ")[0]):
+            st.direct.add(id(t))
     return Program(st.steps, st.backward, seed)
+
+
+def _stale_view(st, x: _Var) -> bool:
+    """PyTorch bug: a view made while its base did not require grad, whose memory has since
+    been written with values that require grad through another tensor (its base, another
+    view, or `view[0] = v`, which writes through a view of it), passes PyTorch's in-place
+    check as a leaf that requires grad ("a leaf Variable that requires grad is being used
+    in an in-place operation") until its grad_fn is read, after which the same op runs;
+    glasstorch treats it as the non-leaf it is. An in-place op on such a view: not
+    generated."""
+    t = st.ns.get(f"v{x.index}")
+    return isinstance(t, glasstorch.Tensor) and t._base is not None and t.requires_grad \
+        and not st.born.get(id(t), True) and id(t) not in st.direct
 
 
 def _tokens(text: str) -> list:

@@ -36,7 +36,8 @@ def test_generated_programs_have_the_breadth_asked_for():
     ops = {s.op for p in programs for s in p.steps}
     for wanted in ("slice", "transpose", "permute", "diagonal", "narrow", "expand", "setitem",
                    "add_", "matmul", "softmax", "sort", "topk", "cat", "stack", "getitem",
-                   "sum(out=)", "index_select", "to"):
+                   "sum(out=)", "index_select", "to", "index_put_", "setitem(tensor)",
+                   "index_add_", "scatter_reduce_", "getitem(2 tensors)"):
         assert wanted in ops, wanted
     with_backward = sum(p.backward for p in programs)
     assert 25 <= with_backward <= 80

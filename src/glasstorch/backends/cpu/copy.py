@@ -50,13 +50,22 @@ def internal_overlap_error() -> RuntimeError:
         "single memory location. Please clone() the tensor before performing the operation.")
 
 
+def _same_data(self, src) -> bool:
+    """src is another view of exactly self's elements (a permute of no dims, a
+    view(shape) of the same shape): PyTorch's copy_ checks this before any overlap."""
+    return src._storage is self._storage and src._offset == self._offset and \
+        src._stride == self._stride and src._shape == self._shape and \
+        src.dtype is self.dtype and src.is_conj() == self.is_conj() and \
+        src.is_neg() == self.is_neg()
+
+
 def check_copy(self, src):
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not "
                         f"{type(src).__name__}")
     expand_strides(src._shape, src._stride, self._shape)   # raises if not broadcastable
-    if src is self:                    # PyTorch's copy_ returns at once: nothing to write
-        return
+    if src is self or _same_data(self, src):   # PyTorch's copy_ returns at once: nothing
+        return                                  # to write (nor an overlap to refuse)
     if has_internal_overlap(self._shape, self._stride) and self.numel() > 1:
         raise internal_overlap_error()
     if src._storage is self._storage:

@@ -243,6 +243,9 @@ def gemm_scalars(d: dt.dtype, beta, alpha):
 
 
 def product_cpu(out, self, other):
+    if self.dtype is not other.dtype:    # allowed only when empty or summing over nothing
+        out._array()[...] = 0
+        return
     matmul_into(out._array(), self._array(), other._array())
 
 
@@ -254,8 +257,7 @@ def vdot_cpu(out, self, other):
     dot_into(out._array(), self._array(), other._array(), conj_first=True)
 
 
-def matmul_cpu(out, self, other):
-    matmul_into(out._array(), self._array(), other._array())
+matmul_cpu = product_cpu
 
 
 def gemm_kernel(batch_sum=False):

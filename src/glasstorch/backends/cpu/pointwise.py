@@ -332,6 +332,33 @@ def _int_power(a, b):
     return np.where(negative, base_one, r)
 
 
+_SPECIALISED = (dt.float32, dt.float64, dt.bfloat16)
+_SPECIAL_EXPONENTS = (0.5, -0.5, -1, 2, 3, -2)
+
+
+def _special_power(x, exponent, d: dt.dtype):
+    """x ** exponent as PyTorch's kernel computes it for a Python-number exponent: sqrt,
+    1 / sqrt, 1 / x, x * x, x * x * x and 1 / (x * x), each step rounded to d (bfloat16
+    steps in float32, rounded to bfloat16 where PyTorch's own arithmetic rounds). This
+    differs from a correctly rounded pow in the last bit (two roundings) and at -0.0 and
+    -inf, where 1 / sqrt gives -inf and nan."""
+    cd = np.float32 if d is dt.bfloat16 else d.np.type
+    x = x.astype(cd, copy=False)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if exponent == 0.5:
+            return np.sqrt(x)
+        if exponent == -0.5:
+            return np.divide(cd(1), np.sqrt(x))
+        if exponent == -1:
+            return np.divide(cd(1), x)
+        square = x * x
+        if exponent == 2:
+            return square
+        if d is dt.bfloat16:
+            square = square.astype(d.np).astype(cd)
+        return square * x if exponent == 3 else np.divide(cd(1), square)
+
+
 def pow(out, self, exponent):
     if not isinstance(exponent, Tensor) and isinstance(self, Tensor):
         if exponent == 0:
@@ -345,21 +372,23 @@ def pow(out, self, exponent):
         return
     d = common_dtype(self, exponent)
     check_dtype("pow", d, ALL - {dt.bool})
-    if d is dt.bfloat16 and isinstance(self, Tensor) and not isinstance(exponent, Tensor) \
-            and exponent in (3, -2):
-        # PyTorch computes these as x * x * x and 1 / (x * x) in bfloat16 arithmetic: the
-        # square is rounded to bfloat16 before the second step
-        x = self._array().astype(np.float32)
-        square = (x * x).astype(d.np).astype(np.float32)
-        assign(out, square * x if exponent == 3 else np.reciprocal(square))
+    if d in _SPECIALISED and isinstance(self, Tensor) and not isinstance(exponent, Tensor) \
+            and exponent in _SPECIAL_EXPONENTS:
+        assign(out, _special_power(self._array(), exponent, d))
     elif d.category == dt.INT:
         assign(out, _int_power(*computed((self, exponent), d)))
     else:
         base, power = operands((self, exponent), d)
-        np.power(base, power, out=out._array(), dtype=opmath(d), casting="unsafe")
+        result = out._array()
+        np.power(base, power, out=result, dtype=opmath(d), casting="unsafe")
         if d in COMPLEX and (isinstance(exponent, Tensor)
                              or exponent not in _COMPLEX_POW_SHORTCUTS):
             _cpow_at_zero(out, base, power)
+        elif d.category == dt.FLOAT and np.ndim(power) == 0 and power == 0.5:
+            # NumPy takes a scalar 0.5 power as sqrt; C's pow, PyTorch's here, gives +0 at
+            # -0 and +inf at -inf
+            np.copyto(result, 0, where=result == 0)
+            np.copyto(result, np.inf, where=np.isneginf(base))
 
 
 # Scalar exponents PyTorch's complex kernel computes as x * x, x * x * x and sqrt(x): at a

@@ -44,9 +44,12 @@ def operand(t, target: dt.dtype) -> np.ndarray:
     """The tensor's elements as the op's dtype; widening casts are left to the ufunc.
     bfloat16 becomes an integer through float32, as c10 converts it (NumPy's own cast
     turns NaN and inf into 0)."""
-    a = t._array()
+    return _converted(t._array(), t.dtype, target)
+
+
+def _converted(a: np.ndarray, source: dt.dtype, target: dt.dtype) -> np.ndarray:
     if a.dtype != target.np and not np.can_cast(a.dtype, target.np):
-        if t.dtype is dt.bfloat16 and target.category == dt.INT:
+        if source is dt.bfloat16 and target.category == dt.INT:
             a = a.astype(_FLOAT32)
         a = a.astype(target.np)
     return a
@@ -144,7 +147,11 @@ def _without_nan(a: np.ndarray) -> np.ndarray:
 
 def nansum_kernel(out, self, dim=None, keepdim=False, dtype=None):
     _check_out_dtype(out, dtype)
-    a = _without_nan(operand(self, out.dtype))
+    if out.dtype.is_complex and self.dtype.is_floating_point and self.numel():
+        # a float input summed into complex (PyTorch sums integer and bool ones with sum)
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{out.dtype.cname}'")
+    # NaN counts as 0 before the cast to the sum's dtype (an integer one would make it junk)
+    a = _converted(_without_nan(self._array()), self.dtype, out.dtype)
     store(out, np.add.reduce(a, axis=axes(a.ndim, dim), dtype=acc_dtype(out.dtype),
                              keepdims=True))
 

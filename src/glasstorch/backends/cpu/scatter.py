@@ -174,6 +174,9 @@ def _identity(reduce: str, np_dtype):
 
 def scatter_reduce_cpu(out, self, dim, index, src, reduce, include_self=True):
     d = wrap_dim(dim, self.dim())
+    if reduce in ("amax", "amin") and self.dtype.is_complex and index.numel():
+        raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not implemented '
+                                  f"for '{self.dtype.cname}'")
     idx = _read_index(index, d, _size(self, d)) if index.numel() else None
     arr = _copy_self(out, self, index, src)
     if idx is None:
@@ -204,11 +207,29 @@ def _slice_key(d: int, idx: np.ndarray) -> tuple:
     return (slice(None),) * d + (idx,)
 
 
+def _check_index_add_bounds(self: Tensor, d: int, index: Tensor, alpha) -> bool:
+    """PyTorch's index_add_ checks its indices in one of three ways (whether there is anything
+    to write: False when not). Over 2+ dims nothing is checked when there is nothing to add;
+    along the first or last dim with alpha 1 and int64 indices it runs scatter_add_, whose
+    message names the index; else its loop raises IndexError 'index out of range in self'."""
+    idx = index._array().reshape(-1)
+    if self.dim() > 1:
+        if not idx.size or not self.numel():
+            return False
+        if d in (0, self.dim() - 1) and alpha == 1 and index.dtype is dt.int64:
+            _check_bounds(idx, d, _size(self, d))
+            return True
+    if idx.size and (idx.min() < 0 or idx.max() >= _size(self, d)):
+        raise IndexError("index out of range in self")
+    return True
+
+
 def index_add_cpu(out, self, dim, index, source, alpha=1):
     d = wrap_dim(dim, self.dim())
-    idx = index._array().reshape(-1)
-    _check_bounds(idx, d, _size(self, d))
     arr = _copy_self(out, self, index, source)
+    if not _check_index_add_bounds(self, d, index, alpha):
+        return
+    idx = index._array().reshape(-1)
     values = _as_nd(source._array())
     if alpha != 1:
         values = values * np.asarray(alpha).astype(arr.dtype)[()]

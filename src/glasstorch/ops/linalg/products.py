@@ -165,7 +165,10 @@ def _bmm_checks(s1, d1, s2, d2, out=None, kernel="bmm") -> None:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{bs}, {k}] but got: [{s2[0]}, {s2[1]}].")
     _out_dtype(out, d2)       # bmm's result takes batch2's dtype
-    _bmm_dtypes(d1, d2, kernel)
+    if bs * s1[1] * s2[2] and (k or kernel != "bmm"):
+        # the dtype is checked by the kernel, which an empty result does not run, nor
+        # bmm's empty sum (it zeroes the result)
+        _bmm_dtypes(d1, d2, kernel)
 
 
 def _bmm_dtypes(d1, d2, kernel="bmm") -> None:
@@ -317,7 +320,7 @@ def _matmul_meta(self, other, *, out=None):
     batch = broadcast_shapes2(tuple(a._shape[:-2]), tuple(b._shape[:-2]))
     nb = math.prod(batch)
     _bmm_checks((nb, n, a._shape[-1]), a.dtype, (nb, m2, p), b.dtype, out)
-    return _spec(batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ()), a.dtype)
+    return _spec(batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ()), b.dtype)
 
 
 matmul = structured("matmul(Tensor self, Tensor other) -> Tensor", _matmul_meta, inplace=False,

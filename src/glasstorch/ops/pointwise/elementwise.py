@@ -63,6 +63,16 @@ def _same_meta(self, *args):
     return pointwise_spec((self,), self.dtype)
 
 
+def _real_meta(message: str):
+    """_same_meta for ops with no complex form: refused before any check of an in-place
+    or out= destination, as PyTorch's meta functions do."""
+    def meta(self, *args):
+        if self.dtype.is_complex:
+            raise NotImplementedError(message)
+        return _same_meta(self, *args)
+    return meta
+
+
 def _unary_float_meta(self, *args):
     return pointwise_spec((self,), float_dtype(self))
 
@@ -481,11 +491,17 @@ neg = _declare("neg(Tensor self) -> Tensor", _neg_meta, cpu.neg, aliases=("negat
                doc="-input (not for bool tensors).")
 square = _declare("square(Tensor self) -> Tensor", _square_meta, cpu.square,
                   doc="input * input (bool gives int64, as pow(input, 2) does).")
-floor = _declare("floor(Tensor self) -> Tensor", _same_meta, cpu.floor, check_out=_exact_out,
+floor = _declare("floor(Tensor self) -> Tensor",
+                 _real_meta("floor is not supported for complex inputs"), cpu.floor,
+                 check_out=_exact_out,
                  doc="Round down; integer tensors are returned unchanged (copied).")
-ceil = _declare("ceil(Tensor self) -> Tensor", _same_meta, cpu.ceil, check_out=_exact_out,
+ceil = _declare("ceil(Tensor self) -> Tensor",
+                _real_meta("ceil is not supported for complex inputs"), cpu.ceil,
+                check_out=_exact_out,
                 doc="Round up; integer tensors are returned unchanged (copied).")
-trunc = _declare("trunc(Tensor self) -> Tensor", _same_meta, cpu.trunc, aliases=("fix",),
+trunc = _declare("trunc(Tensor self) -> Tensor",
+                 _real_meta("trunc is not supported for complex inputs"), cpu.trunc,
+                 aliases=("fix",),
                  check_out=_exact_out,
                  doc="Round toward zero; integer tensors are returned unchanged (copied).")
 round = _declare("round.decimals(Tensor self, *, int? decimals=None) -> Tensor", _same_meta,
@@ -493,8 +509,10 @@ round = _declare("round.decimals(Tensor self, *, int? decimals=None) -> Tensor",
                  doc="Round half to even, to `decimals` decimal places.")
 frac = _declare("frac(Tensor self) -> Tensor", _same_meta, cpu.frac, check_out=_exact_out,
                 doc="input - trunc(input).")
-sign = _declare("sign(Tensor self) -> Tensor", _same_meta, cpu.sign, check_out=_exact_out,
-                doc="-1, 0 or 1 (0 for nan); bool tensors are returned unchanged.")
+sign = _declare("sign(Tensor self) -> Tensor",
+               _real_meta("Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                          "Please use torch.sgn instead."), cpu.sign, check_out=_exact_out,
+               doc="-1, 0 or 1 (0 for nan); bool tensors are returned unchanged.")
 sgn = _declare("sgn(Tensor self) -> Tensor", _same_meta, cpu.sgn, check_out=_exact_out,
                doc="sign for real tensors; input / |input| for complex ones.")
 signbit = _declare("signbit(Tensor self) -> Tensor", _unary_bool_meta, cpu.signbit,

@@ -644,7 +644,7 @@ overload(count_nonzero, "count_nonzero(Tensor self) -> Tensor",
 def _scan_meta_for(name):
     def meta(self, dim, dtype=None):
         _single_dim(name, self, dim)
-        if dtype is dt.bool:
+        if dtype is dt.bool and self.dim() and self.numel():    # else PyTorch runs no kernel
             raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
         return spec(self._shape, dtype or _integral_to_long(self.dtype))
     meta.__name__ = meta.__qualname__ = f"_{name}_meta"
