@@ -7,6 +7,7 @@ declared on the op (ops/derivative.py), whose `next_functions` are the inputs' e
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 from ..core.shape import has_internal_overlap
@@ -102,6 +103,25 @@ def _record_not_differentiable_inplace(op, ks, args):
 
 _NO_EDGE = (None, 0)
 
+# Operators whose output takes no history when they convert to a dtype autograd cannot
+# differentiate (PyTorch's output_differentiability condition on _to_copy)
+_CASTS = frozenset(("aten::_to_copy",))
+
+
+class _InPlace(threading.local):
+    depth = 0       # > 0 while an in-place op records through its functional op
+
+
+_in_place = _InPlace()
+
+
+def _refuse_dtype(op, result) -> None:
+    """PyTorch's set_history: a functional op's differentiable output of an integer or bool
+    dtype cannot take a history ("Autograd not support dtype"). In-place ops rebase the
+    history without that check, and casts declare such an output not differentiable."""
+    if not _in_place.depth and op.name not in _CASTS:
+        raise RuntimeError(f"Autograd not support dtype: {result.dtype.cname}")
+
 
 def _edges_and_meta(op, args):
     """Per Tensor input of the schema (lists flattened): its gradient edge, and its (shape,
@@ -177,7 +197,10 @@ def _record(op, ks, args):
     if _anomaly.enabled:
         record_forward_stack(node)
     if result.__class__ is Tensor or isinstance(result, Tensor):    # one output
-        if result.dtype.category >= 2 and (d is None or d.outputs is None or 0 in d.outputs):
+        differentiable = d is None or d.outputs is None or 0 in d.outputs
+        if differentiable and result.dtype.category < 2:
+            _refuse_dtype(op, result)
+        elif differentiable:
             result.grad_fn = node
             if result._output_nr:
                 result._output_nr = 0
@@ -322,7 +345,11 @@ def _record_inplace(op, ks, functional, args, check=None, node_name=None):
     source = self.clone() if keep_self or expanded else self
     if expanded:
         _write_with_kernel(op, ks, args)
-    result = functional(source, *args[1:])
+    _in_place.depth += 1
+    try:
+        result = functional(source, *args[1:])
+    finally:
+        _in_place.depth -= 1
     if not expanded:
         with grad_mode.no_grad():
             self.copy_(result)
