@@ -1,5 +1,8 @@
 """memory_allocated('cpu') is exact: every CPU storage comes from the CPU allocator."""
 
+import numpy as np
+import pytest
+
 import glasstorch as gt
 
 
@@ -40,8 +43,31 @@ def test_op_outputs_are_counted_and_peak_tracks_the_maximum(quiet_gc):
 
 
 def test_from_numpy_memory_is_not_ours_to_count(quiet_gc):
-    import numpy as np
     base = gt.memory.memory_allocated("cpu")
     t = gt.from_numpy(np.zeros(1000))
     assert gt.memory.memory_allocated("cpu") == base
     del t
+
+
+@pytest.mark.parametrize("read_the_array_object", [True, False])
+def test_data_pointer_reads_numpy_s_address_for_views_and_offsets(read_the_array_object,
+                                                                   monkeypatch):
+    from glasstorch.memory import cpu_allocator
+    if not read_the_array_object:       # the portable way, taken where the probe disagrees
+        monkeypatch.setattr(cpu_allocator, "_DATA_AT", 0)
+    data_pointer = cpu_allocator.data_pointer
+    base = np.empty(1000, np.uint8)
+    for array in (base, base[3:], base[17:500], base[1:801].view(np.float32).reshape(20, 10)):
+        assert data_pointer(array) == array.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("read_the_array_object", [True, False])
+def test_cpu_storages_are_64_byte_aligned_for_every_size(read_the_array_object, monkeypatch,
+                                                          quiet_gc):
+    from glasstorch.memory import cpu_allocator
+    if not read_the_array_object:
+        monkeypatch.setattr(cpu_allocator, "_DATA_AT", 0)
+    for n in (1, 3, 63, 64, 65, 1000, 4097):
+        storage = gt.empty(n, dtype=gt.uint8).untyped_storage()
+        assert storage.data_ptr() % 64 == 0
+        assert storage.data_ptr() == storage.buf.__array_interface__["data"][0]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..memory.cpu_allocator import cpu_allocator
+from ..memory.cpu_allocator import cpu_allocator, data_pointer
 from .device import CPU, META, device as Device, device_backend
 
 
@@ -106,7 +106,7 @@ class UntypedStorage:
         buf = self.buf
         if buf is None or self._nbytes == 0:
             return 0
-        return buf.ctypes.data if buf.__class__ is np.ndarray else buf.data.ptr
+        return data_pointer(buf) if buf.__class__ is np.ndarray else buf.data.ptr
 
     @property
     def is_cuda(self):
