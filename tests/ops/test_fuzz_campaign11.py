@@ -156,11 +156,22 @@ def test_pow_by_a_half_as_c_pow_where_pytorch_uses_it(dtype):
     a float32/float64/bfloat16 ** 0.5 runs sqrt (-0 at -0, nan at -inf)."""
     def f(T):
         x = T.tensor([-0.0, float("-inf"), 4.0], dtype=getattr(T, dtype))
-        return T.stack([x ** T.tensor(0.5, dtype=x.dtype), x ** 0.5]).float()
+        return T.stack([x ** T.tensor(0.5, dtype=x.dtype), x ** 0.5,
+                        x.clone().pow_(T.tensor(0.5, dtype=x.dtype)),
+                        x.clone().pow_(0.5)]).float()      # in place: -inf read before
     ours, theirs = (to_numpy(r) for r in _both(f))
     np.testing.assert_array_equal(ours, theirs)
     number = ~np.isnan(theirs)                    # a NaN's sign is not specified
     np.testing.assert_array_equal(np.signbit(ours[number]), np.signbit(theirs[number]))
+
+
+def test_complex_pow_in_place_at_a_zero_base_reads_the_base_before_writing():
+    def f(T):
+        z = T.tensor([0j, -0.0 + 0j, 0j, 2 + 1j], dtype=T.complex128)
+        e = T.tensor([0.0, -1.0, 2.5, 1.5], dtype=T.complex128)
+        return T.stack([z.clone().pow_(e), z.clone().pow_(-1.5), z ** e])
+    ours, theirs = (to_numpy(r) for r in _both(f))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0, equal_nan=True)
 
 
 # ---- x[:, idx] = values: the backward writes zeros through the same None-holding index -----

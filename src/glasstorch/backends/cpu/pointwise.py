@@ -380,15 +380,20 @@ def pow(out, self, exponent):
     else:
         base, power = operands((self, exponent), d)
         result = out._array()
+        # NumPy takes a scalar 0.5 power as sqrt; C's pow, PyTorch's here, gives +0 at -0
+        # and +inf at -inf (read before the power is written: `out` may be `self`, pow_)
+        as_c_sqrt = d.category == dt.FLOAT and np.ndim(power) == 0 and power == 0.5
+        minus_inf = np.isneginf(base) if as_c_sqrt else None
+        as_cpow = d in COMPLEX and (isinstance(exponent, Tensor)
+                                    or exponent not in _COMPLEX_POW_SHORTCUTS)
+        if as_cpow and np.may_share_memory(base, result):
+            base = base.copy()
         np.power(base, power, out=result, dtype=opmath(d), casting="unsafe")
-        if d in COMPLEX and (isinstance(exponent, Tensor)
-                             or exponent not in _COMPLEX_POW_SHORTCUTS):
+        if as_cpow:
             _cpow_at_zero(out, base, power)
-        elif d.category == dt.FLOAT and np.ndim(power) == 0 and power == 0.5:
-            # NumPy takes a scalar 0.5 power as sqrt; C's pow, PyTorch's here, gives +0 at
-            # -0 and +inf at -inf
+        elif as_c_sqrt:
             np.copyto(result, 0, where=result == 0)
-            np.copyto(result, np.inf, where=np.isneginf(base))
+            np.copyto(result, np.inf, where=minus_inf)
 
 
 # Scalar exponents PyTorch's complex kernel computes as x * x, x * x * x and sqrt(x): at a
