@@ -15,6 +15,7 @@ import weakref
 from types import MappingProxyType
 
 from ..core.tensor import Tensor
+from ..dispatch.keys import MATH_BITS
 from .saved_hooks import (disable_saved_tensors_hooks, hooks_open,  # noqa: F401 (public here)
                           save_on_cpu, saved_tensor_hooks, saved_tensors_hooks)
 
@@ -264,11 +265,25 @@ def refresh_view_history(t: Tensor) -> None:
         base = Tensor._make(base._storage, base._offset, base._shape, base._stride,
                             base.dtype, base._vc).requires_grad_()
     with enable_grad():
-        regenerated = base.as_strided(t._shape, t._stride, t._offset)
+        regenerated = base.as_strided(t._shape, t._stride, t._offset) if t.dtype is base.dtype \
+            else real_view_of(base, t._shape, t._stride, t._offset, t._keyset & MATH_BITS)
     if base is not t._base:
         regenerated.grad_fn.next_functions = ((None, 0),)
     t.grad_fn, t._output_nr = regenerated.grad_fn, 0
     t._grad_fn_version = t._vc.version
+
+
+def real_view_of(base: Tensor, shape, stride, offset, bits: int = 0) -> Tensor:
+    """A real view (real, imag, view_as_real) of the complex tensor `base`, its geometry
+    counted in real elements, regenerated as a recorded view op: as_strided keeps the base's
+    dtype, so it reads view_as_real(base) (with the view's neg bit, imag of a conj()), as
+    PyTorch's view function does."""
+    from ..ops.math_bits import flip_bits
+    from ..ops.shape.views import view_as_real
+    pairs = flip_bits(view_as_real(base), bits)
+    if (pairs._shape, pairs._stride, pairs._offset) == (tuple(shape), tuple(stride), offset):
+        return pairs                                  # view_as_real(base) itself
+    return pairs.as_strided(shape, stride, offset)
 
 
 def adopt_views(base: Tensor, written: Tensor) -> None:
@@ -285,7 +300,10 @@ def adopt_views(base: Tensor, written: Tensor) -> None:
         if view.__class__ is Tensor and view._base is base and view is not written and \
                 not view._requires_grad and view.dtype.category >= 2:
             with enable_grad():
-                regenerated = base.as_strided(view._shape, view._stride, view._offset)
+                regenerated = base.as_strided(view._shape, view._stride, view._offset) \
+                    if view.dtype is base.dtype else \
+                    real_view_of(base, view._shape, view._stride, view._offset,
+                                 view._keyset & MATH_BITS)
             view.grad_fn, view._output_nr = regenerated.grad_fn, 0
             view._grad_fn_version = view._vc.version
             view._set_requires_grad(True)

@@ -21,7 +21,7 @@ from . import grad_mode
 from .anomaly_mode import record_forward_stack, state as _anomaly
 from .engine import task_needs
 from .graph import (_SAVED_FREED, FormulaNode, Node, SavedTensor, adopt_views,
-                    gradient_edge, node_class)
+                    gradient_edge, node_class, real_view_of)
 
 _state = grad_mode.state
 
@@ -330,7 +330,10 @@ def _record_inplace(op, ks, functional, args, check=None, node_name=None):
 
     An expanded self (elements sharing memory) cannot take a copy of the result: there the
     op's own kernel (`op` below the Autograd key `ks`) writes it, as in PyTorch, which lets
-    the fills through (fill_, masked_fill_, index_fill_, index_put_) and refuses the rest."""
+    the fills through (fill_, masked_fill_, index_fill_, index_put_) and refuses the rest.
+    The kernel writes an empty self too: no value changes, and its errors are then PyTorch's,
+    raised on self's own storage (index_fill_ restrides self, which a clone's empty storage
+    refuses where self's would reach the index check)."""
     self = args[0]
     _check_inplace_target(self)
     expanded = 0 in self._stride and has_internal_overlap(self._shape, self._stride)
@@ -340,17 +343,18 @@ def _record_inplace(op, ks, functional, args, check=None, node_name=None):
     keep_self = self._requires_grad or _saves_first_argument(functional)
     if node_name is not None:
         functional = _renamed(functional, node_name)
+    by_kernel = expanded or 0 in self._shape
     if self._base is not None and self.dtype.category >= 2:    # an integer view has no history
-        return _record_inplace_on_view(functional, args, (op, ks) if expanded else None)
-    source = self.clone() if keep_self or expanded else self
-    if expanded:
+        return _record_inplace_on_view(functional, args, (op, ks) if by_kernel else None)
+    source = self.clone() if keep_self or by_kernel else self
+    if by_kernel:
         _write_with_kernel(op, ks, args)
     _in_place.depth += 1
     try:
         result = functional(source, *args[1:])
     finally:
         _in_place.depth -= 1
-    if not expanded:
+    if not by_kernel:
         with grad_mode.no_grad():
             self.copy_(result)
     if result.grad_fn is not None:
@@ -394,7 +398,10 @@ class CopySlices(Node):
     def __init__(self, base: Tensor, view: Tensor, fn, fn_self: int | None):
         super().__init__()
         self._base_geometry = (base._shape, base._stride, base._offset)
-        self._view_geometry = (view._shape, view._stride, view._offset - base._offset)
+        # a real view of a complex base (real, imag, view_as_real) counts real elements
+        self._real_view = view.dtype is not base.dtype
+        self._view_geometry = (view._shape, view._stride,
+                               view._offset - base._offset * (2 if self._real_view else 1))
         self._fn, self._fn_self = fn, fn_self
         self._view_bits = (view._keyset ^ base._keyset) & MATH_BITS   # a conj() view's
         self._released = False
@@ -412,7 +419,8 @@ class CopySlices(Node):
         # Runs in the engine's grad mode: with create_graph these writes are recorded too,
         # so the gradient it returns can itself be differentiated.
         result = empty_strided(shape, stride, dtype=grad.dtype, device=grad.device).copy_(grad)
-        region = result.as_strided(vshape, vstride, voffset)
+        region = real_view_of(result, vshape, vstride, voffset) if self._real_view else \
+            result.as_strided(vshape, vstride, voffset)
         if self._view_bits:      # the view's values are the base's conjugated (negated)
             region = flip_bits(region, self._view_bits)
         if self._fn is None:
@@ -440,7 +448,8 @@ def _write_with_kernel(op, ks, args):
 
 
 def _record_inplace_on_view(functional, args, kernel=None):
-    """`kernel`: (op, keys) to write an expanded view with, else the result is copied in."""
+    """`kernel`: (op, keys) to write an expanded or empty view with, else the result is
+    copied in."""
     self, base = args[0], args[0]._base
     # The op runs on a copy of the view's old value; the copy keeps the view's history, so
     # what the op's node saves of it can be differentiated again (double backward).
@@ -472,9 +481,11 @@ def _record_inplace_on_view(functional, args, kernel=None):
     if not base._requires_grad:
         base._set_requires_grad(True)
         adopt_views(base, self)
+    bits = (self._keyset ^ base._keyset) & MATH_BITS      # conj() views, imag of a conj()
     with grad_mode.enable_grad():             # the view now reads the new base
-        regenerated = flip_bits(base.as_strided(self._shape, self._stride, self._offset),
-                                (self._keyset ^ base._keyset) & MATH_BITS)   # conj() views
+        regenerated = flip_bits(base.as_strided(self._shape, self._stride, self._offset), bits) \
+            if self.dtype is base.dtype else \
+            real_view_of(base, self._shape, self._stride, self._offset, bits)
     self.grad_fn, self._output_nr = regenerated.grad_fn, 0
     self._grad_fn_version = self._vc.version
     self._set_requires_grad(True)
