@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from ...backends.cpu.parallel import BLOCK
 from ...backends.cpu.pointwise import COMPLEX, FLOATING, INTS
 from ...core import dtype as dt
 from ...core.shape import (Size, broadcast_shapes2, is_non_overlapping_and_dense, iterator_strides,
@@ -49,12 +50,13 @@ def _inplace_wrapper(decl):
     return generate_wrapper(decl.name + "_", decl.inplace.schema, decl.inplace)
 
 
-def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, into=False, **options):
+def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, into=False, block=BLOCK,
+               **options):
     """Declare an activation: `fn(x, *params)` maps a NumPy array (in opmath) to the result;
     `params` are the schema's Scalar arguments, converted to the dtype for integer inputs.
-    `into`: fn takes `out=` (see activation_kernel)."""
+    `into`, `block`: see activation_kernel."""
     decl = structured(schema, meta, tags=_POINTWISE, **options)
-    decl.impl("CPU")(activation_kernel(decl.name, fn, kname, allowed, into))
+    decl.impl("CPU")(activation_kernel(decl.name, fn, kname, allowed, into, block))
     return decl
 
 
@@ -119,7 +121,8 @@ def _softshrink_meta(self, lambd=0.5):
 _INTEGER_OR_FLOAT = INTS | FLOATING
 
 relu = _pointwise("relu(Tensor self) -> Tensor", _relu, "clamp_min_cpu", _INTEGER_OR_FLOAT,
-                  _relu_meta, into=True, out=False, doc="max(input, 0); relu'(0) is 0.")
+                  _relu_meta, into=True, block=None, out=False,
+                  doc="max(input, 0); relu'(0) is 0.")
 leaky_relu = _pointwise("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
                         _leaky_relu, "leaky_relu_cpu", function=False, method=False,
                         doc="input where input > 0, else input * negative_slope.")
@@ -165,11 +168,14 @@ log_sigmoid = _pointwise("log_sigmoid(Tensor self) -> Tensor", _log_sigmoid, "lo
 # ---- backward kernels (PyTorch's gelu_backward and threshold_backward) --------------------
 
 def _backward_meta(name):
+    """The output's dtype and layout; PyTorch's threshold_backward iterates (self, grad), so
+    its input, not its gradient, decides the layout when they differ."""
     def meta(grad_output, self, *args):
         d = common_dtype(grad_output, self)
         if name == "gelu_backward" and args[0] not in ("none", "tanh"):
             raise RuntimeError("approximate argument must be either none or tanh.")
-        return pointwise_spec((grad_output, self), d)
+        operands = (self, grad_output) if name == "threshold_backward" else (grad_output, self)
+        return pointwise_spec(operands, d)
     return meta
 
 
@@ -186,7 +192,7 @@ threshold_backward = structured(
     tags=_POINTWISE, doc="grad_output where self > threshold, else 0: relu's gradient.")
 threshold_backward.impl("CPU")(
     backward_kernel("threshold_backward", "threshold_backward_cpu", _INTEGER_OR_FLOAT,
-                    threshold_grad))
+                    threshold_grad, block=None))
 
 leaky_relu_ = _inplace_wrapper(leaky_relu)
 elu_ = _inplace_wrapper(elu)
