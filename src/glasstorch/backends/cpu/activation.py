@@ -100,10 +100,11 @@ def _rounded(p, d):
 def _relu(x, out=None):
     """x where x >= 0 or NaN, else 0; -0.0 stays -0.0, as PyTorch's `x < 0 ? 0 : x`.
     Floats take np.clip(x, 0, inf), one pass about 3x faster than np.maximum (NumPy 2.4
-    vectorises clip, not maximum) where it keeps -0.0, else the exact bitwise select."""
-    if x.dtype.kind != "f":
+    vectorises clip, not maximum) where it keeps -0.0, else the exact bitwise select. CuPy
+    arrays take one maximum kernel (the sign it gives -0.0 is unchecked on a GPU)."""
+    if x.dtype.kind != "f" or x.__class__ is not np.ndarray:
         return np.maximum(x, x.dtype.type(0), out=out)
-    if x.__class__ is np.ndarray and _CLIP_KEEPS_NEGATIVE_ZERO:
+    if _CLIP_KEEPS_NEGATIVE_ZERO:
         return np.clip(x, 0, math.inf, out=out)
     if x.ndim == 0:                        # NumPy makes scalars, not arrays, of 0-d results
         return _relu(x.reshape(1)).reshape(())
