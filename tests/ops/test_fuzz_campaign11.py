@@ -287,3 +287,20 @@ def test_a_complex_refusal_comes_before_the_overlap_check(op, how):
         x = T.tensor([1 + 1j]).expand(3)
         return getattr(x, op + "_")() if how == "inplace" else getattr(T, op)(x, out=x)
     _same(f)
+
+
+# ---- scans carry their running value in PyTorch's CPU accumulation type -------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "float16", "float64"])
+def test_cumsum_and_cumprod_accumulate_as_pytorchs_cpu_scans(dtype):
+    """float32 (complex64) scans carry a double (complex128) running value, 16-bit floats a
+    float32 one: after cancellation, or through an overflow of the stored dtype, the later
+    elements keep what a running value in the stored dtype loses."""
+    def f(T):
+        big = 1e4 if dtype == "float16" else 1e8
+        sums = T.tensor([big, 1.0, -big, 1.0] * 3, dtype=getattr(T, dtype)).cumsum(0)
+        huge = 1e4 if dtype == "float16" else 1e20
+        prods = T.tensor([huge, huge, 1 / huge, 1 / huge], dtype=getattr(T, dtype)).cumprod(0)
+        return sums, prods
+    for ours, theirs in zip(*_both(f)):
+        np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))

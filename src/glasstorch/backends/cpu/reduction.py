@@ -365,10 +365,18 @@ def count_nonzero_kernel(out, self, dim=None):
 
 # ---- scans -----------------------------------------------------------------------------
 
+# PyTorch's CPU scans carry their running value in at::acc_type, which is double for float
+# (and complex<double> for complex<float>): a float32 cumsum after cancellation, or a cumprod
+# through a float32 overflow, keeps the digits a float32 running value loses. CUDA's carry
+# float, as acc_dtype says.
+_CPU_SCAN_ACC = {dt.float32: np.dtype(np.float64), dt.complex64: np.dtype(np.complex128)}
+
+
 def _scan(ufunc, out, self, dim, dtype):
     _check_out_dtype(out, dtype)
     a = _as_1d(operand(self, out.dtype))
-    store(out, ufunc.accumulate(a, axis=dim % a.ndim, dtype=acc_dtype(out.dtype)))
+    acc = _CPU_SCAN_ACC.get(out.dtype) if a.__class__ is np.ndarray else None
+    store(out, ufunc.accumulate(a, axis=dim % a.ndim, dtype=acc or acc_dtype(out.dtype)))
 
 
 def cumsum_kernel(out, self, dim, dtype=None):
