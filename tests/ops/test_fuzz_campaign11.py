@@ -304,3 +304,17 @@ def test_cumsum_and_cumprod_accumulate_as_pytorchs_cpu_scans(dtype):
         return sums, prods
     for ours, theirs in zip(*_both(f)):
         np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+
+
+def test_clamp_keeps_the_input_where_it_equals_the_bound():
+    """PyTorch's clamp is `x < min ? min : x` (and `x > max ? max : x`): -0.0 clamped at 0
+    stays -0.0, which rsqrt then tells apart (-inf, not inf)."""
+    def f(T):
+        x = T.tensor([-0.0, 0.0, float("nan"), -1.0, 2.0])
+        return T.stack([x.clamp(min=0), x.clamp(max=-0.0), x.clamp(0, 0),
+                        x.clamp(min=T.zeros(5)), (-x).clamp(max=0.0),
+                        T.rsqrt(T.clamp(x, min=0, out=T.empty(0)))])
+    ours, theirs = (to_numpy(r) for r in _both(f))
+    np.testing.assert_array_equal(ours, theirs)
+    number = ~np.isnan(theirs)
+    np.testing.assert_array_equal(np.signbit(ours[number]), np.signbit(theirs[number]))

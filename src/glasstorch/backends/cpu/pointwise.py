@@ -480,10 +480,20 @@ def clamp(out, self, min=None, max=None):
         _check_clamp_dtype(d, min, max)
     r, *bounds = computed(xs, d)
     if min is not None:
-        r = np.maximum(r, bounds.pop(0))
+        r = _bounded(np.maximum, r, bounds.pop(0))
     if max is not None:
-        r = np.minimum(r, bounds.pop(0))
+        r = _bounded(np.minimum, r, bounds.pop(0))
     assign(out, r)
+
+
+def _bounded(ufunc, x, bound):
+    """maximum/minimum keeping x where it equals the bound, as PyTorch's `x < min ? min : x`:
+    -0.0 clamped at a bound 0 stays -0.0 (NumPy's maximum may give the bound's zero; other
+    ties are the same value)."""
+    r = ufunc(x, bound)
+    if np.any(np.equal(bound, 0)):
+        r = np.where(np.equal(x, bound), x, r)
+    return r
 
 
 def clamp_min(out, self, min):
