@@ -318,3 +318,18 @@ def test_clamp_keeps_the_input_where_it_equals_the_bound():
     np.testing.assert_array_equal(ours, theirs)
     number = ~np.isnan(theirs)
     np.testing.assert_array_equal(np.signbit(ours[number]), np.signbit(theirs[number]))
+
+
+@pytest.mark.parametrize("op", ["remainder", "fmod"])
+def test_a_number_divisor_saves_nothing_for_backward(op):
+    """x % 2 and fmod(x, 2) pass the gradient straight through and save nothing (PyTorch's
+    RemainderBackward0/FmodBackward0), so writing x in place afterwards is no error."""
+    def f(T):
+        x = T.tensor([5.3, -2.2], dtype=T.float64, requires_grad=True)
+        y = x * 1
+        z = getattr(T, op)(y, 2)
+        y.add_(1)
+        z.sum().backward()
+        return x.grad
+    ours, theirs = _both(f)
+    np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))

@@ -316,7 +316,8 @@ def _addcdiv(grad, tensor1, tensor2, value):
     return grad, grad * value / tensor2, -grad * value * tensor1 / (tensor2 * tensor2)
 
 
-@derivative(elementwise.remainder.overload("Scalar"), "RemainderBackward0")
+@derivative(elementwise.remainder.overload("Scalar"), "RemainderBackward0",
+            needs={"self": ()})        # a number divisor: self's gradient reads nothing
 @derivative(elementwise.remainder,
             lambda self, other: "RemainderBackward1" if _is_tensor(other)
             else "RemainderBackward0", needs={"self": (1,), "other": (1,)})
@@ -329,7 +330,8 @@ def _remainder(grad, self, other, grad_input_mask):
     return grad, g_other
 
 
-@derivative(elementwise.fmod.overload("Scalar"), "FmodBackward0")
+@derivative(elementwise.fmod.overload("Scalar"), "FmodBackward0",
+            needs={"self": ()})        # a number divisor: self's gradient reads nothing
 @derivative(elementwise.fmod,
             lambda self, other: "FmodBackward1" if _is_tensor(other) else "FmodBackward0",
             needs={"self": (1,), "other": (1,)})
