@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,18 @@ def op_log(T=gt):
             self.seen.append(str(func))
             return func(*args, **(kwargs or {}))
     return OpLog()
+
+
+def outcome(fn, T):
+    """fn(T)'s result, or the class and text (its first line) of the error it raised."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(T)
+        except Exception as e:                  # compared with PyTorch's, class and text
+            return type(e).__name__, str(e).split("\n")[0]
+
+
+def outcomes(fn):
+    """(glasstorch's outcome, PyTorch's) of fn."""
+    return outcome(fn, gt), outcome(fn, oracle_torch())

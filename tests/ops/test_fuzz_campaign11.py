@@ -1,32 +1,16 @@
 """Differences from PyTorch found by the campaign from seed 2100000 (tests/fuzz) and by its
 new generators (advanced-indexing writes, batched matmul, dtype= of reductions), each
 checked against PyTorch or against the arithmetic PyTorch's kernel does."""
-import warnings
-
 import numpy as np
 import pytest
 
 import glasstorch as gt
-from tests.oracle import oracle_torch, to_numpy
-
-
-def _outcome(fn, T):
-    """fn(T)'s result, or the class and text of the error it raised."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return fn(T)
-        except Exception as e:                  # compared with PyTorch's, class and text
-            return type(e).__name__, str(e).split("\n")[0]
-
-
-def _both(fn):
-    return _outcome(fn, gt), _outcome(fn, oracle_torch())
+from tests.oracle import oracle_torch, outcome, outcomes, to_numpy
 
 
 def _same(fn):
     """The same error (class and text), or the same tensor (dtype, shape, values)."""
-    ours, theirs = _both(fn)
+    ours, theirs = outcomes(fn)
     if isinstance(theirs, tuple) or isinstance(ours, tuple):
         assert ours == theirs
         return
@@ -159,7 +143,7 @@ def test_pow_by_a_half_as_c_pow_where_pytorch_uses_it(dtype):
         return T.stack([x ** T.tensor(0.5, dtype=x.dtype), x ** 0.5,
                         x.clone().pow_(T.tensor(0.5, dtype=x.dtype)),
                         x.clone().pow_(0.5)]).float()      # in place: -inf read before
-    ours, theirs = (to_numpy(r) for r in _both(f))
+    ours, theirs = (to_numpy(r) for r in outcomes(f))
     np.testing.assert_array_equal(ours, theirs)
     number = ~np.isnan(theirs)                    # a NaN's sign is not specified
     np.testing.assert_array_equal(np.signbit(ours[number]), np.signbit(theirs[number]))
@@ -170,7 +154,7 @@ def test_complex_pow_in_place_at_a_zero_base_reads_the_base_before_writing():
         z = T.tensor([0j, -0.0 + 0j, 0j, 2 + 1j], dtype=T.complex128)
         e = T.tensor([0.0, -1.0, 2.5, 1.5], dtype=T.complex128)
         return T.stack([z.clone().pow_(e), z.clone().pow_(-1.5), z ** e])
-    ours, theirs = (to_numpy(r) for r in _both(f))
+    ours, theirs = (to_numpy(r) for r in outcomes(f))
     np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0, equal_nan=True)
 
 
@@ -198,7 +182,7 @@ def test_setitem_after_a_slice_gradient_equals_pytorchs():
         x[:, :, T.tensor([1])] = v
         (x * T.linspace(-1, 1, 24).reshape(3, 4, 2)).sum().backward()
         return v.grad
-    ours, theirs = _both(f)
+    ours, theirs = outcomes(f)
     np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=1e-6)
 
 
@@ -302,7 +286,7 @@ def test_cumsum_and_cumprod_accumulate_as_pytorchs_cpu_scans(dtype):
         huge = 1e4 if dtype == "float16" else 1e20
         prods = T.tensor([huge, huge, 1 / huge, 1 / huge], dtype=getattr(T, dtype)).cumprod(0)
         return sums, prods
-    for ours, theirs in zip(*_both(f)):
+    for ours, theirs in zip(*outcomes(f)):
         np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
 
 
@@ -314,7 +298,7 @@ def test_clamp_keeps_the_input_where_it_equals_the_bound():
         return T.stack([x.clamp(min=0), x.clamp(max=-0.0), x.clamp(0, 0),
                         x.clamp(min=T.zeros(5)), (-x).clamp(max=0.0),
                         T.rsqrt(T.clamp(x, min=0, out=T.empty(0)))])
-    ours, theirs = (to_numpy(r) for r in _both(f))
+    ours, theirs = (to_numpy(r) for r in outcomes(f))
     np.testing.assert_array_equal(ours, theirs)
     number = ~np.isnan(theirs)
     np.testing.assert_array_equal(np.signbit(ours[number]), np.signbit(theirs[number]))
@@ -331,5 +315,5 @@ def test_a_number_divisor_saves_nothing_for_backward(op):
         y.add_(1)
         z.sum().backward()
         return x.grad
-    ours, theirs = _both(f)
+    ours, theirs = outcomes(f)
     np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))

@@ -1,30 +1,14 @@
 """Errors, values and strides the differential campaigns (tests/fuzz) found differing from
 PyTorch, each checked against PyTorch on the smallest program that showed it."""
-import warnings
-
 import numpy as np
 import pytest
 
 import glasstorch as gt
-from tests.oracle import oracle_torch, to_numpy
-
-
-def _outcome(fn, T):
-    """fn(T)'s result, or the class and text of the error it raised."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return fn(T)
-        except Exception as e:                  # compared with PyTorch's, class and text
-            return type(e).__name__, str(e).split("\n")[0]
-
-
-def _both(fn):
-    return _outcome(fn, gt), _outcome(fn, oracle_torch())
+from tests.oracle import oracle_torch, outcome, outcomes, to_numpy
 
 
 def _same_error(fn, text=True):
-    ours, theirs = _both(fn)
+    ours, theirs = outcomes(fn)
     assert isinstance(theirs, tuple), "PyTorch raised no error"
     assert ours == theirs if text else ours[0] == theirs[0], (ours, theirs)
 
@@ -74,7 +58,7 @@ def _half(T):
 def test_half_and_complex_compute_in_complex32(call):
     """The common dtype is complex32 (ComplexHalf): the ops PyTorch has complex32 loops for
     compute in complex64 and round the result to complex32."""
-    ours, theirs = _both(lambda T: call(_half(T), T))
+    ours, theirs = outcomes(lambda T: call(_half(T), T))
     assert str(ours.dtype) == str(theirs.dtype) == "torch.complex32"
     _same_tensor(ours.to(gt.complex64), theirs.to(oracle_torch().complex64), rtol=1e-3,
                  atol=1e-3)
@@ -117,7 +101,7 @@ def test_extremum_errors_on_complex_come_after_the_emptiness_checks(call):
 
 
 def test_amin_of_complex_with_an_empty_result_computes_nothing():
-    ours, theirs = _both(lambda T: T.amin(_complex(T, 1, 0, 1), dim=2, keepdim=True))
+    ours, theirs = outcomes(lambda T: T.amin(_complex(T, 1, 0, 1), dim=2, keepdim=True))
     assert tuple(ours.shape) == tuple(theirs.shape) == (1, 0, 1)
 
 
@@ -148,7 +132,7 @@ def test_cat_into_an_out_that_requires_grad_is_autograds_error_first(op):
 # ---- copy_ and memory overlap ---------------------------------------------------------------
 
 def test_copy_of_an_expanded_tensor_into_itself_writes_nothing():
-    ours, theirs = _both(_self_copy)
+    ours, theirs = outcomes(_self_copy)
     np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
 
 
@@ -175,7 +159,7 @@ def test_copy_between_disjoint_or_strided_parts_of_one_storage():
         x[:2].copy_(x[3:5])
         x[::2].copy_(x[1::2])                       # not dense: PyTorch cannot tell, allows
         return x
-    ours, theirs = _both(f)
+    ours, theirs = outcomes(f)
     _same_tensor(ours, theirs)
 
 
@@ -190,7 +174,7 @@ def test_copy_between_disjoint_or_strided_parts_of_one_storage():
 def test_cat_output_layout_follows_suggest_memory_format(make):
     """cat keeps channels-last only for inputs PyTorch's suggest_memory_format calls so: the
     ambiguous layouts (size-1 dims with equal strides) are contiguous, gaps are allowed."""
-    ours, theirs = _both(lambda T: T.cat([make(T), make(T)], -2))
+    ours, theirs = outcomes(lambda T: T.cat([make(T), make(T)], -2))
     _same_tensor(ours, theirs)
 
 
@@ -203,7 +187,7 @@ def test_bfloat16_reduced_into_integers_converts_as_float(dtype):
     def f(T):
         x = T.tensor([[1.19, float("nan"), float("inf"), -3.7]], dtype=T.bfloat16)
         return T.sum(x, 0, dtype=getattr(T, dtype))
-    ours, theirs = _both(f)
+    ours, theirs = outcomes(f)
     _same_tensor(ours, theirs)
 
 
@@ -215,7 +199,7 @@ def test_log_softmax_over_the_last_dim_rounds_the_sum_as_pytorch(dtype):
     def f(T):
         x = T.tensor([[-2., 1.], [0.5, 0.75]], dtype=getattr(T, dtype))
         return T.log_softmax(x, 1).float(), T.log_softmax(x.t(), 0).float()
-    (ours, ours_t), (theirs, theirs_t) = _both(f)
+    (ours, ours_t), (theirs, theirs_t) = outcomes(f)
     _same_tensor(ours, theirs, rtol=2e-3, atol=0)
     _same_tensor(ours_t, theirs_t, rtol=2e-3, atol=0)
 
@@ -226,7 +210,7 @@ def test_bfloat16_logsumexp_rounds_after_each_step_as_pytorch():
     def f(T):
         x = T.tensor([[-2.0938, 0.83], [-0.1299, -2.47]], dtype=T.bfloat16)
         return T.logsumexp(x, 0).float()          # 0.00195 and 0.867 (0.00142, 0.863 once)
-    ours, theirs = _both(f)
+    ours, theirs = outcomes(f)
     _same_tensor(ours, theirs, rtol=2e-3, atol=0)
 
 
@@ -253,7 +237,7 @@ def test_setitem_copies_as_pytorch_copy_to():
         flat[0:2] = flat[1:2]
         flat[3:5] = flat[4]
         return x
-    ours, theirs = _both(f)
+    ours, theirs = outcomes(f)
     _same_tensor(ours, theirs)
 
 
