@@ -91,7 +91,7 @@ def test_a_parallel_kernel_loads_libgomp_with_the_passive_policy():
     one may have loaded it already)."""
     code = ("import glasstorch as torch\n"
             "f = torch.compile(lambda x: (x * 2).relu())\n"
-            "print(float(f(torch.ones(1 << 20)).sum()))\n"
+            "print(float(f(torch.ones(1 << 22)).sum()))\n"
             "import os; print('left', os.environ.get('OMP_WAIT_POLICY'))\n")
     env = dict(os.environ, OMP_DISPLAY_ENV="true")      # the tests' kernel cache
     env.pop("OMP_WAIT_POLICY", None)
@@ -100,4 +100,4 @@ def test_a_parallel_kernel_loads_libgomp_with_the_passive_policy():
                             env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "OMP_WAIT_POLICY = 'PASSIVE'" in result.stderr
-    assert "2097152.0" in result.stdout and "left None" in result.stdout
+    assert "8388608.0" in result.stdout and "left None" in result.stdout

@@ -26,11 +26,13 @@ from ...core import dtype as dt
 from .ir import Index, Reduction, Val
 from .scheduler import accesses
 
-# Elements below which a kernel runs on one thread, as eager's GRAIN (backends/cpu/parallel):
-# after a parallel region OpenMP's threads spin, and on few cores they fight the BLAS
-# threads of the matrix product that follows (a compiled MLP step at 1 << 15: 42 ms, here
-# 5.6 ms, eager 4 ms).
-PARALLEL_THRESHOLD = 1 << 19
+# Elements below which a kernel runs on one thread: a parallel region needs a core that,
+# on few cores, OpenBLAS's threads still hold, spinning after the matrix product before it
+# (OpenMP's own idle threads sleep: process.py), so it waits for the scheduler. The compiled
+# tiny GPT step, 2 threads on 2 cores: 80-94 ms at 1 << 19 (its MLP and attention kernels
+# parallel), 44.6 ms at 1 << 21, 33.4 ms here, 48.9 ms with no parallel kernel; the 8M-16M
+# element fused kernels of bench/compiled.py stay parallel.
+PARALLEL_THRESHOLD = 1 << 22
 THREADS = " num_threads(nthreads)"    # the host passes glasstorch's thread count
 COLUMN_LIMIT = 1 << 22  # most kept elements a column sum accumulates in a heap array
 PAIRWISE_ROW = 1 << 14  # longest row summed pairwise (its values wait in a stack array)

@@ -8,8 +8,9 @@
   eager mode). libgomp reads `OMP_WAIT_POLICY` once, when it loads, so the variable is set
   to `passive` while kernel libraries load (when the user has not set it) and then
   restored: OpenMP runtimes loaded later (another library's) see the user's
-  environment. Waking a sleeping thread costs microseconds; kernels go parallel only from
-  `codegen.PARALLEL_THRESHOLD` elements, hundreds of microseconds of work.
+  environment. Waking a sleeping thread costs microseconds, waiting for a core that
+  OpenBLAS's spinning threads hold costs milliseconds; kernels go parallel only from
+  `codegen.PARALLEL_THRESHOLD` elements, milliseconds of work.
 - **glibc's malloc keeps freed memory**, which glasstorch's CPU allocator sets up when it
   loads (`memory/host_malloc.py`); a compiled step allocates and frees the same large buffers
   every call, and without it they would be fresh, zero-filled pages each time.
