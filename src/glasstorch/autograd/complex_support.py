@@ -14,18 +14,16 @@ glasstorch's, each named as PyTorch's message names it; tests/autograd/test_comp
 checks every entry, and operators left out of it, against PyTorch. Only the functional form
 refuses: PyTorch's in-place variants (silu_, nan_to_num_) record as usual.
 
-Each listed operator gets its own Autograd kernel, the shared one followed by the check (its
-in-place variants one that turns the check off while they run the functional op), so no
-other operator pays anything for it.
+Each listed operator gets its own Autograd kernel, the shared one followed by the check
+(skipped while an in-place variant records through it), so no other operator pays anything
+for it.
 """
 from __future__ import annotations
-
-import threading
 
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import all_operators
 from ..dispatch.keys import DispatchKey
-from .recording import autograd_kernel
+from .recording import autograd_kernel, recording_in_place
 
 # aten operators (every overload of each), named as PyTorch's message names them
 NOT_DIFFERENTIABLE_FOR_COMPLEX = frozenset((
@@ -35,16 +33,13 @@ NOT_DIFFERENTIABLE_FOR_COMPLEX = frozenset((
 
 _AUTOGRAD_KEYS = (DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA, DispatchKey.AutogradMeta)
 
-# > 0 while an in-place variant records: glasstorch's runs the functional op, unchecked then
-_in_place = threading.local()
-
 
 def _refusing_complex(name: str):
     message = f"{name} does not support automatic differentiation for outputs with complex dtype."
 
     def kernel(op, ks, *args):
         result = autograd_kernel(op, ks, *args)
-        if getattr(_in_place, "depth", 0):
+        if recording_in_place():
             return result
         for out in result if isinstance(result, (tuple, list)) else (result,):
             if isinstance(out, Tensor) and out._requires_grad and out.dtype.is_complex:
@@ -54,27 +49,14 @@ def _refusing_complex(name: str):
     return kernel
 
 
-def _recording_in_place(op, ks, *args):
-    _in_place.depth = getattr(_in_place, "depth", 0) + 1
-    try:
-        return autograd_kernel(op, ks, *args)
-    finally:
-        _in_place.depth -= 1
-
-
 def register() -> None:
-    """Give each functional overload of the listed operators the refusing Autograd kernel,
-    and their in-place variants one that runs them unchecked (called once every operator is
-    declared: glasstorch/__init__.py)."""
+    """Give each functional overload of the listed operators the refusing Autograd kernel
+    (called once every operator is declared: glasstorch/__init__.py)."""
     for op in all_operators():
         schema = op.schema
         name = schema.name.removeprefix("aten::")
         if name not in NOT_DIFFERENTIABLE_FOR_COMPLEX or schema.namespace != "aten" or \
                 op.info.get("mutated"):
             continue
-        decl = op.info.get("decl")
-        inplace = decl.inplace if decl is not None and decl.functional is op else None
         for key in _AUTOGRAD_KEYS:
             op.register(key, _refusing_complex(name))
-            if inplace is not None:
-                inplace.register(key, _recording_in_place)

@@ -115,6 +115,21 @@ class _InPlace(threading.local):
 _in_place = _InPlace()
 
 
+def recording_in_place() -> bool:
+    """Whether the functional op now recording runs for an in-place op (PyTorch rebases that
+    op's history instead of setting it: set_history's checks do not apply)."""
+    return _in_place.depth > 0
+
+
+def _functional_for_inplace(functional, self, args):
+    """`functional(self, *args)` computing an in-place op's value, marked as such."""
+    _in_place.depth += 1
+    try:
+        return functional(self, *args)
+    finally:
+        _in_place.depth -= 1
+
+
 def _refuse_dtype(op, result) -> None:
     """PyTorch's set_history: a functional op's differentiable output of an integer or bool
     dtype cannot take a history ("Autograd not support dtype"). In-place ops rebase the
@@ -349,11 +364,7 @@ def _record_inplace(op, ks, functional, args, check=None, node_name=None):
     source = self.clone() if keep_self or by_kernel else self
     if by_kernel:
         _write_with_kernel(op, ks, args)
-    _in_place.depth += 1
-    try:
-        result = functional(source, *args[1:])
-    finally:
-        _in_place.depth -= 1
+    result = _functional_for_inplace(functional, source, args[1:])
     if not by_kernel:
         with grad_mode.no_grad():
             self.copy_(result)
@@ -461,7 +472,7 @@ def _record_inplace_on_view(functional, args, kernel=None):
         snapshot_node = None
     if kernel is not None:
         _write_with_kernel(*kernel, args)
-    result = functional(snapshot, *args[1:])
+    result = _functional_for_inplace(functional, snapshot, args[1:])
     base_edge = gradient_edge(base)
     if kernel is None:
         with grad_mode.no_grad():
