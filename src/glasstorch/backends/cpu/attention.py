@@ -11,18 +11,11 @@ from functools import lru_cache
 import numpy as np
 
 from .loss import row_sums
+from .normalization import compute_array
 from ...core import dtype as dt
 from ...core.device import CPU
+from ...core.promotion import opmath
 from ...core.tensor import Tensor
-
-
-def compute_dtype(d: dt.dtype) -> dt.dtype:
-    return dt.float32 if d is dt.float16 or d is dt.bfloat16 else d
-
-
-def _as(t: Tensor, compute: np.dtype) -> np.ndarray:
-    a = t._array()
-    return a if a.dtype == compute else a.astype(compute)
 
 
 def heads_last_strides(shape: tuple) -> tuple:
@@ -62,8 +55,8 @@ def flash_attention_cpu(outs, query, key, value, dropout_p=0.0, is_causal=False,
                         attn_mask=None, scale=None):
     """(output, logsumexp): the probabilities' rows are left unnormalised through the
     product with v, whose (L, E) rows are divided instead of the (L, S) ones."""
-    cd = compute_dtype(query.dtype).np
-    q, k, v = (_as(t, cd) for t in (query, key, value))
+    cd = opmath(query.dtype)
+    q, k, v = (compute_array(t, cd) for t in (query, key, value))
     with np.errstate(all="ignore"):
         s = _scores(q, k, _scale(scale, q), is_causal)
         rows = s.reshape(-1, s.shape[-1])
@@ -85,12 +78,12 @@ def flash_attention_backward_cpu(grad_out, query, key, value, out, logsumexp, dr
                                  is_causal, attn_mask=None, scale=None):
     """(dq, dk, dv) with p = exp(s - logsumexp): dv = p^T g, ds = p * (g v^T - rowsum(g *
     out)), dq = ds k * scale, dk = ds^T q * scale."""
-    cd = compute_dtype(query.dtype).np
-    q, k, v, o, g = (_as(t, cd) for t in (query, key, value, out, grad_out))
+    cd = opmath(query.dtype)
+    q, k, v, o, g = (compute_array(t, cd) for t in (query, key, value, out, grad_out))
     sc = _scale(scale, q)
     with np.errstate(all="ignore"):
         p = _scores(q, k, sc, is_causal)
-        p -= _as(logsumexp, cd)[..., None]
+        p -= compute_array(logsumexp, cd)[..., None]
         np.exp(p, out=p)
         ds = np.matmul(g, v.swapaxes(-1, -2))
         ds -= np.einsum("...e,...e->...", g, o)[..., None]

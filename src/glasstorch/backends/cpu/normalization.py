@@ -20,7 +20,8 @@ def _compute(d: dt.dtype) -> np.dtype:
     return np.dtype(np.float32) if d in LOW else d.np
 
 
-def _as(t: Tensor, compute: np.dtype) -> np.ndarray:
+def compute_array(t: Tensor, compute: np.dtype) -> np.ndarray:
+    """t's elements as an array of the dtype a kernel computes in (no copy when it is)."""
     a = t._array()
     return a if a.dtype == compute else a.astype(compute)
 
@@ -39,9 +40,9 @@ def _normalize(x: np.ndarray, axes: tuple, eps: float):
 
 def _affine(y: np.ndarray, weight, bias, shape, compute) -> np.ndarray:
     if weight is not None:
-        y *= _as(weight, compute).reshape(shape)
+        y *= compute_array(weight, compute).reshape(shape)
     if bias is not None:
-        y += _as(bias, compute).reshape(shape)
+        y += compute_array(bias, compute).reshape(shape)
     return y
 
 
@@ -57,7 +58,7 @@ def layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
     compute = _compute(input.dtype)
     n = prod(normalized_shape)
     rows = prod(input._shape[:input.dim() - len(normalized_shape)])
-    x = _as(input, compute).reshape(rows, n)
+    x = compute_array(input, compute).reshape(rows, n)
     out = outs[0]._array().reshape(rows, n)
     y = out if out.dtype == compute else arrays.module_of(out).empty(out.shape, compute)
     with np.errstate(all="ignore"):
@@ -86,7 +87,7 @@ def batch_norm_cpu(outs, input, weight, bias, running_mean, running_var, trainin
                     eps):
     compute = _compute(outs[1].dtype if training else input.dtype)
     compute = np.promote_types(compute, _compute(input.dtype))
-    x = _as(input, compute)
+    x = compute_array(input, compute)
     cshape = channel_shape(input)
     if training:
         axes = (0,) + tuple(range(2, x.ndim))
@@ -104,15 +105,15 @@ def batch_norm_cpu(outs, input, weight, bias, running_mean, running_var, trainin
                 unbiased = var.reshape(rv.shape) * (n / np.float64(n - 1))   # n=1: nan
             np.copyto(rv, (1 - momentum) * rv + momentum * unbiased, casting="unsafe")
     else:
-        mean = _as(running_mean, compute).reshape(cshape)
+        mean = compute_array(running_mean, compute).reshape(cshape)
         with np.errstate(all="ignore"):
-            y = (x - mean) / np.sqrt(_as(running_var, compute).reshape(cshape) + eps)
+            y = (x - mean) / np.sqrt(compute_array(running_var, compute).reshape(cshape) + eps)
     _store(outs[0], _affine(y, weight, bias, cshape, compute))
 
 
 def group_norm_cpu(outs, input, weight, bias, N, C, HxW, group, eps):
     compute = np.promote_types(_compute(outs[1].dtype), _compute(input.dtype))
-    x = _as(input, compute).reshape(N, group, C // group * HxW)
+    x = compute_array(input, compute).reshape(N, group, C // group * HxW)
     y, mean, rstd, _ = _normalize(x, (2,), eps)
     y = y.reshape(input._shape)
     _store(outs[0], _affine(y, weight, bias, channel_shape(input), compute))
@@ -157,7 +158,7 @@ def embedding_grad_cpu(out, grad_output, indices, num_weights, padding_idx,
                         scale_grad_by_freq):
     compute = _compute(grad_output.dtype)
     idx = indices._array().astype(np.int64, copy=False).reshape(-1)
-    rows = _as(grad_output, compute).reshape(idx.size, grad_output._shape[-1])
+    rows = compute_array(grad_output, compute).reshape(idx.size, grad_output._shape[-1])
     if scale_grad_by_freq:
         rows = rows * embedding_grad_scale(idx, num_weights, padding_idx, True, compute)[:, None]
     else:
@@ -268,7 +269,7 @@ def embedding_bag_cpu(weight, indices, offsets, scale_grad_by_freq=False, mode=0
     compute = _compute(weight.dtype)
     use = (bag_of >= 0) & (idx != padding_idx)
     where, into = np.nonzero(use)[0], bag_of[use]
-    rows = _as(weight, compute)[idx[where]]
+    rows = compute_array(weight, compute)[idx[where]]
     bag_size = np.bincount(into, minlength=bags).astype(np.int64)
     max_indices = bag_size
     if mode == 2:
@@ -282,7 +283,7 @@ def embedding_bag_cpu(weight, indices, offsets, scale_grad_by_freq=False, mode=0
         acc[bag_size == 0] = 0
     else:
         if per_sample_weights is not None:
-            rows = rows * _as(per_sample_weights, compute)[where][:, None]
+            rows = rows * compute_array(per_sample_weights, compute)[where][:, None]
         acc = _sum_rows(into, rows, bags)
         if mode == 1:
             acc /= np.maximum(bag_size, 1)[:, None]
@@ -326,9 +327,9 @@ def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias
     ct = _compute(input.dtype)
     d = dt.float32 if ct == np.float32 and input.dtype is not dt.float32 else input.dtype
     n = prod(normalized_shape)
-    x, go = _as(input, ct).reshape(-1, n), _as(g, ct).reshape(-1, n)
-    xhat = x - _as(mean, ct).reshape(-1, 1)
-    r = _as(rstd, ct).reshape(-1, 1)
+    x, go = compute_array(input, ct).reshape(-1, n), compute_array(g, ct).reshape(-1, n)
+    xhat = x - compute_array(mean, ct).reshape(-1, 1)
+    r = compute_array(rstd, ct).reshape(-1, 1)
     xhat *= r
     dx = dw = db = None
     if mask[1] and weight is not None:
@@ -341,7 +342,7 @@ def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias
         dx = Tensor._empty(input._shape, d, CPU)
         out = dx._array().reshape(-1, n)              # gxhat, then dx in place
         if weight is not None:
-            np.multiply(go, _as(weight, ct).reshape(1, n), out=out)
+            np.multiply(go, compute_array(weight, ct).reshape(1, n), out=out)
         else:
             np.copyto(out, go)
         a = np.einsum("ij->i", out)[:, None]

@@ -4,9 +4,11 @@ where the math form is about ten of each. Kernels in backends/cpu/attention.py; 
 in attention_derivatives.py."""
 from __future__ import annotations
 
-from ...backends.cpu.attention import (compute_dtype, flash_attention_backward_cpu,
-                                       flash_attention_cpu, heads_last_strides)
+from ...backends.cpu.attention import (flash_attention_backward_cpu, flash_attention_cpu,
+                                       heads_last_strides)
+from ...core import dtype as dt
 from ...core.device import META
+from ...core.promotion import opmath
 from ...core.tensor import Tensor
 from ..registry import TensorSpec, kernel_op, structured
 
@@ -25,7 +27,7 @@ def _flash_meta(query, key, value, dropout_p=0.0, is_causal=False, attn_mask=Non
     b, h, n = query.shape[:3]
     shape = tuple(query._shape)
     return (TensorSpec(shape, query.dtype, heads_last_strides(shape)),
-            TensorSpec((b, h, n), compute_dtype(query.dtype), (n * h, 1, h)))
+            TensorSpec((b, h, n), dt.from_numpy_dtype(opmath(query.dtype)), (n * h, 1, h)))
 
 
 _scaled_dot_product_flash_attention_for_cpu = structured(
