@@ -133,8 +133,10 @@ def _softmax_into(out: Tensor, inputs, dim: int, part) -> None:
         part(*parts)
     elif per > 1 or inner == 1:                 # blocks of whole (n, inner) slabs
         def run(start, stop):
+            # a block ends at its chunk's end: the parts work in place, so rows that two
+            # threads both ran would have the row's sum taken off twice
             for i in range(start, stop, per):
-                part(*[a[i:i + per] for a in parts])
+                part(*[a[i:min(i + per, stop)] for a in parts])
         parallel.parallel_for(outer, run, n * inner)
     else:                                       # blocks of columns of one slab
         width = max(parallel.BLOCK // n, 1024)   # long enough inner loops for NumPy
