@@ -262,15 +262,38 @@ def columns(x, kernel, stride, dilation, padding, out_sizes, order) -> np.ndarra
         perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd)) + (0,)
         shape = (x.shape[1],) + tuple(kernel) + tuple(out_sizes) + (x.shape[0],)
     else:
-        win = windows(pad_array(x, padding), kernel, stride, dilation, out_sizes)
+        xp = pad_array(x, padding)
+        win = windows(xp, kernel, stride, dilation, out_sizes)
         sample = order == "sample"
         perm = ((0, 1) if sample else (1,)) + tuple(range(2 + nd, 2 + 2 * nd)) + (
             () if sample else (0,)) + tuple(range(2, 2 + nd))
         shape = x.shape[:2] if sample else (x.shape[1],)
         shape += tuple(kernel) + (() if sample else (x.shape[0],)) + tuple(out_sizes)
     cols = module_of(x).empty(shape, x.dtype)
-    np.copyto(cols, win.transpose(perm))
+    copy_rows(cols, xp, win, perm)
     return cols
+
+
+def copy_rows(cols, a, win, perm) -> None:
+    """cols[...] = win.transpose(perm) for `win` a strided view starting at C-contiguous
+    `a`'s first element: where the axis that becomes cols' last has a stride of one
+    element (the output's last spatial axis at stride 1, or the batch in the batch-last
+    layout), each row of cols.shape[-1] elements is copied as one void element. NumPy's
+    copy loops over the last axis, so an element-wise copy runs one short loop per row
+    (14 floats for 14x14 planes); this one copies each row at once, 2-2.5x faster
+    (64x16x14x14, 3x3: 0.92 -> 0.51 ms). Other arrays (CuPy's, strided ones) copy
+    element by element."""
+    last = perm[-1]
+    if (a.__class__ is not np.ndarray or not a.flags.c_contiguous or not cols.size
+            or win.strides[last] != win.itemsize):
+        np.copyto(cols, win.transpose(perm))
+        return
+    row = np.dtype((np.void, cols.shape[-1] * cols.itemsize))
+    keep = [ax for ax in range(win.ndim) if ax != last]
+    rows = np.ndarray(tuple(win.shape[ax] for ax in keep), row, a, 0,
+                      tuple(win.strides[ax] for ax in keep))
+    np.copyto(cols.view(row).reshape(cols.shape[:-1]),
+              rows.transpose([ax - (ax > last) for ax in perm[:-1]]))
 
 
 def col2im_into(res, cols, kernel, stride, padding, dilation) -> None:
