@@ -517,3 +517,17 @@ def test_columns_row_copies_match_element_copies(monkeypatch, order, dtype):
                 expected = conv.columns(x, k, s, d, p, out, order)
             assert got.shape == expected.shape
             np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "int16", "bool"])
+def test_pad_array_matches_numpy_pad(dtype):
+    """pad_array (rows copied as void elements where contiguous) equals np.pad, for
+    contiguous and strided inputs and an empty one."""
+    pad_array = gt.backends.cpu.convolution.pad_array
+    a = (RNG.standard_normal((3, 4, 5, 6)) * 3).astype(dtype)
+    cases = ((a, (1, 2)), (a, (0, 3)), (a[:, :, ::2], (2, 1)), (a.transpose(0, 1, 3, 2), (1, 1)),
+             (a[..., :1], (1, 0, 2)), (a[:0], (1, 1)))
+    for x, padding in cases:
+        widths = [(0, 0)] * (x.ndim - len(padding)) + [(p, p) for p in padding]
+        np.testing.assert_array_equal(pad_array(x, padding, 7),
+                                      np.pad(x, widths, constant_values=7))
