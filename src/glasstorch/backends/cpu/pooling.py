@@ -40,12 +40,14 @@ def _flat_indices(arg, out, kernel, stride, padding, dilation, in_sizes,
     """Flat positions in the input plane of the chosen kernel offsets `arg` (..., *out),
     into `dst` (int64, arg's shape) when given."""
     starts, offsets = _window_starts(out, kernel, stride, padding, dilation, in_sizes)
-    if arg.__class__ is not np.ndarray:
-        starts, offsets = asarray(starts, like=arg), asarray(offsets, like=arg)
-        dst = None
-    # a uint8 index is 10x slower; every arg is a valid offset: mode "wrap" skips the
-    # bounds check, and with it the buffering of `dst` that mode "raise" does (~20% faster)
-    flat = offsets.take(arg.astype(np.intp, copy=False), out=dst, mode="wrap")
+    arg = arg.astype(np.intp, copy=False)      # a uint8 index is 10x slower
+    if arg.__class__ is np.ndarray:
+        # every arg is a valid offset: mode "wrap" skips the bounds check, and with it the
+        # buffering of `dst` that mode "raise" does (~20% faster)
+        flat = offsets.take(arg, out=dst, mode="wrap")
+    else:
+        flat = asarray(offsets, like=arg).take(arg)
+        starts = asarray(starts, like=arg)
     flat += starts
     return flat
 
