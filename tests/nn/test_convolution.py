@@ -492,3 +492,42 @@ def test_complex_second_order_matches_torch(transposed):
         results.append((x.grad, w.grad, b.grad))
     for a, e in zip(*results):
         assert_same(a, e, rtol=1e-9, atol=1e-9, check_stride=False)
+
+
+@pytest.mark.parametrize("order", ["first", "last", "sample"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "float16"])
+def test_columns_row_copies_match_element_copies(monkeypatch, order, dtype):
+    """columns() copying whole rows as void elements (copy_rows) gives the element-wise
+    copy's values, for contiguous and strided inputs, unit and larger strides, 1-3 dims."""
+    conv = gt.backends.cpu.convolution
+    cases = [((4, 3, 9, 7), (3, 2), (1, 1), (1, 2), (1, 0)),
+             ((2, 2, 8, 9), (2, 3), (2, 1), (1, 2), (0, 2)),
+             ((2, 3, 6, 6), (3, 3), (1, 2), (1, 1), (1, 1)),
+             ((3, 2, 10), (3,), (1,), (2,), (1,)),
+             ((2, 2, 5, 6, 7), (2, 2, 3), (1, 2, 1), (1, 1, 1), (1, 0, 1))]
+    for shape, k, s, d, p in cases:
+        a = RNG.standard_normal(shape).astype(dtype)
+        out = tuple((n + 2 * pi - di * (ki - 1) - 1) // si + 1
+                    for n, ki, si, di, pi in zip(shape[2:], k, s, d, p))
+        for x in (a, np.asfortranarray(a), a[:, ::-1]):
+            got = conv.columns(x, k, s, d, p, out, order)
+            with monkeypatch.context() as m:
+                m.setattr(conv, "copy_rows",
+                          lambda cols, base, win, perm: np.copyto(cols, win.transpose(perm)))
+                expected = conv.columns(x, k, s, d, p, out, order)
+            assert got.shape == expected.shape
+            np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "int16", "bool"])
+def test_pad_array_matches_numpy_pad(dtype):
+    """pad_array (rows copied as void elements where contiguous) equals np.pad, for
+    contiguous and strided inputs and an empty one."""
+    pad_array = gt.backends.cpu.convolution.pad_array
+    a = (RNG.standard_normal((3, 4, 5, 6)) * 3).astype(dtype)
+    cases = ((a, (1, 2)), (a, (0, 3)), (a[:, :, ::2], (2, 1)), (a.transpose(0, 1, 3, 2), (1, 1)),
+             (a[..., :1], (1, 0, 2)), (a[:0], (1, 1)))
+    for x, padding in cases:
+        widths = [(0, 0)] * (x.ndim - len(padding)) + [(p, p) for p in padding]
+        np.testing.assert_array_equal(pad_array(x, padding, 7),
+                                      np.pad(x, widths, constant_values=7))

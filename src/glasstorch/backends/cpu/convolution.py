@@ -22,8 +22,29 @@ def pad_array(a: np.ndarray, padding, value=0) -> np.ndarray:
     nd = len(padding)
     shape = a.shape[:-nd] + tuple(s + 2 * p for s, p in zip(a.shape[-nd:], padding))
     out = module_of(a).full(shape, value, dtype=a.dtype)
-    out[(Ellipsis,) + tuple(slice(p, p + s) for s, p in zip(a.shape[-nd:], padding))] = a
+    inside = out[(Ellipsis,) + tuple(slice(p, p + s) for s, p in zip(a.shape[-nd:], padding))]
+    if rows_copy(a, a) and a.size:
+        np.copyto(void_rows(inside, out), void_rows(a, a))
+    else:
+        inside[...] = a
     return out
+
+
+def rows_copy(v, base) -> bool:
+    """Whether v, lying in `base`, can be copied by void_rows: NumPy arrays, base
+    C-contiguous, v's last axis at a stride of one element."""
+    return (base.__class__ is np.ndarray and base.flags.c_contiguous and v.ndim > 0
+            and v.strides[-1] == v.itemsize)
+
+
+def void_rows(v, base) -> np.ndarray:
+    """v (..., n) as an (...) array of n-element void rows over base's memory, for rows_copy
+    arrays. NumPy's copy loops over the last axis, so an element-wise copy runs one short
+    loop per row (14 floats for 14x14 planes); copying void rows moves each row at once,
+    1.5-2.5x faster for such planes."""
+    row = np.dtype((np.void, v.shape[-1] * v.itemsize))
+    offset = v.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return np.ndarray(v.shape[:-1], row, base, offset, v.strides[:-1])
 
 
 def windows(a: np.ndarray, kernel, stride, dilation, out_sizes) -> np.ndarray:
@@ -262,15 +283,30 @@ def columns(x, kernel, stride, dilation, padding, out_sizes, order) -> np.ndarra
         perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd)) + (0,)
         shape = (x.shape[1],) + tuple(kernel) + tuple(out_sizes) + (x.shape[0],)
     else:
-        win = windows(pad_array(x, padding), kernel, stride, dilation, out_sizes)
+        xp = pad_array(x, padding)
+        win = windows(xp, kernel, stride, dilation, out_sizes)
         sample = order == "sample"
         perm = ((0, 1) if sample else (1,)) + tuple(range(2 + nd, 2 + 2 * nd)) + (
             () if sample else (0,)) + tuple(range(2, 2 + nd))
         shape = x.shape[:2] if sample else (x.shape[1],)
         shape += tuple(kernel) + (() if sample else (x.shape[0],)) + tuple(out_sizes)
     cols = module_of(x).empty(shape, x.dtype)
-    np.copyto(cols, win.transpose(perm))
+    if order == "last":     # runs of W*N elements already: rows of N copy ~15% slower
+        np.copyto(cols, win.transpose(perm))
+    else:
+        copy_rows(cols, xp, win, perm)
     return cols
+
+
+def copy_rows(cols, a, win, perm) -> None:
+    """cols[...] = win.transpose(perm) for `win` a strided view of `a`, by void_rows where
+    the axis that becomes cols' last has a stride of one element (the output's last
+    spatial axis at stride 1): 64x16x14x14, 3x3 columns 0.92 -> 0.51 ms."""
+    src = win.transpose(perm)
+    if cols.size and rows_copy(src, a):
+        np.copyto(void_rows(cols, cols), void_rows(src, a))
+    else:
+        np.copyto(cols, src)
 
 
 def col2im_into(res, cols, kernel, stride, padding, dilation) -> None:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..arrays import asarray, module_of
-from .convolution import col2im_add, compute_array, windows
+from .convolution import col2im_add, compute_array, compute_target, store, windows
 from .copy import assign_array
 from .indexing import add_at
 
@@ -35,12 +35,19 @@ def _lowest(d: np.dtype):
     return -np.inf if d.kind in "fc" else np.iinfo(d).min
 
 
-def _flat_indices(arg, out, kernel, stride, padding, dilation, in_sizes) -> np.ndarray:
-    """Flat positions in the input plane of the chosen kernel offsets `arg` (..., *out)."""
+def _flat_indices(arg, out, kernel, stride, padding, dilation, in_sizes,
+                  dst=None) -> np.ndarray:
+    """Flat positions in the input plane of the chosen kernel offsets `arg` (..., *out),
+    into `dst` (int64, arg's shape) when given."""
     starts, offsets = _window_starts(out, kernel, stride, padding, dilation, in_sizes)
-    if arg.__class__ is not np.ndarray:
-        starts, offsets = asarray(starts, like=arg), asarray(offsets, like=arg)
-    flat = offsets.take(arg.astype(np.intp, copy=False))   # a uint8 index is 10x slower
+    arg = arg.astype(np.intp, copy=False)      # a uint8 index is 10x slower
+    if arg.__class__ is np.ndarray:
+        # every arg is a valid offset: mode "wrap" skips the bounds check, and with it the
+        # buffering of `dst` that mode "raise" does (~20% faster)
+        flat = offsets.take(arg, out=dst, mode="wrap")
+    else:
+        flat = asarray(offsets, like=arg).take(arg)
+        starts = asarray(starts, like=arg)
     flat += starts
     return flat
 
@@ -85,7 +92,8 @@ def max_pool_cpu(out, indices, self, nd, kernel, stride, padding, dilation):
     cols = am.empty((math.prod(kernel),) + shape, x.dtype)
     np.copyto(cols.reshape(tuple(kernel) + shape),
               np.moveaxis(win, tuple(range(-nd, 0)), tuple(range(nd))))
-    values = cols[0].copy()
+    values = compute_target(out, x.dtype)
+    np.copyto(values, cols[0])
     # the running offset, kept with arithmetic (masked writes are ~30x slower): a larger
     # value at offset j sets arg = max(arg, j), as every earlier offset is below j
     arg = am.zeros(shape, np.uint8 if len(cols) <= 256 else np.intp)
@@ -98,7 +106,8 @@ def max_pool_cpu(out, indices, self, nd, kernel, stride, padding, dilation):
     if values.dtype.kind == "f" and np.isnan(values).any():
         for j in range(len(cols)):      # a NaN wins, the last one as PyTorch's loop
             np.copyto(arg, j, where=np.isnan(cols[j]))
-    flat = _flat_indices(arg, osz, kernel, stride, padding, dilation, sizes)
+    flat = _flat_indices(arg, osz, kernel, stride, padding, dilation, sizes,
+                         compute_target(indices, np.int64))
     if any(padding):
         # a window whose maximum is the padding value keeps PyTorch's starting index: its
         # first position that is not before the input
@@ -106,9 +115,9 @@ def max_pool_cpu(out, indices, self, nd, kernel, stride, padding, dilation):
         if bad.any():
             first = _flat_indices(_not_before(osz, kernel, stride, padding, dilation).argmax(-1),
                                   osz, kernel, stride, padding, dilation, sizes)
-            flat = np.where(bad, asarray(first, like=flat), flat)
-    assign_array(out._array(), values)
-    assign_array(indices._array(), flat)
+            np.copyto(flat, asarray(first, like=flat), where=bad)
+    store(out, values)
+    store(indices, flat)
 
 
 def _not_before(osz, kernel, stride, padding, dilation) -> np.ndarray:
