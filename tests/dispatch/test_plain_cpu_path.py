@@ -410,6 +410,33 @@ def test_python_written_functions_with_varargs_get_their_keyword_only_arguments(
     assert gt.ones(4).view(dtype=gt.int32).dtype is gt.int32
 
 
+def test_handlers_see_tensor_view_on_both_of_its_paths():
+    """A view by shape skips view's dtype dispatch; handlers and modes still get the public
+    Tensor.view, with the arguments as written, on that path and on the dtype path."""
+    class Handler(gt.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return func, args, kwargs
+
+    class Record(gt.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append((func, args[1:], kwargs))
+            return func(*args, **(kwargs or {}))
+
+    x = gt.ones(4).as_subclass(Handler)
+    for call, expected in [(lambda: x.view(2, 2), ((2, 2), None)),
+                           (lambda: x.view(gt.int32), ((gt.int32,), None)),
+                           (lambda: x.view(dtype=gt.int32), ((), {"dtype": gt.int32}))]:
+        func, args, kwargs = call()
+        assert func is gt.Tensor.view and (args[1:], kwargs or None) == expected
+    seen = []
+    y = gt.ones(4)
+    with Record():
+        assert y.view(2, 2).shape == (2, 2) and y.view(gt.int32).dtype is gt.int32
+    assert [(f, a) for f, a, _ in seen] == [(gt.Tensor.view, (2, 2)),
+                                            (gt.Tensor.view, (gt.int32,))]
+
+
 def test_a_view_by_a_symbolic_size_is_not_kept_for_later_views():
     x = gt.ones(4, 4)
     first = gt.ops.aten.view.default(x, (gt.SymInt(16),))
