@@ -118,6 +118,27 @@ def test_inference_mode_outputs_are_inference_tensors():
     assert out.is_inference() and not (a * 2).is_inference()
 
 
+@pytest.mark.parametrize("op", [lambda a: a * 2, lambda a: a + a, lambda a: a.sum(),
+                                lambda a: a.reshape(2, 2) @ a.reshape(2, 2)],
+                         ids=["mul", "add", "sum", "matmul"])
+def test_fast_path_outputs_match_the_general_path_in_and_out_of_inference_mode(op):
+    """The fast paths build their outputs themselves (`new_cpu_tensor`) except in inference
+    mode: both kinds are fresh, aligned, row-major, own a version counter when they should,
+    and hold the general path's values."""
+    values = np.arange(1, 5, dtype=np.float32)
+    a = gt.from_numpy(values).clone()
+    expected = op(values)                          # NumPy's answer
+    for inference in (False, True):
+        with gt.inference_mode(inference):
+            out = op(a)
+        assert out.is_inference() is inference and out.dtype is gt.float32
+        assert out.data_ptr() % 64 == 0 and out.is_contiguous() and out.grad_fn is None
+        np.testing.assert_array_equal(out.numpy(), expected)
+        if not inference:
+            out.add_(1)
+            assert out._version == 1
+
+
 def test_a_dispatch_mode_sees_every_call():
     a = gt.ones(4)
     with op_log() as log:
