@@ -118,6 +118,27 @@ def test_inference_mode_outputs_are_inference_tensors():
     assert out.is_inference() and not (a * 2).is_inference()
 
 
+@pytest.mark.parametrize("op", [lambda a: a * 2, lambda a: a + a, lambda a: a.sum(),
+                                lambda a: a.reshape(2, 2) @ a.reshape(2, 2)],
+                         ids=["mul", "add", "sum", "matmul"])
+def test_fast_path_outputs_match_the_general_path_in_and_out_of_inference_mode(op):
+    """The fast paths build their outputs themselves (`new_cpu_tensor`) except in inference
+    mode: both kinds are fresh, aligned, row-major, own a version counter when they should,
+    and hold the general path's values."""
+    values = np.arange(1, 5, dtype=np.float32)
+    a = gt.from_numpy(values).clone()
+    expected = op(values)                          # NumPy's answer
+    for inference in (False, True):
+        with gt.inference_mode(inference):
+            out = op(a)
+        assert out.is_inference() is inference and out.dtype is gt.float32
+        assert out.data_ptr() % 64 == 0 and out.is_contiguous() and out.grad_fn is None
+        np.testing.assert_array_equal(out.numpy(), expected)
+        if not inference:
+            out.add_(1)
+            assert out._version == 1
+
+
 def test_a_dispatch_mode_sees_every_call():
     a = gt.ones(4)
     with op_log() as log:
@@ -408,6 +429,33 @@ def test_python_written_functions_with_varargs_get_their_keyword_only_arguments(
     assert func is gt.Tensor.view and args[1:] == (2, 2)
     assert gt.ones(4).view(gt.int32).dtype is gt.int32
     assert gt.ones(4).view(dtype=gt.int32).dtype is gt.int32
+
+
+def test_handlers_see_tensor_view_on_both_of_its_paths():
+    """A view by shape skips view's dtype dispatch; handlers and modes still get the public
+    Tensor.view, with the arguments as written, on that path and on the dtype path."""
+    class Handler(gt.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return func, args, kwargs
+
+    class Record(gt.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append((func, args[1:], kwargs))
+            return func(*args, **(kwargs or {}))
+
+    x = gt.ones(4).as_subclass(Handler)
+    for call, expected in [(lambda: x.view(2, 2), ((2, 2), None)),
+                           (lambda: x.view(gt.int32), ((gt.int32,), None)),
+                           (lambda: x.view(dtype=gt.int32), ((), {"dtype": gt.int32}))]:
+        func, args, kwargs = call()
+        assert func is gt.Tensor.view and (args[1:], kwargs or None) == expected
+    seen = []
+    y = gt.ones(4)
+    with Record():
+        assert y.view(2, 2).shape == (2, 2) and y.view(gt.int32).dtype is gt.int32
+    assert [(f, a) for f, a, _ in seen] == [(gt.Tensor.view, (2, 2)),
+                                            (gt.Tensor.view, (gt.int32,))]
 
 
 def test_a_view_by_a_symbolic_size_is_not_kept_for_later_views():

@@ -138,7 +138,7 @@ class Tensor:
         contiguous = _STRIDES.get(shape)
         if contiguous is None:
             contiguous = contiguous_strides(shape)
-        if stride is None or stride == contiguous:
+        if stride is contiguous or stride is None or stride == contiguous:
             stride = contiguous
             nbytes = prod(shape) * dtype.itemsize
         else:
@@ -148,32 +148,8 @@ class Tensor:
                 sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
         if device is not CPU or cls is not Tensor or grad_state.inference:
             return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
-        # Every CPU op's output is made here: _make's and the storage's work, inlined, and
-        # the NumPy view the kernel is about to ask for, made at once for row-major outputs.
-        allocator = _storage.cpu_allocator   # memory.set_cpu_allocator replaces it
-        buf = allocator.allocate(nbytes)     # first: if it raises, there is no storage to free
-        storage = _new_object(UntypedStorage)
-        storage.device = CPU
-        storage._nbytes = nbytes
-        storage.resizable = True
-        storage.buf = buf
-        storage._allocator = allocator
-        self = _new_object(Tensor)
-        self._storage = storage
-        self._offset = 0
-        self._shape = shape = shape if shape.__class__ is tuple else tuple(shape)
-        self._stride = stride
-        self.dtype = dtype
-        self._keyset = _CPU_KEYSET
-        self._np = (_ndarray(shape, dtype.np, buf)
-                    if stride is contiguous and nbytes and buf.__class__ is _ndarray else None)
-        vc = self._vc = _new_object(VersionCounter)
-        vc.version = 0
-        self._base = None
-        self._view_meta = None
-        self._requires_grad = False
-        self.grad_fn = None
-        return self
+        return new_cpu_tensor(shape if shape.__class__ is tuple else tuple(shape), dtype, stride,
+                              nbytes, stride is contiguous)
 
     # ---- metadata --------------------------------------------------------------------
     @property
@@ -797,6 +773,39 @@ def _rebuild_tensor(values: np.ndarray, dtype_name: str, stride: tuple,
     t._array()[...] = values
     t._keyset |= math_bits & MATH_BITS
     return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def new_cpu_tensor(shape: tuple, dtype: dt.dtype, stride: tuple, nbytes: int,
+                   row_major: bool) -> Tensor:
+    """A plain CPU Tensor over `nbytes` of fresh memory from the CPU allocator, for callers
+    that know its layout (`Tensor._empty`, and ops' fast paths that computed it already):
+    every CPU op's output is made here. Not in inference mode (see `Tensor._empty`)."""
+    # _make's and the storage's work, inlined, and the NumPy view the kernel is about to ask
+    # for, made at once for row-major outputs.
+    allocator = _storage.cpu_allocator   # memory.set_cpu_allocator replaces it
+    buf = allocator.allocate(nbytes)     # first: if it raises, there is no storage to free
+    storage = _new_object(UntypedStorage)
+    storage.device = CPU
+    storage._nbytes = nbytes
+    storage.resizable = True
+    storage.buf = buf
+    storage._allocator = allocator
+    self = _new_object(Tensor)
+    self._storage = storage
+    self._offset = 0
+    self._shape = shape
+    self._stride = stride
+    self.dtype = dtype
+    self._keyset = _CPU_KEYSET
+    self._np = (_ndarray(shape, dtype.np, buf)
+                if row_major and nbytes and buf.__class__ is _ndarray else None)
+    vc = self._vc = _new_object(VersionCounter)
+    vc.version = 0
+    self._base = None
+    self._view_meta = None
+    self._requires_grad = False
+    self.grad_fn = None
+    return self
 
 
 class _KeepAlive:

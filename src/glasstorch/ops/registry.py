@@ -23,9 +23,10 @@ from math import prod
 
 from ..core import dtype as dt
 from ..core.device import CPU, META
+from ..core.grad_state import state as grad_state
 from ..core.shape import (_strides_cache as _STRIDES, check_no_partial_overlap,
                           contiguous_strides, has_internal_overlap)
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, new_cpu_tensor
 from ..dispatch.dispatcher import Operator, define
 from ..dispatch.keys import MATH_BITS, DispatchKey
 from ..dispatch.schema import parse_schema
@@ -196,7 +197,8 @@ def _plain_float_kernel(general, ufunc, defaults):
             row_major = _STRIDES.get(shape)       # None: a shape no output has had yet
             # self row-major, or one value expanded (a sum's or mean's gradient); other
             # row-major or a number; the output row-major
-            if (stride == row_major or (shape and not any(stride))) and prod(shape) < GRAIN:
+            if row_major is not None and (stride == row_major or (shape and not any(stride))) \
+                    and (n := prod(shape)) < GRAIN:
                 if other.__class__ is Tensor:
                     if other.dtype is not d or other._shape != shape or \
                             other._stride != row_major:
@@ -206,7 +208,8 @@ def _plain_float_kernel(general, ufunc, defaults):
                     b = d.np.type(other)
                 else:
                     return general(self, other, *rest)
-                out = empty(shape, d, CPU, row_major)
+                out = (empty(shape, d, CPU, row_major) if grad_state.inference else
+                       new_cpu_tensor(shape, d, row_major, n * d.itemsize, True))
                 ufunc(self._np if self._np is not None else self._array(), b,
                       out=out._np if out._np is not None else out._array())
                 return out

@@ -206,6 +206,13 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
     return fn
 
 
+def handlers_see(wrapper, public) -> None:
+    """Make __torch_function__ handlers and modes get `public` as the function called, for
+    calls that reach them through `wrapper` (a wrapper generated here or by
+    `overrides.overridable`), when `public` is a function that picks between wrappers."""
+    wrapper.__globals__[wrapper.__code__.co_name] = public
+
+
 def operator_method(method, name: str):
     """A generated method as the Python operator `name` (`__add__` from `Tensor.add`): an
     operand that is no tensor or number (a TypeError) gives NotImplemented, so that Python

@@ -28,10 +28,12 @@ from ...backends.arrays import module_of
 from ...backends.cpu import linalg as cpu
 from ...core import dtype as dt
 from ...core.device import META
-from ...core.shape import (Size, broadcast_shapes2, contiguous_strides, expand_strides,
-                          is_contiguous, is_non_overlapping_and_dense, iterator_strides,
-                          view_strides, wrap_dim, wrap_dims)
-from ...core.tensor import Tensor
+from ...core.grad_state import state as grad_state
+from ...core.shape import (_strides_cache as _STRIDES, Size, broadcast_shapes2,
+                          contiguous_strides, expand_strides, is_contiguous,
+                          is_non_overlapping_and_dense, iterator_strides, view_strides, wrap_dim,
+                          wrap_dims)
+from ...core.tensor import Tensor, new_cpu_tensor
 from ..pointwise.meta import promoting_meta
 from ..registry import PLAIN_FLOATS, TensorSpec, export, kernel_op, structured
 from ..wrappers import operator_method
@@ -341,10 +343,14 @@ def _plain_float_matmul(general):
             d = self.dtype
             if d in PLAIN_FLOATS and other.dtype is d and len(self._shape) == 2 and \
                     len(other._shape) == 2 and self._shape[1] == other._shape[0]:
-                out = empty((self._shape[0], other._shape[1]), d)
+                shape = (self._shape[0], other._shape[1])
+                row_major = _STRIDES.get(shape)      # None: a shape no output has had yet
+                out = (empty(shape, d) if row_major is None or grad_state.inference else
+                       new_cpu_tensor(shape, d, row_major, shape[0] * shape[1] * d.itemsize,
+                                      True))
                 np.matmul(self._np if self._np is not None else self._array(),
                           other._np if other._np is not None else other._array(),
-                          out=out._array())
+                          out=out._np if out._np is not None else out._array())
                 return out
         return general(self, other)
     return kernel

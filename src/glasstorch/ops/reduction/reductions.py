@@ -22,8 +22,9 @@ from ... import return_types
 from ...backends.cpu import reduction as cpu
 from ...backends.cpu.parallel import GRAIN
 from ...core import dtype as dt
+from ...core.grad_state import state as grad_state
 from ...core.shape import Size, wrap_dim, wrap_dims
-from ...core.tensor import Tensor
+from ...core.tensor import Tensor, new_cpu_tensor
 from ..registry import PLAIN_FLOATS, TensorSpec, export, functions, overload, spec, structured
 from ..autocast import FP32, autocast_policy
 from ..wrappers import bad_self
@@ -210,8 +211,11 @@ def _small_float_total(ufunc):
             if dtype is None and self.__class__ is Tensor and self.dtype in PLAIN_FLOATS:
                 a = self._np if self._np is not None else self._array()
                 if a.size < GRAIN:
-                    out = empty((), self.dtype)
-                    ufunc.reduce(a, axis=None, dtype=a.dtype, out=out._array())
+                    d = self.dtype
+                    out = (empty((), d) if grad_state.inference else
+                           new_cpu_tensor((), d, (), d.itemsize, True))
+                    ufunc.reduce(a, axis=None, dtype=a.dtype,
+                                 out=out._np if out._np is not None else out._array())
                     return out
             return general(self, dtype)
         return kernel

@@ -17,6 +17,7 @@ from ...core.shape import (Size, as_shape, check_in_bounds, contiguous_strides,
 from ...core.tensor import Tensor, contiguous_format
 from ...dispatch.keys import CONJ_BIT, MATH_BITS, SPARSE_KEYS, DispatchKey
 from ..registry import composite, export, kernel_op, view
+from ..wrappers import handlers_see, public
 
 # ---- view / reshape --------------------------------------------------------------------
 
@@ -47,11 +48,10 @@ def _view_meta(self, size):
 
 view_op = view("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", _view_meta, function=False,
                doc="A view with a new shape; raises when the strides don't allow one.")
-_view_method = Tensor.view
+_view_method = Tensor.view       # the generated method: honours __torch_function__ itself
 
 
-def view_dispatch(self, *shape, dtype=None):
-    """view(*shape), or view(dtype) reinterpreting the bytes as another dtype."""
+def _view_either(self, *shape, dtype=None):
     if dtype is None and len(shape) == 1 and isinstance(shape[0], dt.dtype):
         dtype = shape[0]
     if dtype is not None:
@@ -60,8 +60,22 @@ def view_dispatch(self, *shape, dtype=None):
     return _view_method(self, *shape)
 
 
+_view_general = public(_view_either, "view", True)     # honours __torch_function__
+
+
+def view_dispatch(self, *shape, dtype=None):
+    # A view by shape (every call but a dtype's) goes straight to the generated method,
+    # whose own __torch_function__ check suffices: one frame, not three, on the common view.
+    if dtype is None and (len(shape) != 1 or shape[0].__class__ is not dt.dtype):
+        return _view_method(self, *shape)
+    return _view_general(self, *shape, dtype=dtype)
+
+
 view_dispatch.__doc__ = _view_method.__doc__
-export("view", view_dispatch, method=True, function=False)
+view_dispatch.__name__, view_dispatch.__qualname__ = "view", "Tensor.view"
+Tensor.view = view_dispatch
+handlers_see(_view_method, view_dispatch)     # as Tensor.view, whichever path a call took
+handlers_see(_view_general, view_dispatch)
 
 
 @composite(method=True)
