@@ -52,10 +52,39 @@ def _store(out: Tensor, value: np.ndarray) -> None:
     np.copyto(dst, value.reshape(dst.shape), casting="unsafe")
 
 
+@lru_cache(maxsize=32)
+def _ones(n: int, dtype: np.dtype) -> np.ndarray:
+    """A read-only vector of n ones: sums as matrix-vector products."""
+    ones = np.ones(n, dtype)
+    ones.flags.writeable = False
+    return ones
+
+
+# NumPy blocks up to this size are summed by BLAS products with a vector of ones, 1.5-3x
+# faster than NumPy's reductions over short rows or along columns while the block sits in
+# cache; larger ones (and CuPy arrays) by einsum or add.reduce, which read a product's
+# operands without writing it.
+_BLAS_SUMS_BYTES = 1 << 20
+
+
+def _sums(a: np.ndarray, b, axis: int, out=None) -> np.ndarray:
+    """The sums over `axis` (0: of each column, 1: of each row) of a 2-D a, or of a * b."""
+    cpu = a.__class__ is np.ndarray
+    if cpu and a.nbytes <= _BLAS_SUMS_BYTES:
+        if b is not None:
+            a = np.multiply(a, b)
+        ones = _ones(a.shape[axis], a.dtype)
+        return np.matmul(ones, a, out=out) if axis == 0 else np.matmul(a, ones, out=out)
+    if cpu and b is None and axis == 0:
+        return np.add.reduce(a, axis=0, out=out)
+    subscripts = ("ij" if b is None else "ij,ij") + ("->j" if axis == 0 else "->i")
+    return np.einsum(subscripts, a, *(() if b is None else (b,)), out=out)
+
+
 def layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
     """Rows of the normalized size, normalized in place in the (contiguous) output when it
-    has the compute dtype: no temporaries of the input's size, and the centred rows' sum of
-    squares by einsum, which needs none either."""
+    has the compute dtype: no temporaries of the input's size, the rows' sums by `_sums`
+    and the centred rows' sum of squares by einsum, which needs none either."""
     compute = _compute(input.dtype)
     n = prod(normalized_shape)
     rows = prod(input._shape[:input.dim() - len(normalized_shape)])
@@ -63,7 +92,7 @@ def layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
     out = outs[0]._array().reshape(rows, n)
     y = out if out.dtype == compute else arrays.module_of(out).empty(out.shape, compute)
     with np.errstate(all="ignore"):
-        mean = np.einsum("ij->i", x)[:, None]
+        mean = _sums(x, None, 1)[:, None]
         mean /= max(n, 1)                  # PyTorch's mean of no elements is 0 (rstd nan)
         np.subtract(x, mean, out=y)
         var = np.einsum("ij,ij->i", y, y)[:, None]
@@ -319,33 +348,6 @@ def one_hot_cpu(self, num_classes=-1):
     out = Tensor._empty(tuple(self._shape) + (num_classes,), dt.int64, self.device)
     _store(out, (a[..., None] == arrays.module_of(a).arange(num_classes)).astype(np.int64))
     return out
-
-
-@lru_cache(maxsize=32)
-def _ones(n: int, dtype: np.dtype) -> np.ndarray:
-    """A read-only vector of n ones: sums as matrix-vector products."""
-    ones = np.ones(n, dtype)
-    ones.flags.writeable = False
-    return ones
-
-
-# Blocks up to this size are summed by BLAS products with a vector of ones, 1.5-3x faster
-# than NumPy's reductions over short rows or along columns while the block sits in cache;
-# larger ones by einsum and add.reduce, which read a product's operands without writing it.
-_BLAS_SUMS_BYTES = 1 << 20
-
-
-def _sums(a: np.ndarray, b, axis: int, out=None) -> np.ndarray:
-    """The sums over `axis` (0: of each column, 1: of each row) of a 2-D a, or of a * b."""
-    if a.nbytes <= _BLAS_SUMS_BYTES:
-        if b is not None:
-            a = np.multiply(a, b)
-        ones = _ones(a.shape[axis], a.dtype)
-        return np.matmul(ones, a, out=out) if axis == 0 else np.matmul(a, ones, out=out)
-    if b is None and axis == 0:
-        return np.add.reduce(a, axis=0, out=out)
-    subscripts = ("ij" if b is None else "ij,ij") + ("->j" if axis == 0 else "->i")
-    return np.einsum(subscripts, a, *(() if b is None else (b,)), out=out)
 
 
 def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias, mask):
