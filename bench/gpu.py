@@ -146,9 +146,10 @@ def _bandwidth_ratio(times) -> float:
 
 
 def _gpu_step_atol(i: int, count: int) -> float:
-    """training._step_atol with room for the GPU's other summation orders (other cuBLAS
-    algorithms, atomics in the backward passes): outputs are (loss, grads..., weights...);
-    1e-5 for the loss and gradients, 1e-4 (a tenth of the learning rate) for the weights."""
+    """training.STEP_ATOL with room for the GPU's other summation orders (other cuBLAS
+    algorithms, atomics in the backward passes): outputs are (loss, grads..., step
+    errors...); 1e-5 for the loss and gradients, 1e-4 for the step errors (relative, see
+    training.step_error)."""
     return 1e-5 if i <= count // 2 else 1e-4
 
 

@@ -4,18 +4,19 @@ with AdamW.
 The model code takes the library module `lib` and uses only what both libraries share
 (`lib.nn` modules and functional calls), so one definition builds both models. The weights
 come from one seeded torch build and are copied into each library's model, so both start
-from identical parameters; the check compares the first step's loss, every gradient and
-every parameter after the optimizer's step. (Adam's first step moves each weight by about
-lr * sign(grad), so a gradient near zero that differs in its last bits can move a weight
-by a visible fraction of lr: the tolerances allow for that, the gradients' check does not
-need to.)
+from identical parameters; the check compares the first step's loss and every gradient
+with torch's, then the weights after the optimizer's step with the weights torch's optimizer
+makes from the same start and the library's own gradients. Comparing the weights with
+torch's weights instead would be fragile: Adam's first step moves each weight by about
+lr * g / (|g| + eps), so a gradient near zero that differs from torch's by 1e-9 (well within
+the gradients' tolerance) moves a weight by a tenth of lr.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import nanogpt
-from .harness import Case, Target, Workload
+from .harness import Case, Target, Workload, to_numpy
 from .workloads import array
 
 
@@ -86,10 +87,34 @@ def copied_model(lib, build):
     return model
 
 
-def _step(build, make_optimizer, x, y, device="cpu"):
+def expected_weights(make_optimizer, initial: list, grads: list) -> list:
+    """The weights (NumPy) one step of torch's optimizer makes from weights `initial` (NumPy)
+    with gradients `grads` (either library's tensors, or None)."""
+    import torch
+    params = [torch.from_numpy(w.copy()).requires_grad_() for w in initial]
+    for p, g in zip(params, grads):
+        p.grad = None if g is None else torch.from_numpy(to_numpy(g).copy())
+    make_optimizer(torch, params).step()
+    return [p.detach().numpy() for p in params]
+
+
+def step_error(weights, expected: np.ndarray, initial: np.ndarray) -> np.ndarray:
+    """How far `weights` are from `expected`, relative to each weight's size plus its move
+    (the scale of float32 rounding in an optimizer's update): 0 for torch, a few float32
+    epsilons for a correct optimizer, about the relative size of a wrong term otherwise."""
+    weights = to_numpy(weights)
+    scale = np.abs(expected) + np.abs(expected - initial)
+    return (weights - expected) / np.maximum(scale, np.finfo(scale.dtype).tiny)
+
+
+def training_step(build, make_optimizer, x, y, device="cpu"):
+    """The setup of one training step of `build`'s model on inputs `x`, targets `y`, with
+    the optimizer `make_optimizer(lib, parameters)` makes."""
     def setup(lib):
         model = copied_model(lib, build).to(device)
-        optimizer = make_optimizer(lib, model.parameters())
+        params = list(model.parameters())
+        initial = [to_numpy(p).copy() for p in params]
+        optimizer = make_optimizer(lib, params)
         inputs = lib.from_numpy(x.copy()).to(device)
         targets = lib.from_numpy(y.copy()).to(device)
         cross_entropy = lib.nn.functional.cross_entropy
@@ -100,17 +125,20 @@ def _step(build, make_optimizer, x, y, device="cpu"):
             loss.backward()
             optimizer.step()
             return loss
+
         def observe(loss):
-            params = list(model.parameters())
-            return (loss.detach(), *(p.grad for p in params), *(p.detach() for p in params))
+            grads = [p.grad for p in params]
+            expected = expected_weights(make_optimizer, initial, grads)
+            return (loss.detach(), *grads, *(step_error(p.detach(), e, w0)
+                                              for p, e, w0 in zip(params, expected, initial)))
         return Case(call, observe)
     return setup
 
 
-def _step_atol(i: int, count: int) -> float:
-    """Outputs are (loss, grads..., weights...): tight for the loss and gradients; for the
-    weights after the step 5% of Adam's learning rate (1e-3), see the module's docstring."""
-    return 1e-6 if i <= count // 2 else 5e-5
+STEP_RTOL, STEP_ATOL = 1e-4, 1e-6
+"""The steps' check: outputs are (loss, grads..., step errors...); rtol and atol for the loss
+and gradients; for the step errors (compared with torch's zeros) atol is a relative error of
+the weights, about 8 float32 epsilons."""
 
 
 _rng = np.random.default_rng(7)
@@ -131,18 +159,18 @@ STEPS = {   # name: (model, optimizer, inputs, targets)
 
 def step_setup(name: str, device="cpu"):
     """The setup of training step `name` (a key of STEPS) with model and data on `device`."""
-    return _step(*STEPS[name], device)
+    return training_step(*STEPS[name], device)
 
 
 WORKLOADS = [
     Workload("mlp", "MLP step: batch 128, 784-256-256-10, ReLU, cross_entropy, Adam",
-             step_setup("mlp"), Target(1.1), rtol=1e-4, atol=_step_atol),
+             step_setup("mlp"), Target(1.1), rtol=STEP_RTOL, atol=STEP_ATOL),
     Workload("cnn", "CNN step: batch 64, 1x28x28, 2 conv + maxpool, linear, SGD momentum 0.9",
-             step_setup("cnn"), Target(1.3), rtol=1e-4, atol=_step_atol),
+             step_setup("cnn"), Target(1.3), rtol=STEP_RTOL, atol=STEP_ATOL),
     Workload("gpt", f"tiny GPT step: {BLOCKS} blocks, d={D_MODEL}, {HEADS} heads, seq {SEQ}, "
              f"batch {GPT_BATCH}, vocab {VOCAB}, AdamW",
-             step_setup("gpt"), Target(1.2), rtol=1e-4, atol=_step_atol),
+             step_setup("gpt"), Target(1.2), rtol=STEP_RTOL, atol=STEP_ATOL),
     Workload("nanogpt", "nanoGPT step (its model.py, small config): 2 layers, n_embd 64, "
              "4 heads, block 32, batch 8, tied head, AdamW with decay groups",
-             step_setup("nanogpt"), Target(1.3), rtol=1e-4, atol=_step_atol),
+             step_setup("nanogpt"), Target(1.3), rtol=STEP_RTOL, atol=STEP_ATOL),
 ]

@@ -148,6 +148,62 @@ def test_copy_workloads_report_bandwidth_ratios():
     assert copy.extra({"glasstorch": 1e-6}) == "GB/s copied: glasstorch 16.4"
 
 
+_IDLE_X = np.array([[0.0, 1.0, -2.0, 0.5], [0.0, -1.5, 0.3, 2.0]], dtype=np.float32)
+_IDLE_Y = np.array([0, 2])
+
+
+def _linear(lib):
+    """The step's model; inputs _IDLE_X keep its first input at 0, so the weights' first
+    column gets a gradient of exactly 0."""
+    return lib.nn.Linear(4, 3)
+
+
+def _linear_nudged(lib):
+    """_linear whose first-column gradient in glasstorch is 2e-9 (torch's: 0), as a backward
+    that sums in another order can leave."""
+    layer = _linear(lib)
+    if lib is glasstorch:
+        layer.weight.register_hook(lambda g: g + 2e-9)
+    return layer
+
+
+def _step_row(build, make_optimizer):
+    setup = training.training_step(build, make_optimizer, _IDLE_X, _IDLE_Y)
+    workload = harness.Workload("step", "d", setup, harness.Target(1.0),
+                                rtol=training.STEP_RTOL, atol=training.STEP_ATOL)
+    return harness.measure(workload, MODULES, TINY)
+
+
+def _adamw(lib, params):
+    return lib.optim.AdamW(params, lr=1e-3)
+
+
+def test_step_check_accepts_a_near_zero_gradient_that_differs_within_its_tolerance():
+    setup = training.training_step(_linear_nudged, _adamw, _IDLE_X, _IDLE_Y)
+    ours, theirs = (setup(lib) for lib in (glasstorch, torch))
+    ours_grads, theirs_grads = (case.observe(case.call())[1:3] for case in (ours, theirs))
+    assert (theirs_grads[0][:, 0] == 0).all() and np.allclose(ours_grads[0].numpy()[:, 0], 2e-9)
+    # Adam turns the 2e-9 into a move of lr * 2e-9 / (2e-9 + eps) = lr / 6: torch's weights
+    # and ours differ by far more than float32 rounding, and rightly so.
+    initial = list(training.reference_state(_linear).values())
+    moved_ours, moved_theirs = (training.expected_weights(_adamw, initial, grads)
+                                for grads in (ours_grads, theirs_grads))
+    assert np.abs(moved_ours[0] - moved_theirs[0]).max() > 1e-4
+    assert _step_row(_linear_nudged, _adamw).error == ""
+
+
+@pytest.mark.parametrize("make_optimizer", [
+    lambda lib, p: lib.optim.AdamW(p, lr=1e-3, weight_decay=0.0 if lib is glasstorch else 0.01),
+    lambda lib, p: lib.optim.AdamW(p, lr=1.01e-3 if lib is glasstorch else 1e-3),
+    lambda lib, p: (lib.optim.Adam if lib is glasstorch else lib.optim.AdamW)(
+        p, lr=1e-3, weight_decay=0.01),
+    lambda lib, p: lib.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=lib is glasstorch),
+], ids=["no-weight-decay", "lr-1%-high", "coupled-decay", "nesterov"])
+def test_step_check_refuses_a_wrong_update(make_optimizer):
+    row = _step_row(_linear, make_optimizer)
+    assert "glasstorch differs from torch: output 3: values differ" in row.error
+
+
 def test_allocator_hit_rate_counts_new_segments_per_block_allocation():
     counts = iter([{"allocation.all.allocated": 10, "segment.all.allocated": 2},
                    {"allocation.all.allocated": 30, "segment.all.allocated": 3,

@@ -487,15 +487,17 @@ def test_layer_norm_backward_without_graph_matches_recorded_and_torch(dtype, par
         assert_same(p, t, **tol)
 
 
+@pytest.mark.parametrize("lead", [(4, 16), (48, 64)])          # 32 KiB and 1.5 MiB blocks
 @pytest.mark.parametrize("shift", [0.0, 50.0])
-def test_layer_norm_float32_transformer_rows_match_torch(shift):
-    """The row kernels (normalization in place in the output, einsum sums) on rows of a
-    transformer's width, including rows whose mean is far from zero."""
+def test_layer_norm_float32_transformer_rows_match_torch(shift, lead):
+    """The row kernels (normalization in place in the output; the backward's sums by BLAS
+    in a small block, by einsum in a large one) on rows of a transformer's width, including
+    rows whose mean is far from zero."""
     T = oracle_torch()
-    data = np.random.default_rng(5).standard_normal((4, 16, 128)) + shift
+    data = np.random.default_rng(5).standard_normal(lead + (128,)) + shift
     tx = T.from_numpy(data.astype(np.float32)).requires_grad_()
     tw, tb = T.randn(128, requires_grad=True), T.randn(128, requires_grad=True)
-    tg = T.randn(4, 16, 128)
+    tg = T.randn(*lead, 128)
     want = T.native_layer_norm(tx, (128,), tw, tb, 1e-5)
     wgrads = T.autograd.grad(want[0], (tx, tw, tb), tg)
     x, w, b = (gt.from_numpy(t.detach().numpy().copy()).requires_grad_() for t in (tx, tw, tb))

