@@ -145,6 +145,32 @@ def test_matrix_products_are_extern_calls_with_a_fused_epilogue():
     assert "_product(aten.mm.default, product_cpu, " in c.artefacts.host_source   # no dispatch
 
 
+def test_a_linear_layer_over_batched_rows_and_its_gelu_are_one_kernel():
+    # a compiled GPT's MLP: addmm over the (batch*seq, features) rows (saved for the
+    # backward), then GELU over its (batch, seq, out) view: one loop nest
+    x, w, bias = _randn(2, 3, 8, seed=15), _randn(16, 8, seed=16), _randn(16, seed=17)
+
+    def fn(x, w, b):
+        rows = torch.addmm(b, x.view(6, 8), w.t())
+        return rows, F.gelu(rows.view(2, 3, 16))
+    c = compiled(fn, x, w, bias)
+    assert_same(c(x, w, bias), fn(x, w, bias), rtol=1e-6, atol=1e-6)
+    assert len(c.artefacts.kernels) == 1
+
+
+def test_reshaped_values_join_a_kernel_only_where_both_walk_the_same_elements():
+    a, b = _randn(4, 6, seed=18), _randn(6, 4, seed=19)
+    same = lambda a: (a + 1, (a + 1).reshape(2, 2, 3, 2).sin())           # noqa: E731
+    other_order = lambda a, b: ((a + 1).reshape(6, 4) * b).exp()          # noqa: E731
+    transposed = lambda a, b: ((a + 1).t().reshape(4, 6) + b.reshape(4, 6)).neg()  # noqa: E731
+    c = compiled(same, a)
+    assert_same(c(a), same(a), rtol=1e-6, atol=1e-6)
+    assert len(c.artefacts.kernels) == 1
+    for fn in (other_order, transposed):
+        c = compiled(fn, a, b)
+        assert_same(c(a, b), fn(a, b), rtol=1e-6, atol=1e-6)
+
+
 def test_ops_without_a_lowering_run_through_the_dispatcher_in_order():
     x = _randn(5, 6, seed=15)
     fn = lambda x: (torch.cumsum(x * 2, 1) + 1, torch.sort(x, 1).values.exp())    # noqa: E731

@@ -44,3 +44,20 @@ def test_an_output_covering_a_whole_buffer_is_that_buffer():
     assert "_view(" not in c.artefacts.host_source
     (out,) = c(x)
     assert_same(out, (x * 3).exp().t(), rtol=1e-6, atol=1e-6)
+
+
+@needs_cc
+def test_split_results_are_views_read_without_a_split_call():
+    # attention's q, k and v out of one projection: slices of its buffer, and of an input
+    x, y = _x(2, 4, 12, seed=2), _x(2, 4, 9, seed=3)
+
+    def attention_inputs(x, y):
+        q, k, v = (x + 1).split(4, dim=2)
+        a, b = y.split_with_sizes([5, 4], dim=-1)
+        return torch.bmm(q, k.transpose(1, 2)) + v.sum(), a * b.sum(), b
+    c = compiled(attention_inputs, x, y)
+    assert "split" not in c.artefacts.host_source
+    out = c(x, y)
+    assert_same(out, attention_inputs(x, y), rtol=1e-6, atol=1e-6)
+    b = out[2]
+    assert b._base is y and b.storage_offset() == 5           # still a view of the input

@@ -127,8 +127,7 @@ def collapse_plan(kernel):
     xs, ys = kernel.outer_vars, kernel.inner_vars
     addresses = []
     for node in kernel.nodes:
-        level = kernel.level[node]
-        addresses += [buf.address(idx) for buf, idx in accesses(node, xs, ys, level)]
+        addresses += [buf.address(idx) for buf, idx in kernel.loads(node)]
         if node in kernel.stored:
             addresses.append(node.address(kernel.index_of(node)))
     plan, sizes = {}, {}
@@ -185,14 +184,14 @@ def generate(kernel, kb):
             val = kb.reduce(node.value, node.value.input_index(xs, ys))
         else:
             val = kb.cast(node.value.load(kb, kernel.index_of(node)), node.dtype)
-        kb.define_local(node, val, xs)
+        kb.define_local(node, val, kernel.index_of(node))
         if node in kernel.stored:
             kb.store(node, kernel.index_of(node), val)
     if inner:
         kb.begin_inner()
         for node in inner:
             val = kb.cast(node.value.load(kb, kernel.index_of(node)), node.dtype)
-            kb.define_local(node, val, xs + ys)
+            kb.define_local(node, val, kernel.index_of(node))
             if node in kernel.stored:
                 kb.store(node, kernel.index_of(node), val)
         kb.end_inner()
@@ -219,13 +218,13 @@ def c_literal(value, dtype) -> str:
 
 def local_value(locals_, buf, idx):
     """The kernel variable already holding `buf` at `idx` (a value this kernel computed and
-    reads back at the same point of its loop), or None: then the load reads memory."""
+    reads back at the same point of its loop: the same element, read through the buffer
+    or a view of it), or None: then the load reads memory."""
     local = locals_.get(buf.root)
-    if local is None or buf is not buf.root:
+    if local is None:
         return None
-    val, names = local
-    non1 = [i for i, s in zip(idx, buf.root.shape) if s != 1]
-    return val if non1 == [Index.var(n) for n in names] else None
+    val, address = local
+    return val if buf.address(idx) == address else None
 
 
 class CKernelBuilder:
@@ -431,8 +430,8 @@ class CKernelBuilder:
         target = f"{self.param(node.root)}[{render_index(node.address(idx), self.plan)}]"
         self.line(f"{target} = {self.stored(val.text, node.dtype)};")
 
-    def define_local(self, node, val, names):
-        self.locals[node] = (val, list(names))
+    def define_local(self, node, val, idx):
+        self.locals[node] = (val, node.address(idx))
 
     def const(self, value, dtype):
         return Val(c_literal(value, dtype), dtype)

@@ -88,6 +88,40 @@ def index_for(shape, loop_vars) -> list:
     return [ZERO if s == 1 else Index.var(next(it)) for s in shape]
 
 
+def merged_index(shape, sizes, loop_vars) -> list:
+    """The index of a value of `shape` inside loops `loop_vars` of `sizes`, where each non-1
+    dim of `shape` spans consecutive loops, row-major (a (1024, 512) value inside loops
+    (16, 64, 512): [64*y0 + y1, y2]). With one loop per non-1 dim it is `index_for`'s."""
+    loops, idx = iter(zip(sizes, loop_vars)), []
+    for s in shape:
+        index, covered = ZERO, 1
+        while covered < s:
+            size, var = next(loops)
+            index, covered = index * size + Index.var(var), covered * size
+        idx.append(index)
+    return idx
+
+
+def refinement(a: tuple, b: tuple):
+    """The loops over which two row-major domains of the same size are both walked in
+    order: each dim of `a` and of `b` the product of consecutive ones (`(1024, 512)` and
+    `(16, 64, 512)` -> `(16, 64, 512)`); None where there are none (`(4, 6)`, `(6, 4)`)."""
+    if prod(a) != prod(b):
+        return None
+    a, b, out = list(a), list(b), []
+    while a and b:
+        x, y = a[0], b[0]
+        small, large = min(x, y), max(x, y)
+        if large % small:
+            return None
+        out.append(small)
+        a.pop(0)
+        b.pop(0)
+        if large != small:
+            (a if x == large else b).insert(0, large // small)
+    return tuple(out) if not a and not b else None
+
+
 @dataclass(frozen=True)
 class Val:
     """A scalar in a kernel being generated: the name (or literal) holding it, its dtype."""

@@ -841,20 +841,22 @@ def _empty(ctx, node, *args, **kwargs):
 
 # ---- views ---------------------------------------------------------------------------------------
 
-def _view(ctx, node, x, remap):
-    """A view of `x`: on a buffer, another layout of the same memory; else index arithmetic."""
-    v = View(x, _meta(node).shape, remap)
+def _view(ctx, node, x, remap, meta=None):
+    """A view of `x`: on a buffer, another layout of the same memory; else index arithmetic.
+    `meta`: the view's metadata (default: the node's; one of its results for split)."""
+    meta = _meta(node) if meta is None else meta
+    v = View(x, meta.shape, remap)
     layout = layout_of(v)
     if layout is not None:
         root, shape, stride, offset = layout
-        return StridedView(root, shape, _size1_strides(node, stride), offset)
+        return StridedView(root, shape, _size1_strides(node, stride, meta), offset)
     return v
 
 
-def _size1_strides(node, stride) -> tuple:
+def _size1_strides(node, stride, meta=None) -> tuple:
     """`stride` with eager's strides for dims of size 1 (which address nothing, so only
     the view op's rule decides them; the node's metadata has eager's)."""
-    meta = _meta(node)
+    meta = _meta(node) if meta is None else meta
     return tuple(m if n == 1 else s for s, m, n in zip(stride, meta.stride(), meta.shape))
 
 
@@ -926,6 +928,22 @@ def _slice(ctx, node, x, dim=0, start=None, end=None, step=1):
         out[d] = idx[d] * step + start
         return out
     return _view(ctx, node, x, remap)
+
+
+@register("split.Tensor", "split_with_sizes.default")
+def _split(ctx, node, x, split_size, dim=0):
+    """Slices along `dim`, one per result: views, so an op reading them (attention's q, k
+    and v out of one projection) gets the buffer's memory with no split call."""
+    d = _dim(dim, len(x.shape))
+    outs, start = [], 0
+    for meta in _meta(node):
+        def remap(idx, start=start):
+            out = list(idx)
+            out[d] = idx[d] + start
+            return out
+        outs.append(_view(ctx, node, x, remap, meta))
+        start += meta.shape[d]
+    return outs
 
 
 @register("select.int")

@@ -137,8 +137,8 @@ class NumpyKernelBuilder:
         self.lines.append(f"    np.copyto({self._view(node, idx)}, {val.text}, "
                           "casting='unsafe')")
 
-    def define_local(self, node, val, names):
-        self.locals[node] = (val, list(names))
+    def define_local(self, node, val, idx):
+        self.locals[node] = (val, node.address(idx))
 
     def const(self, value, dtype):
         text = repr(value) if not isinstance(value, float) or math.isfinite(value) else \

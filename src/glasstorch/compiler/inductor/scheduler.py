@@ -8,10 +8,12 @@ layer_norm (mean, var, then the normalised output) is one kernel, whose reductio
 registers. A pure pointwise kernel has O = () and I = its shape.
 
 Nodes join kernels greedily, in program order. A node may join a kernel with its loops
-(same domain) that comes after everything it reads, if it reads what that kernel writes at
-the kernel's own index; it tries the kernels writing what it reads first (their results are
-then registers), then the others, the latest first; else it starts a new kernel. Why a node
-did not join a kernel is recorded for the `fusion` log. Dims of size 1 take no loop
+(same domain; or, for a pointwise node and a pure pointwise kernel of the same size, loops
+that a reshape between them splits differently: the kernel then runs over both's finer
+split) that comes after everything it reads, if it reads what that kernel writes at the
+element the kernel writes; it tries the kernels writing what it reads first (their results
+are then registers), then the others, the latest first; else it starts a new kernel. Why a
+node did not join a kernel is recorded for the `fusion` log. Dims of size 1 take no loop
 (`squeezed`).
 
 Afterwards: a buffer is stored only if something outside its kernel reads it (or the graph
@@ -20,7 +22,7 @@ inputs (`InputUpdate`) form kernels of their own, after every other step.
 """
 from __future__ import annotations
 
-from .ir import Index, InputUpdate, Reduction, Val, index_for, squeezed
+from .ir import InputUpdate, Reduction, Val, index_for, merged_index, refinement, squeezed
 from .lowering import Extern, layout_of
 
 
@@ -42,10 +44,26 @@ class Kernel:
         return [f"y{i}" for i in range(len(self.inner))]
 
     def index_of(self, node, level=None):
-        """The index a node is computed at inside this kernel's loops."""
+        """The index a node is computed at inside this kernel's loops (a pointwise node of a
+        pure pointwise kernel may span several of its loops per dim: `merged_index`)."""
         level = level or self.level[node]
-        names = self.outer_vars + (self.inner_vars if level == "inner" else [])
-        return index_for(node.shape, names)
+        if level == "inner":
+            return merged_index(node.shape, self.outer + self.inner,
+                                self.outer_vars + self.inner_vars)
+        return index_for(node.shape, self.outer_vars)
+
+    def loads(self, node, level=None) -> list:
+        """[(buffer, index)] that `node` loads, computed inside this kernel's loops."""
+        level = level or self.level[node]
+        if isinstance(node.value, Reduction):
+            return accesses(node, self.outer_vars, self.inner_vars, level)
+        return _loads(node, self.index_of(node, level))
+
+    def reshaped(self, inner: tuple) -> "Kernel":
+        """The same kernel over the inner loops `inner` (a refinement of its own)."""
+        kernel = Kernel(self.name, self.outer, inner)
+        kernel.nodes, kernel.level, kernel.stored = self.nodes, self.level, self.stored
+        return kernel
 
     def __repr__(self):
         return f"Kernel({self.name}, outer={list(self.outer)}, inner={list(self.inner)}, " \
@@ -76,14 +94,21 @@ class Recorder:
 
 
 def accesses(node, outer_vars, inner_vars, level):
-    """[(buffer, index)] that `node` loads, computed inside the given loop variables."""
-    rec = Recorder()
+    """[(buffer, index)] that `node` loads, computed inside the given loop variables (one
+    per dim of its own domain)."""
     value = node.value
     if isinstance(value, Reduction):
+        rec = Recorder()
         value.fn(rec, value.input_index(outer_vars, inner_vars))
-    else:
-        names = outer_vars + (inner_vars if level == "inner" else [])
-        value.load(rec, index_for(node.shape, names))
+        return rec.loads
+    names = outer_vars + (inner_vars if level == "inner" else [])
+    return _loads(node, index_for(node.shape, names))
+
+
+def _loads(node, index) -> list:
+    """[(buffer, index)] that a pointwise node loads, computed at `index`."""
+    rec = Recorder()
+    node.value.load(rec, index)
     return rec.loads
 
 
@@ -104,13 +129,23 @@ def _level_in(node, outer, inner):
     return None
 
 
+def _fit(node, kernel):
+    """(level, inner loops) a node would have in a kernel, or None where its loops differ.
+    A pointwise node joins a pure pointwise kernel of the same size whose loops it walks in
+    the same order (a reshape between them: a matrix product's bias add, then its GELU over
+    a (batch, seq, features) view); the kernel's loops become both's `refinement`."""
+    level = _level_in(node, kernel.outer, kernel.inner)
+    if level is not None:
+        return level, kernel.inner
+    if isinstance(node.value, Reduction) or kernel.outer or any(
+            kernel.level[n] != "inner" for n in kernel.nodes):
+        return None
+    inner = refinement(kernel.inner, squeezed(node.shape))
+    return None if inner is None else ("inner", inner)
+
+
 def _reads_from(loads):
     return {buf.root for buf, _ in loads}
-
-
-def _is_identity(idx, shape, names) -> bool:
-    non1 = [i for i, s in zip(idx, shape) if s != 1]
-    return non1 == [Index.var(n) for n in names]
 
 
 class Schedule:
@@ -161,31 +196,29 @@ class Schedule:
         self._join(node, kernel, len(self.program) - 1)
 
     def _join(self, node, kernel, pos):
+        kernel.level[node], kernel.inner = _fit(node, kernel)
         kernel.nodes.append(node)
-        kernel.level[node] = _level_in(node, kernel.outer, kernel.inner)
         self.position[node] = pos
         self.kernel_of[node] = kernel
 
     def _why_not(self, node, kernel):
         if isinstance(node, InputUpdate) != all(isinstance(n, InputUpdate) for n in kernel.nodes):
             return "inputs are overwritten only by the graph's last kernels, after every read"
-        level = _level_in(node, kernel.outer, kernel.inner)
-        if level is None:
+        fit = _fit(node, kernel)
+        if fit is None:
             outer, inner = _natural_domain(node)
             return (f"its loops {list(outer)} x {list(inner)} "
                     f"differ from the kernel's {list(kernel.outer)} x {list(kernel.inner)}")
-        for buf, idx in accesses(node, kernel.outer_vars, kernel.inner_vars, level):
+        level, inner = fit
+        trial = kernel if inner == kernel.inner else kernel.reshaped(inner)
+        for buf, idx in trial.loads(node, level):
             root = buf.root
             if self.kernel_of.get(root) is not kernel:
                 continue
-            if buf is not root:
-                return f"it reads a view of {root.name}, written by the same kernel"
             if kernel.level[root] == "inner" and level == "outer":
                 return f"it needs all of {root.name} before the kernel's inner loop"
-            names = kernel.outer_vars + (kernel.inner_vars if kernel.level[root] == "inner"
-                                         else [])
-            if not _is_identity(idx, root.shape, names):
-                return f"it reads {root.name} at another index than the kernel writes it"
+            if buf.address(idx) != root.address(trial.index_of(root)):
+                return f"it reads {root.name} at another element than the kernel writes"
         return None
 
     def _decide_stores(self):
