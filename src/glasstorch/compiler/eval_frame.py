@@ -19,7 +19,7 @@ import weakref
 
 from .. import random as _random
 from ..nn.modules.module import Module
-from ..utils._python_dispatch import _get_current_dispatch_mode_stack
+from ..utils._python_dispatch import _disable_current_modes, _get_current_dispatch_mode_stack
 from . import config, guards, logs
 from .backends import lookup_backend
 from .capture import _PACKAGE_DIR, LazyCapture, TraceNode, describe_divergence
@@ -199,7 +199,10 @@ class _CompiledFunction:
                     gm.print_readable(print_output=False))
             try:
                 compile_fn = self.backend.bw_compiler if backward else self.backend
-                compiled = compile_fn(gm, list(inputs))
+                # A flush at a data read runs with the capture's mode still on the stack:
+                # what the backend computes while compiling must not join the next segment.
+                with _disable_current_modes():
+                    compiled = compile_fn(gm, list(inputs))
             except Exception as e:
                 if not config.suppress_errors:
                     raise BackendCompilerFailed(self.backend, e) from e
@@ -357,7 +360,6 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
             capture.flush(break_reason=f"{fn.__qualname__} is torch.compiler.disable()d")
         _state.disabled += 1
         try:
-            from ..utils._python_dispatch import _disable_current_modes
             if capture is not None:
                 with _disable_current_modes():
                     return fn(*args, **kwargs)
