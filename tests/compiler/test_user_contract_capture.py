@@ -1,5 +1,9 @@
 """The user's side of torch.compile, as an audit of issue 16 found it: each test is a
 user-visible promise that once failed."""
+import warnings
+
+import pytest
+
 import glasstorch as gt
 
 
@@ -25,3 +29,38 @@ def test_a_backend_computing_while_it_compiles_adds_nothing_to_the_next_graph():
     assert graphs[1] == ["aten._softmax.default"]
     compiled(gt.randn(4, 8))                   # the same trace: nothing compiles again
     assert len(graphs) == 2
+
+
+def test_new_sizes_in_dynamic_dims_never_reach_the_recompile_limit(counter):
+    """dynamic=True and mark_dynamic: each new size compiles its own static graph, and no
+    number of sizes sends the function back to eager mode with a warning."""
+    old = gt._dynamo.config.recompile_limit
+    gt._dynamo.config.recompile_limit = 2
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            compiled = gt.compile(lambda x: (x * 2).sum(0), backend=counter, dynamic=True)
+            for n in range(1, 6):
+                assert compiled(gt.ones(n, 3)).tolist() == [2.0 * n] * 3
+            marked = gt.compile(lambda x: x.cos(), backend=counter)
+            for n in range(1, 6):
+                x = gt.zeros(n)
+                gt._dynamo.mark_dynamic(x, 0)
+                assert marked(x).tolist() == [1.0] * n
+    finally:
+        gt._dynamo.config.recompile_limit = old
+    assert counter.compiles == 10              # every call compiled its own graph
+
+
+def test_a_changing_trace_under_dynamic_dims_still_counts(counter):
+    """What the sizes do not explain (here a Python number read from outside) still
+    counts towards the limit under dynamic=True."""
+    scale = [1.0]
+    compiled = gt.compile(lambda x: x * scale[0], backend=counter, dynamic=True,
+                          recompile_limit=2)
+    compiled(gt.ones(2))
+    scale[0] = 2.0
+    compiled(gt.ones(2))
+    scale[0] = 3.0
+    with pytest.warns(UserWarning, match="compiled new graphs on 2 calls"):
+        assert compiled(gt.ones(2)).tolist() == [3.0, 3.0]
