@@ -64,3 +64,14 @@ def test_a_changing_trace_under_dynamic_dims_still_counts(counter):
     scale[0] = 3.0
     with pytest.warns(UserWarning, match="compiled new graphs on 2 calls"):
         assert compiled(gt.ones(2)).tolist() == [3.0, 3.0]
+
+
+def test_printing_a_tensor_is_the_break_reason_explain_gives(capsys):
+    def f(x):
+        y = x.sin()
+        print(y)
+        return y + 1
+
+    reasons = [b.reason for b in gt._dynamo.explain(f)(gt.ones(2)).break_reasons]
+    assert reasons == ["printing a Tensor reads the tensor's data"]
+    assert capsys.readouterr().out == f"{gt.ones(2).sin()}\n"
