@@ -75,3 +75,26 @@ def test_printing_a_tensor_is_the_break_reason_explain_gives(capsys):
     reasons = [b.reason for b in gt._dynamo.explain(f)(gt.ones(2)).break_reasons]
     assert reasons == ["printing a Tensor reads the tensor's data"]
     assert capsys.readouterr().out == f"{gt.ones(2).sin()}\n"
+
+
+def test_explain_shows_what_inductor_makes_of_each_graph():
+    """Fusion groups, the generated source and per-kernel times, graph by graph."""
+    import glasstorch.nn.functional as F
+
+    def f(x, r):
+        h = F.layer_norm(x + r, (64,))
+        if h.sum() > 0:
+            h = h * 2
+        return h.relu().softmax(-1)
+
+    explanation = gt._dynamo.explain(f)(gt.randn(8, 64), gt.randn(8, 64))
+    compiled = explanation.compiled_graphs()
+    assert len(compiled) == explanation.graph_count == 2
+    first, second = (c.artefacts for c in compiled)
+    assert [k.name for k in first.kernels] == ["kernel0", "kernel1"]
+    assert any("not fused into kernel0" in line for line in first.schedule.fusion_log)
+    assert len(second.kernels) == 1 and "kernel0(" in second.host_source
+    assert "void kernel0" in second.kernel_source or "def kernel0" in second.kernel_source
+    times = explanation.kernel_times()
+    assert [sorted(t) for t in times] == [["kernel0", "kernel1"], ["kernel0"]]
+    assert all(s >= 0 for t in times for s in t.values())

@@ -216,7 +216,7 @@ class _CompiledFunction:
                 compiled = gm.forward
             cached = cache[outputs] = (gm, compiled)
         if _state.explain is not None:
-            _state.explain.graphs.append(cached[0])
+            _state.explain.add_graph(cached[0], inputs)
         return cached[1]
 
     def _on_break(self, brk, had_ops: bool):
