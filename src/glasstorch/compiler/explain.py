@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from .._ops import ops_namespace
 from . import eval_frame
 
 
@@ -70,8 +71,8 @@ class ExplainOutput:
 
 
 def _examples(layouts: list) -> list:
-    from .. import empty_strided
-    return [empty_strided(shape, stride, dtype=dtype, device=device).zero_()
+    empty_strided = ops_namespace("aten").empty_strided.default
+    return [empty_strided(list(shape), list(stride), dtype=dtype, device=device).zero_()
             for shape, stride, dtype, device in layouts]
 
 
