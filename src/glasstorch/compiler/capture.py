@@ -123,7 +123,8 @@ def _data_access_reason() -> str:
     described = {"item": "Tensor.item()", "tolist": "Tensor.tolist()",
                  "numpy": "Tensor.numpy()", "__array__": "Tensor.__array__()",
                  "__bool__": "bool(Tensor) (data-dependent control flow)",
-                 "__repr__": "printing a Tensor", "__format__": "formatting a Tensor",
+                 "__repr__": "printing a Tensor", "__str__": "printing a Tensor",
+                 "__format__": "formatting a Tensor",
                  "__float__": "float(Tensor)", "__int__": "int(Tensor)",
                  "__index__": "Tensor.__index__()", "data_ptr": "Tensor.data_ptr()"}
     if method in described:

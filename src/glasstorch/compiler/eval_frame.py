@@ -19,7 +19,7 @@ import weakref
 
 from .. import random as _random
 from ..nn.modules.module import Module
-from ..utils._python_dispatch import _get_current_dispatch_mode_stack
+from ..utils._python_dispatch import _disable_current_modes, _get_current_dispatch_mode_stack
 from . import config, guards, logs
 from .backends import lookup_backend
 from .capture import _PACKAGE_DIR, LazyCapture, TraceNode, describe_divergence
@@ -58,11 +58,14 @@ class _CacheEntry:
     """What one set of guards compiled: the snapshot, and the tree of traces recorded under
     it, whose nodes hold the compiled graphs."""
 
-    __slots__ = ("snapshot", "fingerprint", "trace", "calls", "retraces", "eager")
+    __slots__ = ("snapshot", "fingerprint", "trace", "calls", "retraces", "eager", "layouts")
 
     def __init__(self, snapshot: tuple, fingerprint: tuple):
         self.snapshot = snapshot
         self.fingerprint = fingerprint  # what later calls compare (guards.fingerprint)
+        # With dynamic dims, the tensors' concrete sizes and strides seen so far: each new
+        # one compiles its own static graphs, which is not a retrace (None: no dynamic dim)
+        self.layouts = set() if guards.has_dynamic_dims(snapshot) else None
         self.trace = TraceNode()    # the traces seen, with their compiled graphs
         self.calls = 0              # calls that ran under this entry
         self.retraces = 0           # later calls whose trace needed a new graph
@@ -111,6 +114,7 @@ class _CompiledFunction:
         entry = self._entry_for(args, kwargs)
         if entry is None or entry.eager:
             return self.fn(*args, **kwargs)
+        new_layout = entry.layouts is not None and _new_layout(entry, args, kwargs)
         capture = LazyCapture(entry.trace, self._compile_segment, self._on_break,
                               getattr(self.backend, "compiles_backward", False))
         _state.capture = capture
@@ -120,15 +124,16 @@ class _CompiledFunction:
         finally:
             _state.capture = None
             capture.flush()
-            self._count_retrace(entry, capture)
+            self._count_retrace(entry, capture, new_layout)
         return result
 
-    def _count_retrace(self, entry, capture):
+    def _count_retrace(self, entry, capture, new_layout: bool):
         """A later call under the same guards whose trace differs (a Python number that
         changes every call, a data-dependent branch) compiles new graphs; past the recompile
-        limit the entry runs eagerly, with one warning naming where the traces part."""
+        limit the entry runs eagerly, with one warning naming where the traces part. New
+        sizes in dynamic dims compile new graphs without counting."""
         entry.calls += 1
-        if entry.calls == 1 or not capture.compiled_new_graph:
+        if entry.calls == 1 or new_layout or not capture.compiled_new_graph:
             return
         entry.retraces += 1
         where = describe_divergence(capture.divergence) if capture.divergence else "?"
@@ -199,7 +204,10 @@ class _CompiledFunction:
                     gm.print_readable(print_output=False))
             try:
                 compile_fn = self.backend.bw_compiler if backward else self.backend
-                compiled = compile_fn(gm, list(inputs))
+                # A flush at a data read runs with the capture's mode still on the stack:
+                # what the backend computes while compiling must not join the next segment.
+                with _disable_current_modes():
+                    compiled = compile_fn(gm, list(inputs))
             except Exception as e:
                 if not config.suppress_errors:
                     raise BackendCompilerFailed(self.backend, e) from e
@@ -208,7 +216,7 @@ class _CompiledFunction:
                 compiled = gm.forward
             cached = cache[outputs] = (gm, compiled)
         if _state.explain is not None:
-            _state.explain.graphs.append(cached[0])
+            _state.explain.add_graph(cached[0], inputs)
         return cached[1]
 
     def _on_break(self, brk, had_ops: bool):
@@ -230,6 +238,16 @@ class _CompiledFunction:
         """Copies and pickles carry the function and the options, not the compiled graphs."""
         return (_CompiledFunction, (self.fn, self.backend_arg, self.fullgraph, self.dynamic,
                                     self.name, self.recompile_limit))
+
+
+def _new_layout(entry: _CacheEntry, args: tuple, kwargs: dict) -> bool:
+    """Whether this call's tensors have sizes and strides that `entry` has not seen (and
+    now remembers)."""
+    layout = guards.layouts(args, kwargs)
+    if layout in entry.layouts:
+        return False
+    entry.layouts.add(layout)
+    return True
 
 
 def _user_stacklevel() -> int:
@@ -357,7 +375,6 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
             capture.flush(break_reason=f"{fn.__qualname__} is torch.compiler.disable()d")
         _state.disabled += 1
         try:
-            from ..utils._python_dispatch import _disable_current_modes
             if capture is not None:
                 with _disable_current_modes():
                     return fn(*args, **kwargs)

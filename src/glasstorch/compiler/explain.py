@@ -1,8 +1,10 @@
-"""`torch._dynamo.explain(fn)(*args)`: compile once, and report the graphs and the breaks."""
+"""`torch._dynamo.explain(fn)(*args)`: compile once, and report the graphs and the breaks;
+on request, what glasstorch's own compiler makes of each graph (kernels, fusion, times)."""
 from __future__ import annotations
 
 from collections import namedtuple
 
+from .._ops import ops_namespace
 from . import eval_frame
 
 
@@ -14,10 +16,14 @@ class Guard(namedtuple("Guard", "source kind expected")):
 class ExplainOutput:
     """What one call of a function under capture produced: its graphs (GraphModules, in the
     order they ran), the graph breaks (each with its reason and the user's file:line), the
-    guards of its cache entry (`out_guards`), and counts. `print(explain_output)` shows it."""
+    guards of its cache entry (`out_guards`), and counts. `print(explain_output)` shows it.
+    `compiled_graphs()` and `kernel_times()` show what inductor makes of the graphs."""
 
-    def __init__(self, graphs: list, breaks: list, guards: tuple = (), compile_times: str = ""):
+    def __init__(self, graphs: list, breaks: list, guards: tuple = (), compile_times: str = "",
+                 input_layouts: list | None = None):
         self.graphs = graphs
+        self._input_layouts = input_layouts or [[] for _ in graphs]
+        self._compiled = None
         self.graph_count = len(graphs)
         self.break_reasons = breaks
         self.graph_break_count = len(breaks)
@@ -45,11 +51,41 @@ class ExplainOutput:
 
     __repr__ = __str__
 
+    def compiled_graphs(self) -> list:
+        """Each graph compiled by inductor (compiled once, on the first request), for inputs
+        laid out as the call's were: `.artefacts` holds the fusion groups (`kernels`, each
+        with its `nodes`), why nodes were not fused (`schedule.fusion_log`, and
+        `lowering.fallbacks`: ops left to the dispatcher), the generated `kernel_source`
+        and `host_source` (docs/16); `artefacts` is None for a graph that runs eagerly."""
+        if self._compiled is None:
+            from .inductor import compile_fx
+            self._compiled = [compile_fx(gm, _examples(layouts))
+                              for gm, layouts in zip(self.graphs, self._input_layouts)]
+        return self._compiled
+
+    def kernel_times(self) -> list:
+        """Per graph, {kernel name: seconds} of one run of its compiled kernels, on fresh
+        inputs laid out as the call's were (their values are not the call's)."""
+        return [compiled.kernel_times(*_examples(layouts)) for compiled, layouts
+                in zip(self.compiled_graphs(), self._input_layouts)]
+
+
+def _examples(layouts: list) -> list:
+    empty_strided = ops_namespace("aten").empty_strided.default
+    return [empty_strided(list(shape), list(stride), dtype=dtype, device=device).zero_()
+            for shape, stride, dtype, device in layouts]
+
 
 class _ExplainRecorder:
     def __init__(self):
         self.graphs: list = []
+        self.input_layouts: list = []   # per graph, each input's (shape, stride, dtype, device)
         self.breaks: list = []
+
+    def add_graph(self, gm, inputs) -> None:
+        self.graphs.append(gm)
+        self.input_layouts.append([(tuple(t.shape), t.stride(), t.dtype, t.device)
+                                   for t in inputs])
 
 
 def explain(f, *extra_args, **extra_kwargs):
@@ -67,5 +103,6 @@ def explain(f, *extra_args, **extra_kwargs):
         finally:
             eval_frame._state.explain = previous
         guards = compiled.entries[0].snapshot if compiled.entries else ()
-        return ExplainOutput(recorder.graphs, recorder.breaks, guards)
+        return ExplainOutput(recorder.graphs, recorder.breaks, guards,
+                             input_layouts=recorder.input_layouts)
     return inner

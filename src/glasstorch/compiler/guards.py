@@ -74,6 +74,30 @@ def fingerprint(args: tuple, kwargs: dict, module: Module | None, dynamic_all: b
     return tuple(key)
 
 
+def has_dynamic_dims(snapshot: tuple) -> bool:
+    """Whether a snapshot leaves some tensor's sizes unguarded (dynamic=True, mark_dynamic)."""
+    return any(kind == "tensor" and None in expected[4] for _, kind, expected in snapshot)
+
+
+def layouts(args: tuple, kwargs: dict) -> tuple:
+    """The sizes and strides of every tensor among the arguments (in lists, tuples and dicts
+    too): what a dynamic dim leaves out of the fingerprint."""
+    found: list = []
+
+    def visit(value):
+        if isinstance(value, Tensor):
+            found.append((value._shape, value._stride))
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+    visit(args)
+    visit(kwargs)
+    return tuple(found)
+
+
 def _value_checks(source: str, value, checks: list, dynamic_all: bool) -> None:
     if isinstance(value, Tensor):
         _tensor_check(source, value, checks, dynamic_all)
