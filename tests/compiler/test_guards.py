@@ -75,7 +75,7 @@ def test_a_failed_guard_is_logged_with_its_reason(counter, caplog):
 
 
 def test_the_recompile_limit_warns_naming_the_guard_then_runs_eagerly(counter):
-    compiled = gt.compile(lambda x: x + 1, backend=counter)
+    compiled = gt.compile(lambda x: x + 1, backend=counter, dynamic=False)   # static sizes
     old = gt._dynamo.config.cache_size_limit
     gt._dynamo.config.cache_size_limit = 2
     try:
@@ -106,6 +106,37 @@ def test_mark_dynamic_and_dynamic_true_do_not_count_size_changes_as_recompiles(c
         gt._dynamo.mark_dynamic(x, 0)
         other(x)
     assert len(other._glasstorch_compiled.entries) == 1
+
+
+def test_a_size_change_makes_sizes_dynamic_automatically(counter, caplog):
+    """dynamic=None: the first size change recompiles once with every size dynamic (as
+    PyTorch's automatic dynamic shapes); later sizes never reach the recompile limit."""
+    compiled = gt.compile(lambda x, n: x.sum(0) * n, backend=counter, recompile_limit=2)
+    gt._logging.set_logs(recompiles=True)
+    try:
+        with warnings.catch_warnings(), \
+                caplog.at_level("DEBUG", logger="glasstorch._dynamo.recompiles"):
+            warnings.simplefilter("error")
+            for n in range(1, 12):
+                assert compiled(gt.ones(n, 3), 2).tolist() == [2.0 * n] * 3
+    finally:
+        gt._logging.set_logs(recompiles=False)
+    assert len(compiled._glasstorch_compiled.entries) == 2
+    assert "size mismatch at index 0. expected 1, actual 2 (sizes are dynamic" in caplog.text
+    with pytest.warns(UserWarning, match=r"recompile_limit \(2\)(.|\n)*last reason: n == 2"):
+        compiled(gt.ones(3, 3), 3)              # what is not a size still counts
+
+
+def test_automatic_dynamic_shapes_off_keeps_one_entry_per_size(counter):
+    old = gt._dynamo.config.automatic_dynamic_shapes
+    gt._dynamo.config.automatic_dynamic_shapes = False
+    try:
+        compiled = gt.compile(lambda x: x + 1, backend=counter)
+        for n in (1, 2, 3):
+            compiled(gt.ones(n))
+    finally:
+        gt._dynamo.config.automatic_dynamic_shapes = old
+    assert len(compiled._glasstorch_compiled.entries) == 3
 
 
 def test_reset_forgets_compiled_graphs(counter):

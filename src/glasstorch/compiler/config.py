@@ -3,6 +3,9 @@
 `recompile_limit` (PyTorch's newer name; `cache_size_limit` is the same setting): how many
 cache entries one compiled function may hold; a call whose guards match none of them when the
 limit is reached warns once, naming the guard that failed, and then runs eagerly.
+`automatic_dynamic_shapes`: with `dynamic=None` (the default), a call that fails only on
+tensor sizes makes every size dynamic for the function from then on (one more cache entry,
+as PyTorch's automatic dynamic shapes), instead of one entry per size.
 `suppress_errors`: a backend that fails to compile a graph logs the error and the graph runs
 eagerly instead of the error propagating.
 """
@@ -10,6 +13,7 @@ import sys
 import types
 
 recompile_limit = 8
+automatic_dynamic_shapes = True
 suppress_errors = False
 verbose = False
 

@@ -58,11 +58,15 @@ class _CacheEntry:
     """What one set of guards compiled: the snapshot, and the tree of traces recorded under
     it, whose nodes hold the compiled graphs."""
 
-    __slots__ = ("snapshot", "fingerprint", "trace", "calls", "retraces", "eager", "layouts")
+    __slots__ = ("snapshot", "fingerprint", "sizes_free", "trace", "calls", "retraces",
+                 "eager", "layouts")
 
-    def __init__(self, snapshot: tuple, fingerprint: tuple):
+    def __init__(self, snapshot: tuple, fingerprint: tuple, sizes_free: tuple | None):
         self.snapshot = snapshot
         self.fingerprint = fingerprint  # what later calls compare (guards.fingerprint)
+        # the fingerprint with every size left out, for a static entry that automatic
+        # dynamic shapes may replace (None otherwise)
+        self.sizes_free = sizes_free
         # With dynamic dims, the tensors' concrete sizes and strides seen so far: each new
         # one compiles its own static graphs, which is not a retrace (None: no dynamic dim)
         self.layouts = set() if guards.has_dynamic_dims(snapshot) else None
@@ -84,6 +88,7 @@ class _CompiledFunction:
         self.dynamic = dynamic
         self.entries: list = []
         self.limit_warned = False
+        self.automatic_dynamic = False  # a size changed: every size is dynamic from now on
         self.module = fn if isinstance(fn, Module) else getattr(fn, "__self__", None)
         if not isinstance(self.module, Module):
             self.module = None
@@ -159,12 +164,14 @@ class _CompiledFunction:
         module = self.module
         if module is None and args and names[0] == "self" and isinstance(args[0], Module):
             module, args, names = args[0], args[1:], names[1:]   # a compiled unbound forward
-        dynamic = self.dynamic is True
+        dynamic = self.dynamic is True or self.automatic_dynamic
         key = guards.fingerprint(args, kwargs, module, dynamic)
         for entry in self.entries:
             if entry.fingerprint == key:
                 return entry
         snapshot = guards.snapshot(args, kwargs, names, module, dynamic)
+        automatic = self.dynamic is None and config.automatic_dynamic_shapes
+        sizes_free = None
         if self.entries:
             reason = guards.failure(self.entries[-1].snapshot, snapshot)
             if len(self.entries) >= self.limit:
@@ -177,11 +184,22 @@ class _CompiledFunction:
                         "recompilation reasons, use GLASSTORCH_LOGS=\"recompiles\".",
                         UserWarning, stacklevel=_user_stacklevel())
                 return None
+            if automatic and not dynamic:
+                sizes_free = guards.fingerprint(args, kwargs, module, True)
+                if sizes_free == self.entries[-1].sizes_free:
+                    # PyTorch's automatic dynamic shapes: only sizes changed, so this and
+                    # later sizes share one entry with every size dynamic
+                    self.automatic_dynamic = dynamic = True
+                    key, sizes_free = sizes_free, None
+                    snapshot = guards.snapshot(args, kwargs, names, module, True)
+                    reason += " (sizes are dynamic from now on: automatic dynamic shapes)"
             logs.artifact_logger("recompiles").debug(
                 "Recompiling function %s in %s\n    triggered by the following guard "
                 "failure(s):\n    - %d/%d: %s", self.name, self.location,
                 len(self.entries) - 1, len(self.entries) - 1, reason)
-        entry = _CacheEntry(snapshot, key)
+        elif automatic and not dynamic:
+            sizes_free = guards.fingerprint(args, kwargs, module, True)
+        entry = _CacheEntry(snapshot, key, sizes_free)
         self.entries.append(entry)
         if logs.enabled("guards"):
             logs.artifact_logger("guards").debug(
@@ -233,6 +251,7 @@ class _CompiledFunction:
     def reset(self):
         self.entries.clear()
         self.limit_warned = False
+        self.automatic_dynamic = False
 
     def __reduce__(self):
         """Copies and pickles carry the function and the options, not the compiled graphs."""
