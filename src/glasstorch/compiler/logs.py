@@ -2,7 +2,8 @@
 
 `GLASSTORCH_LOGS=graph,guards,recompiles,graph_breaks` (comma-separated) or
 `glasstorch._logging.set_logs(graph=True, ...)` sends each artifact to stderr through the
-`logging` logger `glasstorch._dynamo.<artifact>`. Reasons a function runs eagerly go to
+`logging` logger `glasstorch._dynamo.<artifact>`; the inductor backend's `output_code` and
+`fusion` are turned on the same ways (compiler/inductor/debug.py writes them). Reasons a function runs eagerly go to
 `glasstorch._dynamo` at WARNING level, so they show without any setting.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 import os
 import sys
 
-ARTIFACTS = ("graph", "guards", "recompiles", "graph_breaks", "aot")
+ARTIFACTS = ("graph", "guards", "recompiles", "graph_breaks", "aot", "output_code", "fusion")
 log = logging.getLogger("glasstorch._dynamo")
 _handler = None
 

@@ -76,6 +76,16 @@ def test_logs_show_fusion_groups_and_generated_code(monkeypatch, capsys):
     assert "def call(args):" in err
 
 
+def test_set_logs_turns_on_output_code_and_fusion(capsys):
+    torch._logging.set_logs(output_code=True, fusion=True)
+    try:
+        compiled(lambda x: x.exp() * 3, _x(5, seed=6))
+    finally:
+        torch._logging.set_logs(output_code=False, fusion=False)
+    err = capsys.readouterr().err
+    assert "def call(args):" in err and "kernel0" in err
+
+
 def test_the_debug_directory_holds_every_artefact(monkeypatch, tmp_path):
     monkeypatch.setenv("GLASSTORCH_COMPILE_DEBUG", "1")
     monkeypatch.chdir(tmp_path)

@@ -1,7 +1,7 @@
 """Seeing what the compiler did.
 
-`GLASSTORCH_LOGS` is a comma-separated list of topics, as PyTorch's `TORCH_LOGS`; this
-backend logs `output_code` (the generated kernels and host code) and `fusion` (the kernels'
+`GLASSTORCH_LOGS` is a comma-separated list of topics, as PyTorch's `TORCH_LOGS` (or
+`torch._logging.set_logs(output_code=True, fusion=True)`); this backend logs `output_code` (the generated kernels and host code) and `fusion` (the kernels'
 nodes, and why a node did not join a kernel) to the `glasstorch.compiler.inductor` logger,
 on stderr. `GLASSTORCH_COMPILE_DEBUG=1` writes every artefact of each compile (the graph
 before and after decomposition, the IR, the fusion groups, the kernels, the host code) under
@@ -15,13 +15,16 @@ import os
 import sys
 from pathlib import Path
 
+from .. import logs
+
 log = logging.getLogger("glasstorch.compiler.inductor")
 _counter = itertools.count()
 
 
 def enabled(topic: str) -> bool:
+    """Whether `topic` is on: in GLASSTORCH_LOGS now, or through torch._logging.set_logs."""
     topics = {t.strip().lstrip("+") for t in os.environ.get("GLASSTORCH_LOGS", "").split(",")}
-    return topic in topics
+    return topic in topics or logs.enabled(topic)
 
 
 def emit(topic: str, text: str) -> None:
