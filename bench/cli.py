@@ -1,11 +1,13 @@
-"""`python -m bench`: glasstorch against PyTorch, every workload, one process."""
+"""`python -m bench`: glasstorch against PyTorch, every workload, each library timed in a
+process of its own."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 
-from .harness import Settings, Target, Workload, measure
+from .harness import Settings, Target, Workload, WorkerPool, measure
 from .report import markdown_section, text_table, write_section
 
 WORKLOAD_HELP = "comma-separated workload names (see --list)"
@@ -47,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="seconds of calls per library per round (default 0.3)")
     p.add_argument("--threads", type=int,
                    help="threads for each library (default: one per core, os.cpu_count())")
+    p.add_argument("--one-process", action="store_true",
+                   help="time both libraries in this process (each library's threads and "
+                   "memory traffic then slow the other's rounds) instead of one worker "
+                   "process per library")
     p.add_argument("--quick", action="store_true",
                    help="a smoke run: 1 round, tiny rounds, fewer memory steps")
     p.add_argument("--write", action="store_true",
@@ -55,8 +61,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def settings_from(args) -> Settings:
-    s = Settings(rounds=1, min_time=0.01, warmup_time=0.01, quick=True) if args.quick \
-        else Settings()
+    s = Settings(rounds=1, min_time=0.01, warmup_time=0.01, quick=True, pause=0.0) \
+        if args.quick else Settings()
     if args.rounds is not None:
         s.rounds = max(1, args.rounds)
     if args.min_time is not None:
@@ -97,15 +103,20 @@ def main(argv=None) -> int:
           flush=True)
     modules = {"glasstorch": glasstorch, "torch": torch, "numpy": np}
     rows = []
-    for workload in chosen:
-        row = measure(workload, modules, settings)
-        rows.append(row)
-        print(text_table([row]).splitlines()[-1], flush=True)
+    with contextlib.ExitStack() as stack:
+        workers = None if args.one_process else stack.enter_context(WorkerPool(args.threads))
+        for workload in chosen:
+            row = measure(workload, modules, settings, workers)
+            rows.append(row)
+            print(text_table([row]).splitlines()[-1], flush=True)
     info["elapsed"] = time.perf_counter() - start
     info["load_end"] = machine.load_average()
     rounds = f"{settings.rounds} round{'s' if settings.rounds != 1 else ''}"
+    where = ("both libraries in this process" if args.one_process else
+             f"each library in a process of its own, {settings.pause:g} s between rounds; "
+             "the compiled workloads in one process")
     info["settings"] = (f"{rounds} of about {settings.min_time:g} s of calls per library, "
-                        "interleaved, median per call")
+                        f"interleaved ({where}), median per call")
     print("\n" + text_table(rows))
     print(f"\nwhole run: {info['elapsed']:.0f} s; load {info['load_start']} at start, "
           f"{info['load_end']} at end")

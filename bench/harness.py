@@ -1,20 +1,29 @@
-"""Checking and timing one workload in several libraries, interleaved, in this process.
+"""Checking and timing one workload in several libraries, interleaved.
 
 A workload's `setup(lib)` prepares a `Case` per library (glasstorch, torch, and for matrix
 products NumPy). Before anything is timed, each case's first call is compared against
-torch's (values, dtypes, shapes, strides); a library that raises or disagrees is reported as
-an error instead of a time. Timing: a warm-up that also calibrates how many calls fill
-`min_time` seconds, then rounds A B A B ..., each timing that many calls; the reported time
-is the median per-call time over the rounds, so a noisy neighbour that slows one round
-slows both libraries' neighbouring rounds rather than one library's whole measurement.
+torch's (values, dtypes, shapes, strides) in this process; a library that raises or
+disagrees is reported as an error instead of a time. Timing: a warm-up that also calibrates
+how many calls fill `min_time` seconds, then rounds A B A B ..., each timing that many
+calls; the reported time is the median per-call time over the rounds, so a noisy neighbour
+that slows one round slows both libraries' neighbouring rounds rather than one library's
+whole measurement. With a `WorkerPool` each library is timed in a process of its own
+(bench/worker.py), as a user runs it, with a pause between rounds so that one library's
+spinning threads have stopped before the other's round; without one, in this process.
 On a GPU, calls only queue work: a case's `sync` (the library's cuda.synchronize) is called
 before and after each timed loop, so the time is that of the work done, not of queueing it.
 """
 from __future__ import annotations
 
 import gc
+import json
 import math
+import os
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
@@ -56,6 +65,7 @@ class Settings:
     min_time: float = 0.3        # seconds of calls per library per round
     warmup_time: float = 0.2     # at most this long warming up (and at least one call)
     quick: bool = False          # smoke runs: shorter special workloads (memory, loaders)
+    pause: float = 0.25          # seconds between rounds in worker processes (BLAS spin ends)
 
 
 @dataclass
@@ -179,8 +189,111 @@ def time_interleaved(calls: dict, settings: Settings, syncs: Optional[dict] = No
     return {lib: statistics.median(s) for lib, s in samples.items()}
 
 
-def measure(workload: Workload, modules: dict, settings: Settings) -> Row:
-    """Set up, check and time `workload`; errors become the row's `error`."""
+STATE_DIR_ENV = "BENCH_STATE_DIR"
+"""Where the seeded reference weights are kept (bench/training.py, `reference_state`), so
+that a worker timing glasstorch reads them instead of importing torch to make them."""
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class WorkerPool:
+    """One timing process per library (bench/worker.py), started when first needed and
+    reused for every workload; `time(name, libraries, settings)` is `time_interleaved` with
+    each library in its own process. Use it as a context manager: leaving it ends the
+    workers and removes the reference weights it kept."""
+
+    def __init__(self, threads: Optional[int] = None):
+        self.threads = threads or os.cpu_count() or 1
+        self._workers = {}            # library -> (Popen, stderr file)
+        self._state_dir = tempfile.mkdtemp(prefix="bench-states-")
+        self._old_state_dir = os.environ.get(STATE_DIR_ENV)
+        os.environ[STATE_DIR_ENV] = self._state_dir
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for library in list(self._workers):
+            self._stop(library)
+        if self._old_state_dir is None:
+            os.environ.pop(STATE_DIR_ENV, None)
+        else:
+            os.environ[STATE_DIR_ENV] = self._old_state_dir
+        shutil.rmtree(self._state_dir, ignore_errors=True)
+
+    def _start(self, library: str):
+        import glasstorch
+        source = os.path.dirname(os.path.dirname(os.path.abspath(glasstorch.__file__)))
+        path = [source, ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                 if p]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+        errors = tempfile.TemporaryFile(mode="w+")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.worker", library, "--threads", str(self.threads)],
+            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+            text=True)
+        self._workers[library] = (process, errors)
+        return process
+
+    def _stop(self, library: str) -> None:
+        process, errors = self._workers.pop(library)
+        if process.poll() is None:
+            process.stdin.close()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        errors.close()
+
+    def request(self, library: str, request: dict) -> dict:
+        """Send `request` to `library`'s worker and return its answer; a worker that
+        answers with an error raises RuntimeError, one that died is restarted next time."""
+        process = self._workers[library][0] if library in self._workers else None
+        if process is None or process.poll() is not None:
+            process = self._start(library)
+        process.stdin.write(json.dumps(request) + "\n")
+        process.stdin.flush()
+        line = process.stdout.readline()
+        if not line:
+            errors = self._workers[library][1]
+            errors.seek(0)
+            tail = errors.read().strip().splitlines()[-1:] or ["no output"]
+            code = process.wait()
+            self._stop(library)
+            raise RuntimeError(f"the {library} worker exited with code {code}: {tail[0]}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"{library} worker: {answer['error']}")
+        return answer
+
+    def time(self, name: str, libraries, settings: Settings) -> dict:
+        """{library: median seconds per call} of workload `name` (as `cli.select` finds
+        it), each library timed in its worker, rounds interleaved."""
+        for library in libraries:
+            foreign = self.request(library, {"setup": name})["foreign"]
+            if foreign:
+                self._stop(library)   # the next workload gets a clean worker
+                raise RuntimeError(f"the {library} worker imported {', '.join(foreign)} while "
+                                   f"setting up {name}: it would not be timed alone")
+        numbers = {lib: self.request(lib, {"calibrate": [settings.min_time,
+                                                          settings.warmup_time]})["number"]
+                   for lib in libraries}
+        samples = {lib: [] for lib in libraries}
+        for _ in range(settings.rounds):
+            for lib in libraries:
+                time.sleep(settings.pause)
+                samples[lib].append(self.request(lib, {"time": numbers[lib]})["seconds"])
+        return {lib: statistics.median(s) for lib, s in samples.items()}
+
+
+def measure(workload: Workload, modules: dict, settings: Settings,
+            workers: Optional[WorkerPool] = None) -> Row:
+    """Set up, check and time `workload` (in `workers`' processes where given, else in
+    this one); errors become the row's `error`."""
     if workload.run is not None:
         try:
             return workload.run(settings)
@@ -210,8 +323,12 @@ def measure(workload: Workload, modules: dict, settings: Settings) -> Row:
         return row
     observed.clear()                  # the check's outputs need not stay alive while timing
     try:
-        row.times = time_interleaved({lib: c.call for lib, c in cases.items()}, settings,
-                                     {lib: c.sync for lib, c in cases.items()})
+        if workers is not None:
+            cases.clear()             # the workers build their own; these need not stay alive
+            row.times = workers.time(workload.name, list(workload.libraries), settings)
+        else:
+            row.times = time_interleaved({lib: c.call for lib, c in cases.items()}, settings,
+                                         {lib: c.sync for lib, c in cases.items()})
     except Exception as e:            # a call that worked once can still fail later
         row.error = f"error: while timing: {_short(e)}"
         return row

@@ -13,10 +13,14 @@ the gradients' tolerance) moves a weight by a tenth of lr.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+from typing import Optional
+
 import numpy as np
 
 from . import nanogpt
-from .harness import Case, Target, Workload, to_numpy
+from .harness import STATE_DIR_ENV, Case, Target, Workload, to_numpy
 from .workloads import array
 
 
@@ -73,11 +77,30 @@ def gpt(lib):
     return GPT()
 
 
+def _state_file(build) -> Optional[str]:
+    """Where `reference_state(build)` is kept while a WorkerPool runs (None otherwise): named
+    by the builder and the values it closes over (word_language_model's "LSTM" or "GRU")."""
+    directory = os.environ.get(STATE_DIR_ENV)
+    if not directory:
+        return None
+    cells = [repr(c.cell_contents) for c in build.__closure__ or ()]
+    key = "|".join([build.__module__, build.__qualname__, *cells])
+    return os.path.join(directory, hashlib.sha1(key.encode()).hexdigest()[:16] + ".npz")
+
+
 def reference_state(build) -> dict:
-    """The weights of a seeded torch build, as NumPy arrays."""
+    """The weights of a seeded torch build, as NumPy arrays. Under a WorkerPool they are
+    also saved, so that the worker timing glasstorch loads them instead of importing torch."""
+    path = _state_file(build)
+    if path and os.path.exists(path):
+        with np.load(path) as saved:
+            return dict(saved)
     import torch
     torch.manual_seed(0)
-    return {k: v.detach().numpy().copy() for k, v in build(torch).state_dict().items()}
+    state = {k: v.detach().numpy().copy() for k, v in build(torch).state_dict().items()}
+    if path:
+        np.savez(path, **state)
+    return state
 
 
 def copied_model(lib, build):

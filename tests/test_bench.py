@@ -289,3 +289,36 @@ def test_the_header_names_both_libraries_blas_and_threads():
     blas = machine.numpy_blas()
     if blas["core"] is not None:          # NumPy's OpenBLAS, found among the loaded libraries
         assert f"kernel {blas['core']}" in info["blas"] and blas["threads"] >= 1
+
+
+@pytest.fixture(scope="module")
+def workers():
+    with harness.WorkerPool(threads=1) as pool:
+        yield pool
+
+
+def test_worker_pool_times_each_library_alone_in_its_own_process(workers):
+    (workload,) = cli.select("nanogpt")
+    row = harness.measure(workload, MODULES, TINY, workers)
+    assert row.error == ""
+    assert set(row.times) == {"glasstorch", "torch"} and all(t > 0 for t in row.times.values())
+    # The reference weights come from the parent's saved file: neither worker imported the
+    # other library (WorkerPool.time raises if one did).
+    pids = {lib: workers._workers[lib][0].pid for lib in row.times}
+    assert len(set(pids.values()) | {os.getpid()}) == 3
+
+
+def test_worker_pool_reports_a_worker_that_dies_and_starts_a_new_one(workers):
+    with pytest.raises(RuntimeError, match="worker exited with code 1: .*unknown workload"):
+        workers.request("glasstorch", {"setup": "no-such-workload"})
+    assert workers.request("glasstorch", {"setup": "add"}) == {"ok": True, "foreign": []}
+    with pytest.raises(RuntimeError, match="glasstorch worker: unknown request"):
+        workers.request("glasstorch", {"bogus": 1})
+
+
+def test_worker_pool_refuses_a_worker_that_imported_the_other_library(workers):
+    # This process never checked `mlp`, so no reference weights were saved for it and the
+    # glasstorch worker builds them in torch; that worker is then replaced by a clean one.
+    with pytest.raises(RuntimeError, match="glasstorch worker imported torch .*mlp"):
+        workers.time("mlp", ["glasstorch"], TINY)
+    assert workers.request("glasstorch", {"setup": "add"}) == {"ok": True, "foreign": []}
