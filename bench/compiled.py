@@ -1,6 +1,8 @@
 """The compiler's workloads (issue 16): glasstorch's inductor (`compile_fx` on the `make_fx`
 graph) against torch eager and `torch.compile` (PyTorch's Inductor on the CPU), same
-inputs, one process.
+inputs. Results and compile times are taken in the bench's process; the steady times, with
+a WorkerPool, each in a worker of its own ("glasstorch", "torch", "torch.compile"), which
+compiles on its untimed first call.
 
 Each row's ratio is compiled glasstorch / torch eager (the issue's targets: at most 0.5 for
 the pointwise chains, 1/1.4 for the normalisations); the notes give torch.compile's time,
@@ -21,7 +23,7 @@ import time
 
 import numpy as np
 
-from .harness import Row, Settings, Target, Workload, _short, compare, time_interleaved
+from .harness import Case, Row, Settings, Target, Workload, _short, compare, time_interleaved
 from .training import GPT_BATCH, SEQ, VOCAB, copied_model, gpt
 from .workloads import BIG, array, tensor
 
@@ -82,8 +84,28 @@ def _compile_times(fn, inputs):
     return cold, warm
 
 
+def _pointwise_case(setup):
+    """worker_setup of a compiled-function workload: the call each label times."""
+    def case(label, lib):
+        fn, inputs = setup(lib)
+        if label == "glasstorch":
+            fn = _glasstorch_compile(fn, inputs)
+        elif label == "torch.compile":
+            fn = lib.compile(fn)
+        return Case(lambda: fn(*inputs))
+    return case
+
+
+def _timed_by(workers, name, calls, settings) -> dict:
+    """The steady times of `calls` ({label: call}): in the workers where given (each label
+    rebuilds its call there), else interleaved in this process."""
+    if workers is None:
+        return time_interleaved(calls, settings)
+    return workers.time(name, list(calls), settings)
+
+
 def _measure(name, description, setup, target, rtol, atol):
-    def run(settings: Settings) -> Row:
+    def run(settings: Settings, workers=None) -> Row:
         import torch
 
         import glasstorch
@@ -109,7 +131,7 @@ def _measure(name, description, setup, target, rtol, atol):
                 if problem:
                     row.error = f"error: {lib} differs from torch: {problem}"
                     return row
-        row.times = time_interleaved(calls, settings)
+        row.times = _timed_by(workers, name, calls, settings)
         row.metric = row.times["glasstorch"] / row.times["torch"]
         if "torch.compile" in row.times:
             tc = row.times["torch.compile"]
@@ -118,7 +140,8 @@ def _measure(name, description, setup, target, rtol, atol):
         notes.append(f"glasstorch compile cold {cold:.2f} s, warm {warm:.2f} s")
         row.extra = "; ".join(notes)
         return row
-    return Workload(name, description, target=target, run=run)
+    return Workload(name, description, target=target, run=run,
+                    worker_setup=_pointwise_case(setup))
 
 
 def gelu_ln_mlp(lib):
@@ -174,7 +197,11 @@ def _first_call(call) -> float:
 
 
 def _training(name, description, build, make_optimizer, x, y):
-    def run(settings: Settings) -> Row:
+    def worker_setup(label, lib) -> Case:
+        step, _ = _train_setup(lib, build, make_optimizer, x, y, label != "torch")
+        return Case(step)
+
+    def run(settings: Settings, workers=None) -> Row:
         import torch
 
         import glasstorch
@@ -204,7 +231,7 @@ def _training(name, description, build, make_optimizer, x, y):
         if problems:
             row.error = "error: " + "; ".join(problems)
             return row
-        row.times = time_interleaved(steps, settings)
+        row.times = _timed_by(workers, name, steps, settings)
         row.metric = row.times["glasstorch"] / row.times["torch"]
         tc = row.times["torch.compile"]
         cold = firsts["glasstorch"] - row.times["glasstorch"]
@@ -214,7 +241,8 @@ def _training(name, description, build, make_optimizer, x, y):
                      f"{cold:.2f} s, torch.compile {firsts['torch.compile'] - tc:.2f} s; "
                      f"glasstorch warm {warm:.2f} s")
         return row
-    return Workload(name, description, target=Target(1.0), run=run)
+    return Workload(name, description, target=Target(1.0), run=run,
+                    worker_setup=worker_setup)
 
 
 _rng = np.random.default_rng(11)

@@ -177,7 +177,7 @@ def allocator_hit_rate(case: Case, stats, warm_steps: int = WARM_STEPS) -> tuple
 def _hit_rate_row(name: str, description: str, target: Target, device: str):
     """The allocator row: each library's hit rate, after a check that both trained the same
     (the losses of one more step agree)."""
-    def run(settings: Settings) -> Row:
+    def run(settings: Settings, workers=None) -> Row:    # on the device: no workers
         import torch
 
         import glasstorch

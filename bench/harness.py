@@ -98,7 +98,10 @@ class Workload:
     """`setup(lib)` -> Case for each library in `libraries`; `metric(times)` is the value
     held against `target` (default: glasstorch time / torch time); `extra(times)` adds a
     note to the row (GFLOP/s, samples/s). A workload with `run` measures itself instead
-    (peak memory) and returns its Row."""
+    (peak memory, the compiled workloads) and returns its Row: `run(settings, workers)`,
+    `workers` a WorkerPool or None. `worker_setup(label, module)`, where given, is what a
+    worker calls instead of `setup(module)`: labels beyond the library names ("torch.compile")
+    time variants of one library."""
     name: str
     description: str
     setup: Optional[Callable] = None
@@ -108,7 +111,8 @@ class Workload:
     atol: float | Callable[[int, int], float] = 1e-6   # or atol(output index, output count)
     metric: Optional[Callable[[dict], float]] = None
     extra: Optional[Callable[[dict], str]] = None
-    run: Optional[Callable[[Settings], Row]] = None
+    run: Optional[Callable[[Settings, Optional["WorkerPool"]], Row]] = None
+    worker_setup: Optional[Callable[[str, object], Case]] = None
 
 
 def _short(e: BaseException) -> str:
@@ -272,7 +276,8 @@ class WorkerPool:
 
     def time(self, name: str, libraries, settings: Settings) -> dict:
         """{library: median seconds per call} of workload `name` (as `cli.select` finds
-        it), each library timed in its worker, rounds interleaved."""
+        it), each library (or label, as "torch.compile") timed in its worker, rounds
+        interleaved."""
         for library in libraries:
             foreign = self.request(library, {"setup": name})["foreign"]
             if foreign:
@@ -296,7 +301,7 @@ def measure(workload: Workload, modules: dict, settings: Settings,
     this one); errors become the row's `error`."""
     if workload.run is not None:
         try:
-            return workload.run(settings)
+            return workload.run(settings, workers)
         except Exception as e:        # a broken measurement is reported, the suite goes on
             return Row(workload.name, workload.description, target=workload.target,
                        error=f"error: {_short(e)}")

@@ -93,7 +93,8 @@ def _in_subprocess(name: str, steps: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run(settings: Settings) -> Row:
+def run(settings: Settings, workers=None) -> Row:
+    """The memory row (its own fresh processes: `workers` is not used)."""
     steps = 2 if settings.quick else 5
     row = Row("memory", f"peak RSS growth over {steps} CNN training steps (fresh process each)",
               target=Target(1.2), unit="bytes")

@@ -27,7 +27,8 @@ import sys
 
 from .harness import Settings, _calibrate, _short, _timed
 
-LIBRARIES = ("glasstorch", "torch", "numpy")
+LIBRARIES = ("glasstorch", "torch", "numpy", "torch.compile")
+"""What a worker can time: a library, or a variant of one (its module: the name before '.')."""
 
 
 def _foreign(own: str) -> list:
@@ -37,9 +38,9 @@ def _foreign(own: str) -> list:
 
 
 class Worker:
-    def __init__(self, library: str, threads: int):
-        self.library = library
-        self.module = importlib.import_module(library)
+    def __init__(self, label: str, threads: int):
+        self.label, self.library = label, label.split(".")[0]
+        self.module = importlib.import_module(self.library)
         if threads and hasattr(self.module, "set_num_threads"):
             self.module.set_num_threads(threads)
         self.case = None
@@ -50,7 +51,10 @@ class Worker:
         self.case = None              # the previous workload's tensors go before the next's
         gc.collect()
         (workload,) = select(name)
-        self.case = workload.setup(self.module)
+        if workload.worker_setup is not None:
+            self.case = workload.worker_setup(self.label, self.module)
+        else:
+            self.case = workload.setup(self.module)
         self.case.call()              # the first call (caches, lazy state) is never timed
         gc.collect()
         gc.freeze()                   # the collections before each round visit new objects only
@@ -81,12 +85,12 @@ class Worker:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.worker")
-    parser.add_argument("library", choices=LIBRARIES)
+    parser.add_argument("label", choices=LIBRARIES)
     parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args(argv)
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())   # stray prints cannot break the protocol
-    worker = Worker(args.library, args.threads)
+    worker = Worker(args.label, args.threads)
     for line in sys.stdin:
         answers.write(json.dumps(worker.answer(json.loads(line))) + "\n")
         answers.flush()

@@ -1,6 +1,7 @@
 """The benchmark harness (`python -m bench`): a few cheap workloads through the real check
 and timing code with tiny settings, and the check's refusal of results that differ; the GPU
 suite's timing, workloads (on the CPU, at small sizes), allocator arithmetic and skipping."""
+import gc
 import os
 import sys
 import time
@@ -322,3 +323,23 @@ def test_worker_pool_refuses_a_worker_that_imported_the_other_library(workers):
     with pytest.raises(RuntimeError, match="glasstorch worker imported torch .*mlp"):
         workers.time("mlp", ["glasstorch"], TINY)
     assert workers.request("glasstorch", {"setup": "add"}) == {"ok": True, "foreign": []}
+
+
+def test_a_worker_label_names_a_variant_of_its_library(monkeypatch):
+    from bench import worker
+    seen = []
+
+    def worker_setup(label, lib):
+        seen.append((label, lib))
+        return harness.Case(lambda: lib.ones(2))
+    variant = harness.Workload("v", "d", setup=lambda lib: pytest.fail("setup was called"),
+                               worker_setup=worker_setup)
+    monkeypatch.setattr(cli, "all_workloads", lambda device="cpu": [variant])
+    timer = worker.Worker("torch.compile", threads=1)
+    try:
+        # In this process glasstorch is imported too: the worker notices.
+        assert timer.answer({"setup": "v"}) == {"ok": True, "foreign": ["glasstorch"]}
+        assert timer.answer({"time": 3})["seconds"] > 0
+    finally:
+        gc.unfreeze()                 # a worker freezes its objects after setting up
+    assert seen == [("torch.compile", torch)]
