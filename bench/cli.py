@@ -113,8 +113,7 @@ def main(argv=None) -> int:
     info["load_end"] = machine.load_average()
     rounds = f"{settings.rounds} round{'s' if settings.rounds != 1 else ''}"
     where = ("both libraries in this process" if args.one_process else
-             f"each library in a process of its own, {settings.pause:g} s between rounds; "
-             "the compiled workloads in one process")
+             f"each library in a process of its own, {settings.pause:g} s between rounds")
     info["settings"] = (f"{rounds} of about {settings.min_time:g} s of calls per library, "
                         f"interleaved ({where}), median per call")
     print("\n" + text_table(rows))
