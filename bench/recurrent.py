@@ -1,6 +1,6 @@
-"""Recurrent training steps: pytorch/examples' word_language_model (a 2-layer LSTM or GRU
-language model, SGD with gradient clipping) and time_sequence_prediction (two LSTMCells
-stepped in a Python loop, float64).
+"""Recurrent training steps: pytorch/examples' word_language_model (a 2-layer LSTM, GRU or
+tanh RNN language model, SGD with gradient clipping) and time_sequence_prediction (two
+LSTMCells stepped in a Python loop, float64; also with GRUCells and RNNCells).
 
 As in training.py, one model definition builds both libraries' models and the weights of a
 seeded torch build are copied into each; the check compares the loss, every gradient and
@@ -18,7 +18,8 @@ CELL_HIDDEN, CELL_BATCH, CELL_STEPS = 51, 97, 50
 
 
 def language_model(kind: str):
-    """word_language_model's RNNModel: embedding, a 2-layer `kind` ("LSTM"/"GRU"), decoder."""
+    """word_language_model's RNNModel: embedding, a 2-layer `kind` ("LSTM", "GRU" or "RNN",
+    the tanh RNN), decoder."""
     def build(lib):
         nn = lib.nn
 
@@ -65,48 +66,57 @@ def _lm_step(kind: str):
     return setup
 
 
-def sequence_model(lib):
-    """time_sequence_prediction's Sequence: two LSTMCells and a linear read-out per step."""
-    nn = lib.nn
+def sequence_model(kind: str):
+    """time_sequence_prediction's Sequence: two cells of `kind` ("LSTMCell", "GRUCell",
+    "RNNCell") and a linear read-out per step."""
+    def build(lib):
+        nn = lib.nn
 
-    class Sequence(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lstm1 = nn.LSTMCell(1, CELL_HIDDEN)
-            self.lstm2 = nn.LSTMCell(CELL_HIDDEN, CELL_HIDDEN)
-            self.linear = nn.Linear(CELL_HIDDEN, 1)
+        class Sequence(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cell1 = getattr(nn, kind)(1, CELL_HIDDEN)
+                self.cell2 = getattr(nn, kind)(CELL_HIDDEN, CELL_HIDDEN)
+                self.linear = nn.Linear(CELL_HIDDEN, 1)
 
-        def forward(self, input):
-            n = input.size(0)
-            h = c = h2 = c2 = lib.zeros(n, CELL_HIDDEN, dtype=lib.double)
-            outputs = []
-            for x in input.split(1, dim=1):
-                h, c = self.lstm1(x, (h, c))
-                h2, c2 = self.lstm2(h, (h2, c2))
-                outputs.append(self.linear(h2))
-            return lib.cat(outputs, dim=1)
-    return Sequence()
+            def forward(self, input):
+                n = input.size(0)
+                h = c = h2 = c2 = lib.zeros(n, CELL_HIDDEN, dtype=lib.double)
+                outputs = []
+                for x in input.split(1, dim=1):
+                    if kind == "LSTMCell":
+                        h, c = self.cell1(x, (h, c))
+                        h2, c2 = self.cell2(h, (h2, c2))
+                    else:
+                        h = self.cell1(x, h)
+                        h2 = self.cell2(h, h2)
+                    outputs.append(self.linear(h2))
+                return lib.cat(outputs, dim=1)
+        return Sequence()
+    return build
 
 
-def _cell_step(lib):
-    rng = np.random.default_rng(12)
-    wave = np.sin(rng.integers(-4, 4, (CELL_BATCH, 1)) + np.arange(CELL_STEPS + 1) / 20.0)
-    model = copied_model(lib, sequence_model).double()
-    inputs, targets = lib.from_numpy(wave[:, :-1].copy()), lib.from_numpy(wave[:, 1:].copy())
-    optimizer = lib.optim.SGD(model.parameters(), lr=0.1)
-    params = list(model.parameters())
+def _cell_step(kind: str):
+    def setup(lib):
+        rng = np.random.default_rng(12)
+        wave = np.sin(rng.integers(-4, 4, (CELL_BATCH, 1)) + np.arange(CELL_STEPS + 1) / 20.0)
+        model = copied_model(lib, sequence_model(kind)).double()
+        inputs, targets = lib.from_numpy(wave[:, :-1].copy()), lib.from_numpy(wave[:, 1:].copy())
+        optimizer = lib.optim.SGD(model.parameters(), lr=0.1)
+        params = list(model.parameters())
 
-    def call():
-        optimizer.zero_grad()
-        loss = lib.nn.functional.mse_loss(model(inputs), targets)
-        loss.backward()
-        optimizer.step()
-        return loss
+        def call():
+            optimizer.zero_grad()
+            loss = lib.nn.functional.mse_loss(model(inputs), targets)
+            loss.backward()
+            optimizer.step()
+            return loss
 
-    def observe(loss):
-        return (loss.detach(), *(p.grad for p in params), *(p.detach() for p in params))
-    return Case(call, observe)
+        def observe(loss):
+            return (loss.detach(), *(p.grad for p in params), *(p.detach() for p in params))
+        return Case(call, observe)
 
+    return setup
 
 WORKLOADS = [
     Workload("lstm", f"word_language_model step: {LAYERS}-layer LSTM, embedding {EMBED}, "
@@ -114,7 +124,13 @@ WORKLOADS = [
              _lm_step("LSTM"), Target(2.0), rtol=1e-4, atol=1e-5),
     Workload("gru", f"word_language_model step with a {LAYERS}-layer GRU (shapes as lstm)",
              _lm_step("GRU"), Target(2.0), rtol=1e-4, atol=1e-5),
+    Workload("rnn", f"word_language_model step with a {LAYERS}-layer tanh RNN (shapes as "
+             "lstm)", _lm_step("RNN"), Target(2.0), rtol=1e-4, atol=1e-5),
     Workload("lstmcell", f"time_sequence_prediction step: 2 LSTMCells ({CELL_HIDDEN}) looped "
              f"over {CELL_STEPS} steps, batch {CELL_BATCH}, float64, MSE, SGD",
-             _cell_step, Target(2.0), rtol=1e-7, atol=1e-9),
+             _cell_step("LSTMCell"), Target(2.0), rtol=1e-7, atol=1e-9),
+    Workload("grucell", "the lstmcell step with 2 GRUCells", _cell_step("GRUCell"),
+             Target(2.0), rtol=1e-7, atol=1e-9),
+    Workload("rnncell", "the lstmcell step with 2 tanh RNNCells", _cell_step("RNNCell"),
+             Target(2.0), rtol=1e-7, atol=1e-9),
 ]

@@ -22,7 +22,7 @@ def _torch_single_thread():
     torch.set_num_threads(n)
 
 
-@pytest.mark.parametrize("name", ["lstm", "gru"])     # lstmcell: too long for a unit test
+@pytest.mark.parametrize("name", ["lstm", "gru", "rnn"])   # the cells: too long here
 def test_recurrent_workloads_agree_with_torch(name):
     (workload,) = cli.select(name)
     assert workload in recurrent.WORKLOADS
