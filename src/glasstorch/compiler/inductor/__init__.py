@@ -13,7 +13,9 @@ The pipeline, one module each:
    prologue and epilogue), drop dead buffers;
 3. `codegen` (C with OpenMP) or `numpy_codegen` (without a C compiler, with one warning):
    each kernel's source; `build`: the compiler, the disk cache, ctypes. `cuda_codegen`
-   writes the same kernels as CUDA C for NVRTC (`Artefacts.cuda_source()`);
+   writes the same kernels as CUDA C for NVRTC: a graph whose inputs are on a GPU runs
+   them there (`CudaLaunch`), and any graph's kernels can be had as CUDA C
+   (`Artefacts.cuda_source()`);
 4. `host`: the generated Python function that calls the kernels and extern ops in order.
 
 `debug` shows the results (`GLASSTORCH_LOGS=output_code,fusion`, `GLASSTORCH_COMPILE_DEBUG=1`).
@@ -30,7 +32,8 @@ from ...core.tensor import Tensor
 from ...fx.experimental.proxy_tensor import make_fx
 from . import build, debug, process
 from .codegen import CKernelBuilder, c_source, generate
-from .cuda_codegen import CudaKernelBuilder, cuda_source
+from ...backends.cuda import nvrtc
+from .cuda_codegen import CudaKernelBuilder, CudaLaunch, cuda_source, load_kernels
 from .host import HostCode, runtime_namespace
 from .ir import ComputedBuffer
 from .lowering import GraphLowering, GraphNotCompilable, decompose, lift_constants
@@ -53,7 +56,8 @@ def compile_fx(gm, example_inputs: list):
 def _plain(x):
     """A plain tensor with x's metadata for a fake (or other subclass) example input."""
     if isinstance(x, Tensor) and type(x) is not Tensor:
-        return aten.empty_strided.default(list(x.shape), list(x.stride()), dtype=x.dtype)
+        return aten.empty_strided.default(list(x.shape), list(x.stride()), dtype=x.dtype,
+                                          device=x.device)
     return x
 
 
@@ -132,10 +136,14 @@ class Artefacts:
         graph's constants), each kernel timed on its own: which fused kernel costs what."""
         times = {}
 
+        sync = _synchronize if self.language == "cuda" else _no_sync
+
         def timed(name, fn):
             def call(*a):
+                sync()
                 start = time.perf_counter()
                 fn(*a)
+                sync()                               # a launch returns before the work ends
                 times[name] = times.get(name, 0.0) + time.perf_counter() - start
             return call
         namespace = dict(self.namespace)
@@ -157,6 +165,15 @@ class Artefacts:
         return source, {name: kb.launch for name, kb in builders.items()}
 
 
+def _no_sync() -> None:
+    """CPU kernels have finished when they return."""
+
+
+def _synchronize() -> None:
+    from ... import cuda
+    cuda.synchronize()
+
+
 def _compile_graph(gm, inputs) -> Artefacts:
     if any(not isinstance(x, Tensor) for x in inputs):
         raise GraphNotCompilable("an input is not a tensor")
@@ -164,6 +181,10 @@ def _compile_graph(gm, inputs) -> Artefacts:
     lowering = GraphLowering(graph, inputs).run()
     _restride_outputs(make_fx(gm, tracing_mode="fake")(*inputs), lowering)
     schedule = Schedule(lowering).run()
+    if lowering.device.type == "cuda":
+        artefacts = _generate_cuda(graph, lowering, schedule)
+        _report(gm, artefacts)
+        return artefacts
     numpy = build.compiler() is None
     if numpy:
         _warn_no_compiler()
@@ -206,6 +227,33 @@ def _generate(graph, lowering, schedule, numpy: bool) -> Artefacts:
                 namespace[k.name] = fn
     exec(compile(host_source, "<glasstorch-inductor-host>", "exec"), namespace)  # noqa: S102
     return Artefacts(graph, lowering, schedule, language, kernel_source, host_source, namespace)
+
+
+def _generate_cuda(graph, lowering, schedule) -> Artefacts:
+    """CUDA C for the kernels, compiled now by NVRTC, and host code that makes buffers on
+    the graph's GPU and launches the kernels there; extern ops (matrix products, attention)
+    go through the dispatcher to the CUDA backend, as in eager. Source that NVRTC rejects
+    leaves the graph to run eagerly, with a warning."""
+    kernels = [s for s in schedule.program if isinstance(s, Kernel)]
+    builders = {k.name: CudaKernelBuilder(k) for k in kernels}
+    kernel_source = cuda_source([generate(k, builders[k.name]) for k in kernels])
+    names, index = tuple(k.name for k in kernels), lowering.device.index or 0
+    try:
+        module = load_kernels(kernel_source, names, index) if kernels else None
+    except nvrtc.CompileError as e:
+        warnings.warn(f"glasstorch inductor: NVRTC rejected the generated CUDA C; the graph "
+                      f"runs eagerly: {e.log.strip().splitlines()[:1] or e}", RuntimeWarning,
+                      stacklevel=4)
+        raise GraphNotCompilable("NVRTC rejected its CUDA C") from e
+    kernel_args = {name: kb.arguments() for name, kb in builders.items()}
+    host = HostCode(schedule, kernel_args, threads=False)
+    host_source = host.write(lowering.inputs, lowering.outputs, _output_structure(graph))
+    namespace = runtime_namespace(numpy=False, device=lowering.device)
+    namespace.update(host.constants)
+    namespace.update({k.name: CudaLaunch(module[k.name], builders[k.name].launch, index)
+                      for k in kernels})
+    exec(compile(host_source, "<glasstorch-inductor-host>", "exec"), namespace)  # noqa: S102
+    return Artefacts(graph, lowering, schedule, "cuda", kernel_source, host_source, namespace)
 
 
 def _bf16():
@@ -270,6 +318,6 @@ def _report(gm, art: Artefacts):
         (path / "fx_graph_decomposed.py").write_text(art.graph.code)
         (path / "ir.txt").write_text("\n".join(repr(s) for s in art.lowering.steps) + "\n")
         (path / "fusion.txt").write_text("\n".join(lines) + "\n")
-        (path / ("kernels.c" if art.language == "c" else "kernels.py")).write_text(
-            art.kernel_source)
+        suffix = {"c": "c", "cuda": "cu", "numpy": "py"}[art.language]
+        (path / f"kernels.{suffix}").write_text(art.kernel_source)
         (path / "host.py").write_text(art.host_source)

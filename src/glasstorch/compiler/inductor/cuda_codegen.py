@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from math import prod
 
+from ...backends.cuda import nvrtc, runtime
 from ...core import dtype as dt
 from .codegen import C_TYPES, CKernelBuilder
 
 BLOCK = 256
+MAX_BLOCKS = 65535      # kernels loop (grid-stride) over what more blocks would cover
 
 PRELUDE = r"""typedef signed char int8_t;
 typedef short int16_t;
@@ -217,3 +219,28 @@ class CudaKernelBuilder(CKernelBuilder):
 
 def cuda_source(kernel_sources: list) -> str:
     return PRELUDE + block_reductions() + "\n" + "\n".join(kernel_sources)
+
+
+def load_kernels(source: str, names: tuple, device_index: int):
+    """The graph's kernels compiled for GPU `device_index` (NVRTC through CuPy, cached per
+    source and device); nvrtc.CompileError with NVRTC's log if it rejects the source."""
+    with runtime.DeviceGuard(device_index):
+        return nvrtc.load(source, names)
+
+
+class CudaLaunch:
+    """How the host code calls one generated kernel: `kernel(*pointers)` launches it on the
+    current stream of the graph's GPU, `BLOCK` threads a block, one block per row or enough
+    blocks for every element (at most MAX_BLOCKS: the kernels loop over the rest)."""
+
+    __slots__ = ("function", "grid", "device_index")
+
+    def __init__(self, function, launch: tuple, device_index: int):
+        kind, count = launch
+        blocks = count if kind == "rows" else -(-count // BLOCK)
+        self.function, self.device_index = function, device_index
+        self.grid = (max(1, min(blocks, MAX_BLOCKS)),)
+
+    def __call__(self, *pointers):
+        with runtime.DeviceGuard(self.device_index):
+            self.function(self.grid, (BLOCK,), pointers)

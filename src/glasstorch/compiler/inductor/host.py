@@ -8,6 +8,8 @@ outputs: buffers, or views of them (a view of an input stays a view of it).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..._ops import OpOverload, ops_namespace
@@ -196,12 +198,16 @@ def _sequence(items: list, kind) -> str:
     return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
-def runtime_namespace(numpy: bool) -> dict:
-    """The names host code uses."""
+def runtime_namespace(numpy: bool, device=CPU) -> dict:
+    """The names host code uses; on a GPU, buffers are made on `device` and kernels get
+    device pointers."""
     ns = {"dt": dt, "aten": aten, "prims": ops_namespace("prims"), "_empty": _empty,
           "_product": _product, "product_cpu": product_cpu, "matmul_cpu": matmul_cpu,
           "_view": _view, "_alias": _alias, "_layout": _layout, "_threads": get_num_threads}
     ns["_arg"] = _flat if numpy else _address
+    if device.type == "cuda":
+        ns["_empty"] = functools.partial(_empty, device=device)
+        ns["_arg"] = _device_address
     ns["_at"] = at
     return ns
 
@@ -218,10 +224,10 @@ def _product(op, kernel, a: Tensor, b: Tensor, shape, stride, dtype):
     return out
 
 
-def _empty(shape, stride, dtype):
-    """A CPU buffer, made as eager kernels make their outputs (no dispatch: the host code
+def _empty(shape, stride, dtype, device=CPU):
+    """A buffer, made as eager kernels make their outputs (no dispatch: the host code
     already knows the device and layout)."""
-    return Tensor._empty(shape, dtype, CPU, stride)
+    return Tensor._empty(shape, dtype, device, stride)
 
 
 def _view(base: Tensor, shape, stride, offset):
@@ -240,7 +246,7 @@ def _layout(t: Tensor, stride):
     """`t` laid out with `stride` (a copy when the op returned another layout)."""
     if tuple(t.stride()) == tuple(stride):
         return t
-    out = _empty(t.shape, stride, t.dtype)
+    out = _empty(tuple(t.shape), tuple(stride), t.dtype, t._storage.device)
     aten.copy_.default(out, t)
     return out
 
@@ -250,6 +256,11 @@ def _address(t: Tensor) -> int:
     (read from its buffer without the objects NumPy's `.ctypes.data` builds: ~250 arguments
     a GPT step) plus the offset."""
     return t._storage.data_ptr() + t._offset * t.dtype.itemsize
+
+
+def _device_address(t: Tensor):
+    """A GPU kernel's pointer argument, as CuPy passes it (a 64-bit integer)."""
+    return np.uintp(_address(t))
 
 
 def _flat(t: Tensor):

@@ -24,6 +24,7 @@ from ..._decomp import decomposition_table
 from ..._ops import OpOverload, ops_namespace
 from ...autograd.grad_mode import no_grad
 from ...core import dtype as dt
+from ...core.device import CPU
 from ...core.shape import is_non_overlapping_and_dense, view_strides
 from ...core.tensor import Tensor, preserve_format
 from ...fx import Graph, GraphModule
@@ -199,6 +200,7 @@ class GraphLowering:
         self.constants: list = []        # ConstantBuffers: tensors made at compile time
         self._count = 0
         self.example_inputs = example_inputs
+        self.device = graph_device(example_inputs)
 
     def new_name(self, prefix="buf") -> str:
         name = f"{prefix}{self._count}"
@@ -247,7 +249,8 @@ class GraphLowering:
         if node.target._schema.is_mutable:
             return self._lower_in_place(node, args, kwargs)
         lowering = LOWERINGS.get(node.target)
-        if lowering is not None and _all_nonempty(node.meta.get("val")):
+        if lowering is not None and _all_nonempty(node.meta.get("val"), self.device) and \
+                _reads_only(node, self.device):
             try:
                 value = lowering(self, node, *args, **kwargs)
             except Unsupported as e:
@@ -255,7 +258,8 @@ class GraphLowering:
             else:
                 return self._maybe_store(node, value)
         else:
-            reason = "no lowering" if lowering is None else "empty tensor"
+            reason = "no lowering" if lowering is None else \
+                f"an empty tensor or one not on {self.device}"
             self.fallbacks.append((str(node.target), reason))
         return self._extern(node, args, kwargs)
 
@@ -289,7 +293,8 @@ class GraphLowering:
         ops on inputs into their functional op and a `copy_`): src, broadcast to x's shape
         and converted to its dtype."""
         meta = _meta(node)
-        if node.target.name() != "aten::copy_" or not _all_nonempty(meta):
+        if node.target.name() != "aten::copy_" or not _all_nonempty(meta, self.device) or \
+                not _reads_only(node, self.device):
             raise GraphNotCompilable(f"{node.target} changes an input")
         return pointwise(self, node, [args[1]], _compute(meta.dtype), lambda kb, v: v)
 
@@ -367,10 +372,29 @@ def _aliased(target, mutation) -> bool:
     return is_view(target) or any(is_view(u) for u in target.users if u is not mutation)
 
 
-def _all_nonempty(val) -> bool:
+def graph_device(inputs):
+    """The one device of a graph's tensor inputs (the CPU when it has none): its kernels are
+    C for the CPU or CUDA C for a GPU, never both."""
+    devices = {x.device for x in inputs if isinstance(x, Tensor)}
+    if len(devices) > 1:
+        raise GraphNotCompilable("its inputs are on several devices: "
+                                 + ", ".join(sorted(map(str, devices))))
+    return devices.pop() if devices else CPU
+
+
+def _all_nonempty(val, device) -> bool:
     vals = val if isinstance(val, (list, tuple)) else [val]
-    return all(isinstance(v, Tensor) and v.numel() > 0 and v.device.type == "cpu"
-               for v in vals)
+    return all(isinstance(v, Tensor) and v.numel() > 0 and v.device == device for v in vals)
+
+
+def _reads_only(node, device) -> bool:
+    """Whether every tensor `node` reads is on `device` (an extern's result may not be: a
+    kernel must not read a CPU tensor through a GPU pointer)."""
+    for arg in _flatten(list(node.args) + list(node.kwargs.values())):
+        val = getattr(arg, "meta", {}).get("val") if hasattr(arg, "users") else None
+        if isinstance(val, Tensor) and val.device != device:
+            return False
+    return True
 
 
 def _map_values(tree, fn):
@@ -773,8 +797,8 @@ def _arange(ctx, node, *args, **kwargs):
         raise Unsupported("the graph returns or writes it")
     with no_grad():
         tensor = node.target(*args, **kwargs)
-    if tensor.device.type != "cpu":
-        raise Unsupported("not on the CPU")
+    if tensor.device != ctx.device:
+        raise Unsupported(f"not on the graph's device, {ctx.device}")
     buf = ConstantBuffer(ctx.new_name(), tensor)
     ctx.constants.append(buf)
     return buf
@@ -796,9 +820,8 @@ def _only_read(node, outputs) -> bool:
 @register("_to_copy.default")
 def _to_copy(ctx, node, x, *, dtype=None, layout=None, device=None, pin_memory=None,
              non_blocking=False, memory_format=None):
-    if device is not None and str(device) != "cpu" or memory_format not in (
-            None, preserve_format):
-        raise Unsupported("a copy to another device or memory format")
+    if memory_format not in (None, preserve_format):
+        raise Unsupported("a copy to another memory format")
     _unsupported_dtypes(node, x)
     return pointwise(ctx, node, [x], x.dtype, lambda kb, v: v)
 
