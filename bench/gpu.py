@@ -87,6 +87,28 @@ def _fma_relu(n: int, device: str):
     return setup
 
 
+def _compiled_fma_relu(n: int, device: str):
+    """glasstorch's relu(a*b+c) through torch.compile (one fused kernel: 16 bytes an element)
+    against torch eager (three kernels: 28 bytes an element)."""
+    def setup(lib):
+        a, b, c = (_on(lib, _normal(n, seed), device) for seed in range(3))
+        relu = lib.nn.functional.relu
+
+        def fn(a, b, c):
+            return relu(a * b + c)
+        run = lib.compile(fn) if lib.__name__ == "glasstorch" else fn
+        return Case(lambda: run(a, b, c))
+    return setup
+
+
+def _fused_bandwidth(n: int):
+    def extra(times):
+        return ("GB/s (16 bytes an element): " +
+                ", ".join(f"{lib} {16 * n / t / 1e9:.1f}" for lib, t in times.items()) +
+                "; the issue's goal: 80% of copy_d2d's GB/s")
+    return extra
+
+
 def _matmul(n: int, dtype, device: str):
     """a @ b with b scaled by 1/sqrt(n): the products are about N(0, 1) whatever n, so one
     tolerance fits every size, and float16 stays far from overflow."""
@@ -214,6 +236,9 @@ def workloads(device: str = "cuda", sizes: Sizes = Sizes()) -> list:
               _add(sizes.launch, device), Target(3.0)),
         timed("fma_relu", f"relu(a*b+c), {_elements(n)} float32", _fma_relu(n, device),
               Target(1.2), rtol=1e-5, atol=1e-6),
+        timed("c_fma_relu", f"compiled relu(a*b+c), {_elements(n)} float32, against torch "
+              "eager", _compiled_fma_relu(n, device), Target(0.6), rtol=1e-5, atol=1e-6,
+              extra=_fused_bandwidth(n)),
         timed("matmul_f32", f"a @ b, {m}x{m} float32", _matmul(m, np.float32, device),
               Target(1.1), rtol=1e-4, atol=1e-4, extra=_tflops(m)),
         timed("matmul_f16", f"a @ b, {m}x{m} float16", _matmul(m, np.float16, device),

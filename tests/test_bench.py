@@ -133,8 +133,8 @@ def test_timing_counts_the_device_work_the_calls_queued():
     assert all(t >= work for t in row.times.values())  # not the host's 0.2 ms per launch
 
 
-@pytest.mark.parametrize("name", ["add", "fma_relu", "matmul_f32", "matmul_f16", "copy_d2d",
-                                  "copy_h2d"])
+@pytest.mark.parametrize("name", ["add", "fma_relu", "c_fma_relu", "matmul_f32", "matmul_f16",
+                                  "copy_d2d", "copy_h2d"])
 def test_gpu_workloads_check_and_time_on_the_cpu_at_small_sizes(name):
     (workload,) = [w for w in gpu.workloads("cpu", SMALL) if w.name == name]
     row = harness.measure(workload, MODULES, TINY)
