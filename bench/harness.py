@@ -19,6 +19,7 @@ import gc
 import json
 import math
 import os
+import select
 import shutil
 import statistics
 import subprocess
@@ -206,8 +207,9 @@ class WorkerPool:
     each library in its own process. Use it as a context manager: leaving it ends the
     workers and removes the reference weights it kept."""
 
-    def __init__(self, threads: Optional[int] = None):
+    def __init__(self, threads: Optional[int] = None, timeout: float = 900.0):
         self.threads = threads or os.cpu_count() or 1
+        self.timeout = timeout        # seconds a worker may take over one request
         self._workers = {}            # library -> (Popen, stderr file)
         self._state_dir = tempfile.mkdtemp(prefix="bench-states-")
         self._old_state_dir = os.environ.get(STATE_DIR_ENV)
@@ -255,12 +257,19 @@ class WorkerPool:
 
     def request(self, library: str, request: dict) -> dict:
         """Send `request` to `library`'s worker and return its answer; a worker that
-        answers with an error raises RuntimeError, one that died is restarted next time."""
+        answers with an error raises RuntimeError, one that died, or gave no answer within
+        `timeout` seconds (and was killed), is restarted next time."""
         process = self._workers[library][0] if library in self._workers else None
         if process is None or process.poll() is not None:
             process = self._start(library)
         process.stdin.write(json.dumps(request) + "\n")
         process.stdin.flush()
+        if not select.select([process.stdout], [], [], self.timeout)[0]:
+            process.kill()
+            process.wait()
+            self._stop(library)
+            raise RuntimeError(f"the {library} worker gave no answer to a "
+                               f"{'/'.join(request)} request within {self.timeout:g} s")
         line = process.stdout.readline()
         if not line:
             errors = self._workers[library][1]

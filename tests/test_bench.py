@@ -343,3 +343,10 @@ def test_a_worker_label_names_a_variant_of_its_library(monkeypatch):
     finally:
         gc.unfreeze()                 # a worker freezes its objects after setting up
     assert seen == [("torch.compile", torch)]
+
+
+def test_worker_pool_kills_a_worker_that_does_not_answer():
+    with harness.WorkerPool(threads=1, timeout=0.5) as pool:
+        with pytest.raises(RuntimeError, match="no answer to a setup request within 0.5 s"):
+            pool.request("glasstorch", {"setup": "add"})   # importing takes longer than that
+        assert not pool._workers
