@@ -32,6 +32,9 @@ CASES = {   # q shape, k/v shape, keyword arguments
     "causal_longer_key": ((1, 2, 3, 4), (1, 2, 7, 4), {"is_causal": True, "scale": 0.7}),
     "plain": ((2, 2, 5, 4), (2, 2, 9, 4), {}),
     "one_position": ((3, 1, 1, 5), (3, 1, 1, 5), {"is_causal": True}),
+    # B*H*L a power of two, as the GPTs' shapes are (the forward's transposed scores are
+    # padded): the causal mask repeated over every batch and head
+    "causal_gpt_like": ((4, 4, 16, 8), (4, 4, 16, 8), {"is_causal": True}),
 }
 
 

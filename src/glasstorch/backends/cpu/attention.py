@@ -4,12 +4,13 @@ batched matrix products, a causal mask added as a cached 0/-inf bias (no boolean
 call), the backward recomputing the probabilities from the saved logsumexp instead of
 keeping them. float16/bfloat16 compute in float32 (the logsumexp stays float32).
 
-The scores are held transposed, key position outermost: an (S, B, H, L) buffer whose
+The forward holds its scores transposed, key position outermost: an (S, B*H*L) buffer whose
 (B, H, S, L) view the matrix products write and read (BLAS takes either orientation). The
 softmax's max and sum then reduce over the outer axis, NumPy's vectorised reduction (across
 rows B*H*L long), instead of along rows of S elements, which NumPy reduces one short row at
-a time (10x slower at S = 64). The backward reduces nothing over those rows: its scores keep
-the products' own layout.
+a time (10x slower at S = 64). The backward, which reduces nothing over those rows,
+measured no faster so (its extra transposed product cancels the gain): it keeps the
+products' own layout.
 
 The kernels run on the calling thread: split by batch across glasstorch's pool, the tiny
 GPT's attention measured 12% (best round) to 50% (median) slower on 2 shared cores."""
@@ -47,12 +48,24 @@ def causal_bias(n_q: int, n_k: int, dtype: np.dtype) -> np.ndarray:
     return bias
 
 
-@lru_cache(maxsize=16)
-def _causal_bias_t(n_q: int, n_k: int, dtype: np.dtype) -> np.ndarray:
-    """causal_bias transposed, (S, L): it broadcasts over the (B, H, S, L) transposed scores."""
+# Elements each row of a transposed buffer is padded by: rows a power of two apart (B*H*L
+# usually is one) map to the same cache sets, which makes the products' scattered writes
+# 10-30% slower. The padding columns are zeroed and then computed on with the rest, so that
+# every elementwise pass runs over one contiguous array (NumPy's fast path: a strided 2-D
+# operand costs ~10 us more per pass).
+_PAD = 16
+
+
+@lru_cache(maxsize=8)
+def _causal_bias_rows(n_q: int, n_k: int, width: int, dtype: np.dtype) -> np.ndarray:
+    """causal_bias transposed and repeated for every (batch, head), padded: (S, B*H*L +
+    _PAD), to add to a transposed buffer as one same-shape pass (broadcast over (S, B*H, L),
+    NumPy loops over rows of L elements, 3-5x slower); read-only."""
     bias = np.ascontiguousarray(causal_bias(n_q, n_k, dtype).T)
-    bias.flags.writeable = False
-    return bias
+    rows = np.zeros((n_k, width + _PAD), dtype)
+    rows[:, :width].reshape(n_k, width // n_q, n_q)[...] = bias[:, None, :]
+    rows.flags.writeable = False
+    return rows
 
 
 def _scale(scale, q: np.ndarray) -> float:
@@ -68,53 +81,46 @@ def _scores(q: np.ndarray, k: np.ndarray, scale: float, is_causal: bool) -> np.n
     return s
 
 
-# Elements a transposed buffer's rows are padded by: rows a power of two apart (B*H*L
-# usually is one) map to the same cache sets, which makes the products' scattered writes
-# 10-30% slower.
-_PAD = 16
-
-
 def _transposed(n_k: int, lead: tuple, dtype: np.dtype) -> tuple:
-    """(rows, view): an uninitialised (S, B*H*L) array, its rows padded, and its (B, H, S, L)
-    view, for the transposed scores of queries of leading shape `lead` (B, H, L)."""
+    """(buffer, view): a contiguous (S, B*H*L + _PAD) array, its padding zero and the rest
+    uninitialised, and the (B, H, S, L) view of its first B*H*L columns, for a transposed
+    (S, L) matrix per batch and head; `lead` is (B, H, L)."""
     width = math.prod(lead)
-    rows = np.empty((n_k, width + _PAD), dtype)[:, :width]
-    return rows, rows.reshape((n_k,) + lead).transpose(1, 2, 0, 3)
+    buf = np.empty((n_k, width + _PAD), dtype)
+    buf[:, width:] = 0
+    return buf, buf[:, :width].reshape((n_k,) + lead).transpose(1, 2, 0, 3)
 
 
 def _scores_t(q: np.ndarray, k: np.ndarray, scale: float, is_causal: bool) -> tuple:
-    """(rows, view): the masked q k^T * scale, transposed (see `_transposed`)."""
-    rows, view = _transposed(k.shape[2], q.shape[:3], q.dtype)
+    """(buffer, view): the masked q k^T * scale, transposed (see `_transposed`)."""
+    buf, view = _transposed(k.shape[2], q.shape[:3], q.dtype)
     np.matmul(k, q.swapaxes(-1, -2), out=view)
-    rows *= scale
-    if is_causal:           # over (S, B*H, L), as the buffer is laid out
-        by_query = rows.reshape(rows.shape[0], -1, q.shape[2])
-        by_query += _causal_bias_t(q.shape[2], k.shape[2], rows.dtype)[:, None, :]
-    return rows, view
+    buf *= scale
+    if is_causal:
+        buf += _causal_bias_rows(q.shape[2], k.shape[2], buf.shape[1] - _PAD, buf.dtype)
+    return buf, view
 
 
 def flash_attention_cpu(outs, query, key, value, dropout_p=0.0, is_causal=False,
                         attn_mask=None, scale=None):
-    """(output, logsumexp): the probabilities are left unnormalised through the product
-    with v, whose (L, E) rows are divided instead of the (S, L) ones."""
+    """(output, logsumexp): p = exp(s - max) / sum, then p v."""
     cd = opmath(query.dtype)
     q, k, v = (compute_array(t, cd) for t in (query, key, value))
-    sc = _scale(scale, q)
     o, lse = outs[0]._array(), outs[1]._array()
     with np.errstate(all="ignore"):
-        flat, p = _scores_t(q, k, sc, is_causal)
-        m = np.maximum.reduce(flat, axis=0)
-        flat -= m
-        np.exp(flat, out=flat)
-        total = np.add.reduce(flat, axis=0)
+        buf, p = _scores_t(q, k, _scale(scale, q), is_causal)
+        m = np.maximum.reduce(buf, axis=0)
+        buf -= m
+        np.exp(buf, out=buf)
+        total = np.add.reduce(buf, axis=0)
+        buf /= total
         y = np.matmul(p.swapaxes(-1, -2), v, out=o) if o.dtype == cd else \
             np.matmul(p.swapaxes(-1, -2), v)
-        y /= total.reshape(lse.shape + (1,))
         np.log(total, out=total)
         total += m
     if y is not o:
         np.copyto(o, y, casting="unsafe")
-    np.copyto(lse, total.reshape(lse.shape), casting="unsafe")
+    np.copyto(lse, total[:lse.size].reshape(lse.shape), casting="unsafe")
 
 
 def flash_attention_backward_cpu(grad_out, query, key, value, out, logsumexp, dropout_p,
