@@ -9,8 +9,8 @@ The forward holds its scores transposed, key position outermost: an (S, B*H*L) b
 softmax's max and sum then reduce over the outer axis, NumPy's vectorised reduction (across
 rows B*H*L long), instead of along rows of S elements, which NumPy reduces one short row at
 a time (10x slower at S = 64). The backward, which reduces nothing over those rows,
-measured no faster so (its extra transposed product cancels the gain): it keeps the
-products' own layout.
+measured no faster so (its two products written transposed cost what its faster broadcasts
+save): it keeps the products' own layout.
 
 The kernels run on the calling thread: split by batch across glasstorch's pool, the tiny
 GPT's attention measured 12% (best round) to 50% (median) slower on 2 shared cores."""
