@@ -56,12 +56,26 @@ def causal_bias(n_q: int, n_k: int, dtype: np.dtype) -> np.ndarray:
 _PAD = 16
 
 
+@lru_cache(maxsize=16)
+def _causal_bias_t(n_q: int, n_k: int, dtype: np.dtype) -> np.ndarray:
+    """causal_bias transposed, (S, L); read-only."""
+    bias = np.ascontiguousarray(causal_bias(n_q, n_k, dtype).T)
+    bias.flags.writeable = False
+    return bias
+
+
+# Transposed buffers up to this size get their causal mask from a cached copy of the mask
+# repeated for every (batch, head), added as one same-shape pass; larger ones (whose copy
+# would hold as much memory as the scores) by a broadcast over (S, B*H, L), which NumPy
+# loops over rows of L elements, 3-5x slower.
+_BIAS_ROWS_BYTES = 1 << 22
+
+
 @lru_cache(maxsize=8)
 def _causal_bias_rows(n_q: int, n_k: int, width: int, dtype: np.dtype) -> np.ndarray:
-    """causal_bias transposed and repeated for every (batch, head), padded: (S, B*H*L +
-    _PAD), to add to a transposed buffer as one same-shape pass (broadcast over (S, B*H, L),
-    NumPy loops over rows of L elements, 3-5x slower); read-only."""
-    bias = np.ascontiguousarray(causal_bias(n_q, n_k, dtype).T)
+    """The transposed causal mask repeated for every (batch, head), padded like a
+    transposed buffer: (S, B*H*L + _PAD), zero in the padding; read-only."""
+    bias = _causal_bias_t(n_q, n_k, dtype)
     rows = np.zeros((n_k, width + _PAD), dtype)
     rows[:, :width].reshape(n_k, width // n_q, n_q)[...] = bias[:, None, :]
     rows.flags.writeable = False
@@ -97,7 +111,12 @@ def _scores_t(q: np.ndarray, k: np.ndarray, scale: float, is_causal: bool) -> tu
     np.matmul(k, q.swapaxes(-1, -2), out=view)
     buf *= scale
     if is_causal:
-        buf += _causal_bias_rows(q.shape[2], k.shape[2], buf.shape[1] - _PAD, buf.dtype)
+        n_q, n_k, width = q.shape[2], k.shape[2], buf.shape[1] - _PAD
+        if buf.nbytes <= _BIAS_ROWS_BYTES:
+            buf += _causal_bias_rows(n_q, n_k, width, buf.dtype)
+        else:
+            by_query = buf[:, :width].reshape(n_k, -1, n_q)
+            by_query += _causal_bias_t(n_q, n_k, buf.dtype)[:, None, :]
     return buf, view
 
 
