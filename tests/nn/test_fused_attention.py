@@ -54,18 +54,22 @@ def test_fused_values_strides_and_gradients_match_torch(case):
         assert_same(a, b, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("cached_mask", [True, False])
-def test_fused_causal_mask_cached_or_broadcast(cached_mask, monkeypatch):
-    """The forward's causal mask, from the cached copy repeated per (batch, head) or (for
-    scores too large to copy) broadcast over them: values and logsumexp as torch's."""
+@pytest.mark.parametrize("layout", ["transposed", "transposed_large", "rows"])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_fused_forward_layouts_match_torch(layout, is_causal, monkeypatch):
+    """The forward's three ways: the scores transposed with the causal mask from a cached
+    copy repeated per (batch, head), or (scores too large to copy) broadcast over them, and
+    the scores in rows (long keys): values and logsumexp as torch's."""
     torch = oracle_torch()
     from glasstorch.backends.cpu import attention
-    if not cached_mask:
+    if layout == "transposed_large":
         monkeypatch.setattr(attention, "_BIAS_ROWS_BYTES", 0)
+    if layout == "rows":
+        monkeypatch.setattr(attention, "_TRANSPOSED_MAX_KEYS", 0)
     q, k, v = (heads_second((3, 2, 8, 4)) for _ in range(3))
-    og, lg = gt._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, True)
+    og, lg = gt._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal)
     ot, lt = torch._scaled_dot_product_flash_attention_for_cpu(
-        to_torch(q), to_torch(k), to_torch(v), 0.0, True)
+        to_torch(q), to_torch(k), to_torch(v), 0.0, is_causal)
     assert_same(og, ot, rtol=1e-12, atol=1e-13)
     assert_same(lg, lt, rtol=1e-12, atol=1e-13)
 

@@ -4,13 +4,13 @@ batched matrix products, a causal mask added as a cached 0/-inf bias (no boolean
 call), the backward recomputing the probabilities from the saved logsumexp instead of
 keeping them. float16/bfloat16 compute in float32 (the logsumexp stays float32).
 
-The forward holds its scores transposed, key position outermost: an (S, B*H*L) buffer whose
-(B, H, S, L) view the matrix products write and read (BLAS takes either orientation). The
-softmax's max and sum then reduce over the outer axis, NumPy's vectorised reduction (across
-rows B*H*L long), instead of along rows of S elements, which NumPy reduces one short row at
-a time (10x slower at S = 64). The backward, which reduces nothing over those rows,
-measured no faster so (its two products written transposed cost what its faster broadcasts
-save): it keeps the products' own layout.
+For short keys (the GPTs' S = 32-128) the forward holds its scores transposed, key position
+outermost: an (S, B*H*L) buffer whose (B, H, S, L) view the matrix products write and read
+(BLAS takes either orientation). The softmax's max and sum then reduce over the outer axis,
+NumPy's vectorised reduction (across rows B*H*L long), instead of along rows of S elements,
+which NumPy reduces one short row at a time (10x slower at S = 64). The backward, which
+reduces nothing over those rows, measured no faster so (its two products written transposed
+cost what its faster broadcasts save): it keeps the products' own layout.
 
 The kernels run on the calling thread: split by batch across glasstorch's pool, the tiny
 GPT's attention measured 12% (best round) to 50% (median) slower on 2 shared cores."""
@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .loss import row_sums
 from .normalization import compute_array
 from ...core import dtype as dt
 from ...core.device import CPU
@@ -120,26 +121,55 @@ def _scores_t(q: np.ndarray, k: np.ndarray, scale: float, is_causal: bool) -> tu
     return buf, view
 
 
+# Key lengths up to which the forward holds its scores transposed: beyond, NumPy's per-row
+# reduce is amortised over long rows and the products' scattered writes into the transposed
+# buffer cost more (measured: S = 128 16% faster, S = 256 3-14% slower, S = 1024 31%).
+_TRANSPOSED_MAX_KEYS = 128
+
+
 def flash_attention_cpu(outs, query, key, value, dropout_p=0.0, is_causal=False,
                         attn_mask=None, scale=None):
-    """(output, logsumexp): p = exp(s - max) / sum, then p v."""
+    """(output, logsumexp), the scores transposed for short keys, else in rows."""
     cd = opmath(query.dtype)
     q, k, v = (compute_array(t, cd) for t in (query, key, value))
     o, lse = outs[0]._array(), outs[1]._array()
+    attend = _attend_transposed if k.shape[2] <= _TRANSPOSED_MAX_KEYS else _attend_rows
     with np.errstate(all="ignore"):
-        buf, p = _scores_t(q, k, _scale(scale, q), is_causal)
-        m = np.maximum.reduce(buf, axis=0)
-        buf -= m
-        np.exp(buf, out=buf)
-        total = np.add.reduce(buf, axis=0)
-        buf /= total
-        y = np.matmul(p.swapaxes(-1, -2), v, out=o) if o.dtype == cd else \
-            np.matmul(p.swapaxes(-1, -2), v)
-        np.log(total, out=total)
-        total += m
+        y, total = attend(q, k, v, _scale(scale, q), is_causal, o if o.dtype == cd else None)
     if y is not o:
         np.copyto(o, y, casting="unsafe")
-    np.copyto(lse, total[:lse.size].reshape(lse.shape), casting="unsafe")
+    np.copyto(lse, total.reshape(lse.shape), casting="unsafe")
+
+
+def _attend_transposed(q, k, v, scale, is_causal, out) -> tuple:
+    """(p v, logsumexp) with p = exp(s - max) / sum computed on the transposed scores."""
+    buf, p = _scores_t(q, k, scale, is_causal)
+    m = np.maximum.reduce(buf, axis=0)
+    buf -= m
+    np.exp(buf, out=buf)
+    total = np.add.reduce(buf, axis=0)
+    buf /= total
+    y = np.matmul(p.swapaxes(-1, -2), v, out=out)
+    np.log(total, out=total)
+    total += m
+    return y, total[:buf.shape[1] - _PAD]
+
+
+def _attend_rows(q, k, v, scale, is_causal, out) -> tuple:
+    """(p v, logsumexp) on the scores in the products' (B, H, L, S) layout: the
+    probabilities' rows are left unnormalised through the product with v, whose (L, E) rows
+    are divided instead of the (L, S) ones."""
+    s = _scores(q, k, scale, is_causal)
+    rows = s.reshape(-1, s.shape[-1])
+    m = np.maximum.reduce(rows, axis=1, keepdims=True)
+    rows -= m
+    np.exp(rows, out=rows)
+    total = row_sums(rows)
+    y = np.matmul(s, v, out=out)
+    y /= total.reshape(y.shape[:-1] + (1,))
+    np.log(total, out=total)
+    total += m
+    return y, total
 
 
 def flash_attention_backward_cpu(grad_out, query, key, value, out, logsumexp, dropout_p,
