@@ -32,6 +32,9 @@ CASES = {   # q shape, k/v shape, keyword arguments
     "causal_longer_key": ((1, 2, 3, 4), (1, 2, 7, 4), {"is_causal": True, "scale": 0.7}),
     "plain": ((2, 2, 5, 4), (2, 2, 9, 4), {}),
     "one_position": ((3, 1, 1, 5), (3, 1, 1, 5), {"is_causal": True}),
+    # B*H*L a power of two, as the GPTs' shapes are (the forward's transposed scores are
+    # padded): the causal mask repeated over every batch and head
+    "causal_gpt_like": ((4, 4, 16, 8), (4, 4, 16, 8), {"is_causal": True}),
 }
 
 
@@ -49,6 +52,26 @@ def test_fused_values_strides_and_gradients_match_torch(case):
     dt = torch.autograd.grad(yt, ts, torch.tensor(w))
     for a, b in zip(dg, dt):
         assert_same(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "transposed_large", "rows"])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_fused_forward_layouts_match_torch(layout, is_causal, monkeypatch):
+    """The forward's three ways: the scores transposed with the causal mask from a cached
+    copy repeated per (batch, head), or (scores too large to copy) broadcast over them, and
+    the scores in rows (long keys): values and logsumexp as torch's."""
+    torch = oracle_torch()
+    from glasstorch.backends.cpu import attention
+    if layout == "transposed_large":
+        monkeypatch.setattr(attention, "_BIAS_ROWS_BYTES", 0)
+    if layout == "rows":
+        monkeypatch.setattr(attention, "_TRANSPOSED_MAX_KEYS", 0)
+    q, k, v = (heads_second((3, 2, 8, 4)) for _ in range(3))
+    og, lg = gt._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal)
+    ot, lt = torch._scaled_dot_product_flash_attention_for_cpu(
+        to_torch(q), to_torch(k), to_torch(v), 0.0, is_causal)
+    assert_same(og, ot, rtol=1e-12, atol=1e-13)
+    assert_same(lg, lt, rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("is_causal", [False, True])

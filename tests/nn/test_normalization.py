@@ -489,10 +489,17 @@ def test_layer_norm_backward_without_graph_matches_recorded_and_torch(dtype, par
 
 @pytest.mark.parametrize("lead", [(4, 16), (48, 64)])          # 32 KiB and 1.5 MiB blocks
 @pytest.mark.parametrize("shift", [0.0, 50.0])
-def test_layer_norm_float32_transformer_rows_match_torch(shift, lead):
+@pytest.mark.parametrize("vecdot", [True, False])
+def test_layer_norm_float32_transformer_rows_match_torch(shift, lead, vecdot, monkeypatch):
     """The row kernels (normalization in place in the output; the backward's sums by BLAS
-    in a small block, by einsum in a large one) on rows of a transformer's width, including
-    rows whose mean is far from zero."""
+    in a small block, by einsum in a large one; the rows' dot products by vecdot, or by
+    einsum where NumPy has no vecdot) on rows of a transformer's width, including rows whose
+    mean is far from zero."""
+    from glasstorch.backends.cpu import normalization
+    if not vecdot:
+        monkeypatch.setattr(normalization, "_VECDOT", None)
+    elif normalization._VECDOT is None:
+        pytest.skip("NumPy < 2 has no vecdot")
     T = oracle_torch()
     data = np.random.default_rng(5).standard_normal(lead + (128,)) + shift
     tx = T.from_numpy(data.astype(np.float32)).requires_grad_()
