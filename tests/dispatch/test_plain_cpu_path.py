@@ -464,3 +464,46 @@ def test_a_view_by_a_symbolic_size_is_not_kept_for_later_views():
     assert first.shape == (16,)
     later = x.view(16)
     assert [type(n) for n in later._shape] == [int] and later.stride() == (1,)
+
+
+def _record_of(t):
+    """What a view or a recorded call leaves on its result, for comparing the two paths."""
+    base = t._base
+    return (tuple(t.shape), t.stride(), t.storage_offset(), t.requires_grad,
+            None if t.grad_fn is None else t.grad_fn.name(),
+            None if base is None else (tuple(base.shape), base._base is None),
+            t._view_creation, t._version)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.t(), lambda x: x.view(6), lambda x: x.transpose(-1, 0),
+    lambda x: x.view(3, 2).t().reshape(6), lambda x: x.split(1), lambda x: x.unbind(1),
+    lambda x: x * 2, lambda x: (x + 1).sum(), lambda x: x @ x.t()])
+@pytest.mark.parametrize("grad", ["requires_grad", "plain", "no_grad", "view_of_no_grad"])
+def test_the_fused_direct_kernels_leave_what_the_dispatched_path_leaves(call, grad):
+    # The wrappers call the Autograd and ADInplaceOrView layers fused with the kernels below
+    # them; under a dispatch mode every call goes through the dispatcher instead.
+    def run():
+        x = gt.arange(6.0).view(2, 3)
+        if grad == "requires_grad":
+            x.requires_grad_()
+        if grad == "view_of_no_grad":
+            x.requires_grad_()
+            with gt.no_grad():
+                x = x.view(3, 2)
+        if grad == "no_grad":
+            with gt.no_grad():
+                out = call(x.requires_grad_())
+        else:
+            out = call(x)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        records = [_record_of(o) for o in outs]
+        if outs[0].requires_grad:
+            sum(o.sum() for o in outs).backward()
+            records.append(x.grad.tolist() if x.grad is not None else None)
+        return records
+
+    fused = run()
+    with op_log():
+        dispatched = run()
+    assert fused == dispatched

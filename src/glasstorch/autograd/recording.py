@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import threading
 import weakref
+from functools import partial
 
 from ..core.shape import has_internal_overlap
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import _LAST_BACKEND, _tracers, register_fallback, untraced
-from ..dispatch.keys import MATH_BITS, DispatchKey
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, DispatchKey
 from ..ops.inplace_or_view import check_view_write
 from ..ops.math_bits import flip_bits
 from ..ops.registry import check_inplace_write
@@ -168,6 +169,38 @@ def _edges_and_meta(op, args):
     return edges, meta
 
 
+def _direct_autograd(op, ks):
+    """`autograd_kernel` for `op` with key set `ks` below it, on a thread in its default state
+    (no trace): the kernels below called directly (`Operator._direct_kernel`), in one frame
+    with the check whether to record. Every call with grad takes this path, and every call
+    on a saved tensor inside backward."""
+    below = op._direct_kernel(ks)
+    if below is None:
+        return partial(autograd_kernel, op, ks)
+    positions = op.tensor_positions
+
+    def autograd_direct(*args):
+        if _state.enabled:
+            for i in positions:                       # `_any_requires_grad`, inlined
+                a = args[i]
+                if a.__class__ is Tensor:
+                    if a._requires_grad:
+                        break
+                elif isinstance(a, Tensor) and a._requires_grad or \
+                        isinstance(a, (list, tuple)) and any(_differentiable(t) for t in a):
+                    break
+            else:
+                return below(*args)
+            if op.info.get("mutated"):
+                return autograd_kernel(op, ks, *args)
+            return _history(op, args, below(*args))
+        return below(*args)
+    return autograd_direct
+
+
+autograd_kernel.direct = _direct_autograd
+
+
 def _record(op, ks, args):
     if _tracers:
         result = op.redispatch(ks, *args)
@@ -175,6 +208,12 @@ def _record(op, ks, args):
         key = (ks & op.mask).bit_length() - 1
         result = (op.table[key](*args) if 0 <= key <= _LAST_BACKEND
                   else untraced(op, ks, args))
+    return _history(op, args, result)
+
+
+def _history(op, args, result):
+    """Give the outputs of a functional op's call `result` their grad_fn: a node made from
+    the op's derivative, saving what its formula reads."""
     d = op.info.get("derivative")
     if d is None and op.info.get("autograd") == "not differentiable":
         return result
@@ -219,7 +258,8 @@ def _record(op, ks, args):
             result.grad_fn = node
             if result._output_nr:
                 result._output_nr = 0
-            result._set_requires_grad(True)
+            result._requires_grad = True                  # `_set_requires_grad`, inlined
+            result._keyset |= AUTOGRAD_KEY_OF_DEVICE[result._storage.device.type]
             if result._base is not None and result._vc is not None:
                 result._grad_fn_version = result._vc.version   # see refresh_view_history
     else:

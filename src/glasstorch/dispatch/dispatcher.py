@@ -124,13 +124,26 @@ class Operator:
         self.plain_cpu_grad = self._direct_kernel(PLAIN_CPU_GRAD_KEYSET)
 
     def _direct_kernel(self, keyset: int):
+        """What a call with tensor key set `keyset` runs on a thread in its default state, as
+        one callable taking the op's arguments. A kernel above the backends may carry
+        `direct(op, ks)`, which makes a callable doing what `kernel(op, ks, *args)` does
+        there, with the layers below it fused in (the Autograd and ADInplaceOrView kernels
+        do: every op call with grad, and every view, takes that path). Either way the
+        callable's `func` and `args` name the kernel and its (op, keys), as a partial's."""
         ks = keyset & ~AUTOCAST_MASK & self.mask
         top = ks.bit_length() - 1
         if top < 0:
             return None
+        kernel = self.table[top]
         if top <= _LAST_BACKEND:
-            return self.table[top]
-        return partial(self.table[top], self, ks & _BELOW[top])
+            return kernel
+        fuse = getattr(kernel, "direct", None)
+        if fuse is None:
+            return partial(kernel, self, ks & _BELOW[top])
+        fused = fuse(self, ks & _BELOW[top])
+        if fused.__class__ is not partial:   # read as a partial: what runs, and with what
+            fused.func, fused.args = kernel, (self, ks & _BELOW[top])
+        return fused
 
     # ---- calling ---------------------------------------------------------------------
     def __call__(self, /, *args, **kwargs):

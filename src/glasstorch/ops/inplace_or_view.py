@@ -7,6 +7,8 @@ ambiguous.
 """
 from __future__ import annotations
 
+from functools import partial
+
 from ..core.grad_state import state as _grad_state
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import _LAST_BACKEND, _tracers
@@ -86,19 +88,53 @@ def view_bookkeeping_kernel(op, ks, self, *args):
         out = op.table[key](self, *args)
     else:
         out = op.redispatch(ks, self, *args)
-    if isinstance(out, list):
-        creation = _view_creation(op, self, True)
-        for nr, v in enumerate(out):
-            _set_base(v, self, creation and creation + (nr,))
-    elif self._view_creation is None and not _grad_state.inference:
+    if out.__class__ is not list and self._view_creation is None and \
+            not _grad_state.inference:
         out._base = self if self._base is None else self._base      # the common cases:
         if not _grad_state.enabled:                                 # `_set_base`, inlined
             out._view_creation = _NO_GRAD
             if self._requires_grad:
                 out._set_requires_grad(True)
+        return out
+    return _finish_views(op, self, out)
+
+
+def _finish_views(op, self, out):
+    """The bookkeeping of views the common case leaves out: several views (split, unbind),
+    or views of a view made without grad mode or in inference mode."""
+    if isinstance(out, list):
+        creation = _view_creation(op, self, True)
+        for nr, v in enumerate(out):
+            _set_base(v, self, creation and creation + (nr,))
     else:
         _set_base(out, self, _view_creation(op, self, False))
     return out
+
+
+def _direct_views(op, ks):
+    """`view_bookkeeping_kernel` for `op` with key set `ks` below it, on a thread in its
+    default state (no trace): the backend's view kernel called without a dispatch step, and
+    the common case's bookkeeping in the same frame (a view's whole path, after its
+    wrapper, is then this frame, the view kernel and its meta function)."""
+    below = op._direct_kernel(ks)
+    if below is None:
+        return partial(view_bookkeeping_kernel, op, ks)
+
+    def view_direct(self, *args):
+        out = below(self, *args)
+        if out.__class__ is not list and self._view_creation is None and \
+                not _grad_state.inference:
+            out._base = self if self._base is None else self._base
+            if not _grad_state.enabled:
+                out._view_creation = _NO_GRAD
+                if self._requires_grad:
+                    out._set_requires_grad(True)
+            return out
+        return _finish_views(op, self, out)
+    return view_direct
+
+
+view_bookkeeping_kernel.direct = _direct_views
 
 
 def check_view_write(t: Tensor) -> None:

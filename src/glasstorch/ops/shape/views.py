@@ -144,8 +144,12 @@ as_strided = view("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, "
 # ---- permutations ----------------------------------------------------------------------
 
 def _transpose_meta(self, dim0, dim1):
-    n = self.dim()
-    d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
+    n = len(self._shape)
+    # wrap_dim's common case inlined (views run in every layer, forward and backward)
+    d0 = dim0 + (n if dim0 < 0 else 0) if dim0.__class__ is int and -n <= dim0 < n else \
+        wrap_dim(dim0, n)
+    d1 = dim1 + (n if dim1 < 0 else 0) if dim1.__class__ is int and -n <= dim1 < n else \
+        wrap_dim(dim1, n)
     shape, stride = list(self._shape), list(self._stride)
     if n:
         shape[d0], shape[d1] = shape[d1], shape[d0]
@@ -170,12 +174,13 @@ def swapdims(input, dim0, dim1):
 
 
 def _t_meta(self):
-    if self.dim() > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{self.dim()}D")
-    if self.dim() < 2:
+    n = len(self._shape)
+    if n > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
+    if n < 2:
         return self._shape, self._stride, self._offset
-    return _transpose_meta(self, 0, 1)
+    (rows, cols), (row_stride, col_stride) = self._shape, self._stride
+    return (cols, rows), (col_stride, row_stride), self._offset
 
 
 t = view("t(Tensor(a) self) -> Tensor(a)", _t_meta, doc="Transpose a matrix (a view).")
