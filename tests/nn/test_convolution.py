@@ -543,9 +543,9 @@ def test_blocks_shared_by_the_pool_match_torch(monkeypatch, transposed):
     monkeypatch.setattr(conv, "_BLOCK_BYTES", 1)
     monkeypatch.setattr(conv, "ONE_THREAD_MNK", 0)
     calls = []
-    real = parallel.parallel_for
-    monkeypatch.setattr(parallel, "parallel_for",
-                        lambda n, fn, grain=1: calls.append(n) or real(n, fn, grain))
+    real = parallel.parallel_tasks
+    monkeypatch.setattr(parallel, "parallel_tasks",
+                        lambda n, fn, work: calls.append(n) or real(n, fn, work))
     before = gt.get_num_threads()
     gt.set_num_threads(2)
     try:

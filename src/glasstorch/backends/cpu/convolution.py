@@ -342,30 +342,28 @@ _DEVICE_BLOCK_BYTES = 1 << 28   # on a GPU: few large matmuls, the columns' memo
 def batch_blocks(n: int, sample_bytes: int, like):
     """Even slices of the batch whose columns take about _BLOCK_BYTES each: a block's columns
     and matmul result are reused from cache instead of making full-batch copies; on the CPU
-    a multiple of the pool's threads (for_blocks gives each thread its share). For a CuPy
-    array `like`, blocks of _DEVICE_BLOCK_BYTES."""
+    with threads, a multiple of their count and at least two each (for_blocks: a thread
+    that finishes first takes another's). For a CuPy array `like`, _DEVICE_BLOCK_BYTES."""
     on_cpu = like.__class__ is np.ndarray
     block = _BLOCK_BYTES if on_cpu else _DEVICE_BLOCK_BYTES
     count = -(-n * sample_bytes // block)
-    if on_cpu:
+    if on_cpu and parallel.get_num_threads() > 1:
         threads = parallel.get_num_threads()
-        count = -(-count // threads) * threads
+        count = max(-(-count // threads), 2) * threads
     count = min(max(count, 1), n)
     return [slice(n * i // count, n * (i + 1) // count) for i in range(count)]
 
 
 def for_blocks(blocks, run, macs: int, like) -> list:
-    """[run(b) for b in blocks], with BLAS on one thread, the blocks shared among the pool's
-    threads when the convolution has at least ONE_THREAD_MNK multiply-adds (`macs`): each
+    """[run(b) for b in blocks], with BLAS on one thread, the blocks taken in turn by the
+    calling thread and the pool's (parallel_tasks) when the convolution has at least ONE_THREAD_MNK multiply-adds (`macs`): each
     thread runs its blocks' copies, products and adds. With BLAS's own two threads the CNN
     step's conv2 backward took 46-185 ms at load 4-5 on two cores (its threads spinning for
     each other's time slice), 8-11 ms this way."""
     with one_thread():
         if (like.__class__ is not np.ndarray or macs < ONE_THREAD_MNK or len(blocks) < 2):
             return [run(b) for b in blocks]
-        parts = parallel.parallel_for(len(blocks), lambda i, j: [run(b) for b in blocks[i:j]],
-                                      parallel.GRAIN)
-    return [r for part in parts for r in part]
+        return parallel.parallel_tasks(len(blocks), lambda i: run(blocks[i]), parallel.GRAIN)
 
 
 def to_batch_first(r, b, order):
