@@ -356,12 +356,13 @@ def batch_blocks(n: int, sample_bytes: int, like):
 
 def for_blocks(blocks, run, macs: int, like) -> list:
     """[run(b) for b in blocks], with BLAS on one thread, the blocks taken in turn by the
-    calling thread and the pool's (parallel_tasks) when the convolution has at least ONE_THREAD_MNK multiply-adds (`macs`): each
-    thread runs its blocks' copies, products and adds. With BLAS's own two threads the CNN
-    step's conv2 backward took 46-185 ms at load 4-5 on two cores (its threads spinning for
-    each other's time slice), 8-11 ms this way."""
+    calling thread and the pool's (parallel_tasks) when the convolution has at least
+    ONE_THREAD_MNK multiply-adds (`macs`): each thread runs its blocks' copies, products
+    and adds. With BLAS's own two threads the CNN step's conv2 backward took 46-185 ms at
+    load 4-5 on two cores (its threads spinning for each other's time slice), 8-11 ms
+    this way."""
     with one_thread():
-        if (like.__class__ is not np.ndarray or macs < ONE_THREAD_MNK or len(blocks) < 2):
+        if like.__class__ is not np.ndarray or macs < ONE_THREAD_MNK or len(blocks) < 2:
             return [run(b) for b in blocks]
         return parallel.parallel_tasks(len(blocks), lambda i: run(blocks[i]), parallel.GRAIN)
 
