@@ -274,3 +274,37 @@ def test_set_num_threads_sets_numpys_blas_threads_too():
     finally:
         gt.set_num_threads(before)
     assert get_blas_threads() == before
+
+
+def test_parallel_tasks_in_order_and_first_error():
+    before = gt.get_num_threads()
+    gt.set_num_threads(2)
+    try:
+        assert parallel.parallel_tasks(9, lambda i: i * i, parallel.GRAIN) == [
+            i * i for i in range(9)]
+
+        def fail(i):
+            if i == 3:
+                raise ValueError("task 3")
+            return i
+        with pytest.raises(ValueError, match="task 3"):
+            parallel.parallel_tasks(6, fail, parallel.GRAIN)
+    finally:
+        gt.set_num_threads(before)
+
+
+def test_parallel_tasks_caller_runs_what_a_busy_worker_has_not_taken():
+    """The pool's one worker is held: the caller runs every task and returns at once."""
+    before = gt.get_num_threads()
+    gt.set_num_threads(2)
+    release = threading.Event()
+    try:
+        held = parallel._get_pool().submit(release.wait, 10)
+        ran_on = []
+        parallel.parallel_tasks(4, lambda i: ran_on.append(threading.get_ident()),
+                                parallel.GRAIN)
+        assert ran_on == [threading.get_ident()] * 4
+    finally:
+        release.set()
+        held.result()
+        gt.set_num_threads(before)

@@ -531,3 +531,30 @@ def test_pad_array_matches_numpy_pad(dtype):
         widths = [(0, 0)] * (x.ndim - len(padding)) + [(p, p) for p in padding]
         np.testing.assert_array_equal(pad_array(x, padding, 7),
                                       np.pad(x, widths, constant_values=7))
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_blocks_shared_by_the_pool_match_torch(monkeypatch, transposed):
+    """Blocks of one sample spread over two pool threads (BLAS on one thread in each) give
+    torch's values and gradients, and leave BLAS's thread count as it was."""
+    from glasstorch.backends.cpu import blas_threads, parallel
+    torch = oracle_torch()
+    conv = gt.backends.cpu.convolution
+    monkeypatch.setattr(conv, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(conv, "ONE_THREAD_MNK", 0)
+    calls = []
+    real = parallel.parallel_tasks
+    monkeypatch.setattr(parallel, "parallel_tasks",
+                        lambda n, fn, work: calls.append(n) or real(n, fn, work))
+    before = gt.get_num_threads()
+    gt.set_num_threads(2)
+    try:
+        args = ([2, 1], [1, 1], [1, 2], transposed, [1, 0] if transposed else [0, 0], 2)
+        grads_match(lambda x, w, b: gt.convolution(x, w, b, *args),
+                    lambda x, w, b: torch.convolution(x, w, b, *args),
+                    [(5, 4, 6, 7), (4, 2, 3, 2), (4,)])
+        assert calls and all(n >= 2 for n in calls)
+        if blas_threads.get_blas_threads() is not None:
+            assert blas_threads.get_blas_threads() == 2
+    finally:
+        gt.set_num_threads(before)

@@ -2,9 +2,16 @@
 ATen's pool, so `glasstorch.set_num_threads` sets NumPy's OpenBLAS (or MKL) too: otherwise a
 "one thread" comparison gives glasstorch's matrix products every core while PyTorch's get
 one. The library is found among the process's loaded libraries by name (Linux's
-/proc/self/maps); where it cannot be found the count is left as it is."""
+/proc/self/maps); where it cannot be found the count is left as it is.
+
+Kernels that split their work across glasstorch's own pool run their products with one BLAS
+thread (`one_thread`): OpenBLAS's threads spin for about 0.1 s after each product, so on two
+cores they take the core the pool's other thread wants, and when the machine is shared a
+product whose two threads wait for each other's time slice took 35x as long (the bench's MLP
+step, 160 ms against 4.6 ms with one BLAS thread)."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 
@@ -45,13 +52,37 @@ def _functions():
     return None, None
 
 
+_configured = None   # the count set last (or found), restored after one_thread
+
+
 def set_blas_threads(n: int) -> bool:
     """Set NumPy's BLAS thread count; False when its library was not found."""
+    global _configured
     setter, _ = _functions()
     if setter is None:
         return False
     setter(ctypes.c_int(n))
+    _configured = n
     return True
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run the block's BLAS calls on the calling thread alone (from any thread: the count is
+    the library's, not per thread), then restore the count set_blas_threads set. Costs
+    about a microsecond: for products large enough that BLAS would use its threads."""
+    global _configured
+    setter, getter = _functions()
+    if setter is not None and _configured is None:
+        _configured = int(getter())        # the library's own default
+    if setter is None or _configured == 1:
+        yield
+        return
+    setter(ctypes.c_int(1))
+    try:
+        yield
+    finally:
+        setter(ctypes.c_int(_configured))
 
 
 def get_blas_threads() -> int | None:

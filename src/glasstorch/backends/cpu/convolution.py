@@ -1,5 +1,7 @@
 """CPU kernels for convolution: im2col/col2im over NumPy arrays and batched matrix products,
-in memory-bounded blocks of the batch. Also run on CuPy arrays for CUDA tensors."""
+in memory-bounded blocks of the batch, spread over the kernel pool's threads with BLAS on
+one thread (each block's copies and adds run in parallel too, and OpenBLAS's threads do not
+spin on the cores the pool needs). Also run on CuPy arrays for CUDA tensors."""
 from __future__ import annotations
 
 import math
@@ -12,7 +14,10 @@ from ...core.promotion import opmath
 from ...core.shape import channels_last_strides, is_channels_last, is_contiguous
 from ...core.tensor import Tensor
 from ..arrays import module_of
+from . import parallel
+from .blas_threads import one_thread
 from .copy import assign_array
+from .linalg import ONE_THREAD_MNK
 
 
 def pad_array(a: np.ndarray, padding, value=0) -> np.ndarray:
@@ -335,12 +340,31 @@ _DEVICE_BLOCK_BYTES = 1 << 28   # on a GPU: few large matmuls, the columns' memo
 
 
 def batch_blocks(n: int, sample_bytes: int, like):
-    """Slices of the batch whose columns take about _BLOCK_BYTES each: a block's columns
-    and matmul result are reused from cache instead of making full-batch copies. For a
-    CuPy array `like`, blocks of _DEVICE_BLOCK_BYTES."""
-    block = _BLOCK_BYTES if like.__class__ is np.ndarray else _DEVICE_BLOCK_BYTES
-    step = max(1, block // max(sample_bytes, 1))
-    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+    """Even slices of the batch whose columns take about _BLOCK_BYTES each: a block's columns
+    and matmul result are reused from cache instead of making full-batch copies; on the CPU
+    with threads, a multiple of their count and at least two each (for_blocks: a thread
+    that finishes first takes another's). For a CuPy array `like`, _DEVICE_BLOCK_BYTES."""
+    on_cpu = like.__class__ is np.ndarray
+    block = _BLOCK_BYTES if on_cpu else _DEVICE_BLOCK_BYTES
+    count = -(-n * sample_bytes // block)
+    if on_cpu and parallel.get_num_threads() > 1:
+        threads = parallel.get_num_threads()
+        count = max(-(-count // threads), 2) * threads
+    count = min(max(count, 1), n)
+    return [slice(n * i // count, n * (i + 1) // count) for i in range(count)]
+
+
+def for_blocks(blocks, run, macs: int, like) -> list:
+    """[run(b) for b in blocks], with BLAS on one thread, the blocks taken in turn by the
+    calling thread and the pool's (parallel_tasks) when the convolution has at least
+    ONE_THREAD_MNK multiply-adds (`macs`): each thread runs its blocks' copies, products
+    and adds. With BLAS's own two threads the CNN step's conv2 backward took 46-185 ms at
+    load 4-5 on two cores (its threads spinning for each other's time slice), 8-11 ms
+    this way."""
+    with one_thread():
+        if like.__class__ is not np.ndarray or macs < ONE_THREAD_MNK or len(blocks) < 2:
+            return [run(b) for b in blocks]
+        return parallel.parallel_tasks(len(blocks), lambda i: run(blocks[i]), parallel.GRAIN)
 
 
 def to_batch_first(r, b, order):
@@ -404,10 +428,13 @@ def _conv_forward(res, x, w, stride, padding, dilation, groups, bias=None) -> No
     if bias is not None:
         bias = bias.reshape(g, o // g, 1)
     order, positions = forward_layout(w, g), math.prod(res.shape[2:])
-    for b in batch_blocks(x.shape[0], rows * g * positions * x.itemsize, x):
+
+    def run(b):
         cols = columns(x[b], w.shape[2:], stride, dilation, padding, res.shape[2:], order)
         cols = cols.reshape((len(cols), g, rows, positions) if order == "sample" else (g, rows, -1))
         matmul_to_batch(res[b], wm, cols, bias, order)
+    for_blocks(batch_blocks(x.shape[0], rows * g * positions * x.itemsize, x), run,
+               res.size * rows, x)
 
 
 def _conv_transpose_forward(res, x, w, stride, padding, dilation, groups) -> None:
@@ -418,9 +445,11 @@ def _conv_transpose_forward(res, x, w, stride, padding, dilation, groups) -> Non
     wt = w.reshape(g, w.shape[0] // g, math.prod(w.shape[1:])).transpose(0, 2, 1)
     order = "last" if batch_last_pays(w, g, x.shape[0]) else "first"
     sample = math.prod(w.shape[1:]) * g * math.prod(x.shape[2:]) * x.itemsize
-    for b in batch_blocks(x.shape[0], sample, x):
+
+    def run(b):
         a = by_position(x[b], g, order).reshape(g, w.shape[0] // g, -1)
         matmul_col2im(res[b], wt, a, kernel, x.shape[2:], stride, padding, dilation, order)
+    for_blocks(batch_blocks(x.shape[0], sample, x), run, x.size * math.prod(w.shape[1:]), x)
 
 
 def compute_target(t: Tensor, ct) -> np.ndarray:
@@ -498,26 +527,27 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
     or positions-major gradient made once for both."""
     g, n, kernel = groups, x.shape[0], w.shape[2:]
     rows = math.prod(w.shape[1:])
-    gw = None
     if transposed:           # gx is a convolution of gy; the weight pairs x with gy's columns
         order = "last" if batch_last_pays(w, g, n) else "first"
         wm = w.reshape(g, w.shape[0] // g, rows)
         sample = rows * g * math.prod(x.shape[2:]) * x.itemsize
-        for b in batch_blocks(n, sample, x):
+
+        def run(b):
             cols = columns(gy[b], kernel, stride, dilation, padding, x.shape[2:],
                            order).reshape(g, rows, -1)
             if gx is not None:
                 matmul_to_batch(gx[b], wm, cols, order=order)
             if want_weight:
                 xg = by_position(x[b], g, order).reshape(g, x.shape[1] // g, -1)
-                part = matmul_nt(xg, cols)
-                gw = part if gw is None else np.add(gw, part, out=gw)
+                return matmul_nt(xg, cols)
+        macs = x.size * rows
     else:                    # gx is a transposed convolution of gy; the weight pairs x's columns
         og, positions = w.shape[0] // g, math.prod(gy.shape[2:])
         order = backward_layout(w, g, n, og * rows < positions)
         wt = w.reshape(g, og, rows).transpose(0, 2, 1)
         sample = max(rows, og) * g * positions * x.itemsize
-        for b in batch_blocks(n, sample, x):
+
+        def run(b):
             gp = by_position(gy[b], g, order)
             if order != "sample":
                 gp = gp.reshape(g, og, -1)
@@ -528,10 +558,14 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
                 cols = columns(x[b], kernel, stride, dilation, padding, gy.shape[2:], order)
                 if order == "sample":     # per sample, then summed over the block
                     cols = cols.reshape(len(cols), g, rows, positions)
-                    part = np.matmul(gp, cols.swapaxes(-1, -2)).sum(0)
-                else:
-                    part = matmul_nt(gp, cols.reshape(g, rows, -1))
-                gw = part if gw is None else np.add(gw, part, out=gw)
+                    return np.matmul(gp, cols.swapaxes(-1, -2)).sum(0)
+                return matmul_nt(gp, cols.reshape(g, rows, -1))
+        macs = gy.size * rows
+    parts = for_blocks(batch_blocks(n, sample, x), run,
+                       macs * ((gx is not None) + want_weight), x)
+    gw = None
+    for part in parts if want_weight else ():
+        gw = part if gw is None else np.add(gw, part, out=gw)
     if want_weight and gw is None:      # an empty batch
         gw = module_of(w).zeros(w.shape, w.dtype)
     return gw

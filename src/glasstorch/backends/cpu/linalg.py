@@ -8,6 +8,9 @@ NumPy's matmul copes with an output that overlaps an input, so only the `beta * 
 of the addmm family needs care when the output is the input (in-place calls). The same
 kernels run on CuPy arrays (CUDA tensors: cuBLAS). The kernels registered for the product ops
 (`product_cpu`, `matmul_cpu`, `gemm_kernel`, ...) take tensors and call these on their arrays.
+
+Mid-sized products run with one BLAS thread (`blas_matmul`): BLAS's threads would spin next
+to the kernel pool's after them (blas_threads.py).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from ...core import dtype as dt
 from ...core.promotion import common_dtype, opmath
 from ...core.shape import wrap_dims
 from ...core.tensor import Tensor
+from .blas_threads import one_thread
 
 _FLOAT32 = np.dtype(np.float32)
 _HALVES = frozenset((np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)))
@@ -34,10 +38,34 @@ def _upcast(a: np.ndarray, cd: np.dtype) -> np.ndarray:
     return a if a.dtype == cd else a.astype(cd)
 
 
+_BLAS_SERIAL_MNK = 1 << 19
+"""OpenBLAS runs a product of fewer multiply-adds (m*n*k) on one thread anyway (two threads
+from 2 * 262144): no thread count to change below it."""
+
+ONE_THREAD_MNK = 1 << 21
+"""Products of fewer multiply-adds (~25 us on one core) run on the calling thread alone:
+BLAS's threads gain little there, and once woken they spin for ~0.1 s on the cores that the
+pool's kernels (relu, max_pool, convolution on 64x16x28x28) want next. Larger products keep
+BLAS's threads, which split them at less cost than the pool (the MLP step's quietest
+minimum 3.0 ms with them, 3.6 ms with the pool splitting its 128x784x256 products)."""
+
+
+def blas_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> None:
+    """np.matmul(a, b, out=o), on one BLAS thread for products under ONE_THREAD_MNK. The
+    CNN step's three 64x1568x10 products (about 1M multiply-adds each) no longer wake
+    OpenBLAS's threads."""
+    mnk = o.size * (a.shape[-1] if a.ndim else 1)
+    if mnk < _BLAS_SERIAL_MNK or mnk >= ONE_THREAD_MNK or o.__class__ is not np.ndarray:
+        np.matmul(a, b, out=o)
+        return
+    with one_thread():
+        np.matmul(a, b, out=o)
+
+
 def matmul_into(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
     """o[...] = a @ b with NumPy's matmul rules for 1-d and batched operands."""
     if o.dtype not in _HALVES:
-        np.matmul(a, b, out=o)
+        blas_matmul(a, b, o)
     else:
         np.copyto(o, np.matmul(a.astype(_FLOAT32), b.astype(_FLOAT32)), casting="unsafe")
 
@@ -92,7 +120,7 @@ def gemm_into(o: np.ndarray, c, a: np.ndarray, b: np.ndarray, beta, alpha,
     if alpha == 0:
         o[...] = 0
     else:
-        np.matmul(a, b, out=o)
+        blas_matmul(a, b, o)
         if alpha != 1:
             np.multiply(o, alpha, out=o)
     if beta == 1:
