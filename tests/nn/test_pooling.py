@@ -379,35 +379,3 @@ def test_max_pool_many_kernel_positions_and_shared_maxima():
         results.append((out, t.grad))
     for g, e in zip(*results):
         assert_same(g, e, rtol=1e-12, atol=1e-12)
-
-
-@pytest.mark.parametrize("nd", [1, 2, 3])
-@pytest.mark.parametrize("config", MAX_CONFIGS[:3])
-def test_max_pool_planes_shared_by_the_pool_match_torch(monkeypatch, nd, config):
-    """With every call split (parallel.GRAIN lowered, two threads), the max pool's values,
-    indices and gradients are torch's (negative inputs: zero padding would win if used)."""
-    from glasstorch.backends.cpu import parallel
-    monkeypatch.setattr(parallel, "GRAIN", 1)
-    calls = []
-    real = parallel.parallel_tasks
-    monkeypatch.setattr(parallel, "parallel_tasks",
-                        lambda n, fn, work: calls.append(n) or real(n, fn, work))
-    torch = oracle_torch()
-    k, s, p, d, ceil = config
-    kernel_args = [_cut(v, nd) for v in (k, s if s is not None else k, p, d)]
-    name = f"max_pool{nd}d"
-    before = gt.get_num_threads()
-    gt.set_num_threads(2)
-    try:
-        shape = (3, 5) + (7, 6, 5)[:nd]
-        grads_match(lambda x: getattr(GF, name)(x, *kernel_args, ceil_mode=ceil),
-                    lambda x: getattr(torch.nn.functional, name)(x, *kernel_args,
-                                                                 ceil_mode=ceil), shape)
-        x, tx = pair(shape)
-        same(getattr(GF, name)(-x.abs() - 1, *kernel_args, ceil_mode=ceil,
-                                return_indices=True),
-             getattr(torch.nn.functional, name)(-tx.abs() - 1, *kernel_args, ceil_mode=ceil,
-                                                return_indices=True))
-    finally:
-        gt.set_num_threads(before)
-    assert calls and all(n == 8 for n in calls)     # 15 planes in 2 x 4 tasks

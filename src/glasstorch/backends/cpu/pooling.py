@@ -1,7 +1,6 @@
 """CPU kernels for pooling: max, average, adaptive and unpooling kernels (one factory per
 family, taking the number of spatial dims) and their gradients, through strided windows of
-the padded input. NumPy code that also runs on CuPy arrays; on NumPy arrays max pooling and
-its gradient share the planes among the kernel pool's threads."""
+the padded input. NumPy code that also runs on CuPy arrays."""
 from __future__ import annotations
 
 import math
@@ -10,7 +9,6 @@ import numpy as np
 
 from ..arrays import asarray, module_of
 from .convolution import col2im_add, compute_array, compute_target, store, windows
-from . import parallel
 from .copy import assign_array
 from .indexing import add_at
 
@@ -80,54 +78,12 @@ def _window_starts(osz, kernel, stride, padding, dilation, in_sizes):
 
 
 def max_pool_cpu(out, indices, self, nd, kernel, stride, padding, dilation):
-    """Max pooling of each plane (the leading dims flattened to rows), the rows shared among
-    the pool's threads (max_pool_rows)."""
+    """The windows copied once to a (K, ...) layout, then one pass per kernel offset over
+    contiguous rows: keep the running maximum (NaN propagates) and the offset where a
+    strictly larger value appears, so ties keep the first position, as PyTorch's loop."""
     x = compute_array(self)
-    sizes, osz = x.shape[-nd:], out._shape[-nd:]
-    values, flat = compute_target(out, x.dtype), compute_target(indices, np.int64)
-    rows = math.prod(x.shape[:-nd])
-    xr = x.reshape((rows,) + sizes)
-    vr, fr = values.reshape((rows,) + osz), flat.reshape((rows,) + osz)
-
-    def run(start, stop):
-        max_pool_rows(xr[start:stop], vr[start:stop], fr[start:stop], kernel, stride,
-                      padding, dilation)
-    if x.__class__ is np.ndarray:
-        share_rows(rows, run, _PASSES * x.size)
-    else:
-        run(0, rows)
-    store(out, values)
-    store(indices, flat)
-
-
-_PASSES = 2
-"""A pooling kernel's work per input element, in elementwise passes (parallel.GRAIN counts
-elements of one pass): the forward copies the windows and runs 4 ops per kernel offset on
-a quarter of them, the backward fills and scatters; 64x32x14x14 (401K elements) splits."""
-
-_TASKS_PER_THREAD = 4
-
-
-def share_rows(rows: int, run, work: int) -> None:
-    """run(start, stop) over chunks of range(rows), taken in turn by the calling thread and
-    the pool's (parallel.parallel_tasks), several per thread so that the caller takes over
-    a late worker's share."""
-    count = min(rows, parallel.get_num_threads() * _TASKS_PER_THREAD)
-    if count <= 1 or parallel.threads_for(work) == 1:
-        run(0, rows)
-        return
-    parallel.parallel_tasks(count, lambda i: run(rows * i // count, rows * (i + 1) // count),
-                            work)
-
-
-def max_pool_rows(x, values, flat, kernel, stride, padding, dilation) -> None:
-    """values, flat (rows, *out) = the maxima of x's (rows, *in) planes and their flat
-    positions in the plane. The windows are copied once to a (K, ...) layout, then one pass
-    per kernel offset over contiguous rows: keep the running maximum (NaN propagates) and
-    the offset where a strictly larger value appears, so ties keep the first position, as
-    PyTorch's loop."""
-    nd = len(kernel)
-    sizes, osz = x.shape[-nd:], values.shape[-nd:]
+    sizes = x.shape[-nd:]
+    osz = out._shape[-nd:]
     xp = pad_lr(x, padding, right_pad(sizes, osz, kernel, stride, padding, dilation),
                  _lowest(x.dtype))
     win = windows(xp, kernel, stride, dilation, osz)
@@ -136,6 +92,7 @@ def max_pool_rows(x, values, flat, kernel, stride, padding, dilation) -> None:
     cols = am.empty((math.prod(kernel),) + shape, x.dtype)
     np.copyto(cols.reshape(tuple(kernel) + shape),
               np.moveaxis(win, tuple(range(-nd, 0)), tuple(range(nd))))
+    values = compute_target(out, x.dtype)
     np.copyto(values, cols[0])
     # the running offset, kept with arithmetic (masked writes are ~30x slower): a larger
     # value at offset j sets arg = max(arg, j), as every earlier offset is below j
@@ -149,9 +106,8 @@ def max_pool_rows(x, values, flat, kernel, stride, padding, dilation) -> None:
     if values.dtype.kind == "f" and np.isnan(values).any():
         for j in range(len(cols)):      # a NaN wins, the last one as PyTorch's loop
             np.copyto(arg, j, where=np.isnan(cols[j]))
-    got = _flat_indices(arg, osz, kernel, stride, padding, dilation, sizes, flat)
-    if got is not flat:
-        flat[...] = got
+    flat = _flat_indices(arg, osz, kernel, stride, padding, dilation, sizes,
+                         compute_target(indices, np.int64))
     if any(padding):
         # a window whose maximum is the padding value keeps PyTorch's starting index: its
         # first position that is not before the input
@@ -160,6 +116,8 @@ def max_pool_rows(x, values, flat, kernel, stride, padding, dilation) -> None:
             first = _flat_indices(_not_before(osz, kernel, stride, padding, dilation).argmax(-1),
                                   osz, kernel, stride, padding, dilation, sizes)
             np.copyto(flat, asarray(first, like=flat), where=bad)
+    store(out, values)
+    store(indices, flat)
 
 
 def _not_before(osz, kernel, stride, padding, dilation) -> np.ndarray:
@@ -177,28 +135,18 @@ def _not_before(osz, kernel, stride, padding, dilation) -> np.ndarray:
 
 def scatter_add_cpu(out, grad_output, indices, nd):
     """out's planes get grad_output added at the flat positions `indices` (np.add.at on
-    the flattened planes: repeated positions accumulate), the planes shared among the
-    pool's threads."""
+    the flattened planes: repeated positions accumulate)."""
     shape = out._shape
     plane = math.prod(shape[-nd:])
     rows = math.prod(shape[:-nd])
     cols = math.prod(indices._shape[-nd:])
     g = compute_array(grad_output).reshape(rows, cols)
     am = module_of(g)
-    idx = indices._array().reshape(rows, cols)
+    flat = indices._array().reshape(rows, cols) + (am.arange(rows) * plane)[:, None]
     a = out._array()
     total = a if a.dtype == g.dtype and a.flags.c_contiguous else am.empty(shape, g.dtype)
-    planes = total.reshape(rows, plane)
-
-    def run(start, stop):
-        part = planes[start:stop]
-        part.fill(0)
-        flat = idx[start:stop] + (am.arange(stop - start) * plane)[:, None]
-        add_at(part.reshape(-1), flat.reshape(-1), g[start:stop].reshape(-1))
-    if g.__class__ is np.ndarray:
-        share_rows(rows, run, _PASSES * total.size)
-    else:
-        run(0, rows)
+    total.fill(0)
+    add_at(total.reshape(-1), flat.reshape(-1), g.reshape(-1))
     if total is not a:
         assign_array(a, total)
 
