@@ -8,6 +8,8 @@ reads in the dispatcher's index by name, cached on the namespace and packet obje
 """
 from __future__ import annotations
 
+from .core.dtype import dtype
+from .core.tensor import Tensor
 from .dispatch import dispatcher
 
 
@@ -99,16 +101,87 @@ class OpOverloadPacket:
 
     def __call__(self, /, *args, **kwargs):
         overloads = self._overloads()
-        op = overloads.get("") or next(iter(overloads.values()), None)
-        if op is None:
+        if not overloads:
             raise RuntimeError(f"No such operator {self._qualified_op_name}")
-        return op(*args, **kwargs)
+        if len(overloads) == 1:
+            return next(iter(overloads.values()))(*args, **kwargs)
+        return self._resolve(overloads, args, kwargs)(*args, **kwargs)
+
+    def _resolve(self, overloads: dict, args: tuple, kwargs: dict) -> dispatcher.Operator:
+        """The first overload, the default first, whose schema takes these arguments (as
+        PyTorch's packet picks `sum.dim_IntList` for `aten.sum(t, [0], True)`); numbers may
+        stand for Tensors there, as in PyTorch."""
+        default = overloads.get("")
+        ordered = ([default] if default is not None else []) + [
+            op for name, op in overloads.items() if name]
+        reasons = []
+        for op in ordered:
+            reason = _mismatch(op.schema, args, kwargs)
+            if reason is None:
+                return op
+            reasons.append(f"{op.schema.name}() {reason}\nDeclaration: {op.schema}")
+        raise RuntimeError("Overloaded glasstorch operator invoked from Python failed to "
+                           "match any schema:\n" + "\n\n".join(reasons))
 
     def __str__(self):
         return f"{self._namespace}.{self._name}"
 
     def __repr__(self):
         return f"<OpOverloadPacket(op='{self}')>"
+
+
+def _mismatch(schema, args: tuple, kwargs: dict) -> str | None:
+    """Why a schema cannot take these arguments, or None when it can."""
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    if len(args) > len(positional):
+        return (f"expected at most {len(positional)} positional argument(s) but received "
+                f"{len(args)}.")
+    for i, a in enumerate(schema.arguments):
+        if i < len(args) and not a.kwarg_only:
+            value = args[i]
+        elif a.name in kwargs:
+            value = kwargs[a.name]
+        elif a.has_default:
+            continue
+        else:
+            return f"is missing value for argument '{a.name}'."
+        if not _accepts(a.type, value):
+            return (f"Expected a value of type '{a.type}' for argument '{a.name}' but "
+                    f"instead found type '{type(value).__name__}'.")
+    names = {a.name for a in schema.arguments}
+    unknown = [k for k in kwargs if k not in names]
+    if unknown:
+        return f"got an unexpected keyword argument '{unknown[0]}'."
+    return None
+
+
+def _accepts(type_name: str, value) -> bool:
+    """Whether a Python value fits a schema type, as overload resolution reads it."""
+    if type_name.endswith("?"):
+        if value is None:
+            return True
+        type_name = type_name[:-1]
+    if type_name.endswith("]"):                  # int[], int[2], Tensor[], Tensor?[]
+        element = type_name[:type_name.index("[")]
+        if element in ("int", "SymInt") and _accepts(element, value):
+            return True                          # int[1] also takes one int
+        return (isinstance(value, (list, tuple))
+                and all(_accepts(element, v) for v in value))
+    if type_name == "Tensor":
+        return isinstance(value, (Tensor, bool, int, float, complex))
+    if type_name in ("int", "SymInt"):
+        return isinstance(value, int) or (isinstance(value, Tensor) and value.dim() == 0)
+    if type_name in ("float", "SymFloat"):
+        return isinstance(value, (int, float))
+    if type_name == "bool":
+        return isinstance(value, bool)
+    if type_name == "Scalar":
+        return isinstance(value, (bool, int, float, complex, Tensor))
+    if type_name == "ScalarType":
+        return isinstance(value, dtype)
+    if type_name in ("str", "Dimname"):
+        return isinstance(value, str)
+    return True                                  # Device, Layout, Generator, ...
 
 
 class OpNamespace:

@@ -281,6 +281,43 @@ def test_op_overload_names_as_pytorch(T):
         T.ops.aten.add.nope
 
 
+PACKET_CALLS = [     # (call, the overload PyTorch's packet picks, the value by NumPy)
+    (lambda T, t: T.ops.aten.sum(t, [0], True), "aten.sum.dim_IntList",
+     lambda a: a.sum(0, keepdims=True)),
+    (lambda T, t: T.ops.aten.sum(t, [1]), "aten.sum.dim_IntList", lambda a: a.sum(1)),
+    (lambda T, t: T.ops.aten.sum(t, dim=[1]), "aten.sum.dim_IntList", lambda a: a.sum(1)),
+    (lambda T, t: T.ops.aten.sum(t), "aten.sum.default", lambda a: a.sum()),
+    (lambda T, t: T.ops.aten.sum(t, dtype=T.float64), "aten.sum.default",
+     lambda a: a.astype(np.float64).sum()),
+    (lambda T, t: T.ops.aten.add(t, 2), "aten.add.Tensor", lambda a: a + 2),
+    (lambda T, t: T.ops.aten.add(t, 2, alpha=3), "aten.add.Tensor", lambda a: a + 6),
+    (lambda T, t: T.ops.aten.add(t, 2, 3), "aten.add.Scalar", lambda a: a + 6),
+    (lambda T, t: T.ops.aten.div(t, 2, rounding_mode="floor"), "aten.div.Tensor_mode",
+     lambda a: np.floor(a / 2)),
+    (lambda T, t: T.ops.aten.max(t), "aten.max.default", lambda a: a.max()),
+    (lambda T, t: T.ops.aten.max(t, 1)[0], "aten.max.dim", lambda a: a.max(1)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(PACKET_CALLS)))
+def test_packet_call_picks_the_overload_its_arguments_fit(T, case):
+    call, expected, by_numpy = PACKET_CALLS[case]
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    log, t = [], T.tensor(data)
+    with logging_mode(T, log):
+        out = call(T, t)
+    assert log[0][0] == expected
+    reference = by_numpy(data)
+    assert out.numpy().dtype == reference.dtype
+    np.testing.assert_array_equal(out.numpy(), reference)
+
+
+def test_packet_call_that_fits_no_overload_names_each_schema(T):
+    with pytest.raises(RuntimeError, match="failed to match any schema") as info:
+        T.ops.aten.sum(T.ones(2), "x")
+    assert "sum.dim_IntList" in str(info.value) and "'dim'" in str(info.value)
+
+
 def test_op_overload_is_the_dispatchers_operator_underneath():
     op = gt.ops.aten.add.Tensor
     assert op._op is gt.dispatch.dispatcher.find("aten::add.Tensor")
