@@ -1,4 +1,4 @@
-"""bench/recurrent.py's language-model workloads pass their check: one training step of each
+"""bench/recurrent.py's and bench/transformer_lm.py's language-model workloads pass their check: one training step of each
 library from the same weights gives the same loss, gradients and updated weights."""
 import os
 import sys
@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import glasstorch  # noqa: E402
-from bench import cli, harness, recurrent  # noqa: E402
+from bench import cli, harness, recurrent, transformer_lm  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -22,10 +22,10 @@ def _torch_single_thread():
     torch.set_num_threads(n)
 
 
-@pytest.mark.parametrize("name", ["lstm", "gru", "rnn"])   # the cells: too long here
-def test_recurrent_workloads_agree_with_torch(name):
+@pytest.mark.parametrize("name", ["lstm", "gru", "rnn", "transformer_lm"])  # cells: too long
+def test_language_model_workloads_agree_with_torch(name):
     (workload,) = cli.select(name)
-    assert workload in recurrent.WORKLOADS
+    assert workload in recurrent.WORKLOADS + transformer_lm.WORKLOADS
     observed = {}
     for lib in (glasstorch, torch):
         case = workload.setup(lib)
