@@ -17,11 +17,12 @@ def all_workloads(device: str = "cpu") -> list:
     if device == "cuda":
         from . import gpu
         return gpu.workloads()
-    from . import compiled, peak_memory, recurrent, training, transformer_lm, workloads
+    from . import (compiled, mingpt, peak_memory, recurrent, training, transformer_lm,
+                   workloads)
     memory = Workload("memory", "peak RSS growth of the CNN training step, fresh process per "
                       "library", target=Target(1.2), run=peak_memory.run)
-    return (workloads.OPERATORS + training.WORKLOADS + recurrent.WORKLOADS +
-            transformer_lm.WORKLOADS + compiled.WORKLOADS +
+    return (workloads.OPERATORS + training.WORKLOADS + mingpt.WORKLOADS +
+            recurrent.WORKLOADS + transformer_lm.WORKLOADS + compiled.WORKLOADS +
             workloads.LOADERS + [memory])
 
 

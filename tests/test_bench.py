@@ -23,7 +23,7 @@ MODULES = {"glasstorch": glasstorch, "torch": torch, "numpy": np}
 TINY = harness.Settings(rounds=1, min_time=0.001, warmup_time=0.001, quick=True)
 
 
-@pytest.mark.parametrize("name", ["add", "transpose", "view", "autograd", "nanogpt"])
+@pytest.mark.parametrize("name", ["add", "transpose", "view", "autograd", "nanogpt", "mingpt"])
 def test_cheap_workloads_check_and_time(name):
     (workload,) = cli.select(name)
     row = harness.measure(workload, MODULES, TINY)
