@@ -111,11 +111,13 @@ def layer_forward(mode, x, w_ih, w_hh, b_ih, b_hh, w_hr, hx, cx, sizes, reverse,
             gi[:, :2 * hidden] += b_hh[:2 * hidden]
         else:
             gi += b_ih + b_hh
+    # W_hh^T row-major: OpenBLAS multiplies a 20-row h by a transposed (column-major) matrix
+    # at less than half the speed (20x64 @ 64x256: 17 us against 7 us)
     if mode == LSTM or mode == GRU:
         gi *= scale
-        w_hh_t = w_hh.T * scale
+        w_hh_t = np.multiply(w_hh.T, scale, order="C")
     else:
-        w_hh_t = w_hh.T
+        w_hh_t = np.ascontiguousarray(w_hh.T)
     run = {LSTM: _lstm_steps, GRU: _gru_steps}.get(mode, _rnn_steps)
     run(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, hidden)
     final = sched.final_rows()
@@ -144,7 +146,7 @@ def _lstm_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
     half, offset = _sigmoid_by_tanh(LSTM, H, gi.dtype)
     product = np.empty((sched.batch, H), dtype=gi.dtype)
     hidden_pre = None if w_hr is None else np.empty((sched.batch, H), dtype=gi.dtype)
-    w_hr_t = None if w_hr is None else w_hr.T
+    w_hr_t = None if w_hr is None else np.ascontiguousarray(w_hr.T)
     prev = None
     for start, bs in sched.steps:
         rows = slice(start, start + bs)
