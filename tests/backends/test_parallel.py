@@ -100,6 +100,33 @@ def test_reductions_threaded(threaded, dim, layout):
     assert_same(a.sum(dim, dtype=gt.float64), t.sum(dim, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("n", [512 * 9, 512 * 9 + 37, 300])
+def test_float32_totals_by_rows_as_accurate_as_pairwise(monkeypatch, threads, n):
+    """A large float32 total (einsum rows, float64 above them) errs no more than NumPy's
+    pairwise sum, on one thread and split; inf and NaN come through."""
+    monkeypatch.setattr(parallel, "GRAIN", 1)
+    gt.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(n)
+        for x in (rng.random(n, dtype=np.float32),
+                  rng.lognormal(0, 3, n).astype(np.float32),
+                  rng.standard_normal((n // 3, 3)).astype(np.float32)):
+            exact = x.astype(np.float64).sum()
+            scale = np.abs(x.astype(np.float64)).sum()
+            ours = gt.from_numpy(x).sum()
+            assert ours.dtype is gt.float32
+            pairwise_error = abs(float(np.add.reduce(x.reshape(-1))) - exact)
+            assert abs(float(ours) - exact) <= pairwise_error + 2 ** -24 * scale
+            assert float(gt.from_numpy(x).mean()) == pytest.approx(exact / x.size, rel=1e-6)
+        x[5] = np.inf
+        assert float(gt.from_numpy(x).sum()) == np.inf
+        x[7] = np.nan
+        assert np.isnan(float(gt.from_numpy(x).sum()))
+    finally:
+        gt.set_num_threads(parallel._default_threads())
+
+
 def test_reductions_threaded_nan_and_ints(threaded):
     oracle_torch()
     a = _rand(6, 5)

@@ -104,18 +104,22 @@ def layer_forward(mode, x, w_ih, w_hh, b_ih, b_hh, w_hr, hx, cx, sizes, reverse,
     sched = Schedule(sizes, reverse)
     hidden = w_hh.shape[0] // GATES[mode]
     scale = _sigmoid_by_tanh(mode, hidden, x.dtype)[0]
-    gi = x @ w_ih.T
-    if b_ih is not None:
-        if mode == GRU:     # b_hn stays inside r * (W_hn h + b_hn)
-            gi += b_ih
-            gi[:, :2 * hidden] += b_hh[:2 * hidden]
-        else:
-            gi += b_ih + b_hh
-    if mode == LSTM or mode == GRU:
-        gi *= scale
-        w_hh_t = w_hh.T * scale
+    # the gates' 1/2 folded into the (small) weights and biases, not the (S, G H) products:
+    # scaling by a power of two is exact either way. W^T row-major: OpenBLAS multiplies a
+    # 20-row h by a transposed (column-major) matrix at less than half the speed (20x64 @
+    # 64x256: 17 us against 7 us)
+    gated = mode == LSTM or mode == GRU
+    if gated:
+        gi = x @ np.multiply(w_ih.T, scale, order="C")
+        w_hh_t = np.multiply(w_hh.T, scale, order="C")
     else:
-        w_hh_t = w_hh.T
+        gi = x @ w_ih.T
+        w_hh_t = np.ascontiguousarray(w_hh.T)
+    if b_ih is not None:
+        bias = b_ih + b_hh
+        if mode == GRU:     # b_hn stays inside r * (W_hn h + b_hn)
+            bias[2 * hidden:] = b_ih[2 * hidden:]
+        gi += bias * scale if gated else bias
     run = {LSTM: _lstm_steps, GRU: _gru_steps}.get(mode, _rnn_steps)
     run(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, hidden)
     final = sched.final_rows()
@@ -144,7 +148,7 @@ def _lstm_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
     half, offset = _sigmoid_by_tanh(LSTM, H, gi.dtype)
     product = np.empty((sched.batch, H), dtype=gi.dtype)
     hidden_pre = None if w_hr is None else np.empty((sched.batch, H), dtype=gi.dtype)
-    w_hr_t = None if w_hr is None else w_hr.T
+    w_hr_t = None if w_hr is None else np.ascontiguousarray(w_hr.T)
     prev = None
     for start, bs in sched.steps:
         rows = slice(start, start + bs)

@@ -89,14 +89,40 @@ def _device_reduce(ufunc, a, ax, dtype=None):
     return getattr(a, method)(axis=ax, keepdims=True)
 
 
+_ROW = 512
+
+
+def _float32_total(flat: np.ndarray) -> float:
+    """The sum of a contiguous float32 vector as a Python float: rows of _ROW elements
+    summed by einsum (SIMD), the row sums added in float64. NumPy's pairwise float32 sum
+    runs at ~4.5 elements a ns on one core, einsum's at ~13 in cache (10M elements, memory
+    bound: 1.8 -> 1.5 ms). A row's einsum sum errs 1.2-1.9x as much as pairwise on it,
+    but the float64 levels above the rows make totals as accurate or better (10M uniform,
+    normal, lognormal: 3.5e-8, 4.7e-8, 8.7e-9 relative after rounding, against 3.5e-8,
+    8.3e-8, 8.7e-9)."""
+    n = flat.size - flat.size % _ROW
+    rows = np.einsum("ij->i", flat[:n].reshape(-1, _ROW))
+    return float(np.add.reduce(rows, dtype=np.float64)) + float(
+        np.add.reduce(flat[n:], dtype=np.float64))
+
+
 def reduce(ufunc, a: np.ndarray, ax, dtype=None) -> np.ndarray:
     """ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True), split across threads when `a`
     is large: along a kept axis (each output element computed as NumPy alone would), or,
     when every axis is reduced, into per-chunk partial results combined by `ufunc` (a
-    pairwise step, as NumPy's own summation). A CuPy array is reduced by one kernel."""
+    pairwise step, as NumPy's own summation; a float32 total by _float32_total, on one
+    thread too). A CuPy array is reduced by one kernel."""
     if a.__class__ is not np.ndarray:
         return _device_reduce(ufunc, a, ax, dtype)
-    if a.size < parallel.GRAIN or parallel.threads_for(a.size) == 1:
+    if a.size < parallel.GRAIN:
+        return ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True)
+    if (ax is None and ufunc is np.add and a.dtype == _FLOAT32 and dtype == _FLOAT32
+            and a.flags.c_contiguous):
+        flat = a.reshape(-1)
+        parts = parallel.parallel_for(flat.size, lambda start, stop: _float32_total(
+            flat[start:stop]))
+        return np.array(sum(parts), dtype=_FLOAT32).reshape((1,) * a.ndim)
+    if parallel.threads_for(a.size) == 1:
         return ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True)
     reduced = range(a.ndim) if ax is None else ax
     split = parallel.split_axis(a.shape, exclude=reduced)
