@@ -10,6 +10,12 @@ from glasstorch.compiler.inductor import graph_cache
 from inductor_helpers import as_float64, assert_same, compiled
 
 
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Other tests compile the same small graphs: each test here starts from an empty cache."""
+    graph_cache.clear()
+
+
 def _randn(*shape, seed=0):
     return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
 
@@ -103,3 +109,15 @@ def test_another_graph_misses(other):
     c = compiled(other, x)
     assert graph_cache.hits == hits
     assert_same(c(x), other(x))
+
+
+def test_the_cache_keeps_no_example_input_alive():
+    import gc
+    import weakref
+    x = _randn(64, 32, seed=7)
+    alive = weakref.ref(x)
+    c = compiled(lambda x: F.layer_norm(x, (32,)).softmax(-1), x)
+    assert len(graph_cache._entries) == 1
+    del c, x
+    gc.collect()
+    assert alive() is None
