@@ -73,13 +73,13 @@ def _key(gm, inputs):
         if not isinstance(x, Tensor) or x._storage.device.type != "cpu":
             return None
         layouts.append((x._shape, x._stride, x.dtype))
-    index = {}
+    index: dict = {}
+    arg = _arguments(index)
     nodes = []
     try:
         for i, node in enumerate(gm.graph.nodes):
             index[node] = i
-            arg = _arguments(index)
-            nodes.append((node.op, _target(node.target), arg(node.args), arg(node.kwargs)))
+            nodes.append((node.op, _target(node.target), arg(node._args), arg(node._kwargs)))
     except _NotKeyable:
         return None
     environment = tuple(sorted((k, v) for k, v in os.environ.items()
@@ -88,22 +88,28 @@ def _key(gm, inputs):
 
 
 def _target(target):
-    if isinstance(target, (OpOverload, str)) or callable(target) and \
-            getattr(target, "__module__", None) == "_operator":
+    if type(target) is OpOverload or isinstance(target, (OpOverload, str)):
         return target
+    if callable(target) and getattr(target, "__module__", None) == "_operator":
+        return target                                   # operator.getitem
     raise _NotKeyable
 
 
+_ATOMS = frozenset({type(None), bool, int, float, str, dt.dtype, device, layout, memory_format})
+
+
 def _arguments(index: dict):
+    """The exact spelling of a node's arguments: a node is its position (a number is a
+    (type, repr) pair), containers keep their type."""
     def arg(value):
-        if isinstance(value, Node):
-            return ("node", index[value])
-        if value is None or isinstance(value, (bool, int, float, str, dt.dtype, device, layout,
-                                                 memory_format)):
-            return (type(value), repr(value))
-        if isinstance(value, (list, tuple)):
-            return (type(value),) + tuple(arg(v) for v in value)
+        kind = type(value)
+        if kind is Node:
+            return index[value]
+        if kind in _ATOMS:
+            return kind, repr(value)
+        if kind is tuple or kind is list or isinstance(value, (list, tuple)):
+            return (kind, *[arg(v) for v in value])
         if isinstance(value, dict):
-            return (dict,) + tuple((k, arg(v)) for k, v in value.items())
+            return (kind, *[(k, arg(v)) for k, v in value.items()])
         raise _NotKeyable
     return arg
