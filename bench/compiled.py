@@ -7,13 +7,16 @@ compiles on its untimed first call.
 Each row's ratio is compiled glasstorch / torch eager (the issue's targets: at most 0.5 for
 the pointwise chains, 1/1.4 for the normalisations); the notes give torch.compile's time,
 glasstorch / torch.compile (the target: at most 1), and glasstorch's compile times, cold
-(an empty kernel cache) and warm (the same graph again, its library cached on disk).
+(an empty kernel cache) and warm (the same graph again in the same process: inductor's
+compiled-graph cache serves it, as PyTorch's FX graph cache; its library is on disk).
 
 The training rows (`c_mlp`, `c_gpt`) compile the model (`torch.compile(model)`, the default
 backend) and time whole steps (forward, `loss.backward()`, the optimizer) against torch eager
 and torch.compile; their compile times are the first step's time less a steady step's, cold
 with empty kernel caches (both libraries' cache directories pointed at fresh temporary
-directories) and, for glasstorch, warm (after `torch._dynamo.reset()`, kernels on disk).
+directories) and, for glasstorch, warm (after `torch._dynamo.reset()`, in the same process:
+capture and the backward's joint trace run again, the graphs' compiles are served by
+inductor's compiled-graph cache; kernels on disk).
 """
 from __future__ import annotations
 

@@ -39,6 +39,7 @@ from ..dispatch.dispatcher import bind_arguments
 from ..dispatch.keys import ALL_MASK, MATH_BITS, DispatchKey, exclude_keys
 from ..fx.graph import Graph, _target_name
 from ..fx.graph_module import GraphModule
+from ..fx._lazy_graph_module import _LazyGraphModule
 from ..fx.passes.shape_prop import _extract_tensor_metadata
 from ..nn.modules.module import Module
 from ..nn.parameter import Parameter
@@ -648,7 +649,7 @@ def build_graph(seg: _Segment, input_refs, op_indices, output_refs) -> GraphModu
                 node.meta["tensor_meta"] = _extract_tensor_metadata(fakes)
             nodes[_Ref(('n', index, 0))] = node
     graph.output(tuple(node_of(ref) for ref in output_refs))
-    return GraphModule(Module(), graph, "GraphModule")
+    return _LazyGraphModule(Module(), graph, "GraphModule")
 
 
 def _truncate_inputs(seg: _Segment, n: int) -> None:

@@ -194,7 +194,7 @@ class GraphModule(Module):
         return "\n".join(lines) + "\n"
 
     def __str__(self) -> str:
-        return "\n".join([super().__str__(), self._code, _PRINT_READABLE_REMINDER])
+        return "\n".join([super().__str__(), self.code, _PRINT_READABLE_REMINDER])
 
     def __copy__(self) -> "GraphModule":
         result = GraphModule(self, self.graph, type(self).__name__)

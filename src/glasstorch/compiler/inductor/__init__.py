@@ -30,7 +30,8 @@ from ..._ops import ops_namespace
 from ...autograd.grad_mode import no_grad
 from ...core.tensor import Tensor
 from ...fx.experimental.proxy_tensor import make_fx
-from . import build, debug, process
+from ...fx.node import Node
+from . import build, debug, graph_cache, process
 from .codegen import CKernelBuilder, c_source, generate
 from ...backends.cuda import nvrtc
 from .cuda_codegen import CudaKernelBuilder, CudaLaunch, cuda_source, load_kernels
@@ -76,7 +77,7 @@ class CompiledGraph:
     def _compile(self, inputs):
         key = _signature(inputs)
         try:
-            artefacts = _compile_graph(self.gm, list(inputs) + self.constants)
+            artefacts = _cached_compile(self.gm, list(inputs) + self.constants)
             runner = artefacts.run
         except GraphNotCompilable as e:
             debug.emit("fusion", f"graph runs eagerly: {e}")
@@ -174,12 +175,23 @@ def _synchronize() -> None:
     cuda.synchronize()
 
 
+def _cached_compile(gm, inputs) -> Artefacts:
+    """`_compile_graph`, or the artefacts of an equal graph compiled before (`graph_cache`)."""
+    key, artefacts = graph_cache.lookup(gm, inputs)
+    if artefacts is not None:
+        _report(gm, artefacts)
+        return artefacts
+    artefacts = _compile_graph(gm, inputs)
+    graph_cache.store(key, artefacts)
+    return artefacts
+
+
 def _compile_graph(gm, inputs) -> Artefacts:
     if any(not isinstance(x, Tensor) for x in inputs):
         raise GraphNotCompilable("an input is not a tensor")
     graph = decompose(gm, inputs)
     lowering = GraphLowering(graph, inputs).run()
-    _restride_outputs(make_fx(gm, tracing_mode="fake")(*inputs), lowering)
+    _restride_outputs(_output_metas(gm, inputs), lowering)
     schedule = Schedule(lowering).run()
     if lowering.device.type == "cuda":
         artefacts = _generate_cuda(graph, lowering, schedule)
@@ -272,11 +284,30 @@ def _shape_of(tree):
     return None
 
 
-def _restride_outputs(gm, lowering):
+def _output_metas(gm, inputs) -> list:
+    """Each output's metadata before decomposition (a tensor or fake, or None): the values
+    its nodes carry (capture and `make_fx` record them) when its placeholders' are laid out
+    as `inputs`, else (other inputs' strides, an output node without one) those of a fake
+    retrace of the graph."""
+    leaves = _leaves(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+    placeholders = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+    if any(isinstance(n, Node) and "val" not in n.meta for n in leaves) or \
+            len(placeholders) != len(inputs) or \
+            any(not isinstance(p, Tensor) or not _same_layout(p, x)
+                for p, x in zip(placeholders, inputs)):
+        gm = make_fx(gm, tracing_mode="fake")(*inputs)
+        leaves = _leaves(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+    return [getattr(n, "meta", {}).get("val") for n in leaves]
+
+
+def _same_layout(a: Tensor, b: Tensor) -> bool:
+    return tuple(a.shape) == tuple(b.shape) and tuple(a.stride()) == tuple(b.stride()) and \
+        a.dtype == b.dtype
+
+
+def _restride_outputs(metas, lowering):
     """Outputs computed by a kernel take the strides eager gives them (the graph's output
     metadata, traced before decomposition), where no view was built on the buffer yet."""
-    out = next(n for n in gm.graph.nodes if n.op == "output")
-    metas = [getattr(n, "meta", {}).get("val") for n in _leaves(out.args[0])]
     seen = set()
     for value, meta in zip(lowering.outputs, metas):
         if isinstance(value, ComputedBuffer) and isinstance(meta, Tensor) and \

@@ -81,8 +81,10 @@ def lift_constants(gm):
     """(a copy of gm whose tensor attributes are placeholders after its inputs, those
     tensors): the graph's parameters and constants become inputs like the others, which
     tracing and the kernels handle alike."""
-    graph, env, constants = Graph(), {}, []
     nodes = list(gm.graph.nodes)
+    if not any(node.op == "get_attr" for node in nodes):     # capture's graphs: nothing to lift
+        return gm, []
+    graph, env, constants = Graph(), {}, []
     for node in nodes:
         if node.op == "placeholder":
             env[node] = graph.node_copy(node, env.__getitem__)
@@ -230,6 +232,7 @@ class GraphLowering:
             # computed in full before any input is overwritten: later kernels may still
             # read the old values
             self.steps.append(InputUpdate(target, self.realize(value)))
+        self.example_inputs = ()      # not kept alive (large tensors) by the graph cache
         return self
 
     def _arg(self, a):
