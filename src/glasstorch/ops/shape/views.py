@@ -46,7 +46,13 @@ def _view_plan(self, size):
 
 
 def _view_meta(self, size):
-    shape, stride = _view_plan(self, size if size.__class__ is tuple else tuple(size))
+    try:                         # `_view_plan`'s cache, read here: every view call asks it
+        plan = _VIEW_PLANS.get((self._shape, self._stride, size))
+    except TypeError:            # a list, or an unhashable element
+        plan = None
+    if plan is None:
+        plan = _view_plan(self, size if size.__class__ is tuple else tuple(size))
+    shape, stride = plan
     if stride is None:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least "
