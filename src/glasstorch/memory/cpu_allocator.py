@@ -1,8 +1,9 @@
 """The CPU allocator: 64-byte aligned host memory, counted exactly (c10's CPUAllocator).
 
 Every CPU storage's bytes come from here, so `memory_allocated('cpu')` is exact. Like
-PyTorch's, it does not cache: a freed block goes straight back to NumPy's allocator, and
-`empty` memory is not zeroed.
+PyTorch's, it keeps no cache of segments to split or count as reserved: a freed block goes
+back to NumPy's allocator (small ones by way of the recycling below), and `empty` memory is
+not zeroed.
 
 A memory limit (`glasstorch.memory.set_memory_limit`, `glasstorch.cpu.
 set_per_process_memory_fraction`) makes an allocation past it raise OutOfMemoryError, as a
