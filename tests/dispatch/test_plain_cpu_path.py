@@ -507,3 +507,34 @@ def test_the_fused_direct_kernels_leave_what_the_dispatched_path_leaves(call, gr
     with op_log():
         dispatched = run()
     assert fused == dispatched
+
+
+def test_autocast_on_one_thread_is_counted_per_thread_and_sends_every_call_the_general_way():
+    """The wrappers' fast path reads how many threads have include/exclude sets away from
+    the default; another thread entering and leaving autocast must not hide this one's."""
+    import threading
+    from glasstorch.dispatch.keys import threads_off_default
+    a, b = (gt.from_numpy(x).clone() for x in _pair((4, 4), np.float32))
+    assert threads_off_default[0] == 0
+    entered, leave = threading.Event(), threading.Event()
+
+    def other():
+        with gt.autocast("cpu", dtype=gt.bfloat16):
+            entered.set()
+            leave.wait(5)
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    entered.wait(5)
+    assert threads_off_default[0] == 1
+    assert (a @ b).dtype == gt.float32          # this thread: no autocast, general path
+    with gt.autocast("cpu", dtype=gt.bfloat16):
+        assert threads_off_default[0] == 2
+        leave.set()
+        worker.join()
+        assert threads_off_default[0] == 1
+        assert (a @ b).dtype == gt.bfloat16     # still autocast here
+    assert threads_off_default[0] == 0
+    ours = a @ b
+    theirs = torch.from_numpy(a.numpy()) @ torch.from_numpy(b.numpy())
+    _check(ours, theirs)

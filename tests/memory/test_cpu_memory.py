@@ -71,3 +71,38 @@ def test_cpu_storages_are_64_byte_aligned_for_every_size(read_the_array_object, 
         storage = gt.empty(n, dtype=gt.uint8).untyped_storage()
         assert storage.data_ptr() % 64 == 0
         assert storage.data_ptr() == storage.buf.__array_interface__["data"][0]
+
+
+def test_a_freed_small_block_nobody_holds_is_recycled_and_still_counted(quiet_gc):
+    base = gt.memory.memory_allocated("cpu")
+    t = gt.empty(16)
+    address = t.data_ptr()
+    del t
+    assert gt.memory.memory_allocated("cpu") == base
+    u = gt.empty(4, 4)                      # the same number of bytes
+    assert u.data_ptr() == address
+    assert u.data_ptr() % 64 == 0
+    assert gt.memory.memory_allocated("cpu") - base == 64
+    del u
+    assert gt.memory.memory_allocated("cpu") == base
+
+
+@pytest.mark.parametrize("hold", ["array view", "storage buffer"])
+def test_a_block_something_still_reads_is_never_recycled(quiet_gc, hold):
+    t = gt.arange(16, dtype=gt.float32)
+    kept = t._array().reshape(4, 4)[1:] if hold == "array view" else t.untyped_storage().buf
+    expected = np.array(kept, copy=True)
+    address = t.data_ptr()
+    del t
+    u = gt.full((16,), -1.0)               # would land on the freed block if recycled
+    assert u.data_ptr() != address
+    np.testing.assert_array_equal(kept, expected)
+
+
+def test_empty_cache_lets_the_recycled_blocks_go(quiet_gc):
+    from glasstorch.memory.cpu_allocator import cpu_allocator
+    t = gt.empty(16)
+    del t
+    assert cpu_allocator._recycled_bytes >= 64
+    gt.memory.empty_cache("cpu")
+    assert cpu_allocator._recycled_bytes == 0 and not cpu_allocator._recycled

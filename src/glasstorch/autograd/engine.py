@@ -17,7 +17,7 @@ from ..core.grad_state import state as _grad_state
 from ..core.tensor import Tensor, contiguous_format
 from ..dispatch import dispatcher
 from ..dispatch.dispatcher import PLAIN_CPU_KEYSET, _tracers
-from ..dispatch.keys import AUTOCAST_MASK, AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, local_keys
+from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, threads_off_default
 from ..ops.copying.copies import fill_
 from ..ops.creation.factories import ones_like, ones_like_op
 from ..profiler import _recorder
@@ -53,8 +53,8 @@ def implicit_gradient(t: Tensor) -> Tensor:
     directly for a plain CPU tensor on a thread in its default state when ones_like runs
     only glasstorch's kernels (what it would do there), so that modes, traces and
     registered kernels still see the call everywhere else."""
-    if (t.__class__ is Tensor and t._keyset == _PLAIN_CPU_GRAD and local_keys.included == 0
-            and local_keys.excluded == AUTOCAST_MASK and not _tracers
+    if (t.__class__ is Tensor and t._keyset == _PLAIN_CPU_GRAD and not threads_off_default[0]
+            and not _tracers
             and not overrides.anywhere.modes and _ones_like_is_builtin()):
         g = Tensor._empty(t._shape, t.dtype)
         g._array().fill(1)

@@ -146,7 +146,16 @@ def _edges_and_meta(op, args):
     edges, meta = [], []
     for i in op.tensor_positions:
         a = args[i]
-        if a.__class__ is Tensor or isinstance(a, Tensor):
+        if a.__class__ is Tensor:           # the common case, without the loop below
+            if not a._requires_grad:
+                edges.append(_NO_EDGE)
+            elif a.grad_fn is not None and a._base is None:
+                edges.append((a.grad_fn, a._output_nr))
+            else:
+                edges.append(gradient_edge(a))
+            meta.append((a._shape, a.dtype))
+            continue
+        if isinstance(a, Tensor):
             items = (a,)
         elif isinstance(a, (list, tuple)):
             items = a

@@ -121,12 +121,47 @@ class DispatchKeySet(int):
     __str__ = __repr__
 
 
+# How many threads have include/exclude sets other than the default (nothing included, the
+# autocast keys excluded). While it is 0 every thread's are the default, which the generated
+# wrappers' fast path reads here: one list read instead of two thread-local ones. A thread
+# that ends away from the default keeps the count up (every call then takes the general path).
+threads_off_default = [0]
+_count_lock = threading.Lock()
+
+
 class _LocalKeys(threading.local):
-    """Per-thread include/exclude sets; autocast keys start excluded, as in PyTorch."""
+    """Per-thread include/exclude sets; autocast keys start excluded, as in PyTorch. Setting
+    either keeps `threads_off_default` up to date."""
 
     def __init__(self):
-        self.included = 0
-        self.excluded = AUTOCAST_MASK
+        self._included = 0
+        self._excluded = AUTOCAST_MASK
+        self._default = True
+
+    @property
+    def included(self) -> int:
+        return self._included
+
+    @included.setter
+    def included(self, mask: int) -> None:
+        self._included = mask
+        self._recount()
+
+    @property
+    def excluded(self) -> int:
+        return self._excluded
+
+    @excluded.setter
+    def excluded(self, mask: int) -> None:
+        self._excluded = mask
+        self._recount()
+
+    def _recount(self) -> None:
+        default = self._included == 0 and self._excluded == AUTOCAST_MASK
+        if default is not self._default:
+            with _count_lock:
+                self._default = default
+                threads_off_default[0] += -1 if default else 1
 
 
 local_keys = _LocalKeys()

@@ -1,17 +1,26 @@
 """The CPU allocator: 64-byte aligned host memory, counted exactly (c10's CPUAllocator).
 
 Every CPU storage's bytes come from here, so `memory_allocated('cpu')` is exact. Like
-PyTorch's, it does not cache: a freed block goes straight back to NumPy's allocator, and
-`empty` memory is not zeroed.
+PyTorch's, it keeps no cache of segments to split or count as reserved: a freed block goes
+back to NumPy's allocator (small ones by way of the recycling below), and `empty` memory is
+not zeroed.
 
 A memory limit (`glasstorch.memory.set_memory_limit`, `glasstorch.cpu.
 set_per_process_memory_fraction`) makes an allocation past it raise OutOfMemoryError, as a
 GPU would, so out-of-memory handling can be tried on any machine. The check is installed as
 the instance's `allocate` only while a limit is set: the unlimited path pays nothing for it.
+
+Small freed blocks that nothing references any more are recycled: the next allocation of the
+same size takes one back instead of making a new buffer (NumPy keeps a like cache of its small
+blocks). Counting is unchanged (a recycled block is neither allocated nor reserved); what it
+saves is the three NumPy objects and the address read a fresh aligned buffer costs, on every
+op's output. The recycled bytes are bounded (`RECYCLE_MAX_BYTES`) and `empty_recycled` frees
+them.
 """
 from __future__ import annotations
 
 import ctypes
+from sys import getrefcount
 
 import numpy as np
 
@@ -20,6 +29,8 @@ from .host_malloc import keep_freed_memory
 from .stats import MemoryStats
 
 ALIGNMENT = 64  # bytes, c10's gAlignment
+RECYCLE_MAX_BLOCK = 256 << 10   # freed blocks up to this size are kept for reuse,
+RECYCLE_MAX_BYTES = 16 << 20    # about this many bytes of them in all
 addressof = ctypes.addressof
 _byte = ctypes.c_char
 _word = ctypes.c_size_t.from_address
@@ -60,19 +71,32 @@ class CPUAllocator:
 
     def __init__(self):
         self.stats = MemoryStats()
+        self._recycled: dict = {}     # nbytes -> [freed buffers nothing else references]
+        self._recycled_bytes = 0
 
     def allocate(self, nbytes: int, _empty=np.empty, _u8=np.uint8) -> np.ndarray:
         """A fresh, uninitialised, 64-byte aligned uint8 buffer of exactly `nbytes`."""
-        try:
-            raw = _empty(nbytes + ALIGNMENT, _u8)
-        except (MemoryError, ValueError):
-            self.stats.num_ooms += 1
-            raise OutOfMemoryError(
-                f"DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} "
-                f"bytes ({format_size(nbytes)}).") from None
-        # data_pointer(raw), inlined: every CPU storage is allocated here
-        base = _word(id(raw) + _DATA_AT).value if _DATA_AT else addressof(_byte.from_buffer(raw))
-        start = -base & (ALIGNMENT - 1)
+        free_list = self._recycled.get(nbytes)
+        buf = None
+        if free_list:                   # a recycled block: no new buffer to make
+            try:
+                buf = free_list.pop()
+                self._recycled_bytes -= nbytes
+            except IndexError:          # another thread took the last one
+                pass
+        if buf is None:
+            try:
+                raw = _empty(nbytes + ALIGNMENT, _u8)
+            except (MemoryError, ValueError):
+                self.stats.num_ooms += 1
+                raise OutOfMemoryError(
+                    f"DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} "
+                    f"bytes ({format_size(nbytes)}).") from None
+            # data_pointer(raw), inlined: every CPU storage is allocated here
+            base = _word(id(raw) + _DATA_AT).value if _DATA_AT else \
+                addressof(_byte.from_buffer(raw))
+            start = -base & (ALIGNMENT - 1)
+            buf = raw[start:start + nbytes]
         stats = self.stats
         stats.allocated_bytes += nbytes
         stats.total_allocated_bytes += nbytes
@@ -80,8 +104,8 @@ class CPUAllocator:
         if stats.allocated_bytes > stats.peak_allocated_bytes:
             stats.peak_allocated_bytes = stats.allocated_bytes
         if self.observer is not None:
-            self.observer("alloc", nbytes, base + start)
-        return raw[start:start + nbytes]
+            self.observer("alloc", nbytes, data_pointer(buf))
+        return buf
 
     def _allocate_within_limit(self, nbytes: int) -> np.ndarray:
         """allocate(), refusing what would take the live bytes past `limit`."""
@@ -120,6 +144,21 @@ class CPUAllocator:
         stats.free_count += 1
         if self.observer is not None and nbytes and buf is not None:
             self.observer("free", nbytes, data_pointer(buf))
+        # Recycle a small block only when nothing but its storage held it: its slot, this
+        # call's argument and getrefcount's; and its raw buffer only by the block (every
+        # NumPy view of the memory, however made, references the raw buffer it came from).
+        if nbytes <= RECYCLE_MAX_BLOCK and getrefcount(buf) <= 3 and \
+                getrefcount(buf.base) <= 2 and self._recycled_bytes < RECYCLE_MAX_BYTES:
+            free_list = self._recycled.get(nbytes)
+            if free_list is None:
+                free_list = self._recycled[nbytes] = []
+            free_list.append(buf)
+            self._recycled_bytes += nbytes
+
+    def empty_recycled(self) -> None:
+        """Let the recycled blocks go back to NumPy's (and malloc's) allocator."""
+        self._recycled.clear()
+        self._recycled_bytes = 0
 
 
 cpu_allocator = CPUAllocator()

@@ -63,10 +63,13 @@ def max_memory_reserved(device="cpu") -> int:
 
 
 def empty_cache(device="cpu") -> None:
-    """Give every wholly free cached segment back (nothing to do without caching)."""
+    """Give every wholly free cached segment back (without caching: the plain CPU
+    allocator's recycled small blocks)."""
     caching = _caching(device)
     if caching is not None:
         caching.empty_cache()
+    elif as_device(device).type == "cpu":
+        _PLAIN.empty_recycled()
 
 
 def memory_snapshot(device="cpu") -> list:

@@ -16,7 +16,7 @@ from .. import overrides
 from ..core.tensor import Tensor
 from ..dispatch import dispatcher
 from ..dispatch.dispatcher import PLAIN_CPU_GRAD_KEYSET, PLAIN_CPU_KEYSET
-from ..dispatch.keys import AUTOCAST_MASK, local_keys
+from ..dispatch.keys import threads_off_default
 from ..dispatch.schema import Schema
 
 
@@ -104,14 +104,13 @@ def _keyset_expr(schema: Schema, names, first_is_tensor: bool, fname: str,
 
 
 def _dispatch_lines(op: str, args: str, indent: str) -> list:
-    """Dispatch `op`: for plain CPU tensors on a thread in its default state (no mode,
-    autocast off, no dispatch trace), call the kernel the dispatcher would pick for them
-    (`Operator.plain_cpu`, or `plain_cpu_grad` when one requires grad; renewed by every
-    registration) without going through it."""
+    """Dispatch `op`: for plain CPU tensors while every thread's include/exclude sets are the
+    default (no mode, autocast off: `threads_off_default`) and no dispatch trace is on, call
+    the kernel the dispatcher would pick for them (`Operator.plain_cpu`, or `plain_cpu_grad`
+    when one requires grad; renewed by every registration) without going through it."""
     return [f"{indent}_kernel = {op}.plain_cpu if _keys == _PLAIN_CPU else "
             f"{op}.plain_cpu_grad if _keys == _PLAIN_CPU_GRAD else None",
-            f"{indent}if (_kernel is not None and _local.included == 0 "
-            "and _local.excluded == _AUTOCAST and not _tracers):",
+            f"{indent}if _kernel is not None and not _off_default[0] and not _tracers:",
             f"{indent}    return _kernel({args})",
             f"{indent}return {op}.dispatch(_keys, {args})"]
 
@@ -191,7 +190,7 @@ def generate_wrapper(name: str, schema: Schema, op, out_op=None, *, method=False
            "_required_tensor": _required_tensor,
            "_NOT_HANDLED": overrides.NOT_HANDLED, "_SCALARS": _SCALAR_TYPES,
            "_PLAIN_CPU": PLAIN_CPU_KEYSET, "_PLAIN_CPU_GRAD": PLAIN_CPU_GRAD_KEYSET,
-           "_AUTOCAST": AUTOCAST_MASK, "_local": local_keys,
+           "_off_default": threads_off_default,
            "_tracers": dispatcher._tracers})
     qualname = f"Tensor.{name}" if method else name
     filename = f"<glasstorch.ops {qualname} {schema.qualified_name}>"

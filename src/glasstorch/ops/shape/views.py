@@ -23,10 +23,14 @@ from ..wrappers import handlers_see, public
 
 
 _VIEW_PLANS: dict = {}   # (shape, stride, requested size) -> the view's (shape, stride)
+_NO_VIEW = (None, None)  # a plan saying the strides allow no view (reshape then copies)
 
 
-def _view_meta(self, size):
-    key = (self._shape, self._stride, size) if size.__class__ is tuple else None
+def _view_plan(self, size):
+    """(shape, stride) of self viewed as `size` (a tuple; -1 resolved), or `_NO_VIEW` when
+    its strides allow no such view; infer_size's errors for a size that does not fit.
+    Computed once per (layout, size): view and reshape ask it on every call."""
+    key = (self._shape, self._stride, size)
     try:
         plan = _VIEW_PLANS.get(key)      # a function of the key: computed once per layout
     except TypeError:                    # an unhashable size element: infer_size refuses it
@@ -34,16 +38,27 @@ def _view_meta(self, size):
     if plan is None:
         shape = infer_size(size, self.numel())
         stride = view_strides(self._shape, self._stride, shape)
-        if stride is None:
-            raise RuntimeError(
-                "view size is not compatible with input tensor's size and stride (at least "
-                "one dimension spans across two contiguous subspaces). Use .reshape(...) "
-                "instead.")
-        plan = shape, stride
+        plan = (shape, stride) if stride is not None else _NO_VIEW
         if key is not None and len(_VIEW_PLANS) < 4096 and \
-                all(n.__class__ is int for n in shape + stride):   # no SymInt kept
+                all(n.__class__ is int for n in shape + (stride or ())):   # no SymInt kept
             _VIEW_PLANS[key] = plan
-    return plan[0], plan[1], self._offset
+    return plan
+
+
+def _view_meta(self, size):
+    try:                         # `_view_plan`'s cache, read here: every view call asks it
+        plan = _VIEW_PLANS.get((self._shape, self._stride, size))
+    except TypeError:            # a list, or an unhashable element
+        plan = None
+    if plan is None:
+        plan = _view_plan(self, size if size.__class__ is tuple else tuple(size))
+    shape, stride = plan
+    if stride is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least "
+            "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+            "instead.")
+    return shape, stride, self._offset
 
 
 view_op = view("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", _view_meta, function=False,
@@ -81,10 +96,11 @@ handlers_see(_view_general, view_dispatch)
 @composite(method=True)
 def reshape(input, *shape):
     """A view when the strides allow one, otherwise a contiguous copy."""
-    shape = infer_size(as_shape(shape), input.numel())
-    if view_strides(input._shape, input._stride, shape) is not None:
-        return input.view(shape)
-    return unsafe_view_op.functional(input.clone(memory_format=contiguous_format), shape)
+    size, stride = _view_plan(input, as_shape(shape))   # cached: reshape runs in every layer
+    if stride is not None:
+        return input.view(size)
+    return unsafe_view_op.functional(input.clone(memory_format=contiguous_format),
+                                     infer_size(as_shape(shape), input.numel()))
 
 
 unsafe_view_op = kernel_op("_unsafe_view(Tensor self, SymInt[] size) -> Tensor", method=False,
