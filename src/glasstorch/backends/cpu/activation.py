@@ -167,8 +167,6 @@ _AS_Q = np.float32(1 / (0.3275911 * _SQRT_HALF))
 
 _SIGN_BIT = np.int32(-2 ** 31)
 
-_NEG_HALF_LOG2_E = np.float32(-0.5 / math.log(2))    # exp(-x^2 / 2) = 2^(x^2 * this)
-
 _AS_HALF_COEFFS = tuple(np.float32(c / 2) for c in (1.061405429, -1.453152027, 1.421413741,
                                                     -0.284496736, 0.254829592))
 
@@ -176,13 +174,11 @@ _AS_HALF_COEFFS = tuple(np.float32(c / 2) for c in (1.061405429, -1.453152027, 1
 def _normal_cdf_float32(x: np.ndarray) -> tuple:
     """(Phi(x) = (1 + erf(x / sqrt 2)) / 2, exp(-x^2 / 2)) for a float32 array x, each a
     fresh array, rounded as PyTorch's 0.5 (1 + erf) is. The exponential is returned because
-    GELU's gradient needs it too: one np.exp, the costliest pass, instead of two."""
+    GELU's gradient needs it too: one exponential, the costliest pass, instead of two."""
     t = np.abs(x)
     t += _AS_Q
     np.divide(_AS_Q, t, out=t)             # t = 1 / (1 + p |z|)
-    e = np.square(x)                       # faster than np.multiply(x, x)
-    e *= _NEG_HALF_LOG2_E
-    np.exp2(e, out=e)                      # exp(-z^2), by exp2: 40% faster than np.exp
+    e = special.exp_scaled(np.square(x), -0.5)     # exp(-z^2)
     r = np.multiply(t, _AS_HALF_COEFFS[0])
     for c in _AS_HALF_COEFFS[1:-1]:
         r += c
