@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .loss import row_sums
+from .loss import row_max, row_sums
 from .normalization import compute_array
 from ...core import dtype as dt
 from ...core.device import CPU
@@ -170,7 +170,7 @@ def _attend_rows(q, k, v, scale, is_causal, out) -> tuple:
     are divided instead of the (L, S) ones."""
     s = _scores(q, k, scale, is_causal)
     rows = s.reshape(-1, s.shape[-1])
-    m = np.maximum.reduce(rows, axis=1, keepdims=True)
+    m = row_max(rows)
     rows -= m
     np.exp(rows, out=rows)
     total = row_sums(rows)
