@@ -174,11 +174,13 @@ _AS_HALF_COEFFS = tuple(np.float32(c / 2) for c in (1.061405429, -1.453152027, 1
 def _normal_cdf_float32(x: np.ndarray) -> tuple:
     """(Phi(x) = (1 + erf(x / sqrt 2)) / 2, exp(-x^2 / 2)) for a float32 array x, each a
     fresh array, rounded as PyTorch's 0.5 (1 + erf) is. The exponential is returned because
-    GELU's gradient needs it too: one exponential, the costliest pass, instead of two."""
+    GELU's gradient needs it too: one np.exp, the costliest pass, instead of two."""
     t = np.abs(x)
     t += _AS_Q
     np.divide(_AS_Q, t, out=t)             # t = 1 / (1 + p |z|)
-    e = special.exp_scaled(np.square(x), -0.5)     # exp(-z^2)
+    e = np.multiply(x, x)
+    e *= -0.5
+    np.exp(e, out=e)                       # exp(-z^2)
     r = np.multiply(t, _AS_HALF_COEFFS[0])
     for c in _AS_HALF_COEFFS[1:-1]:
         r += c

@@ -1,8 +1,6 @@
-"""Special functions NumPy lacks (erf, erfc, erfinv, lgamma, digamma), vectorised, and
-`exp_scaled`, the float32 exponential by NumPy's faster exp2.
+"""Special functions NumPy lacks (erf, erfc, erfinv, lgamma, digamma), vectorised.
 
-Each special function takes and returns float64 arrays; kernels for narrower dtypes compute
-here and round.
+Each takes and returns float64 arrays; kernels for narrower dtypes compute here and round.
 They are written once for NumPy and CuPy arrays (CUDA tensors): arrays are made with the
 argument's array module (`_float64`, `arrays.module_of`), everything else dispatches.
 Edge values follow PyTorch: lgamma is +inf at poles and +-inf, digamma is nan at negative
@@ -1022,28 +1020,3 @@ def airy_ai(x):
         out[negative] = _airy_negative(x[negative])
         out[(x > _AIRY_ZERO) & np.isfinite(x)] = 0.0
     return out
-
-
-_LOG2_E = 1.4426950408889634
-
-# exp2 arguments from which NumPy's float32 exp2 leaves its vector loop for a per-element one,
-# 10-70x slower (its result is subnormal or zero): below 2^-126.
-_EXP2_FAST_MIN = -126.0
-
-
-def exp_scaled(z: np.ndarray, factor: float, low=None) -> np.ndarray:
-    """exp(factor * z), in place in z (a float array). NumPy's float32 exp2 is ~40% faster
-    than its exp, so a float32 NumPy z whose arguments all stay in exp2's vector range takes
-    exp2(z * factor log2(e)) (the product's rounding adds |factor z| 2^-24 to the relative
-    error, what the argument's own rounding already costs); `low`, when given, is a lower
-    bound of factor * z that the caller already knows, else z's extremes are looked up
-    (one reduction). Other z (or arguments that underflow) take np.exp."""
-    if z.dtype == np.float32 and z.__class__ is np.ndarray and z.size:
-        if low is None:
-            low = factor * float((np.maximum if factor < 0 else np.minimum).reduce(z, axis=None))
-        if low * _LOG2_E >= _EXP2_FAST_MIN:           # False for nan
-            z *= np.float32(factor * _LOG2_E)
-            return np.exp2(z, out=z)
-    if factor != 1:
-        z *= factor
-    return np.exp(z, out=z)
