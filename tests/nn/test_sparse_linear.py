@@ -343,3 +343,26 @@ def test_embedding_dense_backward_many_repeats(dtype, kwargs):
             gt.from_numpy(go).to(getattr(gt, dtype)), gt.from_numpy(i), 11, **kwargs)
         tol = 1e-2 if low else 1e-5
         assert_same(got, want.to(tgo.dtype), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("limit", [None, 0])      # one-hot product where small / sorting
+def test_embedding_dense_backward_one_hot_and_sorted_sums(monkeypatch, limit):
+    """Small gradients sum their rows by a one-hot product, larger ones by sorting: both
+    against torch, including an inf and a nan row (the product's 0 * inf would spread nan
+    to other rows: the result is redone by sorting), at the GPTs' 65-row vocabulary."""
+    from glasstorch.backends.cpu import normalization
+    T = oracle_torch()
+    if limit is not None:
+        monkeypatch.setattr(normalization, "_ONE_HOT_MNK", limit)
+    r = np.random.default_rng(5)
+    for n, weights in ((1024, 65), (256, 65), (40, 9)):
+        idx = r.integers(0, weights, (n,))
+        for bad in (None, np.inf, np.nan):
+            go = r.standard_normal((n, 7)).astype(np.float32)
+            if bad is not None:
+                go[3, 2] = bad
+            want = T.ops.aten.embedding_dense_backward(T.from_numpy(go), T.from_numpy(idx),
+                                                       weights, -1, False)
+            got = gt.ops.aten.embedding_dense_backward(gt.from_numpy(go), gt.from_numpy(idx),
+                                                       weights, -1, False)
+            assert_same(got, want, rtol=1e-5, atol=1e-5)

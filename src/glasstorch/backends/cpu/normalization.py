@@ -9,6 +9,7 @@ from math import prod
 import numpy as np
 
 from .. import arrays
+from .linalg import ONE_THREAD_MNK, blas_matmul
 from ...core import dtype as dt
 from ...core.device import CPU
 from ...core.tensor import Tensor
@@ -209,20 +210,39 @@ def embedding_grad_cpu(out, grad_output, indices, num_weights, padding_idx,
     _store(out, _sum_rows(idx, rows, num_weights))
 
 
+# Gradients whose one-hot product (weight rows x indices x width multiply-adds) is below
+# this sum their rows by it (BLAS, one thread): nanoGPT's 256 indices into 65 rows of 64,
+# 71 -> 53 us, 25% faster than sorting and np.add.reduceat (which runs a strided scalar loop
+# along axis 0). Larger products measured no faster (the tiny GPT's 1024 x 65 x 128: 190 ->
+# 234 us on one thread) and wake BLAS's threads.
+_ONE_HOT_MNK = ONE_THREAD_MNK
+
+
 def _sum_rows(idx: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
     """A (count, width) array whose row k is the sum of the rows i with idx[i] == k. Sorting
     groups equal indices so that np.add.reduceat sums each group: far cheaper than np.add.at,
     which handles one element at a time (the sums may round differently, as PyTorch's
-    parallel kernel's do)."""
+    parallel kernel's do). Small sums take a one-hot product instead; a non-finite
+    result (inf or nan in `rows` meets the product's zeros) is redone by sorting."""
     xp = arrays.module_of(rows)
     acc = xp.zeros((count, rows.shape[1]), rows.dtype)
-    if idx.size and idx.min() >= 0 and xp.bincount(idx, minlength=count).max() == 1:
+    if not idx.size:
+        return acc
+    valid = idx.min() >= 0
+    if valid and xp.bincount(idx, minlength=count).max() == 1:
         acc[idx] = rows        # distinct indices (positions): no sums, 5-7x faster
-    elif idx.size:
-        order = np.argsort(idx, kind="stable")
-        ordered = idx[order]
-        starts = np.flatnonzero(np.concatenate((xp.ones(1, bool), ordered[1:] != ordered[:-1])))
-        acc[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+        return acc
+    if valid and count * rows.size < _ONE_HOT_MNK and xp is np and rows.dtype.kind == "f":
+        one_hot = np.zeros((count, idx.size), rows.dtype)
+        one_hot[idx, np.arange(idx.size)] = 1
+        blas_matmul(one_hot, rows, acc)
+        if np.isfinite(acc).all():
+            return acc
+        acc[...] = 0
+    order = np.argsort(idx, kind="stable")
+    ordered = idx[order]
+    starts = np.flatnonzero(np.concatenate((xp.ones(1, bool), ordered[1:] != ordered[:-1])))
+    acc[ordered[starts]] = np.add.reduceat(rows[order], starts, axis=0)
     return acc
 
 
