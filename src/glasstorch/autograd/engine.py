@@ -235,12 +235,11 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                 outs = _run_node(node, grads)
             if not retain_graph:
                 node.release()
-            edges = node.next_functions
-            if len(outs) < len(edges):      # the edges past the node's gradients get none
-                outs = (*outs,) + (None,) * (len(edges) - len(outs))
-            for (nxt, nr), g in zip(edges, outs):
+            count = len(outs)
+            for i, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None or (keep is not None and nxt not in keep):
                     continue
+                g = outs[i] if i < count else None
                 if g is not None:
                     nb = buffers.get(nxt)
                     if nb is None:
