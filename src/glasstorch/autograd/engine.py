@@ -216,8 +216,7 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                     else:
                         _accumulate(node.variable, grad, create_graph)
                 continue
-            if (len(buf) == 1 and 0 in buf and not (node._tensor_pre_hooks or node._pre_hooks
-                                                     or node._retain_grad_hooks)):
+            if len(buf) == 1 and 0 in buf and not node._hooked:
                 grads = (buf[0],)           # the common case: one output, no hooks
                 skip = grads[0] is None
             else:
@@ -226,7 +225,7 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
             buf = None
             if skip:
                 outs = ()
-            elif (node._casts_own_grads and not node._hooks and not _anomaly.enabled
+            elif (node._casts_own_grads and not node._hooked and not _anomaly.enabled
                   and not _recorder.collectors):
                 outs = node.apply(grads)    # the common case: a formula node without hooks
             elif _recorder.collectors:      # a profile records: name the node's work

@@ -112,6 +112,7 @@ class Node:
     _hooks: list | tuple = ()
     _tensor_pre_hooks = MappingProxyType({})     # output_nr -> [hook]
     _retain_grad_hooks = MappingProxyType({})    # output_nr -> hook, run after the others
+    _hooked = False     # True once any hook container is made: the engine's one check
 
     def __init__(self):
         self._sequence_nr = next(_sequence.counter)
@@ -129,6 +130,7 @@ class Node:
         value = self.__dict__.get(name)
         if value is None:
             value = self.__dict__[name] = [] if name in ("_pre_hooks", "_hooks") else {}
+            self._hooked = True
         return value
 
     def _has_grad_hooks(self) -> bool:
@@ -176,7 +178,9 @@ class AccumulateGrad(Node):
 
 
 class FormulaNode(Node):
-    """A node whose backward is a derivative formula declared beside its op."""
+    """A node whose backward is a derivative formula declared beside its op: `formula(grad,
+    saved)` runs it on the saved values (autograd/recording.py makes one per derivative,
+    which unpacks what it saved and passes it by name)."""
 
     _casts_own_grads = True
 
@@ -191,10 +195,7 @@ class FormulaNode(Node):
     def apply(self, grads: tuple) -> tuple:
         if self._released:
             raise RuntimeError(_SAVED_FREED)
-        values = {}
-        for k, v in self._saved.items():     # a loop, not a comprehension: no extra frame
-            values[k] = v.unpack() if isinstance(v, SavedTensor) else v
-        out = self._formula(grads[0] if len(grads) == 1 else grads, **values)
+        out = self._formula(grads[0] if len(grads) == 1 else grads, self._saved)
         if not isinstance(out, tuple):
             out = (out,)
         result = []

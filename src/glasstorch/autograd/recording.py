@@ -231,32 +231,7 @@ def _history(op, args, result):
         node = NotImplementedNode(op.name)
         node.next_functions = tuple(edges)
     else:
-        outputs = result if isinstance(result, (tuple, list)) else (result,)
-        saved = {}
-        for name, kind, index in d.plan:
-            if kind == "value":
-                value = args[index]
-                if not isinstance(value, Tensor):
-                    saved[name] = value
-                elif d.needs is None or name not in d.needs or any(
-                        edges[i][0] is not None for i in d.needs[name]):
-                    saved[name] = SavedTensor(value)
-                else:                    # read only by gradients nobody asked for
-                    saved[name] = None
-            elif kind == "result":
-                saved[name] = _SavedOutput(outputs[index], index)
-            elif kind == "shape":                    # metadata only
-                try:
-                    saved[name] = args[index]._shape
-                except AttributeError:                # a list of tensors (cat's)
-                    saved[name] = tuple(t._shape for t in args[index])
-            elif kind == "mask":
-                saved[name] = tuple([node is not None for node, _ in edges])
-            else:                                     # geometry
-                t = args[index]
-                saved[name] = (t._shape, t._stride, t._offset)
-        cls = d.node_class or _node_class_of(d, args)
-        node = cls(d.formula, saved, meta, tuple(edges))
+        node = (d.recorder or _recorder_of(d))(args, edges, meta, result)
     if _anomaly.enabled:
         record_forward_stack(node)
     if result.__class__ is Tensor or isinstance(result, Tensor):    # one output
@@ -279,11 +254,63 @@ def _history(op, args, result):
                 out.grad_fn = node
                 out._output_nr = nr
                 out._set_requires_grad(True)
-    if d is not None and d.saves_result:
-        for v in saved.values():
-            if v.__class__ is _SavedOutput:
-                v.bind(node)
     return result
+
+
+def _recorder_of(d):
+    """`d.recorder(args, edges, meta, result)`: the node of derivative `d` for one call, made
+    once per derivative as straight-line code from its plan (a loop over the plan on every
+    call costs about twice as much), as is the node's formula, which unpacks the saved
+    values and passes them by name without building a dict. What it saves: a Tensor argument as a SavedTensor, or
+    as None where `d.needs` says only gradients nobody asked for read it; other arguments
+    as they are; `result<i>` as a _SavedOutput bound to the node; `<arg>_shape` and
+    `<arg>_geometry` as metadata; `grad_input_mask` as one bool per input edge."""
+    lines, names, bound = [], [], []
+    if d.saves_result:
+        lines.append("outputs = result if isinstance(result, (tuple, list)) else (result,)")
+    for k, (name, kind, index) in enumerate(d.plan):
+        v = f"v{k}"
+        names.append(f"{name!r}: {v}")
+        if kind == "value":
+            lines.append(f"{v} = args[{index}]")
+            if d.needs is not None and name in d.needs:
+                wanted = " or ".join(f"edges[{i}][0] is not None" for i in d.needs[name])
+                lines.append(f"if isinstance({v}, Tensor): "
+                             f"{v} = SavedTensor({v}) if {wanted or 'False'} else None")
+            else:
+                lines.append(f"if isinstance({v}, Tensor): {v} = SavedTensor({v})")
+        elif kind == "result":
+            lines.append(f"{v} = _SavedOutput(outputs[{index}], {index})")
+            bound.append(f"{v}.bind(node)")
+        elif kind == "shape":            # a tuple of shapes for a list of tensors (cat's)
+            lines += [f"{v} = args[{index}]",
+                      f"{v} = {v}._shape if isinstance({v}, Tensor) else "
+                      f"tuple(t._shape for t in {v})"]
+        elif kind == "mask":
+            lines.append(f"{v} = tuple([node is not None for node, _ in edges])")
+        else:                                                         # geometry
+            lines += [f"{v} = args[{index}]", f"{v} = ({v}._shape, {v}._stride, {v}._offset)"]
+    cls = "cls" if isinstance(d.node_name, str) else "_node_class_of(d, args)"
+    lines.append(f"node = {cls}(run, {{{', '.join(names)}}}, meta, tuple(edges))")
+    lines += bound
+    lines.append("return node")
+    source = "def record(args, edges, meta, result):\n" + "".join(f"    {ln}\n" for ln in lines)
+    # the node's formula: the saved values unpacked, in the plan's order, passed by name
+    lines, passed = [], []
+    for k, (name, kind, _) in enumerate(d.plan):
+        lines.append(f"v{k} = saved[{name!r}]")
+        if kind in ("value", "result"):
+            lines.append(f"if isinstance(v{k}, SavedTensor): v{k} = v{k}.unpack()")
+        passed.append(f"{name}=v{k}")
+    lines.append(f"return formula(grad, {', '.join(passed)})")
+    source += "def run(grad, saved):\n" + "".join(f"    {ln}\n" for ln in lines)
+    namespace = {"Tensor": Tensor, "SavedTensor": SavedTensor, "_SavedOutput": _SavedOutput,
+                 "_node_class_of": _node_class_of, "d": d, "formula": d.formula,
+                 "cls": _node_class_of(d, None) if isinstance(d.node_name, str) else None}
+    name = d.node_name if isinstance(d.node_name, str) else "a derivative"
+    exec(compile(source, f"<recorder of {name}>", "exec"), namespace)
+    d.recorder = namespace["record"]
+    return d.recorder
 
 
 def _node_class_of(d, args) -> type:
@@ -351,7 +378,7 @@ def _check_inplace_target(self: Tensor):
                            "in-place operation.")
 
 
-def _zero_gradient(grad):
+def _zero_gradient(grad, saved):
     from ..ops.creation.factories import zeros_like
     return (zeros_like(grad),)
 
