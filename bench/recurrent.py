@@ -47,23 +47,29 @@ def _lm_step(kind: str):
         inputs, labels = lib.from_numpy(data.copy()), lib.from_numpy(targets.copy())
         state = lib.zeros(LAYERS, BATCH, HIDDEN)
         hidden = (state, state.clone()) if kind == "LSTM" else state
-        params = list(model.parameters())
-
-        def call():
-            model.zero_grad()
-            output, _ = model(inputs, hidden)
-            loss = lib.nn.functional.cross_entropy(output, labels)
-            loss.backward()
-            lib.nn.utils.clip_grad_norm_(params, 0.25)
-            with lib.no_grad():
-                for p in params:
-                    p.add_(p.grad, alpha=-20.0)
-            return loss
-
-        def observe(loss):
-            return (loss.detach(), *(p.grad for p in params), *(p.detach() for p in params))
-        return Case(call, observe)
+        return clipped_sgd_step(lib, model, lambda: lib.nn.functional.cross_entropy(
+            model(inputs, hidden)[0], labels))
     return setup
+
+
+def clipped_sgd_step(lib, model, loss_of) -> Case:
+    """word_language_model's training step: the loss `loss_of()` computes, its backward,
+    gradients clipped to norm 0.25, plain SGD at lr 20; observed: loss, gradients, weights."""
+    params = list(model.parameters())
+
+    def call():
+        model.zero_grad()
+        loss = loss_of()
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(params, 0.25)
+        with lib.no_grad():
+            for p in params:
+                p.add_(p.grad, alpha=-20.0)
+        return loss
+
+    def observe(loss):
+        return (loss.detach(), *(p.grad for p in params), *(p.detach() for p in params))
+    return Case(call, observe)
 
 
 def sequence_model(kind: str):

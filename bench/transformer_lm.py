@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .harness import Case, Target, Workload
-from .recurrent import BATCH, BPTT, VOCAB
+from .harness import Target, Workload
+from .recurrent import BATCH, BPTT, VOCAB, clipped_sgd_step
 from .training import copied_model
 
 EMSIZE, NHEAD, NHID, NLAYERS = 200, 2, 200, 2
@@ -59,22 +59,8 @@ def _transformer_step(lib):
     model = copied_model(lib, transformer_model)
     inputs, labels = lib.from_numpy(data), lib.from_numpy(targets)
     mask = lib.nn.Transformer.generate_square_subsequent_mask(BPTT)
-    params = list(model.parameters())
-
-    def call():
-        model.zero_grad()
-        output = model(inputs, mask)
-        loss = lib.nn.functional.nll_loss(output.view(-1, VOCAB), labels)
-        loss.backward()
-        lib.nn.utils.clip_grad_norm_(params, 0.25)
-        with lib.no_grad():
-            for p in params:
-                p.add_(p.grad, alpha=-20.0)
-        return loss
-
-    def observe(loss):
-        return (loss.detach(), *(p.grad for p in params), *(p.detach() for p in params))
-    return Case(call, observe)
+    return clipped_sgd_step(lib, model, lambda: lib.nn.functional.nll_loss(
+        model(inputs, mask).view(-1, VOCAB), labels))
 
 
 WORKLOADS = [
