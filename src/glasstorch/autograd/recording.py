@@ -308,7 +308,7 @@ def _recorder_of(d):
                  "_node_class_of": _node_class_of, "d": d, "formula": d.formula,
                  "cls": _node_class_of(d, None) if isinstance(d.node_name, str) else None}
     name = d.node_name if isinstance(d.node_name, str) else "a derivative"
-    exec(compile(source, f"<recorder of {name}>", "exec"), namespace)
+    exec(compile(source, f"<glasstorch.autograd recorder of {name}>", "exec"), namespace)
     d.recorder = namespace["record"]
     return d.recorder
 
