@@ -8,25 +8,16 @@ would be wasted. As PyTorch's `_LazyGraphModule`, this class generates it when `
 """
 from __future__ import annotations
 
-from .graph import Graph
 from .graph_module import GraphModule
 
 
 class _LazyGraphModule(GraphModule):
 
-    @property
-    def graph(self) -> Graph:
-        return self._graph
-
-    @graph.setter
-    def graph(self, g: Graph) -> None:
-        if not isinstance(g, Graph):
-            raise AssertionError(f"Expected a Graph instance, but got {type(g)}")
-        self.__dict__["_graph"] = g
+    def _graph_replaced(self) -> None:
+        """Forget the code made for the previous graph; the next use makes it anew."""
         self.__dict__.pop("_code", None)
-        if "forward" in type(self).__dict__:         # generated for the previous graph
+        if "forward" in type(self).__dict__:
             delattr(type(self), "forward")
-        g.owning_module = self
 
     @property
     def code(self) -> str:

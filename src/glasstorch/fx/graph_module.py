@@ -102,7 +102,7 @@ class GraphModule(Module):
         previous = self.__dict__.get("_graph")
         self.__dict__["_graph"] = g
         try:
-            self.recompile()
+            self._graph_replaced()
         except Exception:
             if previous is None:
                 del self.__dict__["_graph"]
@@ -110,6 +110,10 @@ class GraphModule(Module):
                 self.__dict__["_graph"] = previous
             raise
         g.owning_module = self
+
+    def _graph_replaced(self) -> None:
+        """Make the code of the graph just set (`_LazyGraphModule` defers it to first use)."""
+        self.recompile()
 
     def add_submodule(self, target: str, m: Module) -> bool:
         """Install `m` at the dotted path `target`, making plain Modules on the way; False
