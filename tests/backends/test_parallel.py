@@ -335,3 +335,41 @@ def test_parallel_tasks_caller_runs_what_a_busy_worker_has_not_taken():
         release.set()
         held.result()
         gt.set_num_threads(before)
+
+
+
+def test_cheap_work_splits_only_when_larger(monkeypatch):
+    """One-pass arithmetic splits from ARITHMETIC_FACTOR * GRAIN elements, a reduction from
+    REDUCTION_FACTOR * GRAIN, a costlier ufunc (exp) from GRAIN; the results are NumPy's."""
+    from glasstorch.backends.cpu.reduction import reduce
+    monkeypatch.setattr(parallel, "GRAIN", 64)
+    before = gt.get_num_threads()
+    gt.set_num_threads(2)
+    splits = []
+    real = parallel.parallel_for
+
+    def spy(n, fn, grain=1, factor=1):
+        chunks = real(n, fn, grain, factor)
+        splits.append(len(chunks))
+        return chunks
+    monkeypatch.setattr(parallel, "parallel_for", spy)
+    rng = np.random.default_rng(5)
+    try:
+        for size in (64, 64 * parallel.REDUCTION_FACTOR, 64 * parallel.ARITHMETIC_FACTOR):
+            a, b = (rng.standard_normal((size // 8, 8)).astype(np.float32) for _ in range(2))
+            out = np.empty_like(a)
+            cases = {"exp": (1, lambda: parallel.ufunc(np.exp, (a,), out), np.exp(a)),
+                     "add": (parallel.ARITHMETIC_FACTOR,
+                             lambda: parallel.ufunc(np.add, (a, b), out), a + b),
+                     "sum": (parallel.REDUCTION_FACTOR,
+                             lambda: out[:1].__setitem__(..., reduce(np.add, a, (0,))),
+                             a.sum(0, keepdims=True))}
+            for name, (factor, run, want) in cases.items():
+                splits.clear()
+                run()
+                got = out[:1] if name == "sum" else out
+                np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+                assert max(splits, default=1) == (2 if size >= 64 * factor else 1), \
+                    (name, size, splits)
+    finally:
+        gt.set_num_threads(before)

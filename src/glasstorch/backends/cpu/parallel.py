@@ -2,8 +2,8 @@
 
 NumPy releases the GIL inside its ufunc loops, so Python threads running NumPy calls on
 disjoint parts of an array use every core. The pool is created on first use and kept.
-Work runs inline (on the calling thread) when it is small (fewer than `GRAIN` elements:
-dispatching a chunk costs tens of microseconds), when one thread is configured, or when
+Work runs inline (on the calling thread) when it is small (see `GRAIN`: handing a chunk
+to a sleeping thread costs 0.1-0.4 ms on a VM), when one thread is configured, or when
 the caller is itself a worker (no nested parallelism, so a worker never waits on the pool).
 NumPy's floating-point error state is per thread: workers run under the caller's.
 Device (CuPy) arrays are never split: their ufunc is one kernel launch on the GPU.
@@ -19,8 +19,24 @@ import numpy as np
 from .blas_threads import set_blas_threads
 
 # Elements below which a kernel does not split its work. Module level so that tests can
-# lower it to send small tensors down the threaded paths.
+# lower it to send small tensors down the threaded paths. Unlike ATen's OpenMP threads,
+# which spin between parallel regions, the pool's thread sleeps, and on the 2-core EPYC VM
+# waking it and handing the GIL back and forth cost 0.1-0.4 ms per split (session 15,
+# BENCHMARKS.md): splitting broke even at 512K elements for exp, GELU and softmax and paid
+# from 1M, but paid only from 2M for a float32 sum and from 4M for one-pass arithmetic
+# (a + b, a * 1.0: 2-3x slower split at 512K). Those kinds take GRAIN times these factors.
 GRAIN = 1 << 19
+REDUCTION_FACTOR = 4
+ARITHMETIC_FACTOR = 8
+
+# The ufuncs of one cheap pass over memory, which `ufunc` splits from
+# GRAIN * ARITHMETIC_FACTOR elements.
+_ARITHMETIC = frozenset({
+    np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.positive,
+    np.absolute, np.maximum, np.minimum, np.fmax, np.fmin, np.less, np.less_equal,
+    np.greater, np.greater_equal, np.equal, np.not_equal, np.logical_and, np.logical_or,
+    np.logical_xor, np.logical_not, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+    np.invert, np.left_shift, np.right_shift})
 
 # Elements a fused multi-pass kernel (softmax, gelu) processes at a time, so that its
 # passes over a block hit the cache instead of memory.
@@ -111,19 +127,20 @@ def _run_chunk(err, fn, start, stop):
         return fn(start, stop)
 
 
-def threads_for(work: int) -> int:
-    """How many chunks `work` elements should be split into (1: run inline)."""
-    if work < GRAIN or _num_threads == 1 or getattr(_worker, "active", False):
+def threads_for(work: int, factor: int = 1) -> int:
+    """How many chunks `work` elements should be split into (1: run inline); `factor`
+    raises the threshold for cheap kinds of work (ARITHMETIC_FACTOR, REDUCTION_FACTOR)."""
+    if work < GRAIN * factor or _num_threads == 1 or getattr(_worker, "active", False):
         return 1
     return _num_threads
 
 
-def parallel_for(n: int, fn, grain: int = 1) -> list:
+def parallel_for(n: int, fn, grain: int = 1, factor: int = 1) -> list:
     """Call fn(start, stop) over disjoint chunks covering range(n), in parallel when the
-    work (`n * grain` elements) is large; returns the chunks' results in order. The caller
-    runs the first chunk itself; an exception from any chunk is raised once all have
-    finished (so none is still writing when the caller sees it)."""
-    k = min(threads_for(n * grain), n)
+    work (`n * grain` elements) is large (see threads_for's `factor`); returns the chunks'
+    results in order. The caller runs the first chunk itself; an exception from any chunk
+    is raised once all have finished (so none is still writing when the caller sees it)."""
+    k = min(threads_for(n * grain, factor), n)
     if k <= 1:
         return [fn(0, n)]
     bounds = [n * i // k for i in range(k + 1)]
@@ -213,10 +230,12 @@ def _alias_hazard(args, out: np.ndarray) -> bool:
 
 def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
     """fn(*args, out=out, **kwargs) for an elementwise ufunc, split across threads when
-    `out` is large. Operands broadcast against `out` and are sliced like it. Small outputs
-    (every op on small tensors comes here) cost one comparison before the ufunc runs."""
-    if (out.size < GRAIN or out.__class__ is not np.ndarray or threads_for(out.size) == 1
-            or _alias_hazard(args, out)):
+    `out` is large (one-pass arithmetic: ARITHMETIC_FACTOR times larger). Operands broadcast
+    against `out` and are sliced like it. Small outputs (every op on small tensors comes
+    here) cost one comparison before the ufunc runs."""
+    factor = ARITHMETIC_FACTOR if fn in _ARITHMETIC else 1
+    if (out.size < GRAIN or out.__class__ is not np.ndarray
+            or threads_for(out.size, factor) == 1 or _alias_hazard(args, out)):
         fn(*args, out=out, **kwargs)
         return
     shape = out.shape
@@ -241,7 +260,7 @@ def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
         fn(*[a[region] if is_arr else a for a, is_arr in zip(ops, arrays)], out=o[region],
            **kwargs)
 
-    parallel_for(o.shape[ax], chunk, o.size // max(o.shape[ax], 1))
+    parallel_for(o.shape[ax], chunk, o.size // max(o.shape[ax], 1), factor)
 
 
 def chunked(fn, arrays, block: int | None = None) -> None:

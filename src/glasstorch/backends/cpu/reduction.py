@@ -120,9 +120,9 @@ def reduce(ufunc, a: np.ndarray, ax, dtype=None) -> np.ndarray:
             and a.flags.c_contiguous):
         flat = a.reshape(-1)
         parts = parallel.parallel_for(flat.size, lambda start, stop: _float32_total(
-            flat[start:stop]))
+            flat[start:stop]), factor=parallel.REDUCTION_FACTOR)
         return np.array(sum(parts), dtype=_FLOAT32).reshape((1,) * a.ndim)
-    if parallel.threads_for(a.size) == 1:
+    if parallel.threads_for(a.size, parallel.REDUCTION_FACTOR) == 1:
         return ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True)
     reduced = range(a.ndim) if ax is None else ax
     split = parallel.split_axis(a.shape, exclude=reduced)
