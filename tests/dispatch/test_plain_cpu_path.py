@@ -345,6 +345,46 @@ def test_a_matmul_on_the_fast_path_is_the_general_kernels_bit_for_bit(dtype):
     np.testing.assert_array_equal(fast.numpy(), np.matmul(a, b.T))
 
 
+
+ADDMMS = [  # nn.Linear's call (on the fast path: a bias row or a whole bias), and past it
+    lambda b, a, w: b.addmm(a, w.t()), lambda b, a, w: b[None].addmm(a, w.t()),
+    lambda b, a, w: (b[None] + a @ w.t()).addmm(a, w.t()), lambda b, a, w: b[:1].addmm(a, w.t()),
+    lambda b, a, w: b.addmm(a[:0], w.t()), lambda b, a, w: b.addmm(a[:, :0], w.t()[:0]),
+    lambda b, a, w: b.addmm(a, w.t(), beta=2), lambda b, a, w: b.addmm(a, w.t(), alpha=0.5),
+    lambda b, a, w: b.addmm(a, w.t(), beta=0), lambda b, a, w: b.double().addmm(a, w.t()),
+    lambda b, a, w: b.double().addmm(a.double(), w.t().double()),
+    lambda b, a, w: b.addmm(a, w.t(), beta=1.0, alpha=1.0),
+]
+
+
+@pytest.mark.parametrize("index", range(len(ADDMMS)))
+def test_addmms_match_pytorch_on_and_off_the_fast_path(index):
+    a, w = _pair((5, 4), np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    args = (b, a, w)
+    try:
+        theirs = ADDMMS[index](*(torch.from_numpy(v.copy()) for v in args))
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=str(e).split("(")[0][:40]):
+            ADDMMS[index](*(gt.from_numpy(v.copy()) for v in args))
+        return
+    _check(ADDMMS[index](*(gt.from_numpy(v.copy()) for v in args)), theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_linear_addmm_on_the_fast_path_is_the_general_kernels_bit_for_bit(dtype):
+    a, w = _pair((6, 7), dtype)
+    b = rng.standard_normal(6).astype(dtype)
+    x, wt, bias = gt.from_numpy(a), gt.from_numpy(w).t(), gt.from_numpy(b)
+    fast = gt.nn.functional.linear(x, gt.from_numpy(w), bias)
+    general = gt.empty(0, dtype=fast.dtype)
+    gt.addmm(bias, x, wt, out=general)            # the out= kernel: meta, then gemm_into
+    assert fast.shape == (6, 6) and fast.stride() == (6, 1)
+    np.testing.assert_array_equal(fast.numpy(), general.numpy())
+    expected = np.matmul(a, w.T)
+    expected += b
+    np.testing.assert_array_equal(fast.numpy(), expected)
+
 def test_bad_matmuls_keep_pytorchs_errors():
     for lib in (gt, torch):
         a = lib.ones(2, 3)

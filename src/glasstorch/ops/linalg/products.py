@@ -410,6 +410,38 @@ def _addmv_meta(self, mat, vec, beta=1, alpha=1, *, out=None):
     return _spec((mat._shape[0],), vec.dtype)
 
 
+def _linear_addmm(general):
+    """addmm's fast path (`OpDeclaration.fast_path`): the call `nn.Linear` makes, a bias
+    (a row, or the whole output) plus the product of two matrices of its dtype, float32 or
+    float64, beta and alpha 1: the product into a row-major output, then the bias added,
+    as `gemm_into` does them after the meta function's checks."""
+    empty = Tensor._empty
+
+    def kernel(self, mat1, mat2, beta=1, alpha=1):
+        if beta.__class__ is int and alpha.__class__ is int and beta == 1 and alpha == 1 \
+                and mat1.__class__ is Tensor and mat2.__class__ is Tensor:
+            d = mat1.dtype
+            if d in PLAIN_FLOATS and mat2.dtype is d and self.dtype is d and \
+                    len(mat1._shape) == 2 and len(mat2._shape) == 2 and \
+                    mat1._shape[1] == mat2._shape[0]:
+                shape = (mat1._shape[0], mat2._shape[1])
+                bias = self._shape
+                if bias == shape[1:] or bias == (1, shape[1]) or bias == shape:
+                    row_major = _STRIDES.get(shape)  # None: a shape no output has had yet
+                    out = (empty(shape, d) if row_major is None or grad_state.inference else
+                           new_cpu_tensor(shape, d, row_major,
+                                          shape[0] * shape[1] * d.itemsize, True))
+                    o = out._array()
+                    cpu.blas_matmul(mat1._array(), mat2._array(), o)
+                    np.add(o, self._array(), out=o)
+                    return out
+        return general(self, mat1, mat2, beta, alpha)
+    return kernel
+
+
+addmm.fast_path(_linear_addmm)
+
+
 addmv = structured("addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, "
                    "Scalar alpha=1) -> Tensor", _addmv_meta, promotes=False,
                    out_meta=_with_out(_addmv_meta), check_inplace=_inplace_same_shape,
