@@ -202,3 +202,24 @@ def binary_fast(ufunc, alpha=False):
         parallel.ufunc(ufunc, ab, ab[0])
         return True
     return functional, inplace
+
+
+def norm_fast(row):
+    """linalg_vector_norm(t, ord) of a plain contiguous float tensor for ord 2, 1 and inf,
+    without a dtype argument: the per-tensor kernel's arithmetic (reduction.norm_kernel),
+    without its meta function and general casts."""
+    t, order, _, _, dtype = row
+    if dtype is not None or not _plain(t) or not t.is_contiguous() or not t.numel():
+        return None
+    a = t._array()
+    if order == 2:
+        r = np.sqrt(np.add.reduce(a * a, axis=None))
+    elif order == 1:
+        r = np.add.reduce(np.abs(a), axis=None)
+    elif order == np.inf:
+        r = np.maximum.reduce(np.abs(a), axis=None)
+    else:
+        return None
+    out = Tensor._empty((), t.dtype)
+    out._array()[()] = r
+    return out

@@ -1,7 +1,10 @@
 """Gradient clipping: the total norm of many gradients, and scaling them under a bound.
 
 The total norm is the norm of the per-tensor norms, as if every gradient were one vector;
-clip_grad_norm_ returns it measured before clipping, as torch does.
+clip_grad_norm_ returns it measured before clipping, as torch does. With foreach=None or
+True (PyTorch's choice on the CPU too) the per-tensor norms and the scaling are one foreach
+call each (`_foreach_norm`, `_foreach_mul_`) instead of one op per gradient; foreach=False
+keeps the per-tensor ops. Both give the same values.
 """
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import warnings
 
 from ...autograd.grad_mode import no_grad
 from ...core.tensor import Tensor
+from ...ops.pointwise.foreach import _foreach_mul_, _foreach_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -31,7 +35,11 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
         return make_tensor(0.0)
     with no_grad():
         device = tensors[0].device
-        norms = [vector_norm(t, norm_type).to(device) for t in tensors]
+        if foreach is False:
+            norms = [vector_norm(t, norm_type) for t in tensors]
+        else:
+            norms = _foreach_norm(tensors, norm_type)
+        norms = [n if n.device == device else n.to(device) for n in norms]
         total = vector_norm(stack(norms), norm_type)
         if error_if_nonfinite and bool(total.isnan() | total.isinf()):
             raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
@@ -49,8 +57,12 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor,
         return
     with no_grad():
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(coef.to(g.device))
+        if foreach is False:
+            for g in grads:
+                g.mul_(coef.to(g.device))
+            return
+        for device in dict.fromkeys(g.device for g in grads):
+            _foreach_mul_([g for g in grads if g.device == device], coef.to(device))
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,

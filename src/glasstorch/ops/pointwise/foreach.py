@@ -165,7 +165,7 @@ for _name in UNARY:
 
 _both("_foreach_norm", "Scalar", "Tensor[] self, Scalar ord=2, ScalarType? dtype=None",
       _op("linalg_vector_norm"), "LCC", lambda row: (row[0], row[1], None, False, row[2]),
-      inplace=False)
+      fast=(kernels.norm_fast, None), inplace=False)
 
 # ---- copy_, zero_ ------------------------------------------------------------------------
 
@@ -221,6 +221,12 @@ def _pick(fname: str, name: str, value, *args):
                     f"but expected one of:\n{expected}")
 
 
+def _export(fn) -> None:
+    """glasstorch.<name>, and this module's <name> (for nn.utils' clipping)."""
+    export(fn.__name__, fn)
+    globals()[fn.__name__] = fn
+
+
 def _self_list(fname: str, self):
     if not isinstance(self, (list, tuple)):
         raise TypeError(f"{fname}(): argument 'self' (position 1) must be tuple of Tensors, "
@@ -249,7 +255,7 @@ def _binary(name: str, alpha: bool):
         fn.__doc__ = (f"torch.{fname}: {name} of each tensor of `self` and `other` (a number, "
                       "a list of numbers, a list of tensors or a 0-dim tensor)"
                       + (", in place." if suffix else "."))
-        export(fname, fn)
+        _export(fn)
     make("")
     make("_")
 
@@ -270,7 +276,7 @@ def _foreach_pow(self, exponent):
     return tuple(op(self, exponent))
 
 
-export("_foreach_pow", _foreach_pow)
+_export(_foreach_pow)
 
 
 def _picked_last(name: str, params: str, picked: str):
@@ -292,7 +298,7 @@ def _picked_last(name: str, params: str, picked: str):
         fn.__name__ = fn.__qualname__ = fname
         fn.__doc__ = f"torch.{fname}: {name} of the tensors of the lists by {picked}" + \
             (", in place." if suffix else ".")
-        export(fname, fn)
+        _export(fn)
     make("")
     make("_")
 
@@ -315,7 +321,7 @@ def _unary(name: str):
         f.__name__ = f.__qualname__ = f"_foreach_{name}{suffix}"
         f.__doc__ = f"torch._foreach_{name}{suffix}: {name} of each tensor of the list" + \
             (", in place." if suffix else ".")
-        export(f.__name__, f)
+        _export(f)
 
 
 for _name in UNARY:
@@ -343,4 +349,4 @@ def _foreach_zero_(self):
 
 
 for _fn in (_foreach_norm, _foreach_copy_, _foreach_zero_):
-    export(_fn.__name__, _fn)
+    _export(_fn)
