@@ -41,8 +41,9 @@ def _check_tensors(items, position: int) -> None:
 
 def rows(args, kinds: str) -> list:
     """One argument tuple per list element. `kinds` has a letter per argument:
-    L a tensor list, S a list of scalars, C a value every element shares, I a 0-dim tensor
-    read as a scalar (PyTorch's `.Tensor` overloads of mul/div/add), V a 1-D tensor of one
+    L a tensor list, S a list of scalars, C a value every element shares, T a 0-dim tensor
+    every element shares (mul/div's `.Tensor`), I one read as a Python scalar (add's), V a
+    1-D tensor of one
     scalar per element (addcmul's `.Tensor`). The first L sets the length; lists of another
     length raise PyTorch's errors, and so does an empty first list."""
     n = None
@@ -63,11 +64,11 @@ def rows(args, kinds: str) -> list:
             columns.append(a)
         elif k == "C":
             columns.append(repeat(a))
-        elif k == "I":
+        elif k == "I" or k == "T":
             if a.dim() != 0:
                 raise RuntimeError(f"scalar tensor expected to be 0 dim but it has {a.dim()} "
                                    f"dimensions and {a.numel()} elements.")
-            columns.append(repeat(a.item()))
+            columns.append(repeat(a.item() if k == "I" else a))
         else:                                               # "V"
             if a.dim() != 1 or a.numel() != n:
                 raise RuntimeError("Tensor list must have same number of elements as scalar "
@@ -156,10 +157,11 @@ def _plain(t) -> bool:
 
 def _operand(x, like: Tensor):
     """x as a NumPy operand of like's dtype, or None when the fast path must not take it
-    (another dtype or shape, another device, a view sharing like's memory)."""
-    if x.__class__ is Tensor:
-        if x.dtype is like.dtype and x._shape == like._shape and \
-                x._storage.device.type == "cpu" and (x is like or x._storage is not like._storage):
+    (another dtype, shape or layout, another device, a view sharing like's memory)."""
+    if x.__class__ is Tensor:     # a tensor of like's shape, or 0-dim (mul_.Tensor's scale)
+        if x.dtype is like.dtype and (x._shape == like._shape or not x._shape) and \
+                x._storage.device.type == "cpu" and (x is like or x._storage is not like._storage) \
+                and x.is_contiguous():
             return x._array()
         return None
     if x.__class__ in _NUMBERS:
@@ -172,7 +174,7 @@ def binary_fast(ufunc, alpha=False):
     third value scales other first (add/sub), as the per-tensor kernel does."""
     def operands(row):
         self = row[0]
-        if not _plain(self):
+        if not _plain(self) or not self.is_contiguous():    # the result is laid out as self
             return None
         b = _operand(row[1], self)
         if b is None:
@@ -194,9 +196,7 @@ def binary_fast(ufunc, alpha=False):
         return out
 
     def inplace(row):
-        if not row[0].is_contiguous():        # an expanded self must get the general errors
-            return False
-        ab = operands(row)
+        ab = operands(row)          # contiguous self: an expanded one gets the general errors
         if ab is None:
             return False
         parallel.ufunc(ufunc, ab, ab[0])

@@ -114,9 +114,13 @@ for _name, _ufunc, _alpha, _scalar_tensor in (("add", np.add, True, True),
           _list_decl, "LLC" if _alpha else "LL", None, _fast)
     _both(_f, "ScalarList", "Tensor[] self, Scalar[] scalars", _scalar_decl, "LS", _tail,
           _fast_scalar)
-    if _scalar_tensor:
-        _both(_f, "Tensor", "Tensor[] self, Tensor other" + (", *, Scalar alpha=1" if _alpha
-              else ""), _scalar_decl, "LIC" if _alpha else "LI", None, _fast)
+    # .Tensor: PyTorch's add reads the 0-dim tensor as a Python scalar (promoting as one);
+    # mul and div pass it to the per-tensor op as a tensor
+    if _alpha and _scalar_tensor:
+        _both(_f, "Tensor", "Tensor[] self, Tensor other, *, Scalar alpha=1", _scalar_decl,
+              "LIC", None, _fast)
+    elif _scalar_tensor:
+        _both(_f, "Tensor", "Tensor[] self, Tensor other", _list_decl, "LT", None, _fast)
 
 # ---- maximum, minimum, clamp_min, clamp_max ----------------------------------------------
 # PyTorch's maximum/minimum with a scalar are clamp_min/clamp_max per tensor.
@@ -228,9 +232,13 @@ def _export(fn) -> None:
 
 
 def _self_list(fname: str, self):
+    """`self` checked as PyTorch's parser and foreach checks do (an empty list has no device
+    to dispatch to, so the public function refuses it here)."""
     if not isinstance(self, (list, tuple)):
         raise TypeError(f"{fname}(): argument 'self' (position 1) must be tuple of Tensors, "
                         f"not {type(self).__name__}")
+    if not self:
+        raise RuntimeError("Tensor list must have at least one tensor.")
     return self
 
 
@@ -270,6 +278,7 @@ def _foreach_pow(self, exponent):
     """torch._foreach_pow: each tensor of `self` to the power `exponent` (a number, a list
     of numbers or tensors); a number `self` raised to each tensor of `exponent`."""
     if isinstance(self, _NUMBERS):
+        exponent = _self_list("_foreach_pow", exponent)
         return tuple(_packet("_foreach_pow")["ScalarAndTensor"](self, exponent))
     op, exponent = _pick("_foreach_pow", "_foreach_pow", exponent,
                          _self_list("_foreach_pow", self), exponent)
