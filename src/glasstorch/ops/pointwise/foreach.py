@@ -43,14 +43,15 @@ def _requires_grad(args) -> bool:
     return False
 
 
-def _autograd(reference):
+def _register_autograd(decl, reference) -> None:
     """The Autograd kernel: the per-tensor operators when autograd must record the call,
     the foreach kernel below otherwise."""
     def kernel(op, ks, *args):
         if _grad_state.enabled and _requires_grad(args):
             return reference(*args)
         return op.redispatch(ks, *args)
-    return kernel
+    decl.functional.register("Autograd", kernel)
+    decl.functional.info["autograd"] = "per-tensor ops"    # what `glasstorch ops` reports
 
 
 def _declare(schema: str, per, kinds: str, arrange=None, fast=None, inplace=False):
@@ -72,7 +73,7 @@ def _declare(schema: str, per, kinds: str, arrange=None, fast=None, inplace=Fals
     decl.on_cuda = "shared"
     for backend in ("CPU", "CUDA", "Meta"):
         decl.impl(backend)(loop)
-    decl.functional.register("Autograd", _autograd(reference))
+    _register_autograd(decl, reference)
     return decl
 
 
@@ -193,8 +194,8 @@ def _zero_reference(self):
         t.zero_()
 
 
-_copy.functional.register("Autograd", _autograd(_copy_reference))
-_zero.functional.register("Autograd", _autograd(_zero_reference))
+_register_autograd(_copy, _copy_reference)
+_register_autograd(_zero, _zero_reference)
 
 
 # ---- the public functions ----------------------------------------------------------------
