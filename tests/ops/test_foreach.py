@@ -110,6 +110,7 @@ ERRORS = [
     "L._foreach_norm(a, dtype=L.float16)", "L._foreach_copy_(a, b[:1])",
     "L._foreach_mul(a, [b[0], b[0], b[0], b[0]])", "L._foreach_add(a, 'x')",
     "L._foreach_add(a[0], 1)", "L._foreach_add_(ints, [1, 2.5])",
+    "L._foreach_add(a, 1.0, alpha=2)",
 ]
 
 
@@ -233,6 +234,19 @@ def test_in_place_on_leaves_that_require_grad():
     with gt.no_grad():
         gt._foreach_add_([x], 1.0)                       # optimizers' and EMA's path
     assert np.array_equal(x.detach().numpy(), [2.0, 2.0]) and x.grad_fn is None
+
+
+def test_under_a_dispatch_mode_and_fake_tensors():
+    from glasstorch._subclasses.fake_tensor import FakeTensorMode
+    from oracle import op_log
+    xs = [gt.ones(2), gt.ones(3, dtype=gt.float64)]
+    with op_log() as log:
+        gt._foreach_add_(xs, 1.0)
+    assert log.seen == ["aten._foreach_add_.Scalar"]
+    with FakeTensorMode():
+        fake = [gt.ones(2), gt.ones(3, dtype=gt.float64)]
+        out = gt._foreach_lerp(fake, fake, 0.5)
+    assert [(tuple(o.shape), o.dtype) for o in out] == [((2,), gt.float32), ((3,), gt.float64)]
 
 
 def test_meta_tensors():

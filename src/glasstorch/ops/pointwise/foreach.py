@@ -250,9 +250,13 @@ def _binary(name: str, alpha: bool):
 
         def call(self, other, alpha=None):
             op, other = _pick(fname, fname, other, _self_list(fname, self), other)
-            args = (self, other) if alpha is None or len(op.schema.arguments) == 2 else \
-                (self, other, alpha)
-            result = op(*args)
+            if len(op.schema.arguments) == 2:
+                if alpha is not None and alpha != 1:      # no such overload in PyTorch
+                    raise TypeError(f"{fname}() got an unexpected keyword argument 'alpha' "
+                                    f"for a {type(other).__name__} `other`")
+                result = op(self, other)
+            else:
+                result = op(self, other, 1 if alpha is None else alpha)
             return list(self) if suffix else tuple(result)
         if alpha:
             def fn(self, other, *, alpha=1):
