@@ -127,10 +127,10 @@ for _name, _ufunc, _alpha, _scalar_tensor in (("add", np.add, True, True),
 # PyTorch's maximum/minimum with a scalar are clamp_min/clamp_max per tensor.
 
 for _name, _list_decl, _scalar_decl in (
-        ("maximum", _op("maximum"), _op("clamp_min")),
-        ("minimum", _op("minimum"), _op("clamp_max")),
-        ("clamp_min", _op("clamp_min", "Tensor"), _op("clamp_min")),
-        ("clamp_max", _op("clamp_max", "Tensor"), _op("clamp_max"))):
+        ("maximum", _op("maximum"), _op("clamp_min", "default")),
+        ("minimum", _op("minimum"), _op("clamp_max", "default")),
+        ("clamp_min", _op("clamp_min"), _op("clamp_min", "default")),
+        ("clamp_max", _op("clamp_max"), _op("clamp_max", "default"))):
     _f = f"_foreach_{_name}"
     _both(_f, "Scalar", "Tensor[] self, Scalar scalar", _scalar_decl, "LC")
     _both(_f, "List", "Tensor[] self, Tensor[] other", _list_decl, "LL")
