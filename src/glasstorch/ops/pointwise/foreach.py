@@ -175,7 +175,8 @@ _both("_foreach_norm", "Scalar", "Tensor[] self, Scalar ord=2, ScalarType? dtype
 # ---- copy_, zero_ ------------------------------------------------------------------------
 
 _copy = kernel_op("_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) "
-                  "-> ()", method=False, function=False, mutates=(0,))
+                  "-> ()", method=False, function=False, mutates=(0,),
+                  tags=("cross_device",))     # as copy_: runs on the destinations' device
 _zero = kernel_op("_foreach_zero_(Tensor(a!)[] self) -> ()", method=False, function=False,
                   mutates=(0,))
 _copy.on_cuda = _zero.on_cuda = "shared"
