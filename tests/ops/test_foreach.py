@@ -72,7 +72,8 @@ CALLS = (
        "L._foreach_add(ints, s64)", "L._foreach_mul(half, s64)", "L._foreach_add(ints, [s64, s])",
        "L._foreach_add(a, [1, 2.5, True, 2])", "L._foreach_clamp_min(ints, 1.5)",
        "L._foreach_maximum(ints, 2)", "L._foreach_minimum(ints, [2.5, 7])",
-       "L._foreach_clamp_max(ints, [L.tensor([2.5, 1, 0]), L.tensor([[1, 9]])])", "L._foreach_mul(half, [L.tensor([2.0, 3.0])])", "L._foreach_div(ints, s64)",
+       "L._foreach_clamp_max(ints, [L.tensor([2.5, 1, 0]), L.tensor([[1, 9]])])",
+       "L._foreach_mul(half, [L.tensor([2.0, 3.0])])", "L._foreach_div(ints, s64)",
        "L._foreach_mul(ints, s64)", "L._foreach_add(half, s64)"]
     + [f"L._foreach_{op}(a, b, c{w})" for op in ("addcmul", "addcdiv")
        for w in ("", ", 0.5", ", [0.5, 1, -2, 3]", ", v")]
