@@ -59,6 +59,9 @@ def compare(expr, rtol=1e-6, atol=1e-6):
         assert_same(g, w, rtol=rtol, atol=atol)
 
 
+UNARY = ["abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
+         "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal",
+         "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc"]
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "clamp_min", "clamp_max", "pow"]
 CALLS = (
     [f"L._foreach_{op}(a, 0.75)" for op in BINARY]
@@ -79,8 +82,7 @@ CALLS = (
        for w in ("", ", 0.5", ", [0.5, 1, -2, 3]", ", v")]
     + ["L._foreach_lerp(a, b, 0.3)", "L._foreach_lerp(a, b, c)",
        "L._foreach_lerp(a, b, [0.1, 0.5, 0.9, 2.0])"]
-    + [f"L._foreach_{op}(a)" for op in ("sqrt", "neg", "abs", "exp", "log", "reciprocal",
-                                        "sign", "sigmoid")]
+    + [f"L._foreach_{op}(a)" for op in UNARY]
     + ["L._foreach_abs(ints)", "L._foreach_sqrt(ints)", "L._foreach_neg(ints)"]
     + [f"L._foreach_norm(a, {o})" for o in ("2", "1", "inf", "3", "0", "-inf")]
     + ["L._foreach_norm(a)", "L._foreach_norm(a, dtype=L.float64)", "L._foreach_norm(half)"]

@@ -164,7 +164,10 @@ _both("_foreach_lerp", "ScalarList", "Tensor[] self, Tensor[] tensors1, Scalar[]
 
 # ---- unary ops, norm ---------------------------------------------------------------------
 
-UNARY = ("sqrt", "neg", "abs", "exp", "log", "reciprocal", "sign", "sigmoid")
+UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp",
+         "expm1", "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg",
+         "reciprocal", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan",
+         "tanh", "trunc")
 for _name in UNARY:
     _both(f"_foreach_{_name}", "", "Tensor[] self", _op(_name), "L")
 
