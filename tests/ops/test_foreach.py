@@ -86,6 +86,7 @@ CALLS = (
     + ["L._foreach_abs(ints)", "L._foreach_sqrt(ints)", "L._foreach_neg(ints)"]
     + [f"L._foreach_norm(a, {o})" for o in ("2", "1", "inf", "3", "0", "-inf")]
     + ["L._foreach_norm(a)", "L._foreach_norm(a, dtype=L.float64)", "L._foreach_norm(half)"]
+    + ["L._foreach_max(a)", "L._foreach_max(ints)", "L._foreach_max(half)"]
 )
 
 
@@ -95,7 +96,7 @@ def test_out_of_place_matches_torch(expr):
 
 
 @pytest.mark.parametrize("expr", [c.replace("(", "_(", 1) for c in CALLS
-                                  if "norm" not in c and "pow(2.0" not in c and "ints" not in c
+                                  if "norm" not in c and "_foreach_max(" not in c and "pow(2.0" not in c and "ints" not in c
                                   and "half" not in c])
 def test_in_place_matches_torch(expr):
     compare(expr)
@@ -112,6 +113,7 @@ ERRORS = [
     "L._foreach_norm([])", "L._foreach_mul(a, v)", "L._foreach_addcmul(a, b, c[:1])",
     "L._foreach_addcmul(a, b, c, [1.0])", "L._foreach_lerp(a, b[:3], 0.5)",
     "L._foreach_add_(ints, 1.5)", "L._foreach_sqrt_(ints)", "L._foreach_norm(ints)",
+    "L._foreach_max([L.ones(0)])",
     "L._foreach_norm(a, dtype=L.float16)", "L._foreach_copy_(a, b[:1])",
     "L._foreach_mul(a, [b[0], b[0], b[0], b[0]])", "L._foreach_add(a, 'x')",
     "L._foreach_add(a[0], 1)", "L._foreach_add_(ints, [1, 2.5])",

@@ -175,6 +175,9 @@ _both("_foreach_norm", "Scalar", "Tensor[] self, Scalar ord=2, ScalarType? dtype
       _op("linalg_vector_norm"), "LCC", lambda row: (row[0], row[1], None, False, row[2]),
       fast=(kernels.norm_fast, None), inplace=False)
 
+_both("_foreach_max", "", "Tensor[] self", _op("amax"), "L", lambda row: (row[0], [], False),
+      inplace=False)
+
 # ---- copy_, zero_ ------------------------------------------------------------------------
 
 _copy = kernel_op("_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) "
@@ -366,5 +369,14 @@ def _foreach_zero_(self):
     return list(self)
 
 
-for _fn in (_foreach_norm, _foreach_copy_, _foreach_zero_):
+def _foreach_max(self):
+    """torch._foreach_max: the largest element of each tensor (a 0-dim tensor each)."""
+    for t in _self_list("_foreach_max", self):
+        if isinstance(t, Tensor) and not t.numel():
+            raise RuntimeError("_foreach_max cannot compute the maximum of an empty tensor; "
+                               "max over zero elements is undefined.")
+    return tuple(_packet("_foreach_max")[""](self))
+
+
+for _fn in (_foreach_norm, _foreach_max, _foreach_copy_, _foreach_zero_):
     _export(_fn)
