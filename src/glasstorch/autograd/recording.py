@@ -263,8 +263,9 @@ def _recorder_of(d):
     call costs about twice as much), as is the node's formula, which unpacks the saved
     values and passes them by name without building a dict. What it saves: a Tensor
     argument as a SavedTensor, or as None where `d.needs` says only gradients nobody asked
-    for read it; other arguments as they are; `result<i>` as a _SavedOutput bound to the node; `<arg>_shape` and
-    `<arg>_geometry` as metadata; `grad_input_mask` as one bool per input edge."""
+    for read it; other arguments as they are; `result<i>` as a _SavedOutput bound to the
+    node; `<arg>_shape` and `<arg>_geometry` as metadata; `grad_input_mask` as one bool per
+    input edge."""
     lines, names, bound = [], [], []
     if d.saves_result:
         lines.append("outputs = result if isinstance(result, (tuple, list)) else (result,)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...core import dtype as dt
 from ..arrays import module_of
+from .pointwise import not_implemented
 
 
 def _check_scalar(name: str, t, dtypes: tuple, kind: str) -> None:
@@ -20,8 +21,7 @@ def check_unscale(grads, found_inf, inv_scale) -> None:
     _check_scalar("inv_scale", inv_scale, (dt.float32,), "a float")
     for g in grads:
         if g.dtype.category != dt.FLOAT:
-            raise NotImplementedError('"_amp_foreach_non_finite_check_and_unscale_cpu" not '
-                                      f"implemented for '{g.dtype.cname}'")
+            raise not_implemented("_amp_foreach_non_finite_check_and_unscale_cpu", g.dtype)
 
 
 def check_update(scale, growth_tracker, found_inf) -> None:

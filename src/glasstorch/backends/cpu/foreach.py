@@ -20,6 +20,7 @@ import numpy as np
 from ...core import dtype as dt
 from ...core.tensor import Tensor
 from . import parallel
+from .reduction import norm_kernel
 
 _BACKEND = {"cpu": "CPU", "cuda": "CUDA"}
 
@@ -205,21 +206,12 @@ def binary_fast(ufunc, alpha=False):
 
 
 def norm_fast(row):
-    """linalg_vector_norm(t, ord) of a plain contiguous float tensor for ord 2, 1 and inf,
-    without a dtype argument: the per-tensor kernel's arithmetic (reduction.norm_kernel),
-    without its meta function and general casts."""
+    """linalg_vector_norm(t, ord) of a plain float tensor without a dtype argument: its
+    CPU kernel (reduction.norm_kernel) into a 0-dim output, without the meta function."""
     t, order, _, _, dtype = row
-    if dtype is not None or not _plain(t) or not t.is_contiguous() or not t.numel():
-        return None
-    a = t._array()
-    if order == 2:
-        r = np.sqrt(np.add.reduce(a * a, axis=None))
-    elif order == 1:
-        r = np.add.reduce(np.abs(a), axis=None)
-    elif order == np.inf:
-        r = np.maximum.reduce(np.abs(a), axis=None)
-    else:
+    if dtype is not None or not _plain(t) or not t.numel() or \
+            order.__class__ not in _NUMBERS:
         return None
     out = Tensor._empty((), t.dtype)
-    out._array()[()] = r
+    norm_kernel(out, t, order)
     return out

@@ -233,9 +233,9 @@ def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
     `out` is large (one-pass arithmetic: ARITHMETIC_FACTOR times larger). Operands broadcast
     against `out` and are sliced like it. Small outputs (every op on small tensors comes
     here) cost one comparison before the ufunc runs."""
-    factor = ARITHMETIC_FACTOR if fn in _ARITHMETIC else 1
     if (out.size < GRAIN or out.__class__ is not np.ndarray
-            or threads_for(out.size, factor) == 1 or _alias_hazard(args, out)):
+            or threads_for(out.size, ARITHMETIC_FACTOR if fn in _ARITHMETIC else 1) == 1
+            or _alias_hazard(args, out)):
         fn(*args, out=out, **kwargs)
         return
     shape = out.shape
@@ -260,7 +260,7 @@ def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
         fn(*[a[region] if is_arr else a for a, is_arr in zip(ops, arrays)], out=o[region],
            **kwargs)
 
-    parallel_for(o.shape[ax], chunk, o.size // max(o.shape[ax], 1), factor)
+    parallel_for(o.shape[ax], chunk, o.size // max(o.shape[ax], 1))
 
 
 def chunked(fn, arrays, block: int | None = None) -> None:

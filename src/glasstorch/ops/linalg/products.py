@@ -332,22 +332,26 @@ matmul = structured("matmul(Tensor self, Tensor other) -> Tensor", _matmul_meta,
 matmul.impl("CPU")(matmul_cpu)
 
 
+def _row_major_output(shape: tuple, d: dt.dtype) -> Tensor:
+    """A fresh row-major (m, n) output for the products' fast paths, made as the dispatcher
+    makes one (a tensor of its own version counter outside inference mode)."""
+    row_major = _STRIDES.get(shape)      # None: a shape no output has had yet
+    if row_major is None or grad_state.inference:
+        return Tensor._empty(shape, d)
+    return new_cpu_tensor(shape, d, row_major, shape[0] * shape[1] * d.itemsize, True)
+
+
 def _plain_float_matmul(general):
     """matmul's fast path (`OpDeclaration.fast_path`): two matrices of one dtype, float32
     or float64, whose inner sizes agree: `np.matmul` into a row-major output, the call
     `matmul_cpu` makes for them after the meta function's walk through matmul's cases."""
-    empty = Tensor._empty
 
     def kernel(self, other):
         if self.__class__ is Tensor and other.__class__ is Tensor:
             d = self.dtype
             if d in PLAIN_FLOATS and other.dtype is d and len(self._shape) == 2 and \
                     len(other._shape) == 2 and self._shape[1] == other._shape[0]:
-                shape = (self._shape[0], other._shape[1])
-                row_major = _STRIDES.get(shape)      # None: a shape no output has had yet
-                out = (empty(shape, d) if row_major is None or grad_state.inference else
-                       new_cpu_tensor(shape, d, row_major, shape[0] * shape[1] * d.itemsize,
-                                      True))
+                out = _row_major_output((self._shape[0], other._shape[1]), d)
                 np.matmul(self._np if self._np is not None else self._array(),
                           other._np if other._np is not None else other._array(),
                           out=out._np if out._np is not None else out._array())
@@ -414,8 +418,7 @@ def _linear_addmm(general):
     """addmm's fast path (`OpDeclaration.fast_path`): the call `nn.Linear` makes, a bias
     (a row, or the whole output) plus the product of two matrices of its dtype, float32 or
     float64, beta and alpha 1: the product into a row-major output, then the bias added,
-    as `gemm_into` does them after the meta function's checks."""
-    empty = Tensor._empty
+    as `gemm_into` does them, without the meta function's checks."""
 
     def kernel(self, mat1, mat2, beta=1, alpha=1):
         if beta.__class__ is int and alpha.__class__ is int and beta == 1 and alpha == 1 \
@@ -427,10 +430,7 @@ def _linear_addmm(general):
                 shape = (mat1._shape[0], mat2._shape[1])
                 bias = self._shape
                 if bias == shape[1:] or bias == (1, shape[1]) or bias == shape:
-                    row_major = _STRIDES.get(shape)  # None: a shape no output has had yet
-                    out = (empty(shape, d) if row_major is None or grad_state.inference else
-                           new_cpu_tensor(shape, d, row_major,
-                                          shape[0] * shape[1] * d.itemsize, True))
+                    out = _row_major_output(shape, d)
                     o = out._array()
                     cpu.blas_matmul(mat1._array(), mat2._array(), o)
                     np.add(o, self._array(), out=o)

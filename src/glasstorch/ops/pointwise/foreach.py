@@ -32,6 +32,8 @@ _NUMBERS = (int, float, bool, complex)
 
 
 def _requires_grad(args) -> bool:
+    """Whether a tensor argument, or one in a list, requires grad (autograd.recording's
+    check, which this layer may not import)."""
     for a in args:
         if isinstance(a, Tensor):
             if a._requires_grad:
