@@ -18,3 +18,12 @@ def quiet_gc():
         yield
     finally:
         gc.enable()
+
+
+@pytest.fixture(params=["native", "numpy"])
+def kernel_path(request, monkeypatch):
+    """Runs a test twice: with the C kernels of backends/cpu/native (where they build) and
+    with the NumPy formulas every such operator also has."""
+    from glasstorch.backends.cpu import native
+    monkeypatch.setattr(native, "ENABLED", request.param == "native")
+    return request.param

@@ -62,6 +62,11 @@ def _module_name(path: Path) -> str:
 # Each says why it cannot be a module-level import of a lower layer. Anything else found
 # inside a function must point down, as at module level.
 ALLOWED_UPWARD = {
+    ("backends.cpu.native", "compiler.inductor"):
+        "the eager C kernels are built as generated code is: system compiler, disk cache, "
+        "ctypes, OpenMP's wait policy (build.py, process.py)",
+    ("backends.cpu.native", "compiler.inductor.codegen"):
+        "the eager C kernels declare libmvec's functions and go parallel as generated ones do",
     ("dispatch.library", "autograd.custom_op_autograd"):
         "register_autograd makes the formula the operator's Autograd kernel",
     ("utils.data.distributed", "distributed"):

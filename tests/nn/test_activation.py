@@ -160,7 +160,7 @@ def test_softplus_threshold_kink_gradient():
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", ["softplus", "logsigmoid", "silu", "mish", "gelu", "elu",
                                   "selu", "celu", "glu", "tanhshrink", "softsign"])
-def test_large_magnitudes(name, dtype):
+def test_large_magnitudes(name, dtype, kernel_path):
     fn, _ = ACT[name]
     a = np.array([-1e4, -800.0, -90.0, -30.0, 30.0, 90.0, 800.0, 1e4])
     g, t = both(a, dtype, requires_grad=True)
@@ -212,7 +212,7 @@ def test_special_table_covers_every_elementwise_activation():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 @pytest.mark.parametrize("name", sorted(SPECIAL))
-def test_nan_and_inf(name, dtype):
+def test_nan_and_inf(name, dtype, kernel_path):
     fn, _ = ACT[name]
     at_inf, at_minus_inf, at_zero = SPECIAL[name]
     points = np.tile([np.nan, np.inf, -np.inf, 0.0, -0.0], 13)   # also past a SIMD width
@@ -414,7 +414,7 @@ def test_module_examples_run():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_backward_op_matches_torch(dtype, approximate):
+def test_gelu_backward_op_matches_torch(dtype, approximate, kernel_path):
     torch = oracle_torch()
     from glasstorch.ops.nn.activation import gelu_backward
     rng = np.random.default_rng(0)
@@ -479,7 +479,7 @@ def test_gelu_and_relu_second_order_gradients_match_torch():
     assert_same(gx.grad, tx.grad)
 
 
-def test_gelu_float32_erf_tail_and_gradient_match_torch(monkeypatch):
+def test_gelu_float32_erf_tail_and_gradient_match_torch(monkeypatch, kernel_path):
     """float32 exact GELU evaluates erf by PyTorch's vectorised approximation, sharing one exp
     between erf and the density in the gradient: values and gradients agree with torch's
     across the range, tails included, on the whole-array and the blocked (threaded) paths."""
@@ -504,7 +504,7 @@ def test_gelu_float32_erf_tail_and_gradient_match_torch(monkeypatch):
                     rtol=2e-6, atol=2e-6)
 
 
-def test_backward_ops_gradcheck_on_non_contiguous_float64():
+def test_backward_ops_gradcheck_on_non_contiguous_float64(kernel_path):
     """gelu_backward, threshold_backward and the softmax backward ops, differentiated
     through their own derivatives (double backward of the activations), on transposed
     float64 inputs."""

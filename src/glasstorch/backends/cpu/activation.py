@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from . import parallel, special
+from . import native, parallel, special
 from .. import arrays
 from ...core import dtype as dt
 from ...core.promotion import opmath
@@ -23,18 +23,22 @@ def _finish(op, r) -> None:
         np.copyto(op, r, casting="unsafe")
 
 
-def activation_kernel(name, fn, kname, allowed, into=False, block=parallel.BLOCK):
+def activation_kernel(name, fn, kname, allowed, into=False, block=parallel.BLOCK,
+                      native_fn=None):
     """The kernel of an activation: `fn(x, *params)` on the input in opmath, walked in
     parts of `block` elements (split across threads when large; None for a one-pass fn,
     which gains nothing from blocks but their call overhead); `params` are the op's Scalars,
     rounded to the dtype for integer and 16-bit inputs. With `into`, fn also takes
     `out=`, the output block when it has the compute dtype, and may write its last pass
     there (saving a temporary and a copy); it only writes `out` in passes that no longer
-    read x, so an in-place call stays right."""
+    read x, so an in-place call stays right. `native_fn(x, out, *params)`, where given,
+    runs the C kernel instead and says whether it applied (see native/)."""
     def kernel(out, self, *params):
         d = self.dtype
         check_dtype(kname, d, allowed)
         x = self._array()
+        if native_fn is not None and native_fn(x, out._array(), *params):
+            return
         if d.category == dt.INT or d in REDUCED:     # bounds rounded to the dtype first
             params = tuple(_rounded(p, d) for p in params)
         cd = opmath(d)
@@ -50,16 +54,20 @@ def activation_kernel(name, fn, kname, allowed, into=False, block=parallel.BLOCK
     return kernel
 
 
-def backward_kernel(name, kname, allowed, part, block=parallel.BLOCK):
+def backward_kernel(name, kname, allowed, part, block=parallel.BLOCK, native_fn=None):
     """A fused kernel out = part(grad, x, *params, out=...), in the op's compute dtype,
     walked in parts of `block` elements (split across threads when large). `out` is the output
-    block when it has the compute dtype (else None): part may write its last pass there."""
+    block when it has the compute dtype (else None): part may write its last pass there.
+    `native_fn(grad, x, out, *params)`, where given, runs the C kernel instead and says
+    whether it applied (see native/)."""
     def kernel(out, grad_output, self, *params):
         d = out.dtype
         check_dtype(kname, d, allowed)
         cd = opmath(d)
         o = out._array()
         g, x = (np.broadcast_to(t._array(), o.shape) for t in (grad_output, self))
+        if native_fn is not None and native_fn(g, x, o, *params):
+            return
 
         def run(gp, xp, op):
             r = part(gp if gp.dtype == cd else gp.astype(cd),
@@ -194,6 +202,30 @@ def _normal_cdf_float32(x: np.ndarray) -> tuple:
     np.bitwise_or(r.view(np.int32), sign, out=r.view(np.int32))
     r += 0.5
     return r, e
+
+
+def gelu_native(x, out, approximate="none") -> bool:
+    """GELU by the C kernel, where x and out are dense float32/float64 arrays."""
+    if not native.dense(x, out):
+        return False
+    fn = native.function("activation", "gelu_" + native.suffix(x), "nppii")
+    if fn is None:
+        return False
+    fn(x.size, native.address(x), native.address(out), approximate == "tanh",
+       native.threads(x.size))
+    return True
+
+
+def gelu_grad_native(g, x, out, approximate="none") -> bool:
+    """GELU's gradient by the C kernel, where g, x and out are dense float32/float64 arrays."""
+    if not native.dense(g, x, out):
+        return False
+    fn = native.function("activation", "gelu_backward_" + native.suffix(x), "npppii")
+    if fn is None:
+        return False
+    fn(x.size, native.address(g), native.address(x), native.address(out),
+       approximate == "tanh", native.threads(x.size))
+    return True
 
 
 def _silu(x):

@@ -56,6 +56,7 @@ _interop_fixed = False
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _worker = threading.local()
+_forked = False
 
 
 def _check_count(name: str, n) -> None:
@@ -113,13 +114,27 @@ def _get_pool() -> ThreadPoolExecutor:
 
 
 def _forget_pool() -> None:
-    """A forked child has none of the parent's threads: start a new pool when needed."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
+    """A forked child has none of the parent's threads: start a new pool when needed, and
+    run OpenMP kernels on one thread (see openmp_threads)."""
+    global _pool, _pool_lock, _forked
+    _pool, _pool_lock, _forked = None, threading.Lock(), True
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
+
+
+def in_worker() -> bool:
+    """Whether this thread is one of the pool's (whose work must not split again)."""
+    return getattr(_worker, "active", False)
+
+
+def openmp_threads() -> int:
+    """The thread count for a C kernel's OpenMP region: glasstorch's, except in a forked
+    child, where it is 1. libgomp is not fork-safe: a child whose parent had started
+    OpenMP threads waits forever in its first parallel region with more than one thread
+    (a DataLoader worker, say); with one thread the kernels skip the region."""
+    return 1 if _forked else _num_threads
 
 
 def _run_chunk(err, fn, start, stop):
@@ -130,7 +145,7 @@ def _run_chunk(err, fn, start, stop):
 def threads_for(work: int, factor: int = 1) -> int:
     """How many chunks `work` elements should be split into (1: run inline); `factor`
     raises the threshold for cheap kinds of work (ARITHMETIC_FACTOR, REDUCTION_FACTOR)."""
-    if work < GRAIN * factor or _num_threads == 1 or getattr(_worker, "active", False):
+    if work < GRAIN * factor or _num_threads == 1 or in_worker():
         return 1
     return _num_threads
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..._ops import OpOverload, ops_namespace
 from ...backends.cpu.linalg import matmul_cpu, product_cpu
-from ...backends.cpu.parallel import get_num_threads
+from ...backends.cpu.parallel import openmp_threads
 from ...core import dtype as dt
 from ...core.device import CPU
 from ...core.tensor import Tensor
@@ -203,7 +203,7 @@ def runtime_namespace(numpy: bool, device=CPU) -> dict:
     device pointers."""
     ns = {"dt": dt, "aten": aten, "prims": ops_namespace("prims"), "_empty": _empty,
           "_product": _product, "product_cpu": product_cpu, "matmul_cpu": matmul_cpu,
-          "_view": _view, "_alias": _alias, "_layout": _layout, "_threads": get_num_threads}
+          "_view": _view, "_alias": _alias, "_layout": _layout, "_threads": openmp_threads}
     ns["_arg"] = _flat if numpy else _address
     if device.type == "cuda":
         ns["_empty"] = functools.partial(_empty, device=device)

@@ -32,7 +32,8 @@ from ..autocast import FP32, LOWER_PRECISION, autocast_policy
 from ..wrappers import generate_wrapper
 from ...backends.cpu.activation import (_celu, _elu, _gelu, _hardshrink, _hardsigmoid,
     _hardswish, _hardtanh, _leaky_relu, _log_sigmoid, _mish, _relu, _silu, _softplus,
-    _softshrink, _threshold, activation_kernel, backward_kernel, gelu_grad, glu_cpu,
+    _softshrink, _threshold, activation_kernel, backward_kernel, gelu_grad, gelu_grad_native,
+    gelu_native, glu_cpu,
     native_dropout_into, prelu_kernel_cpu, rrelu_with_noise_into, threshold_grad)
 
 _POINTWISE = ("pointwise",)
@@ -51,12 +52,12 @@ def _inplace_wrapper(decl):
 
 
 def _pointwise(schema, fn, kname, allowed=FLOATING, meta=_same_meta, into=False, block=BLOCK,
-               **options):
+               native_fn=None, **options):
     """Declare an activation: `fn(x, *params)` maps a NumPy array (in opmath) to the result;
     `params` are the schema's Scalar arguments, converted to the dtype for integer inputs.
-    `into`, `block`: see activation_kernel."""
+    `into`, `block`, `native_fn`: see activation_kernel."""
     decl = structured(schema, meta, tags=_POINTWISE, **options)
-    decl.impl("CPU")(activation_kernel(decl.name, fn, kname, allowed, into, block))
+    decl.impl("CPU")(activation_kernel(decl.name, fn, kname, allowed, into, block, native_fn))
     return decl
 
 
@@ -134,7 +135,8 @@ celu = _pointwise("celu(Tensor self, Scalar alpha=1.0) -> Tensor", _celu, "elu_c
                   meta=_celu_meta, method=False, out=False,
                   doc="max(0, input) + min(0, alpha * (exp(input / alpha) - 1)).")
 gelu = _pointwise('gelu(Tensor self, *, str approximate="none") -> Tensor', _gelu,
-                  "GeluKernelImpl", meta=_gelu_meta, into=True, function=False, method=False,
+                  "GeluKernelImpl", meta=_gelu_meta, into=True, native_fn=gelu_native,
+                  function=False, method=False,
                   doc="input * Phi(input) (exact with erf, or the tanh approximation).")
 silu = _pointwise("silu(Tensor self) -> Tensor", _silu, "silu_cpu", FLOATING | COMPLEX,
                   function=False, method=False, doc="input * sigmoid(input).")
@@ -184,7 +186,8 @@ gelu_backward = structured(
     _backward_meta("gelu_backward"), method=False, function=False, inplace=False,
     tags=_POINTWISE, doc="grad_output * gelu'(self): GELU's gradient in one pass.")
 gelu_backward.impl("CPU")(
-    backward_kernel("gelu_backward", "GeluBackwardKernelImpl", FLOATING, gelu_grad))
+    backward_kernel("gelu_backward", "GeluBackwardKernelImpl", FLOATING, gelu_grad,
+                    native_fn=gelu_grad_native))
 
 threshold_backward = structured(
     "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",

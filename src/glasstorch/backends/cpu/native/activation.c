@@ -1,0 +1,111 @@
+/* GELU and its gradient: the NumPy formulas of activation.py (_gelu, gelu_grad,
+   _normal_cdf_float32), step for step, in one loop. No pointer is `restrict`: an in-place
+   call (gelu_) passes x as out; each element is read before it is written. */
+
+static const float SQRT_2_OVER_PI_F = (float)0.79788456080286535588;
+static const double SQRT_2_OVER_PI = 0.79788456080286535588;
+static const double SQRT_HALF = 0.70710678118654752440;
+static const float INV_SQRT_2PI_F = (float)0.39894228040143267794;
+static const double INV_SQRT_2PI = 0.39894228040143267794;
+
+/* Abramowitz & Stegun 7.1.26 (PyTorch's vectorised float erf): q = sqrt 2 / p, and the
+   coefficients halved, a5 first, so that the polynomial gives the cdf directly. */
+static const float AS_Q = (float)(1.0 / (0.3275911 * 0.70710678118654752440));
+static const float AS_C0 = (float)(1.061405429 / 2), AS_C1 = (float)(-1.453152027 / 2),
+                   AS_C2 = (float)(1.421413741 / 2), AS_C3 = (float)(-0.284496736 / 2),
+                   AS_C4 = (float)(0.254829592 / 2);
+
+/* Phi(x) = (1 + erf(x / sqrt 2)) / 2 for float32, and exp(-x^2 / 2) in *e. */
+static inline float normal_cdf_f(float x, float* e)
+{
+    float t = AS_Q / (fabsf(x) + AS_Q);
+    float ex = expf((x * x) * -0.5f);
+    float r = t * AS_C0;
+    r = (r + AS_C1) * t;
+    r = (r + AS_C2) * t;
+    r = (r + AS_C3) * t;
+    r = (r + AS_C4) * t;
+    r = 0.5f - r * ex;
+    *e = ex;
+    return copysignf(r, x) + 0.5f;
+}
+
+static inline void gelu_block_f32(const float* x, float* out, int tanh_form)
+{
+    if (tanh_form) {
+        #pragma omp simd
+        for (int j = 0; j < LANES; j++) {
+            float v = x[j];
+            float r = tanhf(((v * v * v) * 0.044715f + v) * SQRT_2_OVER_PI_F);
+            out[j] = ((r + 1.0f) * 0.5f) * v;
+        }
+    } else {
+        #pragma omp simd
+        for (int j = 0; j < LANES; j++) {
+            float e;
+            out[j] = normal_cdf_f(x[j], &e) * x[j];
+        }
+    }
+}
+
+static inline void gelu_block_f64(const double* x, double* out, int tanh_form)
+{
+    #pragma omp simd
+    for (int j = 0; j < LANES; j++) {
+        double v = x[j];
+        double r = tanh_form ? tanh(((v * v * v) * 0.044715 + v) * SQRT_2_OVER_PI)
+                             : erf(v * SQRT_HALF);
+        out[j] = ((r + 1.0) * 0.5) * v;
+    }
+}
+
+/* tanh form: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2);  erf form: Phi(x) + x phi(x). */
+static inline void gelu_backward_block_f32(const float* g, const float* x, float* out,
+                                           int tanh_form)
+{
+    if (tanh_form) {
+        #pragma omp simd
+        for (int j = 0; j < LANES; j++) {
+            float v = x[j], x2 = v * v;
+            float t = tanhf(((x2 * 0.044715f + 1.0f) * v) * SQRT_2_OVER_PI_F);
+            float k = (x2 * (float)(3 * 0.044715) + 1.0f) * SQRT_2_OVER_PI_F;
+            float r = (((1.0f - t * t) * k) * v) * 0.5f;
+            out[j] = (r + (t + 1.0f) * 0.5f) * g[j];
+        }
+    } else {
+        #pragma omp simd
+        for (int j = 0; j < LANES; j++) {
+            float e, v = x[j];
+            float r = normal_cdf_f(v, &e);
+            out[j] = (r + (e * INV_SQRT_2PI_F) * v) * g[j];
+        }
+    }
+}
+
+static inline void gelu_backward_block_f64(const double* g, const double* x, double* out,
+                                           int tanh_form)
+{
+    if (tanh_form) {
+        #pragma omp simd
+        for (int j = 0; j < LANES; j++) {
+            double v = x[j], x2 = v * v;
+            double t = tanh(((x2 * 0.044715 + 1.0) * v) * SQRT_2_OVER_PI);
+            double k = (x2 * (3 * 0.044715) + 1.0) * SQRT_2_OVER_PI;
+            double r = (((1.0 - t * t) * k) * v) * 0.5;
+            out[j] = (r + (t + 1.0) * 0.5) * g[j];
+        }
+    } else {
+        #pragma omp simd
+        for (int j = 0; j < LANES; j++) {
+            double v = x[j];
+            double r = (erf(v * SQRT_HALF) + 1.0) * 0.5;
+            double e = exp((v * v) * -0.5);
+            out[j] = (r + (e * INV_SQRT_2PI) * v) * g[j];
+        }
+    }
+}
+
+UNARY_KERNEL(gelu_f32, float, gelu_block_f32)
+UNARY_KERNEL(gelu_f64, double, gelu_block_f64)
+BINARY_KERNEL(gelu_backward_f32, float, gelu_backward_block_f32)
+BINARY_KERNEL(gelu_backward_f64, double, gelu_backward_block_f64)

@@ -1,0 +1,164 @@
+"""The C kernels of backends/cpu/native against the NumPy formulas they replace (each
+operator's tests against PyTorch run on both paths through the `kernel_path` fixture):
+that they are used, agree to libm's rounding, work in place, threaded and in a forked
+child, and that a missing or broken compiler falls back to NumPy."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import glasstorch as gt
+import glasstorch.nn.functional as GF
+from glasstorch.backends.cpu import native
+from glasstorch.compiler.inductor import build, codegen
+from glasstorch.ops.nn.activation import gelu_backward
+
+needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
+
+
+def _values(dtype, n=20_000, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.standard_normal(n) * 4, np.linspace(-12, 12, 999),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 3e38, -3e38]])
+    return x.astype(dtype)
+
+
+def _both_paths(fn, monkeypatch):
+    """fn() with the C kernels, then with the NumPy formulas."""
+    results = []
+    for enabled in (True, False):
+        monkeypatch.setattr(native, "ENABLED", enabled)
+        results.append(fn())
+    return results
+
+
+def assert_equal_with_nan(a, b):
+    assert np.array_equal(a, b, equal_nan=True)
+
+
+@needs_compiler
+def test_gelu_uses_the_c_kernel(monkeypatch):
+    calls = []
+    real = native.function
+
+    def spy(library, name, signature):
+        calls.append(name)
+        return real(library, name, signature)
+    monkeypatch.setattr(native, "function", spy)
+    x = gt.randn(64, 8)
+    GF.gelu(x)
+    GF.gelu(x.double(), approximate="tanh")
+    gelu_backward(gt.ones(64, 8), x)
+    GF.gelu(x.t())                    # not C-contiguous: the NumPy formulas
+    GF.gelu(x.half())                 # float16: the NumPy formulas (in float32)
+    assert calls == ["gelu_f32", "gelu_f64", "gelu_backward_f32"]
+
+
+@needs_compiler
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_agrees_with_the_numpy_formulas(dtype, approximate, monkeypatch):
+    """The same arithmetic in the same order: only exp, tanh and erf (libm's against
+    NumPy's) may round differently, by an ulp or two of the terms (Phi(x) = 0.5 + erf / 2
+    cancels for negative x, so the result's own ulp can be far smaller)."""
+    x = _values(dtype)
+    g = np.random.default_rng(1).standard_normal(x.size).astype(dtype)
+    y_c, y_np = _both_paths(lambda: GF.gelu(gt.from_numpy(x), approximate=approximate).numpy(),
+                            monkeypatch)
+    dx_c, dx_np = _both_paths(lambda: gelu_backward(gt.from_numpy(g), gt.from_numpy(x),
+                                                    approximate=approximate).numpy(),
+                              monkeypatch)
+    assert y_c.dtype == y_np.dtype == dtype
+    assert np.array_equal(np.isnan(y_c), np.isnan(y_np))
+    assert np.array_equal(np.isnan(dx_c), np.isnan(dx_np))
+    eps = np.finfo(dtype).eps
+    np.testing.assert_allclose(y_c, y_np, rtol=4 * eps, atol=4 * eps)
+    np.testing.assert_allclose(dx_c, dx_np, rtol=4 * eps, atol=4 * eps)
+
+
+@needs_compiler
+def test_in_place_gelu_reads_each_element_before_writing_it():
+    x = gt.from_numpy(_values(np.float32))
+    want = GF.gelu(x)
+    y = x.clone()
+    gt.ops.aten.gelu_(y)
+    assert_equal_with_nan(y.numpy(), want.numpy())
+
+
+@needs_compiler
+def test_results_do_not_depend_on_threads_or_position(monkeypatch):
+    x = gt.from_numpy(_values(np.float32, n=200_000))
+    serial = GF.gelu(x).numpy()
+    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
+    gt.set_num_threads(3)
+    try:
+        assert native.threads(x.numel()) == 3
+        assert_equal_with_nan(GF.gelu(x).numpy(), serial)
+        # and an element's result does not depend on where it falls in a vector
+        for i in (0, 5, 17, 33):
+            assert_equal_with_nan(GF.gelu(x[i:i + 3]).numpy(), serial[i:i + 3])
+    finally:
+        gt.set_num_threads(native.parallel._default_threads())
+
+
+@needs_compiler
+def test_a_forked_child_runs_the_kernels_on_one_thread():
+    """libgomp hangs in a forked child's first parallel region once the parent has started
+    OpenMP threads; the child runs the kernels (and compiled code) on one thread instead."""
+    script = textwrap.dedent("""
+        import os
+        import glasstorch as gt
+        from glasstorch.compiler.inductor import codegen
+        codegen.PARALLEL_THRESHOLD = 1
+        gt.set_num_threads(2)
+        x = gt.randn(100_000)
+        f = gt.compile(lambda t: (t * 2).relu() + 1)
+        want = (gt.nn.functional.gelu(x), f(x))
+        pid = os.fork()
+        if pid == 0:
+            ok = (gt.equal(gt.nn.functional.gelu(x), want[0]) and gt.equal(f(x), want[1]))
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        raise SystemExit(os.waitstatus_to_exitcode(status))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], timeout=120, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_without_a_compiler_the_numpy_formulas_run(monkeypatch):
+    monkeypatch.setenv("GLASSTORCH_INDUCTOR_CPP", "0")
+    native._library.cache_clear()
+    native._function.cache_clear()
+    try:
+        assert native.function("activation", "gelu_f32", "nppii") is None
+        x = _values(np.float32)
+        monkeypatch.setattr(native, "ENABLED", False)
+        want = GF.gelu(gt.from_numpy(x)).numpy()
+        monkeypatch.setattr(native, "ENABLED", True)
+        assert_equal_with_nan(GF.gelu(gt.from_numpy(x)).numpy(), want)
+    finally:
+        native._library.cache_clear()
+        native._function.cache_clear()
+
+
+def test_a_compiler_that_fails_warns_and_falls_back(monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", "false")
+    monkeypatch.setenv("GLASSTORCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("GLASSTORCH_INDUCTOR_CPP", raising=False)
+    build.vector_math_available.cache_clear()
+    native._library.cache_clear()
+    native._function.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="native activation kernels did not build"):
+            y = GF.gelu(gt.ones(3))
+        np.testing.assert_allclose(y.numpy(), [0.8413447] * 3, rtol=1e-6)
+        assert not list(tmp_path.rglob("*.so"))
+    finally:
+        build.vector_math_available.cache_clear()
+        native._library.cache_clear()
+        native._function.cache_clear()
