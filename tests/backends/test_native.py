@@ -130,6 +130,50 @@ def test_a_forked_child_runs_the_kernels_on_one_thread():
     assert result.returncode == 0, result.stderr
 
 
+@needs_compiler
+@pytest.mark.parametrize("keys", [7, 64, 300])      # transposed scores up to 128 keys, rows above
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64])
+def test_attention_softmax_agrees_with_the_numpy_formulas(keys, is_causal, dtype, monkeypatch):
+    """The attention kernels' softmax and its backward by C and by NumPy: the C kernel is
+    called, values, logsumexp and gradients agree, the result does not depend on the thread
+    count, and a nan score makes its query's row nan on both paths."""
+    rng = np.random.default_rng(keys)
+    q = gt.from_numpy(rng.standard_normal((2, 3, min(keys, 40), 8))).to(dtype)
+    k, v = (gt.from_numpy(rng.standard_normal((2, 3, keys, 8))).to(dtype) for _ in range(2))
+    g = gt.from_numpy(rng.standard_normal(tuple(q.shape))).to(dtype)
+    aten = gt.ops.aten
+
+    def run(q=q):
+        out, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal)
+        grads = aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            g, q, k, v, out, lse, 0.0, is_causal)
+        return [t.numpy() for t in (out, lse, *grads)]
+    calls = []
+    real = native.function
+    monkeypatch.setattr(native, "function", lambda *a: calls.append(a[1]) or real(*a))
+    with_c, with_numpy = _both_paths(run, monkeypatch)
+    assert {name.rsplit("_", 1)[0] for name in calls} == {
+        "softmax_columns" if keys <= 128 else "softmax_rows", "softmax_backward_rows"}
+    eps = np.finfo(with_c[0].dtype).eps
+    for a, b in zip(with_c, with_numpy):
+        np.testing.assert_allclose(a, b, rtol=64 * eps, atol=64 * eps)
+    monkeypatch.setattr(native, "ENABLED", True)
+    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
+    gt.set_num_threads(3)
+    try:
+        for a, b in zip(run(), with_c):
+            assert np.array_equal(a, b)
+    finally:
+        gt.set_num_threads(native.parallel._default_threads())
+    q_nan = q.clone()
+    q_nan[1, 2, 3, 0] = float("nan")
+    with_c, with_numpy = _both_paths(lambda: run(q_nan)[:2], monkeypatch)
+    for a, b in zip(with_c, with_numpy):
+        assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.isnan(with_c[0][1, 2, 3]).all() and not np.isnan(with_c[0][1, 2, 4]).any()
+
+
 def test_without_a_compiler_the_numpy_formulas_run(monkeypatch):
     monkeypatch.setenv("GLASSTORCH_INDUCTOR_CPP", "0")
     native._library.cache_clear()

@@ -39,7 +39,7 @@ CASES = {   # q shape, k/v shape, keyword arguments
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_fused_values_strides_and_gradients_match_torch(case):
+def test_fused_values_strides_and_gradients_match_torch(case, kernel_path):
     torch = oracle_torch()
     q_shape, kv_shape, kw = CASES[case]
     gs, ts = both(q_shape, kv_shape, kv_shape)
@@ -56,7 +56,7 @@ def test_fused_values_strides_and_gradients_match_torch(case):
 
 @pytest.mark.parametrize("layout", ["transposed", "transposed_large", "rows"])
 @pytest.mark.parametrize("is_causal", [False, True])
-def test_fused_forward_layouts_match_torch(layout, is_causal, monkeypatch):
+def test_fused_forward_layouts_match_torch(layout, is_causal, monkeypatch, kernel_path):
     """The forward's three ways: the scores transposed with the causal mask from a cached
     copy repeated per (batch, head), or (scores too large to copy) broadcast over them, and
     the scores in rows (long keys): values and logsumexp as torch's."""
@@ -75,7 +75,7 @@ def test_fused_forward_layouts_match_torch(layout, is_causal, monkeypatch):
 
 
 @pytest.mark.parametrize("is_causal", [False, True])
-def test_fused_op_outputs_match_torch(is_causal):
+def test_fused_op_outputs_match_torch(is_causal, kernel_path):
     torch = oracle_torch()
     q, k, v = (heads_second((2, 3, 5, 4), gt.float32) for _ in range(3))
     og, lg = gt._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal)
@@ -91,7 +91,7 @@ def test_fused_op_outputs_match_torch(is_causal):
 
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float16", 2e-3),
                                        ("bfloat16", 2e-2)])
-def test_fused_reduced_precision_matches_torch(dtype, tol):
+def test_fused_reduced_precision_matches_torch(dtype, tol, kernel_path):
     torch = oracle_torch()
     gs, ts = both((2, 2, 8, 4), (2, 2, 8, 4), (2, 2, 8, 4), dtype=getattr(gt, dtype))
     yg = GF.scaled_dot_product_attention(*gs, is_causal=True)
@@ -107,7 +107,7 @@ def test_fused_reduced_precision_matches_torch(dtype, tol):
         assert_same(a, b, rtol=4 * tol, atol=4 * tol)
 
 
-def test_fused_gradcheck_noncontiguous():
+def test_fused_gradcheck_noncontiguous(kernel_path):
     for kw in ({"is_causal": True}, {}, {"is_causal": True, "scale": 0.4}):
         q = heads_second((1, 2, 4, 3), requires_grad=True)
         k, v = (heads_second((1, 2, 5, 3), requires_grad=True) for _ in range(2))
