@@ -10,6 +10,9 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import glasstorch as gt
 import glasstorch.nn.functional as GF
@@ -45,9 +48,9 @@ def test_gelu_uses_the_c_kernel(monkeypatch):
     calls = []
     real = native.function
 
-    def spy(library, name, signature):
+    def spy(library, name, *rest):
         calls.append(name)
-        return real(library, name, signature)
+        return real(library, name, *rest)
     monkeypatch.setattr(native, "function", spy)
     x = gt.randn(64, 8)
     GF.gelu(x)
@@ -172,6 +175,26 @@ def test_attention_softmax_agrees_with_the_numpy_formulas(keys, is_causal, dtype
     for a, b in zip(with_c, with_numpy):
         assert np.array_equal(np.isnan(a), np.isnan(b))
     assert np.isnan(with_c[0][1, 2, 3]).all() and not np.isnan(with_c[0][1, 2, 4]).any()
+
+
+@needs_compiler
+@settings(deadline=None, max_examples=60,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=hnp.array_shapes(min_dims=2, max_dims=4, min_side=0, max_side=70),
+       lead=st.integers(1, 3), dtype=st.sampled_from([np.float32, np.float64]))
+def test_sums_over_leading_dims_are_numpys_bit_for_bit(shape, lead, dtype, monkeypatch):
+    lead = min(lead, len(shape) - 1)
+    rng = np.random.default_rng(len(shape))
+    a = (rng.standard_normal(shape) * rng.lognormal(0, 3, shape)).astype(dtype)
+    a.reshape(-1)[::7] = np.inf if a.size > 7 else 0
+    calls = []
+    real = native.function
+    with monkeypatch.context() as m:
+        m.setattr(native, "function", lambda *args: calls.append(args[1]) or real(*args))
+        got = gt.from_numpy(a).sum(list(range(lead))).numpy()
+    want = np.add.reduce(a, axis=tuple(range(lead)))
+    assert calls == [f"sum_rows_{'f32' if dtype == np.float32 else 'f64'}"]
+    assert got.dtype == dtype and np.array_equal(got, want, equal_nan=True)
 
 
 def test_without_a_compiler_the_numpy_formulas_run(monkeypatch):

@@ -166,7 +166,7 @@ def _run_all_dims(fn, shape, dtype, layout, dims):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("name", sorted(MULTI_DIM))
-def test_multi_dim_reductions_every_dim(name, layout):
+def test_multi_dim_reductions_every_dim(name, layout, kernel_path):
     _run_all_dims(MULTI_DIM[name], (2, 3, 4), "float32", layout, DIMS)
 
 
@@ -177,7 +177,7 @@ def test_single_dim_reductions_every_dim(name, layout):
 
 
 @pytest.mark.parametrize("name", sorted(MULTI_DIM) + sorted(SINGLE_DIM))
-def test_empty_inputs(name):
+def test_empty_inputs(name, kernel_path):
     fn = {**MULTI_DIM, **SINGLE_DIM}[name]
     for shape in ((0, 3, 2), (2, 0, 3)):
         _run_all_dims(fn, shape, "float32", "contiguous", (None, 0, 1, -1, (0, 2), ()))
@@ -278,7 +278,7 @@ NAN_DATA = [[1.0, NAN, 3.0, NAN], [2.0, 2.0, 1.0, 1.0], [-INF, 0.0, INF, 5.0]]
     lambda m, x: x.logcumsumexp(1), lambda m, x: x.cumsum(1), lambda m, x: x.norm(INF, 1),
     lambda m, x: x.count_nonzero(1), lambda m, x: x.all(1), lambda m, x: x.var(1),
 ])
-def test_nan_and_inf_like_torch(fn):
+def test_nan_and_inf_like_torch(fn, kernel_path):
     g, t = pair((3, 4), data=NAN_DATA)
     check(lambda m: fn(m, g if m is gt else t))
 
