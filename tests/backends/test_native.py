@@ -213,6 +213,7 @@ def test_without_a_compiler_the_numpy_formulas_run(monkeypatch):
         native._function.cache_clear()
 
 
+@needs_compiler
 def test_a_compiler_that_fails_warns_and_falls_back(monkeypatch, tmp_path):
     monkeypatch.setenv("CC", "false")
     monkeypatch.setenv("GLASSTORCH_CACHE_DIR", str(tmp_path))
@@ -225,6 +226,25 @@ def test_a_compiler_that_fails_warns_and_falls_back(monkeypatch, tmp_path):
             y = GF.gelu(gt.ones(3))
         np.testing.assert_allclose(y.numpy(), [0.8413447] * 3, rtol=1e-6)
         assert not list(tmp_path.rglob("*.so"))
+    finally:
+        build.vector_math_available.cache_clear()
+        native._library.cache_clear()
+        native._function.cache_clear()
+
+
+@needs_compiler
+def test_a_cache_that_cannot_be_written_warns_and_falls_back(monkeypatch, tmp_path):
+    """A read-only or missing cache directory is the compiler's problem, never the op's."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("GLASSTORCH_CACHE_DIR", str(blocker / "cache"))   # under a file
+    build.vector_math_available.cache_clear()
+    native._library.cache_clear()
+    native._function.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="native activation kernels did not build"):
+            y = GF.gelu(gt.ones(3))
+        np.testing.assert_allclose(y.numpy(), [0.8413447] * 3, rtol=1e-6)
     finally:
         build.vector_math_available.cache_clear()
         native._library.cache_clear()

@@ -37,15 +37,16 @@ _TYPES = {"n": ctypes.c_int64, "p": ctypes.c_void_p, "i": ctypes.c_int,
 @functools.lru_cache(maxsize=None)
 def _library(name: str):
     from ....compiler.inductor import build, codegen, process
-    vector_math = build.vector_math_available()
     here = Path(__file__).parent
-    source = "".join([codegen.PRELUDE, codegen.vector_math_declarations() if vector_math else "",
-                      (here / "elementwise.h").read_text(), (here / f"{name}.c").read_text()])
     try:
+        vector_math = build.vector_math_available()
+        source = "".join([codegen.PRELUDE,
+                          codegen.vector_math_declarations() if vector_math else "",
+                          (here / "elementwise.h").read_text(), (here / f"{name}.c").read_text()])
         with process.kernel_library_load():
             return build.load(source, extra_libs=build.libs(vector_math))
-    except build.BuildError as e:
-        if build.compiler() is not None:            # no compiler at all says nothing
+    except (build.BuildError, OSError) as e:     # the compiler failed, or the disk cache
+        if build.compiler() is not None:          # cannot be written; no compiler: silent
             warnings.warn(f"glasstorch: the native {name} kernels did not build, so the NumPy "
                           f"ones run instead:\n{e}", RuntimeWarning, stacklevel=3)
         return None
