@@ -82,8 +82,17 @@ def threads(n: int) -> int:
     return parallel.openmp_threads()
 
 
-def address(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
+_view, _reference = ctypes.c_char.from_buffer, ctypes.byref
+
+
+def address(a: np.ndarray):
+    """a's data address as a pointer argument: a reference to a ctypes view of its buffer
+    (0.4 us, where `__array_interface__` takes 1.5), or, for a read-only or non-contiguous
+    array, which has no such view, the address itself."""
+    try:
+        return _reference(_view(a))
+    except (TypeError, ValueError):
+        return a.__array_interface__["data"][0]
 
 
 def dense(*arrays) -> bool:
