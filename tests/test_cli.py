@@ -35,6 +35,20 @@ def test_info_reports_versions_and_backends(capsys):
     assert backends["cuda"] in ("yes", "no")
 
 
+@pytest.mark.parametrize("env,says", [({}, "C kernels for the hot ops (built by "),
+                                      ({"GLASSTORCH_NATIVE": "0"}, "C kernels off"),
+                                      ({"CC": "no-such-cc"}, "no C compiler")])
+def test_info_says_whether_the_c_kernels_run(env, says, monkeypatch):
+    from glasstorch.backends.cpu import native
+    from glasstorch.compiler.inductor import build
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(native, "ENABLED", env.get("GLASSTORCH_NATIVE") != "0")
+    if not env and build.compiler() is None:
+        pytest.skip("no C compiler")
+    assert says in cli.collect_info()["backends"]["cpu"]["detail"]
+
+
 def test_info_blas_comes_from_numpy_config():
     config = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
     assert cli.collect_info()["blas"].startswith(config["name"])

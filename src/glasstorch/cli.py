@@ -89,6 +89,7 @@ def collect_info() -> dict:
     import numpy as np
 
     import glasstorch
+    from glasstorch.backends.cpu import native
     cuda_ok, cuda_detail = _cuda()
     return {
         "glasstorch": glasstorch.version.glasstorch,
@@ -104,7 +105,7 @@ def collect_info() -> dict:
         "blas_threads": _blas_threads(),
         "ml_dtypes": getattr(ml_dtypes, "__version__", "unknown"),
         "backends": {
-            "cpu": {"available": True, "detail": "NumPy kernels"},
+            "cpu": {"available": True, "detail": f"NumPy kernels; {native.describe()}"},
             "cuda": {"available": cuda_ok, "detail": cuda_detail},
             "meta": {"available": True, "detail": "shapes, dtypes and strides only, no data"},
         },

@@ -70,6 +70,17 @@ def function(library_name: str, name: str, signature: str):
     return _function(library_name, name, signature) if ENABLED else None
 
 
+def describe() -> str:
+    """What `glasstorch info` says of the C kernels (without building them)."""
+    from ....compiler.inductor import build
+    if not ENABLED:
+        return "C kernels off (GLASSTORCH_NATIVE=0)"
+    cc = build.compiler()
+    if cc is None:
+        return "no C compiler: the hot ops run as NumPy formulas too"
+    return f"C kernels for the hot ops (built by {cc} on first use)"
+
+
 def threads(n: int) -> int:
     """OpenMP threads for `n` elements of work. As for generated kernels, 1 below
     `codegen.PARALLEL_THRESHOLD`: on few cores a parallel region waits for the core that
