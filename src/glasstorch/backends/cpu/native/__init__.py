@@ -81,14 +81,20 @@ def describe() -> str:
     return f"C kernels for the hot ops (built by {cc} on first use)"
 
 
+_codegen = None      # compiler.inductor.codegen, imported on first use (it sits above)
+
+
 def threads(n: int) -> int:
     """OpenMP threads for `n` elements of work. As for generated kernels, 1 below
     `codegen.PARALLEL_THRESHOLD`: on few cores a parallel region waits for the core that
     OpenBLAS's threads hold, spinning, after the matrix product that usually comes just
     before (a Linear's output into GELU). Also 1 on the CPU pool's workers (no nested
     parallelism) and in a forked child (`parallel.openmp_threads`)."""
-    from ....compiler.inductor.codegen import PARALLEL_THRESHOLD
-    if n < PARALLEL_THRESHOLD or parallel.in_worker():
+    global _codegen
+    if _codegen is None:
+        from ....compiler.inductor import codegen
+        _codegen = codegen
+    if n < _codegen.PARALLEL_THRESHOLD or parallel.in_worker():
         return 1
     return parallel.openmp_threads()
 
