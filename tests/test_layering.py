@@ -63,10 +63,9 @@ def _module_name(path: Path) -> str:
 # inside a function must point down, as at module level.
 ALLOWED_UPWARD = {
     ("backends.cpu.native", "compiler.inductor"):
-        "the eager C kernels are built as generated code is: system compiler, disk cache, "
-        "ctypes, OpenMP's wait policy (build.py, process.py)",
-    ("backends.cpu.native", "compiler.inductor.codegen"):
-        "the eager C kernels declare libmvec's functions and go parallel as generated ones do",
+        "the eager C kernels are built as generated code is (build.py, process.py: system "
+        "compiler, disk cache, ctypes, OpenMP's wait policy), declare libmvec's functions "
+        "and go parallel as generated kernels do (codegen.py)",
     ("dispatch.library", "autograd.custom_op_autograd"):
         "register_autograd makes the formula the operator's Autograd kernel",
     ("utils.data.distributed", "distributed"):
