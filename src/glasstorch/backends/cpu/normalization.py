@@ -102,21 +102,18 @@ def _pointer(a):
     return None if a is None else native.address(a)
 
 
-def _native_rows_apply(arrays, outputs, rows: int, n: int) -> bool:
+def _native_rows_apply(arrays, rows: int, n: int) -> bool:
     """Whether a native/normalization.c kernel takes these arrays (None where absent): all
-    dense float32/float64 of one dtype, rows x n elements of work, no output overlapping
-    another array."""
-    given = [a for a in arrays if a is not None]
-    return (rows * n > 0 and native.dense(*given)
-            and not any(o is not a and np.may_share_memory(o, a)
-                        for o in outputs if o is not None for a in given))
+    dense float32/float64 of one dtype, rows x n elements of work. (Its outputs are the
+    op's fresh ones: none overlaps an input.)"""
+    return rows * n > 0 and native.dense(*(a for a in arrays if a is not None))
 
 
 def _layer_norm_native(input, weight, bias, eps, outs, rows: int, n: int) -> bool:
     """native_layer_norm by the C kernel, where it applies; says whether it ran."""
     x, w, b = input._array(), _optional(weight), _optional(bias)
     out, mean, rstd = (t._array() for t in outs)
-    if not _native_rows_apply((x, w, b, out, mean, rstd), (out, mean, rstd), rows, n):
+    if not _native_rows_apply((x, w, b, out, mean, rstd), rows, n):
         return False
     fn = native.function("normalization", "layer_norm_" + native.suffix(x), "nnpppdpppi")
     if fn is None:
@@ -417,13 +414,41 @@ def one_hot_cpu(self, num_classes=-1):
     return out
 
 
+# Rows per chunk of the C kernel's weight and bias gradients (column sums kept apart per
+# chunk, then added in order): fixed, so that the sums do not depend on the thread count.
+_LAYER_NORM_GRAD_CHUNK = 128
+
+
+def _layer_norm_backward_native(g, input, n, mean, rstd, weight, bias, mask):
+    """native_layer_norm_backward's gradients by the C kernel, where it applies (else
+    None)."""
+    rows = input.numel() // n if n else 0
+    x, go, m, r, w = (_optional(t) for t in (input, g, mean, rstd, weight))
+    if (go.shape != x.shape or m.size != rows or r.size != rows
+            or (bias is not None and bias.dtype is not input.dtype)
+            or not _native_rows_apply((x, go, m, r, w), rows, n)):
+        return None
+    fn = native.function("normalization", "layer_norm_backward_" + native.suffix(x),
+                         "nnppppppppppni")
+    if fn is None:
+        return None
+    dx = Tensor._empty(input._shape, input.dtype, CPU) if mask[0] else None
+    dw = Tensor._empty(weight._shape, weight.dtype, CPU) if mask[1] and w is not None else None
+    db = Tensor._empty(bias._shape, bias.dtype, CPU) if mask[2] and bias is not None else None
+    chunks = -(-rows // _LAYER_NORM_GRAD_CHUNK)
+    parts = [None if t is None else np.empty((chunks - 1, n), x.dtype) for t in (dw, db)]
+    fn(rows, n, *map(_pointer, (go, x, m, r, w, *map(_optional, (dx, dw, db)), *parts)),
+       _LAYER_NORM_GRAD_CHUNK, native.threads(rows * n))
+    return dx, dw, db
+
+
 def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias, mask):
     """native_layer_norm_backward: the gradients of input, weight and bias (those `mask`
     asks for) by the closed form dx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat *
     xhat)) over rows of the normalized size, each term one pass into a preallocated output,
     the row and column sums by `_sums`, the rows' dot products by `_row_dots` (no
     product array). float16/bfloat16 compute in float32 and are rounded once, to the input's
-    dtype."""
+    dtype. The C kernel (native/normalization.c) runs instead where it applies."""
     ct = _compute(input.dtype)
     d = dt.float32 if ct == np.float32 and input.dtype is not dt.float32 else input.dtype
     n = prod(normalized_shape)
@@ -456,31 +481,3 @@ def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias
         out *= r
     return tuple(t if t is None or t.dtype is want.dtype else t.to(want.dtype)
                  for t, want in ((dx, input), (dw, weight), (db, bias)))
-
-
-# Rows per chunk of the C kernel's weight and bias gradients (column sums kept apart per
-# chunk, then added in order): fixed, so that the sums do not depend on the thread count.
-_LAYER_NORM_GRAD_CHUNK = 128
-
-
-def _layer_norm_backward_native(g, input, n, mean, rstd, weight, bias, mask):
-    """native_layer_norm_backward's gradients by the C kernel, where it applies (else
-    None)."""
-    rows = input.numel() // n if n else 0
-    x, go, m, r, w = (_optional(t) for t in (input, g, mean, rstd, weight))
-    if (go.shape != x.shape or m.size != rows or r.size != rows
-            or (bias is not None and bias.dtype is not input.dtype)
-            or not _native_rows_apply((x, go, m, r, w), (), rows, n)):
-        return None
-    fn = native.function("normalization", "layer_norm_backward_" + native.suffix(x),
-                         "nnppppppppppni")
-    if fn is None:
-        return None
-    dx = Tensor._empty(input._shape, input.dtype, CPU) if mask[0] else None
-    dw = Tensor._empty(weight._shape, weight.dtype, CPU) if mask[1] and w is not None else None
-    db = Tensor._empty(bias._shape, bias.dtype, CPU) if mask[2] and bias is not None else None
-    chunks = -(-rows // _LAYER_NORM_GRAD_CHUNK)
-    parts = [None if t is None else np.empty((chunks - 1, n), x.dtype) for t in (dw, db)]
-    fn(rows, n, *map(_pointer, (go, x, m, r, w, *map(_optional, (dx, dw, db)), *parts)),
-       _LAYER_NORM_GRAD_CHUNK, native.threads(rows * n))
-    return dx, dw, db
