@@ -1,5 +1,6 @@
 """The row kernels of backends/cpu/native (softmax.c: softmax, log_softmax and their
-gradients; normalization.c: native_layer_norm and its backward) against the NumPy formulas
+gradients; normalization.c: native_layer_norm and its backward; embedding.c:
+embedding_dense_backward) against the NumPy formulas
 they replace (each operator's tests against PyTorch run on both paths through the
 `kernel_path` fixture): that they are used where they apply and only there, agree to a few
 ulps, handle empty, zero-size and non-finite rows alike, and give the same bits on any
@@ -211,3 +212,79 @@ def test_float64_gradcheck_through_the_kernels():
     assert gt.autograd.gradcheck(lambda a: gt.softmax(a, -1), (x,))
     assert gt.autograd.gradcheck(lambda a: gt.log_softmax(a, 1), (x,))
     assert gt.autograd.gradcheck(lambda a, w, b: gt.layer_norm(a, (7,), w, b), (x, w, b))
+
+
+def _embedding_grad(g, idx, num_weights, padding_idx=-1, scale=False):
+    return aten.embedding_dense_backward(gt.from_numpy(g), gt.from_numpy(idx), num_weights,
+                                         padding_idx, scale).numpy()
+
+
+@needs_compiler
+def test_embedding_backward_runs_the_c_kernel_where_it_applies(calls):
+    g, idx = gt.randn(4, 6, 8), gt.from_numpy(np.arange(24).reshape(4, 6) % 5)
+    aten.embedding_dense_backward(g, idx, 5, -1, False)
+    aten.embedding_dense_backward(g.double(), idx.int(), 5, 2, False)
+    assert calls == ["embedding_backward_f32", "embedding_backward_f64"]
+    calls.clear()
+    aten.embedding_dense_backward(g, idx, 5, -1, True)             # scale_grad_by_freq
+    aten.embedding_dense_backward(g.bfloat16(), idx, 5, -1, False)
+    aten.embedding_dense_backward(g.transpose(0, 1), idx.t(), 5, -1, False)
+    aten.embedding_dense_backward(g[:, :0], idx[:, :0], 5, -1, False)
+    assert calls == []
+
+
+@needs_compiler
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("padding_idx", [-1, 0, 3])
+def test_embedding_backward_agrees_with_the_numpy_path(dtype, padding_idx, monkeypatch):
+    """Repeated, distinct and unused indices, a padding row and a non-finite gradient
+    row; the sums round apart from the NumPy path's one-hot product or sort by a few ulps
+    of the summed magnitudes."""
+    rng = np.random.default_rng(3)
+    g = _rows((600, 33), dtype, scale=1.0)
+    g[7, 4] = np.inf
+    g[9, 1] = np.nan
+    for idx, n in ((rng.integers(0, 9, 600), 11), (rng.permutation(600), 600),
+                   (rng.integers(0, 65, (20, 30)), 65)):
+        go = g[:idx.size].reshape(idx.shape + (33,))
+        c, py = _both_paths(lambda: _embedding_grad(go, idx, n, padding_idx), monkeypatch)
+        assert np.array_equal(np.isnan(c), np.isnan(py))
+        scale = _embedding_grad(np.abs(np.nan_to_num(go, posinf=0)), idx, n, padding_idx)
+        tol = 16 * np.finfo(dtype).eps * (scale + 1)
+        with np.errstate(invalid="ignore"):              # inf - inf
+            assert (np.isnan(c) | (np.abs(c - py) <= tol) | (c == py)).all()
+        if padding_idx >= 0:
+            assert (c[padding_idx] == 0).all()
+
+
+@needs_compiler
+def test_embedding_backward_leaves_indices_out_of_range_to_the_numpy_path(monkeypatch, calls):
+    g = gt.randn(3, 4)
+    for bad in ([0, 5, 1], [0, -1, 1], [0, -2, 1]):
+        outcomes = []
+        for enabled in (True, False):
+            monkeypatch.setattr(native, "ENABLED", enabled)
+            try:
+                outcomes.append(aten.embedding_dense_backward(g, gt.tensor(bad), 5, -1,
+                                                              False).numpy())
+            except IndexError as e:
+                outcomes.append(str(e))
+        assert type(outcomes[0]) is type(outcomes[1])
+        assert np.array_equal(*outcomes) if isinstance(outcomes[0], np.ndarray) else \
+            outcomes[0] == outcomes[1]
+    assert "embedding_backward_f32" not in calls
+
+
+@needs_compiler
+def test_embedding_backward_does_not_depend_on_threads(monkeypatch):
+    g = _rows((5000, 70), np.float32)
+    idx = np.random.default_rng(4).integers(0, 40, 5000)
+    serial = _embedding_grad(g, idx, 40)
+    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
+    gt.set_num_threads(3)
+    try:
+        assert native.threads(g.size) == 3
+        threaded = _embedding_grad(g, idx, 40)
+    finally:
+        gt.set_num_threads(native.parallel._default_threads())
+    np.testing.assert_array_equal(threaded, serial)

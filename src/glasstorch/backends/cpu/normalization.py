@@ -229,10 +229,32 @@ def embedding_grad_scale(idx: np.ndarray, num_weights: int, padding_idx: int,
     return scale
 
 
+def _embedding_grad_native(out, grad_output, idx: np.ndarray, num_weights: int,
+                           padding_idx: int) -> bool:
+    """embedding_dense_backward by the C kernel (native/embedding.c), where it applies:
+    dense float32/float64 gradients, indices within [0, num_weights) (others go to the
+    NumPy path, which reports them); says whether it ran."""
+    g, o = grad_output._array(), out._array()
+    if not idx.size or not o.size or g.size != idx.size * o.shape[1] or not native.dense(g, o):
+        return False
+    if idx.min() < 0 or idx.max() >= num_weights:
+        return False
+    fn = native.function("embedding", "embedding_backward_" + native.suffix(g), "nnnppnpi")
+    if fn is None:
+        return False
+    idx = np.ascontiguousarray(idx)
+    fn(idx.size, o.shape[1], num_weights, native.address(idx), native.address(g),
+       padding_idx, native.address(o), native.threads(g.size))
+    return True
+
+
 def embedding_grad_cpu(out, grad_output, indices, num_weights, padding_idx,
                         scale_grad_by_freq):
     compute = _compute(grad_output.dtype)
     idx = indices._array().astype(np.int64, copy=False).reshape(-1)
+    if not scale_grad_by_freq and _embedding_grad_native(out, grad_output, idx, num_weights,
+                                                         padding_idx):
+        return
     rows = compute_array(grad_output, compute).reshape(idx.size, grad_output._shape[-1])
     if scale_grad_by_freq:
         rows = rows * embedding_grad_scale(idx, num_weights, padding_idx, True, compute)[:, None]
