@@ -20,7 +20,8 @@ aten = gt.ops.aten
 
 @pytest.fixture
 def calls(monkeypatch):
-    """The names of the native functions looked up while a test runs."""
+    """The names of the native functions looked up while a test runs (native kernels on)."""
+    monkeypatch.setattr(native, "ENABLED", True)
     names = []
     real = native.function
 
@@ -181,6 +182,7 @@ def test_non_finite_rows_match_the_numpy_formulas(dtype, monkeypatch):
 
 @needs_compiler
 def test_results_do_not_depend_on_threads(monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     x, g = _rows((1000, 65), np.float32), _rows((1000, 65), np.float32, seed=1)
     w, b = _rows(65, np.float32, seed=2), _rows(65, np.float32, seed=3)
     serial = _softmax_family(x, g) + _layer_norm(x, w, b, g, [65])
@@ -196,7 +198,8 @@ def test_results_do_not_depend_on_threads(monkeypatch):
 
 
 @needs_compiler
-def test_a_row_does_not_depend_on_the_rows_around_it():
+def test_a_row_does_not_depend_on_the_rows_around_it(monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     x, g = _rows((9, 70), np.float64), _rows((9, 70), np.float64, seed=1)
     whole = _softmax_family(x, g)
     for i in (0, 4, 8):
@@ -205,7 +208,8 @@ def test_a_row_does_not_depend_on_the_rows_around_it():
 
 
 @needs_compiler
-def test_float64_gradcheck_through_the_kernels():
+def test_float64_gradcheck_through_the_kernels(monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     x = gt.from_numpy(_rows((5, 7), np.float64, scale=1.0)).requires_grad_()
     w = gt.from_numpy(_rows(7, np.float64, seed=2)).requires_grad_()
     b = gt.from_numpy(_rows(7, np.float64, seed=3)).requires_grad_()
@@ -277,6 +281,7 @@ def test_embedding_backward_leaves_indices_out_of_range_to_the_numpy_path(monkey
 
 @needs_compiler
 def test_embedding_backward_does_not_depend_on_threads(monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     g = _rows((5000, 70), np.float32)
     idx = np.random.default_rng(4).integers(0, 40, 5000)
     serial = _embedding_grad(g, idx, 40)
