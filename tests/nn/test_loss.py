@@ -197,7 +197,7 @@ def test_cross_entropy_reduced_precision(dtype):
         to_torch(x), to_torch(t)), rtol=1e-2, atol=1e-2)
 
 
-def test_large_logit_stability():
+def test_large_logit_stability(kernel_path):
     torch = oracle_torch()
     logits = np.array([[1e4, 0.0, -1e4], [-1e4, 1e4, 1e4]])
     for dtype in ("float32", "float64"):
@@ -473,7 +473,7 @@ def test_top_level_functions_exist():
                                                                          to_torch(p)))
 
 
-def test_nll_and_cross_entropy_noncontiguous():
+def test_nll_and_cross_entropy_noncontiguous(kernel_path):
     torch = oracle_torch()
     x = gt.tensor(rng.standard_normal((5, 6))).t()                     # (6, 5), strided
     t = gt.tensor(np.repeat(rng.integers(0, 5, 6), 2))[::2]            # stepped targets

@@ -54,7 +54,7 @@ def to_gt(t):
 @pytest.mark.parametrize("shape,normalized", [((3, 4, 5), (5,)), ((2, 3, 4), (3, 4)),
                                               ((6,), (6,)), ((0, 4), (4,))])
 @pytest.mark.parametrize("affine", [(True, True), (True, False), (False, False)])
-def test_layer_norm_values_and_grads(shape, normalized, affine):
+def test_layer_norm_values_and_grads(shape, normalized, affine, kernel_path):
     T = oracle_torch()
     x, tx = pair(shape)
     w, tw = maybe_pair(normalized, affine[0])
@@ -69,7 +69,7 @@ def test_layer_norm_values_and_grads(shape, normalized, affine):
         assert_same(got, want, atol=1e-12)
 
 
-def test_layer_norm_gradcheck_and_double_backward():
+def test_layer_norm_gradcheck_and_double_backward(kernel_path):
     x, _ = pair((2, 3, 4))
     w, _ = pair((4,))
     b, _ = pair((4,))
@@ -79,7 +79,7 @@ def test_layer_norm_gradcheck_and_double_backward():
     assert gradgradcheck(lambda x: F.layer_norm(x, (2, 3)), (x2,))
 
 
-def test_layer_norm_double_backward_matches_torch():
+def test_layer_norm_double_backward_matches_torch(kernel_path):
     T = oracle_torch()
     x, tx = pair((3, 5))
     w, tw = pair((5,))
@@ -90,7 +90,7 @@ def test_layer_norm_double_backward_matches_torch():
     assert_grads((gx * gx).sum(), (tgx * tgx).sum(), (x, w), (tx, tw), atol=1e-9)
 
 
-def test_layer_norm_non_contiguous_input():
+def test_layer_norm_non_contiguous_input(kernel_path):
     T = oracle_torch()
     x, tx = pair((4, 6, 5), layout="transposed")
     out, t_out = F.layer_norm(x, (6, 5)), T.nn.functional.layer_norm(tx, (6, 5))
@@ -99,7 +99,7 @@ def test_layer_norm_non_contiguous_input():
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-def test_layer_norm_low_precision(dtype):
+def test_layer_norm_low_precision(dtype, kernel_path):
     T = oracle_torch()
     tx = T.randn(3, 4, 8, dtype=getattr(T, dtype))
     x = to_gt(tx)
@@ -467,7 +467,8 @@ def test_meta_shapes():
 
 @pytest.mark.parametrize("dtype,param_dtype", [("float16", "float32"), ("bfloat16", "bfloat16"),
                                                ("float32", "float32")])
-def test_layer_norm_backward_without_graph_matches_recorded_and_torch(dtype, param_dtype):
+def test_layer_norm_backward_without_graph_matches_recorded_and_torch(dtype, param_dtype,
+                                                                     kernel_path):
     """A plain backward computes the gradients from NumPy directly; they agree with the
     recorded formula's (create_graph=True) and with torch's, in every dtype mode."""
     T = oracle_torch()
@@ -490,7 +491,8 @@ def test_layer_norm_backward_without_graph_matches_recorded_and_torch(dtype, par
 @pytest.mark.parametrize("lead", [(4, 16), (48, 64)])          # 32 KiB and 1.5 MiB blocks
 @pytest.mark.parametrize("shift", [0.0, 50.0])
 @pytest.mark.parametrize("vecdot", [True, False])
-def test_layer_norm_float32_transformer_rows_match_torch(shift, lead, vecdot, monkeypatch):
+def test_layer_norm_float32_transformer_rows_match_torch(shift, lead, vecdot, monkeypatch,
+                                                        kernel_path):
     """The row kernels (normalization in place in the output; the backward's sums by BLAS
     in a small block, by einsum in a large one; the rows' dot products by vecdot, or by
     einsum where NumPy has no vecdot) on rows of a transformer's width, including rows whose
@@ -517,7 +519,7 @@ def test_layer_norm_float32_transformer_rows_match_torch(shift, lead, vecdot, mo
         assert_same(a, e, rtol=1e-4, atol=10 * tol)
 
 
-def test_layer_norm_zero_width_rows_match_torch():
+def test_layer_norm_zero_width_rows_match_torch(kernel_path):
     T = oracle_torch()
     for shape, normalized in (((3, 0), (0,)), ((2, 3, 0), (3, 0))):
         for got, want in zip(gt.native_layer_norm(gt.ones(shape), normalized, None, None, 1e-5),

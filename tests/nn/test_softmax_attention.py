@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import glasstorch as gt
@@ -38,16 +38,17 @@ def pair(data, dtype="float64", layout="contiguous", requires_grad=False):
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped"])
 @pytest.mark.parametrize("dim", [0, 1, -1])
-def test_softmax_values_and_strides(name, layout, dim):
+def test_softmax_values_and_strides(name, layout, dim, kernel_path):
     torch = oracle_torch()
     g, t = pair(rng.standard_normal((3, 4, 5)), "float32", layout)
     assert_same(getattr(GF, name)(g, dim), getattr(torch.nn.functional, name)(t, dim),
                 rtol=1e-5, atol=1e-6)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=4), data=st.data())
-def test_softmax_any_shape_dim_and_view(shape, data):
+def test_softmax_any_shape_dim_and_view(shape, data, kernel_path):
     torch = oracle_torch()
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     step = data.draw(st.integers(1, 3))
@@ -62,7 +63,7 @@ def test_softmax_any_shape_dim_and_view(shape, data):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
-def test_softmax_reduced_precision_accumulates_in_float32(dtype):
+def test_softmax_reduced_precision_accumulates_in_float32(dtype, kernel_path):
     torch = oracle_torch()
     g, t = pair(rng.standard_normal((4, 33)) * 4, dtype)
     tol = 1e-2 if dtype != "float64" else 1e-12
@@ -73,7 +74,7 @@ def test_softmax_reduced_precision_accumulates_in_float32(dtype):
     assert_same(g.softmax(0, dtype=gt.float64), t.softmax(0, dtype=torch.float64))
 
 
-def test_softmax_stable_for_huge_and_infinite_logits():
+def test_softmax_stable_for_huge_and_infinite_logits(kernel_path):
     torch = oracle_torch()
     data = np.array([[1e4, 1e4 - 1, -1e4], [-np.inf, 0.0, 1.0], [-np.inf] * 3, [3e38, 0, 0]],
                     np.float32)
@@ -93,7 +94,7 @@ def test_softmax_stable_for_huge_and_infinite_logits():
     assert np.isnan(gt.softmax(g, 1)[2].numpy()).all()
 
 
-def test_softmax_empty_and_scalar():
+def test_softmax_empty_and_scalar(kernel_path):
     torch = oracle_torch()
     for shape in [(2, 0, 3), ()]:
         g, t = pair(rng.standard_normal(shape), "float32")
@@ -126,7 +127,7 @@ def test_implicit_dim_warns_and_matches_torch(shape, expected_dim):
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
-def test_softmax_gradients_match_torch(name):
+def test_softmax_gradients_match_torch(name, kernel_path):
     torch = oracle_torch()
     data, w = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
     g, t = pair(data, layout="transposed", requires_grad=True)
@@ -142,7 +143,7 @@ def test_softmax_gradients_match_torch(name):
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("n", [64, 1024, 1025, 4096])
-def test_softmax_rows_short_and_long_match_torch(name, n):
+def test_softmax_rows_short_and_long_match_torch(name, n, kernel_path):
     """Short rows are summed by einsum, long ones by NumPy's pairwise reduce: both agree
     with PyTorch, forward and backward, in float32 and float64."""
     torch = oracle_torch()
@@ -156,7 +157,7 @@ def test_softmax_rows_short_and_long_match_torch(name, n):
         assert_same(dg, dt, rtol=tol, atol=tol)
 
 
-def test_softmax_gradcheck():
+def test_softmax_gradcheck(kernel_path):
     x = gt.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
     for fn in (lambda a: gt.softmax(a, 1), lambda a: gt.log_softmax(a, -1),
                lambda a: GF.softmin(a, 0), lambda a: a.softmax(2, dtype=gt.float64)):

@@ -128,7 +128,7 @@ INDICES = [[1, 2, 5], [1, 0, 1]]
 @pytest.mark.parametrize("kwargs", [{}, {"padding_idx": 1}, {"padding_idx": -5},
                                     {"scale_grad_by_freq": True},
                                     {"padding_idx": 0, "scale_grad_by_freq": True}])
-def test_embedding(kwargs):
+def test_embedding(kwargs, kernel_path):
     T = oracle_torch()
     w, tw = pair((6, 3))
     idx, t_idx = longs(INDICES)
@@ -140,7 +140,7 @@ def test_embedding(kwargs):
     assert_same(gt.embedding(w, idx), T.embedding(tw, t_idx))
 
 
-def test_embedding_gradcheck_double_backward_and_layouts():
+def test_embedding_gradcheck_double_backward_and_layouts(kernel_path):
     T = oracle_torch()
     w, tw = pair((6, 3), transposed=True)
     idx, t_idx = longs(INDICES)
@@ -323,7 +323,7 @@ def test_one_hot_errors():
                                     dict(padding_idx=2, scale_grad_by_freq=False),
                                     dict(padding_idx=-1, scale_grad_by_freq=True),
                                     dict(padding_idx=0, scale_grad_by_freq=True)])
-def test_embedding_dense_backward_many_repeats(dtype, kwargs):
+def test_embedding_dense_backward_many_repeats(dtype, kwargs, kernel_path):
     """Rows of repeated indices are summed by a sort and np.add.reduceat: against torch, with
     unused rows, a padding row and frequency scaling, and for no indices at all; distinct
     indices (a position embedding's) are copied to their rows. bfloat16 sums in float32
@@ -346,7 +346,7 @@ def test_embedding_dense_backward_many_repeats(dtype, kwargs):
 
 
 @pytest.mark.parametrize("limit", [None, 0])      # one-hot product where small / sorting
-def test_embedding_dense_backward_one_hot_and_sorted_sums(monkeypatch, limit):
+def test_embedding_dense_backward_one_hot_and_sorted_sums(monkeypatch, limit, kernel_path):
     """Small gradients sum their rows by a one-hot product, larger ones by sorting: both
     against torch, including an inf and a nan row (the product's 0 * inf would spread nan
     to other rows: the result is redone by sorting), at the GPTs' 65-row vocabulary."""

@@ -57,7 +57,7 @@ def test_select_and_slice_backward_gradcheck_on_non_contiguous_inputs():
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
-def test_native_layer_norm_backward_as_torch(dtype):
+def test_native_layer_norm_backward_as_torch(dtype, kernel_path):
     torch = oracle_torch()
     x = rng.standard_normal((4, 3, 6))
     results = []
@@ -74,7 +74,7 @@ def test_native_layer_norm_backward_as_torch(dtype):
         assert_same(ours, theirs, rtol=tol, atol=tol)
 
 
-def test_native_layer_norm_backward_leaves_out_what_the_mask_does_not_ask_for():
+def test_native_layer_norm_backward_leaves_out_what_the_mask_does_not_ask_for(kernel_path):
     x = gt.tensor(rng.standard_normal((4, 6)))
     _, mean, rstd = gt.native_layer_norm(x, [6], None, None, 1e-5)
     dx, dw, db = gt.ops.aten.native_layer_norm_backward(gt.ones(4, 6, dtype=gt.float64), x,

@@ -1,13 +1,14 @@
 """CPU kernels for softmax, log-softmax and the losses: computed in float32 for float16/bfloat16
 inputs (PyTorch's opmath) and rounded once into the output. The same kernels run on CuPy
-arrays where the op is shared with CUDA."""
+arrays where the op is shared with CUDA. (Log-)softmax and their gradients over the last dim
+of dense float32/float64 arrays run the C kernels of native/softmax.c instead."""
 from __future__ import annotations
 
 from math import prod
 
 import numpy as np
 
-from . import parallel
+from . import native, parallel
 from .. import arrays
 from ...core.promotion import opmath
 from ...core.tensor import Tensor
@@ -163,13 +164,40 @@ def _softmax_into(out: Tensor, inputs, dim: int, part) -> None:
         np.copyto(o, parts[-1].reshape(o.shape))
 
 
+def _rows_native(name: str, out: Tensor, inputs, dim: int, log: bool) -> bool:
+    """Run `name` of native/softmax.c (its (log-)softmax or gradient, each row of the
+    last dim on one thread) where it applies, and say whether it did: the output and
+    inputs dense float32/float64 arrays of one dtype and shape, not overlapping, reduced
+    over their last dim (or one followed only by dims of size 1)."""
+    o = out._array()
+    xs = [t._array() for t in inputs]
+    if not o.size or not native.dense(o, *xs):
+        return False
+    shape = o.shape or (1,)
+    ax = dim % len(shape)
+    if prod(shape[ax + 1:]) != 1 or any(x.shape != o.shape or np.may_share_memory(x, o)
+                                        for x in xs):
+        return False
+    fn = native.function("softmax", f"{name}_{native.suffix(o)}", "nn" + "p" * (len(xs) + 1)
+                         + "ii")
+    if fn is None:
+        return False
+    fn(o.size // shape[ax], shape[ax], *map(native.address, xs), native.address(o), log,
+       native.threads(o.size))
+    return True
+
+
 def softmax_kernel(out, self, dim, half_to_float):
+    if _rows_native("softmax", out, (self,), dim, False):
+        return
     cd = opmath(self.dtype)
     with np.errstate(all="ignore"):
         _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, False))
 
 
 def log_softmax_kernel(out, self, dim, half_to_float):
+    if _rows_native("softmax", out, (self,), dim, True):
+        return
     cd = opmath(self.dtype)
     with np.errstate(all="ignore"):
         _softmax_into(out, (self,), dim, lambda x, o: _softmax_part(x, o, cd, True))
@@ -186,6 +214,8 @@ def _softmax_backward_part(cd, g, y, o) -> None:
 
 
 def softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
+    if _rows_native("softmax_backward", out, (grad_output, output), dim, False):
+        return
     cd = opmath(out.dtype)
     with np.errstate(all="ignore"):
         _softmax_into(out, (grad_output, output), dim,
@@ -204,6 +234,8 @@ def _log_softmax_backward_part(cd, g, y, o) -> None:
 
 
 def log_softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
+    if _rows_native("softmax_backward", out, (grad_output, output), dim, True):
+        return
     cd = opmath(out.dtype)
     with np.errstate(all="ignore"):
         _softmax_into(out, (grad_output, output), dim,

@@ -8,6 +8,7 @@ from math import prod
 
 import numpy as np
 
+from . import native
 from .. import arrays
 from .linalg import ONE_THREAD_MNK, blas_matmul
 from ...core import dtype as dt
@@ -93,13 +94,45 @@ def _row_dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", a, b)
 
 
+def _optional(t):
+    return None if t is None else t._array()
+
+
+def _pointer(a):
+    return None if a is None else native.address(a)
+
+
+def _native_rows_apply(arrays, rows: int, n: int) -> bool:
+    """Whether a native/normalization.c kernel takes these arrays (None where absent): all
+    dense float32/float64 of one dtype, rows x n elements of work. (Its outputs are the
+    op's fresh ones: none overlaps an input.)"""
+    return rows * n > 0 and native.dense(*(a for a in arrays if a is not None))
+
+
+def _layer_norm_native(input, weight, bias, eps, outs, rows: int, n: int) -> bool:
+    """native_layer_norm by the C kernel, where it applies; says whether it ran."""
+    x, w, b = input._array(), _optional(weight), _optional(bias)
+    out, mean, rstd = (t._array() for t in outs)
+    if not _native_rows_apply((x, w, b, out, mean, rstd), rows, n):
+        return False
+    fn = native.function("normalization", "layer_norm_" + native.suffix(x), "nnpppdpppi")
+    if fn is None:
+        return False
+    fn(rows, n, native.address(x), _pointer(w), _pointer(b), eps, native.address(out),
+       native.address(mean), native.address(rstd), native.threads(rows * n))
+    return True
+
+
 def layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
     """Rows of the normalized size, normalized in place in the (contiguous) output when it
     has the compute dtype: no temporaries of the input's size, the rows' sums by `_sums`
-    and the centred rows' sum of squares by `_row_dots`, which needs none either."""
+    and the centred rows' sum of squares by `_row_dots`, which needs none either. The C
+    kernel (native/normalization.c) runs instead where it applies."""
     compute = _compute(input.dtype)
     n = prod(normalized_shape)
     rows = prod(input._shape[:input.dim() - len(normalized_shape)])
+    if _layer_norm_native(input, weight, bias, eps, outs, rows, n):
+        return
     x = compute_array(input, compute).reshape(rows, n)
     out = outs[0]._array().reshape(rows, n)
     y = out if out.dtype == compute else arrays.module_of(out).empty(out.shape, compute)
@@ -196,10 +229,32 @@ def embedding_grad_scale(idx: np.ndarray, num_weights: int, padding_idx: int,
     return scale
 
 
+def _embedding_grad_native(out, grad_output, idx: np.ndarray, num_weights: int,
+                           padding_idx: int) -> bool:
+    """embedding_dense_backward by the C kernel (native/embedding.c), where it applies:
+    dense float32/float64 gradients, indices within [0, num_weights) (others go to the
+    NumPy path, which reports them); says whether it ran."""
+    g, o = grad_output._array(), out._array()
+    if not idx.size or not o.size or g.size != idx.size * o.shape[1] or not native.dense(g, o):
+        return False
+    if idx.min() < 0 or idx.max() >= num_weights:
+        return False
+    fn = native.function("embedding", "embedding_backward_" + native.suffix(g), "nnnppnpi")
+    if fn is None:
+        return False
+    idx = np.ascontiguousarray(idx)
+    fn(idx.size, o.shape[1], num_weights, native.address(idx), native.address(g),
+       padding_idx, native.address(o), native.threads(g.size))
+    return True
+
+
 def embedding_grad_cpu(out, grad_output, indices, num_weights, padding_idx,
                         scale_grad_by_freq):
     compute = _compute(grad_output.dtype)
     idx = indices._array().astype(np.int64, copy=False).reshape(-1)
+    if not scale_grad_by_freq and _embedding_grad_native(out, grad_output, idx, num_weights,
+                                                         padding_idx):
+        return
     rows = compute_array(grad_output, compute).reshape(idx.size, grad_output._shape[-1])
     if scale_grad_by_freq:
         rows = rows * embedding_grad_scale(idx, num_weights, padding_idx, True, compute)[:, None]
@@ -381,16 +436,47 @@ def one_hot_cpu(self, num_classes=-1):
     return out
 
 
+# Rows per chunk of the C kernel's weight and bias gradients (column sums kept apart per
+# chunk, then added in order): fixed, so that the sums do not depend on the thread count.
+_LAYER_NORM_GRAD_CHUNK = 128
+
+
+def _layer_norm_backward_native(g, input, n, mean, rstd, weight, bias, mask):
+    """native_layer_norm_backward's gradients by the C kernel, where it applies (else
+    None)."""
+    rows = input.numel() // n if n else 0
+    x, go, m, r, w = (_optional(t) for t in (input, g, mean, rstd, weight))
+    if (go.shape != x.shape or m.size != rows or r.size != rows
+            or (bias is not None and bias.dtype is not input.dtype)
+            or not _native_rows_apply((x, go, m, r, w), rows, n)):
+        return None
+    fn = native.function("normalization", "layer_norm_backward_" + native.suffix(x),
+                         "nnppppppppppni")
+    if fn is None:
+        return None
+    dx = Tensor._empty(input._shape, input.dtype, CPU) if mask[0] else None
+    dw = Tensor._empty(weight._shape, weight.dtype, CPU) if mask[1] and w is not None else None
+    db = Tensor._empty(bias._shape, bias.dtype, CPU) if mask[2] and bias is not None else None
+    chunks = -(-rows // _LAYER_NORM_GRAD_CHUNK)
+    parts = [None if t is None else np.empty((chunks - 1, n), x.dtype) for t in (dw, db)]
+    fn(rows, n, *map(_pointer, (go, x, m, r, w, *map(_optional, (dx, dw, db)), *parts)),
+       _LAYER_NORM_GRAD_CHUNK, native.threads(rows * n))
+    return dx, dw, db
+
+
 def layer_norm_backward_cpu(g, input, normalized_shape, mean, rstd, weight, bias, mask):
     """native_layer_norm_backward: the gradients of input, weight and bias (those `mask`
     asks for) by the closed form dx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat *
     xhat)) over rows of the normalized size, each term one pass into a preallocated output,
     the row and column sums by `_sums`, the rows' dot products by `_row_dots` (no
     product array). float16/bfloat16 compute in float32 and are rounded once, to the input's
-    dtype."""
+    dtype. The C kernel (native/normalization.c) runs instead where it applies."""
     ct = _compute(input.dtype)
     d = dt.float32 if ct == np.float32 and input.dtype is not dt.float32 else input.dtype
     n = prod(normalized_shape)
+    native_grads = _layer_norm_backward_native(g, input, n, mean, rstd, weight, bias, mask)
+    if native_grads is not None:
+        return native_grads
     x, go = compute_array(input, ct).reshape(-1, n), compute_array(g, ct).reshape(-1, n)
     xhat = x - compute_array(mean, ct).reshape(-1, 1)
     r = compute_array(rstd, ct).reshape(-1, 1)
