@@ -5,8 +5,6 @@ that inputs they do not take fall back. The operators' own PyTorch-oracle tests 
 paths through the `kernel_path` fixture."""
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -213,7 +211,7 @@ def test_max_pool_gradcheck_float64(enabled, monkeypatch):
     monkeypatch.setattr(native, "ENABLED", enabled)
     a = np.random.default_rng(6).permutation(2 * 3 * 7 * 6).reshape(2, 3, 7, 6) / 11.0
     x = gt.tensor(a, requires_grad=True)
-    for k, s, p, d, ceil in itertools.islice(POOL_CONFIGS, 4):
+    for k, s, p, d, ceil in POOL_CONFIGS[:4]:
         assert gt.autograd.gradcheck(
             lambda t: gt.nn.functional.max_pool2d(t, k, s, p, d, ceil), (x,))
 
