@@ -1,7 +1,8 @@
-"""CPU kernels for convolution: im2col/col2im over NumPy arrays and batched matrix products,
-in memory-bounded blocks of the batch, spread over the kernel pool's threads with BLAS on
-one thread (each block's copies and adds run in parallel too, and OpenBLAS's threads do not
-spin on the cores the pool needs). Also run on CuPy arrays for CUDA tensors."""
+"""CPU kernels for convolution: im2col/col2im over NumPy arrays (in C for 2-d float32/float64,
+native/convolution.c) and batched matrix products, in memory-bounded blocks of the batch,
+spread over the kernel pool's threads with BLAS on one thread (each block's copies and adds
+run in parallel too, and OpenBLAS's threads do not spin on the cores the pool needs). Also
+run on CuPy arrays for CUDA tensors."""
 from __future__ import annotations
 
 import math
@@ -347,7 +348,8 @@ def _native_call(name, image, cols, kernel, stride, padding, dilation) -> bool:
     if fn is None:
         return False
     nthreads = native.threads(cols.size)
-    pad = np.empty(nthreads * ((ih + 2 * ph) * (iw + 2 * pw) + 32), image.dtype)  # SLACK
+    # a bordered plane and SLACK (32) elements per thread: see native/convolution.c
+    pad = np.empty(nthreads * ((ih + 2 * ph) * (iw + 2 * pw) + 32), image.dtype)
     fn(n, c, ih, iw, oh, ow, *kernel, *stride, ph, pw, *dilation, sb, sr,
        native.address(image if name == "im2col" else cols),
        native.address(cols if name == "im2col" else image), native.address(pad), nthreads)

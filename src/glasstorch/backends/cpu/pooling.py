@@ -1,6 +1,7 @@
 """CPU kernels for pooling: max, average, adaptive and unpooling kernels (one factory per
 family, taking the number of spatial dims) and their gradients, through strided windows of
-the padded input. NumPy code that also runs on CuPy arrays."""
+the padded input. NumPy code that also runs on CuPy arrays; 2-d max pooling and the max
+pools' gradient scatter run in C for float32/float64 (native/pooling.c)."""
 from __future__ import annotations
 
 import functools
