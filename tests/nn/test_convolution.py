@@ -53,7 +53,7 @@ def _cut(v, nd):
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
 @pytest.mark.parametrize("config", CONFIGS)
-def test_conv_values(nd, config):
+def test_conv_values(nd, config, kernel_path):
     torch = oracle_torch()
     s, p, d, g, _ = (_cut(v, nd) for v in config)
     x, tx = pair((2, 6) + (7, 6, 5)[:nd])
@@ -65,7 +65,7 @@ def test_conv_values(nd, config):
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
 @pytest.mark.parametrize("config", CONFIGS)
-def test_conv_transpose_values(nd, config):
+def test_conv_transpose_values(nd, config, kernel_path):
     torch = oracle_torch()
     s, p, d, g, op = (_cut(v, nd) for v in config)
     x, tx = pair((2, 6) + (5, 4, 3)[:nd])
@@ -86,7 +86,7 @@ def test_convolution_op_and_param_broadcast():
                 atol=1e-5)
 
 
-def test_unbatched_noncontiguous_and_empty():
+def test_unbatched_noncontiguous_and_empty(kernel_path):
     torch = oracle_torch()
     x, tx = pair((3, 8, 9))
     w, tw = pair((4, 3, 3, 3))
@@ -136,7 +136,7 @@ def test_same_padding_even_kernel_warns_and_differentiates():
                     lambda x, w: torch.conv1d(x, w, padding="same"), [(2, 2, 6), (3, 2, 4)])
 
 
-def test_channels_last_layouts():
+def test_channels_last_layouts(kernel_path):
     torch = oracle_torch()
     x, tx = pair((2, 3, 8, 8))
     w, tw = pair((4, 3, 3, 3))
@@ -157,7 +157,7 @@ def test_channels_last_layouts():
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64", "int64"])
-def test_dtypes(dtype):
+def test_dtypes(dtype, kernel_path):
     torch = oracle_torch()
     x = RNG.integers(-3, 4, (2, 3, 6, 6)).astype(np.float32)
     w = RNG.integers(-3, 4, (4, 3, 3, 3)).astype(np.float32)
@@ -187,7 +187,7 @@ def test_meta_device_and_out():
 @pytest.mark.parametrize("nd", [1, 2])
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("config", CONFIGS[1:4])
-def test_conv_gradients_match_torch(nd, transposed, config):
+def test_conv_gradients_match_torch(nd, transposed, config, kernel_path):
     torch = oracle_torch()
     s, p, d, g, op = config
     sizes = (6, 5)[:nd]
@@ -198,7 +198,7 @@ def test_conv_gradients_match_torch(nd, transposed, config):
 
 
 @pytest.mark.parametrize("transposed", [False, True])
-def test_conv_second_order_matches_torch(transposed):
+def test_conv_second_order_matches_torch(transposed, kernel_path):
     torch = oracle_torch()
     args = ([2, 1], [1, 0], [1, 2], transposed, [1, 0] if transposed else [0, 0], 2)
     arrays = [RNG.standard_normal(s) for s in [(2, 4, 5, 6), (4, 2, 3, 2), (4,)]]
@@ -214,7 +214,7 @@ def test_conv_second_order_matches_torch(transposed):
         assert_same(a, e, rtol=1e-9, atol=1e-9, check_stride=False)
 
 
-def test_conv_gradcheck_and_node_names():
+def test_conv_gradcheck_and_node_names(kernel_path):
     x = gt.randn(1, 2, 5, 4, dtype=gt.float64, requires_grad=True)
     w = gt.randn(4, 1, 3, 2, dtype=gt.float64, requires_grad=True)
     b = gt.randn(4, dtype=gt.float64, requires_grad=True)
@@ -287,7 +287,7 @@ FOLD_ARGS = [dict(kernel_size=2), dict(kernel_size=(2, 3), dilation=(2, 1), padd
 
 
 @pytest.mark.parametrize("args", FOLD_ARGS)
-def test_unfold_fold_values(args):
+def test_unfold_fold_values(args, kernel_path):
     torch = oracle_torch()
     F = torch.nn.functional
     x, tx = pair((2, 3, 7, 6))
@@ -304,7 +304,7 @@ def test_unfold_fold_values(args):
 
 
 @pytest.mark.parametrize("args", FOLD_ARGS)
-def test_unfold_fold_gradients(args):
+def test_unfold_fold_gradients(args, kernel_path):
     torch = oracle_torch()
     F = torch.nn.functional
     grads_match(lambda x: GF.unfold(x, **args), lambda x: F.unfold(x, **args), [(2, 2, 6, 5)])
@@ -381,7 +381,7 @@ BACKWARD_CASES = [  # input shape, weight shape, stride, padding, dilation, tran
 
 @pytest.mark.parametrize("case", BACKWARD_CASES)
 @pytest.mark.parametrize("mask", [(True, True, True), (True, False, False), (False, True, True)])
-def test_convolution_backward_op_matches_torch(case, mask):
+def test_convolution_backward_op_matches_torch(case, mask, kernel_path):
     """aten::convolution_backward: every requested gradient, None for the others."""
     torch = oracle_torch()
     xs, ws, s, p, d, transposed, op, g = case
@@ -401,7 +401,7 @@ def test_convolution_backward_op_matches_torch(case, mask):
 
 
 @pytest.mark.parametrize("transposed", [False, True])
-def test_blocked_batches_match_torch(monkeypatch, transposed):
+def test_blocked_batches_match_torch(monkeypatch, transposed, kernel_path):
     """Batches split into blocks of one sample give the same values and gradients."""
     torch = oracle_torch()
     monkeypatch.setattr(gt.backends.cpu.convolution, "_BLOCK_BYTES", 1)
@@ -419,7 +419,7 @@ def test_blocked_batches_match_torch(monkeypatch, transposed):
 @pytest.mark.parametrize("case", BACKWARD_CASES + [
     ((2, 3, 4, 3, 3), (4, 3, 2, 3, 2), (1, 2, 1), (1, 0, 1), (2, 1, 1), False, (0, 0, 0), 1),
     ((3, 6, 4, 4), (6, 2, 3, 3), (1, 1), (1, 1), (1, 1), True, (0, 0), 3)])
-def test_every_position_layout_matches_torch(monkeypatch, case, order):
+def test_every_position_layout_matches_torch(monkeypatch, case, order, kernel_path):
     """Each layout of the (positions x batch) axis, forced (the forward and transposed
     convolutions have no batch-last one, the latter no per-sample one), gives torch's values
     and gradients, on non-contiguous inputs (x channels-last, w strided)."""
@@ -449,7 +449,7 @@ def test_every_position_layout_matches_torch(monkeypatch, case, order):
 
 
 @pytest.mark.parametrize("transposed", [False, True])
-def test_second_order_with_bias_gradcheck(transposed):
+def test_second_order_with_bias_gradcheck(transposed, kernel_path):
     """Double backward through convolution_backward, the bias gradient included."""
     x = gt.randn(2, 4, 5, 6, dtype=gt.float64, requires_grad=True)
     w = gt.randn(4, 2, 2, 3, dtype=gt.float64, requires_grad=True)
@@ -463,7 +463,7 @@ def test_second_order_with_bias_gradcheck(transposed):
     assert grads[0].grad_fn.name() == "ConvolutionBackwardBackward0"
 
 
-def test_half_precision_gradients_match_torch():
+def test_half_precision_gradients_match_torch(kernel_path):
     torch = oracle_torch()
     arrays = [RNG.standard_normal(s).astype(np.float32) for s in [(2, 3, 6, 6), (4, 3, 3, 3)]]
     results = []
@@ -496,7 +496,7 @@ def test_complex_second_order_matches_torch(transposed):
 
 @pytest.mark.parametrize("order", ["first", "last", "sample"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "float16"])
-def test_columns_row_copies_match_element_copies(monkeypatch, order, dtype):
+def test_columns_row_copies_match_element_copies(monkeypatch, order, dtype, kernel_path):
     """columns() copying whole rows as void elements (copy_rows) gives the element-wise
     copy's values, for contiguous and strided inputs, unit and larger strides, 1-3 dims."""
     conv = gt.backends.cpu.convolution
@@ -534,7 +534,7 @@ def test_pad_array_matches_numpy_pad(dtype):
 
 
 @pytest.mark.parametrize("transposed", [False, True])
-def test_blocks_shared_by_the_pool_match_torch(monkeypatch, transposed):
+def test_blocks_shared_by_the_pool_match_torch(monkeypatch, transposed, kernel_path):
     """Blocks of one sample spread over two pool threads (BLAS on one thread in each) give
     torch's values and gradients, and leave BLAS's thread count as it was."""
     from glasstorch.backends.cpu import blas_threads, parallel

@@ -70,14 +70,14 @@ def _cut(v, nd):
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
 @pytest.mark.parametrize("config", MAX_CONFIGS)
-def test_max_pool_values_and_indices(nd, config):
+def test_max_pool_values_and_indices(nd, config, kernel_path):
     k, s, p, d, ceil = (_cut(v, nd) for v in config)
     shape = (2, 3) + (9, 8, 7)[:nd]
     compare(f"max_pool{nd}d", shape, k, s, p, d, ceil, True)
     compare(f"max_pool{nd}d", shape[1:], k, s, p, d, ceil, False)     # unbatched
 
 
-def test_max_pool_special_values_and_dtypes():
+def test_max_pool_special_values_and_dtypes(kernel_path):
     torch = oracle_torch()
     a = np.array([[[[1.0, np.nan, 3.0, -np.inf], [np.nan, 2.0, -np.inf, -np.inf],
                     [0.0, 0.0, 5.0, 5.0], [0.0, 0.0, 5.0, 5.0]]]], dtype=np.float32)
@@ -93,7 +93,7 @@ def test_max_pool_special_values_and_dtypes():
              torch.nn.functional.max_pool2d(t, 2, 1, 1, return_indices=True))
 
 
-def test_pool_layouts():
+def test_pool_layouts(kernel_path):
     torch = oracle_torch()
     F = torch.nn.functional
     x, tx = pair((2, 3, 8, 8))
@@ -184,7 +184,7 @@ def test_adaptive_output_zero_and_one():
 # ---- max unpooling and lp pooling ----------------------------------------------------------
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
-def test_max_unpool(nd):
+def test_max_unpool(nd, kernel_path):
     torch = oracle_torch()
     F = torch.nn.functional
     shape = (2, 3) + (6, 4, 6)[:nd]
@@ -232,7 +232,7 @@ GRAD_CASES = [
 
 
 @pytest.mark.parametrize("name,args", GRAD_CASES)
-def test_gradients_match_torch(name, args):
+def test_gradients_match_torch(name, args, kernel_path):
     torch = oracle_torch()
     nd = int(name[-2])
     shape = (2, 2) + (7, 6, 5)[:nd]
@@ -241,7 +241,7 @@ def test_gradients_match_torch(name, args):
 
 
 @pytest.mark.parametrize("name,args", [GRAD_CASES[i] for i in (1, 5, 9, 12)])
-def test_gradcheck_and_double_backward(name, args):
+def test_gradcheck_and_double_backward(name, args, kernel_path):
     a = RNG.permutation(60).reshape(1, 2, 6, 5) / 9.0
     x = gt.tensor(a, requires_grad=True)
     fn = getattr(GF, name)
@@ -249,7 +249,7 @@ def test_gradcheck_and_double_backward(name, args):
     assert gt.autograd.gradgradcheck(lambda t: fn(t, *args), (x,))
 
 
-def test_max_unpool_gradients():
+def test_max_unpool_gradients(kernel_path):
     torch = oracle_torch()
     F = torch.nn.functional
     x, tx = pair((2, 2, 6, 4), "float64")

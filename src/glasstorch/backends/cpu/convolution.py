@@ -1,7 +1,8 @@
-"""CPU kernels for convolution: im2col/col2im over NumPy arrays and batched matrix products,
-in memory-bounded blocks of the batch, spread over the kernel pool's threads with BLAS on
-one thread (each block's copies and adds run in parallel too, and OpenBLAS's threads do not
-spin on the cores the pool needs). Also run on CuPy arrays for CUDA tensors."""
+"""CPU kernels for convolution: im2col/col2im over NumPy arrays (in C for 2-d float32/float64,
+native/convolution.c) and batched matrix products, in memory-bounded blocks of the batch,
+spread over the kernel pool's threads with BLAS on one thread (each block's copies and adds
+run in parallel too, and OpenBLAS's threads do not spin on the cores the pool needs). Also
+run on CuPy arrays for CUDA tensors."""
 from __future__ import annotations
 
 import math
@@ -14,7 +15,7 @@ from ...core.promotion import opmath
 from ...core.shape import channels_last_strides, is_channels_last, is_contiguous
 from ...core.tensor import Tensor
 from ..arrays import module_of
-from . import parallel
+from . import native, parallel
 from .blas_threads import one_thread
 from .copy import assign_array
 from .linalg import ONE_THREAD_MNK
@@ -221,8 +222,10 @@ def batch_last_pays(w, groups, n) -> bool:
     for 14x14 planes); its price is the slower transposing copy of the operands that have
     channels, not columns, per position (~6x per element). It pays when a group's column
     rows (Cg*K, or Og*K transposed) outnumber those channels (Cg + Og): not for a 1x1
-    kernel, nor for one input channel."""
-    return n > 1 and math.prod(w.shape[1:]) > w.shape[0] // groups + w.shape[1]
+    kernel, nor for one input channel. Never where the C im2col/col2im run (native_columns):
+    they copy a batch-first row as fast, and the transposing copy stays a price."""
+    return (n > 1 and math.prod(w.shape[1:]) > w.shape[0] // groups + w.shape[1]
+            and not native_columns(w))
 
 
 _SAMPLE_WEIGHT_BYTES = 1 << 16
@@ -278,29 +281,93 @@ def by_position(a, groups, order, padding=None):
 def columns(x, kernel, stride, dilation, padding, out_sizes, order) -> np.ndarray:
     """(C, *kernel, *out, N) (order "last"), (C, *kernel, N, *out) ("first") or
     (N, C, *kernel, *out) ("sample") copy of every output position's receptive field in x
-    (N, C, *sp), read through one strided view of the zero-padded input: (C*K, L*N) is the
-    right-hand side of one matmul for the whole batch, (C*K, L) one per sample."""
+    (N, C, *sp), read through one strided view of the zero-padded input, or by the C im2col
+    (2-d, batch-first): (C*K, L*N) is the right-hand side of one matmul for the whole
+    batch, (C*K, L) one per sample."""
     nd = len(kernel)
+    if order == "last":
+        shape = (x.shape[1],) + tuple(kernel) + tuple(out_sizes) + (x.shape[0],)
+    elif order == "sample":
+        shape = x.shape[:2] + tuple(kernel) + tuple(out_sizes)
+    else:
+        shape = (x.shape[1],) + tuple(kernel) + (x.shape[0],) + tuple(out_sizes)
+    cols = module_of(x).empty(shape, x.dtype)
+    if order != "last" and native_columns(x) and im2col_native(
+            x, cols if order == "sample" else np.moveaxis(cols, nd + 1, 0), kernel, stride,
+            padding, dilation):
+        return cols
     if order == "last":
         xp = by_position(x, 1, "last", padding)[0]
         # windows() wants the spatial dims last: view the batch in front (no copy)
         win = windows(np.moveaxis(xp, -1, 0), kernel, stride, dilation, out_sizes)
         perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd)) + (0,)
-        shape = (x.shape[1],) + tuple(kernel) + tuple(out_sizes) + (x.shape[0],)
+        # runs of W*N elements already: rows of N copy ~15% slower
+        np.copyto(cols, win.transpose(perm))
     else:
         xp = pad_array(x, padding)
         win = windows(xp, kernel, stride, dilation, out_sizes)
         sample = order == "sample"
         perm = ((0, 1) if sample else (1,)) + tuple(range(2 + nd, 2 + 2 * nd)) + (
             () if sample else (0,)) + tuple(range(2, 2 + nd))
-        shape = x.shape[:2] if sample else (x.shape[1],)
-        shape += tuple(kernel) + (() if sample else (x.shape[0],)) + tuple(out_sizes)
-    cols = module_of(x).empty(shape, x.dtype)
-    if order == "last":     # runs of W*N elements already: rows of N copy ~15% slower
-        np.copyto(cols, win.transpose(perm))
-    else:
         copy_rows(cols, xp, win, perm)
     return cols
+
+
+def native_columns(a) -> bool:
+    """Whether the C im2col/col2im (native/convolution.c) take a 2-d convolution of arrays
+    like `a` (its input, weight or gradient): float32/float64 NumPy arrays, the kernels
+    on and built."""
+    return (a.__class__ is np.ndarray and a.ndim == 4 and a.dtype in (np.float32, np.float64)
+            and native.function("convolution", "im2col_" + native.suffix(a), _SIGNATURE)
+            is not None)
+
+
+_SIGNATURE = "n" * 16 + "pppi"
+
+
+def _native_call(name, image, cols, kernel, stride, padding, dilation) -> bool:
+    """The C `name` (im2col or col2im) between image (N, C, H, W), C-contiguous, and cols
+    (N, C, kh, kw, oh, ow), whose last dims must lie as rows of kh*kw, each of oh*ow
+    contiguous positions, and whose batch may lie anywhere (native/convolution.c); every
+    window inside the padded image."""
+    if not (native.dense(image) and cols.__class__ is np.ndarray and cols.dtype == image.dtype
+            and len(kernel) == 2 and cols.shape[:2] == image.shape[:2]
+            and cols.shape[2:4] == tuple(kernel) and min(stride + dilation) > 0
+            and min(padding) >= 0):
+        return False
+    n, c, kh, kw, oh, ow = cols.shape
+    size = cols.itemsize
+    sb, sc, sky, sr, soy, sox = (st // size for st in cols.strides)
+    (ih, iw), (ph, pw) = image.shape[2:], padding
+    if (any(st % size for st in cols.strides) or min(cols.strides) < 0 or sox != 1
+            or soy != ow or sky != kw * sr or sc != kh * sky or 0 in cols.shape[4:] or any(
+                (o - 1) * s + (k - 1) * d >= i + 2 * p for o, s, k, d, i, p in
+                zip((oh, ow), stride, kernel, dilation, (ih, iw), padding))):
+        return False
+    fn = native.function("convolution", f"{name}_{native.suffix(image)}", _SIGNATURE)
+    if fn is None:
+        return False
+    nthreads = native.threads(cols.size)
+    # a bordered plane and SLACK (32) elements per thread: see native/convolution.c
+    pad = np.empty(nthreads * ((ih + 2 * ph) * (iw + 2 * pw) + 32), image.dtype)
+    fn(n, c, ih, iw, oh, ow, *kernel, *stride, ph, pw, *dilation, sb, sr,
+       native.address(image if name == "im2col" else cols),
+       native.address(cols if name == "im2col" else image), native.address(pad), nthreads)
+    return True
+
+
+def im2col_native(x, cols, kernel, stride, padding, dilation) -> bool:
+    """cols (N, C, kh, kw, oh, ow) = the columns of x (N, C, H, W) by the C kernel where it
+    applies (_native_call; x made C-contiguous first)."""
+    if x.__class__ is np.ndarray and not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    return _native_call("im2col", x, cols, kernel, stride, padding, dilation)
+
+
+def col2im_native(res, cols, kernel, stride, padding, dilation) -> bool:
+    """res (N, C, H, W) = col2im of cols (N, C, kh, kw, oh, ow) (zeroed, then every
+    column added where it was read) by the C kernel where it applies (_native_call)."""
+    return _native_call("col2im", res, cols, kernel, stride, padding, dilation)
 
 
 def copy_rows(cols, a, win, perm) -> None:
@@ -405,7 +472,7 @@ def matmul_col2im(dst, wt, a, kernel, sizes, stride, padding, dilation,
         acc = module_of(dst).zeros(dst.shape[1:] + (b,), dst.dtype)
         col2im_into(np.moveaxis(acc, -1, 0), cols, kernel, stride, padding, dilation)
         np.copyto(dst, np.moveaxis(acc, -1, 0))
-    else:
+    elif not col2im_native(dst, cols, kernel, stride, padding, dilation):
         dst.fill(0)
         col2im_into(dst, cols, kernel, stride, padding, dilation)
 
@@ -498,6 +565,9 @@ def _blocks(sizes, kernel_size, dilation, padding, stride) -> tuple:
 def im2col_cpu(out, self, kernel_size, dilation, padding, stride):
     x = self._array()
     blocks = _blocks(x.shape[-2:], kernel_size, dilation, padding, stride)
+    if _fold_native("im2col", x, out._array(), kernel_size, blocks, stride, padding,
+                    dilation):
+        return
     win = windows(pad_array(x, padding), kernel_size, stride, dilation, blocks)
     lead = x.shape[:-2]
     win = win.transpose(tuple(range(len(lead))) + (len(lead) + 2, len(lead) + 3,
@@ -509,6 +579,10 @@ def col2im_cpu(out, self, output_size, kernel_size, dilation, padding, stride):
     ct = opmath(self.dtype)
     cols = compute_array(self, ct)
     blocks = _blocks(output_size, kernel_size, dilation, padding, stride)
+    res = compute_target(out, ct)
+    if _fold_native("col2im", res, cols, kernel_size, blocks, stride, padding, dilation):
+        store(out, res)
+        return
     lead = cols.shape[:-2] + (cols.shape[-2] // math.prod(kernel_size),)
     cols = cols.reshape(lead + tuple(kernel_size) + blocks)
     n = len(lead)
@@ -518,6 +592,17 @@ def col2im_cpu(out, self, output_size, kernel_size, dilation, padding, stride):
     col2im_add(full, cols, kernel_size, stride, dilation)
     ph, pw = padding
     assign_array(out._array(), full[..., ph:ph + output_size[0], pw:pw + output_size[1]])
+
+
+def _fold_native(name, image, cols, kernel, blocks, stride, padding, dilation) -> bool:
+    """unfold's (im2col) or fold's (col2im) columns (*lead, C*K, L) of an image
+    (*lead, C, H, W) by the C kernel where it applies: all planes as one sample's channels."""
+    if not (image.__class__ is cols.__class__ is np.ndarray and cols.flags.c_contiguous):
+        return False
+    planes = math.prod(image.shape[:-2])
+    return _native_call(name, image.reshape((1, planes) + image.shape[-2:]),
+                        cols.reshape((1, planes) + tuple(kernel) + tuple(blocks)), kernel,
+                        stride, padding, dilation)
 
 
 def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
