@@ -13,7 +13,7 @@ import pytest
 import glasstorch as gt
 from glasstorch.backends.cpu import native
 from glasstorch.compiler.inductor import build, codegen
-from glasstorch.optim import _native
+from glasstorch.backends.cpu.native import arguments
 
 needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 
@@ -174,7 +174,8 @@ def test_empty_parameters(monkeypatch):
         _assert_same_trajectories(c, np_)
 
 
-def test_pointers_of_read_only_arrays():
+def test_pointers_of_read_only_and_empty_arrays():
     a = np.arange(4.0)
     a.flags.writeable = False
-    assert _native.pointers(a) == [native.address(a)]
+    empty = np.zeros(0)
+    assert arguments.pointers(a, empty) == [native.address(a), native.address(empty)]

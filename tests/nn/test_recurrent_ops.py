@@ -280,7 +280,7 @@ def test_step_by_step_path_agrees(kind, extra, monkeypatch):
 @pytest.mark.parametrize("name,gates,node", [("lstm_cell", 4, "ThnnFusedLstmCellBackward0"),
                                              ("gru_cell", 3, "ThnnFusedGruCellBackward0")])
 @pytest.mark.parametrize("bias", [True, False])
-def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias):
+def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel_path):
     """LSTM and GRU cells run one fused op (PyTorch's CUDA cells); their second derivative
     comes from a formula in ops, as PyTorch's _thnn_differentiable_*_backward."""
     rng = np.random.default_rng(3)

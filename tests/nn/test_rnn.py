@@ -163,7 +163,7 @@ def test_packed_matches_torch(name, tcls, gcls, extra, batch_first):
     (tnn.GRUCell, gnn.GRUCell, 1, {}),
 ])
 @pytest.mark.parametrize("batched", [True, False])
-def test_cells_match_torch(tcls, gcls, nstates, kw, batched):
+def test_cells_match_torch(tcls, gcls, nstates, kw, batched, kernel_path):
     tm, gm = pair(tcls, gcls, 4, 5, **kw)
     b = (3,) if batched else ()
     tl, gl = leaves(b + (4,), *[b + (5,)] * nstates, seed=5)

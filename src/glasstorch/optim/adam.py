@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends.cpu import native
+from ..backends.cpu.native.arguments import pointers, threads
 from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor
-from ._native import pointers, threads
 from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _check_betas, _check_lr,
                         _check_nonneg, _closure_loss, _as_real, _fused, _plain_arrays,
                         _scalar_state, _to_scalar, _use_grad, _zeros_like)

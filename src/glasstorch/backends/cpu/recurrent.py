@@ -23,6 +23,9 @@ import functools
 
 import numpy as np
 
+from . import native
+from .native.arguments import pointers, threads
+
 RNN_RELU, RNN_TANH, LSTM, GRU = 0, 1, 2, 3
 GATES = {RNN_RELU: 1, RNN_TANH: 1, LSTM: 4, GRU: 3}
 # workspace columns per hidden unit: LSTM i f g o c tanh(c); GRU r z n (W_hn h + b_hn)
@@ -324,9 +327,42 @@ def _gru_backward_steps(mode, sched, prev_rows, h_prev, w_hh, w_hr, cx, out, ws,
 
 # ---- one step (the cells) ------------------------------------------------------------------
 
+# native/recurrent.c's flags: which optional arrays are given
+_BIAS_INPUT, _BIAS_HIDDEN, _GRAD_HY, _GRAD_CY = 1, 2, 4, 8
+
+
+def _native_cell(name, n, H, shapes, arrays, flags) -> bool:
+    """native/recurrent.c's `name` over `arrays` (None: an absent optional one, which
+    `flags` marks; flags None: the kernel takes none), when each has its shape in `shapes`
+    and all are dense, of one dtype; False (nothing done: the NumPy steps run) otherwise."""
+    given = [a for a in arrays if a is not None]
+    if any(a is not None and a.shape != s for a, s in zip(arrays, shapes)) \
+            or not native.dense(*given):
+        return False
+    fn = native.function("recurrent", f"{name}_{native.suffix(given[0])}",
+                         "nn" + "p" * len(arrays) + ("i" if flags is None else "ii"))
+    if fn is None:
+        return False
+    work = threads(sum(a.size for a in given))
+    ints = (work,) if flags is None else (flags, work)
+    fn(n, H, *pointers(*(given[0] if a is None else a for a in arrays)), *ints)
+    return True
+
+
+def _flags(*pairs) -> int:
+    return sum(bit for bit, present in pairs if present)
+
+
 def lstm_cell_forward(input_gates, hidden_gates, cx, input_bias, hidden_bias, hy, cy, ws):
     """PyTorch's fused LSTM cell: `ws` (N, 4H) gets the activations i, f, g, o."""
-    H = cx.shape[1]
+    n, H = cx.shape
+    if _native_cell("lstm_cell_forward", n, H,
+                    ((n, 4 * H), (n, 4 * H), (n, H), (4 * H,), (4 * H,), (n, H), (n, H),
+                     (n, 4 * H)),
+                    (input_gates, hidden_gates, cx, input_bias, hidden_bias, hy, cy, ws),
+                    _flags((_BIAS_INPUT, input_bias is not None),
+                           (_BIAS_HIDDEN, hidden_bias is not None))):
+        return
     np.add(input_gates, hidden_gates, out=ws)
     if input_bias is not None and hidden_bias is not None:
         ws += input_bias + hidden_bias
@@ -347,6 +383,11 @@ def lstm_cell_forward(input_gates, hidden_gates, cx, input_bias, hidden_bias, hy
 def lstm_cell_backward(grad_hy, grad_cy, cx, cy, ws, d_gates, d_cx):
     """Gradients of the fused LSTM cell's gate pre-activations (N, 4H) and of cx."""
     n, H = cx.shape
+    if _native_cell("lstm_cell_backward", n, H,
+                    ((n, H), (n, H), (n, H), (n, H), (n, 4 * H), (n, 4 * H), (n, H), (n, H)),
+                    (grad_hy, grad_cy, cx, cy, ws, d_gates, d_cx, np.empty_like(cx)),
+                    _flags((_GRAD_HY, grad_hy is not None), (_GRAD_CY, grad_cy is not None))):
+        return
     ws3, d3 = ws.reshape(n, 4, H), d_gates.reshape(n, 4, H)
     # each gate's derivative: a (1 - a) for the sigmoids, 1 - g^2 for g
     slope = 1 - ws3
@@ -376,7 +417,13 @@ def lstm_cell_backward(grad_hy, grad_cy, cx, cy, ws, d_gates, d_cx):
 
 def gru_cell_forward(input_gates, hidden_gates, hx, input_bias, hidden_bias, hy, ws):
     """PyTorch's fused GRU cell: `ws` (N, 5H) gets r, z, n, hx and W_hn h + b_hn."""
-    H = hx.shape[1]
+    n, H = hx.shape
+    if _native_cell("gru_cell_forward", n, H,
+                    ((n, 3 * H), (n, 3 * H), (n, H), (3 * H,), (3 * H,), (n, H), (n, 5 * H)),
+                    (input_gates, hidden_gates, hx, input_bias, hidden_bias, hy, ws),
+                    _flags((_BIAS_INPUT, input_bias is not None),
+                           (_BIAS_HIDDEN, hidden_bias is not None))):
+        return
     rz, n, h_saved, hn = ws[:, :2 * H], ws[:, 2 * H:3 * H], ws[:, 3 * H:4 * H], ws[:, 4 * H:]
     np.add(input_gates[:, :2 * H], hidden_gates[:, :2 * H], out=rz)
     np.copyto(hn, hidden_gates[:, 2 * H:])
@@ -401,7 +448,11 @@ def gru_cell_forward(input_gates, hidden_gates, hx, input_bias, hidden_bias, hy,
 
 def gru_cell_backward(grad_hy, ws, d_input_gates, d_hidden_gates, d_hx):
     """Gradients of the fused GRU cell's input and hidden gates (N, 3H) and of hx."""
-    H = ws.shape[1] // 5
+    n, H = d_hx.shape
+    if _native_cell("gru_cell_backward", n, H,
+                    ((n, H), (n, 5 * H), (n, 3 * H), (n, 3 * H), (n, H)),
+                    (grad_hy, ws, d_input_gates, d_hidden_gates, d_hx), None):
+        return
     r, z, n, hx, hn = (ws[:, k * H:(k + 1) * H] for k in range(5))
     d_n = grad_hy * (1 - z) * (1 - n * n)
     np.multiply(d_n * hn, r * (1 - r), out=d_input_gates[:, :H])
