@@ -30,6 +30,8 @@ RNN_RELU, RNN_TANH, LSTM, GRU = 0, 1, 2, 3
 GATES = {RNN_RELU: 1, RNN_TANH: 1, LSTM: 4, GRU: 3}
 # workspace columns per hidden unit: LSTM i f g o c tanh(c); GRU r z n (W_hn h + b_hn)
 WORKSPACE = {RNN_RELU: 0, RNN_TANH: 0, LSTM: 6, GRU: 4}
+# native/recurrent.c's flags: which optional arrays are given
+_BIAS_INPUT, _BIAS_HIDDEN, _GRAD_HY, _GRAD_CY = 1, 2, 4, 8
 
 
 class Schedule:
@@ -147,6 +149,8 @@ def _rnn_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, hidden):
 
 
 def _lstm_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
+    if w_hr is None and _native_lstm_steps(sched, gi, w_hh_t, hx, cx, out, ws, H):
+        return
     gates, cell, tanh_cell = ws[:, :4 * H], ws[:, 4 * H:5 * H], ws[:, 5 * H:]
     half, offset = _sigmoid_by_tanh(LSTM, H, gi.dtype)
     product = np.empty((sched.batch, H), dtype=gi.dtype)
@@ -175,6 +179,39 @@ def _lstm_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
             np.multiply(a[:, 3 * H:], t, out=hidden_pre[:bs])
             np.matmul(hidden_pre[:bs], w_hr_t, out=out[rows])
         prev = (start, bs)
+
+
+def _native_lstm_steps(sched, gi, w_hh_t, hx, cx, out, ws, H) -> bool:
+    """_lstm_steps' loop with each step's gate math in one call of native/recurrent.c's
+    lstm_step (the product stays NumPy's), when the arrays are dense, of one dtype; False
+    (nothing done) otherwise. The previous cell state's rows are found by address: the
+    last step's workspace rows, the initial state's, or (reverse, packed) both joined."""
+    cx = np.ascontiguousarray(cx)
+    S = gi.shape[0]
+    if not (native.dense(gi, ws, out, cx) and gi.shape == (S, 4 * H) and ws.shape == (S, 6 * H)
+            and out.shape == (S, H) and cx.shape == (sched.batch, H)):
+        return False
+    fn = native.function("recurrent", "lstm_step_" + native.suffix(gi), "nnpnpnpnpni")
+    if fn is None:
+        return False
+    item, width = gi.itemsize, ws.shape[1]
+    gi_at, ws_at, out_at, cx_at = (native.address(a) for a in (gi, ws, out, cx))
+    gates = ws[:, :4 * H]
+    prev = None
+    for start, bs in sched.steps:
+        h = _previous(out, start, bs, prev, hx)
+        np.matmul(h, w_hh_t, out=gates[start:start + bs])
+        if prev is None:
+            c_at, c_stride = cx_at, H
+        elif bs <= prev[1]:
+            c_at, c_stride = ws_at + (prev[0] * width + 4 * H) * item, width
+        else:
+            c = _previous(ws[:, 4 * H:5 * H], start, bs, prev, cx)
+            c_at, c_stride = native.address(c), H
+        fn(bs, H, gi_at + start * 4 * H * item, 4 * H, ws_at + start * width * item, width,
+           c_at, c_stride, out_at + start * H * item, H, threads(bs * 4 * H))
+        prev = (start, bs)
+    return True
 
 
 def _gru_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
@@ -279,21 +316,54 @@ def _lstm_backward_steps(mode, sched, prev_rows, h_prev, w_hh, w_hr, cx, out, ws
     d_hidden = d_h if w_hr is None else np.empty((S, H), dtype=out.dtype)
     dc = np.zeros_like(cx) if g_cy is None else g_cy.astype(cx.dtype, copy=True)
     dc_t = np.empty_like(dc)
+    native_step = None if w_hr is not None else \
+        _native_lstm_backward_step(dh, g_out, d_h, through_c, dc, k, k_o, d_pre, ws, H)
     for start, bs in reversed(sched.steps):
         rows = slice(start, start + bs)
-        _grad_at_h(dh, g_out, rows, bs, d_h[rows])
-        if w_hr is not None:
-            np.matmul(d_h[rows], w_hr, out=d_hidden[rows])
-        dhid, dct = d_hidden[rows], dc_t[:bs]
-        np.multiply(dhid, through_c[rows], out=dct)
-        dct += dc[:bs]
-        np.multiply(k[rows], dct[:, None, :], out=d_pre3[rows, :3])
-        np.multiply(dhid, k_o[rows], out=d_pre3[rows, 3])
-        np.multiply(dct, f[rows], out=dc[:bs])
+        if native_step is not None:
+            native_step(start, bs)
+        else:
+            _grad_at_h(dh, g_out, rows, bs, d_h[rows])
+            if w_hr is not None:
+                np.matmul(d_h[rows], w_hr, out=d_hidden[rows])
+            dhid, dct = d_hidden[rows], dc_t[:bs]
+            np.multiply(dhid, through_c[rows], out=dct)
+            dct += dc[:bs]
+            np.multiply(k[rows], dct[:, None, :], out=d_pre3[rows, :3])
+            np.multiply(dhid, k_o[rows], out=d_pre3[rows, 3])
+            np.multiply(dct, f[rows], out=dc[:bs])
         np.matmul(d_pre[rows], w_hh, out=dh[:bs])
     if d_w_hr is not None:
         np.matmul(d_h.T, o * tanh_cell, out=d_w_hr)
     return d_pre, d_pre, dc
+
+
+def _native_lstm_backward_step(dh, g_out, d_h, through_c, dc, k, k_o, d_pre, ws, H):
+    """`step(start, bs)`: one reverse step of _lstm_backward_steps before its product with
+    W_hh, as one call of native/recurrent.c's lstm_backward_step, when the arrays are
+    dense, of one dtype and of the shapes that loop gives them; None otherwise."""
+    S, N = d_h.shape[0], dh.shape[0]
+    arrays = (dh, d_h, through_c, dc, k, k_o, d_pre, ws) + (() if g_out is None else (g_out,))
+    shapes = ((N, H), (S, H), (S, H), (N, H), (S, 3, H), (S, H), (S, 4 * H), (S, 6 * H),
+              (S, H))
+    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
+        return None
+    fn = native.function("recurrent", "lstm_backward_step_" + native.suffix(dh),
+                         "nn" + "p" * 9 + "nii")
+    if fn is None:
+        return None
+    item, width = dh.itemsize, ws.shape[1]
+    dh_at, d_h_at, tc_at, dc_at, k_at, k_o_at, d_pre_at, ws_at, *g_out_at = \
+        (native.address(a) for a in arrays)
+    g_out_at = g_out_at[0] if g_out_at else dh_at       # (not read without GRAD_HY)
+    flags = 0 if g_out is None else _GRAD_HY
+
+    def step(start, bs):
+        row = start * H * item
+        fn(bs, H, dh_at, g_out_at + row, d_h_at + row, tc_at + row, dc_at, k_at + 3 * row,
+           k_o_at + row, d_pre_at + 4 * row, ws_at + (start * width + H) * item, width, flags,
+           threads(bs * 4 * H))
+    return step
 
 
 def _gru_backward_steps(mode, sched, prev_rows, h_prev, w_hh, w_hr, cx, out, ws, g_out,
@@ -326,10 +396,6 @@ def _gru_backward_steps(mode, sched, prev_rows, h_prev, w_hh, w_hr, cx, out, ws,
 
 
 # ---- one step (the cells) ------------------------------------------------------------------
-
-# native/recurrent.c's flags: which optional arrays are given
-_BIAS_INPUT, _BIAS_HIDDEN, _GRAD_HY, _GRAD_CY = 1, 2, 4, 8
-
 
 def _native_cell(name, n, H, shapes, arrays, flags) -> bool:
     """native/recurrent.c's `name` over `arrays` (None: an absent optional one, which

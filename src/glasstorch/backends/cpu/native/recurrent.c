@@ -203,3 +203,78 @@ void NAME(int64_t n, int64_t H, const T* ghy, const T* ws, T* d_ig, T* d_hg, T* 
 
 GRU_CELL_BACKWARD(gru_cell_backward_f32, float)
 GRU_CELL_BACKWARD(gru_cell_backward_f64, double)
+
+/* One time step of the whole-sequence LSTM (recurrent.py _lstm_steps, no projection), after
+   the product h W_hh^T (gates pre-scaled by 1/2 for i, f, o) is in the workspace rows:
+   per row of `bs`, workspace i f g o c tanh(c) (row stride ws_stride):
+   gates = tanh(gates + gi) * s + (1 - s); c = f c_prev + i g; out = o tanh(c).
+   Strides are in elements; each row's H (4H) elements contiguous. */
+#define LSTM_STEP(NAME, T, TANH_ROW)                                                     \
+void NAME(int64_t bs, int64_t H, const T* gi, int64_t gi_stride, T* ws,                  \
+          int64_t ws_stride, const T* c_prev, int64_t c_stride, T* out,                  \
+          int64_t out_stride, int nthreads)                                              \
+{                                                                                        \
+    _Pragma("omp parallel for num_threads(nthreads)")                                    \
+    for (int64_t r = 0; r < bs; r++) {                                                   \
+        const T *x = gi + r * gi_stride, *cp = c_prev + r * c_stride;                    \
+        T *a = ws + r * ws_stride, *c = a + 4 * H, *t = a + 5 * H;                       \
+        T *h = out + r * out_stride;                                                     \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < 4 * H; j++)                                              \
+            a[j] = a[j] + x[j];                                                          \
+        TANH_ROW(a, 4 * H);                                                              \
+        for (int q = 0; q < 4; q++) {                                                    \
+            const T s = q == 2 ? (T)1 : (T)0.5, off = (T)1 - s;                          \
+            _Pragma("omp simd")                                                          \
+            for (int64_t j = q * H; j < (q + 1) * H; j++)                                \
+                a[j] = a[j] * s + off;                                                   \
+        }                                                                                \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < H; j++) {                                                \
+            T v = a[H + j] * cp[j] + a[j] * a[2 * H + j];                                \
+            c[j] = v;                                                                    \
+            t[j] = v;                                                                    \
+        }                                                                                \
+        TANH_ROW(t, H);                                                                  \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < H; j++)                                                  \
+            h[j] = a[3 * H + j] * t[j];                                                  \
+    }                                                                                    \
+}
+
+LSTM_STEP(lstm_step_f32, float, tanh_row_f32)
+LSTM_STEP(lstm_step_f64, double, tanh_row_f64)
+
+/* One reverse time step of the whole-sequence LSTM's backward (recurrent.py
+   _lstm_backward_steps, no projection), before the product with W_hh: per row of `bs`,
+   d_h = dh (+ g_out; GRAD_HY says it is given); dct = d_h through_c + dc;
+   d_pre = (k_i dct, k_f dct, k_g dct, d_h k_o); dc = dct f, f from the workspace rows
+   (stride ws_stride). The row arrays start at the step's first row; dh and dc at row 0. */
+#define LSTM_BACKWARD_STEP(NAME, T)                                                      \
+void NAME(int64_t bs, int64_t H, const T* dh, const T* g_out, T* d_h,                    \
+          const T* through_c, T* dc, const T* k, const T* k_o, T* d_pre, const T* f,     \
+          int64_t ws_stride, int flags, int nthreads)                                    \
+{                                                                                        \
+    const int has_out = flags & GRAD_HY;                                                 \
+    _Pragma("omp parallel for num_threads(nthreads)")                                    \
+    for (int64_t r = 0; r < bs; r++) {                                                   \
+        const T *d = dh + r * H, *tc = through_c + r * H, *kr = k + r * 3 * H;           \
+        const T *ko = k_o + r * H, *fr = f + r * ws_stride;                              \
+        const T *go = has_out ? g_out + r * H : NULL;                                    \
+        T *dhr = d_h + r * H, *dcr = dc + r * H, *p = d_pre + r * 4 * H;                 \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < H; j++) {                                                \
+            const T g = has_out ? d[j] + go[j] : d[j];                                   \
+            const T dct = g * tc[j] + dcr[j];                                            \
+            dhr[j] = g;                                                                  \
+            p[j] = kr[j] * dct;                                                          \
+            p[H + j] = kr[H + j] * dct;                                                  \
+            p[2 * H + j] = kr[2 * H + j] * dct;                                          \
+            p[3 * H + j] = g * ko[j];                                                    \
+            dcr[j] = dct * fr[j];                                                        \
+        }                                                                                \
+    }                                                                                    \
+}
+
+LSTM_BACKWARD_STEP(lstm_backward_step_f32, float)
+LSTM_BACKWARD_STEP(lstm_backward_step_f64, double)
