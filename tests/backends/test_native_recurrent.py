@@ -160,31 +160,32 @@ def test_arrays_the_kernels_do_not_take_fall_back(case, monkeypatch):
     np.testing.assert_allclose(hy, o * np.tanh(cy), rtol=1e-6)
 
 
-def _lstm_layer(rng, dtype, sizes, reverse, g_out_given, g_cy_given, proj=0, I=3, H=5):
-    """layer_forward then layer_backward of one LSTM layer over packed rows."""
-    S, n = sum(sizes), sizes[0]
+def _layer(mode, rng, dtype, sizes, reverse, g_out_given, g_cy_given, proj=0, I=3, H=5):
+    """layer_forward then layer_backward of one LSTM or GRU layer over packed rows."""
+    S, n, gates = sum(sizes), sizes[0], R.GATES[mode]
     real = proj or H
     x = rng.standard_normal((S, I)).astype(dtype)
-    w_ih, w_hh = (rng.standard_normal((4 * H, k)).astype(dtype) * 0.5 for k in (I, real))
-    b_ih, b_hh = (rng.standard_normal(4 * H).astype(dtype) for _ in range(2))
+    w_ih, w_hh = (rng.standard_normal((gates * H, k)).astype(dtype) * 0.5 for k in (I, real))
+    b_ih, b_hh = (rng.standard_normal(gates * H).astype(dtype) for _ in range(2))
     w_hr = rng.standard_normal((proj, H)).astype(dtype) if proj else None
     hx, cx = rng.standard_normal((n, real)).astype(dtype), rng.standard_normal((n, H)).astype(dtype)
     g_out = rng.standard_normal((S, real)).astype(dtype) if g_out_given else None
     g_hy = rng.standard_normal((n, real)).astype(dtype)
     g_cy = rng.standard_normal((n, H)).astype(dtype) if g_cy_given else None
+    lstm = mode == R.LSTM
 
     def run():
-        out, hy, cy = np.empty((S, real), dtype), np.empty((n, real), dtype), \
-            np.empty((n, H), dtype)
-        ws = np.empty((S, 6 * H), dtype)
-        R.layer_forward(R.LSTM, x, w_ih, w_hh, b_ih, b_hh, w_hr, hx, cx, sizes, reverse, out,
+        out, hy = np.empty((S, real), dtype), np.empty((n, real), dtype)
+        cy = np.empty((n, H), dtype) if lstm else None
+        ws = np.empty((S, R.WORKSPACE[mode] * H), dtype)
+        R.layer_forward(mode, x, w_ih, w_hh, b_ih, b_hh, w_hr, hx, cx, sizes, reverse, out,
                         hy, cy, ws)
         grads = [np.empty_like(a) for a in (x, w_ih, w_hh, b_ih, b_hh)] + \
             [None if w_hr is None else np.empty_like(w_hr), np.empty_like(hx),
-             np.empty_like(cx)]
-        R.layer_backward(R.LSTM, x, w_ih, w_hh, w_hr, hx, cx, out, ws, g_out, g_hy, g_cy,
-                         sizes, reverse, grads)
-        return [out, hy, cy, ws] + [g for g in grads if g is not None]
+             np.empty_like(cx) if lstm else None]
+        R.layer_backward(mode, x, w_ih, w_hh, w_hr, hx, cx, out, ws, g_out,
+                         g_hy, g_cy if lstm else None, sizes, reverse, grads)
+        return [a for a in [out, hy, cy, ws] + grads if a is not None]
     return run
 
 
@@ -193,16 +194,17 @@ def _lstm_layer(rng, dtype, sizes, reverse, g_out_given, g_cy_given, proj=0, I=3
 @pytest.mark.parametrize("sizes,reverse", [([4] * 6, False), ([4] * 6, True),
                                            ([5, 5, 4, 2, 1], False), ([5, 5, 4, 2, 1], True)])
 @pytest.mark.parametrize("grads", [(True, True), (False, False), (True, False)])
-def test_lstm_layer_steps_agree_with_the_numpy_steps(dtype, sizes, reverse, grads,
-                                                      monkeypatch):
+@pytest.mark.parametrize("mode", [R.LSTM, R.GRU])
+def test_layer_steps_agree_with_the_numpy_steps(mode, dtype, sizes, reverse, grads,
+                                                monkeypatch):
     """Padded and packed (the reverse direction joins initial states as rows start)."""
-    run = _lstm_layer(np.random.default_rng(len(sizes)), dtype, sizes, reverse, *grads)
+    run = _layer(mode, np.random.default_rng(len(sizes)), dtype, sizes, reverse, *grads)
     _assert_close(*_both_paths(run, monkeypatch), dtype)
 
 
 @needs_compiler
-@pytest.mark.parametrize("case", ["plain", "projection", "strided output gradient"])
-def test_lstm_layer_steps_use_the_c_kernels_where_they_apply(case, monkeypatch):
+@pytest.mark.parametrize("case", ["plain", "projection", "strided output gradient", "gru"])
+def test_layer_steps_use_the_c_kernels_where_they_apply(case, monkeypatch):
     calls = []
     real = native.function
 
@@ -213,8 +215,8 @@ def test_lstm_layer_steps_use_the_c_kernels_where_they_apply(case, monkeypatch):
         return fn
     monkeypatch.setattr(native, "function", spy)
     rng = np.random.default_rng(2)
-    run = _lstm_layer(rng, np.float64, [3] * 4, False, True, False,
-                      proj=2 if case == "projection" else 0)
+    run = _layer(R.GRU if case == "gru" else R.LSTM, rng, np.float64, [3] * 4, False, True,
+                 False, proj=2 if case == "projection" else 0)
     if case == "strided output gradient":
         g = np.asfortranarray(rng.standard_normal((12, 5)))
         real_backward = R.layer_backward
@@ -226,5 +228,6 @@ def test_lstm_layer_steps_use_the_c_kernels_where_they_apply(case, monkeypatch):
         monkeypatch.setattr(R, "layer_backward", backward)
     run()
     expected = {"plain": ["lstm_step_f64", "lstm_backward_step_f64"], "projection": [],
-                "strided output gradient": ["lstm_step_f64"]}[case]
+                "strided output gradient": ["lstm_step_f64"],
+                "gru": ["gru_step_f64", "gru_backward_step_f64"]}[case]
     assert calls == expected

@@ -218,6 +218,8 @@ def _gru_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
     gates, hn = ws[:, :3 * H], ws[:, 3 * H:]
     gh = np.empty((sched.batch, 3 * H), dtype=gi.dtype)
     b_hn = None if b_hh is None else b_hh[2 * H:]
+    if _native_gru_steps(sched, gi, w_hh_t, b_hn, hx, out, ws, gh, H):
+        return
     prev = None
     for start, bs in sched.steps:
         rows = slice(start, start + bs)
@@ -244,6 +246,38 @@ def _gru_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
         new *= a[:, H:2 * H]
         new += n
         prev = (start, bs)
+
+
+def _native_gru_steps(sched, gi, w_hh_t, b_hn, hx, out, ws, gh, H) -> bool:
+    """_gru_steps' loop with each step's gate math in one call of native/recurrent.c's
+    gru_step (the product stays NumPy's), when the arrays are dense, of one dtype; False
+    (nothing done) otherwise."""
+    hx = np.ascontiguousarray(hx)
+    S = gi.shape[0]
+    arrays = (gi, ws, out, hx, gh) + (() if b_hn is None else (b_hn,))
+    shapes = ((S, 3 * H), (S, 4 * H), (S, H), (sched.batch, H), (sched.batch, 3 * H), (H,))
+    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
+        return False
+    fn = native.function("recurrent", "gru_step_" + native.suffix(gi), "nnppppppii")
+    if fn is None:
+        return False
+    item = gi.itemsize
+    gi_at, ws_at, out_at, hx_at, gh_at, *b_at = (native.address(a) for a in arrays)
+    b_at, flags = (b_at[0], _BIAS_HIDDEN) if b_at else (gh_at, 0)
+    prev = None
+    for start, bs in sched.steps:
+        h = _previous(out, start, bs, prev, hx)
+        np.matmul(h, w_hh_t, out=gh[:bs])
+        if prev is None:
+            h_at = hx_at
+        elif bs <= prev[1]:
+            h_at = out_at + prev[0] * H * item
+        else:
+            h_at = native.address(h)
+        fn(bs, H, gi_at + start * 3 * H * item, gh_at, b_at, h_at,
+           ws_at + start * 4 * H * item, out_at + start * H * item, flags, threads(bs * 4 * H))
+        prev = (start, bs)
+    return True
 
 
 def layer_backward(mode, x, w_ih, w_hh, w_hr, hx, cx, out, ws, g_out, g_hy, g_cy, sizes,
@@ -383,16 +417,46 @@ def _gru_backward_steps(mode, sched, prev_rows, h_prev, w_hh, w_hr, cx, out, ws,
     d_gh = np.empty_like(d_gi)
     d_gi3, d_gh3 = d_gi.reshape(S, 3, H), d_gh.reshape(S, 3, H)
     d_t, direct = np.empty_like(dh), np.empty_like(dh)
+    native_step = _native_gru_backward_step(dh, g_out, p, ws, d_gi, d_gh, direct, H)
     for start, bs in reversed(sched.steps):
         rows = slice(start, start + bs)
-        d = d_t[:bs]
-        _grad_at_h(dh, g_out, rows, bs, d)
-        np.multiply(p[rows], d[:, None, :], out=d_gi3[rows])
-        np.multiply(d_gi3[rows], to_hidden[rows], out=d_gh3[rows])
-        np.multiply(d, z[rows], out=direct[:bs])
+        if native_step is not None:
+            native_step(start, bs)
+        else:
+            d = d_t[:bs]
+            _grad_at_h(dh, g_out, rows, bs, d)
+            np.multiply(p[rows], d[:, None, :], out=d_gi3[rows])
+            np.multiply(d_gi3[rows], to_hidden[rows], out=d_gh3[rows])
+            np.multiply(d, z[rows], out=direct[:bs])
         np.matmul(d_gh[rows], w_hh, out=dh[:bs])
         dh[:bs] += direct[:bs]
     return d_gi, d_gh, None
+
+
+def _native_gru_backward_step(dh, g_out, p, ws, d_gi, d_gh, direct, H):
+    """`step(start, bs)`: one reverse step of _gru_backward_steps before its product with
+    W_hh, as one call of native/recurrent.c's gru_backward_step, when the arrays are dense,
+    of one dtype and of the shapes that loop gives them; None otherwise."""
+    S, N = d_gi.shape[0], dh.shape[0]
+    arrays = (dh, p, ws, d_gi, d_gh, direct) + (() if g_out is None else (g_out,))
+    shapes = ((N, H), (S, 3, H), (S, 4 * H), (S, 3 * H), (S, 3 * H), (N, H), (S, H))
+    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
+        return None
+    fn = native.function("recurrent", "gru_backward_step_" + native.suffix(dh),
+                         "nn" + "p" * 7 + "ii")
+    if fn is None:
+        return None
+    item = dh.itemsize
+    dh_at, p_at, ws_at, d_gi_at, d_gh_at, direct_at, *g_out_at = \
+        (native.address(a) for a in arrays)
+    g_out_at = g_out_at[0] if g_out_at else dh_at       # (not read without GRAD_HY)
+    flags = 0 if g_out is None else _GRAD_HY
+
+    def step(start, bs):
+        row = start * H * item
+        fn(bs, H, dh_at, g_out_at + row, p_at + 3 * row, ws_at + 4 * row, d_gi_at + 3 * row,
+           d_gh_at + 3 * row, direct_at, flags, threads(bs * 4 * H))
+    return step
 
 
 # ---- one step (the cells) ------------------------------------------------------------------

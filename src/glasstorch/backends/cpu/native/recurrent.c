@@ -278,3 +278,70 @@ void NAME(int64_t bs, int64_t H, const T* dh, const T* g_out, T* d_h,           
 
 LSTM_BACKWARD_STEP(lstm_backward_step_f32, float)
 LSTM_BACKWARD_STEP(lstm_backward_step_f64, double)
+
+/* One time step of the whole-sequence GRU (recurrent.py _gru_steps) after the product
+   g = h W_hh^T (r, z columns pre-scaled by 1/2): per row of `bs`, workspace r z n hn
+   (row stride 4H): rz = tanh(gi + g) 0.5 + 0.5; hn = g_n (+ b_hn, BIAS_HIDDEN);
+   n = tanh(r hn + gi_n); out = (h - n) z + n. gi, g rows 3H apart; h, out rows H. */
+#define GRU_STEP(NAME, T, TANH_ROW)                                                      \
+void NAME(int64_t bs, int64_t H, const T* gi, const T* gh, const T* b_hn, const T* h,    \
+          T* ws, T* out, int flags, int nthreads)                                        \
+{                                                                                        \
+    const int has_b = flags & BIAS_HIDDEN;                                               \
+    _Pragma("omp parallel for num_threads(nthreads)")                                    \
+    for (int64_t r = 0; r < bs; r++) {                                                   \
+        const T *x = gi + r * 3 * H, *g = gh + r * 3 * H, *hp = h + r * H;               \
+        T *a = ws + r * 4 * H, *nn = a + 2 * H, *hn = a + 3 * H, *o = out + r * H;       \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < 2 * H; j++)                                              \
+            a[j] = x[j] + g[j];                                                          \
+        TANH_ROW(a, 2 * H);                                                              \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < 2 * H; j++)                                              \
+            a[j] = a[j] * (T)0.5 + (T)0.5;                                               \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < H; j++) {                                                \
+            const T m = has_b ? g[2 * H + j] + b_hn[j] : g[2 * H + j];                   \
+            hn[j] = m;                                                                   \
+            nn[j] = a[j] * m + x[2 * H + j];                                             \
+        }                                                                                \
+        TANH_ROW(nn, H);                                                                 \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < H; j++)                                                  \
+            o[j] = (hp[j] - nn[j]) * a[H + j] + nn[j];                                   \
+    }                                                                                    \
+}
+
+GRU_STEP(gru_step_f32, float, tanh_row_f32)
+GRU_STEP(gru_step_f64, double, tanh_row_f64)
+
+/* One reverse step of the whole-sequence GRU's backward (recurrent.py _gru_backward_steps)
+   before the W_hh product: per row, d = dh (+ g_out, GRAD_HY); d_gi = p d (p: (3, H) per
+   row); d_gh = d_gi (1, 1, r); direct = d z (r, z from workspace rows 4H apart). */
+#define GRU_BACKWARD_STEP(NAME, T)                                                       \
+void NAME(int64_t bs, int64_t H, const T* dh, const T* g_out, const T* p, const T* ws,   \
+          T* d_gi, T* d_gh, T* direct, int flags, int nthreads)                          \
+{                                                                                        \
+    const int has_out = flags & GRAD_HY;                                                 \
+    _Pragma("omp parallel for num_threads(nthreads)")                                    \
+    for (int64_t row = 0; row < bs; row++) {                                             \
+        const T *d0 = dh + row * H, *pr = p + row * 3 * H, *a = ws + row * 4 * H;        \
+        const T *go = has_out ? g_out + row * H : NULL;                                  \
+        T *di = d_gi + row * 3 * H, *dg = d_gh + row * 3 * H, *dr = direct + row * H;    \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < H; j++) {                                                \
+            const T d = has_out ? d0[j] + go[j] : d0[j];                                 \
+            const T dn = pr[2 * H + j] * d;                                              \
+            di[j] = pr[j] * d;                                                           \
+            di[H + j] = pr[H + j] * d;                                                   \
+            di[2 * H + j] = dn;                                                          \
+            dg[j] = di[j];                                                               \
+            dg[H + j] = di[H + j];                                                       \
+            dg[2 * H + j] = dn * a[j];                                                   \
+            dr[j] = d * a[H + j];                                                        \
+        }                                                                                \
+    }                                                                                    \
+}
+
+GRU_BACKWARD_STEP(gru_backward_step_f32, float)
+GRU_BACKWARD_STEP(gru_backward_step_f64, double)
