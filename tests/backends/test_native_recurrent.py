@@ -106,9 +106,11 @@ def test_results_do_not_depend_on_threads(monkeypatch):
     gt.set_num_threads(3)
     try:
         monkeypatch.setattr(native, "ENABLED", True)
-        for make in (_lstm, _gru):
-            run = make(np.random.default_rng(0), np.float32, 37, 21, (True, True),
-                       (True, True))
+        runs = [make(np.random.default_rng(0), np.float32, 37, 21, (True, True), (True, True))
+                for make in (_lstm, _gru)]
+        runs += [_layer(mode, np.random.default_rng(1), np.float32, [9, 9, 7, 3], True, True,
+                        True, H=21) for mode in (R.LSTM, R.GRU)]
+        for run in runs:
             threaded = run()
             gt.set_num_threads(1)
             single = run()
