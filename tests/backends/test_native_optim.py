@@ -13,9 +13,17 @@ import pytest
 import glasstorch as gt
 from glasstorch.backends.cpu import native
 from glasstorch.compiler.inductor import build, codegen
+from glasstorch.optim import adam, sgd
 from glasstorch.backends.cpu.native import arguments
 
 needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
+
+
+@pytest.fixture(autouse=True)
+def small_parameters_too(monkeypatch):
+    """The C kernels for parameters of any size (not only from _NATIVE_FROM elements)."""
+    monkeypatch.setattr(adam, "_NATIVE_FROM", 0)
+    monkeypatch.setattr(sgd, "_NATIVE_FROM", 0)
 
 
 def _spy(monkeypatch):
@@ -172,6 +180,19 @@ def test_empty_parameters(monkeypatch):
         c, np_ = (_trajectory(optimizer, dict(lr=0.01, **kwargs), grads, enabled,
                               monkeypatch) for enabled in (True, False))
         _assert_same_trajectories(c, np_)
+
+
+@needs_compiler
+def test_small_parameters_keep_the_numpy_update(monkeypatch):
+    """Below _NATIVE_FROM elements the C call's fixed cost is more than it saves."""
+    monkeypatch.undo()
+    calls = _spy(monkeypatch)
+    small = gt.nn.Parameter(gt.randn(adam._NATIVE_FROM - 1))
+    large = gt.nn.Parameter(gt.randn(sgd._NATIVE_FROM))
+    for opt in (gt.optim.Adam([small, large]), gt.optim.SGD([small, large], lr=0.1)):
+        small.grad, large.grad = gt.randn_like(small), gt.randn_like(large)
+        opt.step()
+    assert calls == ["adam_f32", "sgd_f32"]
 
 
 def test_pointers_of_read_only_and_empty_arrays():

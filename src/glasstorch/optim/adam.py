@@ -176,20 +176,21 @@ def _adam_arrays(group, state, p, arrays, lr, beta1, beta2, wd, eps) -> None:
 
 # native/optim.c's flags: which of _adam_arrays' branches run
 _MAXIMIZE, _DECAY, _DECOUPLED, _AMSGRAD, _LERP_BY_WEIGHT = 1, 2, 4, 8, 16
+# below this many elements the C call's fixed cost (ctypes, a few microseconds) is more than
+# the NumPy passes it saves (measured: even at 1000 elements, x0.72 at 10000)
+_NATIVE_FROM = 1024
 
 
 def _native_adam(group, arrays, lr, beta1, beta2, wd, eps, step) -> bool:
     """The update as native/optim.c's one pass over the arrays (the NumPy steps below, per
-    element, so the same bits), when they are dense float32 or float64 CPU arrays; False
-    (nothing done) otherwise."""
-    if not native.dense(*arrays):
+    element, so the same bits), when they are dense float32 or float64 CPU arrays of at
+    least _NATIVE_FROM elements; False (nothing done) otherwise."""
+    n = arrays[0].size
+    if n < _NATIVE_FROM or not native.dense(*arrays):
         return False
     fn = native.function("optim", "adam_" + native.suffix(arrays[0]), "nppppp" + "d" * 7 + "ii")
     if fn is None:
         return False
-    n = arrays[0].size
-    if n == 0:
-        return True
     weight = 1 - beta1
     by_weight = abs(weight) < 0.5
     decoupled, amsgrad = group["decoupled_weight_decay"], group["amsgrad"]

@@ -107,20 +107,22 @@ def _sgd_arrays(group, p, buf, arrays, lr, wd, momentum) -> None:
 
 # native/optim.c's flags: which of _sgd_arrays' branches run
 _MAXIMIZE, _DECAY, _MOMENTUM, _DAMPENED, _NESTEROV = 1, 2, 4, 8, 16
+# below this many elements the C call's fixed cost (ctypes, a few microseconds) is more than
+# the two to six NumPy passes it saves (measured: plain SGD x1.25 at 10000 elements, x0.81 at
+# 100000; with momentum x1.05, x0.66)
+_NATIVE_FROM = 16384
 
 
 def _native_sgd(group, arrays, lr, wd, momentum) -> bool:
     """The update as native/optim.c's one pass over the arrays (the NumPy steps above, per
-    element, so the same bits), when they are dense float32 or float64 CPU arrays; False
-    (nothing done) otherwise."""
-    if not native.dense(*arrays):
+    element, so the same bits), when they are dense float32 or float64 CPU arrays of at
+    least _NATIVE_FROM elements; False (nothing done) otherwise."""
+    n = arrays[0].size
+    if n < _NATIVE_FROM or not native.dense(*arrays):
         return False
     fn = native.function("optim", "sgd_" + native.suffix(arrays[0]), "npppddddii")
     if fn is None:
         return False
-    n = arrays[0].size
-    if n == 0:
-        return True
     has_buf = len(arrays) > 2
     alpha = 1 - group["dampening"]
     flags = ((_MAXIMIZE if group["maximize"] else 0) | (_DECAY if wd != 0 else 0)
