@@ -27,6 +27,8 @@ def small_parameters_too(monkeypatch):
 
 
 def _spy(monkeypatch):
+    """The names of the kernels handed out from now on (native kernels on)."""
+    monkeypatch.setattr(native, "ENABLED", True)
     calls = []
     real = native.function
 

@@ -67,6 +67,7 @@ def _gru(rng, dtype, n, H, biases, grads):
 
 @needs_compiler
 def test_the_c_kernels_are_used(monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     calls = []
     real = native.function
 
@@ -133,6 +134,7 @@ def test_an_empty_batch(monkeypatch):
 @needs_compiler
 @pytest.mark.parametrize("case", ["strided state", "mixed dtypes", "disabled"])
 def test_arrays_the_kernels_do_not_take_fall_back(case, monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     calls = []
     real = native.function
 
@@ -207,6 +209,7 @@ def test_layer_steps_agree_with_the_numpy_steps(mode, dtype, sizes, reverse, gra
 @needs_compiler
 @pytest.mark.parametrize("case", ["plain", "projection", "strided output gradient", "gru"])
 def test_layer_steps_use_the_c_kernels_where_they_apply(case, monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     calls = []
     real = native.function
 
