@@ -1,6 +1,8 @@
-/* The pointwise math of the fused LSTM and GRU cells (backends/cpu/recurrent.py
-   lstm_cell_forward, lstm_cell_backward, gru_cell_forward, gru_cell_backward), one row of
-   the batch at a time, each NumPy step's arithmetic in the same order. Sigmoid gates are
+/* The pointwise math of the LSTM and GRU recurrences (backends/cpu/recurrent.py): the fused
+   cells (lstm_cell_forward, lstm_cell_backward, gru_cell_forward, gru_cell_backward) and
+   one time step of the whole-sequence layers around NumPy's W_hh products (_lstm_steps,
+   _lstm_backward_steps, _gru_steps, _gru_backward_steps), one row of the batch at a time,
+   each NumPy step's arithmetic in the same order. Sigmoid gates are
    0.5 + 0.5 tanh(x / 2) as there (scale s = 1/2, offset 1 - s; s = 1, offset 0 for tanh
    gates). tanh runs on whole LANES blocks, a row's last partial block on a zero-padded
    copy, so every element goes through the vector tanh whatever its position or the
