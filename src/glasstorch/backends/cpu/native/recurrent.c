@@ -6,8 +6,8 @@
    0.5 + 0.5 tanh(x / 2) as there (scale s = 1/2, offset 1 - s; s = 1, offset 0 for tanh
    gates). tanh runs on whole LANES blocks, a row's last partial block on a zero-padded
    copy, so every element goes through the vector tanh whatever its position or the
-   thread count; the rest is + - *, NumPy's bits. Arrays are C-contiguous (N, k H); the
-   biases (k H,) vectors. Outputs are distinct from the inputs. */
+   thread count; the rest is + - *, NumPy's bits. The cells' arrays are C-contiguous (N, k H),
+   their biases (k H,) vectors; the steps take row strides. Outputs are distinct from inputs. */
 
 enum { BIAS_INPUT = 1, BIAS_HIDDEN = 2, GRAD_HY = 4, GRAD_CY = 8 };
 
