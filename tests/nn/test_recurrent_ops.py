@@ -137,7 +137,7 @@ def _layer_inputs(mode, proj, packed, seed=0, hidden=3, n=3, steps=4):
 @pytest.mark.parametrize("mode", [R.RNN_RELU, R.RNN_TANH, R.LSTM, R.GRU])
 @pytest.mark.parametrize("packed,batch_first,reverse", [
     (False, False, False), (True, False, False), (True, False, True), (False, True, True)])
-def test_layer_op_gradcheck(mode, packed, batch_first, reverse):
+def test_layer_op_gradcheck(mode, packed, batch_first, reverse, kernel_path):
     x, w, hx, cx, sizes, _ = _layer_inputs(mode, 0, packed)
     if batch_first:             # the op takes (N, T, I) and gives (N, T, H) then
         x = x.detach().transpose(0, 1).contiguous().requires_grad_()
@@ -280,7 +280,7 @@ def test_step_by_step_path_agrees(kind, extra, monkeypatch):
 @pytest.mark.parametrize("name,gates,node", [("lstm_cell", 4, "ThnnFusedLstmCellBackward0"),
                                              ("gru_cell", 3, "ThnnFusedGruCellBackward0")])
 @pytest.mark.parametrize("bias", [True, False])
-def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias):
+def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel_path):
     """LSTM and GRU cells run one fused op (PyTorch's CUDA cells); their second derivative
     comes from a formula in ops, as PyTorch's _thnn_differentiable_*_backward."""
     rng = np.random.default_rng(3)

@@ -104,7 +104,7 @@ def _hx(name, states):
 
 @pytest.mark.parametrize("config", CONFIGS, ids=["plain", "2layer_bidir", "batch_first_nobias"])
 @pytest.mark.parametrize("name,tcls,gcls,extra", LAYERS, ids=[x[0] for x in LAYERS])
-def test_layer_matches_torch(name, tcls, gcls, extra, config):
+def test_layer_matches_torch(name, tcls, gcls, extra, config, kernel_path):
     kwargs = {**extra, **config}
     tm, gm = pair(tcls, gcls, 4, 5, **kwargs)
     T, N = 6, 3
@@ -135,7 +135,7 @@ def test_unbatched_matches_torch(name, tcls, gcls, extra):
 
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("name,tcls,gcls,extra", LAYERS, ids=[x[0] for x in LAYERS])
-def test_packed_matches_torch(name, tcls, gcls, extra, batch_first):
+def test_packed_matches_torch(name, tcls, gcls, extra, batch_first, kernel_path):
     kwargs = {**extra, "num_layers": 2, "bidirectional": True, "batch_first": batch_first}
     tm, gm = pair(tcls, gcls, 4, 5, **kwargs)
     lengths = [3, 5, 1, 4]
@@ -163,7 +163,7 @@ def test_packed_matches_torch(name, tcls, gcls, extra, batch_first):
     (tnn.GRUCell, gnn.GRUCell, 1, {}),
 ])
 @pytest.mark.parametrize("batched", [True, False])
-def test_cells_match_torch(tcls, gcls, nstates, kw, batched):
+def test_cells_match_torch(tcls, gcls, nstates, kw, batched, kernel_path):
     tm, gm = pair(tcls, gcls, 4, 5, **kw)
     b = (3,) if batched else ()
     tl, gl = leaves(b + (4,), *[b + (5,)] * nstates, seed=5)

@@ -36,7 +36,8 @@ def _run(lib, steps, grads, amsgrad, transposed_last):
 
 @pytest.mark.parametrize("amsgrad", [False, True])
 @pytest.mark.parametrize("transposed_last", [False, True])
-def test_adamw_with_decay_groups_matches_torch_for_20_steps(amsgrad, transposed_last):
+def test_adamw_with_decay_groups_matches_torch_for_20_steps(amsgrad, transposed_last,
+                                                           kernel_path):
     torch = oracle_torch()
     rng = np.random.default_rng(5)
     grads = [[None if (i % 7 == 3 and k == 2) else   # a parameter skipped on some steps

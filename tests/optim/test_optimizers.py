@@ -110,7 +110,7 @@ CASES = [
 
 @pytest.mark.parametrize("name,kwargs", CASES, ids=[f"{n}-{i}" for i, (n, _) in
                                                     enumerate(CASES)])
-def test_matches_torch(name, kwargs):
+def test_matches_torch(name, kwargs, kernel_path):
     torch = oracle_torch()
     gp, gopt = run(gt, name, kwargs, 7)
     tp, topt = run(torch, name, kwargs, 7)
@@ -120,7 +120,7 @@ def test_matches_torch(name, kwargs):
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad", "NAdam", "RAdam"])
-def test_param_groups_with_their_own_lr(name):
+def test_param_groups_with_their_own_lr(name, kernel_path):
     torch = oracle_torch()
     kwargs = dict(lr=0.02, weight_decay=0.05)
     if name == "SGD":

@@ -23,10 +23,15 @@ import functools
 
 import numpy as np
 
+from . import native
+from .native.arguments import pointers, threads
+
 RNN_RELU, RNN_TANH, LSTM, GRU = 0, 1, 2, 3
 GATES = {RNN_RELU: 1, RNN_TANH: 1, LSTM: 4, GRU: 3}
 # workspace columns per hidden unit: LSTM i f g o c tanh(c); GRU r z n (W_hn h + b_hn)
 WORKSPACE = {RNN_RELU: 0, RNN_TANH: 0, LSTM: 6, GRU: 4}
+# native/recurrent.c's flags: which optional arrays are given
+_BIAS_INPUT, _BIAS_HIDDEN, _GRAD_HY, _GRAD_CY = 1, 2, 4, 8
 
 
 class Schedule:
@@ -144,6 +149,8 @@ def _rnn_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, hidden):
 
 
 def _lstm_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
+    if w_hr is None and _native_lstm_steps(sched, gi, w_hh_t, hx, cx, out, ws, H):
+        return
     gates, cell, tanh_cell = ws[:, :4 * H], ws[:, 4 * H:5 * H], ws[:, 5 * H:]
     half, offset = _sigmoid_by_tanh(LSTM, H, gi.dtype)
     product = np.empty((sched.batch, H), dtype=gi.dtype)
@@ -174,10 +181,45 @@ def _lstm_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
         prev = (start, bs)
 
 
+def _native_lstm_steps(sched, gi, w_hh_t, hx, cx, out, ws, H) -> bool:
+    """_lstm_steps' loop with each step's gate math in one call of native/recurrent.c's
+    lstm_step (the product stays NumPy's), when the arrays are dense, of one dtype; False
+    (nothing done) otherwise. The previous cell state's rows are found by address: the
+    last step's workspace rows, the initial state's, or (reverse, packed) both joined."""
+    cx = np.ascontiguousarray(cx)
+    S = gi.shape[0]
+    if not (native.dense(gi, ws, out, cx) and gi.shape == (S, 4 * H) and ws.shape == (S, 6 * H)
+            and out.shape == (S, H) and cx.shape == (sched.batch, H)):
+        return False
+    fn = native.function("recurrent", "lstm_step_" + native.suffix(gi), "nnpnpnpnpni")
+    if fn is None:
+        return False
+    item, width = gi.itemsize, ws.shape[1]
+    gi_at, ws_at, out_at, cx_at = (native.address(a) for a in (gi, ws, out, cx))
+    gates = ws[:, :4 * H]
+    prev = None
+    for start, bs in sched.steps:
+        h = _previous(out, start, bs, prev, hx)
+        np.matmul(h, w_hh_t, out=gates[start:start + bs])
+        if prev is None:
+            c_at, c_stride = cx_at, H
+        elif bs <= prev[1]:
+            c_at, c_stride = ws_at + (prev[0] * width + 4 * H) * item, width
+        else:
+            c = _previous(ws[:, 4 * H:5 * H], start, bs, prev, cx)
+            c_at, c_stride = native.address(c), H
+        fn(bs, H, gi_at + start * 4 * H * item, 4 * H, ws_at + start * width * item, width,
+           c_at, c_stride, out_at + start * H * item, H, threads(bs * 4 * H))
+        prev = (start, bs)
+    return True
+
+
 def _gru_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
     gates, hn = ws[:, :3 * H], ws[:, 3 * H:]
     gh = np.empty((sched.batch, 3 * H), dtype=gi.dtype)
     b_hn = None if b_hh is None else b_hh[2 * H:]
+    if _native_gru_steps(sched, gi, w_hh_t, b_hn, hx, out, ws, gh, H):
+        return
     prev = None
     for start, bs in sched.steps:
         rows = slice(start, start + bs)
@@ -204,6 +246,38 @@ def _gru_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
         new *= a[:, H:2 * H]
         new += n
         prev = (start, bs)
+
+
+def _native_gru_steps(sched, gi, w_hh_t, b_hn, hx, out, ws, gh, H) -> bool:
+    """_gru_steps' loop with each step's gate math in one call of native/recurrent.c's
+    gru_step (the product stays NumPy's), when the arrays are dense, of one dtype; False
+    (nothing done) otherwise."""
+    hx = np.ascontiguousarray(hx)
+    S = gi.shape[0]
+    arrays = (gi, ws, out, hx, gh) + (() if b_hn is None else (b_hn,))
+    shapes = ((S, 3 * H), (S, 4 * H), (S, H), (sched.batch, H), (sched.batch, 3 * H), (H,))
+    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
+        return False
+    fn = native.function("recurrent", "gru_step_" + native.suffix(gi), "nnppppppii")
+    if fn is None:
+        return False
+    item = gi.itemsize
+    gi_at, ws_at, out_at, hx_at, gh_at, *b_at = (native.address(a) for a in arrays)
+    b_at, flags = (b_at[0], _BIAS_HIDDEN) if b_at else (gh_at, 0)
+    prev = None
+    for start, bs in sched.steps:
+        h = _previous(out, start, bs, prev, hx)
+        np.matmul(h, w_hh_t, out=gh[:bs])
+        if prev is None:
+            h_at = hx_at
+        elif bs <= prev[1]:
+            h_at = out_at + prev[0] * H * item
+        else:
+            h_at = native.address(h)
+        fn(bs, H, gi_at + start * 3 * H * item, gh_at, b_at, h_at,
+           ws_at + start * 4 * H * item, out_at + start * H * item, flags, threads(bs * 4 * H))
+        prev = (start, bs)
+    return True
 
 
 def layer_backward(mode, x, w_ih, w_hh, w_hr, hx, cx, out, ws, g_out, g_hy, g_cy, sizes,
@@ -276,21 +350,54 @@ def _lstm_backward_steps(mode, sched, prev_rows, h_prev, w_hh, w_hr, cx, out, ws
     d_hidden = d_h if w_hr is None else np.empty((S, H), dtype=out.dtype)
     dc = np.zeros_like(cx) if g_cy is None else g_cy.astype(cx.dtype, copy=True)
     dc_t = np.empty_like(dc)
+    native_step = None if w_hr is not None else \
+        _native_lstm_backward_step(dh, g_out, d_h, through_c, dc, k, k_o, d_pre, ws, H)
     for start, bs in reversed(sched.steps):
         rows = slice(start, start + bs)
-        _grad_at_h(dh, g_out, rows, bs, d_h[rows])
-        if w_hr is not None:
-            np.matmul(d_h[rows], w_hr, out=d_hidden[rows])
-        dhid, dct = d_hidden[rows], dc_t[:bs]
-        np.multiply(dhid, through_c[rows], out=dct)
-        dct += dc[:bs]
-        np.multiply(k[rows], dct[:, None, :], out=d_pre3[rows, :3])
-        np.multiply(dhid, k_o[rows], out=d_pre3[rows, 3])
-        np.multiply(dct, f[rows], out=dc[:bs])
+        if native_step is not None:
+            native_step(start, bs)
+        else:
+            _grad_at_h(dh, g_out, rows, bs, d_h[rows])
+            if w_hr is not None:
+                np.matmul(d_h[rows], w_hr, out=d_hidden[rows])
+            dhid, dct = d_hidden[rows], dc_t[:bs]
+            np.multiply(dhid, through_c[rows], out=dct)
+            dct += dc[:bs]
+            np.multiply(k[rows], dct[:, None, :], out=d_pre3[rows, :3])
+            np.multiply(dhid, k_o[rows], out=d_pre3[rows, 3])
+            np.multiply(dct, f[rows], out=dc[:bs])
         np.matmul(d_pre[rows], w_hh, out=dh[:bs])
     if d_w_hr is not None:
         np.matmul(d_h.T, o * tanh_cell, out=d_w_hr)
     return d_pre, d_pre, dc
+
+
+def _native_lstm_backward_step(dh, g_out, d_h, through_c, dc, k, k_o, d_pre, ws, H):
+    """`step(start, bs)`: one reverse step of _lstm_backward_steps before its product with
+    W_hh, as one call of native/recurrent.c's lstm_backward_step, when the arrays are
+    dense, of one dtype and of the shapes that loop gives them; None otherwise."""
+    S, N = d_h.shape[0], dh.shape[0]
+    arrays = (dh, d_h, through_c, dc, k, k_o, d_pre, ws) + (() if g_out is None else (g_out,))
+    shapes = ((N, H), (S, H), (S, H), (N, H), (S, 3, H), (S, H), (S, 4 * H), (S, 6 * H),
+              (S, H))
+    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
+        return None
+    fn = native.function("recurrent", "lstm_backward_step_" + native.suffix(dh),
+                         "nn" + "p" * 9 + "nii")
+    if fn is None:
+        return None
+    item, width = dh.itemsize, ws.shape[1]
+    dh_at, d_h_at, tc_at, dc_at, k_at, k_o_at, d_pre_at, ws_at, *g_out_at = \
+        (native.address(a) for a in arrays)
+    g_out_at = g_out_at[0] if g_out_at else dh_at       # (not read without GRAD_HY)
+    flags = 0 if g_out is None else _GRAD_HY
+
+    def step(start, bs):
+        row = start * H * item
+        fn(bs, H, dh_at, g_out_at + row, d_h_at + row, tc_at + row, dc_at, k_at + 3 * row,
+           k_o_at + row, d_pre_at + 4 * row, ws_at + (start * width + H) * item, width, flags,
+           threads(bs * 4 * H))
+    return step
 
 
 def _gru_backward_steps(mode, sched, prev_rows, h_prev, w_hh, w_hr, cx, out, ws, g_out,
@@ -310,23 +417,82 @@ def _gru_backward_steps(mode, sched, prev_rows, h_prev, w_hh, w_hr, cx, out, ws,
     d_gh = np.empty_like(d_gi)
     d_gi3, d_gh3 = d_gi.reshape(S, 3, H), d_gh.reshape(S, 3, H)
     d_t, direct = np.empty_like(dh), np.empty_like(dh)
+    native_step = _native_gru_backward_step(dh, g_out, p, ws, d_gi, d_gh, direct, H)
     for start, bs in reversed(sched.steps):
         rows = slice(start, start + bs)
-        d = d_t[:bs]
-        _grad_at_h(dh, g_out, rows, bs, d)
-        np.multiply(p[rows], d[:, None, :], out=d_gi3[rows])
-        np.multiply(d_gi3[rows], to_hidden[rows], out=d_gh3[rows])
-        np.multiply(d, z[rows], out=direct[:bs])
+        if native_step is not None:
+            native_step(start, bs)
+        else:
+            d = d_t[:bs]
+            _grad_at_h(dh, g_out, rows, bs, d)
+            np.multiply(p[rows], d[:, None, :], out=d_gi3[rows])
+            np.multiply(d_gi3[rows], to_hidden[rows], out=d_gh3[rows])
+            np.multiply(d, z[rows], out=direct[:bs])
         np.matmul(d_gh[rows], w_hh, out=dh[:bs])
         dh[:bs] += direct[:bs]
     return d_gi, d_gh, None
 
 
+def _native_gru_backward_step(dh, g_out, p, ws, d_gi, d_gh, direct, H):
+    """`step(start, bs)`: one reverse step of _gru_backward_steps before its product with
+    W_hh, as one call of native/recurrent.c's gru_backward_step, when the arrays are dense,
+    of one dtype and of the shapes that loop gives them; None otherwise."""
+    S, N = d_gi.shape[0], dh.shape[0]
+    arrays = (dh, p, ws, d_gi, d_gh, direct) + (() if g_out is None else (g_out,))
+    shapes = ((N, H), (S, 3, H), (S, 4 * H), (S, 3 * H), (S, 3 * H), (N, H), (S, H))
+    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
+        return None
+    fn = native.function("recurrent", "gru_backward_step_" + native.suffix(dh),
+                         "nn" + "p" * 7 + "ii")
+    if fn is None:
+        return None
+    item = dh.itemsize
+    dh_at, p_at, ws_at, d_gi_at, d_gh_at, direct_at, *g_out_at = \
+        (native.address(a) for a in arrays)
+    g_out_at = g_out_at[0] if g_out_at else dh_at       # (not read without GRAD_HY)
+    flags = 0 if g_out is None else _GRAD_HY
+
+    def step(start, bs):
+        row = start * H * item
+        fn(bs, H, dh_at, g_out_at + row, p_at + 3 * row, ws_at + 4 * row, d_gi_at + 3 * row,
+           d_gh_at + 3 * row, direct_at, flags, threads(bs * 4 * H))
+    return step
+
+
 # ---- one step (the cells) ------------------------------------------------------------------
+
+def _native_cell(name, n, H, shapes, arrays, flags) -> bool:
+    """native/recurrent.c's `name` over `arrays` (None: an absent optional one, which
+    `flags` marks; flags None: the kernel takes none), when each has its shape in `shapes`
+    and all are dense, of one dtype; False (nothing done: the NumPy steps run) otherwise."""
+    given = [a for a in arrays if a is not None]
+    if any(a is not None and a.shape != s for a, s in zip(arrays, shapes)) \
+            or not native.dense(*given):
+        return False
+    fn = native.function("recurrent", f"{name}_{native.suffix(given[0])}",
+                         "nn" + "p" * len(arrays) + ("i" if flags is None else "ii"))
+    if fn is None:
+        return False
+    work = threads(sum(a.size for a in given))
+    ints = (work,) if flags is None else (flags, work)
+    fn(n, H, *pointers(*(given[0] if a is None else a for a in arrays)), *ints)
+    return True
+
+
+def _flags(*pairs) -> int:
+    return sum(bit for bit, present in pairs if present)
+
 
 def lstm_cell_forward(input_gates, hidden_gates, cx, input_bias, hidden_bias, hy, cy, ws):
     """PyTorch's fused LSTM cell: `ws` (N, 4H) gets the activations i, f, g, o."""
-    H = cx.shape[1]
+    n, H = cx.shape
+    if _native_cell("lstm_cell_forward", n, H,
+                    ((n, 4 * H), (n, 4 * H), (n, H), (4 * H,), (4 * H,), (n, H), (n, H),
+                     (n, 4 * H)),
+                    (input_gates, hidden_gates, cx, input_bias, hidden_bias, hy, cy, ws),
+                    _flags((_BIAS_INPUT, input_bias is not None),
+                           (_BIAS_HIDDEN, hidden_bias is not None))):
+        return
     np.add(input_gates, hidden_gates, out=ws)
     if input_bias is not None and hidden_bias is not None:
         ws += input_bias + hidden_bias
@@ -347,6 +513,11 @@ def lstm_cell_forward(input_gates, hidden_gates, cx, input_bias, hidden_bias, hy
 def lstm_cell_backward(grad_hy, grad_cy, cx, cy, ws, d_gates, d_cx):
     """Gradients of the fused LSTM cell's gate pre-activations (N, 4H) and of cx."""
     n, H = cx.shape
+    if _native_cell("lstm_cell_backward", n, H,
+                    ((n, H), (n, H), (n, H), (n, H), (n, 4 * H), (n, 4 * H), (n, H), (n, H)),
+                    (grad_hy, grad_cy, cx, cy, ws, d_gates, d_cx, np.empty_like(cx)),
+                    _flags((_GRAD_HY, grad_hy is not None), (_GRAD_CY, grad_cy is not None))):
+        return
     ws3, d3 = ws.reshape(n, 4, H), d_gates.reshape(n, 4, H)
     # each gate's derivative: a (1 - a) for the sigmoids, 1 - g^2 for g
     slope = 1 - ws3
@@ -376,7 +547,13 @@ def lstm_cell_backward(grad_hy, grad_cy, cx, cy, ws, d_gates, d_cx):
 
 def gru_cell_forward(input_gates, hidden_gates, hx, input_bias, hidden_bias, hy, ws):
     """PyTorch's fused GRU cell: `ws` (N, 5H) gets r, z, n, hx and W_hn h + b_hn."""
-    H = hx.shape[1]
+    n, H = hx.shape
+    if _native_cell("gru_cell_forward", n, H,
+                    ((n, 3 * H), (n, 3 * H), (n, H), (3 * H,), (3 * H,), (n, H), (n, 5 * H)),
+                    (input_gates, hidden_gates, hx, input_bias, hidden_bias, hy, ws),
+                    _flags((_BIAS_INPUT, input_bias is not None),
+                           (_BIAS_HIDDEN, hidden_bias is not None))):
+        return
     rz, n, h_saved, hn = ws[:, :2 * H], ws[:, 2 * H:3 * H], ws[:, 3 * H:4 * H], ws[:, 4 * H:]
     np.add(input_gates[:, :2 * H], hidden_gates[:, :2 * H], out=rz)
     np.copyto(hn, hidden_gates[:, 2 * H:])
@@ -401,7 +578,11 @@ def gru_cell_forward(input_gates, hidden_gates, hx, input_bias, hidden_bias, hy,
 
 def gru_cell_backward(grad_hy, ws, d_input_gates, d_hidden_gates, d_hx):
     """Gradients of the fused GRU cell's input and hidden gates (N, 3H) and of hx."""
-    H = ws.shape[1] // 5
+    n, H = d_hx.shape
+    if _native_cell("gru_cell_backward", n, H,
+                    ((n, H), (n, 5 * H), (n, 3 * H), (n, 3 * H), (n, H)),
+                    (grad_hy, ws, d_input_gates, d_hidden_gates, d_hx), None):
+        return
     r, z, n, hx, hn = (ws[:, k * H:(k + 1) * H] for k in range(5))
     d_n = grad_hy * (1 - z) * (1 - n * n)
     np.multiply(d_n * hn, r * (1 - r), out=d_input_gates[:, :H])
