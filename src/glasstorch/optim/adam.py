@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends.cpu import native
-from ..backends.cpu.native.arguments import pointers, threads
+from ..backends.cpu.native import pointers, threads
 from ..core.storage import UntypedStorage
 from ..core.tensor import Tensor
 from .optimizer import (LIKE_PARAM, SCALAR, F, Optimizer, _check_betas, _check_lr,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends.cpu import native
-from ..backends.cpu.native.arguments import pointers, threads
+from ..backends.cpu.native import pointers, threads
 from ..core.tensor import Tensor
 from .optimizer import (OPTIONAL_LIKE_PARAM, Optimizer, _bump, _check_lr, _closure_loss, _fused,
                         _plain_arrays, _to_scalar, _use_grad)

@@ -24,7 +24,7 @@ import functools
 import numpy as np
 
 from . import native
-from .native.arguments import pointers, threads
+from .native import pointers, threads
 
 RNN_RELU, RNN_TANH, LSTM, GRU = 0, 1, 2, 3
 GATES = {RNN_RELU: 1, RNN_TANH: 1, LSTM: 4, GRU: 3}

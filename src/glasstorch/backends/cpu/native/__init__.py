@@ -112,6 +112,11 @@ def address(a: np.ndarray):
         return a.__array_interface__["data"][0]
 
 
+def pointers(*arrays) -> list:
+    """`address` of each array, for a call's pointer arguments."""
+    return [address(a) for a in arrays]
+
+
 def dense(*arrays) -> bool:
     """Whether the arrays are C-contiguous NumPy arrays of one float dtype, float32 or
     float64 (the kernels' element types)."""
