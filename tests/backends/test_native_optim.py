@@ -5,6 +5,7 @@ and not elsewhere, and that every option combination gives the NumPy path's bits
 after step, with special values, threaded, and for empty parameters."""
 from __future__ import annotations
 
+import ctypes
 import itertools
 
 import numpy as np
@@ -14,7 +15,6 @@ import glasstorch as gt
 from glasstorch.backends.cpu import native
 from glasstorch.compiler.inductor import build, codegen
 from glasstorch.optim import adam, sgd
-from glasstorch.backends.cpu.native import arguments
 
 needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 
@@ -198,7 +198,13 @@ def test_small_parameters_keep_the_numpy_update(monkeypatch):
 
 
 def test_pointers_of_read_only_and_empty_arrays():
+    """Arrays without a writable buffer view pass their address; a writable one a reference
+    to its buffer, which ctypes turns into the same address."""
     a = np.arange(4.0)
     a.flags.writeable = False
     empty = np.zeros(0)
-    assert arguments.pointers(a, empty) == [native.address(a), native.address(empty)]
+    assert native.pointers(a, empty) == [native.address(a), native.address(empty)]
+    b = np.arange(4.0)
+    ref = native.pointer(b)
+    assert not isinstance(ref, int)
+    assert ctypes.cast(ref, ctypes.c_void_p).value == native.address(b)

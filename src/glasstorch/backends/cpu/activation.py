@@ -211,7 +211,7 @@ def gelu_native(x, out, approximate="none") -> bool:
     fn = native.function("activation", "gelu_" + native.suffix(x), "nppii")
     if fn is None:
         return False
-    fn(x.size, native.address(x), native.address(out), approximate == "tanh",
+    fn(x.size, native.pointer(x), native.pointer(out), approximate == "tanh",
        native.threads(x.size))
     return True
 
@@ -223,7 +223,7 @@ def gelu_grad_native(g, x, out, approximate="none") -> bool:
     fn = native.function("activation", "gelu_backward_" + native.suffix(x), "npppii")
     if fn is None:
         return False
-    fn(x.size, native.address(g), native.address(x), native.address(out),
+    fn(x.size, native.pointer(g), native.pointer(x), native.pointer(out),
        approximate == "tanh", native.threads(x.size))
     return True
 

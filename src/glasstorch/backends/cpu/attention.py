@@ -180,8 +180,8 @@ def _attend_transposed(q, k, v, scale, is_causal, out, softmax=None) -> tuple:
         buf, p = _products_t(q, k)
         width = buf.shape[1] - _PAD
         total = np.empty(width, buf.dtype)
-        softmax(k.shape[2], width, buf.shape[1], q.shape[2], native.address(buf),
-                native.address(total), scale, is_causal, native.threads(buf.size))
+        softmax(k.shape[2], width, buf.shape[1], q.shape[2], native.pointer(buf),
+                native.pointer(total), scale, is_causal, native.threads(buf.size))
         return np.matmul(p.swapaxes(-1, -2), v, out=out), total
     buf, p = _scores_t(q, k, scale, is_causal)
     m = np.maximum.reduce(buf, axis=0)
@@ -203,8 +203,8 @@ def _attend_rows(q, k, v, scale, is_causal, out, softmax=None) -> tuple:
         s = np.matmul(q, _transpose(k))
         n_q, n_k = s.shape[-2:]
         total = np.empty(s.shape[:-1], s.dtype)
-        softmax(s.size // n_k if n_k else 0, n_q, n_k, native.address(s),
-                native.address(total), scale, is_causal, native.threads(s.size))
+        softmax(s.size // n_k if n_k else 0, n_q, n_k, native.pointer(s),
+                native.pointer(total), scale, is_causal, native.threads(s.size))
         return np.matmul(s, v, out=out), total
     s = _scores(q, k, scale, is_causal)
     rows = s.reshape(-1, s.shape[-1])
@@ -234,8 +234,8 @@ def flash_attention_backward_cpu(grad_out, query, key, value, out, logsumexp, dr
             lse = np.ascontiguousarray(compute_array(logsumexp, cd))
             rowdot = np.ascontiguousarray(np.einsum("...e,...e->...", g, o))
             n_q, n_k = p.shape[-2:]
-            softmax_backward(p.size // n_k if n_k else 0, n_q, n_k, native.address(p),
-                             native.address(ds), native.address(lse), native.address(rowdot),
+            softmax_backward(p.size // n_k if n_k else 0, n_q, n_k, native.pointer(p),
+                             native.pointer(ds), native.pointer(lse), native.pointer(rowdot),
                              sc, is_causal, native.threads(p.size))
             return (_product(query, ds, k, sc), _product(key, ds.swapaxes(-1, -2), q, sc),
                     _product(value, p.swapaxes(-1, -2), g, None))

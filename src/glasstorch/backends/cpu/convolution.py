@@ -351,8 +351,8 @@ def _native_call(name, image, cols, kernel, stride, padding, dilation) -> bool:
     # a bordered plane and SLACK (32) elements per thread: see native/convolution.c
     pad = np.empty(nthreads * ((ih + 2 * ph) * (iw + 2 * pw) + 32), image.dtype)
     fn(n, c, ih, iw, oh, ow, *kernel, *stride, ph, pw, *dilation, sb, sr,
-       native.address(image if name == "im2col" else cols),
-       native.address(cols if name == "im2col" else image), native.address(pad), nthreads)
+       native.pointer(image if name == "im2col" else cols),
+       native.pointer(cols if name == "im2col" else image), native.pointer(pad), nthreads)
     return True
 
 

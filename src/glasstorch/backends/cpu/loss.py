@@ -182,7 +182,7 @@ def _rows_native(name: str, out: Tensor, inputs, dim: int, log: bool) -> bool:
                          + "ii")
     if fn is None:
         return False
-    fn(o.size // shape[ax], shape[ax], *map(native.address, xs), native.address(o), log,
+    fn(o.size // shape[ax], shape[ax], *map(native.pointer, xs), native.pointer(o), log,
        native.threads(o.size))
     return True
 

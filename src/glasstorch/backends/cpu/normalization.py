@@ -99,7 +99,7 @@ def _optional(t):
 
 
 def _pointer(a):
-    return None if a is None else native.address(a)
+    return None if a is None else native.pointer(a)
 
 
 def _native_rows_apply(arrays, rows: int, n: int) -> bool:
@@ -118,8 +118,8 @@ def _layer_norm_native(input, weight, bias, eps, outs, rows: int, n: int) -> boo
     fn = native.function("normalization", "layer_norm_" + native.suffix(x), "nnpppdpppi")
     if fn is None:
         return False
-    fn(rows, n, native.address(x), _pointer(w), _pointer(b), eps, native.address(out),
-       native.address(mean), native.address(rstd), native.threads(rows * n))
+    fn(rows, n, native.pointer(x), _pointer(w), _pointer(b), eps, native.pointer(out),
+       native.pointer(mean), native.pointer(rstd), native.threads(rows * n))
     return True
 
 
@@ -243,8 +243,8 @@ def _embedding_grad_native(out, grad_output, idx: np.ndarray, num_weights: int,
     if fn is None:
         return False
     idx = np.ascontiguousarray(idx)
-    fn(idx.size, o.shape[1], num_weights, native.address(idx), native.address(g),
-       padding_idx, native.address(o), native.threads(g.size))
+    fn(idx.size, o.shape[1], num_weights, native.pointer(idx), native.pointer(g),
+       padding_idx, native.pointer(o), native.threads(g.size))
     return True
 
 

@@ -145,8 +145,8 @@ def _max_pool2d_native(x, values, indices, kernel, stride, padding, dilation) ->
     nthreads = native.threads(x.size)
     border = np.empty(nthreads * hp * wp, x.dtype)
     fn(math.prod(x.shape[:-2]), ih, iw, math.prod(osz), math.prod(kernel), hp, wp,
-       *padding, native.address(tables), native.address(x), native.address(values),
-       native.address(indices), native.address(border), nthreads)
+       *padding, native.pointer(tables), native.pointer(x), native.pointer(values),
+       native.pointer(indices), native.pointer(border), nthreads)
     return True
 
 
@@ -224,8 +224,8 @@ def _scatter_native(out, g, idx, rows, plane, cols) -> bool:
     a = out._array()
     total = a if a.dtype == g.dtype and a.flags.c_contiguous else np.empty(a.shape, g.dtype)
     bad = np.zeros(1, np.int64)
-    fn(rows, plane, cols, native.address(g), native.address(idx), native.address(total),
-       native.address(bad), native.threads(total.size))
+    fn(rows, plane, cols, native.pointer(g), native.pointer(idx), native.pointer(total),
+       native.pointer(bad), native.threads(total.size))
     if bad[0]:
         return False
     if total is not a:

@@ -122,7 +122,7 @@ def _native_sum(a: np.ndarray, ax):
         return None
     out = np.empty((1,) * len(ax) + a.shape[len(ax):], a.dtype)
     cols = out.size
-    fn(a.size // cols if cols else 0, cols, native.address(a), native.address(out),
+    fn(a.size // cols if cols else 0, cols, native.pointer(a), native.pointer(out),
        native.threads(a.size))
     return out
 

@@ -102,19 +102,24 @@ def threads(n: int) -> int:
 _view, _reference = ctypes.c_char.from_buffer, ctypes.byref
 
 
-def address(a: np.ndarray):
-    """a's data address as a pointer argument: a reference to a ctypes view of its buffer
-    (0.4 us, where `__array_interface__` takes 1.5), or, for a read-only or non-contiguous
-    array, which has no such view, the address itself."""
+def address(a: np.ndarray) -> int:
+    """a's data address, an integer (for pointer arithmetic: a row of it)."""
+    return a.__array_interface__["data"][0]
+
+
+def pointer(a: np.ndarray):
+    """a's data as a pointer argument: a reference to a ctypes view of its buffer (0.4 us,
+    where `address`, reading `__array_interface__`, takes 1.5), or, for a read-only or
+    non-contiguous array, which has no such view, its address."""
     try:
         return _reference(_view(a))
     except (TypeError, ValueError):
-        return a.__array_interface__["data"][0]
+        return address(a)
 
 
 def pointers(*arrays) -> list:
-    """`address` of each array, for a call's pointer arguments."""
-    return [address(a) for a in arrays]
+    """`pointer` of each array, for a call's arguments."""
+    return [pointer(a) for a in arrays]
 
 
 def dense(*arrays) -> bool:
