@@ -19,6 +19,7 @@ import glasstorch.nn.functional as GF
 from glasstorch.backends.cpu import native, reduction
 from glasstorch.compiler.inductor import build, codegen
 from glasstorch.ops.nn.activation import gelu_backward
+from native_paths import both_paths, spy_kernels
 
 needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 
@@ -30,28 +31,13 @@ def _values(dtype, n=20_000, seed=0):
     return x.astype(dtype)
 
 
-def _both_paths(fn, monkeypatch):
-    """fn() with the C kernels, then with the NumPy formulas."""
-    results = []
-    for enabled in (True, False):
-        monkeypatch.setattr(native, "ENABLED", enabled)
-        results.append(fn())
-    return results
-
-
 def assert_equal_with_nan(a, b):
     assert np.array_equal(a, b, equal_nan=True)
 
 
 @needs_compiler
 def test_gelu_uses_the_c_kernel(monkeypatch):
-    calls = []
-    real = native.function
-
-    def spy(library, name, *rest):
-        calls.append(name)
-        return real(library, name, *rest)
-    monkeypatch.setattr(native, "function", spy)
+    calls = spy_kernels(monkeypatch)
     x = gt.randn(64, 8)
     GF.gelu(x)
     GF.gelu(x.double(), approximate="tanh")
@@ -70,9 +56,9 @@ def test_gelu_agrees_with_the_numpy_formulas(dtype, approximate, monkeypatch):
     cancels for negative x, so the result's own ulp can be far smaller)."""
     x = _values(dtype)
     g = np.random.default_rng(1).standard_normal(x.size).astype(dtype)
-    y_c, y_np = _both_paths(lambda: GF.gelu(gt.from_numpy(x), approximate=approximate).numpy(),
+    y_c, y_np = both_paths(lambda: GF.gelu(gt.from_numpy(x), approximate=approximate).numpy(),
                             monkeypatch)
-    dx_c, dx_np = _both_paths(lambda: gelu_backward(gt.from_numpy(g), gt.from_numpy(x),
+    dx_c, dx_np = both_paths(lambda: gelu_backward(gt.from_numpy(g), gt.from_numpy(x),
                                                     approximate=approximate).numpy(),
                               monkeypatch)
     assert y_c.dtype == y_np.dtype == dtype
@@ -152,10 +138,8 @@ def test_attention_softmax_agrees_with_the_numpy_formulas(keys, is_causal, dtype
         grads = aten._scaled_dot_product_flash_attention_for_cpu_backward(
             g, q, k, v, out, lse, 0.0, is_causal)
         return [t.numpy() for t in (out, lse, *grads)]
-    calls = []
-    real = native.function
-    monkeypatch.setattr(native, "function", lambda *a: calls.append(a[1]) or real(*a))
-    with_c, with_numpy = _both_paths(run, monkeypatch)
+    calls = spy_kernels(monkeypatch)
+    with_c, with_numpy = both_paths(run, monkeypatch)
     assert {name.rsplit("_", 1)[0] for name in calls} == {
         "softmax_columns" if keys <= 128 else "softmax_rows", "softmax_backward_rows"}
     eps = np.finfo(with_c[0].dtype).eps
@@ -171,7 +155,7 @@ def test_attention_softmax_agrees_with_the_numpy_formulas(keys, is_causal, dtype
         gt.set_num_threads(native.parallel._default_threads())
     q_nan = q.clone()
     q_nan[1, 2, 3, 0] = float("nan")
-    with_c, with_numpy = _both_paths(lambda: run(q_nan)[:2], monkeypatch)
+    with_c, with_numpy = both_paths(lambda: run(q_nan)[:2], monkeypatch)
     for a, b in zip(with_c, with_numpy):
         assert np.array_equal(np.isnan(a), np.isnan(b))
     assert np.isnan(with_c[0][1, 2, 3]).all() and not np.isnan(with_c[0][1, 2, 4]).any()
@@ -188,10 +172,8 @@ def test_sums_over_leading_dims_are_numpys_bit_for_bit(shape, lead, dtype, monke
     a = (rng.standard_normal(shape) * rng.lognormal(0, 3, shape)).astype(dtype)
     a.reshape(-1)[::7] = np.inf if a.size > 7 else 0
     monkeypatch.setattr(reduction, "_NATIVE_SUM_MIN", 0)
-    calls = []
-    real = native.function
     with monkeypatch.context() as m:
-        m.setattr(native, "function", lambda *args: calls.append(args[1]) or real(*args))
+        calls = spy_kernels(m)
         got = gt.from_numpy(a).sum(list(range(lead))).numpy()
     want = np.add.reduce(a, axis=tuple(range(lead)))
     assert calls == [f"sum_rows_{'f32' if dtype == np.float32 else 'f64'}"]

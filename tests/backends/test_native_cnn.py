@@ -12,29 +12,10 @@ import glasstorch as gt
 from glasstorch.backends.cpu import native
 from glasstorch.compiler.inductor import build, codegen
 from oracle import assert_same, oracle_torch
+from native_paths import both_paths, spy_kernels
 
 needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 aten = gt.ops.aten
-
-
-def _both_paths(fn, monkeypatch):
-    """fn() with the C kernels, then with the NumPy code."""
-    results = []
-    for enabled in (True, False):
-        monkeypatch.setattr(native, "ENABLED", enabled)
-        results.append(fn())
-    return results
-
-
-def _spy(monkeypatch):
-    calls = []
-    real = native.function
-
-    def spy(library, name, signature):
-        calls.append(name)
-        return real(library, name, signature)
-    monkeypatch.setattr(native, "function", spy)
-    return calls
 
 
 def _awkward(shape, dtype, seed=0):
@@ -67,7 +48,7 @@ POOL_CONFIGS = [
 
 @needs_compiler
 def test_max_pool_uses_the_c_kernels(monkeypatch):
-    calls = _spy(monkeypatch)
+    calls = spy_kernels(monkeypatch)
     x = gt.randn(2, 3, 8, 8, requires_grad=True)
     y = gt.nn.functional.max_pool2d(x, 2)
     y.sum().backward()
@@ -86,7 +67,7 @@ def test_max_pool_uses_the_c_kernels(monkeypatch):
 def test_max_pool_agrees_with_numpy_and_torch(config, dtype, monkeypatch):
     torch = oracle_torch()
     a = _awkward((2, 3, 11, 9), dtype)
-    c, n = _both_paths(lambda: _pool(gt.from_numpy(a), *config), monkeypatch)
+    c, n = both_paths(lambda: _pool(gt.from_numpy(a), *config), monkeypatch)
     np.testing.assert_array_equal(c[0], n[0])
     np.testing.assert_array_equal(c[1], n[1])
     tv, ti = torch.ops.aten.max_pool2d_with_indices(torch.from_numpy(a), *config)
@@ -141,7 +122,7 @@ def test_max_pool_backward_agrees_with_numpy_and_torch(config, dtype, monkeypatc
     _, idx = aten.max_pool2d_with_indices(gt.from_numpy(a), *config)
     g = np.random.default_rng(2).standard_normal(tuple(idx.shape)).astype(dtype)
     args = (gt.from_numpy(g), gt.from_numpy(a), *config, idx)
-    c, n = _both_paths(lambda: aten.max_pool2d_with_indices_backward(*args).numpy(),
+    c, n = both_paths(lambda: aten.max_pool2d_with_indices_backward(*args).numpy(),
                        monkeypatch)
     np.testing.assert_array_equal(c, n)
     t = torch.ops.aten.max_pool2d_with_indices_backward(
@@ -165,7 +146,7 @@ def test_max_pool_backward_with_an_index_outside_the_plane_runs_numpy(monkeypatc
             return aten.max_pool2d_with_indices_backward(*args, bad).numpy()
         except Exception as e:          # noqa: BLE001 - the two paths' errors compared
             return type(e)
-    c, n = _both_paths(run, monkeypatch)
+    c, n = both_paths(run, monkeypatch)
     if isinstance(n, np.ndarray):
         np.testing.assert_array_equal(c, n)
     else:
@@ -175,7 +156,7 @@ def test_max_pool_backward_with_an_index_outside_the_plane_runs_numpy(monkeypatc
 @needs_compiler
 def test_adaptive_max_pool_backward_uses_the_scatter_kernel(monkeypatch):
     torch = oracle_torch()
-    calls = _spy(monkeypatch)
+    calls = spy_kernels(monkeypatch)
     a = np.random.default_rng(3).standard_normal((2, 3, 7, 5))
     x, tx = gt.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
     gt.nn.functional.adaptive_max_pool2d(x, (3, 2)).sum().backward()
@@ -242,7 +223,7 @@ def _special(shape, dtype, seed):
 
 @needs_compiler
 def test_convolution_uses_the_c_kernels(monkeypatch):
-    calls = _spy(monkeypatch)
+    calls = spy_kernels(monkeypatch)
     x = gt.randn(4, 3, 10, 10, requires_grad=True)
     w = gt.randn(5, 3, 3, 3, requires_grad=True)
     gt.nn.functional.conv2d(x, w, padding=1).sum().backward()
@@ -263,7 +244,7 @@ def test_columns_and_col2im_agree_with_numpy(case, dtype, order, monkeypatch):
     shape, k, s, p, d = case
     x = _special(shape, dtype, 0)
     out = conv._blocks(shape[2:], k, d, p, s)
-    c, n = _both_paths(lambda: conv.columns(x, k, s, d, p, out, order), monkeypatch)
+    c, n = both_paths(lambda: conv.columns(x, k, s, d, p, out, order), monkeypatch)
     np.testing.assert_array_equal(c, n)
     cols = _special((shape[0], shape[1]) + tuple(k) + out, dtype, 1)
     if order == "first":         # batch-major, as a (g, rows, B*L) matmul result is viewed
@@ -275,7 +256,7 @@ def test_columns_and_col2im_agree_with_numpy(case, dtype, order, monkeypatch):
             res.fill(0)
             conv.col2im_into(res, cols, k, s, p, d)
         return res
-    c, n = _both_paths(col2im, monkeypatch)
+    c, n = both_paths(col2im, monkeypatch)
     np.testing.assert_array_equal(c, n)
     np.testing.assert_array_equal(np.signbit(c), np.signbit(n))
 
@@ -301,7 +282,7 @@ def test_conv_and_unfold_fold_agree_with_numpy_and_torch(case, monkeypatch):
         cols = gt.nn.functional.unfold(xt.detach(), k, d, p, s)
         back = gt.nn.functional.fold(cols, shape[2:], k, d, p, s)
         return [t.detach().numpy() for t in (out, xt.grad, wt.grad, cols, back)]
-    c, n = _both_paths(run, monkeypatch)
+    c, n = both_paths(run, monkeypatch)
     for a, b in zip(c[3:], n[3:]):      # unfold, fold: the same bits
         np.testing.assert_array_equal(a, b)
     tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)

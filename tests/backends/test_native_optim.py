@@ -15,6 +15,7 @@ import glasstorch as gt
 from glasstorch.backends.cpu import native
 from glasstorch.compiler.inductor import build, codegen
 from glasstorch.optim import adam, sgd
+from native_paths import spy_kernels
 
 needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 
@@ -24,21 +25,6 @@ def small_parameters_too(monkeypatch):
     """The C kernels for parameters of any size (not only from _NATIVE_FROM elements)."""
     monkeypatch.setattr(adam, "_NATIVE_FROM", 0)
     monkeypatch.setattr(sgd, "_NATIVE_FROM", 0)
-
-
-def _spy(monkeypatch):
-    """The names of the kernels handed out from now on (native kernels on)."""
-    monkeypatch.setattr(native, "ENABLED", True)
-    calls = []
-    real = native.function
-
-    def spy(library, name, signature):            # the kernels handed out
-        fn = real(library, name, signature)
-        if fn is not None:
-            calls.append(name)
-        return fn
-    monkeypatch.setattr(native, "function", spy)
-    return calls
 
 
 def _grads(shape, dtype, steps, seed=1, special=False):
@@ -92,7 +78,7 @@ SGD_OPTIONS = [dict(maximize=m, weight_decay=w, momentum=mu, dampening=d, nester
 
 @needs_compiler
 def test_the_c_kernels_are_used(monkeypatch):
-    calls = _spy(monkeypatch)
+    calls = spy_kernels(monkeypatch)
     for dtype in (gt.float32, gt.float64):
         p = gt.nn.Parameter(gt.randn(5, 3, dtype=dtype))
         for opt in (gt.optim.Adam([p]), gt.optim.AdamW([p], amsgrad=True),
@@ -108,7 +94,7 @@ def test_the_c_kernels_are_used(monkeypatch):
 @pytest.mark.parametrize("case", ["transposed", "grad transposed", "float16", "complex",
                                   "disabled"])
 def test_layouts_and_dtypes_the_kernels_do_not_take_fall_back(case, monkeypatch):
-    calls = _spy(monkeypatch)
+    calls = spy_kernels(monkeypatch)
     dtype = {"float16": gt.float16, "complex": gt.complex64}.get(case, gt.float32)
     base = gt.randn(4, 6, dtype=dtype)
     p = gt.nn.Parameter(base.t().contiguous().t() if case == "transposed" else base)
@@ -188,7 +174,7 @@ def test_empty_parameters(monkeypatch):
 def test_small_parameters_keep_the_numpy_update(monkeypatch):
     """Below _NATIVE_FROM elements the C call's fixed cost is more than it saves."""
     monkeypatch.undo()
-    calls = _spy(monkeypatch)
+    calls = spy_kernels(monkeypatch)
     small = gt.nn.Parameter(gt.randn(adam._NATIVE_FROM - 1))
     large = gt.nn.Parameter(gt.randn(sgd._NATIVE_FROM))
     for opt in (gt.optim.Adam([small, large]), gt.optim.SGD([small, large], lr=0.1)):

@@ -14,16 +14,9 @@ import glasstorch as gt
 from glasstorch.backends.cpu import native
 from glasstorch.backends.cpu import recurrent as R
 from glasstorch.compiler.inductor import build, codegen
+from native_paths import both_paths, spy_kernels
 
 needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
-
-
-def _both_paths(fn, monkeypatch):
-    results = []
-    for enabled in (True, False):
-        monkeypatch.setattr(native, "ENABLED", enabled)
-        results.append(fn())
-    return results
 
 
 def _assert_close(c, np_, dtype):
@@ -67,16 +60,7 @@ def _gru(rng, dtype, n, H, biases, grads):
 
 @needs_compiler
 def test_the_c_kernels_are_used(monkeypatch):
-    monkeypatch.setattr(native, "ENABLED", True)
-    calls = []
-    real = native.function
-
-    def spy(library, name, signature):
-        fn = real(library, name, signature)
-        if fn is not None and library == "recurrent":
-            calls.append(name)
-        return fn
-    monkeypatch.setattr(native, "function", spy)
+    calls = spy_kernels(monkeypatch, "recurrent")
     for dtype in (gt.float32, gt.float64):
         x = gt.randn(3, 2, dtype=dtype)
         for cell, states in ((gt.nn.LSTMCell(2, 5, dtype=dtype), 2),
@@ -96,8 +80,8 @@ def test_the_c_kernels_are_used(monkeypatch):
 def test_cells_agree_with_the_numpy_steps(dtype, n, H, biases, monkeypatch):
     rng = np.random.default_rng(n * H)
     for grads in itertools.product([True, False], repeat=2):
-        _assert_close(*_both_paths(_lstm(rng, dtype, n, H, biases, grads), monkeypatch), dtype)
-    _assert_close(*_both_paths(_gru(rng, dtype, n, H, biases, None), monkeypatch), dtype)
+        _assert_close(*both_paths(_lstm(rng, dtype, n, H, biases, grads), monkeypatch), dtype)
+    _assert_close(*both_paths(_gru(rng, dtype, n, H, biases, None), monkeypatch), dtype)
 
 
 @needs_compiler
@@ -126,7 +110,7 @@ def test_results_do_not_depend_on_threads(monkeypatch):
 def test_an_empty_batch(monkeypatch):
     rng = np.random.default_rng(0)
     for make in (_lstm, _gru):
-        c, np_ = _both_paths(make(rng, np.float64, 0, 4, (True, False), (True, True)),
+        c, np_ = both_paths(make(rng, np.float64, 0, 4, (True, False), (True, True)),
                              monkeypatch)
         assert [a.shape for a in c] == [a.shape for a in np_]
 
@@ -134,16 +118,7 @@ def test_an_empty_batch(monkeypatch):
 @needs_compiler
 @pytest.mark.parametrize("case", ["strided state", "mixed dtypes", "disabled"])
 def test_arrays_the_kernels_do_not_take_fall_back(case, monkeypatch):
-    monkeypatch.setattr(native, "ENABLED", True)
-    calls = []
-    real = native.function
-
-    def spy(library, name, signature):
-        fn = real(library, name, signature)
-        if fn is not None and library == "recurrent":
-            calls.append(name)
-        return fn
-    monkeypatch.setattr(native, "function", spy)
+    calls = spy_kernels(monkeypatch, "recurrent")
     if case == "disabled":
         monkeypatch.setattr(native, "ENABLED", False)
     rng = np.random.default_rng(1)
@@ -203,22 +178,13 @@ def test_layer_steps_agree_with_the_numpy_steps(mode, dtype, sizes, reverse, gra
                                                 monkeypatch):
     """Padded and packed (the reverse direction joins initial states as rows start)."""
     run = _layer(mode, np.random.default_rng(len(sizes)), dtype, sizes, reverse, *grads)
-    _assert_close(*_both_paths(run, monkeypatch), dtype)
+    _assert_close(*both_paths(run, monkeypatch), dtype)
 
 
 @needs_compiler
 @pytest.mark.parametrize("case", ["plain", "projection", "strided output gradient", "gru"])
 def test_layer_steps_use_the_c_kernels_where_they_apply(case, monkeypatch):
-    monkeypatch.setattr(native, "ENABLED", True)
-    calls = []
-    real = native.function
-
-    def spy(library, name, signature):
-        fn = real(library, name, signature)
-        if fn is not None and library == "recurrent":
-            calls.append(name)
-        return fn
-    monkeypatch.setattr(native, "function", spy)
+    calls = spy_kernels(monkeypatch, "recurrent")
     rng = np.random.default_rng(2)
     run = _layer(R.GRU if case == "gru" else R.LSTM, rng, np.float64, [3] * 4, False, True,
                  False, proj=2 if case == "projection" else 0)

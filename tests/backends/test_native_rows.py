@@ -13,6 +13,7 @@ import pytest
 import glasstorch as gt
 from glasstorch.backends.cpu import native
 from glasstorch.compiler.inductor import build, codegen
+from native_paths import both_paths, spy_kernels
 
 needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 aten = gt.ops.aten
@@ -20,25 +21,8 @@ aten = gt.ops.aten
 
 @pytest.fixture
 def calls(monkeypatch):
-    """The names of the native functions looked up while a test runs (native kernels on)."""
-    monkeypatch.setattr(native, "ENABLED", True)
-    names = []
-    real = native.function
-
-    def spy(library, name, signature):
-        names.append(name)
-        return real(library, name, signature)
-    monkeypatch.setattr(native, "function", spy)
-    return names
-
-
-def _both_paths(fn, monkeypatch):
-    """fn() with the C kernels, then with the NumPy formulas."""
-    results = []
-    for enabled in (True, False):
-        monkeypatch.setattr(native, "ENABLED", enabled)
-        results.append(fn())
-    return results
+    """The names of the native functions handed out while a test runs (native kernels on)."""
+    return spy_kernels(monkeypatch)
 
 
 def _rows(shape, dtype, seed=0, scale=4.0):
@@ -131,7 +115,7 @@ def test_softmax_agrees_with_the_numpy_formulas(dtype, cols, monkeypatch):
     """The same arithmetic in the same order; the row sums and exp (libmvec's against
     NumPy's) may round a few ulps apart."""
     x, g = _rows((37, cols), dtype), _rows((37, cols), dtype, seed=1, scale=1.0)
-    c, py = _both_paths(lambda: _softmax_family(x, g), monkeypatch)
+    c, py = both_paths(lambda: _softmax_family(x, g), monkeypatch)
     assert_close(c, py, dtype)
 
 
@@ -146,7 +130,7 @@ def test_layer_norm_agrees_with_the_numpy_formulas(dtype, shape, normalized, aff
     x = _rows(shape, dtype, scale=3.0) + 2
     g = _rows(shape, dtype, seed=1, scale=1.0)
     w, b = (_rows(normalized, dtype, seed=s) if on else None for s, on in zip((2, 3), affine))
-    c, py = _both_paths(lambda: _layer_norm(x, w, b, g, normalized), monkeypatch)
+    c, py = both_paths(lambda: _layer_norm(x, w, b, g, normalized), monkeypatch)
     assert_close(c, py, dtype, ulps=32)
 
 
@@ -156,7 +140,7 @@ def test_layer_norm_agrees_with_the_numpy_formulas(dtype, shape, normalized, aff
 def test_layer_norm_backward_gives_what_the_mask_asks_for(mask, monkeypatch):
     x, g = _rows((130, 24), np.float64), _rows((130, 24), np.float64, seed=1)
     w, b = _rows(24, np.float64, seed=2), _rows(24, np.float64, seed=3)
-    c, py = _both_paths(lambda: _layer_norm(x, w, b, g, [24], mask), monkeypatch)
+    c, py = both_paths(lambda: _layer_norm(x, w, b, g, [24], mask), monkeypatch)
     assert [a is None for a in c[3:]] == [not m for m in mask]
     assert_close(c, py, np.float64, ulps=32)
 
@@ -174,9 +158,9 @@ def test_non_finite_rows_match_the_numpy_formulas(dtype, monkeypatch):
     g = _rows((6, 20), dtype, seed=1)
     g[5, 4] = np.nan
     with np.errstate(all="ignore"):
-        c, py = _both_paths(lambda: _softmax_family(x, g), monkeypatch)
+        c, py = both_paths(lambda: _softmax_family(x, g), monkeypatch)
         assert_close(c, py, dtype)
-        c, py = _both_paths(lambda: _layer_norm(x, None, None, g, [20]), monkeypatch)
+        c, py = both_paths(lambda: _layer_norm(x, None, None, g, [20]), monkeypatch)
         assert_close(c, py, dtype)
 
 
@@ -251,7 +235,7 @@ def test_embedding_backward_agrees_with_the_numpy_path(dtype, padding_idx, monke
     for idx, n in ((rng.integers(0, 9, 600), 11), (rng.permutation(600), 600),
                    (rng.integers(0, 65, (20, 30)), 65)):
         go = g[:idx.size].reshape(idx.shape + (33,))
-        c, py = _both_paths(lambda: _embedding_grad(go, idx, n, padding_idx), monkeypatch)
+        c, py = both_paths(lambda: _embedding_grad(go, idx, n, padding_idx), monkeypatch)
         assert np.array_equal(np.isnan(c), np.isnan(py))
         scale = _embedding_grad(np.abs(np.nan_to_num(go, posinf=0)), idx, n, padding_idx)
         tol = 16 * np.finfo(dtype).eps * (scale + 1)
