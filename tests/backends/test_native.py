@@ -4,6 +4,7 @@ that they are used, agree to libm's rounding, work in place, threaded and in a f
 child, and that a missing or broken compiler falls back to NumPy."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -70,7 +71,8 @@ def test_gelu_agrees_with_the_numpy_formulas(dtype, approximate, monkeypatch):
 
 
 @needs_compiler
-def test_in_place_gelu_reads_each_element_before_writing_it():
+def test_in_place_gelu_reads_each_element_before_writing_it(monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     x = gt.from_numpy(_values(np.float32))
     want = GF.gelu(x)
     y = x.clone()
@@ -80,6 +82,7 @@ def test_in_place_gelu_reads_each_element_before_writing_it():
 
 @needs_compiler
 def test_results_do_not_depend_on_threads_or_position(monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     x = gt.from_numpy(_values(np.float32, n=200_000))
     serial = GF.gelu(x).numpy()
     monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
@@ -115,7 +118,7 @@ def test_a_forked_child_runs_the_kernels_on_one_thread():
         raise SystemExit(os.waitstatus_to_exitcode(status))
     """)
     result = subprocess.run([sys.executable, "-c", script], timeout=120, capture_output=True,
-                            text=True)
+                            text=True, env={**os.environ, "GLASSTORCH_NATIVE": "1"})
     assert result.returncode == 0, result.stderr
 
 
@@ -181,6 +184,7 @@ def test_sums_over_leading_dims_are_numpys_bit_for_bit(shape, lead, dtype, monke
 
 
 def test_without_a_compiler_the_numpy_formulas_run(monkeypatch):
+    monkeypatch.setattr(native, "ENABLED", True)
     monkeypatch.setenv("GLASSTORCH_INDUCTOR_CPP", "0")
     native._library.cache_clear()
     native._function.cache_clear()
@@ -197,6 +201,7 @@ def test_without_a_compiler_the_numpy_formulas_run(monkeypatch):
 
 
 def test_a_compiler_that_fails_warns_and_falls_back(monkeypatch, tmp_path):
+    monkeypatch.setattr(native, "ENABLED", True)
     monkeypatch.setenv("CC", "false")
     monkeypatch.setenv("GLASSTORCH_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("GLASSTORCH_INDUCTOR_CPP", raising=False)
@@ -217,6 +222,7 @@ def test_a_compiler_that_fails_warns_and_falls_back(monkeypatch, tmp_path):
 @needs_compiler
 def test_a_cache_that_cannot_be_written_warns_and_falls_back(monkeypatch, tmp_path):
     """A read-only or missing cache directory is the compiler's problem, never the op's."""
+    monkeypatch.setattr(native, "ENABLED", True)
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     monkeypatch.setenv("GLASSTORCH_CACHE_DIR", str(blocker / "cache"))   # under a file
