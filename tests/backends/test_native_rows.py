@@ -11,12 +11,29 @@ import numpy as np
 import pytest
 
 import glasstorch as gt
-from glasstorch.backends.cpu import native
+from glasstorch.backends.cpu import loss, native
 from glasstorch.compiler.inductor import build, codegen
 from native_paths import both_paths, spy_kernels
 
 needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 aten = gt.ops.aten
+
+
+@pytest.fixture(autouse=True)
+def short_rows_too(monkeypatch):
+    """Rows of every length take the C softmax here (by default rows under 16 stay with
+    NumPy, which is faster there), so that the kernels' partial blocks are tested."""
+    monkeypatch.setattr(loss, "_NATIVE_MIN_ROW", 0)
+
+
+@needs_compiler
+def test_short_rows_stay_with_numpy_by_default(monkeypatch):
+    monkeypatch.undo()                                  # the autouse fixture's threshold
+    calls = spy_kernels(monkeypatch)
+    gt.softmax(gt.randn(8, 11), -1)
+    assert calls == []
+    gt.softmax(gt.randn(8, 16), -1)
+    assert calls == ["softmax_f32"]
 
 
 @pytest.fixture

@@ -164,6 +164,12 @@ def _softmax_into(out: Tensor, inputs, dim: int, part) -> None:
         np.copyto(o, parts[-1].reshape(o.shape))
 
 
+# Rows shorter than this stay with NumPy, which works across rows: in C each such row is a
+# padded partial vector block (softmax over rows of 11: 508 us in C, 403 in NumPy; of 16: 156
+# against 433).
+_NATIVE_MIN_ROW = 16
+
+
 def _rows_native(name: str, out: Tensor, inputs, dim: int, log: bool) -> bool:
     """Run `name` of native/softmax.c (its (log-)softmax or gradient, each row of the
     last dim on one thread) where it applies, and say whether it did: the output and
@@ -175,8 +181,8 @@ def _rows_native(name: str, out: Tensor, inputs, dim: int, log: bool) -> bool:
         return False
     shape = o.shape or (1,)
     ax = dim % len(shape)
-    if prod(shape[ax + 1:]) != 1 or any(x.shape != o.shape or np.may_share_memory(x, o)
-                                        for x in xs):
+    if (shape[ax] < _NATIVE_MIN_ROW or prod(shape[ax + 1:]) != 1
+            or any(x.shape != o.shape or np.may_share_memory(x, o) for x in xs)):
         return False
     fn = native.function("softmax", f"{name}_{native.suffix(o)}", "nn" + "p" * (len(xs) + 1)
                          + "ii")
