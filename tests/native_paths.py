@@ -1,6 +1,14 @@
 """Helpers of the C-kernel tests (tests/backends/test_native*.py): a function run on both
-paths, and the C functions a test's code asks for."""
+paths, the C functions a test's code asks for, and kernels forced onto several threads."""
+from contextlib import contextmanager
+
+import pytest
+
+import glasstorch as gt
 from glasstorch.backends.cpu import native
+from glasstorch.compiler.inductor import build, codegen
+
+needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 
 
 def both_paths(fn, monkeypatch) -> list:
@@ -26,3 +34,16 @@ def spy_kernels(monkeypatch, library=None) -> list:
         return fn
     monkeypatch.setattr(native, "function", spy)
     return calls
+
+
+@contextmanager
+def threaded_kernels(monkeypatch, threads: int = 3):
+    """Within the block, the C kernels split across `threads` OpenMP threads whatever their
+    size (the thread count restored after)."""
+    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
+    before = gt.get_num_threads()
+    gt.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        gt.set_num_threads(before)

@@ -18,11 +18,10 @@ from hypothesis.extra import numpy as hnp
 import glasstorch as gt
 import glasstorch.nn.functional as GF
 from glasstorch.backends.cpu import native, reduction
-from glasstorch.compiler.inductor import build, codegen
+from glasstorch.compiler.inductor import build
 from glasstorch.ops.nn.activation import gelu_backward
-from native_paths import both_paths, spy_kernels
+from native_paths import both_paths, needs_compiler, spy_kernels, threaded_kernels
 
-needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 
 
 def _values(dtype, n=20_000, seed=0):
@@ -85,16 +84,12 @@ def test_results_do_not_depend_on_threads_or_position(monkeypatch):
     monkeypatch.setattr(native, "ENABLED", True)
     x = gt.from_numpy(_values(np.float32, n=200_000))
     serial = GF.gelu(x).numpy()
-    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
-    gt.set_num_threads(3)
-    try:
+    with threaded_kernels(monkeypatch):
         assert native.threads(x.numel()) == 3
         assert_equal_with_nan(GF.gelu(x).numpy(), serial)
         # and an element's result does not depend on where it falls in a vector
         for i in (0, 5, 17, 33):
             assert_equal_with_nan(GF.gelu(x[i:i + 3]).numpy(), serial[i:i + 3])
-    finally:
-        gt.set_num_threads(native.parallel._default_threads())
 
 
 @needs_compiler
@@ -149,13 +144,9 @@ def test_attention_softmax_agrees_with_the_numpy_formulas(keys, is_causal, dtype
     for a, b in zip(with_c, with_numpy):
         np.testing.assert_allclose(a, b, rtol=64 * eps, atol=64 * eps)
     monkeypatch.setattr(native, "ENABLED", True)
-    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
-    gt.set_num_threads(3)
-    try:
+    with threaded_kernels(monkeypatch):
         for a, b in zip(run(), with_c):
             assert np.array_equal(a, b)
-    finally:
-        gt.set_num_threads(native.parallel._default_threads())
     q_nan = q.clone()
     q_nan[1, 2, 3, 0] = float("nan")
     with_c, with_numpy = both_paths(lambda: run(q_nan)[:2], monkeypatch)
@@ -183,57 +174,47 @@ def test_sums_over_leading_dims_are_numpys_bit_for_bit(shape, lead, dtype, monke
     assert got.dtype == dtype and np.array_equal(got, want, equal_nan=True)
 
 
-def test_without_a_compiler_the_numpy_formulas_run(monkeypatch):
-    monkeypatch.setattr(native, "ENABLED", True)
-    monkeypatch.setenv("GLASSTORCH_INDUCTOR_CPP", "0")
-    native._library.cache_clear()
-    native._function.cache_clear()
-    try:
-        assert native.function("activation", "gelu_f32", "nppii") is None
-        x = _values(np.float32)
-        monkeypatch.setattr(native, "ENABLED", False)
-        want = GF.gelu(gt.from_numpy(x)).numpy()
-        monkeypatch.setattr(native, "ENABLED", True)
-        assert_equal_with_nan(GF.gelu(gt.from_numpy(x)).numpy(), want)
-    finally:
+@pytest.fixture
+def fresh_builds(monkeypatch):
+    """The build caches (which libraries loaded, whether libmvec links) emptied before and
+    after the test, which changes the compiler or cache settings; the C kernels on."""
+    def clear():
+        build.vector_math_available.cache_clear()
         native._library.cache_clear()
         native._function.cache_clear()
-
-
-def test_a_compiler_that_fails_warns_and_falls_back(monkeypatch, tmp_path):
     monkeypatch.setattr(native, "ENABLED", True)
+    clear()
+    yield
+    clear()
+
+
+def test_without_a_compiler_the_numpy_formulas_run(monkeypatch, fresh_builds):
+    monkeypatch.setenv("GLASSTORCH_INDUCTOR_CPP", "0")
+    assert native.function("activation", "gelu_f32", "nppii") is None
+    x = _values(np.float32)
+    monkeypatch.setattr(native, "ENABLED", False)
+    want = GF.gelu(gt.from_numpy(x)).numpy()
+    monkeypatch.setattr(native, "ENABLED", True)
+    assert_equal_with_nan(GF.gelu(gt.from_numpy(x)).numpy(), want)
+
+
+def test_a_compiler_that_fails_warns_and_falls_back(monkeypatch, tmp_path, fresh_builds):
     monkeypatch.setenv("CC", "false")
     monkeypatch.setenv("GLASSTORCH_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("GLASSTORCH_INDUCTOR_CPP", raising=False)
-    build.vector_math_available.cache_clear()
-    native._library.cache_clear()
-    native._function.cache_clear()
-    try:
-        with pytest.warns(RuntimeWarning, match="native activation kernels did not build"):
-            y = GF.gelu(gt.ones(3))
-        np.testing.assert_allclose(y.numpy(), [0.8413447] * 3, rtol=1e-6)
-        assert not list(tmp_path.rglob("*.so"))
-    finally:
-        build.vector_math_available.cache_clear()
-        native._library.cache_clear()
-        native._function.cache_clear()
+    with pytest.warns(RuntimeWarning, match="native activation kernels did not build"):
+        y = GF.gelu(gt.ones(3))
+    np.testing.assert_allclose(y.numpy(), [0.8413447] * 3, rtol=1e-6)
+    assert not list(tmp_path.rglob("*.so"))
 
 
 @needs_compiler
-def test_a_cache_that_cannot_be_written_warns_and_falls_back(monkeypatch, tmp_path):
+def test_a_cache_that_cannot_be_written_warns_and_falls_back(monkeypatch, tmp_path,
+                                                            fresh_builds):
     """A read-only or missing cache directory is the compiler's problem, never the op's."""
-    monkeypatch.setattr(native, "ENABLED", True)
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     monkeypatch.setenv("GLASSTORCH_CACHE_DIR", str(blocker / "cache"))   # under a file
-    build.vector_math_available.cache_clear()
-    native._library.cache_clear()
-    native._function.cache_clear()
-    try:
-        with pytest.warns(RuntimeWarning, match="native activation kernels did not build"):
-            y = GF.gelu(gt.ones(3))
-        np.testing.assert_allclose(y.numpy(), [0.8413447] * 3, rtol=1e-6)
-    finally:
-        build.vector_math_available.cache_clear()
-        native._library.cache_clear()
-        native._function.cache_clear()
+    with pytest.warns(RuntimeWarning, match="native activation kernels did not build"):
+        y = GF.gelu(gt.ones(3))
+    np.testing.assert_allclose(y.numpy(), [0.8413447] * 3, rtol=1e-6)

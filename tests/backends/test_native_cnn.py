@@ -10,11 +10,9 @@ import pytest
 
 import glasstorch as gt
 from glasstorch.backends.cpu import native
-from glasstorch.compiler.inductor import build, codegen
 from oracle import assert_same, oracle_torch
-from native_paths import both_paths, spy_kernels
+from native_paths import both_paths, needs_compiler, spy_kernels, threaded_kernels
 
-needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 aten = gt.ops.aten
 
 
@@ -175,16 +173,12 @@ def test_max_pool_results_do_not_depend_on_threads(monkeypatch):
                       .astype(np.float32))
     args = (g, gt.from_numpy(a), *config, gt.from_numpy(serial[1]))
     grad = aten.max_pool2d_with_indices_backward(*args).numpy()
-    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
-    gt.set_num_threads(3)
-    try:
+    with threaded_kernels(monkeypatch):
         assert native.threads(a.size) == 3
         for want, got in zip(serial, _pool(gt.from_numpy(a), *config)):
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(aten.max_pool2d_with_indices_backward(*args).numpy(),
                                       grad)
-    finally:
-        gt.set_num_threads(native.parallel._default_threads())
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -330,14 +324,10 @@ def test_im2col_and_col2im_do_not_depend_on_threads(monkeypatch):
                 gt.nn.functional.fold(gt.nn.functional.unfold(t, 3, padding=1), (14, 14), 3,
                                       padding=1).numpy()]
     serial = run()
-    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
-    gt.set_num_threads(3)
-    try:
+    with threaded_kernels(monkeypatch):
         assert native.threads(10_000) == 3
         for want, got in zip(serial, run()):
             np.testing.assert_array_equal(got, want)
-    finally:
-        gt.set_num_threads(native.parallel._default_threads())
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -13,11 +13,9 @@ import pytest
 
 import glasstorch as gt
 from glasstorch.backends.cpu import native
-from glasstorch.compiler.inductor import build, codegen
 from glasstorch.optim import adam, sgd
-from native_paths import spy_kernels
+from native_paths import needs_compiler, spy_kernels, threaded_kernels
 
-needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 
 
 @pytest.fixture(autouse=True)
@@ -147,18 +145,13 @@ def test_special_values_propagate_as_in_numpy(amsgrad, monkeypatch):
 
 @needs_compiler
 def test_results_do_not_depend_on_threads(monkeypatch):
-    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
-    before = gt.get_num_threads()
-    gt.set_num_threads(3)
-    try:
+    with threaded_kernels(monkeypatch):
         grads = _grads((1001,), np.float32, 3)
         for optimizer, kwargs in ((gt.optim.Adam, dict(amsgrad=True)),
                                   (gt.optim.SGD, dict(momentum=0.5, dampening=0.2))):
             c, np_ = (_trajectory(optimizer, dict(lr=0.01, **kwargs), grads, enabled,
                                   monkeypatch) for enabled in (True, False))
             _assert_same_trajectories(c, np_)
-    finally:
-        gt.set_num_threads(before)
 
 
 @needs_compiler

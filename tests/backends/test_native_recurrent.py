@@ -13,10 +13,8 @@ import pytest
 import glasstorch as gt
 from glasstorch.backends.cpu import native
 from glasstorch.backends.cpu import recurrent as R
-from glasstorch.compiler.inductor import build, codegen
-from native_paths import both_paths, spy_kernels
+from native_paths import both_paths, needs_compiler, spy_kernels, threaded_kernels
 
-needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 
 
 def _assert_close(c, np_, dtype):
@@ -86,10 +84,7 @@ def test_cells_agree_with_the_numpy_steps(dtype, n, H, biases, monkeypatch):
 
 @needs_compiler
 def test_results_do_not_depend_on_threads(monkeypatch):
-    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
-    before = gt.get_num_threads()
-    gt.set_num_threads(3)
-    try:
+    with threaded_kernels(monkeypatch):
         monkeypatch.setattr(native, "ENABLED", True)
         runs = [make(np.random.default_rng(0), np.float32, 37, 21, (True, True), (True, True))
                 for make in (_lstm, _gru)]
@@ -102,8 +97,6 @@ def test_results_do_not_depend_on_threads(monkeypatch):
             gt.set_num_threads(3)
             for a, b in zip(threaded, single):
                 assert np.array_equal(a, b)
-    finally:
-        gt.set_num_threads(before)
 
 
 @needs_compiler

@@ -12,10 +12,8 @@ import pytest
 
 import glasstorch as gt
 from glasstorch.backends.cpu import loss, native
-from glasstorch.compiler.inductor import build, codegen
-from native_paths import both_paths, spy_kernels
+from native_paths import both_paths, needs_compiler, spy_kernels, threaded_kernels
 
-needs_compiler = pytest.mark.skipif(build.compiler() is None, reason="no C compiler")
 aten = gt.ops.aten
 
 
@@ -187,13 +185,9 @@ def test_results_do_not_depend_on_threads(monkeypatch):
     x, g = _rows((1000, 65), np.float32), _rows((1000, 65), np.float32, seed=1)
     w, b = _rows(65, np.float32, seed=2), _rows(65, np.float32, seed=3)
     serial = _softmax_family(x, g) + _layer_norm(x, w, b, g, [65])
-    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
-    gt.set_num_threads(3)
-    try:
+    with threaded_kernels(monkeypatch):
         assert native.threads(x.size) == 3
         threaded = _softmax_family(x, g) + _layer_norm(x, w, b, g, [65])
-    finally:
-        gt.set_num_threads(native.parallel._default_threads())
     for a, b in zip(threaded, serial):
         np.testing.assert_array_equal(a, b)
 
@@ -286,11 +280,7 @@ def test_embedding_backward_does_not_depend_on_threads(monkeypatch):
     g = _rows((5000, 70), np.float32)
     idx = np.random.default_rng(4).integers(0, 40, 5000)
     serial = _embedding_grad(g, idx, 40)
-    monkeypatch.setattr(codegen, "PARALLEL_THRESHOLD", 1)
-    gt.set_num_threads(3)
-    try:
+    with threaded_kernels(monkeypatch):
         assert native.threads(g.size) == 3
         threaded = _embedding_grad(g, idx, 40)
-    finally:
-        gt.set_num_threads(native.parallel._default_threads())
     np.testing.assert_array_equal(threaded, serial)
