@@ -59,19 +59,27 @@ static inline void gelu_block_f64(const double* x, double* out, int tanh_form)
     }
 }
 
-/* tanh form: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2);  erf form: Phi(x) + x phi(x). */
+/* The tanh form's gelu'(v), 0.5 (1 + t) + 0.5 v (1 - t^2) k (1 + 3 c v^2), in gelu_grad's
+   order, the constants rounded to T as NumPy rounds a Python float against a T array. */
+#define GELU_TANH_GRAD(NAME, T, TANH, SQRT_2_OVER_PI_T)                                  \
+static inline T NAME(T v)                                                              \
+{                                                                                      \
+    T x2 = v * v;                                                                      \
+    T t = TANH(((x2 * (T)0.044715 + (T)1) * v) * SQRT_2_OVER_PI_T);                     \
+    T k = (x2 * (T)(3 * 0.044715) + (T)1) * SQRT_2_OVER_PI_T;                           \
+    return (((T)1 - t * t) * k) * v * (T)0.5 + (t + (T)1) * (T)0.5;                    \
+}
+GELU_TANH_GRAD(gelu_tanh_grad_f32, float, tanhf, SQRT_2_OVER_PI_F)
+GELU_TANH_GRAD(gelu_tanh_grad_f64, double, tanh, SQRT_2_OVER_PI)
+
+/* tanh form: gelu_tanh_grad;  erf form: Phi(x) + x phi(x). */
 static inline void gelu_backward_block_f32(const float* g, const float* x, float* out,
                                            int tanh_form)
 {
     if (tanh_form) {
         #pragma omp simd
-        for (int j = 0; j < LANES; j++) {
-            float v = x[j], x2 = v * v;
-            float t = tanhf(((x2 * 0.044715f + 1.0f) * v) * SQRT_2_OVER_PI_F);
-            float k = (x2 * (float)(3 * 0.044715) + 1.0f) * SQRT_2_OVER_PI_F;
-            float r = (((1.0f - t * t) * k) * v) * 0.5f;
-            out[j] = (r + (t + 1.0f) * 0.5f) * g[j];
-        }
+        for (int j = 0; j < LANES; j++)
+            out[j] = gelu_tanh_grad_f32(x[j]) * g[j];
     } else {
         #pragma omp simd
         for (int j = 0; j < LANES; j++) {
@@ -87,13 +95,8 @@ static inline void gelu_backward_block_f64(const double* g, const double* x, dou
 {
     if (tanh_form) {
         #pragma omp simd
-        for (int j = 0; j < LANES; j++) {
-            double v = x[j], x2 = v * v;
-            double t = tanh(((x2 * 0.044715 + 1.0) * v) * SQRT_2_OVER_PI);
-            double k = (x2 * (3 * 0.044715) + 1.0) * SQRT_2_OVER_PI;
-            double r = (((1.0 - t * t) * k) * v) * 0.5;
-            out[j] = (r + (t + 1.0) * 0.5) * g[j];
-        }
+        for (int j = 0; j < LANES; j++)
+            out[j] = gelu_tanh_grad_f64(x[j]) * g[j];
     } else {
         #pragma omp simd
         for (int j = 0; j < LANES; j++) {
