@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import gc as _gc
 import sys as _sys
 
 from .version import __version__  # the PyTorch API version; glasstorch.version.glasstorch
@@ -116,3 +117,10 @@ def numel(input) -> int:
 
 
 debug.levels._from_environment()    # GLASSTORCH_DEBUG=1..4: print what the machinery does
+
+# Importing glasstorch made about 100,000 objects the cyclic garbage collector tracks (its
+# operators, schemas, kernels and their closures: what PyTorch keeps in C++), and every full
+# collection walked them all: 70 ms, once every ~100 steps of a small model's training loop.
+# They live as long as the process, so they move to the collector's permanent generation
+# (docs/07-performance.md, "The garbage collector"); gc.unfreeze() undoes it.
+_gc.freeze()
