@@ -540,18 +540,10 @@ class LazyCapture(TorchDispatchMode):
         finally:                       # the inputs are plain again even if a backend failed
             live = _release(seg)
         outputs = tuple((ref, geometry) for _, ref, geometry in live)
-        graph_outputs = [ref for _, ref, _ in live]
-        if plan is None:
-            cache = seg.node.compiled
-        else:                          # the forward also returns what the backward reads
-            cache, filled = plan.forwards, set(graph_outputs)
-            graph_outputs += [ref for ref in plan.saved_refs if ref not in filled]
+        cache = seg.node.compiled if plan is None else plan.forwards
         self.compiled_new_graph |= outputs not in cache
-        compiled = self.compile_segment(
-            cache, outputs, lambda: build_graph(seg, [_Ref(('p', i)) for i in
-                                                      range(len(seg.inputs))],
-                                                range(len(seg.ops)), graph_outputs),
-            seg.inputs)
+        compiled = self.compile_segment(cache, outputs, lambda: _build_forward(seg, live, plan),
+                                        seg.inputs)
         in_inputs = {id(t._storage) for t in seg.inputs}   # their memory is never taken
         with _disable_current_modes(), exclude_keys(_PYTHON_AND_ABOVE):
             results = compiled(*seg.inputs)
@@ -631,10 +623,15 @@ class LazyCapture(TorchDispatchMode):
                 _owner_of_storage.pop(key, None)
 
 
-def _build_graph(seg: _Segment, live: list) -> GraphModule:
-    """The segment as an FX graph of OpOverload calls (make_fx's form)."""
+def _build_forward(seg: _Segment, live: list, plan) -> GraphModule:
+    """The segment's forward graph: its live outputs, then (with a compiled backward's
+    `plan`) the values the backward reads that no live output holds."""
+    graph_outputs = [ref for _, ref, _ in live]
+    if plan is not None:
+        filled = set(graph_outputs)
+        graph_outputs += [ref for ref in plan.saved_refs if ref not in filled]
     return build_graph(seg, [_Ref(('p', i)) for i in range(len(seg.inputs))],
-                       range(len(seg.ops)), [ref for _, ref, _ in live])
+                       range(len(seg.ops)), graph_outputs)
 
 
 def value_of(seg: _Segment, ref):
