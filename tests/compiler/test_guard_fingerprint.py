@@ -93,3 +93,20 @@ def test_a_compiled_module_recompiles_on_each_guarded_change_and_names_it():
     assert guards.failure(entries[0].snapshot, entries[1].snapshot) == "self.training == True"
     assert guards.failure(entries[1].snapshot, entries[2].snapshot) == \
         "___check_obj_id(self.0.weight): the tensor was replaced"
+
+
+def test_a_parameter_marked_dynamic_leaves_its_size_out_of_both():
+    """A module's tensors take the fingerprint's inlined static path unless marked dynamic:
+    then their sizes are left out of the fingerprint as they are of the snapshot."""
+    model, x = _model(), torch.ones(2, 3)
+    weight = model[1].weight
+    torch._dynamo.mark_dynamic(weight, 0)
+    snapshot, key = _keys((x,), {}, model)
+    with torch.no_grad():
+        weight.data = torch.ones(7)              # the same Parameter, another size
+    new_snapshot, new_key = _keys((x,), {}, model)
+    assert new_snapshot == snapshot and new_key == key
+    bias = model[1].bias
+    with torch.no_grad():
+        bias.data = torch.ones(7)                # not marked: its size is guarded
+    assert _keys((x,), {}, model)[1] != key

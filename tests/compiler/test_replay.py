@@ -7,6 +7,8 @@ import pytest
 
 import glasstorch as gt
 
+from compile_helpers import CountingBackend
+
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_a_hook_added_on_a_later_call_runs_and_the_gradient_is_eager(backend):
@@ -87,6 +89,68 @@ def test_new_inputs_of_an_uncapturable_op_are_forgotten_and_renumbered():
         expected = f(x.clone(), y.clone(), z.clone())
         assert gt.allclose(compiled(x, y, z), expected)
         assert y.shape == (3, 2)
+
+
+def test_ops_refused_by_name_break_on_every_call_and_constants_stay_real():
+    """What the op's name alone decides is remembered per op after its first call: a
+    lazily conjugated view is a break on every call, with its reason; a constant made from
+    data is the constant."""
+    def f(x):
+        y = (x * gt.tensor([1.0, 2.0, 3.0])).conj()     # lift_fresh, then a refused view
+        return y * 2
+
+    for _ in range(2):           # the second explain meets the remembered refusal
+        explained = gt._dynamo.explain(f)(gt.randn(2, 3, dtype=gt.complex64))
+        assert explained.break_reasons[0].reason == \
+            "aten._conj.default makes a lazily conjugated (negated) view, which is not captured"
+    backend = CountingBackend()
+    compiled = gt.compile(f, backend=backend)
+    compiles = []
+    for _ in range(3):
+        x = gt.randn(2, 3, dtype=gt.complex64)
+        assert gt.allclose(compiled(x), f(x))
+        compiles.append(backend.compiles)
+    assert compiles[0] >= 1 and compiles[-1] == compiles[0]   # replayed, not recompiled
+
+
+def test_a_subclass_argument_on_a_later_call_breaks_as_on_the_first():
+    class Marked(gt.Tensor):
+        pass
+
+    def f(x, y):
+        return (x * 2) + y
+
+    compiled = gt.compile(f, backend="aot_eager")
+    x = gt.randn(3)
+    for _ in range(2):                               # plain tensors: replayed
+        assert gt.allclose(compiled(x, gt.ones(3)), x * 2 + 1)
+    marked = gt.ones(3).as_subclass(Marked)
+    out = compiled(x, marked)                        # the same trace, but a subclass
+    assert gt.allclose(out, x * 2 + 1)
+
+
+def test_a_hook_added_then_removed_keeps_the_compiled_backward():
+    """A node that once had a hook (its hook containers made) but has none now is no
+    reason to leave the region on eager autograd."""
+    w = gt.randn(4, 4, requires_grad=True)
+    add_and_remove = [False]
+
+    def f(x):
+        y = (x @ w).tanh()
+        if add_and_remove[0]:
+            y.grad_fn.register_prehook(lambda grads: (grads[0] * 100,)).remove()
+        return (y * y).sum()
+
+    compiled = gt.compile(f, backend="aot_eager")
+    x = gt.randn(3, 4)
+    for _ in range(2):
+        compiled(x)
+    add_and_remove[0] = True
+    out = compiled(x)
+    assert out.grad_fn.name() == "CompiledFunctionBackward"
+    (grad,) = gt.autograd.grad(out, [w])
+    (expected,) = gt.autograd.grad(f(x), [w])
+    assert gt.allclose(grad, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_a_branch_taken_on_a_later_call_describes_its_new_ops():

@@ -151,19 +151,20 @@ def find_region(seg):
     sequence number in [start, ACCUMULATE_GRAD_SEQUENCE_NR), written out inline.)"""
     start, leaf = seg.sequence_start, ACCUMULATE_GRAD_SEQUENCE_NR
     candidates = []
-    for entry in seg.refs.values():
-        t = entry[0]()
+    stack = []
+    for alive, ref, _, _ in seg.refs.values():
+        t = alive()
         if t is not None:
             fn = t.grad_fn
             if fn is not None and start <= fn._sequence_nr != leaf:
-                candidates.append((t, entry[1]))
+                candidates.append((t, ref))
+                stack.append(fn)
     if not candidates:
         return None
     if _anomaly.enabled:
         return "anomaly detection is on"
     nodes: dict = {}
     leaving: list = []              # (node, input_nr) edges out of the region, in walk order
-    stack = [t.grad_fn for t, _ in candidates]
     while stack:
         node = stack.pop()
         if node in nodes:
@@ -171,8 +172,8 @@ def find_region(seg):
         nodes[node] = None
         if getattr(node, "_released", False):
             return "a backward already ran through the region's graph"
-        if (node._tensor_pre_hooks or node._retain_grad_hooks or node._pre_hooks
-                or node._hooks):
+        if node._hooked and (node._tensor_pre_hooks or node._retain_grad_hooks
+                             or node._pre_hooks or node._hooks):
             return "a hook is registered on a tensor of the region"
         for nxt, nr in node.next_functions:
             if nxt is not None:

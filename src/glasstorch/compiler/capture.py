@@ -86,14 +86,8 @@ class DeferredStorage(UntypedStorage):
         UntypedStorage.buf.__set__(self, value)
 
 
-def _new_deferred(nbytes: int, device) -> DeferredStorage:
-    storage = object.__new__(DeferredStorage)
-    storage.device = device
-    storage._nbytes = nbytes
-    storage.resizable = True
-    storage._allocator = None
-    UntypedStorage.buf.__set__(storage, None)
-    return storage
+_new_storage = object.__new__
+_set_buf = UntypedStorage.buf.__set__      # a plain storage's slot, past DeferredStorage.buf
 
 
 def user_frame():
@@ -242,21 +236,59 @@ class LazyCapture(TorchDispatchMode):
 
     # ---- recording ---------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func._op.name == _LIFT_FRESH:     # a constant made from data: it is real already
-            return args[0]
+        """Record the call. A replayed op, the common case, costs the loop below: each
+        tensor argument's reference (from `seg.refs` when known), one lookup of the op's key
+        among the trace node's children, and the outputs made from the child's recorded
+        description; anything unusual (a refused op, a tensor subclass, keyword arguments)
+        goes through `_uncapturable`, and a new op through `_describe`."""
+        refusal = _refusals.get(func._op, _UNSEEN)
+        if refusal is not None:
+            if refusal is _UNSEEN:
+                refusal = _refusals[func._op] = _refusal(func._op)
+            if refusal is _LIFT:             # a constant made from data: it is real already
+                return args[0]
+            if refusal is not None:
+                self.flush(break_reason=refusal.format(func=func))
+                return func(*args, **(kwargs or {}))
         seg = self.segment
-        mark = len(seg.inputs), len(seg.refs)
+        refs = seg.refs
+        mark = len(seg.inputs), len(refs)
         tensors: list = []
-        ref_args, key = self._refs(args, tensors)
+        ref_args: list = []
+        key: list = []
+        unusual = bool(kwargs)               # checked in full by `_uncapturable`
+        for v in args:
+            cls = v.__class__
+            if cls is Tensor or cls is Parameter:
+                tensors.append(v)
+                known = refs.get(id(v))      # `_tensor_ref`'s known case, inlined
+                if v._keyset & MATH_BITS:
+                    unusual = True
+                if known is not None and known[0]() is v and known[2] == id(v._storage) \
+                        and known[3] == (v._offset, v._shape, v._stride, v.dtype):
+                    v = known[1]
+                else:
+                    v = self._tensor_ref(v)
+                ref_args.append(v)
+                key.append(v)
+            elif cls is int or cls is str or v is None:
+                ref_args.append(v)
+                key.append(v)
+            else:
+                v, v_key, tensor_like = self._arg_ref(v, tensors)
+                unusual = unusual or tensor_like
+                ref_args.append(v)
+                key.append(v_key)
         ref_kwargs = {}
         if kwargs:
             values, kwargs_key = self._refs(kwargs.values(), tensors)
             ref_kwargs = dict(zip(kwargs, values))
-            key += (tuple(kwargs),) + kwargs_key
-        why_not = _uncapturable(func, tensors, kwargs)
+            key.append(tuple(kwargs))
+            key += kwargs_key
+        why_not = _uncapturable(func, tensors, kwargs) if unusual else None
         if why_not is None:
-            key = (func, key, tuple(seg.input_meta[mark[0]:]) if len(seg.inputs) > mark[0]
-                   else ())
+            key = (func, tuple(key), tuple(seg.input_meta[mark[0]:])
+                   if len(seg.inputs) > mark[0] else ())
             child = seg.node.children.get(key)
             if child is None:
                 if seg.node.children and self.divergence is None:
@@ -268,10 +300,42 @@ class LazyCapture(TorchDispatchMode):
                 else:
                     seg.node.children[key] = child
             if child is not None:
-                return self._record(func, ref_args, ref_kwargs, tensors, child)
+                seg.ops.append((func, tuple(ref_args), ref_kwargs))
+                seg.fakes.append(child.fakes)
+                seg.node = child
+                if child.random:
+                    seg.random = True
+                kind, outputs, mutated = child.outputs
+                for i in mutated:
+                    tensors[i]._np = None    # a cached NumPy view would read the old bytes
+                if kind == "one":
+                    return self._output(outputs[0][0], tensors, (), outputs[0][1])
+                made = []
+                for description, ref in outputs:
+                    made.append(self._output(description, tensors, made, ref))
+                return kind(*made) if kind != "many" else type(child.fakes)(made)
         self._forget_refs(mark)
         self.flush(break_reason=why_not)
         return func(*args, **(kwargs or {}))
+
+    def _arg_ref(self, value, tensors: list) -> tuple:
+        """One argument other than a plain tensor, an int, a str or None: (its recorded
+        form, its key, whether it is or holds a tensor). The tensors go to `tensors`."""
+        if isinstance(value, Tensor):        # a subclass (refused by `_uncapturable`)
+            tensors.append(value)
+            ref = self._tensor_ref(value)
+            return ref, ref, True
+        cls = value.__class__
+        if (cls is list or cls is tuple) and any(isinstance(x, Tensor) for x in value):
+            items = []
+            for x in value:
+                if isinstance(x, Tensor):
+                    tensors.append(x)
+                    x = self._tensor_ref(x)
+                items.append(x)
+            value = cls(items)
+            return value, _key_of(value), True
+        return value, _key_of(value), False
 
     def _refs(self, values, tensors: list) -> tuple:
         """(`values` with each tensor replaced by its reference, lists of tensors too; their
@@ -279,23 +343,13 @@ class LazyCapture(TorchDispatchMode):
         out, key = [], []
         for v in values:
             cls = v.__class__
-            if cls is Tensor or cls is Parameter or isinstance(v, Tensor):
-                tensors.append(v)
-                v = self._tensor_ref(v)
+            if cls is int or cls is str or v is None:
                 out.append(v)
                 key.append(v)
-            elif (cls is list or cls is tuple) and any(isinstance(x, Tensor) for x in v):
-                items = []
-                for x in v:
-                    if isinstance(x, Tensor):
-                        tensors.append(x)
-                        x = self._tensor_ref(x)
-                    items.append(x)
-                out.append(cls(items))
-                key.append(_key_of(out[-1]))
             else:
+                v, v_key, _ = self._arg_ref(v, tensors)
                 out.append(v)
-                key.append(v if cls is int or cls is str or v is None else _key_of(v))
+                key.append(v_key)
         return tuple(out), tuple(key)
 
     def _describe(self, func, args, kwargs, tensors) -> TraceNode:
@@ -357,22 +411,6 @@ class LazyCapture(TorchDispatchMode):
         for key in list(seg.refs)[mark[1]:]:
             del seg.refs[key]
 
-    def _record(self, func, ref_args, ref_kwargs, tensors, child: TraceNode):
-        seg = self.segment
-        seg.ops.append((func, ref_args, ref_kwargs))
-        seg.fakes.append(child.fakes)
-        seg.node = child
-        seg.random = seg.random or child.random
-        kind, outputs, mutated = child.outputs
-        for i in mutated:
-            tensors[i]._np = None    # a cached NumPy view would read the bytes before the write
-        made = []
-        for description, ref in outputs:
-            made.append(self._output(description, tensors, made, ref))
-        if kind == "one":
-            return made[0]
-        return kind(*made) if kind != "many" else type(child.fakes)(made)
-
     def _output(self, description, tensors, made, ref):
         """The tensor user code gets for one output (see `_describe`)."""
         if description is None:
@@ -384,8 +422,13 @@ class LazyCapture(TorchDispatchMode):
             return out
         seg = self.segment
         offset, shape, stride, dtype = geometry = description[-1]
-        if what == "fresh":                         # `_remember`, inlined: a new storage
-            storage = _new_deferred(description[1], description[2])
+        if what == "fresh":            # a new DeferredStorage, with `_remember` inlined
+            storage = _new_storage(DeferredStorage)
+            storage.device = description[2]
+            storage._nbytes = description[1]
+            storage.resizable = True
+            storage._allocator = None
+            _set_buf(storage, None)
             key = id(storage)
             _owner_of_storage[key] = self
             seg.deferred.pop(key, None)              # a dead storage's id, reused
@@ -497,18 +540,10 @@ class LazyCapture(TorchDispatchMode):
         finally:                       # the inputs are plain again even if a backend failed
             live = _release(seg)
         outputs = tuple((ref, geometry) for _, ref, geometry in live)
-        graph_outputs = [ref for _, ref, _ in live]
-        if plan is None:
-            cache = seg.node.compiled
-        else:                          # the forward also returns what the backward reads
-            cache, filled = plan.forwards, set(graph_outputs)
-            graph_outputs += [ref for ref in plan.saved_refs if ref not in filled]
+        cache = seg.node.compiled if plan is None else plan.forwards
         self.compiled_new_graph |= outputs not in cache
-        compiled = self.compile_segment(
-            cache, outputs, lambda: build_graph(seg, [_Ref(('p', i)) for i in
-                                                      range(len(seg.inputs))],
-                                                range(len(seg.ops)), graph_outputs),
-            seg.inputs)
+        compiled = self.compile_segment(cache, outputs, lambda: _build_forward(seg, live, plan),
+                                        seg.inputs)
         in_inputs = {id(t._storage) for t in seg.inputs}   # their memory is never taken
         with _disable_current_modes(), exclude_keys(_PYTHON_AND_ABOVE):
             results = compiled(*seg.inputs)
@@ -588,10 +623,15 @@ class LazyCapture(TorchDispatchMode):
                 _owner_of_storage.pop(key, None)
 
 
-def _build_graph(seg: _Segment, live: list) -> GraphModule:
-    """The segment as an FX graph of OpOverload calls (make_fx's form)."""
+def _build_forward(seg: _Segment, live: list, plan) -> GraphModule:
+    """The segment's forward graph: its live outputs, then (with a compiled backward's
+    `plan`) the values the backward reads that no live output holds."""
+    graph_outputs = [ref for _, ref, _ in live]
+    if plan is not None:
+        filled = set(graph_outputs)
+        graph_outputs += [ref for ref in plan.saved_refs if ref not in filled]
     return build_graph(seg, [_Ref(('p', i)) for i in range(len(seg.inputs))],
-                       range(len(seg.ops)), [ref for _, ref, _ in live])
+                       range(len(seg.ops)), graph_outputs)
 
 
 def value_of(seg: _Segment, ref):
@@ -723,6 +763,22 @@ def _fill(storage, geometry, value, in_inputs) -> None:
 
 class _Uncapturable(Exception):
     """Why an op cannot be recorded (its message is the graph break's reason)."""
+
+
+_UNSEEN, _LIFT = object(), object()
+_refusals: dict = {}      # Operator -> None, _LIFT, or why the op is never captured
+
+
+def _refusal(op):
+    """What the op's name alone decides: None (captured), _LIFT (lift_fresh: returned as
+    is), or the graph break's reason, with `{func}` for the overload."""
+    if op.name == _LIFT_FRESH:
+        return _LIFT
+    if op.name in _METADATA_MUTATIONS:
+        return "{func} changes a tensor's metadata in place"
+    if op.name in _MATH_BIT_VIEWS:
+        return "{func} makes a lazily conjugated (negated) view, which is not captured"
+    return None
 
 
 def _uncapturable(func, tensors, kwargs):

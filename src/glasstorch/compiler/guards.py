@@ -69,8 +69,13 @@ def fingerprint(args: tuple, kwargs: dict, module: Module | None, dynamic_all: b
             key += (path, sub.training, tuple(params), tuple(buffers))
             for table in (params, buffers):
                 for t in table.values():
-                    if t is not None:
+                    if t is None:
+                        continue
+                    if dynamic_all or getattr(t, "_dynamo_dynamic_indices", None):
                         key += (id(t), _tensor_key(t, dynamic_all))
+                    else:                        # `_tensor_key` of a static tensor, inlined
+                        key += (id(t), (type(t), t.dtype, t.device, len(t._shape), t._shape,
+                                        t._stride, t.requires_grad))
     return tuple(key)
 
 

@@ -243,11 +243,14 @@ def _python_key_kernel(op, ks, *bound):
             break
     rules = op.info.get("torch_dispatch_rules")
     mode = modes.pop()                # off the stack while it handles the call
+    # The key sets' fields are written directly, with one recount per change of both
+    # (what the `included`/`excluded` setters do, each with its own recount).
     keys = local_keys
-    excluded = keys.excluded
+    excluded = keys._excluded
     if not modes:
-        keys.included &= ~_PYTHON
-    keys.excluded = excluded | _ABOVE_PYTHON
+        keys._included &= ~_PYTHON
+    keys._excluded = excluded | _ABOVE_PYTHON
+    keys._recount()
     stack.handling.append((mode, excluded))
     try:
         rule = rules and rules.get(type(mode))
@@ -256,9 +259,10 @@ def _python_key_kernel(op, ks, *bound):
         return mode.__torch_dispatch__(func, types, args, kwargs)
     finally:
         stack.modes.append(mode)      # (the stack the handler leaves: it may have swapped it)
-        keys.included |= _PYTHON
         stack.handling.pop()
-        keys.excluded = excluded
+        keys._included |= _PYTHON
+        keys._excluded = excluded
+        keys._recount()
 
 
 def _subclass_dispatch(op, ks, bound):
