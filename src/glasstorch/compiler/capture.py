@@ -194,7 +194,9 @@ class _Segment:
         self.input_meta: list = []   # their metadata (in the trace's keys)
         self.input_storages: dict = {}  # id(storage) -> the first input over it
         self.refs: dict = {}         # id(tensor) -> (weakref, reference, id(storage), geometry)
-        self.views: dict = {}        # (id(storage), geometry) -> (reference, deferred?)
+        # (id(storage), geometry) -> (reference, the storage's `deferred` entry or None
+        # for a real storage): the entry tells a dead deferred storage's id, reused
+        self.views: dict = {}
         self.deferred: dict = {}     # id(storage) -> [weakref(storage), ref of base, geometry]
         self.pending: dict = {}      # id(storage) -> real storage the segment reads or writes
         self.random = False          # whether some recorded op draws random numbers
@@ -432,10 +434,10 @@ class LazyCapture(TorchDispatchMode):
             key = id(storage)
             _owner_of_storage[key] = self
             seg.deferred.pop(key, None)              # a dead storage's id, reused
-            seg.deferred[key] = [weakref.ref(storage), ref, geometry]
+            seg.deferred[key] = entry = [weakref.ref(storage), ref, geometry]
             out = Tensor._make(storage, offset, shape, stride, dtype)
             seg.refs[id(out)] = (weakref.ref(out), ref, key, geometry)
-            seg.views[(key, geometry)] = (ref, True)
+            seg.views[(key, geometry)] = (ref, entry)
             return out
         if what == "view":
             base = tensors[description[2]] if description[2] is not None else None
@@ -457,9 +459,10 @@ class LazyCapture(TorchDispatchMode):
         geometry = (tensor._offset, tensor._shape, tensor._stride, tensor.dtype)
         seg.refs[id(tensor)] = (weakref.ref(tensor), ref, id(storage), geometry)
         entry = seg.deferred.get(id(storage))
-        deferred = entry is not None and entry[0]() is storage
-        seg.views[(id(storage), geometry)] = (ref, deferred)
-        if deferred and entry[2] == geometry:
+        if entry is not None and entry[0]() is not storage:
+            entry = None
+        seg.views[(id(storage), geometry)] = (ref, entry)
+        if entry is not None and entry[2] == geometry:
             entry[1] = ref
 
     def _mark_pending(self, t):
@@ -487,12 +490,13 @@ class LazyCapture(TorchDispatchMode):
             del seg.refs[id(t)]
         seen = seg.views.get((id(storage), geometry))
         entry = seg.deferred.get(id(storage))
-        deferred = entry is not None and entry[0]() is storage
+        if entry is not None and entry[0]() is not storage:
+            entry = None
         # A real storage seen before is alive (a placeholder holds it), so its id is its
-        # own; a deferred one's id is checked against its entry's weak reference.
-        if seen is not None and (deferred or not seen[1]):    # the same memory, seen alike
+        # own; a deferred one's is its entry's, which a new storage at that id replaces.
+        if seen is not None and seen[1] is entry:      # the same memory, seen alike
             ref = seen[0]
-        elif deferred:
+        elif entry is not None:
             ref = _Ref(('a', entry[1], geometry))     # another view of a deferred value
         else:
             n = len(seg.inputs)
