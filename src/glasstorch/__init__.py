@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import gc as _gc
+import os as _os
 import sys as _sys
 
 from .version import __version__  # the PyTorch API version; glasstorch.version.glasstorch
@@ -122,5 +123,7 @@ debug.levels._from_environment()    # GLASSTORCH_DEBUG=1..4: print what the mach
 # operators, schemas, kernels and their closures: what PyTorch keeps in C++), and every full
 # collection walked them all: 70 ms, once every ~100 steps of a small model's training loop.
 # They live as long as the process, so they move to the collector's permanent generation
-# (docs/07-performance.md, "The garbage collector"); gc.unfreeze() undoes it.
-_gc.freeze()
+# (docs/07-performance.md, "The garbage collector"); gc.unfreeze() undoes it, and
+# GLASSTORCH_GC_FREEZE=0 leaves the collector alone.
+if _os.environ.get("GLASSTORCH_GC_FREEZE", "1") != "0":
+    _gc.freeze()
