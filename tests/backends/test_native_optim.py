@@ -109,23 +109,15 @@ def test_layouts_and_dtypes_the_kernels_do_not_take_fall_back(case, monkeypatch)
 
 @needs_compiler
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("kwargs", ADAM_OPTIONS,
-                         ids=lambda k: "-".join(f"{a}{b}" for a, b in k.items()))
-def test_adam_gives_the_numpy_path_bits(dtype, kwargs, monkeypatch):
+@pytest.mark.parametrize(
+    "optimizer, kwargs",
+    [(gt.optim.Adam, k) for k in ADAM_OPTIONS] + [(gt.optim.SGD, k) for k in SGD_OPTIONS],
+    ids=lambda v: v.__name__ if isinstance(v, type) else
+    "-".join(f"{a}{b}" for a, b in v.items()))
+def test_update_gives_the_numpy_path_bits(dtype, optimizer, kwargs, monkeypatch):
     grads = _grads((37, 29), dtype, 6)
-    c, np_ = (_trajectory(gt.optim.Adam, dict(lr=0.01, **kwargs), grads, enabled,
-                          monkeypatch) for enabled in (True, False))
-    _assert_same_trajectories(c, np_)
-
-
-@needs_compiler
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("kwargs", SGD_OPTIONS,
-                         ids=lambda k: "-".join(f"{a}{b}" for a, b in k.items()))
-def test_sgd_gives_the_numpy_path_bits(dtype, kwargs, monkeypatch):
-    grads = _grads((37, 29), dtype, 6)
-    c, np_ = (_trajectory(gt.optim.SGD, dict(lr=0.01, **kwargs), grads, enabled,
-                          monkeypatch) for enabled in (True, False))
+    c, np_ = (_trajectory(optimizer, dict(lr=0.01, **kwargs), grads, enabled, monkeypatch)
+              for enabled in (True, False))
     _assert_same_trajectories(c, np_)
 
 

@@ -181,6 +181,14 @@ def _lstm_steps(mode, sched, gi, w_hh_t, b_hh, w_hr, hx, cx, out, ws, H):
         prev = (start, bs)
 
 
+def _kernel(name: str, arrays: tuple, shapes: tuple, signature: str):
+    """native/recurrent.c's `name` for the arrays' dtype, when every array is dense, of one
+    float dtype and of its shape in `shapes`; None otherwise (the NumPy steps run)."""
+    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
+        return None
+    return native.function("recurrent", f"{name}_{native.suffix(arrays[0])}", signature)
+
+
 def _native_lstm_steps(sched, gi, w_hh_t, hx, cx, out, ws, H) -> bool:
     """_lstm_steps' loop with each step's gate math in one call of native/recurrent.c's
     lstm_step (the product stays NumPy's), when the arrays are dense, of one dtype; False
@@ -188,10 +196,8 @@ def _native_lstm_steps(sched, gi, w_hh_t, hx, cx, out, ws, H) -> bool:
     last step's workspace rows, the initial state's, or (reverse, packed) both joined."""
     cx = np.ascontiguousarray(cx)
     S = gi.shape[0]
-    if not (native.dense(gi, ws, out, cx) and gi.shape == (S, 4 * H) and ws.shape == (S, 6 * H)
-            and out.shape == (S, H) and cx.shape == (sched.batch, H)):
-        return False
-    fn = native.function("recurrent", "lstm_step_" + native.suffix(gi), "nnpnpnpnpni")
+    fn = _kernel("lstm_step", (gi, ws, out, cx),
+                 ((S, 4 * H), (S, 6 * H), (S, H), (sched.batch, H)), "nnpnpnpnpni")
     if fn is None:
         return False
     item, width = gi.itemsize, ws.shape[1]
@@ -256,9 +262,7 @@ def _native_gru_steps(sched, gi, w_hh_t, b_hn, hx, out, ws, gh, H) -> bool:
     S = gi.shape[0]
     arrays = (gi, ws, out, hx, gh) + (() if b_hn is None else (b_hn,))
     shapes = ((S, 3 * H), (S, 4 * H), (S, H), (sched.batch, H), (sched.batch, 3 * H), (H,))
-    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
-        return False
-    fn = native.function("recurrent", "gru_step_" + native.suffix(gi), "nnppppppii")
+    fn = _kernel("gru_step", arrays, shapes, "nnppppppii")
     if fn is None:
         return False
     item = gi.itemsize
@@ -380,10 +384,7 @@ def _native_lstm_backward_step(dh, g_out, d_h, through_c, dc, k, k_o, d_pre, ws,
     arrays = (dh, d_h, through_c, dc, k, k_o, d_pre, ws) + (() if g_out is None else (g_out,))
     shapes = ((N, H), (S, H), (S, H), (N, H), (S, 3, H), (S, H), (S, 4 * H), (S, 6 * H),
               (S, H))
-    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
-        return None
-    fn = native.function("recurrent", "lstm_backward_step_" + native.suffix(dh),
-                         "nn" + "p" * 9 + "nii")
+    fn = _kernel("lstm_backward_step", arrays, shapes, "nn" + "p" * 9 + "nii")
     if fn is None:
         return None
     item, width = dh.itemsize, ws.shape[1]
@@ -440,10 +441,7 @@ def _native_gru_backward_step(dh, g_out, p, ws, d_gi, d_gh, direct, H):
     S, N = d_gi.shape[0], dh.shape[0]
     arrays = (dh, p, ws, d_gi, d_gh, direct) + (() if g_out is None else (g_out,))
     shapes = ((N, H), (S, 3, H), (S, 4 * H), (S, 3 * H), (S, 3 * H), (N, H), (S, H))
-    if not native.dense(*arrays) or any(a.shape != s for a, s in zip(arrays, shapes)):
-        return None
-    fn = native.function("recurrent", "gru_backward_step_" + native.suffix(dh),
-                         "nn" + "p" * 7 + "ii")
+    fn = _kernel("gru_backward_step", arrays, shapes, "nn" + "p" * 7 + "ii")
     if fn is None:
         return None
     item = dh.itemsize
@@ -465,12 +463,10 @@ def _native_cell(name, n, H, shapes, arrays, flags) -> bool:
     """native/recurrent.c's `name` over `arrays` (None: an absent optional one, which
     `flags` marks; flags None: the kernel takes none), when each has its shape in `shapes`
     and all are dense, of one dtype; False (nothing done: the NumPy steps run) otherwise."""
-    given = [a for a in arrays if a is not None]
-    if any(a is not None and a.shape != s for a, s in zip(arrays, shapes)) \
-            or not native.dense(*given):
-        return False
-    fn = native.function("recurrent", f"{name}_{native.suffix(given[0])}",
-                         "nn" + "p" * len(arrays) + ("i" if flags is None else "ii"))
+    present = [(a, s) for a, s in zip(arrays, shapes) if a is not None]
+    given = [a for a, _ in present]
+    fn = _kernel(name, given, [s for _, s in present],
+                 "nn" + "p" * len(arrays) + ("i" if flags is None else "ii"))
     if fn is None:
         return False
     work = threads(sum(a.size for a in given))

@@ -34,6 +34,40 @@ static void NAME(T* x, int64_t n)                                               
 TANH_ROW(tanh_row_f32, float, tanhf)
 TANH_ROW(tanh_row_f64, double, tanh)
 
+/* The GRU's r and z gates from their halved pre-activations A (N elements), in place:
+   sigmoid(2 A) = 0.5 + 0.5 tanh(A). */
+#define SIGMOID_FROM_HALF(T, TANH_ROW, A, N)                                             \
+    do {                                                                                 \
+        TANH_ROW(A, N);                                                                  \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < (N); j++)                                                \
+            A[j] = A[j] * (T)0.5 + (T)0.5;                                               \
+    } while (0)
+
+/* The LSTM update from gate pre-activations A (rows i, f, g, o of H; i, f, o pre-scaled by
+   1/2): the gates tanh(A) * s + (1 - s); C = f CP + i g; TC = tanh(C); HO = o TC (TC and HO
+   may be one row). Shared by the cell and the whole-sequence step. */
+#define LSTM_GATES(T, TANH_ROW, A, H, CP, C, TC, HO)                                     \
+    do {                                                                                 \
+        TANH_ROW(A, 4 * (H));                                                            \
+        for (int q = 0; q < 4; q++) {                                                    \
+            const T s = q == 2 ? (T)1 : (T)0.5, off = (T)1 - s;                          \
+            _Pragma("omp simd")                                                          \
+            for (int64_t j = q * (H); j < (q + 1) * (H); j++)                            \
+                A[j] = A[j] * s + off;                                                   \
+        }                                                                                \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < (H); j++) {                                              \
+            T v = A[(H) + j] * CP[j] + A[j] * A[2 * (H) + j];                            \
+            C[j] = v;                                                                    \
+            TC[j] = v;                                                                   \
+        }                                                                                \
+        TANH_ROW(TC, H);                                                                 \
+        _Pragma("omp simd")                                                              \
+        for (int64_t j = 0; j < (H); j++)                                                \
+            HO[j] = A[3 * (H) + j] * TC[j];                                              \
+    } while (0)
+
 /* ws (N, 4H) = activations i, f, g, o of ig + hg (+ biases); cy = f cx + i g;
    hy = tanh(cy) o. Biases: (ib + hb) summed first when both are given. */
 #define LSTM_CELL_FORWARD(NAME, T, TANH_ROW)                                             \
@@ -64,23 +98,7 @@ void NAME(int64_t n, int64_t H, const T* ig, const T* hg, const T* cx, const T* 
                     a[j] = (x[j] + h[j]) * s;                                            \
             }                                                                            \
         }                                                                                \
-        TANH_ROW(a, G);                                                                  \
-        for (int q = 0; q < 4; q++) {                                                    \
-            const T s = q == 2 ? (T)1 : (T)0.5, off = (T)1 - s;                          \
-            _Pragma("omp simd")                                                          \
-            for (int64_t j = q * H; j < (q + 1) * H; j++)                                \
-                a[j] = a[j] * s + off;                                                   \
-        }                                                                                \
-        _Pragma("omp simd")                                                              \
-        for (int64_t j = 0; j < H; j++) {                                                \
-            T v = a[H + j] * c[j] + a[j] * a[2 * H + j];                                 \
-            cr[j] = v;                                                                   \
-            hr[j] = v;                                                                   \
-        }                                                                                \
-        TANH_ROW(hr, H);                                                                 \
-        _Pragma("omp simd")                                                              \
-        for (int64_t j = 0; j < H; j++)                                                  \
-            hr[j] = hr[j] * a[3 * H + j];                                                \
+        LSTM_GATES(T, TANH_ROW, a, H, c, cr, hr, hr);                                    \
     }                                                                                    \
 }
 
@@ -149,10 +167,7 @@ void NAME(int64_t n, int64_t H, const T* ig, const T* hg, const T* hx, const T* 
                 v = v + hb[j];                                                           \
             a[j] = v * (T)0.5;                                                           \
         }                                                                                \
-        TANH_ROW(a, 2 * H);                                                              \
-        _Pragma("omp simd")                                                              \
-        for (int64_t j = 0; j < 2 * H; j++)                                              \
-            a[j] = a[j] * (T)0.5 + (T)0.5;                                               \
+        SIGMOID_FROM_HALF(T, TANH_ROW, a, 2 * H);                                        \
         _Pragma("omp simd")                                                              \
         for (int64_t j = 0; j < H; j++) {                                                \
             T m = h[2 * H + j], v = x[2 * H + j];                                        \
@@ -224,23 +239,7 @@ void NAME(int64_t bs, int64_t H, const T* gi, int64_t gi_stride, T* ws,         
         _Pragma("omp simd")                                                              \
         for (int64_t j = 0; j < 4 * H; j++)                                              \
             a[j] = a[j] + x[j];                                                          \
-        TANH_ROW(a, 4 * H);                                                              \
-        for (int q = 0; q < 4; q++) {                                                    \
-            const T s = q == 2 ? (T)1 : (T)0.5, off = (T)1 - s;                          \
-            _Pragma("omp simd")                                                          \
-            for (int64_t j = q * H; j < (q + 1) * H; j++)                                \
-                a[j] = a[j] * s + off;                                                   \
-        }                                                                                \
-        _Pragma("omp simd")                                                              \
-        for (int64_t j = 0; j < H; j++) {                                                \
-            T v = a[H + j] * cp[j] + a[j] * a[2 * H + j];                                \
-            c[j] = v;                                                                    \
-            t[j] = v;                                                                    \
-        }                                                                                \
-        TANH_ROW(t, H);                                                                  \
-        _Pragma("omp simd")                                                              \
-        for (int64_t j = 0; j < H; j++)                                                  \
-            h[j] = a[3 * H + j] * t[j];                                                  \
+        LSTM_GATES(T, TANH_ROW, a, H, cp, c, t, h);                                      \
     }                                                                                    \
 }
 
@@ -297,10 +296,7 @@ void NAME(int64_t bs, int64_t H, const T* gi, const T* gh, const T* b_hn, const 
         _Pragma("omp simd")                                                              \
         for (int64_t j = 0; j < 2 * H; j++)                                              \
             a[j] = x[j] + g[j];                                                          \
-        TANH_ROW(a, 2 * H);                                                              \
-        _Pragma("omp simd")                                                              \
-        for (int64_t j = 0; j < 2 * H; j++)                                              \
-            a[j] = a[j] * (T)0.5 + (T)0.5;                                               \
+        SIGMOID_FROM_HALF(T, TANH_ROW, a, 2 * H);                                        \
         _Pragma("omp simd")                                                              \
         for (int64_t j = 0; j < H; j++) {                                                \
             const T m = has_b ? g[2 * H + j] + b_hn[j] : g[2 * H + j];                   \
