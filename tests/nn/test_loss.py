@@ -486,6 +486,56 @@ def test_nll_and_cross_entropy_noncontiguous(kernel_path):
                         rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_batches_against_torch(kernel_path, dtype, weighted):
+    """(N, C) batches with int64 targets (the C kernel's case, and the NumPy path): values
+    and input gradients for every reduction, with ignored rows whose class-0 log-probability
+    is -inf (PyTorch leaves such rows out; they must not make the loss nan)."""
+    torch = oracle_torch()
+    x = rng.standard_normal((9, 5)).astype(dtype)
+    t = rng.integers(0, 5, 9)
+    t[[2, 6]] = -100
+    x[[2, 6], 0] = -np.inf
+    w = weights(5).astype(dtype) if weighted else None
+    for reduction in REDUCTIONS:
+        xg = gt.tensor(x, requires_grad=True)
+        xt = torch.tensor(x, requires_grad=True)
+        yg = GF.nll_loss(xg, gt.tensor(t), None if w is None else gt.tensor(w),
+                         reduction=reduction)
+        yt = torch.nn.functional.nll_loss(xt, torch.tensor(t),
+                                          None if w is None else torch.tensor(w),
+                                          reduction=reduction)
+        tol = 1e-6 if dtype == "float32" else 1e-12
+        assert_same(yg, yt, rtol=tol, atol=tol)
+        up = _upstream(tuple(yt.shape)).astype(dtype)
+        (gg,) = gt.autograd.grad(yg, [xg], gt.tensor(up))
+        (gtt,) = torch.autograd.grad(yt, [xt], torch.tensor(up))
+        assert_same(gg, gtt, rtol=tol, atol=tol)
+
+
+def test_nll_native_kernel_runs_and_checks_targets(monkeypatch):
+    """The C kernel takes nanoGPT's batch layout (spy on it), and both of its entry points
+    reject a target out of range, in the forward and in a direct backward call, before
+    writing anything."""
+    from glasstorch.backends.cpu import native
+    if native.function("loss", "nll_forward_f32", "nnppnpppp") is None:
+        pytest.skip("no C compiler")
+    names = []
+    real = native.function
+    monkeypatch.setattr(native, "function", lambda lib, name, sig: names.append(name) or
+                        real(lib, name, sig))
+    x = gt.tensor(rng.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
+    GF.nll_loss(x, gt.tensor([0, 2, 1, 2])).backward()
+    assert names == ["nll_forward_f32", "nll_backward_f32"]
+    with pytest.raises(IndexError, match="^Target 3 is out of bounds.$"):
+        GF.nll_loss(x, gt.tensor([0, 3, 1, 2]))
+    _, total = gt.ops.aten.nll_loss_forward(x.detach(), gt.tensor([0, 2, 1, 2]), None, 1, -100)
+    with pytest.raises(IndexError, match="^Target -2 is out of bounds.$"):
+        gt.ops.aten.nll_loss_backward(gt.tensor(1.0), x.detach(), gt.tensor([0, -2, 1, 2]),
+                                      None, 1, -100, total)
+
+
 def test_meta_tensors_give_shapes():
     m = gt.empty(3, 4, device="meta")
     t = gt.empty(3, dtype=gt.int64, device="meta")

@@ -109,6 +109,31 @@ def test_pow_by_these_numbers_is_pytorchs_arithmetic(dtype):
             np.testing.assert_array_equal(got.numpy(), want, err_msg=str(exponent))
 
 
+@pytest.mark.parametrize("exponent", [2, 3])
+def test_pow_by_two_and_three_into_every_output(exponent):
+    """x * x and x * x * x are written straight into the output where it is the input's
+    dtype: the same bits into a fresh tensor, an out= tensor, the input itself (out=x), a
+    strided input, and an out= overlapping the input by a shift (computed apart first),
+    and into a float64 out= (cast once)."""
+    x = _values(np.float32)[:1000]
+    want = x * x if exponent == 2 else x * x * x
+    src = gt.from_numpy(x.copy())
+    out = gt.empty(1000)
+    assert gt.pow(src, exponent, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), want)
+    same = gt.from_numpy(x.copy())
+    gt.pow(same, exponent, out=same)
+    np.testing.assert_array_equal(same.numpy(), want)
+    strided = gt.from_numpy(np.repeat(x, 2))[::2]
+    np.testing.assert_array_equal((strided ** exponent).numpy(), want)
+    buf = gt.from_numpy(np.concatenate([x, [1.0]]).astype(np.float32))
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        gt.pow(buf[:1000], exponent, out=buf[1:])        # as PyTorch: partial overlap
+    wide = gt.empty(1000, dtype=gt.float64)
+    gt.pow(src, exponent, out=wide)
+    np.testing.assert_array_equal(wide.numpy(), want.astype(np.float64))
+
+
 def test_pow_of_integers_by_these_numbers_computes_in_float32():
     x = np.array([3, -2, 7, 0], dtype=np.int16)
     with np.errstate(divide="ignore"):

@@ -248,9 +248,63 @@ def log_softmax_backward_kernel(out, grad_output, output, dim, input_dtype):
                       lambda g, y, o: _log_softmax_backward_part(cd, g, y, o))
 
 
+def _nll_target(x: np.ndarray, target: Tensor):
+    """The int64 targets of an (N, C) float32/float64 batch in the layout native/loss.c
+    takes (one per row, contiguous), or None."""
+    t = target._array()
+    if x.ndim == 2 and x.shape[0] and t.dtype == np.int64 and t.shape == x.shape[:1] and \
+            t.flags.c_contiguous and native.dense(x):
+        return t
+    return None
+
+
+def _nll_weight(x: np.ndarray, weight):
+    """(applies, the class weights as x's dtype or None) for native/loss.c."""
+    if weight is None:
+        return True, None
+    w = _acc(weight)
+    return w.size == x.shape[1] and native.dense(x, w), w
+
+
+def _raise_bad_target(t: np.ndarray, bad: np.ndarray) -> None:
+    if bad[0] >= 0:
+        raise IndexError(f"Target {int(t[bad[0]])} is out of bounds.")
+
+
+def _nll_native(outs, x: np.ndarray, target: Tensor, weight, reduction, ignore_index) -> bool:
+    """nll_loss_forward by native/loss.c (the per-row terms and weights; NumPy's reduce sums
+    them, as below); False where it does not apply. 4x as fast as the NumPy path below on
+    nanoGPT's (256, 65) batch, which is a dozen small NumPy calls."""
+    t = _nll_target(x, target)
+    applies, w = (False, None) if t is None else _nll_weight(x, weight)
+    fn = native.function("loss", "nll_forward_" + native.suffix(x), "nnppnpppp") \
+        if applies else None
+    if fn is None:
+        return False
+    n = x.shape[0]
+    terms, weights, bad = np.empty(n, x.dtype), np.empty(n, x.dtype), np.empty(1, np.int64)
+    fn(n, x.shape[1], native.pointer(x), native.pointer(t), ignore_index,
+       None if w is None else native.pointer(w), native.pointer(terms),
+       native.pointer(weights), native.pointer(bad))
+    _raise_bad_target(t, bad)
+    if reduction == NONE:
+        store(outs[0], terms)
+        store(outs[1], 0)
+        return True
+    total, loss = np.add.reduce(weights), np.add.reduce(terms)
+    if reduction == MEAN:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            loss = loss / total                      # all ignored: 0/0 = nan, as PyTorch
+    store(outs[0], loss)
+    store(outs[1], total)
+    return True
+
+
 def nll_kernel(outs, self, target, weight, reduction, ignore_index):
     """Pick -w[t] * x[t] along the class dim; entries equal to ignore_index count 0."""
     x = _acc(self)
+    if _nll_native(outs, x, target, weight, reduction, ignore_index):
+        return
     cdim = 1 if x.ndim >= 2 else 0
     n_classes = x.shape[cdim]
     t = target._array().astype(np.int64)
@@ -262,14 +316,15 @@ def nll_kernel(outs, self, target, weight, reduction, ignore_index):
         if bad.any():
             raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
     safe = np.where(valid, t, 0)
+    xp = arrays.module_of(x)
     if x.ndim == 2:                 # one fancy index: take_along_axis is a dozen calls
-        picked = x[arrays.module_of(x).arange(x.shape[0]), safe]
+        picked = x[xp.arange(x.shape[0]), safe]
     else:
         picked = np.take_along_axis(x, np.expand_dims(safe, cdim), cdim).reshape(safe.shape)
     w = valid.astype(x.dtype)
     if weight is not None:
         w = w * _acc(weight).reshape(-1)[safe]
-    loss = -picked * w
+    loss = xp.where(valid, -picked * w, 0)        # an ignored row adds 0, even at -inf
     total = w.sum() if reduction != NONE else 0     # PyTorch leaves it 0 when not reducing
     if reduction == NONE:
         store(outs[0], loss)
@@ -281,11 +336,39 @@ def nll_kernel(outs, self, target, weight, reduction, ignore_index):
     store(outs[1], total)
 
 
+def _nll_backward_native(out, grad_output, target, weight, reduction, ignore_index,
+                         total_weight) -> bool:
+    """nll_loss_backward by native/loss.c, for the batches `_nll_native` takes; False
+    where it does not apply."""
+    o = out._array()
+    t = _nll_target(o, target)
+    applies, w = (False, None) if t is None else _nll_weight(o, weight)
+    g = _acc(grad_output)
+    per_row = reduction == NONE
+    if not applies or g.dtype != o.dtype or (g.shape != t.shape if per_row else g.size != 1):
+        return False
+    fn = native.function("loss", "nll_backward_" + native.suffix(o), "nnpnppipp")
+    if fn is None:
+        return False
+    if reduction == MEAN:
+        g = g / _acc(total_weight)
+    g = np.ascontiguousarray(g).reshape(-1)
+    bad = np.empty(1, np.int64)
+    fn(o.shape[0], o.shape[1], native.pointer(t), ignore_index,
+       None if w is None else native.pointer(w), native.pointer(g), per_row,
+       native.pointer(o), native.pointer(bad))
+    _raise_bad_target(t, bad)
+    return True
+
+
 def nll_backward_kernel(out, grad_output, self, target, weight, reduction, ignore_index,
                         total_weight):
     """nll_loss's input gradient as PyTorch's kernel computes it: zeros, and at each
     target's class -w[t] * grad (grad / total_weight for 'mean'); ignored targets give 0.
     One scatter, where the same gradient written in ops took a dozen."""
+    if _nll_backward_native(out, grad_output, target, weight, reduction, ignore_index,
+                            total_weight):
+        return
     o = out._array()
     xp = arrays.module_of(o)
     o.fill(0)
@@ -301,7 +384,7 @@ def nll_backward_kernel(out, grad_output, self, target, weight, reduction, ignor
     g = _acc(grad_output)
     if reduction == MEAN:
         g = g / _acc(total_weight)
-    vals = -(w * (g.reshape(t.shape) if g.ndim else g))
+    vals = xp.where(valid, -(w * (g.reshape(t.shape) if g.ndim else g)), 0)
     n, length = t.shape
     o3 = o.reshape(n, -1, length)       # the output is fresh and contiguous: a view
     o3[xp.arange(n)[:, None], safe, xp.arange(length)[None, :]] = vals.astype(o.dtype)

@@ -359,6 +359,31 @@ def _special_power(x, exponent, d: dt.dtype):
         return square * x if exponent == 3 else np.divide(cd(1), square)
 
 
+def _product_power_into(out: Tensor, self: Tensor, exponent, d: dt.dtype) -> bool:
+    """x * x or x * x * x written straight into `out` (float32/float64 of the input's dtype):
+    the same products as _special_power without its temporaries and copy, 3x as fast on
+    minGPT's GELU input (135K elements). False where it does not apply: other exponents,
+    bfloat16, another output dtype, or an output overlapping the input other than exactly
+    (pow_)."""
+    if exponent not in (2, 3) or d is dt.bfloat16:
+        return False
+    x, o = self._array(), out._array()
+    if o.__class__ is not np.ndarray or o.dtype != x.dtype or o.dtype != d.np or \
+            o.shape != x.shape:
+        return False
+    if o is not x and np.may_share_memory(o, x) and not (
+            o.__array_interface__ == x.__array_interface__):
+        return False
+    if exponent == 2:
+        np.multiply(x, x, out=o)
+    elif o is x or np.may_share_memory(o, x):        # in place: x is overwritten
+        np.multiply(x * x, x, out=o)
+    else:
+        np.multiply(x, x, out=o)
+        np.multiply(o, x, out=o)
+    return True
+
+
 def pow(out, self, exponent):
     if not isinstance(exponent, Tensor) and isinstance(self, Tensor):
         if exponent == 0:
@@ -374,7 +399,8 @@ def pow(out, self, exponent):
     check_dtype("pow", d, ALL - {dt.bool})
     if d in _SPECIALISED and isinstance(self, Tensor) and not isinstance(exponent, Tensor) \
             and exponent in _SPECIAL_EXPONENTS:
-        assign(out, _special_power(self._array(), exponent, d))
+        if not _product_power_into(out, self, exponent, d):
+            assign(out, _special_power(self._array(), exponent, d))
     elif d.category == dt.INT:
         assign(out, _int_power(*computed((self, exponent), d)))
     else:
