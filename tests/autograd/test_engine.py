@@ -210,6 +210,28 @@ def test_grad_modes():
     assert not gt.is_inference_mode_enabled()
 
 
+@pytest.mark.parametrize("mode", [1, 0, np.bool_(True), None, "x"])
+def test_set_grad_enabled_takes_only_bool(mode):
+    """As PyTorch: 0/1 and NumPy's bool are refused, with its message, and the mode is
+    left as it was."""
+    torch = oracle_torch()
+    with pytest.raises(TypeError) as ours:
+        gt.set_grad_enabled(mode)
+    with pytest.raises(TypeError) as theirs:
+        torch.set_grad_enabled(mode)
+    assert str(ours.value) == str(theirs.value)
+    assert gt.is_grad_enabled()
+
+
+def test_create_graph_given_as_int_records_a_bool_grad_mode():
+    x = gt.ones(2, requires_grad=True)
+    modes = []
+    y = (x * x).sum()
+    x.register_hook(lambda g: modes.append(gt.is_grad_enabled()) or g)
+    y.backward(create_graph=1)
+    assert modes == [True] and modes[0].__class__ is bool
+
+
 def test_tensor_hooks_replace_gradients_and_retain_grad():
     x = gt.ones(2, requires_grad=True)
     h = x.register_hook(lambda g: g * 10)

@@ -192,7 +192,7 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
 
     pop, push = heapq.heappop, heapq.heappush
     previous_mode = _grad_state.enabled
-    _grad_state.enabled = create_graph
+    _grad_state.enabled = bool(create_graph)
     previous_keep, _task.keep = _task.keep, keep
     try:
         while ready:

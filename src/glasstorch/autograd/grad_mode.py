@@ -75,9 +75,15 @@ class set_grad_enabled(_DecoratorContextManager):
     """set_grad_enabled(False) switches recording off now; as a context manager, for a block."""
 
     def __init__(self, mode: bool):
+        if mode.__class__ is not bool:            # as PyTorch: not even 0/1 or numpy.bool
+            kind = type(mode)
+            name = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be "
+                            f"bool, not {name}")
         self._prev = state.enabled
-        self.mode = bool(mode)
-        state.enabled = self.mode
+        self.mode = mode
+        state.enabled = mode
 
     def __enter__(self):
         state.enabled = self.mode
