@@ -178,6 +178,28 @@ def test_norm_equals_vector_norm(dtype, order):
         assert g.dtype == w.dtype and g.shape == w.shape and g.item() == w.item()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_two_norms_by_the_c_kernel_equal_vector_norm(dtype, monkeypatch):
+    """Contiguous float tensors' 2-norms come from native/norm.c where it builds (spied),
+    with vector_norm's bits: long tensors (the pairwise sum's halving), huge and tiny
+    values, inf and nan; a transposed tensor takes the NumPy kernel."""
+    from glasstorch.backends.cpu import native
+    from native_paths import spy_kernels
+    built = native.function("norm", "norm2_f32", "npp") is not None
+    calls = spy_kernels(monkeypatch, "norm")
+    rng = np.random.default_rng(5)
+    big = rng.standard_normal(100_003) * 1e17
+    a = [gt.tensor(x.astype(dtype)) for x in (
+        big, rng.standard_normal((129, 7)), np.array([3e-30, 4e-30, 1e-45]),
+        np.array([1.0, np.inf, 2.0]), np.array([np.nan, 1.0]), rng.standard_normal(8))]
+    a.append(gt.tensor(rng.standard_normal((6, 5)).astype(dtype)).t())
+    for g, t in zip(gt._foreach_norm(a), a):
+        w = gt.linalg.vector_norm(t)
+        assert g.dtype == w.dtype and np.array_equal(g.numpy(), w.numpy(), equal_nan=True)
+    if built:
+        assert calls == ["norm2_" + ("f32" if dtype == np.float32 else "f64")] * 6
+
+
 # ---- in place: aliasing, version counters, grad ------------------------------------------
 
 def test_in_place_bumps_each_version_once_per_occurrence():

@@ -4,8 +4,8 @@ NumPy runs one formula step per pass over memory: float32 GELU is twelve passes 
 its gradient fifteen, each a trip through memory for a large tensor. ATen runs such an
 operator as one vectorised loop; so do these kernels (`*.c` beside this module, one file
 per concept, after the generated code's prelude (`codegen.PRELUDE`: headers, NumPy's pairwise
-sum) and the shared `elementwise.h`). They are built the way the compiler's generated code is
-(`compiler/inductor/build.py`: the system C compiler, a disk cache keyed by source,
+sum) and the shared `elementwise.h` and `pairwise.h`). They are built the way the compiler's
+generated code is (`compiler/inductor/build.py`: the system C compiler, a disk cache keyed by source,
 compiler and CPU, ctypes, OpenMP's threads sleeping between regions), on first use, and
 split across OpenMP threads from the compiler's `PARALLEL_THRESHOLD` elements.
 
@@ -42,7 +42,8 @@ def _library(name: str):
         vector_math = build.vector_math_available()
         source = "".join([codegen.PRELUDE,
                           codegen.vector_math_declarations() if vector_math else "",
-                          (here / "elementwise.h").read_text(), (here / f"{name}.c").read_text()])
+                          (here / "elementwise.h").read_text(), (here / "pairwise.h").read_text(),
+                          (here / f"{name}.c").read_text()])
         with process.kernel_library_load():
             return build.load(source, extra_libs=build.libs(vector_math))
     except (build.BuildError, OSError) as e:     # the compiler failed, or the disk cache
