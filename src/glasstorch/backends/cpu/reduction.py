@@ -106,24 +106,30 @@ def _float32_total(flat: np.ndarray) -> float:
         np.add.reduce(flat[n:], dtype=np.float64))
 
 
-# Elements below which NumPy's reduce, with less Python around it, is as fast.
-_NATIVE_SUM_MIN = 1 << 16
+# Elements from which the C kernel sums over leading axes: below, NumPy's reduce is as fast.
+_NATIVE_SUM_MIN = 1 << 10
 
 
-def _native_sum(a: np.ndarray, ax):
-    """The sum of a dense float32/float64 array over its leading axes (a bias's gradient)
-    by the C kernel (native/reduction.c), keepdims: NumPy's result bit for bit, 1.7x as
-    fast at (16, 64, 128). None where it does not apply."""
-    if a.size < _NATIVE_SUM_MIN or ax is None or not ax or ax != tuple(range(len(ax))) \
-            or len(ax) == a.ndim or not native.dense(a):
+def _native_sum(a: np.ndarray, ax, out=None):
+    """The sum of a dense float32/float64 array over its leading axes `ax` (distinct, in
+    any order; a bias's gradient) by the C kernel (native/reduction.c), into `out` if given
+    (C-contiguous, a's dtype, one element a column, not overlapping a), else into a new
+    keepdims array: NumPy's result bit for bit, 2.6-3.6x as fast as NumPy's reduce at
+    (704, 192) to (704, 48).
+    None where it does not apply, among others where one column is left (NumPy sums that
+    one pairwise)."""
+    lead = len(ax) if ax else 0
+    if a.size < _NATIVE_SUM_MIN or not lead or lead >= a.ndim or max(ax) != lead - 1:
+        return None
+    cols = prod(a.shape[lead:])
+    if out is None:
+        out = np.empty((1,) * lead + a.shape[lead:], a.dtype)
+    if cols <= 1 or out.size != cols or not native.dense(a, out):
         return None
     fn = native.function("reduction", "sum_rows_" + native.suffix(a), "nnppi")
     if fn is None:
         return None
-    out = np.empty((1,) * len(ax) + a.shape[len(ax):], a.dtype)
-    cols = out.size
-    fn(a.size // cols if cols else 0, cols, native.pointer(a), native.pointer(out),
-       native.threads(a.size))
+    fn(a.size // cols, cols, native.pointer(a), native.pointer(out), native.threads(a.size))
     return out
 
 
@@ -132,7 +138,8 @@ def reduce(ufunc, a: np.ndarray, ax, dtype=None) -> np.ndarray:
     is large: along a kept axis (each output element computed as NumPy alone would), or,
     when every axis is reduced, into per-chunk partial results combined by `ufunc` (a
     pairwise step, as NumPy's own summation; a float32 total by _float32_total, on one
-    thread too). A CuPy array is reduced by one kernel."""
+    thread too). A sum over leading axes runs in C (_native_sum) where it can. A CuPy
+    array is reduced by one kernel."""
     if a.__class__ is not np.ndarray:
         return _device_reduce(ufunc, a, ax, dtype)
     if ufunc is np.add and dtype == a.dtype:
@@ -184,6 +191,12 @@ def _ufunc_reduce(ufunc, out, self, dim, keepdim, dtype):
 
 
 def sum_kernel(out, self, dim=None, keepdim=False, dtype=None):
+    if dim and (dtype is None or dtype is out.dtype) and out.dtype is self.dtype:
+        # a float sum over leading dims (a bias's gradient) straight into out, in C
+        a, dst = self._array(), out._array()
+        if a.__class__ is np.ndarray and not np.may_share_memory(a, dst) and _native_sum(
+                a, axes(a.ndim, dim), dst) is not None:
+            return
     _ufunc_reduce(np.add, out, self, dim, keepdim, dtype)
 
 
