@@ -110,13 +110,14 @@ def test_totals_carry_nan_and_inf_like_torch(dtype, small_sums, monkeypatch):
     assert torch.full((1500,), 3e38).sum(0).item() == math.inf
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "3d"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "3d", "offset"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_sums_and_means_as_torch_on_both_paths(layout, dtype, small_sums, kernel_path):
     oracle_torch()
     base = gt.from_numpy(np.random.default_rng(3).standard_normal((66, 40)).astype(dtype))
     x = {"contiguous": base, "transposed": base.t(), "stepped": base[:, ::2],
-         "3d": base.view(6, 11, 40)}[layout]
+         "3d": base.view(6, 11, 40),
+         "offset": base.view(-1)[1:2601].view(65, 40)}[layout]   # data not 64-byte aligned
     t = to_torch(x)
     rtol = 1e-5 if dtype == "float32" else 1e-12
     for dims in (None, (0,), (0, 1), (1, 0), (-1,), (1,)):
