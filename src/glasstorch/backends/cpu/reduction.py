@@ -137,9 +137,8 @@ def _native_sum(a: np.ndarray, ax, out=None):
     any order; a bias's gradient) by the C kernel (native/reduction.c), into `out` if given
     (C-contiguous, a's dtype, one element a column, not overlapping a), else into a new
     keepdims array: NumPy's result bit for bit, 2.6-3.6x as fast as NumPy's reduce at
-    (704, 192) to (704, 48).
-    None where it does not apply, among others where one column is left (NumPy sums that
-    one pairwise)."""
+    (704, 192) to (704, 48). None where it does not apply, among others where one column
+    is left (NumPy sums that one pairwise)."""
     lead = len(ax) if ax else 0
     if a.size < _NATIVE_SUM_MIN or not lead or lead >= a.ndim or max(ax) != lead - 1:
         return None
@@ -160,8 +159,8 @@ def reduce(ufunc, a: np.ndarray, ax, dtype=None) -> np.ndarray:
     is large: along a kept axis (each output element computed as NumPy alone would), or,
     when every axis is reduced, into per-chunk partial results combined by `ufunc` (a
     pairwise step, as NumPy's own summation; a float32 total by _float32_total, on one
-    thread too). A large float sum runs in C (_native_total, _native_sum) where it can.
-    A CuPy array is reduced by one kernel."""
+    thread too). A float sum runs in C (_native_total, _native_sum) where it can. A CuPy
+    array is reduced by one kernel."""
     if a.__class__ is not np.ndarray:
         return _device_reduce(ufunc, a, ax, dtype)
     if ufunc is np.add and dtype == a.dtype:

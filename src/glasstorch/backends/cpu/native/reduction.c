@@ -36,15 +36,18 @@ void sum_rows_##SUFFIX(int64_t rows, int64_t cols, const T* a, T* out, int nthre
     _Pragma("omp parallel for num_threads(nthreads)")                                   \
     for (int64_t c = 0; c < wide; c += 64)                                              \
         sum_columns_##SUFFIX##_64(rows, cols, a + c, out + c);                          \
-    if (wide > 0 && wide < cols)                                                        \
-        sum_columns_##SUFFIX##_64(rows, cols, a + cols - 64, out + cols - 64);          \
-    if (wide > 0) return;                                                               \
-    for (int64_t c = 0; c < narrow; c += 16)                                            \
-        sum_columns_##SUFFIX##_16(rows, cols, a + c, out + c);                          \
-    if (narrow > 0 && narrow < cols)                                                    \
-        sum_columns_##SUFFIX##_16(rows, cols, a + cols - 16, out + cols - 16);          \
-    for (int64_t c = narrow > 0 ? cols : 0; c < cols; c++)                              \
-        sum_columns_##SUFFIX##_1(rows, cols, a + c, out + c);                           \
+    if (wide > 0) {                                                                     \
+        if (wide < cols)                                                                \
+            sum_columns_##SUFFIX##_64(rows, cols, a + cols - 64, out + cols - 64);      \
+    } else if (narrow > 0) {                                                            \
+        for (int64_t c = 0; c < narrow; c += 16)                                        \
+            sum_columns_##SUFFIX##_16(rows, cols, a + c, out + c);                      \
+        if (narrow < cols)                                                              \
+            sum_columns_##SUFFIX##_16(rows, cols, a + cols - 16, out + cols - 16);      \
+    } else {                                                                            \
+        for (int64_t c = 0; c < cols; c++)                                              \
+            sum_columns_##SUFFIX##_1(rows, cols, a + c, out + c);                       \
+    }                                                                                   \
 }
 
 SUM_ROWS(float, f32)
