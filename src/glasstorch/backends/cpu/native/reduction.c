@@ -57,8 +57,10 @@ SUM_ROWS(double, f64)
    a lane, and the lanes added to double lanes that run through a chunk of blocks; a
    chunk's lanes are summed pairwise, and the chunks' sums in order. Chunks hold at least
    64 blocks and there are at most TOTAL_CHUNKS of them (their size follows from n alone),
-   so the threads, which take whole chunks, change nothing in the result. The last partial
-   block runs on a zero-padded copy. (Measured on 2 cores, 10M float32: 8 elements a lane
+   so the threads, which take whole chunks, change nothing in the result; they take them
+   as they come (dynamic), so that the caller's thread starts while its sleeping helpers
+   wake (10M float32 on 2 threads: 9-21% faster than halves). The last partial block runs
+   on a zero-padded copy. (Measured on 2 cores, 10M float32: 8 elements a lane
    run at memory speed, 4 up to 1.5x slower on a loaded core, all in double ~1.5x. Mean
    error over 20 float32 sums of 1M elements that cancel (normal, lognormal - 20): 1.00
    with 8 a lane, 0.97 with 4, 1.27 for reduction.py's einsum rows, 2.01 for ATen's sum,
@@ -87,7 +89,7 @@ void total_##SUFFIX(int64_t n, const T* x, T* out, int nthreads)                
     if (per < 64) per = 64;                                                             \
     const int64_t chunks = (blocks + per - 1) / per;                                    \
     double sums[TOTAL_CHUNKS + 1];                                                      \
-    _Pragma("omp parallel for num_threads(nthreads)")                                   \
+    _Pragma("omp parallel for num_threads(nthreads) schedule(dynamic)")                 \
     for (int64_t k = 0; k <= chunks; k++) {                                             \
         double lanes[TOTAL_LANES] = {0};                                                \
         if (k < chunks) {                                                               \
