@@ -170,7 +170,8 @@ def test_sums_over_leading_dims_are_numpys_bit_for_bit(shape, lead, dtype, monke
         calls = spy_kernels(m)
         got = gt.from_numpy(a).sum(list(range(lead))).numpy()
     want = np.add.reduce(a, axis=tuple(range(lead)))
-    assert calls == [f"sum_rows_{'f32' if dtype == np.float32 else 'f64'}"]
+    one_column = np.prod(shape[lead:]) <= 1           # NumPy sums one column pairwise
+    assert calls == ([] if one_column else [f"sum_rows_{'f32' if dtype == np.float32 else 'f64'}"])
     assert got.dtype == dtype and np.array_equal(got, want, equal_nan=True)
 
 

@@ -1,34 +1,115 @@
-/* The column sums of a row-major (rows, cols) array, which are a tensor's sum over its
-   leading dims (a bias's gradient; reduction.py), added row after row as NumPy's
-   add.reduce over axis 0 adds them, so the results are NumPy's bit for bit. */
+/* Sums (reduction.py). sum_rows: the column sums of a row-major (rows, cols) array, which
+   are a tensor's sum over its leading dims (a bias's gradient), added row after row as
+   NumPy's add.reduce over axis 0 adds them (for cols > 1), so the results are NumPy's bit
+   for bit. total: the sum of a whole vector, in vector lanes of T within fixed blocks and
+   in double above them, in an order that does not depend on the thread count. */
 
-/* Columns in chunks of 64 whose partial sums stay in vector registers down the rows. */
-#define SUM_CHUNK 64
-#define SUM_ROWS(T, SUFFIX)                                                             \
-void sum_rows_##SUFFIX(int64_t rows, int64_t cols, const T* restrict a, T* restrict out,\
-                       int nthreads)                                                    \
+/* Columns in chunks of W whose partial sums stay in vector registers down the rows. */
+#define SUM_COLUMNS(T, SUFFIX, W)                                                       \
+static inline void sum_columns_##SUFFIX##_##W(int64_t rows, int64_t cols, const T* a,   \
+                                              T* out)                                   \
 {                                                                                       \
+    T acc[W];                                                                           \
+    for (int64_t c = 0; c < W; c++) acc[c] = a[c];                                      \
+    for (int64_t r = 1; r < rows; r++) {                                                \
+        const T* row = a + r * cols;                                                    \
+        _Pragma("omp simd")                                                             \
+        for (int64_t c = 0; c < W; c++) acc[c] += row[c];                               \
+    }                                                                                   \
+    for (int64_t c = 0; c < W; c++) out[c] = acc[c];                                    \
+}
+
+/* Chunks of 64 columns (split across threads), or of 16 where there are fewer than 64, or
+   single columns where fewer than 16; a last partial chunk is summed as the full one that
+   ends at the last column (its first columns come out the same again). */
+#define SUM_ROWS(T, SUFFIX)                                                             \
+SUM_COLUMNS(T, SUFFIX, 64)                                                              \
+SUM_COLUMNS(T, SUFFIX, 16)                                                              \
+SUM_COLUMNS(T, SUFFIX, 1)                                                               \
+void sum_rows_##SUFFIX(int64_t rows, int64_t cols, const T* a, T* out, int nthreads)    \
+{                                                                                       \
+    if (rows == 0) {                                                                    \
+        for (int64_t c = 0; c < cols; c++) out[c] = 0;                                  \
+        return;                                                                         \
+    }                                                                                   \
+    const int64_t wide = cols - cols % 64, narrow = cols - cols % 16;                   \
     _Pragma("omp parallel for num_threads(nthreads)")                                   \
-    for (int64_t c0 = 0; c0 < cols; c0 += SUM_CHUNK) {                                  \
-        const int64_t w = cols - c0 < SUM_CHUNK ? cols - c0 : SUM_CHUNK;                \
-        T acc[SUM_CHUNK] = {0};                                                         \
-        if (rows > 0 && w == SUM_CHUNK) {                                               \
-            for (int64_t c = 0; c < SUM_CHUNK; c++) acc[c] = a[c0 + c];                 \
-            for (int64_t r = 1; r < rows; r++) {                                        \
-                const T* row = a + r * cols + c0;                                       \
-                _Pragma("omp simd")                                                     \
-                for (int64_t c = 0; c < SUM_CHUNK; c++) acc[c] += row[c];               \
-            }                                                                           \
-        } else if (rows > 0) {                                                          \
-            for (int64_t c = 0; c < w; c++) acc[c] = a[c0 + c];                         \
-            for (int64_t r = 1; r < rows; r++) {                                        \
-                const T* row = a + r * cols + c0;                                       \
-                for (int64_t c = 0; c < w; c++) acc[c] += row[c];                       \
-            }                                                                           \
-        }                                                                               \
-        for (int64_t c = 0; c < w; c++) out[c0 + c] = acc[c];                           \
+    for (int64_t c = 0; c < wide; c += 64)                                              \
+        sum_columns_##SUFFIX##_64(rows, cols, a + c, out + c);                          \
+    if (wide > 0) {                                                                     \
+        if (wide < cols)                                                                \
+            sum_columns_##SUFFIX##_64(rows, cols, a + cols - 64, out + cols - 64);      \
+    } else if (narrow > 0) {                                                            \
+        for (int64_t c = 0; c < narrow; c += 16)                                        \
+            sum_columns_##SUFFIX##_16(rows, cols, a + c, out + c);                      \
+        if (narrow < cols)                                                              \
+            sum_columns_##SUFFIX##_16(rows, cols, a + cols - 16, out + cols - 16);      \
+    } else {                                                                            \
+        for (int64_t c = 0; c < cols; c++)                                              \
+            sum_columns_##SUFFIX##_1(rows, cols, a + c, out + c);                       \
     }                                                                                   \
 }
 
 SUM_ROWS(float, f32)
 SUM_ROWS(double, f64)
+
+/* A block's TOTAL_BLOCK elements are summed in T by TOTAL_LANES vector lanes, 8 elements
+   a lane, and the lanes added to double lanes that run through a chunk of blocks; a
+   chunk's lanes are summed pairwise, and the chunks' sums in order. Chunks hold at least
+   64 blocks and there are at most TOTAL_CHUNKS of them (their size follows from n alone),
+   so the threads, which take whole chunks, change nothing in the result; they take them
+   as they come (dynamic), so that the caller's thread starts while its sleeping helpers
+   wake (10M float32 on 2 threads: 9-21% faster than halves). The last partial block runs
+   on a zero-padded copy. (Measured on 2 cores, 10M float32: 8 elements a lane
+   run at memory speed, 4 up to 1.5x slower on a loaded core, all in double ~1.5x. Mean
+   error over 20 float32 sums of 1M elements that cancel (normal, lognormal - 20): 1.00
+   with 8 a lane, 0.97 with 4, 1.27 for reduction.py's einsum rows, 2.01 for ATen's sum,
+   2.34 for NumPy's pairwise sum; all in double rounds correctly.) */
+#define TOTAL_LANES 64
+#define TOTAL_BLOCK (8 * TOTAL_LANES)
+#define TOTAL_CHUNKS 256
+
+#define TOTAL(T, SUFFIX)                                                                \
+static inline void total_block_##SUFFIX(const T* x, double* lanes)                      \
+{                                                                                       \
+    T acc[TOTAL_LANES];                                                                 \
+    for (int c = 0; c < TOTAL_LANES; c++) acc[c] = x[c];                                \
+    for (int r = TOTAL_LANES; r < TOTAL_BLOCK; r += TOTAL_LANES) {                      \
+        _Pragma("omp simd")                                                             \
+        for (int c = 0; c < TOTAL_LANES; c++) acc[c] += x[r + c];                       \
+    }                                                                                   \
+    _Pragma("omp simd")                                                                 \
+    for (int c = 0; c < TOTAL_LANES; c++) lanes[c] += (double)acc[c];                   \
+}                                                                                       \
+                                                                                        \
+void total_##SUFFIX(int64_t n, const T* x, T* out, int nthreads)                        \
+{                                                                                       \
+    const int64_t blocks = n / TOTAL_BLOCK;                                             \
+    int64_t per = (blocks + TOTAL_CHUNKS - 1) / TOTAL_CHUNKS;                           \
+    if (per < 64) per = 64;                                                             \
+    const int64_t chunks = (blocks + per - 1) / per;                                    \
+    double sums[TOTAL_CHUNKS + 1];                                                      \
+    _Pragma("omp parallel for num_threads(nthreads) schedule(dynamic)")                 \
+    for (int64_t k = 0; k <= chunks; k++) {                                             \
+        double lanes[TOTAL_LANES] = {0};                                                \
+        if (k < chunks) {                                                               \
+            const int64_t end = (k + 1) * per < blocks ? (k + 1) * per : blocks;        \
+            for (int64_t b = k * per; b < end; b++)                                     \
+                total_block_##SUFFIX(x + b * TOTAL_BLOCK, lanes);                       \
+        } else if (blocks * TOTAL_BLOCK < n) {                                          \
+            T tail[TOTAL_BLOCK] = {0};                                                  \
+            memcpy(tail, x + blocks * TOTAL_BLOCK,                                      \
+                   (size_t)(n - blocks * TOTAL_BLOCK) * sizeof(T));                     \
+            total_block_##SUFFIX(tail, lanes);                                          \
+        }                                                                               \
+        for (int w = TOTAL_LANES / 2; w > 0; w /= 2)                                    \
+            for (int c = 0; c < w; c++) lanes[c] += lanes[c + w];                       \
+        sums[k] = lanes[0];                                                             \
+    }                                                                                   \
+    double s = 0;                                                                       \
+    for (int64_t k = 0; k <= chunks; k++) s += sums[k];                                 \
+    out[0] = (T)s;                                                                      \
+}
+
+TOTAL(float, f32)
+TOTAL(double, f64)
