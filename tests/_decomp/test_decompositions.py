@@ -42,6 +42,7 @@ ENTRY_NAMES = {
     "addcdiv", "lerp", "nn.functional.mse_loss", "nn.functional.smooth_l1_loss",
     "nn.functional.huber_loss", "nn.functional.nll_loss", "nn.functional.cross_entropy",
     "nn.functional.binary_cross_entropy", "nn.functional.binary_cross_entropy_with_logits",
+    "tanh", "sigmoid",
 }
 ENTRIES = [info for info in op_db.ENTRIES if info.name in ENTRY_NAMES]
 
@@ -278,6 +279,8 @@ def test_pointwise_decompositions_on_varied_shapes(shape, seed):
             (aten.softplus.default, (x, 2, 3), {}), (aten.elu.default, (x, 0.5, 2, 1.5), {}),
             (aten.leaky_relu.default, (x, 0.2), {}),
             (aten.threshold_backward.default, (y, x, 0.5), {}),
+            (aten.tanh_backward.default, (y, gt.tanh(x)), {}),
+            (aten.sigmoid_backward.default, (y, gt.sigmoid(x)), {}),
             (aten.addcmul.default, (x, y, z), {"value": 0.5}),
             (aten.addcdiv.default, (x, y, z), {"value": 2}),
             (aten.lerp.Tensor, (x, y, gt.sigmoid(z) * 2 - 0.5), {}),

@@ -440,6 +440,45 @@ def test_gelu_backward_op_matches_torch(dtype, approximate, kernel_path):
         gelu_backward(gg, gx, approximate="fast")
 
 
+@pytest.mark.parametrize("name", ["tanh_backward", "sigmoid_backward"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_tanh_and_sigmoid_backward_ops_match_torch(name, dtype):
+    """PyTorch's one-pass gradients from the forward's output, with broadcasting and special
+    values. Compared to an ulp: PyTorch's vectorised tanh_backward may contract 1 - y * y
+    into one fused multiply-add, depending on the CPU; glasstorch rounds y * y first."""
+    torch = oracle_torch()
+    from glasstorch.ops.nn import activation
+    rng = np.random.default_rng(1)
+    y = np.tanh(rng.standard_normal((17, 9)) * 2)
+    y[0, :4] = (np.nan, 1.0, -1.0, 0.0)
+    g = rng.standard_normal((17, 9))
+    g[1, :3] = (np.nan, np.inf, -np.inf)
+    ty, tg = (torch.from_numpy(a).to(getattr(torch, dtype)) for a in (y, g))
+    gy, gg = (gt.from_numpy(a).to(getattr(gt, dtype)) for a in (y, g))
+    tol = 1e-2 if dtype == "bfloat16" else 4 * np.finfo(dtype).eps
+    op = getattr(activation, name)
+    assert_same(op(gg, gy), getattr(torch.ops.aten, name)(tg, ty), rtol=tol, atol=tol)
+    assert_same(op(gg[:, :1], gy.t()[:1].t()), getattr(torch.ops.aten, name)(tg[:, :1], ty.t()[:1].t()),
+                rtol=tol, atol=tol)
+    assert_same(op(gg[0], gy), getattr(torch.ops.aten, name)(tg[0], ty), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("fn", ["tanh", "sigmoid"])
+def test_tanh_and_sigmoid_double_backward(fn):
+    """Their gradients are the backward ops, which record their own derivatives (PyTorch's
+    node names); gradgradcheck holds."""
+    torch = oracle_torch()
+    x = gt.tensor(np.random.default_rng(2).standard_normal(6), requires_grad=True)
+    tx = torch.tensor(x.detach().numpy(), requires_grad=True)
+    y, ty = getattr(x, fn)(), getattr(tx, fn)()
+    (g,) = gt.autograd.grad(y.sum(), x, create_graph=True)
+    (tg,) = torch.autograd.grad(ty.sum(), tx, create_graph=True)
+    assert (y.grad_fn.name(), g.grad_fn.name()) == (ty.grad_fn.name(), tg.grad_fn.name())
+    assert_same(gt.autograd.grad(g.sum(), x)[0], torch.autograd.grad(tg.sum(), tx)[0],
+                rtol=1e-12, atol=1e-12)
+    assert gt.autograd.gradgradcheck(lambda t: getattr(t, fn)(), (x,))
+
+
 def test_threshold_backward_op_matches_torch():
     torch = oracle_torch()
     from glasstorch.ops.nn.activation import threshold_backward

@@ -13,6 +13,7 @@ from .. import _prims  # noqa: F401  (the prims namespace)
 from .._ops import ops_namespace
 from ..autograd.grad_mode import no_grad
 from ..core import dtype as dt
+from ..core.promotion import common_dtype
 from ..core.tensor import Tensor
 from . import define_by_decomposition, register_decomposition
 
@@ -221,6 +222,22 @@ def gelu_backward(grad_output, self, *, approximate="none"):
                               1 / math.sqrt(2 * math.pi))
         slope = aten.add.Tensor(cdf, aten.mul.Tensor(x, pdf))
     return _cast(aten.mul.Tensor(g, slope), grad_output.dtype)
+
+
+@register_decomposition(aten.tanh_backward.default)
+def tanh_backward(grad_output, output):
+    """grad_output * (1 - output^2), in float32 for 16-bit floats as the kernel."""
+    g, y = _upcast(grad_output), _upcast(output)
+    r = aten.mul.Tensor(g, aten.rsub.Scalar(aten.mul.Tensor(y, y), 1))
+    return _cast(r, common_dtype(grad_output, output))
+
+
+@register_decomposition(aten.sigmoid_backward.default)
+def sigmoid_backward(grad_output, output):
+    """grad_output * (1 - output) * output, in the kernel's order."""
+    g, y = _upcast(grad_output), _upcast(output)
+    r = aten.mul.Tensor(aten.mul.Tensor(g, aten.rsub.Scalar(y, 1)), y)
+    return _cast(r, common_dtype(grad_output, output))
 
 
 @register_decomposition(aten.silu.default)

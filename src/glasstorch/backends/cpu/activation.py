@@ -65,7 +65,8 @@ def backward_kernel(name, kname, allowed, part, block=parallel.BLOCK, native_fn=
         check_dtype(kname, d, allowed)
         cd = opmath(d)
         o = out._array()
-        g, x = (np.broadcast_to(t._array(), o.shape) for t in (grad_output, self))
+        g, x = (a if a.shape == o.shape else np.broadcast_to(a, o.shape)
+                for a in (grad_output._array(), self._array()))
         if native_fn is not None and native_fn(g, x, o, *params):
             return
 
@@ -75,7 +76,10 @@ def backward_kernel(name, kname, allowed, part, block=parallel.BLOCK, native_fn=
                      out=op if op.dtype == cd else None)
             _finish(op, r)
         with np.errstate(all="ignore"):
-            parallel.chunked(run, [g, x, o], block)
+            if o.size < parallel.GRAIN:
+                run(g, x, o)            # one call on the whole arrays (as chunked would)
+            else:
+                parallel.chunked(run, [g, x, o], block)
     kernel.__qualname__ = f"cpu_{name}"
     return kernel
 
@@ -327,6 +331,21 @@ def _zero_where(v, drop, out=None):
     r = arrays.module_of(v).empty(drop.shape, v.dtype) if out is None else out
     np.bitwise_and(v.view(bits), keep, out=r.view(bits))
     return r
+
+
+def tanh_grad(g, y, out=None):
+    """PyTorch's tanh_backward, g * (1 - y * y) from tanh's output y, with its roundings in
+    its order: three passes into one array (`out` when given) instead of three ops."""
+    r = np.multiply(y, y, out=np.empty_like(y) if out is None else out)
+    np.subtract(r.dtype.type(1), r, out=r)
+    return np.multiply(g, r, out=r)
+
+
+def sigmoid_grad(g, y, out=None):
+    """PyTorch's sigmoid_backward, g * (1 - y) * y from sigmoid's output y, in its order."""
+    r = np.subtract(y.dtype.type(1), y, out=np.empty_like(y) if out is None else out)
+    np.multiply(g, r, out=r)
+    return np.multiply(r, y, out=r)
 
 
 def threshold_grad(g, x, threshold, out=None):

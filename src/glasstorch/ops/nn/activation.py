@@ -33,8 +33,8 @@ from ..wrappers import generate_wrapper
 from ...backends.cpu.activation import (_celu, _elu, _gelu, _hardshrink, _hardsigmoid,
     _hardswish, _hardtanh, _leaky_relu, _log_sigmoid, _mish, _relu, _silu, _softplus,
     _softshrink, _threshold, activation_kernel, backward_kernel, gelu_grad, gelu_grad_native,
-    gelu_native, glu_cpu,
-    native_dropout_into, prelu_kernel_cpu, rrelu_with_noise_into, threshold_grad)
+    gelu_native, glu_cpu, native_dropout_into, prelu_kernel_cpu, rrelu_with_noise_into,
+    sigmoid_grad, tanh_grad, threshold_grad)
 
 _POINTWISE = ("pointwise",)
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -188,6 +188,20 @@ gelu_backward = structured(
 gelu_backward.impl("CPU")(
     backward_kernel("gelu_backward", "GeluBackwardKernelImpl", FLOATING, gelu_grad,
                     native_fn=gelu_grad_native))
+
+tanh_backward = structured(
+    "tanh_backward(Tensor grad_output, Tensor output) -> Tensor",
+    _backward_meta("tanh_backward"), method=False, function=False, inplace=False,
+    tags=_POINTWISE, doc="grad_output * (1 - output^2): tanh's gradient from its output.")
+tanh_backward.impl("CPU")(
+    backward_kernel("tanh_backward", "tanh_backward_cpu", FLOATING, tanh_grad))
+
+sigmoid_backward = structured(
+    "sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor",
+    _backward_meta("sigmoid_backward"), method=False, function=False, inplace=False,
+    tags=_POINTWISE, doc="grad_output * (1 - output) * output: sigmoid's gradient.")
+sigmoid_backward.impl("CPU")(
+    backward_kernel("sigmoid_backward", "sigmoid_backward_cpu", FLOATING, sigmoid_grad))
 
 threshold_backward = structured(
     "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",

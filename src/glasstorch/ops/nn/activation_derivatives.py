@@ -16,7 +16,7 @@ import numpy as np
 from ..derivative import derivative
 from ...core.dtype import int64
 from ...core.shape import wrap_dim
-from .activation import gelu_backward, threshold_backward
+from .activation import gelu_backward, sigmoid_backward, tanh_backward, threshold_backward
 from ..creation.factories import zeros_like
 from ..shape.joining import cat, where
 from . import activation
@@ -95,6 +95,18 @@ def _gelu_backward(grad, grad_output, self, approximate, grad_input_mask):
     return (gelu_backward(grad, self, approximate=approximate) if grad_input_mask[0] else None,
             grad * grad_output * _gelu_second_derivative(self, approximate)
             if grad_input_mask[1] else None)
+
+
+@derivative(activation.tanh_backward, "TanhBackwardBackward0")
+def _tanh_backward(grad, grad_output, output, grad_input_mask):
+    return (tanh_backward(grad, output) if grad_input_mask[0] else None,
+            grad * (-2 * output * grad_output) if grad_input_mask[1] else None)
+
+
+@derivative(activation.sigmoid_backward, "SigmoidBackwardBackward0")
+def _sigmoid_backward(grad, grad_output, output, grad_input_mask):
+    return (sigmoid_backward(grad, output) if grad_input_mask[0] else None,
+            grad * grad_output * (-2 * output + 1) if grad_input_mask[1] else None)
 
 
 @derivative(activation.silu, "SiluBackward0")

@@ -16,6 +16,7 @@ from ..derivative import derivative
 from ..derivative import forward_derivative, linear_in_inputs
 from ...core.shape import wrap_dim
 from ...core.tensor import Tensor
+from ..nn.activation import sigmoid_backward, tanh_backward
 from ..shape.joining import where
 from . import elementwise
 
@@ -187,12 +188,16 @@ def _sqrt(grad, result):
 
 @derivative(elementwise.tanh, "TanhBackward0")
 def _tanh(grad, result):
-    return (grad * conj(1 - result * result),)
+    if result.dtype.is_complex:
+        return (grad * conj(1 - result * result),)
+    return (tanh_backward(grad, result),)
 
 
 @derivative(elementwise.sigmoid, "SigmoidBackward0")
 def _sigmoid(grad, result):
-    return (grad * conj(result * (1 - result)),)
+    if result.dtype.is_complex:
+        return (grad * conj(result * (1 - result)),)
+    return (sigmoid_backward(grad, result),)
 
 
 @derivative(elementwise.abs, "AbsBackward0")
