@@ -189,19 +189,20 @@ gelu_backward.impl("CPU")(
     backward_kernel("gelu_backward", "GeluBackwardKernelImpl", FLOATING, gelu_grad,
                     native_fn=gelu_grad_native))
 
-tanh_backward = structured(
-    "tanh_backward(Tensor grad_output, Tensor output) -> Tensor",
-    _backward_meta("tanh_backward"), method=False, function=False, inplace=False,
-    tags=_POINTWISE, doc="grad_output * (1 - output^2): tanh's gradient from its output.")
-tanh_backward.impl("CPU")(
-    backward_kernel("tanh_backward", "tanh_backward_cpu", FLOATING, tanh_grad))
+def _gradient_from_output(name, part, doc):
+    """PyTorch's `name(grad_output, output)`: a function's gradient computed from its
+    forward output (tanh, sigmoid), one CPU kernel `part`."""
+    op = structured(f"{name}(Tensor grad_output, Tensor output) -> Tensor",
+                    _backward_meta(name), method=False, function=False, inplace=False,
+                    tags=_POINTWISE, doc=doc)
+    op.impl("CPU")(backward_kernel(name, f"{name}_cpu", FLOATING, part))
+    return op
 
-sigmoid_backward = structured(
-    "sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor",
-    _backward_meta("sigmoid_backward"), method=False, function=False, inplace=False,
-    tags=_POINTWISE, doc="grad_output * (1 - output) * output: sigmoid's gradient.")
-sigmoid_backward.impl("CPU")(
-    backward_kernel("sigmoid_backward", "sigmoid_backward_cpu", FLOATING, sigmoid_grad))
+
+tanh_backward = _gradient_from_output(
+    "tanh_backward", tanh_grad, "grad_output * (1 - output^2): tanh's gradient from its output.")
+sigmoid_backward = _gradient_from_output(
+    "sigmoid_backward", sigmoid_grad, "grad_output * (1 - output) * output: sigmoid's gradient.")
 
 threshold_backward = structured(
     "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
