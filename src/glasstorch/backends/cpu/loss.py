@@ -273,8 +273,8 @@ def _raise_bad_target(t: np.ndarray, bad: np.ndarray) -> None:
 
 def _nll_native(outs, x: np.ndarray, target: Tensor, weight, reduction, ignore_index) -> bool:
     """nll_loss_forward by native/loss.c (the per-row terms and weights; NumPy's reduce sums
-    them, as below); False where it does not apply. 4x as fast as the NumPy path below on
-    nanoGPT's (256, 65) batch, which is a dozen small NumPy calls."""
+    them, as below); False where it does not apply. One C call where the NumPy path below
+    makes a dozen small NumPy calls (nanoGPT's (256, 65) batch: 49 -> 36 us a call)."""
     t = _nll_target(x, target)
     applies, w = (False, None) if t is None else _nll_weight(x, weight)
     fn = native.function("loss", "nll_forward_" + native.suffix(x), "nnppnpppp") \

@@ -361,8 +361,8 @@ def _special_power(x, exponent, d: dt.dtype):
 
 def _product_power_into(out: Tensor, self: Tensor, exponent, d: dt.dtype) -> bool:
     """x * x or x * x * x written straight into `out` (float32/float64 of the input's dtype):
-    the same products as _special_power without its temporaries and copy, 3x as fast on
-    minGPT's GELU input (135K elements). False where it does not apply: other exponents,
+    the same products as _special_power without its temporaries and copy (minGPT's GELU
+    input, 135K elements: x ** 3 56 -> 45 us). False where it does not apply: other exponents,
     bfloat16, another output dtype, or an output overlapping the input other than exactly
     (pow_)."""
     if exponent not in (2, 3) or d is dt.bfloat16:
