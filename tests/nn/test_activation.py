@@ -479,20 +479,47 @@ def test_tanh_and_sigmoid_double_backward(fn):
     assert gt.autograd.gradgradcheck(lambda t: getattr(t, fn)(), (x,))
 
 
-def test_threshold_backward_op_matches_torch():
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_threshold_backward_op_matches_torch(kernel_path, dtype):
     torch = oracle_torch()
     from glasstorch.ops.nn.activation import threshold_backward
-    x = np.array([[-1.0, 0.0, 0.5, np.nan], [2.0, -0.0, 1e-8, 3.0]], np.float32)
-    g = np.array([[1.0, 2.0, np.nan, 4.0], [5.0, np.nan, 7.0, 8.0]], np.float32)
-    for thr in (0, 0.5):
-        assert_same(threshold_backward(gt.from_numpy(g), gt.from_numpy(x), thr),
-                    torch.ops.aten.threshold_backward(torch.from_numpy(g), torch.from_numpy(x),
-                                                      thr))
+    x = np.array([[-1.0, 0.0, 0.5, np.nan, 0.1, -np.inf], [2.0, -0.0, 1e-8, 3.0, np.inf, 0.2]],
+                 dtype)
+    g = np.array([[1.0, 2.0, np.nan, 4.0, -0.0, 9.0], [5.0, np.nan, 7.0, 8.0, -3.0, np.inf]],
+                 dtype)
+    for thr in (0, 0.5, 0.1, -1):
+        got = threshold_backward(gt.from_numpy(g), gt.from_numpy(x), thr)
+        want = torch.ops.aten.threshold_backward(torch.from_numpy(g), torch.from_numpy(x), thr)
+        assert_same(got, want)
+        assert np.array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))
     # a gradient broadcast against its input (stride 0)
-    gb = gt.ones(4).expand(2, 4)
+    gb = gt.ones(6, dtype=getattr(gt, dtype)).expand(2, 6)
     assert_same(threshold_backward(gb, gt.from_numpy(x), 0),
-                torch.ops.aten.threshold_backward(torch.ones(4).expand(2, 4),
-                                                  torch.from_numpy(x), 0))
+                torch.ops.aten.threshold_backward(
+                    torch.ones(6, dtype=getattr(torch, dtype)).expand(2, 6),
+                    torch.from_numpy(x), 0))
+
+
+def test_threshold_backward_c_kernel_is_used_and_thread_independent(monkeypatch):
+    """ReLU's gradient goes through native/activation.c for dense float tensors (spied),
+    gives the NumPy path's values on 1 and 3 threads, and leaves other dtypes to NumPy."""
+    from glasstorch.backends.cpu import native
+    from glasstorch.ops.nn.activation import threshold_backward
+    from native_paths import spy_kernels, threaded_kernels
+    if native.function("activation", "threshold_backward_f32", "npppdi") is None:
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(3)
+    x, g = (gt.from_numpy(rng.standard_normal((37, 41)).astype(np.float32)) for _ in range(2))
+    monkeypatch.setattr(native, "ENABLED", False)
+    want = threshold_backward(g, x, 0.25).numpy()
+    calls = spy_kernels(monkeypatch, "activation")
+    with threaded_kernels(monkeypatch, 3):
+        assert np.array_equal(threshold_backward(g, x, 0.25).numpy(), want)
+    assert np.array_equal(threshold_backward(g, x, 0.25).numpy(), want)
+    assert calls == ["threshold_backward_f32"] * 2
+    threshold_backward(g.to(gt.float16), x.to(gt.float16), 0)
+    threshold_backward(g.to(gt.int32), x.to(gt.int32), 0)
+    assert calls == ["threshold_backward_f32"] * 2
 
 
 def test_gelu_and_relu_second_order_gradients_match_torch():

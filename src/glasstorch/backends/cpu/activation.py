@@ -232,6 +232,20 @@ def gelu_grad_native(g, x, out, approximate="none") -> bool:
     return True
 
 
+def threshold_grad_native(g, x, out, threshold) -> bool:
+    """ReLU's (threshold's) gradient by the C kernel, where g, x and out are dense
+    float32/float64 arrays and the threshold a number: one pass where the NumPy form makes
+    a mask first (the CNN step's 64x16x28x28: 438 -> ~150 us)."""
+    if threshold.__class__ not in (int, float) or not native.dense(g, x, out):
+        return False
+    fn = native.function("activation", "threshold_backward_" + native.suffix(x), "npppdi")
+    if fn is None:
+        return False
+    fn(x.size, native.pointer(g), native.pointer(x), native.pointer(out), threshold,
+       native.threads(x.size))
+    return True
+
+
 def _silu(x):
     return x / (1 + np.exp(-x))
 

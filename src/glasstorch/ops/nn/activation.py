@@ -34,7 +34,7 @@ from ...backends.cpu.activation import (_celu, _elu, _gelu, _hardshrink, _hardsi
     _hardswish, _hardtanh, _leaky_relu, _log_sigmoid, _mish, _relu, _silu, _softplus,
     _softshrink, _threshold, activation_kernel, backward_kernel, gelu_grad, gelu_grad_native,
     gelu_native, glu_cpu, native_dropout_into, prelu_kernel_cpu, rrelu_with_noise_into,
-    sigmoid_grad, tanh_grad, threshold_grad)
+    sigmoid_grad, tanh_grad, threshold_grad, threshold_grad_native)
 
 _POINTWISE = ("pointwise",)
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -210,7 +210,7 @@ threshold_backward = structured(
     tags=_POINTWISE, doc="grad_output where self > threshold, else 0: relu's gradient.")
 threshold_backward.impl("CPU")(
     backward_kernel("threshold_backward", "threshold_backward_cpu", _INTEGER_OR_FLOAT,
-                    threshold_grad, block=None))
+                    threshold_grad, block=None, native_fn=threshold_grad_native))
 
 leaky_relu_ = _inplace_wrapper(leaky_relu)
 elu_ = _inplace_wrapper(elu)

@@ -1,6 +1,7 @@
 /* GELU and its gradient: the NumPy formulas of activation.py (_gelu, gelu_grad,
-   _normal_cdf_float32), step for step, in one loop. No pointer is `restrict`: an in-place
-   call (gelu_) passes x as out; each element is read before it is written. */
+   _normal_cdf_float32), step for step, in one loop; and ReLU's gradient, threshold_backward.
+   No pointer is `restrict`: an in-place call (gelu_) passes x as out; each element is read
+   before it is written. */
 
 static const float SQRT_2_OVER_PI_F = (float)0.79788456080286535588;
 static const double SQRT_2_OVER_PI = 0.79788456080286535588;
@@ -112,3 +113,17 @@ UNARY_KERNEL(gelu_f32, float, gelu_block_f32)
 UNARY_KERNEL(gelu_f64, double, gelu_block_f64)
 BINARY_KERNEL(gelu_backward_f32, float, gelu_backward_block_f32)
 BINARY_KERNEL(gelu_backward_f64, double, gelu_backward_block_f64)
+
+/* threshold_backward (activation.py's threshold_grad): g where x > threshold, else +0; a
+   NaN x passes g on (PyTorch's x <= threshold ? 0 : g). */
+#define THRESHOLD_BACKWARD(T, SUF)                                                     \
+void threshold_backward_##SUF(int64_t n, const T* g, const T* x, T* out,               \
+                              double threshold, int nthreads)                          \
+{                                                                                      \
+    const T t = (T)threshold;                                                          \
+    _Pragma("omp parallel for simd num_threads(nthreads)")                             \
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] <= t ? (T)0 : g[i];                  \
+}
+
+THRESHOLD_BACKWARD(float, f32)
+THRESHOLD_BACKWARD(double, f64)
