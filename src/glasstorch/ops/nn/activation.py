@@ -189,6 +189,7 @@ gelu_backward.impl("CPU")(
     backward_kernel("gelu_backward", "GeluBackwardKernelImpl", FLOATING, gelu_grad,
                     native_fn=gelu_grad_native))
 
+
 def _gradient_from_output(name, part, doc):
     """PyTorch's `name(grad_output, output)`: a function's gradient computed from its
     forward output (tanh, sigmoid), one CPU kernel `part`."""
