@@ -655,3 +655,27 @@ def test_property_reductions_match_torch(case):
         check(lambda m: m.var(on(m), dims, keepdim=keepdim), dtype)
         check(lambda m: m.logsumexp(on(m), dims or tuple(range(len(shape))), keepdim), dtype)
         check(lambda m: m.norm(on(m), 2, dims, keepdim), dtype)
+
+
+@pytest.mark.parametrize("dims,keepdim", [([0], True), ([0], False), ((1, 0), False),
+                                          ((-3, -2), True), ([0, 1], False)])
+def test_leading_dims_sum_fast_path_matches_torch(dims, keepdim, kernel_path):
+    """sum over a float tensor's leading dims (a bias's gradient) takes a fast path in front
+    of the meta function; shapes, strides and values are PyTorch's, on both kernel paths,
+    and the general path's errors and other layouts are untouched."""
+    torch = oracle_torch()
+    x = np.random.default_rng(4).standard_normal((40, 3, 33)).astype(np.float32)
+    assert_same(gt.from_numpy(x).sum(dims, keepdim), torch.from_numpy(x).sum(dims, keepdim),
+                rtol=1e-5, atol=1e-5)
+    t = gt.from_numpy(x).transpose(0, 1)                  # not contiguous: the general path
+    assert_same(t.sum(dims, keepdim), torch.from_numpy(x).transpose(0, 1).sum(dims, keepdim),
+                rtol=1e-5, atol=1e-5)
+    with gt.inference_mode():
+        assert_same(gt.from_numpy(x).sum(dims, keepdim),
+                    torch.from_numpy(x).sum(dims, keepdim), rtol=1e-5, atol=1e-5)
+    for bad in ([0, 0], [3], [0, 1, 2, 5]):
+        with pytest.raises((IndexError, RuntimeError)) as ours:
+            gt.from_numpy(x).sum(bad)
+        with pytest.raises((IndexError, RuntimeError)) as theirs:
+            torch.from_numpy(x).sum(bad)
+        assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)

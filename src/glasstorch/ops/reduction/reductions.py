@@ -23,7 +23,7 @@ from ...backends.cpu import reduction as cpu
 from ...backends.cpu.parallel import GRAIN
 from ...core import dtype as dt
 from ...core.grad_state import state as grad_state
-from ...core.shape import Size, wrap_dim, wrap_dims
+from ...core.shape import Size, contiguous_strides, wrap_dim, wrap_dims
 from ...core.tensor import Tensor, new_cpu_tensor
 from ..registry import PLAIN_FLOATS, TensorSpec, export, functions, overload, spec, structured
 from ..autocast import FP32, autocast_policy
@@ -223,6 +223,33 @@ def _small_float_total(ufunc):
 
 
 sum_op.overload("default").fast_path(_small_float_total(np.add))
+
+
+def _leading_dims_sum(general):
+    """The fast path of sum(dim) over the leading dims of a contiguous float32/float64
+    tensor, no dtype (a bias's gradient: `OpDeclaration.fast_path`): the C column sums that
+    `sum_kernel` runs there (`reduction._native_sum`), straight into a fresh output,
+    without the meta function (minGPT's (704, 48) over dim 0: ~6 us of a ~13 us call)."""
+    def kernel(self, dim=None, keepdim=False, dtype=None):
+        if dtype is None and dim and self.__class__ is Tensor and self.dtype in PLAIN_FLOATS \
+                and not grad_state.inference:
+            shape = self._shape
+            nd, k = len(shape), len(dim)
+            if k < nd and all(d.__class__ is int and -nd <= d < nd for d in dim) and \
+                    sorted(d % nd for d in dim) == list(range(k)):
+                a = self._np if self._np is not None else self._array()
+                if a.size >= cpu._NATIVE_SUM_MIN and a.flags.c_contiguous:
+                    out_shape = (1,) * k + shape[k:] if keepdim else shape[k:]
+                    d = self.dtype
+                    out = new_cpu_tensor(out_shape, d, contiguous_strides(out_shape),
+                                         _prod(shape[k:]) * d.itemsize, True)
+                    if cpu._native_sum(a, tuple(range(k)), out._np) is not None:
+                        return out
+        return general(self, dim, keepdim, dtype)
+    return kernel
+
+
+sum_op.fast_path(_leading_dims_sum)
 prod.overload("default").fast_path(_small_float_total(np.multiply))
 
 
