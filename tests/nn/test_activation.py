@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import glasstorch as gt
 import glasstorch.nn.functional as GF
 from glasstorch.autograd import gradcheck, gradgradcheck
+from native_paths import needs_compiler
 from oracle import assert_same, oracle_torch, to_torch
 
 torch = oracle_torch()
@@ -463,6 +464,18 @@ def test_tanh_and_sigmoid_backward_ops_match_torch(name, dtype):
     assert_same(op(gg[0], gy), getattr(torch.ops.aten, name)(tg[0], ty), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("name", ["tanh_backward", "sigmoid_backward"])
+def test_tanh_and_sigmoid_backward_ops_gradcheck_on_strided_inputs(name):
+    """The backward ops' own derivatives, in float64, on transposed and stepped inputs."""
+    from glasstorch.ops.nn import activation
+    rng = np.random.default_rng(6)
+    g = gt.tensor(rng.standard_normal((5, 4))).t().requires_grad_()
+    y = gt.tensor(np.tanh(rng.standard_normal((4, 10))))[:, ::2].requires_grad_()
+    assert not g.is_contiguous() and not y.is_contiguous()
+    assert gradcheck(getattr(activation, name), (g, y))
+    assert gradgradcheck(getattr(activation, name), (g, y))
+
+
 @pytest.mark.parametrize("fn", ["tanh", "sigmoid"])
 def test_tanh_and_sigmoid_double_backward(fn):
     """Their gradients are the backward ops, which record their own derivatives (PyTorch's
@@ -500,14 +513,13 @@ def test_threshold_backward_op_matches_torch(kernel_path, dtype):
                     torch.from_numpy(x), 0))
 
 
+@needs_compiler
 def test_threshold_backward_c_kernel_is_used_and_thread_independent(monkeypatch):
     """ReLU's gradient goes through native/activation.c for dense float tensors (spied),
     gives the NumPy path's values on 1 and 3 threads, and leaves other dtypes to NumPy."""
     from glasstorch.backends.cpu import native
     from glasstorch.ops.nn.activation import threshold_backward
     from native_paths import spy_kernels, threaded_kernels
-    if native.function("activation", "threshold_backward_f32", "npppdi") is None:
-        pytest.skip("no C compiler")
     rng = np.random.default_rng(3)
     x, g = (gt.from_numpy(rng.standard_normal((37, 41)).astype(np.float32)) for _ in range(2))
     monkeypatch.setattr(native, "ENABLED", False)

@@ -8,6 +8,7 @@ import pytest
 
 import glasstorch as gt
 import glasstorch.nn.functional as GF
+from native_paths import needs_compiler, spy_kernels
 from oracle import assert_same, oracle_torch, to_torch
 
 rng = np.random.default_rng(2024)
@@ -514,17 +515,12 @@ def test_nll_batches_against_torch(kernel_path, dtype, weighted):
         assert_same(gg, gtt, rtol=tol, atol=tol)
 
 
+@needs_compiler
 def test_nll_native_kernel_runs_and_checks_targets(monkeypatch):
     """The C kernel takes nanoGPT's batch layout (spy on it), and both of its entry points
     reject a target out of range, in the forward and in a direct backward call, before
     writing anything."""
-    from glasstorch.backends.cpu import native
-    if native.function("loss", "nll_forward_f32", "nnppnpppp") is None:
-        pytest.skip("no C compiler")
-    names = []
-    real = native.function
-    monkeypatch.setattr(native, "function", lambda lib, name, sig: names.append(name) or
-                        real(lib, name, sig))
+    names = spy_kernels(monkeypatch, "loss")
     x = gt.tensor(rng.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
     GF.nll_loss(x, gt.tensor([0, 2, 1, 2])).backward()
     assert names == ["nll_forward_f32", "nll_backward_f32"]

@@ -76,10 +76,7 @@ def backward_kernel(name, kname, allowed, part, block=parallel.BLOCK, native_fn=
                      out=op if op.dtype == cd else None)
             _finish(op, r)
         with np.errstate(all="ignore"):
-            if o.size < parallel.GRAIN:
-                run(g, x, o)            # one call on the whole arrays (as chunked would)
-            else:
-                parallel.chunked(run, [g, x, o], block)
+            parallel.chunked(run, [g, x, o], block)
     kernel.__qualname__ = f"cpu_{name}"
     return kernel
 

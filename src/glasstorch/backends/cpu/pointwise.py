@@ -371,12 +371,12 @@ def _product_power_into(out: Tensor, self: Tensor, exponent, d: dt.dtype) -> boo
     if o.__class__ is not np.ndarray or o.dtype != x.dtype or o.dtype != d.np or \
             o.shape != x.shape:
         return False
-    if o is not x and np.may_share_memory(o, x) and not (
-            o.__array_interface__ == x.__array_interface__):
+    in_place = np.may_share_memory(o, x)
+    if in_place and o.__array_interface__ != x.__array_interface__:
         return False
     if exponent == 2:
         np.multiply(x, x, out=o)
-    elif o is x or np.may_share_memory(o, x):        # in place: x is overwritten
+    elif in_place:                                    # x is overwritten: square it apart
         np.multiply(x * x, x, out=o)
     else:
         np.multiply(x, x, out=o)

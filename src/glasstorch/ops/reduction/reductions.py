@@ -238,11 +238,12 @@ def _leading_dims_sum(general):
             if k < nd and all(d.__class__ is int and -nd <= d < nd for d in dim) and \
                     sorted(d % nd for d in dim) == list(range(k)):
                 a = self._np if self._np is not None else self._array()
-                if a.size >= cpu._NATIVE_SUM_MIN and a.flags.c_contiguous:
+                cols = _prod(shape[k:])
+                if a.size >= cpu._NATIVE_SUM_MIN and cols > 1 and a.flags.c_contiguous:
                     out_shape = (1,) * k + shape[k:] if keepdim else shape[k:]
                     d = self.dtype
                     out = new_cpu_tensor(out_shape, d, contiguous_strides(out_shape),
-                                         _prod(shape[k:]) * d.itemsize, True)
+                                         cols * d.itemsize, True)
                     if cpu._native_sum(a, tuple(range(k)), out._np) is not None:
                         return out
         return general(self, dim, keepdim, dtype)
