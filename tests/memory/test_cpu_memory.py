@@ -106,3 +106,66 @@ def test_empty_cache_lets_the_recycled_blocks_go(quiet_gc):
     assert cpu_allocator._recycled_bytes >= 64
     gt.memory.empty_cache("cpu")
     assert cpu_allocator._recycled_bytes == 0 and not cpu_allocator._recycled
+
+
+@pytest.fixture
+def small_large_blocks(monkeypatch):
+    """Blocks from 1 MiB count as large (glibc would map them afresh), kept up to 5 MiB."""
+    from glasstorch.memory import cpu_allocator as module
+    monkeypatch.setattr(module, "RECYCLE_LARGE_FROM", 1 << 20)
+    monkeypatch.setattr(module, "RECYCLE_LARGE_MAX_BYTES", 5 << 20)
+    module.cpu_allocator.empty_recycled()
+    yield module.cpu_allocator
+    module.cpu_allocator.empty_recycled()
+
+
+def test_a_freed_large_block_is_reused_by_the_next_allocation_of_its_size(
+        quiet_gc, small_large_blocks):
+    base = gt.memory.memory_allocated("cpu")
+    t = gt.empty(1 << 19)                           # 2 MiB
+    address = t.data_ptr()
+    del t
+    assert gt.memory.memory_allocated("cpu") == base
+    assert gt.empty(1 << 18).data_ptr() != address  # another size does not take it
+    u = gt.full((1 << 19,), 3.0)
+    assert u.data_ptr() == address and u.data_ptr() % 64 == 0
+    assert gt.memory.memory_allocated("cpu") - base == 2 << 20
+    np.testing.assert_array_equal(u.numpy(), 3.0)
+
+
+def test_a_large_block_something_still_reads_is_not_kept(quiet_gc, small_large_blocks):
+    t = gt.arange(1 << 19, dtype=gt.float32)
+    kept = t._array()[5:]
+    address = t.data_ptr()
+    del t
+    u = gt.full((1 << 19,), -1.0)
+    assert u.data_ptr() != address
+    np.testing.assert_array_equal(kept[:3], [5.0, 6.0, 7.0])
+
+
+def test_kept_large_blocks_are_bounded_and_the_oldest_go_first(quiet_gc, small_large_blocks):
+    blocks = [gt.empty(1 << 19) for _ in range(3)]           # 2 MiB each, 5 MiB kept at most
+    addresses = [b.data_ptr() for b in blocks]
+    while blocks:
+        del blocks[0]                                        # freed first to last
+    assert small_large_blocks._large_bytes == 4 << 20
+    again = [gt.empty(1 << 19) for _ in range(2)]
+    assert {t.data_ptr() for t in again} == set(addresses[1:])
+
+
+def test_empty_cache_and_a_failed_allocation_let_the_large_blocks_go(quiet_gc,
+                                                                   small_large_blocks):
+    gt.empty(1 << 19)                             # made and freed at once
+    assert small_large_blocks._large_bytes == 2 << 20
+    gt.memory.empty_cache("cpu")
+    assert small_large_blocks._large_bytes == 0 and not small_large_blocks._large
+
+    def no_memory(*args):
+        raise MemoryError
+    gt.empty(1 << 19)                             # made and freed at once
+    buf = small_large_blocks.allocate(3 << 20, _empty=no_memory)   # retried once emptied
+    assert buf.nbytes == 3 << 20 and not small_large_blocks._large
+    small_large_blocks.free(3 << 20, buf)
+    small_large_blocks.empty_recycled()
+    with pytest.raises(gt.OutOfMemoryError, match="not enough memory"):
+        small_large_blocks.allocate(3 << 20, _empty=no_memory)
