@@ -6,9 +6,10 @@ That operator has no derivative of its own; under create_graph the backward inst
 the layer again in per-step ops and differentiates that, so that the gradient is itself
 differentiable, as PyTorch's CPU LSTM's is.
 
-The fused cells (PyTorch's CUDA cells, run here on the CPU too) take their kernel's backward,
-or, under create_graph, a formula in ops over recomputed activations, so cells keep their
-higher derivatives as PyTorch's do.
+The fused cells (PyTorch's CUDA cells, run here on the CPU too, and glasstorch's Elman cell)
+take their kernel's backward, or, under create_graph, a formula in ops (over recomputed
+activations; the Elman cell's over its saved output), so cells keep their higher
+derivatives as PyTorch's do.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ...core.grad_state import state as _grad_state
 from ..creation.factories import zeros_like
 from ..derivative import derivative, derivative_not_implemented
 from ..shape.joining import cat
+from .activation import tanh_backward, threshold_backward
 from . import recurrent
 from .recurrent import LSTM
 
@@ -164,5 +166,24 @@ def _fused_gru_cell(grads, input_gates, hidden_gates, hx, input_bias, hidden_bia
             d_hidden.sum(0) if hidden_bias is not None else None)
 
 
+@derivative(recurrent._fused_rnn_cell, "FusedRnnCellBackward0")
+def _fused_rnn_cell(grad, input, hx, w_ih, w_hh, b_ih, b_hh, relu, result, grad_input_mask):
+    want_bias = grad_input_mask[4] or grad_input_mask[5]
+    if not _grad_state.enabled:
+        d = recurrent._fused_rnn_cell_backward.functional(
+            grad, input, hx, w_ih, w_hh, result, relu, list(grad_input_mask[:4]) + [want_bias])
+        return d[:4] + (d[4] if grad_input_mask[4] else None,
+                        d[4] if grad_input_mask[5] else None)
+    # differentiable: the same chain rule in ops (the saved output carries the graph back)
+    d_pre = threshold_backward(grad, result, 0) if relu else tanh_backward(grad, result)
+    d_bias = d_pre.sum(0) if want_bias else None
+    return (d_pre.mm(w_ih) if grad_input_mask[0] else None,
+            d_pre.mm(w_hh) if grad_input_mask[1] else None,
+            d_pre.t().mm(input) if grad_input_mask[2] else None,
+            d_pre.t().mm(hx) if grad_input_mask[3] else None,
+            d_bias if grad_input_mask[4] else None, d_bias if grad_input_mask[5] else None)
+
+
 derivative_not_implemented(recurrent._thnn_fused_lstm_cell_backward_impl,
-                           recurrent._thnn_fused_gru_cell_backward)
+                           recurrent._thnn_fused_gru_cell_backward,
+                           recurrent._fused_rnn_cell_backward)
