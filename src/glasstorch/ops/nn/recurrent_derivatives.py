@@ -7,13 +7,14 @@ the layer again in per-step ops and differentiates that, so that the gradient is
 differentiable, as PyTorch's CPU LSTM's is.
 
 The fused cells (PyTorch's CUDA cells, run here on the CPU too, and glasstorch's Elman cell)
-take their kernel's backward, or, under create_graph, a formula in ops (over recomputed
-activations; the Elman cell's over its saved output), so cells keep their higher
-derivatives as PyTorch's do.
+take their kernel's backward, or, under create_graph or a dispatch mode (forward AD's
+tangents), a formula in ops (over recomputed activations; the Elman cell's over its saved
+output), so cells keep their higher derivatives as PyTorch's do.
 """
 from __future__ import annotations
 
 from ...core.grad_state import state as _grad_state
+from ...dispatch.modes import _len_torch_dispatch_stack
 from ..creation.factories import zeros_like
 from ..derivative import derivative, derivative_not_implemented
 from ..shape.joining import cat
@@ -103,6 +104,13 @@ derivative_not_implemented(recurrent.mkldnn_rnn_layer_backward,
 
 # ---- the fused cells: the kernel's backward, or (create_graph) a formula in ops -------------
 
+def _kernel_backward() -> bool:
+    """Whether a fused cell's gradient may come from its backward kernel, which has no
+    derivative: not under create_graph, and no dispatch mode on the thread (a forward-AD
+    level is one: jacfwd over jacrev, a hessian, sends tangents through the backward)."""
+    return not _grad_state.enabled and not _len_torch_dispatch_stack()
+
+
 def _lstm_gates(input_gates, hidden_gates, input_bias, hidden_bias):
     gates = input_gates + hidden_gates
     if input_bias is not None:
@@ -118,7 +126,7 @@ def _fused_lstm_cell(grads, input_gates, hidden_gates, cx, input_bias, hidden_bi
                      result2):
     g_hy, g_cy, _ = _outputs(grads)
     has_bias = input_bias is not None
-    if not _grad_state.enabled:
+    if _kernel_backward():
         d_gates, d_cx, d_bias = recurrent._thnn_fused_lstm_cell_backward_impl.functional(
             g_hy, g_cy, cx, result1, result2, has_bias)
         return d_gates, d_gates, d_cx, d_bias, (d_bias if hidden_bias is not None else None)
@@ -144,7 +152,7 @@ def _fused_gru_cell(grads, input_gates, hidden_gates, hx, input_bias, hidden_bia
     if g_hy is None:
         return (None,) * 5
     has_bias = input_bias is not None
-    if not _grad_state.enabled:
+    if _kernel_backward():
         d = recurrent._thnn_fused_gru_cell_backward.functional(g_hy, result1, has_bias)
         return d[0], d[1], d[2], d[3], (d[4] if hidden_bias is not None else None)
     ir, iz, i_n = input_gates.chunk(3, 1)
@@ -169,7 +177,7 @@ def _fused_gru_cell(grads, input_gates, hidden_gates, hx, input_bias, hidden_bia
 @derivative(recurrent._fused_rnn_cell, "FusedRnnCellBackward0")
 def _fused_rnn_cell(grad, input, hx, w_ih, w_hh, b_ih, b_hh, relu, result, grad_input_mask):
     want_bias = grad_input_mask[4] or grad_input_mask[5]
-    if not _grad_state.enabled:
+    if _kernel_backward():
         d = recurrent._fused_rnn_cell_backward.functional(
             grad, input, hx, w_ih, w_hh, result, relu, list(grad_input_mask[:4]) + [want_bias])
         return d[:4] + (d[4] if grad_input_mask[4] else None,
