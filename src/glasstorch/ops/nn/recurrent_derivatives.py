@@ -102,7 +102,7 @@ derivative_not_implemented(recurrent.mkldnn_rnn_layer_backward,
                            recurrent._lstm_proj_layer_backward)
 
 
-# ---- the fused cells: the kernel's backward, or (create_graph) a formula in ops -------------
+# ---- the fused cells: the kernel's backward, or (create_graph, modes) a formula in ops ------
 
 def _kernel_backward() -> bool:
     """Whether a fused cell's gradient may come from its backward kernel, which has no
