@@ -1,6 +1,7 @@
 """The backward engine's shortcuts for the common case (issue 22) give what the general path
 gives, and step aside whenever a mode, a trace, autocast or a registered kernel must see
 the calls."""
+import numpy as np
 import pytest
 
 import glasstorch as gt
@@ -103,3 +104,93 @@ def test_grad_mode_is_restored_when_a_node_fails():
     with pytest.raises(ZeroDivisionError):
         y.sum().backward()
     assert gt.is_grad_enabled()
+
+
+def _fan_out(lib, dtype, values):
+    """x feeding three nodes: its AccumulateGrad buffer sums three gradients."""
+    x = lib.tensor(values, dtype=getattr(lib, dtype), requires_grad=True)
+    return x, ((x * 2).sin() + (x * 3).cos() + (x * 5).tanh()).sum()
+
+
+class _Spy:
+    """Stands for the engine's `parallel` module: records its in-place sums."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def ufunc(self, fn, args, out, **kwargs):
+        self.calls += 1
+        fn(*args, out=out, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_buffered_gradients_are_summed_in_place_as_torch(dtype, monkeypatch):
+    spy = _Spy()
+    monkeypatch.setattr(engine, "parallel", spy)
+    values = [[0.5, -1.0, 2.0], [0.25, 3.0, -0.75]]
+    x, y = _fan_out(gt, dtype, values)
+    y.backward()
+    assert spy.calls == 2                  # the second and third gradient into the first
+    tx, ty = _fan_out(torch, dtype, values)
+    ty.backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6, atol=1e-7)
+    x, y = _fan_out(gt, dtype, values)     # create_graph: sums that record their own graph
+    (g,) = gt.autograd.grad(y, x, create_graph=True)
+    assert spy.calls == 2 and g.requires_grad
+    tx, ty = _fan_out(torch, dtype, values)
+    (tg,) = torch.autograd.grad(ty, tx, create_graph=True)
+    gt.autograd.backward(g.sum())
+    tg.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_gradient_someone_else_holds_is_not_summed_into(monkeypatch):
+    spy = _Spy()
+    monkeypatch.setattr(engine, "parallel", spy)
+    x = gt.tensor([1.0, 2.0], dtype=gt.float64, requires_grad=True)
+    parts = [(x * 2).sin(), (x * 3).cos(), (x * 5).tanh()]
+    kept = []
+    for part in parts:             # each product's node: its output is x's buffered gradient
+        part.grad_fn.next_functions[0][0].register_hook(
+            lambda grad_inputs, grad_outputs: kept.append(
+                (grad_inputs[0], grad_inputs[0].tolist())))
+    (parts[0] + parts[1] + parts[2]).sum().backward()
+    assert spy.calls == 1 and len(kept) == 3    # only into the engine's own first sum
+    for held, values in kept:
+        assert held.tolist() == values
+    expected = np.sum([held.numpy() for held, _ in kept], axis=0)
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-15)
+
+
+def test_a_mode_sees_the_buffer_sums_as_torch_does():
+    """Under a Python dispatch mode PyTorch's buffer sums are out of place (add.Tensor)."""
+    x, y = _fan_out(gt, "float64", [1.0, 2.0])
+    with op_log() as log:
+        y.backward()
+    tx, ty = _fan_out(torch, "float64", [1.0, 2.0])
+    with op_log(torch) as tlog:
+        ty.backward()
+    assert log.seen.count("aten.add.Tensor") == tlog.seen.count("aten.add.Tensor") == 2
+    assert "aten.add_.Tensor" not in log.seen + tlog.seen
+
+
+@pytest.mark.filterwarnings("ignore:Overriding a previously registered kernel")
+def test_a_registered_add_kernel_is_called_for_the_buffer_sums(monkeypatch):
+    spy = _Spy()
+    monkeypatch.setattr(engine, "parallel", spy)
+    calls = []
+
+    def add(self, other, alpha=1):
+        calls.append(tuple(self.shape))
+        return gt.from_numpy(self.detach().numpy() + alpha * other.detach().numpy())
+    x, y = _fan_out(gt, "float64", [1.0, 2.0])
+    lib = gt.library.Library("aten", "IMPL")
+    lib.impl("add.Tensor", add, "CPU")
+    try:
+        y.backward()
+        assert spy.calls == 0 and calls == [(2,), (2,)]
+    finally:
+        lib._destroy()
+    x, y = _fan_out(gt, "float64", [1.0, 2.0])
+    y.backward()
+    assert spy.calls == 2

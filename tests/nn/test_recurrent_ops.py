@@ -253,7 +253,8 @@ def test_meta_shapes():
     assert "MkldnnRnnLayerBackward0" in nodes(out)
     (out.sum() + h.sum()).backward()
     assert x.grad.shape == x.shape and x.grad.device.type == "meta"
-    for cell in (gnn.LSTMCell(3, 4, device="meta"), gnn.GRUCell(3, 4, device="meta")):
+    for cell in (gnn.LSTMCell(3, 4, device="meta"), gnn.GRUCell(3, 4, device="meta"),
+                 gnn.RNNCell(3, 4, device="meta")):
         x = gt.empty(2, 3, device="meta", requires_grad=True)
         out = cell(x)
         (out[0] if isinstance(out, tuple) else out).sum().backward()
@@ -278,11 +279,14 @@ def test_step_by_step_path_agrees(kind, extra, monkeypatch):
 
 
 @pytest.mark.parametrize("name,gates,node", [("lstm_cell", 4, "ThnnFusedLstmCellBackward0"),
-                                             ("gru_cell", 3, "ThnnFusedGruCellBackward0")])
+                                             ("gru_cell", 3, "ThnnFusedGruCellBackward0"),
+                                             ("rnn_tanh_cell", 1, "FusedRnnCellBackward0"),
+                                             ("rnn_relu_cell", 1, "FusedRnnCellBackward0")])
 @pytest.mark.parametrize("bias", [True, False])
 def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel_path):
-    """LSTM and GRU cells run one fused op (PyTorch's CUDA cells); their second derivative
-    comes from a formula in ops, as PyTorch's _thnn_differentiable_*_backward."""
+    """LSTM and GRU cells run one fused op (PyTorch's CUDA cells), Elman cells glasstorch's
+    _fused_rnn_cell; their second derivative comes from a formula in ops, as PyTorch's
+    _thnn_differentiable_*_backward."""
     rng = np.random.default_rng(3)
 
     def leaf(*shape):
@@ -301,6 +305,125 @@ def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel
     assert gt.autograd.gradgradcheck(step, inputs)
     out = step(*inputs)
     assert (out[0] if states == 2 else out).grad_fn.name() == node
+
+
+ELMAN_BIASES = {"both": (True, True), "none": (False, False), "b_ih": (True, False),
+                "b_hh": (False, True)}
+
+
+@pytest.mark.parametrize("name", ["rnn_tanh_cell", "rnn_relu_cell"])
+@pytest.mark.parametrize("biases", sorted(ELMAN_BIASES))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("wanted", ["all", "weights"])
+def test_elman_cells_match_torch(name, biases, dtype, wanted):
+    """One _fused_rnn_cell op and one node, with torch's values and gradients for any of
+    the biases given, and for a step whose input and state need no gradient (the first
+    cell of a stack)."""
+    rng = np.random.default_rng(8)
+    has_ih, has_hh = ELMAN_BIASES[biases]
+    t_dtype = getattr(torch, dtype)
+    shapes = [(5, 3), (5, 4), (4, 3), (4, 4), (4,), (4,)]
+    t_args = [torch.tensor(rng.standard_normal(s), dtype=t_dtype) for s in shapes]
+    for i, t in enumerate(t_args):
+        t.requires_grad_(wanted == "all" or i >= 2)
+    t_args[4:] = [t if keep else None for t, keep in zip(t_args[4:], (has_ih, has_hh))]
+    g_args = [None if t is None else g(t, t.requires_grad) for t in t_args]
+    t_out, g_out = getattr(torch, name)(*t_args), getattr(gt, name)(*g_args)
+    assert g_out.grad_fn.name() == "FusedRnnCellBackward0"
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-13}
+    assert_same(g_out, t_out, **tol)
+    weight = rng.standard_normal((5, 4))
+    (t_out * torch.tensor(weight, dtype=t_dtype)).sum().backward()
+    (g_out * g(torch.tensor(weight, dtype=t_dtype))).sum().backward()
+    for t, ours in zip(t_args, g_args):
+        if t is not None and t.requires_grad:
+            assert_same(ours.grad, t.grad, **tol)
+        elif ours is not None:
+            assert ours.grad is None
+
+
+def test_elman_backward_computes_only_wanted_gradients(monkeypatch):
+    seen, wanted = [], []
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+    backward = R.kernels.rnn_cell_backward
+
+    def spy(grad, x, h, w_ih, w_hh, out, relu, grads):
+        wanted.append([g is not None for g in grads])
+        backward(grad, x, h, w_ih, w_hh, out, relu, grads)
+    monkeypatch.setattr(R.kernels, "rnn_cell_backward", spy)
+    x, h = gt.randn(5, 3), gt.randn(5, 4)
+    cell = gnn.RNNCell(3, 4)
+    with Ops():
+        out = cell(x, h)
+    assert [name for name in seen if "rnn" in name] == ["aten._fused_rnn_cell.default"]
+    out.sum().backward()
+    assert wanted == [[False, False, True, True, True]]
+    assert x.grad is None and cell.bias_ih.grad is not None
+    assert_same(cell.bias_ih.grad, cell.bias_hh.grad)
+
+
+@pytest.mark.parametrize("name", ["rnn_tanh_cell", "lstm_cell", "gru_cell"])
+def test_fused_cells_forward_over_reverse_matches_torch(name):
+    """A hessian (jacfwd over jacrev) sends tangents through the cells' backward: it takes
+    the formula in ops there, whose ops have jvps (the kernels have none)."""
+    rng = np.random.default_rng(9)
+    gates = {"rnn_tanh_cell": 1, "lstm_cell": 4, "gru_cell": 3}[name]
+    values = [rng.standard_normal(s) for s in ((5, 3), (5, 4), (4 * gates, 3), (4 * gates, 4),
+                                               (4 * gates,), (4 * gates,))]
+
+    def hessian(lib):
+        x, h, *weights = [lib.tensor(v) for v in values]
+        state = [h, h] if name == "lstm_cell" else h
+
+        def f(v):
+            out = getattr(lib, name)(v, state, *weights)
+            return (out[0] if name == "lstm_cell" else out).sum()
+        return lib.func.hessian(f)(x)
+    assert_same(hessian(gt), hessian(torch), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("nonlinearity", ["tanh", "relu"])
+def test_elman_composite_path_agrees(nonlinearity, monkeypatch):
+    """The per-op path (CUDA tensors, other dtypes, autocast) against the fused op, and
+    other dtypes taking it."""
+    cell = gnn.RNNCell(3, 4, nonlinearity=nonlinearity, dtype=gt.float64)
+    x = gt.randn(5, 3, dtype=gt.float64, requires_grad=True)
+    h = gt.randn(5, 4, dtype=gt.float64, requires_grad=True)
+    fused = cell(x, h)
+    fused_grads = gt.autograd.grad(fused.sum(), [x, h, *cell.parameters()])
+    monkeypatch.setattr(R, "_elman_fused", lambda *args: False)
+    slow = cell(x, h)
+    assert slow.grad_fn.name() != "FusedRnnCellBackward0"
+    assert_same(fused, slow, rtol=1e-12, atol=1e-13)
+    for a, b in zip(fused_grads, gt.autograd.grad(slow.sum(), [x, h, *cell.parameters()])):
+        assert_same(a, b, rtol=1e-12, atol=1e-13)
+    monkeypatch.undo()
+    half = gnn.RNNCell(3, 4, nonlinearity=nonlinearity, dtype=gt.bfloat16)
+    out = half(gt.randn(5, 3, dtype=gt.bfloat16))
+    assert out.dtype == gt.bfloat16 and out.grad_fn.name() != "FusedRnnCellBackward0"
+
+
+def test_elman_size_errors_match_torch():
+    def same_error(make):
+        with pytest.raises(Exception) as et:
+            torch.rnn_tanh_cell(*make(torch))
+        with pytest.raises(Exception) as eg:
+            gt.rnn_tanh_cell(*make(gt))
+        assert type(eg.value) is type(et.value)
+        assert str(eg.value) == str(et.value)
+    for x, h, w_ih, w_hh in [((2, 5), (2, 4), (4, 3), (4, 4)), ((2, 3), (3, 4), (4, 3), (4, 4)),
+                             ((2, 3), (2, 5), (4, 3), (4, 4)), ((3,), (4,), (4, 3), (4, 4)),
+                             ((2, 3), (4,), (4, 3), (4, 4)), ((2, 3), (2, 4), (4, 3), (5, 4)),
+                             ((2, 3), (2, 4), (5, 3), (4, 4)), ((2, 3), (2, 4), (4, 3), (4, 5))]:
+        same_error(lambda lib: [lib.zeros(s) for s in (x, h, w_ih, w_hh)])
+    same_error(lambda lib: [lib.zeros(s) for s in ((2, 3), (2, 4), (4, 3), (4, 4), (5,))])
+    t_args = [torch.randn(s, dtype=torch.float64) for s in ((2, 3), (2, 4), (4, 3), (4, 4), (1,))]
+    assert_same(gt.rnn_tanh_cell(*[g(t) for t in t_args]), torch.rnn_tanh_cell(*t_args),
+                rtol=1e-12, atol=1e-13)     # a bias that broadcasts
 
 
 def test_state_of_another_dtype_is_refused_by_name():

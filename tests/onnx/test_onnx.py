@@ -98,6 +98,8 @@ LAYERS = {
     "rnn_tanh_no_bias": (lambda: Recurrent(nn.RNN(3, 4, bias=False, batch_first=True)), (5, 3)),
     "lstm_cell": (lambda: Recurrent(nn.LSTMCell(3, 4)), (3,)),
     "gru_cell": (lambda: nn.GRUCell(3, 4), (3,)),
+    "rnn_cell": (lambda: nn.RNNCell(3, 4), (3,)),
+    "rnn_relu_cell_no_bias": (lambda: nn.RNNCell(3, 4, bias=False, nonlinearity="relu"), (3,)),
 }
 
 

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import threading
 from sys import getrefcount
 
+import numpy as np
+
 from .. import overrides
+from ..backends.cpu import parallel
+from ..core import dtype as dt
 from ..core.grad_state import state as _grad_state
+from ..core.shape import is_non_overlapping_and_dense
 from ..core.tensor import Tensor, contiguous_format
 from ..dispatch import dispatcher
 from ..dispatch.dispatcher import PLAIN_CPU_KEYSET, _tracers
-from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, threads_off_default
+from ..dispatch.keys import (AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, TENSOR_KEYSETS,
+                             threads_off_default)
 from ..ops.copying.copies import fill_
 from ..ops.creation.factories import ones_like, ones_like_op
+from ..ops.pointwise.elementwise import add
 from ..profiler import _recorder
 from . import grad_mode
 from .anomaly_mode import check_nan, report_failure, state as _anomaly
@@ -33,19 +41,34 @@ _ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 
 
 _PLAIN_CPU_GRAD = PLAIN_CPU_KEYSET | AUTOGRAD_KEY_OF_DEVICE["cpu"]
-_own_kernels = [-1, False]   # [dispatcher.generation, ones_like runs only glasstorch's kernels]
+_own_kernels: dict = {}   # what -> (dispatcher.generation, only glasstorch's kernels run)
+
+
+def _only_own_kernels(what: str, operators) -> bool:
+    """Whether every kernel `operators` may reach is glasstorch's own, rechecked after any
+    registration: a torch.library kernel must still be called."""
+    known = _own_kernels.get(what)
+    if known is None or known[0] != dispatcher.generation:
+        own = all(k is None or getattr(k, "__module__", "").startswith("glasstorch.")
+                  or getattr(getattr(k, "func", None), "__module__", "")
+                  .startswith("glasstorch.") for op in operators for k in op.table)
+        known = _own_kernels[what] = (dispatcher.generation, own)
+    return known[1]
 
 
 def _ones_like_is_builtin() -> bool:
-    """Whether every kernel `ones_like` (and the fill it runs) may reach is glasstorch's own,
-    rechecked after any registration: a torch.library kernel must still be called."""
-    if _own_kernels[0] != dispatcher.generation:
-        tables = ones_like_op.table + fill_.functional.table
-        _own_kernels[1] = all(k is None or getattr(k, "__module__", "").startswith("glasstorch.")
-                              or getattr(getattr(k, "func", None), "__module__", "")
-                              .startswith("glasstorch.") for k in tables)
-        _own_kernels[0] = dispatcher.generation
-    return _own_kernels[1]
+    return _only_own_kernels("ones_like", (ones_like_op, fill_.functional))
+
+
+def _add_is_builtin() -> bool:
+    return _only_own_kernels("add", (add.functional, add.inplace))
+
+
+def _plain_thread() -> bool:
+    """Whether this thread's dispatch is in its default state with nothing watching it (no
+    mode, trace or profile): there a call to glasstorch's own kernels may be made directly."""
+    return (not threads_off_default[0] and not _tracers and not overrides.anywhere.modes
+            and not _recorder.collectors)
 
 
 def implicit_gradient(t: Tensor) -> Tensor:
@@ -64,6 +87,51 @@ def implicit_gradient(t: Tensor) -> Tensor:
 
 def _add(a, b):
     return b if a is None else (a if b is None else a + b)
+
+
+_IN_PLACE_DTYPES = (dt.float32, dt.float64)
+_META_KEYSET = TENSOR_KEYSETS["meta"]
+# References to a buffered gradient nobody else holds, when `_accumulated` asks: the
+# buffer's, run_backward's `old`, `_accumulated`'s and `_engine_only`'s parameters, and
+# getrefcount's argument.
+_BUFFER_REFS = 5
+_DENSE_NUMEL: dict = {}
+
+
+def _dense_numel(shape: tuple, stride: tuple) -> int:
+    """The element count of a non-overlapping and dense layout, -1 for another (remembered
+    per layout: a backward sums gradients of a few layouts many times)."""
+    n = _DENSE_NUMEL.get((shape, stride))
+    if n is None:
+        n = math.prod(shape) if is_non_overlapping_and_dense(shape, stride) else -1
+        if len(_DENSE_NUMEL) < 4096:
+            _DENSE_NUMEL[(shape, stride)] = n
+    return n
+
+
+def _accumulated(old: Tensor, new: Tensor, create_graph: bool) -> Tensor:
+    """old + new for a node's input buffer: added into old's memory when only the buffer
+    holds old and its memory (PyTorch's InputBuffer::accumulate), else a new sum. In place
+    for dense float tensors of one dtype and shape outside create_graph: on the CPU, in
+    float32/float64 on a thread nothing watches where `+` would run glasstorch's own add
+    kernel (the same IEEE sums, split across threads as its, without an output to allocate
+    or an op to dispatch); on meta, by add_, so that memory planning sees the CPU's
+    allocations."""
+    keyset = old._keyset
+    if (not create_graph and (keyset == PLAIN_CPU_KEYSET or keyset == _META_KEYSET)
+            and new._keyset == keyset and old.__class__ is Tensor and new.__class__ is Tensor
+            and old.dtype is new.dtype and old.dtype in _IN_PLACE_DTYPES
+            and old._shape == new._shape and old._offset == 0
+            and old._storage._nbytes == _dense_numel(old._shape, old._stride)
+            * old.dtype.itemsize
+            and _engine_only(old, _BUFFER_REFS)):
+        if keyset == _META_KEYSET:
+            return old.add_(new)
+        if _plain_thread() and _add_is_builtin():
+            a = old._array()
+            parallel.ufunc(np.add, (a, new._array()), a)
+            return old
+    return old + new
 
 
 def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
@@ -97,34 +165,42 @@ def _accumulate_into(var: Tensor, grad: Tensor, create_graph: bool) -> None:
             var._grad.add_(grad.detach() if grad._requires_grad else grad)
 
 
-# References to a gradient nobody else holds, when `_owned` counts them: the engine's
-# local, `_accumulate`'s and `_owned`'s parameters, and getrefcount's argument.
-_ENGINE_REFS = 4
+# References to a gradient nobody else holds, when `_owned` asks: the engine's local,
+# `_accumulate`'s, `_owned`'s and `_engine_only`'s parameters, and getrefcount's argument.
+_ENGINE_REFS = 5
+
+
+def _engine_only(grad: Tensor, refs: int) -> bool:
+    """Whether nothing but the engine's `refs` references (see the callers) holds `grad`
+    or its memory; a view of temporaries nobody else holds (a transposed product, a
+    reshaped sum) counts as held by the engine alone."""
+    if getrefcount(grad) > refs:
+        return False
+    root = grad._base
+    if root is None:
+        return getrefcount(grad._storage) <= 2
+    views, t = 1, grad                # the views from root to grad, each held by the next
+    while t._view_meta is not None and t._view_meta[0] is not root:
+        t = t._view_meta[0]
+        if getrefcount(t) > 3:        # the next view's record, `t`, getrefcount's argument
+            return False
+        views += 1
+    # root: each view's _base, the first view's record, `root`, getrefcount's argument
+    return getrefcount(root) <= views + 3 and getrefcount(grad._storage) <= views + 2
 
 
 def _owned(grad: Tensor, var: Tensor):
     """`grad` as var's new .grad without a copy, or None (PyTorch's AccumulateGrad steals a
     gradient only the engine references): it must have var's dtype and layout, fill its
-    whole storage, and nothing else may hold it. A gradient that is a view of temporaries
-    nobody else holds (a transposed product, a reshaped sum) is taken as a plain alias."""
+    whole storage, and nothing else may hold it (a view is taken as a plain alias)."""
     if not (grad.__class__ is Tensor and not grad._requires_grad and grad.dtype is var.dtype
             and grad._stride == var._stride and grad._shape == var._shape
             and grad._offset == 0
             and grad._storage._nbytes == grad.numel() * grad.dtype.itemsize
-            and getrefcount(grad) <= _ENGINE_REFS):
+            and _engine_only(grad, _ENGINE_REFS)):
         return None
-    root = grad._base
-    if root is None:
-        return grad if getrefcount(grad._storage) <= 2 else None
-    views, t = 1, grad                # the views from root to grad, each held by the next
-    while t._view_meta is not None and t._view_meta[0] is not root:
-        t = t._view_meta[0]
-        if getrefcount(t) > 3:        # the next view's record, `t`, getrefcount's argument
-            return None
-        views += 1
-    # root: each view's _base, the first view's record, `root`, getrefcount's argument
-    if getrefcount(root) > views + 3 or getrefcount(grad._storage) > views + 2:
-        return None
+    if grad._base is None:
+        return grad
     owned = Tensor._make(grad._storage, 0, grad._shape, grad._stride, grad.dtype)
     owned._keyset |= grad._keyset & MATH_BITS        # a conj() view stays one (as PyTorch's)
     return owned
@@ -245,7 +321,9 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                     if nb is None:
                         buffers[nxt] = {nr: g}
                     else:
-                        nb[nr] = _add(nb.get(nr), g)
+                        old = nb.get(nr)
+                        nb[nr] = g if old is None else _accumulated(old, g, create_graph)
+                        old = None
                 n = deps[nxt] - 1
                 deps[nxt] = n
                 if n == 0:

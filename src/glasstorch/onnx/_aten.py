@@ -640,6 +640,19 @@ def _lstm_cell(c):
     return (hy, cy, None)
 
 
+@translates("aten._fused_rnn_cell.default")
+def _rnn_cell(c):
+    b = c.b
+    x, h, w_ih, w_hh = c.args[:4]
+    pre = b.op("Add", [b.op("MatMul", [x, b.transpose(w_ih, [1, 0])]),
+                       b.op("MatMul", [h, b.transpose(w_hh, [1, 0])])])
+    for bias in c.args[4:6]:
+        if bias is not None:
+            pre = b.op("Add", [pre, bias])
+    relu = len(c.args) > 6 and c.args[6]
+    return b.op("Relu" if relu else "Tanh", [pre])
+
+
 @translates("aten._thnn_fused_gru_cell.default")
 def _gru_cell(c):
     b = c.b

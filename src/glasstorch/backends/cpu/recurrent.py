@@ -24,6 +24,7 @@ import functools
 import numpy as np
 
 from . import native
+from .activation import tanh_grad, threshold_grad
 from .native import pointers, threads
 
 RNN_RELU, RNN_TANH, LSTM, GRU = 0, 1, 2, 3
@@ -587,3 +588,43 @@ def gru_cell_backward(grad_hy, ws, d_input_gates, d_hidden_gates, d_hx):
     d_hidden_gates[:, :2 * H] = d_input_gates[:, :2 * H]
     np.multiply(d_n, r, out=d_hidden_gates[:, 2 * H:])
     np.multiply(grad_hy, z, out=d_hx)
+
+
+def _row_major_t(w):
+    """w^T laid out row-major: OpenBLAS multiplies by a transposed (column-major) matrix
+    more slowly than it copies one this small (97x51 @ 51x51 float64: 18 us against 12 us
+    plus 1 us for the copy)."""
+    return np.ascontiguousarray(w.T)
+
+
+def rnn_cell_forward(x, h, w_ih, w_hh, b_ih, b_hh, relu, out):
+    """One Elman step into `out` (N, H): act(x W_ih^T + h W_hh^T + b_ih + b_hh), act relu
+    or tanh; either bias may be None."""
+    np.matmul(x, _row_major_t(w_ih), out=out)
+    out += np.matmul(h, _row_major_t(w_hh))
+    if b_ih is not None and b_hh is not None:
+        out += b_ih + b_hh
+    elif b_ih is not None or b_hh is not None:
+        out += b_ih if b_hh is None else b_hh
+    if relu:
+        np.maximum(out, 0, out=out)
+    else:
+        np.tanh(out, out=out)
+
+
+def rnn_cell_backward(grad, x, h, w_ih, w_hh, out, relu, grads):
+    """The gradients of an Elman step from its output `out` and the gradient reaching it,
+    written into `grads` = (input, hx, w_ih, w_hh, bias) arrays (None where not wanted; the
+    bias's serves both biases, whose gradients are the same)."""
+    d_x, d_h, d_w_ih, d_w_hh, d_bias = grads
+    d_pre = threshold_grad(grad, out, 0) if relu else tanh_grad(grad, out)
+    if d_x is not None:
+        np.matmul(d_pre, w_ih, out=d_x)
+    if d_h is not None:
+        np.matmul(d_pre, w_hh, out=d_h)
+    if d_w_ih is not None:
+        np.matmul(d_pre.T, x, out=d_w_ih)
+    if d_w_hh is not None:
+        np.matmul(d_pre.T, h, out=d_w_hh)
+    if d_bias is not None:
+        np.add.reduce(d_pre, axis=0, out=d_bias)

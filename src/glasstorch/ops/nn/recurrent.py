@@ -24,6 +24,7 @@ from ...core import dtype as dt
 from ...core.device import CPU, META
 from ...core.tensor import Tensor
 from ...dispatch.dispatcher import define
+from ...dispatch.keys import DispatchKey, local_keys
 from ..creation.factories import zeros
 from ..registry import composite, kernel_op
 from ..shape.joining import cat, stack
@@ -596,15 +597,110 @@ def _fused_gru_cell_backward_meta(grad_hy, workspace, has_bias):
 _thnn_fused_gru_cell_backward.impl("Meta")(_fused_gru_cell_backward_meta)
 
 
+# The Elman cells (tanh, relu), which PyTorch fuses nowhere: the whole step, products
+# included, is one op and its backward one node, where the per-op step records six (two
+# transposes, two addmm, the biases' add, the activation) and the backward runs as many.
+
+def _fused_rnn_cell_cpu(input, hx, w_ih, w_hh, b_ih=None, b_hh=None, relu=False):
+    out = Tensor._empty((input._shape[0], w_hh._shape[0]), input.dtype, CPU)
+    kernels.rnn_cell_forward(input._array(), hx._array(), w_ih._array(), w_hh._array(),
+                             _arr(b_ih), _arr(b_hh), relu, out._array())
+    return out
+
+
+def _fused_rnn_cell_meta(input, hx, w_ih, w_hh, b_ih=None, b_hh=None, relu=False):
+    return Tensor._empty((input._shape[0], w_hh._shape[0]), input.dtype, META)
+
+
+_fused_rnn_cell = kernel_op(
+    "_fused_rnn_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+    "Tensor? b_hh=None, bool relu=False) -> Tensor", method=False, function=False,
+    doc="A whole Elman step, relu or tanh of input W_ih^T + hx W_hh^T + b_ih + b_hh: "
+        "glasstorch's own (PyTorch has no fused op for these cells).")
+_fused_rnn_cell.impl("CPU")(_fused_rnn_cell_cpu)
+_fused_rnn_cell.impl("Meta")(_fused_rnn_cell_meta)
+
+
+def _fused_rnn_cell_backward_cpu(grad, input, hx, w_ih, w_hh, output, relu, output_mask):
+    """(d input, d hx, d w_ih, d w_hh, d bias), None where output_mask says unwanted; the
+    one bias gradient serves both biases."""
+    d = input.dtype
+    grads = tuple(Tensor._empty(t._shape, d, CPU) if wanted else None
+                  for t, wanted in zip((input, hx, w_ih, w_hh), output_mask))
+    d_bias = Tensor._empty((w_hh._shape[0],), d, CPU) if output_mask[4] else None
+    kernels.rnn_cell_backward(grad._array(), input._array(), hx._array(), w_ih._array(),
+                              w_hh._array(), output._array(), relu,
+                              tuple(_arr(g) for g in grads + (d_bias,)))
+    return grads + (d_bias,)
+
+
+def _fused_rnn_cell_backward_meta(grad, input, hx, w_ih, w_hh, output, relu, output_mask):
+    shapes = tuple(t._shape for t in (input, hx, w_ih, w_hh)) + ((w_hh._shape[0],),)
+    return tuple(Tensor._empty(shape, input.dtype, META) if wanted else None
+                 for shape, wanted in zip(shapes, output_mask))
+
+
+_fused_rnn_cell_backward = kernel_op(
+    "_fused_rnn_cell_backward(Tensor grad, Tensor input, Tensor hx, Tensor w_ih, "
+    "Tensor w_hh, Tensor output, bool relu, bool[5] output_mask) -> (Tensor, Tensor, "
+    "Tensor, Tensor, Tensor)", method=False, function=False)
+_fused_rnn_cell_backward.impl("CPU")(_fused_rnn_cell_backward_cpu)
+_fused_rnn_cell_backward.impl("Meta")(_fused_rnn_cell_backward_meta)
+
+
+def _check_elman_sizes(input, hx, w_ih, w_hh):
+    """PyTorch's checks of an Elman cell's sizes, in its order and words (1-D input:
+    size(1)'s IndexError, as PyTorch's)."""
+    hidden = w_hh.size(1)
+    if w_ih.size(0) != hidden:
+        raise RuntimeError(f"weight_ih first dim must be 1 * hidden_size = {hidden}, but got "
+                           f"{w_ih.size(0)}")
+    if w_hh.size(0) != hidden:
+        raise RuntimeError(f"weight_hh first dim must be 1 * hidden_size = {hidden}, but got "
+                           f"{w_hh.size(0)}")
+    if input.size(1) != w_ih.size(1):
+        raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected "
+                           f"{w_ih.size(1)}")
+    if input.size(0) != hx.size(0):
+        raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden0 batch "
+                           f"size {hx.size(0)}")
+    if hx.size(1) != hidden:
+        raise RuntimeError(f"hidden0 has inconsistent hidden_size: got {hx.size(1)}, "
+                           f"expected {hidden}")
+
+
+def _cpu_autocast_on() -> bool:
+    return not local_keys.excluded >> DispatchKey.AutocastCPU & 1
+
+
+def _elman_fused(input, hx, w_ih, w_hh, biases) -> bool:
+    """Whether `_fused_rnn_cell` serves this Elman step (sizes checked): a batch of CPU (or
+    meta) tensors of one float32/float64 dtype, biases of the hidden size (others broadcast
+    in the per-op path), autocast off (under it the products run in its dtype, as ops)."""
+    d, hidden = input.dtype, (w_hh._shape[0],)
+    weights = (w_ih, w_hh, *biases)
+    return (input.dim() == 2 and w_ih.dim() == 2 and _fast(input, (hx,), weights)
+            and all(t.dtype is d for t in (hx, *weights))
+            and all(b._shape == hidden for b in biases) and not _cpu_autocast_on())
+
+
 def _cell(name, schema_state, mode, doc):
     """aten::<name> (CompositeImplicitAutograd) and glasstorch.<name>: one step of `mode`;
-    LSTM and GRU steps on CPU in float32/float64 run the fused cell op."""
+    on CPU in float32/float64 LSTM and GRU steps run the fused cell op, Elman steps
+    `_fused_rnn_cell`."""
+    elman = mode in (RNN_TANH, RNN_RELU)
+
     def cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         if mode == LSTM:
             h, c = hx
         else:
             h, c = hx, None
         weights = [w for w in (w_ih, w_hh, b_ih, b_hh) if w is not None]
+        if elman:
+            _check_elman_sizes(input, h, w_ih, w_hh)
+            if _elman_fused(input, h, w_ih, w_hh, weights[2:]):
+                return _fused_rnn_cell.functional(input, h, w_ih, w_hh, b_ih, b_hh,
+                                                  mode == RNN_RELU)
         fused = mode in (LSTM, GRU) and _fast(input, (h,) if c is None else (h, c), weights)
         if fused:
             input_gates, hidden_gates = input.mm(w_ih.t()), h.mm(w_hh.t())
@@ -618,8 +714,8 @@ def _cell(name, schema_state, mode, doc):
                 return h, c
             return _thnn_fused_gru_cell.functional(input_gates, hidden_gates, h, b_ih,
                                                    b_hh)[0]
-        if b_ih is not None and mode != GRU:
-            b_ih = b_ih + b_hh
+        if mode != GRU and b_hh is not None:
+            b_ih = b_hh if b_ih is None else b_ih + b_hh
         gi = linear(input, w_ih, b_ih)
         h, c = _STEPS[mode](gi, h, c, w_hh.t(), None if mode != GRU else b_hh, None)
         return (h, c) if mode == LSTM else h

@@ -6,16 +6,19 @@ That operator has no derivative of its own; under create_graph the backward inst
 the layer again in per-step ops and differentiates that, so that the gradient is itself
 differentiable, as PyTorch's CPU LSTM's is.
 
-The fused cells (PyTorch's CUDA cells, run here on the CPU too) take their kernel's backward,
-or, under create_graph, a formula in ops over recomputed activations, so cells keep their
-higher derivatives as PyTorch's do.
+The fused cells (PyTorch's CUDA cells, run here on the CPU too, and glasstorch's Elman cell)
+take their kernel's backward, or, under create_graph or a dispatch mode (forward AD's
+tangents), a formula in ops (over recomputed activations; the Elman cell's over its saved
+output), so cells keep their higher derivatives as PyTorch's do.
 """
 from __future__ import annotations
 
 from ...core.grad_state import state as _grad_state
+from ...dispatch.modes import _len_torch_dispatch_stack
 from ..creation.factories import zeros_like
 from ..derivative import derivative, derivative_not_implemented
 from ..shape.joining import cat
+from .activation import tanh_backward, threshold_backward
 from . import recurrent
 from .recurrent import LSTM
 
@@ -99,7 +102,14 @@ derivative_not_implemented(recurrent.mkldnn_rnn_layer_backward,
                            recurrent._lstm_proj_layer_backward)
 
 
-# ---- the fused cells: the kernel's backward, or (create_graph) a formula in ops -------------
+# ---- the fused cells: the kernel's backward, or (create_graph, modes) a formula in ops ------
+
+def _kernel_backward() -> bool:
+    """Whether a fused cell's gradient may come from its backward kernel, which has no
+    derivative: not under create_graph, and no dispatch mode on the thread (a forward-AD
+    level is one: jacfwd over jacrev, a hessian, sends tangents through the backward)."""
+    return not _grad_state.enabled and not _len_torch_dispatch_stack()
+
 
 def _lstm_gates(input_gates, hidden_gates, input_bias, hidden_bias):
     gates = input_gates + hidden_gates
@@ -116,7 +126,7 @@ def _fused_lstm_cell(grads, input_gates, hidden_gates, cx, input_bias, hidden_bi
                      result2):
     g_hy, g_cy, _ = _outputs(grads)
     has_bias = input_bias is not None
-    if not _grad_state.enabled:
+    if _kernel_backward():
         d_gates, d_cx, d_bias = recurrent._thnn_fused_lstm_cell_backward_impl.functional(
             g_hy, g_cy, cx, result1, result2, has_bias)
         return d_gates, d_gates, d_cx, d_bias, (d_bias if hidden_bias is not None else None)
@@ -142,7 +152,7 @@ def _fused_gru_cell(grads, input_gates, hidden_gates, hx, input_bias, hidden_bia
     if g_hy is None:
         return (None,) * 5
     has_bias = input_bias is not None
-    if not _grad_state.enabled:
+    if _kernel_backward():
         d = recurrent._thnn_fused_gru_cell_backward.functional(g_hy, result1, has_bias)
         return d[0], d[1], d[2], d[3], (d[4] if hidden_bias is not None else None)
     ir, iz, i_n = input_gates.chunk(3, 1)
@@ -164,5 +174,24 @@ def _fused_gru_cell(grads, input_gates, hidden_gates, hx, input_bias, hidden_bia
             d_hidden.sum(0) if hidden_bias is not None else None)
 
 
+@derivative(recurrent._fused_rnn_cell, "FusedRnnCellBackward0")
+def _fused_rnn_cell(grad, input, hx, w_ih, w_hh, b_ih, b_hh, relu, result, grad_input_mask):
+    want_bias = grad_input_mask[4] or grad_input_mask[5]
+    if _kernel_backward():
+        d = recurrent._fused_rnn_cell_backward.functional(
+            grad, input, hx, w_ih, w_hh, result, relu, list(grad_input_mask[:4]) + [want_bias])
+        return d[:4] + (d[4] if grad_input_mask[4] else None,
+                        d[4] if grad_input_mask[5] else None)
+    # differentiable: the same chain rule in ops (the saved output carries the graph back)
+    d_pre = threshold_backward(grad, result, 0) if relu else tanh_backward(grad, result)
+    d_bias = d_pre.sum(0) if want_bias else None
+    return (d_pre.mm(w_ih) if grad_input_mask[0] else None,
+            d_pre.mm(w_hh) if grad_input_mask[1] else None,
+            d_pre.t().mm(input) if grad_input_mask[2] else None,
+            d_pre.t().mm(hx) if grad_input_mask[3] else None,
+            d_bias if grad_input_mask[4] else None, d_bias if grad_input_mask[5] else None)
+
+
 derivative_not_implemented(recurrent._thnn_fused_lstm_cell_backward_impl,
-                           recurrent._thnn_fused_gru_cell_backward)
+                           recurrent._thnn_fused_gru_cell_backward,
+                           recurrent._fused_rnn_cell_backward)
