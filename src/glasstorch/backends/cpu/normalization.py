@@ -109,7 +109,7 @@ def _native_rows_apply(arrays, rows: int, n: int) -> bool:
     return rows * n > 0 and native.dense(*(a for a in arrays if a is not None))
 
 
-def _layer_norm_native(input, weight, bias, eps, outs, rows: int, n: int) -> bool:
+def layer_norm_native(input, weight, bias, eps, outs, rows: int, n: int) -> bool:
     """native_layer_norm by the C kernel, where it applies; says whether it ran."""
     x, w, b = input._array(), _optional(weight), _optional(bias)
     out, mean, rstd = (t._array() for t in outs)
@@ -131,7 +131,7 @@ def layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
     compute = _compute(input.dtype)
     n = prod(normalized_shape)
     rows = prod(input._shape[:input.dim() - len(normalized_shape)])
-    if _layer_norm_native(input, weight, bias, eps, outs, rows, n):
+    if layer_norm_native(input, weight, bias, eps, outs, rows, n):
         return
     x = compute_array(input, compute).reshape(rows, n)
     out = outs[0]._array().reshape(rows, n)
