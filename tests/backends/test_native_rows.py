@@ -296,6 +296,10 @@ def test_embedding_forward_runs_the_c_kernel_and_copies_the_rows(calls, monkeypa
                 monkeypatch.setattr(native, "ENABLED", enabled)
                 with pytest.raises(IndexError, match="^index out of range in self$"):
                     aten.embedding(w, gt.tensor(bad))
+    one_row = gt.randn(5).expand(1, 5)                # stride 0 along its one row
+    c, py = both_paths(lambda: aten.embedding(one_row, gt.zeros(7, dtype=gt.int64)).numpy(),
+                       monkeypatch)
+    assert np.array_equal(c, py) and np.array_equal(c, np.repeat(py[:1], 7, 0))
     assert set(calls) == {"embedding_forward"}
     calls.clear()
     monkeypatch.setattr(native, "ENABLED", True)

@@ -232,7 +232,7 @@ def _embedding_native(out, weight, indices) -> bool:
     if fn is None:
         return False
     bad = np.empty(1, np.int64)
-    fn(idx.size, w.strides[0], w.shape[0], native.pointer(idx), native.pointer(w),
+    fn(idx.size, w.shape[1] * w.itemsize, w.shape[0], native.pointer(idx), native.pointer(w),
        native.pointer(o), native.pointer(bad))
     if bad[0] >= 0:
         raise IndexError("index out of range in self")
