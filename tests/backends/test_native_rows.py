@@ -261,6 +261,8 @@ def test_embedding_backward_agrees_with_the_numpy_path(dtype, padding_idx, monke
 
 @needs_compiler
 def test_embedding_backward_leaves_indices_out_of_range_to_the_numpy_path(monkeypatch, calls):
+    """The C kernel checks the indices first and writes nothing when one is out of range:
+    the NumPy path then reports it (or, for -1 below the padding check, gives its sums)."""
     g = gt.randn(3, 4)
     for bad in ([0, 5, 1], [0, -1, 1], [0, -2, 1]):
         outcomes = []
@@ -274,7 +276,36 @@ def test_embedding_backward_leaves_indices_out_of_range_to_the_numpy_path(monkey
         assert type(outcomes[0]) is type(outcomes[1])
         assert np.array_equal(*outcomes) if isinstance(outcomes[0], np.ndarray) else \
             outcomes[0] == outcomes[1]
-    assert "embedding_backward_f32" not in calls
+    assert calls == ["embedding_backward_f32"] * 3       # it checked, wrote nothing
+
+
+@needs_compiler
+def test_embedding_forward_runs_the_c_kernel_and_copies_the_rows(calls, monkeypatch):
+    """int64 indices into a row-major weight of any dtype: the C kernel's row copies are the
+    NumPy path's np.take exactly; an index out of range raises PyTorch's error on both
+    paths; int32 indices or a transposed weight take the NumPy path."""
+    rng = np.random.default_rng(5)
+    idx = gt.from_numpy(rng.integers(0, 9, (4, 6)))
+    for dtype in (gt.float32, gt.float64, gt.float16, gt.int64, gt.bool):
+        w = gt.from_numpy(rng.standard_normal((9, 5)) * 3).to(dtype)
+        for index in (idx, idx[:, ::2], idx[1, 2]):
+            c, py = both_paths(lambda: aten.embedding(w, index).numpy(), monkeypatch)
+            assert c.shape == tuple(index.shape) + (5,) and np.array_equal(c, py)
+        for bad in ([0, 9], [-1, 2]):
+            for enabled in (True, False):
+                monkeypatch.setattr(native, "ENABLED", enabled)
+                with pytest.raises(IndexError, match="^index out of range in self$"):
+                    aten.embedding(w, gt.tensor(bad))
+    one_row = gt.randn(5).expand(1, 5)                # stride 0 along its one row
+    c, py = both_paths(lambda: aten.embedding(one_row, gt.zeros(7, dtype=gt.int64)).numpy(),
+                       monkeypatch)
+    assert np.array_equal(c, py) and np.array_equal(c, np.repeat(py[:1], 7, 0))
+    assert set(calls) == {"embedding_forward"}
+    calls.clear()
+    monkeypatch.setattr(native, "ENABLED", True)
+    aten.embedding(w, idx.int())
+    aten.embedding(gt.randn(5, 9).t(), idx)
+    assert calls == []
 
 
 @needs_compiler

@@ -46,6 +46,11 @@ CALLS = [
     lambda t, a, b: a[1, 2].expand(3, 4) - b.t().contiguous().t(),
     lambda t, a, b: a[0, 0].expand(3, 4) + b.double(), lambda t, a, b: b - a[0, 0].expand(3, 4),
     lambda t, a, b: t.add(a[0, 0].expand(3, 4), b, alpha=3),
+    # a row-major operand of the trailing dims (on the fast path when it is `other`)
+    lambda t, a, b: a + b[1], lambda t, a, b: a - b[0], lambda t, a, b: a * b[2],
+    lambda t, a, b: a / b[1], lambda t, a, b: a + b[1, 2], lambda t, a, b: b[0] + a,
+    lambda t, a, b: a + b[:, 1:2], lambda t, a, b: a.t() * b[:, 0], lambda t, a, b: a + b[:1],
+    lambda t, a, b: t.add(a, b[0], alpha=2), lambda t, a, b: a[0, 0].expand(3, 4) + b[0],
 ]
 
 
@@ -68,6 +73,23 @@ def test_the_fast_path_computes_what_pytorch_computes_bit_for_bit(dtype):
         ours = call(gt.from_numpy(a.copy()), gt.from_numpy(b.copy()))
         theirs = call(torch.from_numpy(a.copy()), torch.from_numpy(b.copy()))
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_trailing_dims_broadcast_on_the_fast_path_is_bit_for_bit_pytorch(dtype):
+    """A batch and a row-major tensor of its trailing dims (nanoGPT's token and position
+    embeddings): the ufunc on the fast path, the general (out=) kernel's values exactly."""
+    a, b = _pair((4, 8, 16), dtype)
+    for name, pick in (("add", lambda y: y[0]), ("sub", lambda y: y[1, 2]),
+                       ("mul", lambda y: y[3]), ("div", lambda y: y[2, 1])):
+        x, y = gt.from_numpy(a.copy()), pick(gt.from_numpy(b.copy()))
+        ours = getattr(gt, name)(x, y)
+        theirs = getattr(torch, name)(torch.from_numpy(a.copy()), pick(torch.from_numpy(b)))
+        general = gt.empty(0, dtype=ours.dtype)
+        getattr(gt, name)(x, y, out=general)
+        assert ours.stride() == theirs.stride() == general.stride()
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        np.testing.assert_array_equal(ours.numpy(), general.numpy())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

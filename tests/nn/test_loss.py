@@ -517,19 +517,45 @@ def test_nll_batches_against_torch(kernel_path, dtype, weighted):
 
 @needs_compiler
 def test_nll_native_kernel_runs_and_checks_targets(monkeypatch):
-    """The C kernel takes nanoGPT's batch layout (spy on it), and both of its entry points
-    reject a target out of range, in the forward and in a direct backward call, before
-    writing anything."""
+    """The C kernels take nanoGPT's batch layout (spy on them), and their entry points
+    reject a target out of range, in the forward (reduced or not) and in a direct backward
+    call, before writing anything."""
     names = spy_kernels(monkeypatch, "loss")
     x = gt.tensor(rng.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
     GF.nll_loss(x, gt.tensor([0, 2, 1, 2])).backward()
-    assert names == ["nll_forward_f32", "nll_backward_f32"]
-    with pytest.raises(IndexError, match="^Target 3 is out of bounds.$"):
-        GF.nll_loss(x, gt.tensor([0, 3, 1, 2]))
+    GF.nll_loss(x, gt.tensor([0, 2, 1, 2]), reduction="none")
+    assert names == ["nll_forward_reduced_f32", "nll_backward_f32", "nll_forward_f32"]
+    for reduction in REDUCTIONS:
+        with pytest.raises(IndexError, match="^Target 3 is out of bounds.$"):
+            GF.nll_loss(x, gt.tensor([0, 3, 1, 2]), reduction=reduction)
     _, total = gt.ops.aten.nll_loss_forward(x.detach(), gt.tensor([0, 2, 1, 2]), None, 1, -100)
     with pytest.raises(IndexError, match="^Target -2 is out of bounds.$"):
         gt.ops.aten.nll_loss_backward(gt.tensor(1.0), x.detach(), gt.tensor([0, -2, 1, 2]),
                                       None, 1, -100, total)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [5, 256, 1000])
+def test_nll_reduced_loss_is_numpys_pairwise_sum(kernel_path, dtype, n):
+    """A reduced loss (the C kernel writes it straight into the outputs) is the terms'
+    sum as NumPy's reduce makes it, divided by the weights' for 'mean', bit for bit on
+    both paths; all ignored gives nan and a total of 0."""
+    x = (rng.standard_normal((n, 7)) * rng.lognormal(0, 2, (n, 1))).astype(dtype)
+    t = rng.integers(0, 7, n)
+    t[::5] = 3
+    w = weights(7).astype(dtype)
+    keep = t != 3
+    terms = np.where(keep, -x[np.arange(n), t] * w[t], 0).astype(dtype)
+    kept_w = np.where(keep, w[t], 0).astype(dtype)
+    for reduction, want in ((1, np.add.reduce(terms) / np.add.reduce(kept_w)),
+                            (2, np.add.reduce(terms))):
+        loss, total = gt.ops.aten.nll_loss_forward(gt.tensor(x), gt.tensor(t), gt.tensor(w),
+                                                   reduction, 3)
+        assert loss.dtype == total.dtype == gt.tensor(x).dtype and loss.shape == ()
+        assert loss.numpy()[()] == want and total.numpy()[()] == np.add.reduce(kept_w)
+    loss, total = gt.ops.aten.nll_loss_forward(gt.tensor(x), gt.tensor(np.full(n, 3)),
+                                               None, 1, 3)
+    assert np.isnan(loss.numpy()) and total.numpy()[()] == 0
 
 
 def test_meta_tensors_give_shapes():

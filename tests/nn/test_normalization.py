@@ -69,6 +69,50 @@ def test_layer_norm_values_and_grads(shape, normalized, affine, kernel_path):
         assert_same(got, want, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_fast_path_is_the_general_kernel_bit_for_bit(dtype, kernel_path,
+                                                                monkeypatch):
+    """native_layer_norm over the last dim of a row-major input (the fast path in front of
+    the CPU kernel) gives the general kernel's outputs exactly, shapes and strides too, in
+    and out of inference mode; stepped or mixed-dtype parameters go the general way."""
+    from glasstorch.ops.nn.normalization import native_layer_norm
+    x = gt.from_numpy(rng.standard_normal((4, 3, 8)).astype(dtype))
+    w, b = (gt.from_numpy(rng.standard_normal(16).astype(dtype)) for _ in range(2))
+    calls = [(x, w[:8], b[:8]), (x, None, b[:8]), (x, w[:8], None), (x[0, 0], None, None),
+             (x, w[::2], b[8:]), (x, w[:8].double(), None)]
+
+    def run(inference):
+        with gt.inference_mode(inference):
+            return [[(t.numpy().copy(), t.shape, t.stride(), t.dtype, t.is_inference())
+                     for t in gt.ops.aten.native_layer_norm(a, [a.shape[-1]], p, q, 1e-5)]
+                    if p is None or p.dtype == a.dtype else
+                    str(pytest.raises(RuntimeError, gt.ops.aten.native_layer_norm, a, [8], p,
+                                      q, 1e-5).value)
+                    for a, p, q in calls]
+    from glasstorch.ops.nn import normalization as ops_normalization
+    taken = []
+    real = ops_normalization.layer_norm_native
+    monkeypatch.setattr(ops_normalization, "layer_norm_native",
+                        lambda *args: taken.append(real(*args)) or taken[-1])
+    fast = [run(False), run(True)]
+    plain = 4 + (dtype == np.float64)       # w.double() is plain for a float64 input
+    assert taken == [kernel_path == "native"] * (2 * plain)
+    monkeypatch.setattr(native_layer_norm, "cpu_fast_path", None)
+    native_layer_norm.impl("CPU")(native_layer_norm.impls["CPU"])
+    try:
+        general = [run(False), run(True)]
+    finally:
+        monkeypatch.undo()
+        native_layer_norm.impl("CPU")(native_layer_norm.impls["CPU"])
+    for got, want in zip(fast, general):
+        for g, w_ in zip(got, want):
+            if isinstance(g, str):
+                assert g == w_
+                continue
+            for (a, *meta_a), (e, *meta_e) in zip(g, w_):
+                assert meta_a == meta_e and np.array_equal(a, e, equal_nan=True)
+
+
 def test_layer_norm_gradcheck_and_double_backward(kernel_path):
     x, _ = pair((2, 3, 4))
     w, _ = pair((4,))

@@ -161,6 +161,40 @@ def test_where_uint8_condition_warns():
         gt.where(gt.tensor([1, 0], dtype=gt.uint8), 1.0, 0.0)
 
 
+CATS = [  # on the fast path (one float dtype, up to 3 dims), and past it
+    "L.cat([x, x * 2], 0)", "L.cat([x, x[:, :1], x], -1)", "L.cat([z, z[:1]], 0)",
+    "L.cat([z, z[:, :2] + 1, z], 1)", "L.cat([z, z], -1)", "L.cat([y, y, y])",
+    "L.cat([x.t(), x.t()[::2]], 0)", "L.cat([x, x[:0]], 0)", "L.cat([x, L.empty(0)], 0)",
+    "L.cat([x, x.double()], 1)", "L.cat([x.double(), x.double() / 3], 1)",
+    "L.cat([z[None], z[None]], 3)", "L.cat([x.half(), x.half()], 0)", "L.cat([x], 1)",
+]
+
+
+@pytest.mark.parametrize("expr", CATS)
+def test_cat_on_and_off_the_fast_path_matches_torch(expr):
+    g, t = both(expr)
+    assert_same(g, t)
+    assert g.stride() == t.stride()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cat_fast_path_is_the_general_kernels_bit_for_bit(dtype):
+    """The fast path's concatenate against the general kernel (the out= variant, meta
+    function and piecewise copies), needing grad too: values, shape, strides, CatBackward0."""
+    rng = np.random.default_rng(0)
+    pieces = [gt.from_numpy(rng.standard_normal((4, k, 5)).astype(dtype)) for k in (3, 1, 2)]
+    fast = gt.cat(pieces, 1)
+    general = gt.empty(0, dtype=fast.dtype)
+    gt.cat(pieces, 1, out=general)
+    assert fast.shape == general.shape == (4, 6, 5) and fast.stride() == general.stride()
+    assert np.array_equal(fast.numpy(), general.numpy())
+    leaf = pieces[0].clone().requires_grad_()
+    y = gt.cat([leaf, pieces[1]], -2)
+    assert y.grad_fn.name() == "CatBackward0"
+    y.sum().backward()
+    assert np.array_equal(leaf.grad.numpy(), np.ones((4, 3, 5), dtype))
+
+
 def test_cat_and_stack_on_meta_tensors():
     a = gt.empty(2, 3, device="meta")
     assert gt.cat([a, a], 1).shape == (2, 6) and gt.cat([a, a]).device.type == "meta"

@@ -180,6 +180,14 @@ def _functional_kernel(decl, impl, backend):
 PLAIN_FLOATS = (dt.float32, dt.float64)   # the dtypes fast paths take (`OpDeclaration.fast_path`)
 
 
+def _trailing_row_major(t: Tensor, shape: tuple) -> bool:
+    """Whether `t` is row-major with fewer dims than `shape`, its shape the trailing ones:
+    broadcast against a row-major tensor of `shape`, an output row-major too."""
+    k = len(t._shape)
+    return k < len(shape) and shape[len(shape) - k:] == t._shape and \
+        t._stride == contiguous_strides(t._shape)
+
+
 def _plain_float_kernel(general, ufunc, defaults):
     """A functional CPU kernel that runs `ufunc` directly on the calls
     `OpDeclaration.plain_float_ufunc` describes, and `general` on every other call."""
@@ -196,12 +204,14 @@ def _plain_float_kernel(general, ufunc, defaults):
             shape, stride = self._shape, self._stride
             row_major = _STRIDES.get(shape)       # None: a shape no output has had yet
             # self row-major, or one value expanded (a sum's or mean's gradient); other
-            # row-major or a number; the output row-major
+            # row-major or a number, of self's shape or (self row-major) of its trailing
+            # dims (a position embedding added to a batch); the output row-major
             if row_major is not None and (stride == row_major or (shape and not any(stride))) \
                     and (n := prod(shape)) < GRAIN:
                 if other.__class__ is Tensor:
-                    if other.dtype is not d or other._shape != shape or \
-                            other._stride != row_major:
+                    if other.dtype is not d or (
+                            (other._shape != shape or other._stride != row_major)
+                            and not (stride == row_major and _trailing_row_major(other, shape))):
                         return general(self, other, *rest)
                     b = other._np if other._np is not None else other._array()
                 elif other.__class__ is float or other.__class__ is int:

@@ -275,16 +275,29 @@ def _raise_bad_target(t: np.ndarray, bad: np.ndarray) -> None:
 
 
 def _nll_native(outs, x: np.ndarray, target: Tensor, weight, reduction, ignore_index) -> bool:
-    """nll_loss_forward by native/loss.c (the per-row terms and weights; NumPy's reduce sums
-    them, as below); False where it does not apply. One C call where the NumPy path below
-    makes a dozen small NumPy calls (nanoGPT's (256, 65) batch: 49 -> 36 us a call)."""
+    """nll_loss_forward by native/loss.c (the per-row terms and weights, each summed as
+    NumPy's reduce sums them); False where it does not apply. One C call where the NumPy
+    path below makes a dozen small NumPy calls (nanoGPT's (256, 65) batch: 49 -> 36 us a
+    call); a reduced loss of x's dtype goes straight into the outputs (then 20.6 -> 16.2 us)."""
     t = _nll_target(x, target)
     applies, w = (False, None) if t is None else _nll_weight(x, weight)
-    fn = native.function("loss", "nll_forward_" + native.suffix(x), "nnppnpppp") \
-        if applies else None
+    if not applies:
+        return False
+    n, loss, total = x.shape[0], outs[0]._array(), outs[1]._array()
+    if reduction != NONE and loss.dtype == x.dtype and total.dtype == x.dtype:
+        fn = native.function("loss", "nll_forward_reduced_" + native.suffix(x), "nnppnpipppp")
+        if fn is None:
+            return False
+        scratch, bad = np.empty(2 * n, x.dtype), np.empty(1, np.int64)
+        fn(n, x.shape[1], native.pointer(x), native.pointer(t), ignore_index,
+           None if w is None else native.pointer(w), reduction == MEAN,
+           native.pointer(scratch), native.pointer(loss), native.pointer(total),
+           native.pointer(bad))
+        _raise_bad_target(t, bad)
+        return True
+    fn = native.function("loss", "nll_forward_" + native.suffix(x), "nnppnpppp")
     if fn is None:
         return False
-    n = x.shape[0]
     terms, weights, bad = np.empty(n, x.dtype), np.empty(n, x.dtype), np.empty(1, np.int64)
     fn(n, x.shape[1], native.pointer(x), native.pointer(t), ignore_index,
        None if w is None else native.pointer(w), native.pointer(terms),

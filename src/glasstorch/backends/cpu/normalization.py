@@ -109,7 +109,7 @@ def _native_rows_apply(arrays, rows: int, n: int) -> bool:
     return rows * n > 0 and native.dense(*(a for a in arrays if a is not None))
 
 
-def _layer_norm_native(input, weight, bias, eps, outs, rows: int, n: int) -> bool:
+def layer_norm_native(input, weight, bias, eps, outs, rows: int, n: int) -> bool:
     """native_layer_norm by the C kernel, where it applies; says whether it ran."""
     x, w, b = input._array(), _optional(weight), _optional(bias)
     out, mean, rstd = (t._array() for t in outs)
@@ -131,7 +131,7 @@ def layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
     compute = _compute(input.dtype)
     n = prod(normalized_shape)
     rows = prod(input._shape[:input.dim() - len(normalized_shape)])
-    if _layer_norm_native(input, weight, bias, eps, outs, rows, n):
+    if layer_norm_native(input, weight, bias, eps, outs, rows, n):
         return
     x = compute_array(input, compute).reshape(rows, n)
     out = outs[0]._array().reshape(rows, n)
@@ -211,8 +211,38 @@ def _rows(indices: Tensor, count: int) -> np.ndarray:
     return idx
 
 
+def _int64_indices(indices: Tensor):
+    """The indices as a contiguous int64 NumPy array (the C kernels' form), or None."""
+    idx = indices._array()
+    if idx.dtype != np.int64 or idx.__class__ is not np.ndarray:
+        return None
+    return idx if idx.flags.c_contiguous else np.ascontiguousarray(idx)
+
+
+def _embedding_native(out, weight, indices) -> bool:
+    """embedding by the C kernel (native/embedding.c: each named row copied, every index
+    checked first) where it applies: int64 indices, a row-major weight; says whether it
+    ran (one pass where the NumPy path takes a min, a max, np.take and a copy: nanoGPT's
+    (8, 32) tokens of 64 floats: 37.8 -> 28.8 us a call with grad)."""
+    w, o, idx = weight._array(), out._array(), _int64_indices(indices)
+    if idx is None or w.__class__ is not np.ndarray or not w.flags.c_contiguous or \
+            not o.flags.c_contiguous or not o.size:
+        return False
+    fn = native.function("embedding", "embedding_forward", "nnnpppp")
+    if fn is None:
+        return False
+    bad = np.empty(1, np.int64)
+    fn(idx.size, w.shape[1] * w.itemsize, w.shape[0], native.pointer(idx), native.pointer(w),
+       native.pointer(o), native.pointer(bad))
+    if bad[0] >= 0:
+        raise IndexError("index out of range in self")
+    return True
+
+
 def embedding_cpu(out, weight, indices, padding_idx=-1, scale_grad_by_freq=False,
                    sparse=False):
+    if _embedding_native(out, weight, indices):
+        return
     idx = _rows(indices, weight._shape[0])
     _store(out, np.take(weight._array(), idx.reshape(-1), axis=0))
 
@@ -232,20 +262,18 @@ def embedding_grad_scale(idx: np.ndarray, num_weights: int, padding_idx: int,
 def _embedding_grad_native(out, grad_output, idx: np.ndarray, num_weights: int,
                            padding_idx: int) -> bool:
     """embedding_dense_backward by the C kernel (native/embedding.c), where it applies:
-    dense float32/float64 gradients, indices within [0, num_weights) (others go to the
-    NumPy path, which reports them); says whether it ran."""
+    dense float32/float64 gradients, indices within [0, num_weights) (the kernel checks
+    them first; others go to the NumPy path, which reports them); says whether it ran."""
     g, o = grad_output._array(), out._array()
     if not idx.size or not o.size or g.size != idx.size * o.shape[1] or not native.dense(g, o):
         return False
-    if idx.min() < 0 or idx.max() >= num_weights:
-        return False
-    fn = native.function("embedding", "embedding_backward_" + native.suffix(g), "nnnppnpi")
+    fn = native.function("embedding", "embedding_backward_" + native.suffix(g), "nnnppnppi")
     if fn is None:
         return False
-    idx = np.ascontiguousarray(idx)
+    idx, bad = np.ascontiguousarray(idx), np.empty(1, np.int64)
     fn(idx.size, o.shape[1], num_weights, native.pointer(idx), native.pointer(g),
-       padding_idx, native.pointer(o), native.threads(g.size))
-    return True
+       padding_idx, native.pointer(o), native.pointer(bad), native.threads(g.size))
+    return bad[0] < 0
 
 
 def embedding_grad_cpu(out, grad_output, indices, num_weights, padding_idx,

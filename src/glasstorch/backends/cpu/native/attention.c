@@ -89,25 +89,54 @@ void softmax_rows_##SUFFIX(int64_t rows, int64_t L, int64_t S, T* s, T* lse,    
 }
 
 /* Backward on rows: in place, s (the q.k products) becomes p = exp(s * scale - lse) and ds
-   (the g.v products) the scores' gradient before the scale, p * (ds - rowsum(g * out)). */
+   (the g.v products) the scores' gradient before the scale, p * (ds - rowsum(g * out)).
+   A row goes by blocks of LANES keys, each one vector loop of a fixed length (keys from
+   `seen` on masked), its last partial block on zero-padded copies, and a block of masked
+   keys only is zeroed without exp: a loop over the whole row, its length a variable, was
+   peeled to align its stores and split at the mask, both on the scalar expf (nanoGPT's
+   1024 causal rows of 32 keys: 43 -> 28 us). */
+#define SOFTMAX_BACKWARD_BLOCK(T, SUFFIX, EXP)                                          \
+static inline void softmax_backward_block_##SUFFIX(T* x, T* d, int64_t seen, T sc,      \
+                                                   T l, T dot)                          \
+{                                                                                       \
+    _Pragma("omp simd")                                                                 \
+    for (int64_t j = 0; j < LANES; j++) {                                               \
+        T p = EXP(j < seen ? x[j] * sc - l : 0);                                        \
+        p = j < seen ? p : 0;                                                           \
+        x[j] = p;                                                                       \
+        d[j] = j < seen ? (d[j] - dot) * p : 0;                                         \
+    }                                                                                   \
+}
+
 #define SOFTMAX_BACKWARD_ROWS(T, SUFFIX, EXP)                                           \
+SOFTMAX_BACKWARD_BLOCK(T, SUFFIX, EXP)                                                  \
 void softmax_backward_rows_##SUFFIX(int64_t rows, int64_t L, int64_t S, T* s, T* ds,    \
                                     const T* lse, const T* rowdot, double scale,        \
                                     int causal, int nthreads)                           \
 {                                                                                       \
     const T sc = (T)scale;                                                              \
+    const int64_t full = S - S % LANES;                                                 \
     _Pragma("omp parallel for num_threads(nthreads)")                                   \
     for (int64_t r = 0; r < rows; r++) {                                                \
         T* x = s + r * S;                                                               \
         T* d = ds + r * S;                                                              \
         const int64_t n = causal ? r % L + 1 : S;                                       \
         const T l = lse[r], dot = rowdot[r];                                            \
-        _Pragma("omp simd")                                                             \
-        for (int64_t j = 0; j < S; j++) {                                               \
-            T p = EXP(j < n ? x[j] * sc - l : 0);                                       \
-            p = j < n ? p : 0;                                                          \
-            x[j] = p;                                                                   \
-            d[j] = j < n ? (d[j] - dot) * p : 0;                                        \
+        for (int64_t j = 0; j < full; j += LANES) {                                     \
+            if (j < n)                                                                  \
+                softmax_backward_block_##SUFFIX(x + j, d + j, n - j, sc, l, dot);       \
+            else {                      /* every key masked: zeros, no exp */           \
+                memset(x + j, 0, LANES * sizeof(T));                                    \
+                memset(d + j, 0, LANES * sizeof(T));                                    \
+            }                                                                           \
+        }                                                                               \
+        if (full < S) {                                                                 \
+            T xs[LANES] = {0}, dss[LANES] = {0};                                        \
+            memcpy(xs, x + full, (size_t)(S - full) * sizeof(T));                      \
+            memcpy(dss, d + full, (size_t)(S - full) * sizeof(T));                      \
+            softmax_backward_block_##SUFFIX(xs, dss, n - full, sc, l, dot);             \
+            memcpy(x + full, xs, (size_t)(S - full) * sizeof(T));                       \
+            memcpy(d + full, dss, (size_t)(S - full) * sizeof(T));                      \
         }                                                                               \
     }                                                                                   \
 }

@@ -33,6 +33,22 @@ void nll_forward_##SUF(int64_t n, int64_t c, const T* x, const int64_t* t,      
     }                                                                                  \
 }                                                                                      \
                                                                                        \
+/* The reduced loss straight into the 0-dim outputs: *loss the terms' sum (divided by the \
+   weights' for 'mean': all ignored is 0/0 = nan, as PyTorch's) and *total the weights'   \
+   sum; scratch holds 2n elements (the terms, then the weights). Nothing is written when \
+   a target is out of range. */                                                        \
+void nll_forward_reduced_##SUF(int64_t n, int64_t c, const T* x, const int64_t* t,     \
+                               int64_t ignore, const T* weight, int mean, T* scratch,  \
+                               T* loss, T* total, int64_t* bad)                        \
+{                                                                                      \
+    nll_forward_##SUF(n, c, x, t, ignore, weight, scratch, scratch + n, bad);          \
+    if (*bad >= 0)                                                                     \
+        return;                                                                        \
+    T terms = gt_pairwise_sum_##T(scratch, n), weights = gt_pairwise_sum_##T(scratch + n, n); \
+    *loss = mean ? terms / weights : terms;                                            \
+    *total = weights;                                                                  \
+}                                                                                      \
+                                                                                       \
 /* out (n, c) = 0, and -(w_i * g_i) at each kept row's target: g_i is grad[i] when      \
    per_row, else grad[0] (the reduced loss's gradient, already divided by the total     \
    weight for 'mean'). */                                                              \

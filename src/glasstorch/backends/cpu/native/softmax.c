@@ -3,8 +3,9 @@
    _log_softmax_backward_part) row by row, in the same order, each row on one thread.
    A row's sum is NumPy's pairwise sum (that of np.add.reduce, which the NumPy path uses on
    rows longer than 1024; its einsum on shorter rows rounds a few ulps apart). Exponentials
-   run in LANES-wide vector loops, a row's last partial block on a zero-padded copy, so that
-   every element goes through the vector exp. The output row holds the exponentials (or the
+   run in LANES-wide vector loops, a row's last partial block as its last LANES elements (or,
+   in a row shorter than LANES, on a zero-padded copy), so that every element goes through
+   the vector exp. The output row holds the exponentials (or the
    products) while they are summed, so it must not overlap an input (checked in Python). */
 
 /* The largest element of a row (NaN is passed over: a row with NaN comes out all NaN
@@ -15,22 +16,29 @@ static inline T row_max_##SUF(const T* x, int64_t n)                            
     T acc[LANES], m = -INFINITY;                                                       \
     int64_t i = 0;                                                                     \
     for (int j = 0; j < LANES; j++) acc[j] = -INFINITY;                                \
-    for (; i + LANES <= n; i += LANES)                                                 \
+    for (; i + LANES <= n; i += LANES) {                                               \
+        _Pragma("omp simd")                                                            \
         for (int j = 0; j < LANES; j++) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j]; \
+    }                                                                                  \
     for (; i < n; i++) m = x[i] > m ? x[i] : m;                                        \
     for (int j = 0; j < LANES; j++) m = acc[j] > m ? acc[j] : m;                       \
     return m;                                                                          \
 }
 
-/* out = f(a, b, s) over a row, LANES at a time through BLOCK(a, b, out, s); the tail on
-   zero-padded copies. */
+/* out = f(a, b, s) over a row, LANES at a time through BLOCK(a, b, out, s). A row of at
+   least LANES ends with the block of its last LANES elements, which recomputes some of the
+   previous block's (out overlaps no input: the same values again); a shorter row goes
+   through zero-padded copies (a vector load right after memcpy's narrow stores into the
+   copy waits for them: at 65 columns that stall was a third of log_softmax's time). */
 #define ROW_MAP(T, SUF, NAME, BLOCK)                                                   \
 static inline void NAME##_row_##SUF(const T* a, const T* b, T* out, T s, int64_t n)    \
 {                                                                                      \
     int64_t full = n - n % LANES;                                                      \
     for (int64_t i = 0; i < full; i += LANES)                                          \
         BLOCK(a + i, b + i, out + i, s);                                               \
-    if (full < n) {                                                                    \
+    if (full < n && full) {                                                            \
+        BLOCK(a + n - LANES, b + n - LANES, out + n - LANES, s);                       \
+    } else if (full < n) {                                                             \
         T as[LANES] = {0}, bs[LANES] = {0}, os[LANES];                                 \
         memcpy(as, a + full, (size_t)(n - full) * sizeof(T));                          \
         memcpy(bs, b + full, (size_t)(n - full) * sizeof(T));                          \
