@@ -278,15 +278,19 @@ def test_step_by_step_path_agrees(kind, extra, monkeypatch):
         assert_same(a, b, rtol=1e-4, atol=1e-5)
 
 
+BIASES = {"both": (True, True), "none": (False, False), "b_ih": (True, False),
+          "b_hh": (False, True)}
+
+
 @pytest.mark.parametrize("name,gates,node", [("lstm_cell", 4, "ThnnFusedLstmCellBackward0"),
                                              ("gru_cell", 3, "ThnnFusedGruCellBackward0"),
                                              ("rnn_tanh_cell", 1, "FusedRnnCellBackward0"),
                                              ("rnn_relu_cell", 1, "FusedRnnCellBackward0")])
-@pytest.mark.parametrize("bias", [True, False])
-def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel_path):
+@pytest.mark.parametrize("biases", sorted(BIASES))
+def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, biases, kernel_path):
     """LSTM and GRU cells run one fused op (PyTorch's CUDA cells), Elman cells glasstorch's
     _fused_rnn_cell; their second derivative comes from a formula in ops, as PyTorch's
-    _thnn_differentiable_*_backward."""
+    _thnn_differentiable_*_backward. Either bias may come alone."""
     rng = np.random.default_rng(3)
 
     def leaf(*shape):
@@ -294,12 +298,15 @@ def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel
     states = 2 if name == "lstm_cell" else 1
     x, hs = leaf(4, 2), [leaf(4, 3) for _ in range(states)]
     weights = [leaf(gates * 3, 2), leaf(gates * 3, 3)]
-    weights += [leaf(gates * 3), leaf(gates * 3)] if bias else []
+    given = BIASES[biases]
+    weights += [leaf(gates * 3) for present in given if present]
     cell = getattr(gt, name)
 
     def step(x, *rest):
-        h = rest[:states]
-        return cell(x, list(h) if states == 2 else h[0], *rest[states:])
+        h, (w_ih, w_hh, *b) = rest[:states], rest[states:]
+        b = iter(b)
+        bias = [next(b) if present else None for present in given]
+        return cell(x, list(h) if states == 2 else h[0], w_ih, w_hh, *bias)
     inputs = (x, *hs, *weights)
     assert gt.autograd.gradcheck(step, inputs)
     assert gt.autograd.gradgradcheck(step, inputs)
@@ -307,12 +314,39 @@ def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel
     assert (out[0] if states == 2 else out).grad_fn.name() == node
 
 
-ELMAN_BIASES = {"both": (True, True), "none": (False, False), "b_ih": (True, False),
-                "b_hh": (False, True)}
+@pytest.mark.parametrize("name,gates", [("lstm_cell", 4), ("gru_cell", 3)])
+@pytest.mark.parametrize("biases", sorted(BIASES))
+def test_gated_cells_match_torch_with_either_bias(name, gates, biases, kernel_path):
+    """The fused LSTM and GRU cells add each bias given, alone too, and give each its
+    gradient (the hidden bias alone once got none)."""
+    rng = np.random.default_rng(11)
+    lstm = name == "lstm_cell"
+    shapes = [(5, 3), (5, 4), (5, 4), (4 * gates, 3), (4 * gates, 4), (4 * gates,),
+              (4 * gates,)]
+    t_args = [torch.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
+    t_args[5:] = [t if keep else None for t, keep in zip(t_args[5:], BIASES[biases])]
+    if not lstm:
+        del t_args[2]
+    g_args = [None if t is None else g(t, True) for t in t_args]
+    weights = [rng.standard_normal((5, 4)) for _ in range(2)]
+
+    def run(lib, args):
+        state = args[1:3] if lstm else args[1]
+        out = getattr(lib, name)(args[0], state, *args[3 if lstm else 2:])
+        outs = out if lstm else (out,)
+        loss = sum((o * lib.tensor(w)).sum() for o, w in zip(outs, weights))
+        wanted = [a for a in args if a is not None]
+        return outs, lib.autograd.grad(loss, wanted)
+    t_outs, t_grads = run(torch, t_args)
+    g_outs, g_grads = run(gt, g_args)
+    assert g_outs[0].grad_fn.name() == ("ThnnFusedLstmCellBackward0" if lstm
+                                        else "ThnnFusedGruCellBackward0")
+    for ours, theirs in zip(g_outs + g_grads, t_outs + t_grads):
+        assert_same(ours, theirs, rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("name", ["rnn_tanh_cell", "rnn_relu_cell"])
-@pytest.mark.parametrize("biases", sorted(ELMAN_BIASES))
+@pytest.mark.parametrize("biases", sorted(BIASES))
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("wanted", ["all", "weights"])
 def test_elman_cells_match_torch(name, biases, dtype, wanted):
@@ -320,7 +354,7 @@ def test_elman_cells_match_torch(name, biases, dtype, wanted):
     the biases given, and for a step whose input and state need no gradient (the first
     cell of a stack)."""
     rng = np.random.default_rng(8)
-    has_ih, has_hh = ELMAN_BIASES[biases]
+    has_ih, has_hh = BIASES[biases]
     t_dtype = getattr(torch, dtype)
     shapes = [(5, 3), (5, 4), (4, 3), (4, 4), (4,), (4,)]
     t_args = [torch.tensor(rng.standard_normal(s), dtype=t_dtype) for s in shapes]
