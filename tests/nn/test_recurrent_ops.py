@@ -429,7 +429,7 @@ def test_elman_composite_path_agrees(nonlinearity, monkeypatch):
     h = gt.randn(5, 4, dtype=gt.float64, requires_grad=True)
     fused = cell(x, h)
     fused_grads = gt.autograd.grad(fused.sum(), [x, h, *cell.parameters()])
-    monkeypatch.setattr(R, "_elman_fused", lambda *args: False)
+    monkeypatch.setattr(R, "_cell_fused", lambda *args: False)
     slow = cell(x, h)
     assert slow.grad_fn.name() != "FusedRnnCellBackward0"
     assert_same(fused, slow, rtol=1e-12, atol=1e-13)
@@ -441,23 +441,116 @@ def test_elman_composite_path_agrees(nonlinearity, monkeypatch):
     assert out.dtype == gt.bfloat16 and out.grad_fn.name() != "FusedRnnCellBackward0"
 
 
-def test_elman_size_errors_match_torch():
-    def same_error(make):
-        with pytest.raises(Exception) as et:
-            torch.rnn_tanh_cell(*make(torch))
-        with pytest.raises(Exception) as eg:
-            gt.rnn_tanh_cell(*make(gt))
-        assert type(eg.value) is type(et.value)
-        assert str(eg.value) == str(et.value)
-    for x, h, w_ih, w_hh in [((2, 5), (2, 4), (4, 3), (4, 4)), ((2, 3), (3, 4), (4, 3), (4, 4)),
-                             ((2, 3), (2, 5), (4, 3), (4, 4)), ((3,), (4,), (4, 3), (4, 4)),
-                             ((2, 3), (4,), (4, 3), (4, 4)), ((2, 3), (2, 4), (4, 3), (5, 4)),
-                             ((2, 3), (2, 4), (5, 3), (4, 4)), ((2, 3), (2, 4), (4, 3), (4, 5))]:
-        same_error(lambda lib: [lib.zeros(s) for s in (x, h, w_ih, w_hh)])
-    same_error(lambda lib: [lib.zeros(s) for s in ((2, 3), (2, 4), (4, 3), (4, 4), (5,))])
-    t_args = [torch.randn(s, dtype=torch.float64) for s in ((2, 3), (2, 4), (4, 3), (4, 4), (1,))]
-    assert_same(gt.rnn_tanh_cell(*[g(t) for t in t_args]), torch.rnn_tanh_cell(*t_args),
-                rtol=1e-12, atol=1e-13)     # a bias that broadcasts
+# a cell's arguments (input 2x3, states 2x4, gates of 4 units) with one of them changed;
+# torch checks them in an order that differs by cell, so some cases break two of them
+SIZE_CASES = {"input width": {"x": (2, 5)}, "input 3-D": {"x": (1, 2, 3)},
+              "input 1-D": {"x": (3,)}, "h batch": {"h": (3, 4)}, "c batch": {"c": (3, 4)},
+              "h width": {"h": (2, 5)}, "c width": {"c": (2, 5)}, "h 1-D": {"h": (4,)},
+              "c 1-D": {"c": (2,)}, "w_ih rows": {"w_ih": 1}, "w_hh rows": {"w_hh": 1},
+              "w_hh cols": {"w_hh": (0, 5)}, "w_ih 1-D": {"w_ih": (None,)},
+              "w_hh 1-D": {"w_hh": (None,)}, "w_ih 3-D": {"w_ih": (1, None, 3)},
+              "b_ih size": {"b_ih": 1}, "b_hh size": {"b_hh": 1},
+              "input width, w_ih rows": {"x": (2, 5), "w_ih": 1},
+              "h batch, w_ih rows": {"h": (3, 4), "w_ih": 1},
+              "c batch, w_hh rows": {"c": (3, 4), "w_hh": 1},
+              "h width, w_hh cols": {"h": (2, 5), "c": (2, 5), "w_hh": (0, 5)}}
+
+
+def _cell_arguments(lib, gates, case):
+    """The arguments' shapes: an int adds rows to the gate dimension, None is the gate
+    dimension, 0 keeps it (the gate dimension is always the first of a weight's)."""
+    shapes = {"x": (2, 3), "h": (2, 4), "c": (2, 4), "w_ih": (None, 3), "w_hh": (None, 4),
+              "b_ih": (None,), "b_hh": (None,)}
+    extra = {}
+    for key, shape in case.items():
+        if isinstance(shape, int):
+            extra[key] = shape
+        else:
+            shapes[key] = shape
+    return {key: lib.zeros([gates * 4 + extra.get(key, 0) if d in (None, 0) and key[0] in "wb"
+                            else d for d in shape], dtype=lib.float64)
+            for key, shape in shapes.items()}
+
+
+@pytest.mark.parametrize("case", sorted(SIZE_CASES))
+@pytest.mark.parametrize("name,gates", [("rnn_tanh_cell", 1), ("lstm_cell", 4), ("gru_cell", 3),
+                                        ("RNNCell", 1), ("LSTMCell", 4), ("GRUCell", 3)])
+def test_cell_size_errors_match_torch(name, gates, case):
+    """The ops' checks, and the modules', which are the ops' (a module's weights may have
+    been replaced); the same error, or none, as torch's."""
+    def outcome(lib):
+        a = _cell_arguments(lib, gates, SIZE_CASES[case])
+        states = [a["h"], a["c"]] if "LSTM" in name or "lstm" in name else a["h"]
+        try:
+            if name[0].islower():
+                return getattr(lib, name)(a["x"], states, a["w_ih"], a["w_hh"], a["b_ih"],
+                                          a["b_hh"]), None
+            cell = getattr(lib.nn, name)(3, 4, dtype=lib.float64)
+            for p in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                setattr(cell, p, lib.nn.Parameter(a[p[0] + "_" + p.split("_")[1]]))
+            return cell(a["x"], tuple(states) if isinstance(states, list) else states), None
+        except Exception as e:      # noqa: BLE001 -- compared with torch's below
+            return None, e
+    (t_out, t_err), (g_out, g_err) = outcome(torch), outcome(gt)
+    if t_err is None:
+        assert g_err is None, g_err
+    else:
+        assert type(g_err) is type(t_err)
+        assert str(g_err) == str(t_err)
+
+
+def test_cells_take_biases_that_broadcast():
+    rng = np.random.default_rng(12)
+    for name, gates in (("rnn_tanh_cell", 1), ("lstm_cell", 4), ("gru_cell", 3)):
+        for bias in ((1,), (1, 4 * gates), (5, 4 * gates)):
+            t_args = [torch.tensor(rng.standard_normal(s)) for s in
+                      ((5, 3), (5, 4), (4 * gates, 3), (4 * gates, 4), bias, (4 * gates,))]
+            state = [t_args[1], t_args[1]] if name == "lstm_cell" else t_args[1]
+            t_out = getattr(torch, name)(t_args[0], state, *t_args[2:])
+            g_state = [g(t) for t in state] if name == "lstm_cell" else g(state)
+            g_out = getattr(gt, name)(g(t_args[0]), g_state, *[g(t) for t in t_args[2:]])
+            for ours, theirs in zip(*((o,) if name != "lstm_cell" else o
+                                      for o in (g_out, t_out))):
+                assert_same(ours, theirs, rtol=1e-12, atol=1e-13)
+
+
+def test_lstm_cell_wants_two_states():
+    for states in (1, 3):
+        with pytest.raises(RuntimeError, match="^lstm_cell expects two hidden states$"):
+            gt.lstm_cell(gt.randn(2, 3), [gt.randn(2, 4)] * states, gt.randn(16, 3),
+                         gt.randn(16, 4))
+
+
+FUSED_SIZE_CASES = {"gates 3-D": {"ig": (1, 2, 16)}, "gates 1-D": {"ig": (16,)},
+                    "hidden gates": {"hg": (3, 16)}, "input bias 2-D": {"ib": (1, 16)},
+                    "input bias size": {"ib": (17,)}, "hidden bias size": {"hb": (17,)},
+                    "state 3-D": {"cx": (1, 2, 4)}, "state size": {"cx": (2, 5)}}
+
+
+@pytest.mark.parametrize("case", sorted(FUSED_SIZE_CASES))
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_fused_lstm_cell_size_errors_match_torch_meta(case, device):
+    """torch has no CPU kernel for the fused cells: its meta kernel says its checks."""
+    def outcome(lib):
+        shapes = {"ig": (2, 16), "hg": (2, 16), "cx": (2, 4), "ib": (16,), "hb": (16,)}
+        shapes.update(FUSED_SIZE_CASES[case])
+        a = {k: lib.zeros(s, device=device if lib is gt else "meta") for k, s in shapes.items()}
+        with pytest.raises(RuntimeError) as e:
+            lib.ops.aten._thnn_fused_lstm_cell(a["ig"], a["hg"], a["cx"], a["ib"], a["hb"])
+        return str(e.value)
+    assert outcome(gt) == outcome(torch)
+
+
+@pytest.mark.parametrize("op,factor", [("_thnn_fused_lstm_cell", 4),
+                                       ("_thnn_fused_gru_cell", 3)])
+def test_fused_cells_refuse_a_state_they_would_misread(op, factor):
+    """PyTorch's checks count the state's elements only; the kernels read it (N, H):
+    a transposed state, or gates not a multiple of the gate count, are refused."""
+    for gates, state in ((6 * factor, (6, 2)), (4 * factor + 1, (2, 4))):
+        with pytest.raises(RuntimeError, match=rf"{op}: expected a state of shape \[2, "):
+            getattr(gt.ops.aten, op)(gt.zeros(2, gates), gt.zeros(2, gates), gt.zeros(state))
+    assert getattr(gt.ops.aten, op)(gt.zeros(2, 4 * factor), gt.zeros(2, 4 * factor),
+                                    gt.zeros(2, 4), None, gt.zeros(4 * factor))[0].shape == (2, 4)
 
 
 def test_state_of_another_dtype_is_refused_by_name():
