@@ -499,6 +499,24 @@ def test_cell_size_errors_match_torch(name, gates, case):
         assert str(g_err) == str(t_err)
 
 
+def test_consistent_2d_sizes_skip_the_ordered_checks(monkeypatch):
+    """Every step's case is settled from the shapes (the checks in ops cost as much as a
+    small step); anything else goes through PyTorch's ordered checks."""
+    ran = []
+    monkeypatch.setattr(R, "_CHECK_ORDER", {mode: (lambda *args: ran.append(args[0]),)
+                                            for mode in R._CHECK_ORDER})
+    x, h = gt.randn(2, 3), gt.randn(2, 4)
+    for name, gates in (("rnn_tanh_cell", 1), ("lstm_cell", 4), ("gru_cell", 3)):
+        state = [h, h] if name == "lstm_cell" else h
+        weights = gt.randn(4 * gates, 3), gt.randn(4 * gates, 4)
+        getattr(gt, name)(x, state, *weights)
+        assert ran == []
+        with pytest.raises(Exception):      # the checks ran (and passed): the op failed
+            getattr(gt, name)(gt.randn(2, 5), state, *weights)
+        assert ran == [gates]
+        ran.clear()
+
+
 def test_cells_take_biases_that_broadcast():
     rng = np.random.default_rng(12)
     for name, gates in (("rnn_tanh_cell", 1), ("lstm_cell", 4), ("gru_cell", 3)):
