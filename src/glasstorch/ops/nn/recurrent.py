@@ -744,7 +744,7 @@ def _cell_fused(input, states, w_ih, w_hh, biases) -> bool:
     the per-op path), autocast off (under it the products run in its dtype, as ops)."""
     d, gates = input.dtype, (w_hh._shape[0],)
     weights = (w_ih, w_hh, *biases)
-    return (all(t.dim() == 2 for t in (input, *states, w_ih, w_hh))
+    return (all(len(t._shape) == 2 for t in (input, *states, w_ih, w_hh))
             and _fast(input, states, weights)
             and all(t.dtype is d for t in (*states, *weights))
             and all(b._shape == gates for b in biases) and not _cpu_autocast_on())
