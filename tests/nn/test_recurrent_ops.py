@@ -278,15 +278,19 @@ def test_step_by_step_path_agrees(kind, extra, monkeypatch):
         assert_same(a, b, rtol=1e-4, atol=1e-5)
 
 
+BIASES = {"both": (True, True), "none": (False, False), "b_ih": (True, False),
+          "b_hh": (False, True)}
+
+
 @pytest.mark.parametrize("name,gates,node", [("lstm_cell", 4, "ThnnFusedLstmCellBackward0"),
                                              ("gru_cell", 3, "ThnnFusedGruCellBackward0"),
                                              ("rnn_tanh_cell", 1, "FusedRnnCellBackward0"),
                                              ("rnn_relu_cell", 1, "FusedRnnCellBackward0")])
-@pytest.mark.parametrize("bias", [True, False])
-def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel_path):
+@pytest.mark.parametrize("biases", sorted(BIASES))
+def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, biases, kernel_path):
     """LSTM and GRU cells run one fused op (PyTorch's CUDA cells), Elman cells glasstorch's
     _fused_rnn_cell; their second derivative comes from a formula in ops, as PyTorch's
-    _thnn_differentiable_*_backward."""
+    _thnn_differentiable_*_backward. Either bias may come alone."""
     rng = np.random.default_rng(3)
 
     def leaf(*shape):
@@ -294,12 +298,15 @@ def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel
     states = 2 if name == "lstm_cell" else 1
     x, hs = leaf(4, 2), [leaf(4, 3) for _ in range(states)]
     weights = [leaf(gates * 3, 2), leaf(gates * 3, 3)]
-    weights += [leaf(gates * 3), leaf(gates * 3)] if bias else []
+    given = BIASES[biases]
+    weights += [leaf(gates * 3) for present in given if present]
     cell = getattr(gt, name)
 
     def step(x, *rest):
-        h = rest[:states]
-        return cell(x, list(h) if states == 2 else h[0], *rest[states:])
+        h, (w_ih, w_hh, *b) = rest[:states], rest[states:]
+        b = iter(b)
+        bias = [next(b) if present else None for present in given]
+        return cell(x, list(h) if states == 2 else h[0], w_ih, w_hh, *bias)
     inputs = (x, *hs, *weights)
     assert gt.autograd.gradcheck(step, inputs)
     assert gt.autograd.gradgradcheck(step, inputs)
@@ -307,12 +314,39 @@ def test_fused_cells_gradcheck_and_gradgradcheck(name, gates, node, bias, kernel
     assert (out[0] if states == 2 else out).grad_fn.name() == node
 
 
-ELMAN_BIASES = {"both": (True, True), "none": (False, False), "b_ih": (True, False),
-                "b_hh": (False, True)}
+@pytest.mark.parametrize("name,gates", [("lstm_cell", 4), ("gru_cell", 3)])
+@pytest.mark.parametrize("biases", sorted(BIASES))
+def test_gated_cells_match_torch_with_either_bias(name, gates, biases, kernel_path):
+    """The fused LSTM and GRU cells add each bias given, alone too, and give each its
+    gradient (the hidden bias alone once got none)."""
+    rng = np.random.default_rng(11)
+    lstm = name == "lstm_cell"
+    shapes = [(5, 3), (5, 4), (5, 4), (4 * gates, 3), (4 * gates, 4), (4 * gates,),
+              (4 * gates,)]
+    t_args = [torch.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
+    t_args[5:] = [t if keep else None for t, keep in zip(t_args[5:], BIASES[biases])]
+    if not lstm:
+        del t_args[2]
+    g_args = [None if t is None else g(t, True) for t in t_args]
+    weights = [rng.standard_normal((5, 4)) for _ in range(2)]
+
+    def run(lib, args):
+        state = args[1:3] if lstm else args[1]
+        out = getattr(lib, name)(args[0], state, *args[3 if lstm else 2:])
+        outs = out if lstm else (out,)
+        loss = sum((o * lib.tensor(w)).sum() for o, w in zip(outs, weights))
+        wanted = [a for a in args if a is not None]
+        return outs, lib.autograd.grad(loss, wanted)
+    t_outs, t_grads = run(torch, t_args)
+    g_outs, g_grads = run(gt, g_args)
+    assert g_outs[0].grad_fn.name() == ("ThnnFusedLstmCellBackward0" if lstm
+                                        else "ThnnFusedGruCellBackward0")
+    for ours, theirs in zip(g_outs + g_grads, t_outs + t_grads):
+        assert_same(ours, theirs, rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("name", ["rnn_tanh_cell", "rnn_relu_cell"])
-@pytest.mark.parametrize("biases", sorted(ELMAN_BIASES))
+@pytest.mark.parametrize("biases", sorted(BIASES))
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("wanted", ["all", "weights"])
 def test_elman_cells_match_torch(name, biases, dtype, wanted):
@@ -320,7 +354,7 @@ def test_elman_cells_match_torch(name, biases, dtype, wanted):
     the biases given, and for a step whose input and state need no gradient (the first
     cell of a stack)."""
     rng = np.random.default_rng(8)
-    has_ih, has_hh = ELMAN_BIASES[biases]
+    has_ih, has_hh = BIASES[biases]
     t_dtype = getattr(torch, dtype)
     shapes = [(5, 3), (5, 4), (4, 3), (4, 4), (4,), (4,)]
     t_args = [torch.tensor(rng.standard_normal(s), dtype=t_dtype) for s in shapes]
@@ -395,7 +429,7 @@ def test_elman_composite_path_agrees(nonlinearity, monkeypatch):
     h = gt.randn(5, 4, dtype=gt.float64, requires_grad=True)
     fused = cell(x, h)
     fused_grads = gt.autograd.grad(fused.sum(), [x, h, *cell.parameters()])
-    monkeypatch.setattr(R, "_elman_fused", lambda *args: False)
+    monkeypatch.setattr(R, "_cell_fused", lambda *args: False)
     slow = cell(x, h)
     assert slow.grad_fn.name() != "FusedRnnCellBackward0"
     assert_same(fused, slow, rtol=1e-12, atol=1e-13)
@@ -407,23 +441,134 @@ def test_elman_composite_path_agrees(nonlinearity, monkeypatch):
     assert out.dtype == gt.bfloat16 and out.grad_fn.name() != "FusedRnnCellBackward0"
 
 
-def test_elman_size_errors_match_torch():
-    def same_error(make):
-        with pytest.raises(Exception) as et:
-            torch.rnn_tanh_cell(*make(torch))
-        with pytest.raises(Exception) as eg:
-            gt.rnn_tanh_cell(*make(gt))
-        assert type(eg.value) is type(et.value)
-        assert str(eg.value) == str(et.value)
-    for x, h, w_ih, w_hh in [((2, 5), (2, 4), (4, 3), (4, 4)), ((2, 3), (3, 4), (4, 3), (4, 4)),
-                             ((2, 3), (2, 5), (4, 3), (4, 4)), ((3,), (4,), (4, 3), (4, 4)),
-                             ((2, 3), (4,), (4, 3), (4, 4)), ((2, 3), (2, 4), (4, 3), (5, 4)),
-                             ((2, 3), (2, 4), (5, 3), (4, 4)), ((2, 3), (2, 4), (4, 3), (4, 5))]:
-        same_error(lambda lib: [lib.zeros(s) for s in (x, h, w_ih, w_hh)])
-    same_error(lambda lib: [lib.zeros(s) for s in ((2, 3), (2, 4), (4, 3), (4, 4), (5,))])
-    t_args = [torch.randn(s, dtype=torch.float64) for s in ((2, 3), (2, 4), (4, 3), (4, 4), (1,))]
-    assert_same(gt.rnn_tanh_cell(*[g(t) for t in t_args]), torch.rnn_tanh_cell(*t_args),
-                rtol=1e-12, atol=1e-13)     # a bias that broadcasts
+# a cell's arguments (input 2x3, states 2x4, gates of 4 units) with one of them changed;
+# torch checks them in an order that differs by cell, so some cases break two of them
+SIZE_CASES = {"input width": {"x": (2, 5)}, "input 3-D": {"x": (1, 2, 3)},
+              "input 1-D": {"x": (3,)}, "h batch": {"h": (3, 4)}, "c batch": {"c": (3, 4)},
+              "h width": {"h": (2, 5)}, "c width": {"c": (2, 5)}, "h 1-D": {"h": (4,)},
+              "c 1-D": {"c": (2,)}, "w_ih rows": {"w_ih": 1}, "w_hh rows": {"w_hh": 1},
+              "w_hh cols": {"w_hh": (0, 5)}, "w_ih 1-D": {"w_ih": (None,)},
+              "w_hh 1-D": {"w_hh": (None,)}, "w_ih 3-D": {"w_ih": (1, None, 3)},
+              "b_ih size": {"b_ih": 1}, "b_hh size": {"b_hh": 1},
+              "input width, w_ih rows": {"x": (2, 5), "w_ih": 1},
+              "h batch, w_ih rows": {"h": (3, 4), "w_ih": 1},
+              "c batch, w_hh rows": {"c": (3, 4), "w_hh": 1},
+              "h width, w_hh cols": {"h": (2, 5), "c": (2, 5), "w_hh": (0, 5)}}
+
+
+def _cell_arguments(lib, gates, case):
+    """The arguments' shapes: an int adds rows to the gate dimension, None is the gate
+    dimension, 0 keeps it (the gate dimension is always the first of a weight's)."""
+    shapes = {"x": (2, 3), "h": (2, 4), "c": (2, 4), "w_ih": (None, 3), "w_hh": (None, 4),
+              "b_ih": (None,), "b_hh": (None,)}
+    extra = {}
+    for key, shape in case.items():
+        if isinstance(shape, int):
+            extra[key] = shape
+        else:
+            shapes[key] = shape
+    return {key: lib.zeros([gates * 4 + extra.get(key, 0) if d in (None, 0) and key[0] in "wb"
+                            else d for d in shape], dtype=lib.float64)
+            for key, shape in shapes.items()}
+
+
+@pytest.mark.parametrize("case", sorted(SIZE_CASES))
+@pytest.mark.parametrize("name,gates", [("rnn_tanh_cell", 1), ("lstm_cell", 4), ("gru_cell", 3),
+                                        ("RNNCell", 1), ("LSTMCell", 4), ("GRUCell", 3)])
+def test_cell_size_errors_match_torch(name, gates, case):
+    """The ops' checks, and the modules', which are the ops' (a module's weights may have
+    been replaced); the same error, or none, as torch's."""
+    def outcome(lib):
+        a = _cell_arguments(lib, gates, SIZE_CASES[case])
+        states = [a["h"], a["c"]] if "LSTM" in name or "lstm" in name else a["h"]
+        try:
+            if name[0].islower():
+                return getattr(lib, name)(a["x"], states, a["w_ih"], a["w_hh"], a["b_ih"],
+                                          a["b_hh"]), None
+            cell = getattr(lib.nn, name)(3, 4, dtype=lib.float64)
+            for p in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                setattr(cell, p, lib.nn.Parameter(a[p[0] + "_" + p.split("_")[1]]))
+            return cell(a["x"], tuple(states) if isinstance(states, list) else states), None
+        except Exception as e:      # noqa: BLE001 -- compared with torch's below
+            return None, e
+    (t_out, t_err), (g_out, g_err) = outcome(torch), outcome(gt)
+    if t_err is None:
+        assert g_err is None, g_err
+    else:
+        assert type(g_err) is type(t_err)
+        assert str(g_err) == str(t_err)
+
+
+def test_consistent_2d_sizes_skip_the_ordered_checks(monkeypatch):
+    """Every step's case is settled from the shapes (the checks in ops cost as much as a
+    small step); anything else goes through PyTorch's ordered checks."""
+    ran = []
+    monkeypatch.setattr(R, "_CHECK_ORDER", {mode: (lambda *args: ran.append(args[0]),)
+                                            for mode in R._CHECK_ORDER})
+    x, h = gt.randn(2, 3), gt.randn(2, 4)
+    for name, gates in (("rnn_tanh_cell", 1), ("lstm_cell", 4), ("gru_cell", 3)):
+        state = [h, h] if name == "lstm_cell" else h
+        weights = gt.randn(4 * gates, 3), gt.randn(4 * gates, 4)
+        getattr(gt, name)(x, state, *weights)
+        assert ran == []
+        with pytest.raises(Exception):      # the checks ran (and passed): the op failed
+            getattr(gt, name)(gt.randn(2, 5), state, *weights)
+        assert ran == [gates]
+        ran.clear()
+
+
+def test_cells_take_biases_that_broadcast():
+    rng = np.random.default_rng(12)
+    for name, gates in (("rnn_tanh_cell", 1), ("lstm_cell", 4), ("gru_cell", 3)):
+        for bias in ((1,), (1, 4 * gates), (5, 4 * gates)):
+            t_args = [torch.tensor(rng.standard_normal(s)) for s in
+                      ((5, 3), (5, 4), (4 * gates, 3), (4 * gates, 4), bias, (4 * gates,))]
+            state = [t_args[1], t_args[1]] if name == "lstm_cell" else t_args[1]
+            t_out = getattr(torch, name)(t_args[0], state, *t_args[2:])
+            g_state = [g(t) for t in state] if name == "lstm_cell" else g(state)
+            g_out = getattr(gt, name)(g(t_args[0]), g_state, *[g(t) for t in t_args[2:]])
+            for ours, theirs in zip(*((o,) if name != "lstm_cell" else o
+                                      for o in (g_out, t_out))):
+                assert_same(ours, theirs, rtol=1e-12, atol=1e-13)
+
+
+def test_lstm_cell_wants_two_states():
+    for states in (1, 3):
+        with pytest.raises(RuntimeError, match="^lstm_cell expects two hidden states$"):
+            gt.lstm_cell(gt.randn(2, 3), [gt.randn(2, 4)] * states, gt.randn(16, 3),
+                         gt.randn(16, 4))
+
+
+FUSED_SIZE_CASES = {"gates 3-D": {"ig": (1, 2, 16)}, "gates 1-D": {"ig": (16,)},
+                    "hidden gates": {"hg": (3, 16)}, "input bias 2-D": {"ib": (1, 16)},
+                    "input bias size": {"ib": (17,)}, "hidden bias size": {"hb": (17,)},
+                    "state 3-D": {"cx": (1, 2, 4)}, "state size": {"cx": (2, 5)}}
+
+
+@pytest.mark.parametrize("case", sorted(FUSED_SIZE_CASES))
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_fused_lstm_cell_size_errors_match_torch_meta(case, device):
+    """torch has no CPU kernel for the fused cells: its meta kernel says its checks."""
+    def outcome(lib):
+        shapes = {"ig": (2, 16), "hg": (2, 16), "cx": (2, 4), "ib": (16,), "hb": (16,)}
+        shapes.update(FUSED_SIZE_CASES[case])
+        a = {k: lib.zeros(s, device=device if lib is gt else "meta") for k, s in shapes.items()}
+        with pytest.raises(RuntimeError) as e:
+            lib.ops.aten._thnn_fused_lstm_cell(a["ig"], a["hg"], a["cx"], a["ib"], a["hb"])
+        return str(e.value)
+    assert outcome(gt) == outcome(torch)
+
+
+@pytest.mark.parametrize("op,factor", [("_thnn_fused_lstm_cell", 4),
+                                       ("_thnn_fused_gru_cell", 3)])
+def test_fused_cells_refuse_a_state_they_would_misread(op, factor):
+    """PyTorch's checks count the state's elements only; the kernels read it (N, H):
+    a transposed state, or gates not a multiple of the gate count, are refused."""
+    for gates, state in ((6 * factor, (6, 2)), (4 * factor + 1, (2, 4))):
+        with pytest.raises(RuntimeError, match=rf"{op}: expected a state of shape \[2, "):
+            getattr(gt.ops.aten, op)(gt.zeros(2, gates), gt.zeros(2, gates), gt.zeros(state))
+    assert getattr(gt.ops.aten, op)(gt.zeros(2, 4 * factor), gt.zeros(2, 4 * factor),
+                                    gt.zeros(2, 4), None, gt.zeros(4 * factor))[0].shape == (2, 4)
 
 
 def test_state_of_another_dtype_is_refused_by_name():

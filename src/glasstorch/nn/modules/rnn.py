@@ -349,7 +349,8 @@ class RNNCellBase(Module):
             init.uniform_(weight, -stdv, stdv)
 
     def _batched(self, name, input, hx, n_states):
-        """Check dims, unsqueeze unbatched input, zero-fill missing state, check sizes."""
+        """Check dims, unsqueeze unbatched input, zero-fill missing state (the cell op
+        checks the sizes, against the weights', as PyTorch's)."""
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
                              "instead")
@@ -369,16 +370,6 @@ class RNNCellBase(Module):
             states = (state,) * n_states
         elif not is_batched:
             states = tuple(s.unsqueeze(0) for s in states)
-        if input.size(1) != self.input_size:
-            raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} "
-                               f"expected {self.input_size}")
-        for idx, s in enumerate(states):
-            if s.size(0) != input.size(0):
-                raise RuntimeError(f"Input batch size {input.size(0)} doesn't match "
-                                   f"hidden{idx} batch size {s.size(0)}")
-            if s.size(1) != self.hidden_size:
-                raise RuntimeError(f"hidden{idx} has inconsistent hidden_size: got "
-                                   f"{s.size(1)}, expected {self.hidden_size}")
         return input, states, is_batched
 
 

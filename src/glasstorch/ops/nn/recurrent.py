@@ -499,7 +499,42 @@ def _arr(t):
     return None if t is None else t._array()
 
 
+def _check(ok: bool, message: str):
+    if not ok:
+        raise RuntimeError(message)
+
+
+def _check_fused_cell_sizes(name, input_gates, hidden_gates, input_bias, hidden_bias, factor,
+                            prev_hidden):
+    """PyTorch's checks of a fused cell's arguments, in the words of its meta kernel; a
+    hidden bias may come alone (PyTorch's checks compare it to the input bias's shape).
+    Last, one of glasstorch's: the state (N, gates / factor), as the kernels read it."""
+    _check(input_gates.dim() == 2, f"{input_gates.dim()} != 2")
+    _check(input_gates._shape == hidden_gates._shape,
+           f"{input_gates.shape} != {hidden_gates.shape}")
+    n, gates = input_gates._shape
+    if input_bias is not None or hidden_bias is not None:
+        first = input_bias if input_bias is not None else hidden_bias
+        _check(first.dim() == 1, f"{first.dim()} != 1")
+        _check(first.numel() == gates, f"{first.numel()} != {gates}")
+        if input_bias is not None and hidden_bias is not None:
+            _check(input_bias._shape == hidden_bias._shape,
+                   f"{input_bias.shape} != {hidden_bias.shape}")
+    _check(prev_hidden.dim() == 2, f"{prev_hidden.dim()} != 2")
+    numel = n * gates // factor
+    _check(prev_hidden.numel() == numel,
+           f"{prev_hidden.numel()} != {n} * {gates} // {factor} (aka {numel})")
+    _check(all(t is None or t.device == input_gates.device
+               for t in (hidden_gates, input_bias, hidden_bias, prev_hidden)),
+           "expected all inputs to be same device")
+    _check(gates % factor == 0 and prev_hidden._shape == (n, gates // factor),
+           f"{name}: expected a state of shape [{n}, {gates} / {factor}] for gates of shape "
+           f"[{n}, {gates}], got {list(prev_hidden._shape)}")
+
+
 def _fused_lstm_cell_cpu(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
+    _check_fused_cell_sizes("_thnn_fused_lstm_cell", input_gates, hidden_gates, input_bias,
+                            hidden_bias, 4, cx)
     d = input_gates.dtype
     hy, cy = Tensor._empty(cx._shape, d, CPU), Tensor._empty(cx._shape, d, CPU)
     ws = Tensor._empty(input_gates._shape, d, CPU)
@@ -510,6 +545,8 @@ def _fused_lstm_cell_cpu(input_gates, hidden_gates, cx, input_bias=None, hidden_
 
 
 def _fused_lstm_cell_meta(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
+    _check_fused_cell_sizes("_thnn_fused_lstm_cell", input_gates, hidden_gates, input_bias,
+                            hidden_bias, 4, cx)
     d = input_gates.dtype
     return (Tensor._empty(cx._shape, d, META), Tensor._empty(cx._shape, d, META),
             Tensor._empty(input_gates._shape, d, META))
@@ -548,6 +585,8 @@ _thnn_fused_lstm_cell_backward_impl.impl("Meta")(_fused_lstm_cell_backward_meta)
 
 
 def _fused_gru_cell_cpu(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    _check_fused_cell_sizes("_thnn_fused_gru_cell", input_gates, hidden_gates, input_bias,
+                            hidden_bias, 3, hx)
     d = input_gates.dtype
     hy = Tensor._empty(hx._shape, d, CPU)
     ws = Tensor._empty((hx._shape[0], 5 * hx._shape[1]), d, CPU)
@@ -557,6 +596,8 @@ def _fused_gru_cell_cpu(input_gates, hidden_gates, hx, input_bias=None, hidden_b
 
 
 def _fused_gru_cell_meta(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    _check_fused_cell_sizes("_thnn_fused_gru_cell", input_gates, hidden_gates, input_bias,
+                            hidden_bias, 3, hx)
     d = input_gates.dtype
     return (Tensor._empty(hx._shape, d, META),
             Tensor._empty((hx._shape[0], 5 * hx._shape[1]), d, META))
@@ -648,75 +689,96 @@ _fused_rnn_cell_backward.impl("CPU")(_fused_rnn_cell_backward_cpu)
 _fused_rnn_cell_backward.impl("Meta")(_fused_rnn_cell_backward_meta)
 
 
-def _check_elman_sizes(input, hx, w_ih, w_hh):
-    """PyTorch's checks of an Elman cell's sizes, in its order and words (1-D input:
-    size(1)'s IndexError, as PyTorch's)."""
+# ---- the cells' size checks: PyTorch's, in its words, in its order (which differs by cell)
+
+def _check_weights(gates, input, states, w_ih, w_hh):
     hidden = w_hh.size(1)
-    if w_ih.size(0) != hidden:
-        raise RuntimeError(f"weight_ih first dim must be 1 * hidden_size = {hidden}, but got "
-                           f"{w_ih.size(0)}")
-    if w_hh.size(0) != hidden:
-        raise RuntimeError(f"weight_hh first dim must be 1 * hidden_size = {hidden}, but got "
-                           f"{w_hh.size(0)}")
+    for name, w in (("weight_ih", w_ih), ("weight_hh", w_hh)):
+        if w.size(0) != gates * hidden:
+            raise RuntimeError(f"{name} first dim must be {gates} * hidden_size = "
+                               f"{gates * hidden}, but got {w.size(0)}")
+
+
+def _check_input(gates, input, states, w_ih, w_hh):
     if input.size(1) != w_ih.size(1):
         raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected "
                            f"{w_ih.size(1)}")
-    if input.size(0) != hx.size(0):
-        raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden0 batch "
-                           f"size {hx.size(0)}")
-    if hx.size(1) != hidden:
-        raise RuntimeError(f"hidden0 has inconsistent hidden_size: got {hx.size(1)}, "
-                           f"expected {hidden}")
+
+
+def _check_states(gates, input, states, w_ih, w_hh):
+    hidden = w_hh.size(1)
+    for label, state in enumerate(states):
+        if input.size(0) != state.size(0):
+            raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{label} "
+                               f"batch size {state.size(0)}")
+        if state.size(1) != hidden:
+            raise RuntimeError(f"hidden{label} has inconsistent hidden_size: got "
+                               f"{state.size(1)}, expected {hidden}")
+
+
+_CHECK_ORDER = {RNN_TANH: (_check_weights, _check_input, _check_states),
+                RNN_RELU: (_check_weights, _check_input, _check_states),
+                LSTM: (_check_input, _check_weights, _check_states),
+                GRU: (_check_input, _check_states, _check_weights)}
+
+
+def _check_cell_sizes(mode, input, states, w_ih, w_hh):
+    """PyTorch's checks of a cell's sizes (a 1-D input or state: size(1)'s IndexError, as
+    PyTorch's). Consistent 2-D sizes, every step's case, are settled from the shape tuples
+    alone, for the checks in ops cost about as much as a small step."""
+    x, w, u = input._shape, w_ih._shape, w_hh._shape
+    if len(x) == len(w) == len(u) == 2 and w[0] == u[0] == kernels.GATES[mode] * u[1] \
+            and x[1] == w[1] and all(state._shape == (x[0], u[1]) for state in states):
+        return
+    for check in _CHECK_ORDER[mode]:
+        check(kernels.GATES[mode], input, states, w_ih, w_hh)
 
 
 def _cpu_autocast_on() -> bool:
     return not local_keys.excluded >> DispatchKey.AutocastCPU & 1
 
 
-def _elman_fused(input, hx, w_ih, w_hh, biases) -> bool:
-    """Whether `_fused_rnn_cell` serves this Elman step (sizes checked): a batch of CPU (or
-    meta) tensors of one float32/float64 dtype, biases of the hidden size (others broadcast
-    in the per-op path), autocast off (under it the products run in its dtype, as ops)."""
-    d, hidden = input.dtype, (w_hh._shape[0],)
+def _cell_fused(input, states, w_ih, w_hh, biases) -> bool:
+    """Whether a fused op serves this step (sizes checked): a batch of CPU (or meta)
+    tensors of one float32/float64 dtype, biases of the gates' size (others broadcast in
+    the per-op path), autocast off (under it the products run in its dtype, as ops)."""
+    d, gates = input.dtype, (w_hh._shape[0],)
     weights = (w_ih, w_hh, *biases)
-    return (input.dim() == 2 and w_ih.dim() == 2 and _fast(input, (hx,), weights)
-            and all(t.dtype is d for t in (hx, *weights))
-            and all(b._shape == hidden for b in biases) and not _cpu_autocast_on())
+    return (all(len(t._shape) == 2 for t in (input, *states, w_ih, w_hh))
+            and _fast(input, states, weights)
+            and all(t.dtype is d for t in (*states, *weights))
+            and all(b._shape == gates for b in biases) and not _cpu_autocast_on())
 
 
 def _cell(name, schema_state, mode, doc):
     """aten::<name> (CompositeImplicitAutograd) and glasstorch.<name>: one step of `mode`;
     on CPU in float32/float64 LSTM and GRU steps run the fused cell op, Elman steps
     `_fused_rnn_cell`."""
-    elman = mode in (RNN_TANH, RNN_RELU)
 
     def cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
         if mode == LSTM:
-            h, c = hx
+            if len(hx) != 2:
+                raise RuntimeError("lstm_cell expects two hidden states")
+            states = tuple(hx)
         else:
-            h, c = hx, None
-        weights = [w for w in (w_ih, w_hh, b_ih, b_hh) if w is not None]
-        if elman:
-            _check_elman_sizes(input, h, w_ih, w_hh)
-            if _elman_fused(input, h, w_ih, w_hh, weights[2:]):
+            states = (hx,)
+        _check_cell_sizes(mode, input, states, w_ih, w_hh)
+        h, c = states[0], (states[1] if mode == LSTM else None)
+        if _cell_fused(input, states, w_ih, w_hh, [b for b in (b_ih, b_hh) if b is not None]):
+            if mode in (RNN_TANH, RNN_RELU):
                 return _fused_rnn_cell.functional(input, h, w_ih, w_hh, b_ih, b_hh,
                                                   mode == RNN_RELU)
-        fused = mode in (LSTM, GRU) and _fast(input, (h,) if c is None else (h, c), weights)
-        if fused:
             input_gates, hidden_gates = input.mm(w_ih.t()), h.mm(w_hh.t())
-            # autocast ran the products in another dtype: the per-step ops then promote as
-            # PyTorch's CPU cell does
-            fused = input_gates.dtype is input.dtype
-        if fused:
             if mode == LSTM:
                 h, c, _ = _thnn_fused_lstm_cell.functional(input_gates, hidden_gates, c,
                                                            b_ih, b_hh)
                 return h, c
             return _thnn_fused_gru_cell.functional(input_gates, hidden_gates, h, b_ih,
                                                    b_hh)[0]
-        if mode != GRU and b_hh is not None:
-            b_ih = b_hh if b_ih is None else b_ih + b_hh
         gi = linear(input, w_ih, b_ih)
+        if mode != GRU and b_hh is not None:
+            # expanded as PyTorch's addmm expands it: its error for a bias of another size
+            gi = gi + b_hh.expand(gi.shape)
         h, c = _STEPS[mode](gi, h, c, w_hh.t(), None if mode != GRU else b_hh, None)
         return (h, c) if mode == LSTM else h
     cell.__name__ = cell.__qualname__ = name

@@ -111,6 +111,18 @@ def _kernel_backward() -> bool:
     return not _grad_state.enabled and not _len_torch_dispatch_stack()
 
 
+def _any_bias(input_bias, hidden_bias) -> bool:
+    """The backward kernels' `has_bias`: whether to sum the bias gradients. Either bias
+    alone counts (testing the input bias alone left a lone hidden bias without one)."""
+    return input_bias is not None or hidden_bias is not None
+
+
+def _given(d_input_bias, input_bias, d_hidden_bias, hidden_bias) -> tuple:
+    """The bias gradients, None for a bias not given."""
+    return (d_input_bias if input_bias is not None else None,
+            d_hidden_bias if hidden_bias is not None else None)
+
+
 def _lstm_gates(input_gates, hidden_gates, input_bias, hidden_bias):
     gates = input_gates + hidden_gates
     if input_bias is not None:
@@ -125,11 +137,10 @@ def _lstm_gates(input_gates, hidden_gates, input_bias, hidden_bias):
 def _fused_lstm_cell(grads, input_gates, hidden_gates, cx, input_bias, hidden_bias, result1,
                      result2):
     g_hy, g_cy, _ = _outputs(grads)
-    has_bias = input_bias is not None
     if _kernel_backward():
         d_gates, d_cx, d_bias = recurrent._thnn_fused_lstm_cell_backward_impl.functional(
-            g_hy, g_cy, cx, result1, result2, has_bias)
-        return d_gates, d_gates, d_cx, d_bias, (d_bias if hidden_bias is not None else None)
+            g_hy, g_cy, cx, result1, result2, _any_bias(input_bias, hidden_bias))
+        return (d_gates, d_gates, d_cx) + _given(d_bias, input_bias, d_bias, hidden_bias)
     # differentiable: the activations recomputed from the inputs, so that this is too
     i, f, g, o = _lstm_gates(input_gates, hidden_gates, input_bias, hidden_bias)
     tanh_c = (f * cx + i * g).tanh()
@@ -141,9 +152,8 @@ def _fused_lstm_cell(grads, input_gates, hidden_gates, cx, input_bias, hidden_bi
         d_o = zeros_like(cx)
     d_gates = cat([d_c * g * i * (1 - i), d_c * cx * f * (1 - f), d_c * i * (1 - g * g), d_o],
                   1)
-    d_bias = d_gates.sum(0) if has_bias else None
-    return (d_gates, d_gates, d_c * f, d_bias,
-            d_gates.sum(0) if hidden_bias is not None else None)
+    d_bias = d_gates.sum(0) if _any_bias(input_bias, hidden_bias) else None
+    return (d_gates, d_gates, d_c * f) + _given(d_bias, input_bias, d_bias, hidden_bias)
 
 
 @derivative(recurrent._thnn_fused_gru_cell, "ThnnFusedGruCellBackward0", outputs=(0,))
@@ -151,10 +161,10 @@ def _fused_gru_cell(grads, input_gates, hidden_gates, hx, input_bias, hidden_bia
     g_hy = grads[0] if isinstance(grads, tuple) else grads
     if g_hy is None:
         return (None,) * 5
-    has_bias = input_bias is not None
     if _kernel_backward():
-        d = recurrent._thnn_fused_gru_cell_backward.functional(g_hy, result1, has_bias)
-        return d[0], d[1], d[2], d[3], (d[4] if hidden_bias is not None else None)
+        d = recurrent._thnn_fused_gru_cell_backward.functional(
+            g_hy, result1, _any_bias(input_bias, hidden_bias))
+        return d[:3] + _given(d[3], input_bias, d[4], hidden_bias)
     ir, iz, i_n = input_gates.chunk(3, 1)
     hr, hz, h_n = hidden_gates.chunk(3, 1)
     if input_bias is not None:
@@ -170,7 +180,7 @@ def _fused_gru_cell(grads, input_gates, hidden_gates, hx, input_bias, hidden_bia
     d_z = g_hy * (hx - n) * z * (1 - z)
     d_input = cat([d_r, d_z, d_n], 1)
     d_hidden = cat([d_r, d_z, d_n * r], 1)
-    return (d_input, d_hidden, g_hy * z, d_input.sum(0) if has_bias else None,
+    return (d_input, d_hidden, g_hy * z, d_input.sum(0) if input_bias is not None else None,
             d_hidden.sum(0) if hidden_bias is not None else None)
 
 
