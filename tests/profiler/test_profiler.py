@@ -1,5 +1,6 @@
 """glasstorch.profiler against torch.profiler: events, nesting, counts, schedule, table, trace."""
 import json
+import threading
 import warnings
 
 import pytest
@@ -8,6 +9,7 @@ import glasstorch
 import glasstorch.nn as gnn
 from glasstorch.profiler import (ProfilerAction, ProfilerActivity, profile, record_function,
                                  schedule, tensorboard_trace_handler)
+from glasstorch.profiler.events import build_events
 
 
 def _model_step(lib, record=True):
@@ -260,3 +262,35 @@ def test_export_stacks(tmp_path):
     assert frames[-1].endswith(":__double_sum") and " " not in lines[0].rsplit(" ", 1)[0]
     with pytest.raises(ValueError, match="self_cpu_time_total"):
         p.export_stacks(str(path), "cpu_memory_usage")
+
+
+def test_the_profilers_own_work_is_left_out_of_times():
+    """Bookkeeping at a time goes to the innermost event running then: out of its self
+    time and out of its own and its parents' totals; the timeline keeps the real span."""
+    tid = threading.get_ident()
+    records = [("outer", 0.0, 10.0, tid, None, "user_annotation", None),
+               ("aten::view", 2.0, 4.0, tid, None, "cpu_op", None)]
+    outer, view = build_events(records, [], 0.0, 0.0, [(3.0, 1.0), (1.0, 0.5), (9.0, 0.25)])
+    assert view.cpu_parent is outer
+    assert view.profiler_overhead_us == pytest.approx(1e6)
+    assert view.cpu_time_total == pytest.approx(1e6) and view.self_cpu_time_total == \
+        pytest.approx(1e6)
+    assert outer.profiler_overhead_us == pytest.approx(0.75e6)
+    assert outer.cpu_time_total == pytest.approx(10e6 - 1.75e6)
+    assert outer.self_cpu_time_total == pytest.approx(10e6 - 1.75e6 - 1e6)
+    assert outer.time_range.elapsed_us() == pytest.approx(10e6)
+
+
+def test_a_cheap_ops_self_time_leaves_out_the_dispatch_traces_bookkeeping():
+    """A view passes three dispatch layers; the trace's work around the inner two lies
+    inside the view's span and is not the view's."""
+    x = glasstorch.randn(8, 6, requires_grad=True) * 1.0
+    with profile() as p:
+        for _ in range(50):
+            x.view(6, 8)
+    views = [e for e in p.events() if e.name == "aten::view"]
+    assert len(views) == 50
+    assert all(e.profiler_overhead_us > 0 for e in views)
+    for e in views:
+        assert e.self_cpu_time_total == pytest.approx(
+            e.time_range.elapsed_us() - e.profiler_overhead_us, abs=1e-6)

@@ -90,13 +90,18 @@ class DispatchTrace:
     With `record_shapes`, each event keeps its arguments' sizes (the profiler's Input Shapes);
     with `record_stack`, the user's frames that made the call (the profiler's with_stack).
     A subclass that only watches (GLASSTORCH_DEBUG's printer) sets `keep_events` False and
-    overrides `on_layer`, called as each kernel is about to run."""
+    overrides `on_layer`, called as each kernel is about to run.
+
+    `bookkeeping` holds (time, seconds) pairs: the trace's own work around each kernel,
+    before it starts and after it ends, which falls inside the enclosing call (or a
+    profiler's span) and is no part of it; the profiler leaves it out of self times."""
 
     keep_events = True
     on_layer = None           # on_layer(event, layer, args, is_new_call) or None
 
     def __init__(self, record_shapes: bool = False, record_stack: bool = False):
         self.events: list = []
+        self.bookkeeping: list = []
         self.record_shapes = record_shapes
         self.record_stack = record_stack
 
@@ -214,6 +219,7 @@ def _stop(trace: DispatchTrace) -> None:
 
 def _hook(op, ks: int, args: tuple):
     """`Operator.redispatch` while tracing: the same steps, timed and recorded."""
+    enter = perf_counter()
     state = _state
     if not state.traces:                       # another thread is tracing, not this one
         return dispatcher.untraced(op, ks, args)
@@ -247,11 +253,17 @@ def _hook(op, ks: int, args: tuple):
             event.error = e
         raise
     finally:
-        layer.total = perf_counter() - start
+        end = perf_counter()
+        layer.total = end - start
         frames.pop()
         layers = event.layers
         i = layers.index(layer)
         layer.self_time = layer.total - (layers[i + 1].total if i + 1 < len(layers) else 0.0)
+        for trace in state.traces:
+            if trace.keep_events:
+                leave = perf_counter()
+                trace.bookkeeping.append(((enter + start) / 2, start - enter))
+                trace.bookkeeping.append(((end + leave) / 2, leave - end))
 
 
 def _new_event(state, op, ks: int, args: tuple) -> TraceEvent:

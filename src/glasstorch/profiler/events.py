@@ -1,7 +1,10 @@
 """What a profile holds: FunctionEvents nested by time, their averages, PyTorch's table.
 
-Times are microseconds, as in torch.autograd.profiler_util. An event's self time is its
-duration less its children's; `cpu_memory_usage` counts the bytes allocated minus freed
+Times are microseconds, as in torch.autograd.profiler_util. An event's total is its
+duration less the profiler's own work inside it (the dispatch trace's bookkeeping around
+each kernel, about a microsecond and a half a layer, would otherwise show a view of three
+layers at twice its cost), and its self time that less its children's totals;
+`cpu_memory_usage` counts the bytes allocated minus freed
 while it ran, its children included, and `self_cpu_memory_usage` leaves them out.
 """
 from __future__ import annotations
@@ -36,6 +39,8 @@ class FunctionEvent:
         self.device_type = "CPU"
         self.is_async = False
         self.flops = 0
+        self.profiler_overhead_us = 0.0    # the profiler's own work in it, not in a child
+        self._overhead_within_us = 0.0     # ... and in its children, their children ...
 
     @property
     def key(self) -> str:
@@ -43,11 +48,11 @@ class FunctionEvent:
 
     @property
     def cpu_time_total(self) -> float:
-        return self.time_range.elapsed_us()
+        return self.time_range.elapsed_us() - self._overhead_within_us
 
     @property
     def self_cpu_time_total(self) -> float:
-        return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+        return max(0.0, self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children))
 
     @property
     def cpu_time(self) -> float:
@@ -332,10 +337,11 @@ def build_table(events, sort_by, row_limit, max_name_width, max_shapes_width, ma
 
 # ---- building events from the raw records ---------------------------------------------------
 
-def build_events(records, samples, base_us: float, t0: float) -> list:
-    """FunctionEvents from raw records (name, start, end, tid, shapes, kind, stack) and memory
-    samples (time, signed bytes, tid), all on perf_counter's clock; nested per thread by
-    time: an event is another's child when its interval lies inside the other's."""
+def build_events(records, samples, base_us: float, t0: float, bookkeeping=()) -> list:
+    """FunctionEvents from raw records (name, start, end, tid, shapes, kind, stack), memory
+    samples (time, signed bytes, tid) and the profiler's bookkeeping (time, seconds) on the
+    recording thread, all on perf_counter's clock; nested per thread by time: an event is
+    another's child when its interval lies inside the other's."""
     events = []
     order = sorted(range(len(records)), key=lambda i: (records[i][3], records[i][1],
                                                          -records[i][2]))
@@ -353,24 +359,36 @@ def build_events(records, samples, base_us: float, t0: float) -> list:
             open_[-1].cpu_children.append(event)
         open_.append(event)
         events.append(event)
-    _attribute_memory(events, samples, base_us, t0)
+    timeline = _Timeline(events)
+    _attribute_memory(events, timeline, samples, base_us, t0)
+    _attribute_bookkeeping(timeline, bookkeeping)
     events.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
     return events
 
 
-def _attribute_memory(events, samples, base_us, t0) -> None:
-    """Each sample goes to the innermost event of its thread running at its time; one
-    outside every event becomes a '[memory]' event of its own, as PyTorch reports it."""
-    by_thread = defaultdict(list)
-    for e in events:                   # in start order per thread (build_events' order)
-        by_thread[e.thread].append(e)
-    starts = {tid: [e._start for e in evs] for tid, evs in by_thread.items()}
-    for t, nbytes, tid in samples:
-        evs = by_thread.get(tid, [])
-        i = bisect_right(starts.get(tid, []), t) - 1
+class _Timeline:
+    """Each thread's events in start order, to find the innermost one running at a time."""
+
+    def __init__(self, events):
+        self.by_thread = defaultdict(list)
+        for e in events:               # in start order per thread (build_events' order)
+            self.by_thread[e.thread].append(e)
+        self.starts = {tid: [e._start for e in evs] for tid, evs in self.by_thread.items()}
+
+    def innermost(self, tid, t):
+        evs = self.by_thread.get(tid, [])
+        i = bisect_right(self.starts.get(tid, []), t) - 1
         owner = evs[i] if i >= 0 else None
         while owner is not None and owner._end < t:    # the last one started has ended:
             owner = owner.cpu_parent                    # its enclosing one may still run
+        return owner
+
+
+def _attribute_memory(events, timeline, samples, base_us, t0) -> None:
+    """Each sample goes to the innermost event of its thread running at its time; one
+    outside every event becomes a '[memory]' event of its own, as PyTorch reports it."""
+    for t, nbytes, tid in samples:
+        owner = timeline.innermost(tid, t)
         if owner is None:
             ts = base_us + (t - t0) * 1e6
             mem = FunctionEvent(0, "[memory]", tid, ts, ts, None, "memory")
@@ -381,6 +399,20 @@ def _attribute_memory(events, samples, base_us, t0) -> None:
         owner.self_cpu_memory_usage += nbytes
         while owner is not None:
             owner.cpu_memory_usage += nbytes
+            owner = owner.cpu_parent
+
+
+def _attribute_bookkeeping(timeline, bookkeeping) -> None:
+    """The profiler's work at each time goes to the innermost event of this thread (the
+    dispatch trace's) running then: its self time and its and its parents' totals leave
+    it out."""
+    tid = threading.get_ident()
+    for t, seconds in bookkeeping:
+        owner = timeline.innermost(tid, t)
+        if owner is not None:
+            owner.profiler_overhead_us += seconds * 1e6
+        while owner is not None:
+            owner._overhead_within_us += seconds * 1e6
             owner = owner.cpu_parent
 
 
@@ -403,7 +435,7 @@ def write_chrome_trace(path: str, events, samples_us) -> None:
         if e.input_shapes:
             args["Input Dims"] = e.input_shapes
         trace.append({"ph": "X", "cat": e.kind, "name": e.trace_name, "pid": pid, "tid": e.thread,
-                      "ts": e.time_range.start, "dur": e.cpu_time_total, "args": args})
+                      "ts": e.time_range.start, "dur": e.time_range.elapsed_us(), "args": args})
     for ts, nbytes, total, tid in samples_us:
         trace.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",
                       "pid": pid, "tid": tid, "ts": ts,

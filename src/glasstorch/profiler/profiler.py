@@ -148,7 +148,8 @@ class _Session:
         records = [(_short_name(e.op), e.start, e.start + e.total, tid, e.shapes, "cpu_op",
                     e.stack) for e in self.trace.events if e.layers]
         records += [(s.name, s.start, s.end, s.tid, None, s.kind, None) for s in self.spans]
-        events = build_events(records, self.samples, self.base_us, self.t0)
+        events = build_events(records, self.samples, self.base_us, self.t0,
+                              self.trace.bookkeeping)
         if self.with_flops:
             for e in events:
                 e.flops = estimate_flops(e.name, e.input_shapes)
