@@ -131,6 +131,9 @@ def _direct_views(op, ks):
                     out._set_requires_grad(True)
             return out
         return _finish_views(op, self, out)
+    # the registry's view kernel below: autograd's fused path may make the view itself,
+    # with this bookkeeping (recording.py's `_view_with_history`)
+    view_direct.view_meta = getattr(below, "view_meta", None)
     return view_direct
 
 

@@ -413,6 +413,7 @@ def _view_kernel(decl):
         return _make_alias(self, *m)
     kernel.__qualname__ = f"{meta.__qualname__} (view)"
     kernel.__module__ = meta.__module__
+    kernel.view_meta = meta      # what it runs: autograd's fused view path runs it itself
     return kernel
 
 
