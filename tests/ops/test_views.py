@@ -441,8 +441,8 @@ def test_views_record_the_history_the_dispatcher_path_records(case, monkeypatch)
     from glasstorch.autograd import recording
     from glasstorch.dispatch.dispatcher import find
     fused = []
-    real_alias = recording._make_alias
-    monkeypatch.setattr(recording, "_make_alias", lambda *a: fused.append(a) or real_alias(*a))
+    real_alias = recording.make_alias
+    monkeypatch.setattr(recording, "make_alias", lambda *a: fused.append(a) or real_alias(*a))
 
     def by_method(x, name, *args):
         return getattr(x, name)(*args) if hasattr(x, name) else getattr(gt, name)(x, *args)

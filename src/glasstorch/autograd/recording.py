@@ -12,12 +12,12 @@ import weakref
 from functools import partial
 
 from ..core.shape import has_internal_overlap
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, make_alias
 from ..dispatch.dispatcher import _LAST_BACKEND, _tracers, register_fallback, untraced
 from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, DispatchKey
 from ..ops.inplace_or_view import check_view_write
 from ..ops.math_bits import flip_bits
-from ..ops.registry import _make_alias, check_inplace_write
+from ..ops.registry import check_inplace_write
 from . import grad_mode
 from .anomaly_mode import record_forward_stack, state as _anomaly
 from .engine import task_needs
@@ -232,7 +232,7 @@ def _view_with_history(op, below, meta, general):
         m = meta(self, *args)
         if len(m) != 3:                        # a view of another dtype (view_as_real)
             return general(self, *args)
-        out = _make_alias(self, *m)
+        out = make_alias(self, *m)
         base = self._base                      # the bookkeeping's common case
         out._base = self if base is None else base
         fn = self.grad_fn                      # `_edges_and_meta` for the one input
