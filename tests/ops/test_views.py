@@ -421,12 +421,21 @@ def _view_cases():
         x = gt.randn(3, dtype=gt.complex64, requires_grad=True)
         return x, v(x * 2, "view_as_real")
 
+    def no_grad_input(v):             # ADInplaceOrView's direct path alone
+        x = gt.randn(4, 6)
+        return x, v(x.t(), "view", [1, 6, 4])
+
+    def under_no_grad(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        with gt.no_grad():
+            return x, v(x, "transpose", 0, 1)
+
     def under_anomaly(v):
         x = gt.randn(4, 6, requires_grad=True)
         with gt.autograd.detect_anomaly():
             return x, v(x * 2, "t")
     return [leaf_t, nonleaf_view, view_of_view, view_after_inplace, of_a_no_grad_view,
-            real_of_complex, under_anomaly]
+            real_of_complex, no_grad_input, under_no_grad, under_anomaly]
 
 
 _FUSED_CASES = ("leaf_t", "nonleaf_view", "view_of_view", "view_after_inplace")
@@ -458,7 +467,8 @@ def test_views_record_the_history_the_dispatcher_path_records(case, monkeypatch)
         fused.clear()
         leaf, out = case(make)
         history = (_history_of(out), out._base is not None and out._base._shape, len(fused))
-        out.backward(gt.ones_like(out) * gt.arange(out.numel()).view(out.shape))
+        if out.requires_grad:
+            out.backward(gt.ones_like(out) * gt.arange(out.numel()).view(out.shape))
         results.append(history + (leaf.grad is None or leaf.grad.tolist(),))
     assert results[0][:2] == results[1][:2] and results[0][3] == results[1][3]
     # the setup's own views count in both runs: the call itself is the difference
