@@ -78,8 +78,9 @@ def test_layer_norm_fast_path_is_the_general_kernel_bit_for_bit(dtype, kernel_pa
     from glasstorch.ops.nn.normalization import native_layer_norm
     x = gt.from_numpy(rng.standard_normal((4, 3, 8)).astype(dtype))
     w, b = (gt.from_numpy(rng.standard_normal(16).astype(dtype)) for _ in range(2))
+    params = [gt.nn.Parameter(p[:8], requires_grad=False) for p in (w, b)]   # LayerNorm's
     calls = [(x, w[:8], b[:8]), (x, None, b[:8]), (x, w[:8], None), (x[0, 0], None, None),
-             (x, w[::2], b[8:]), (x, w[:8].double(), None)]
+             (x, *params), (x, w[::2], b[8:]), (x, w[:8].double(), None)]
 
     def run(inference):
         with gt.inference_mode(inference):
@@ -95,7 +96,7 @@ def test_layer_norm_fast_path_is_the_general_kernel_bit_for_bit(dtype, kernel_pa
     monkeypatch.setattr(ops_normalization, "layer_norm_native",
                         lambda *args: taken.append(real(*args)) or taken[-1])
     fast = [run(False), run(True)]
-    plain = 4 + (dtype == np.float64)       # w.double() is plain for a float64 input
+    plain = 5 + (dtype == np.float64)       # w.double() is plain for a float64 input
     assert taken == [kernel_path == "native"] * (2 * plain)
     monkeypatch.setattr(native_layer_norm, "cpu_fast_path", None)
     native_layer_norm.impl("CPU")(native_layer_norm.impls["CPU"])

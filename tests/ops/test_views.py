@@ -371,3 +371,105 @@ def test_random_split_unfold_diagonal(shape, layout, data):
     t_root, t = make(torch, shape, layout)
     for op in ops:
         check_results(op(gt, g), op(torch, t), g_root, t_root)
+
+
+# ---- the recorded history of views (autograd's fused view path) --------------------------
+
+def _history_of(t, depth=3):
+    """What autograd recorded for `t`: node classes, saved values, edges (to `depth`)."""
+    def node(fn, d):
+        if fn is None:
+            return None
+        saved = {k: (v.unpack()._shape if hasattr(v, "unpack") else v)
+                 for k, v in getattr(fn, "_saved", {}).items()}
+        return (type(fn).__name__, saved, getattr(fn, "_input_meta", None),
+                tuple((node(n, d - 1) if d else type(n).__name__, nr)
+                      for n, nr in fn.next_functions))
+    return (node(t.grad_fn, depth), t._requires_grad, t.is_leaf, t._output_nr,
+            t._grad_fn_version, t._view_creation, t._keyset, t._shape, t._stride, t._offset)
+
+
+def _view_cases():
+    """make(view_fn) -> (leaf, view): the view `view_fn(x, name, *args)` makes of a tensor
+    computed from `leaf`, in each case the fused path takes and each it leaves to the
+    general one."""
+    def leaf_t(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        return x, v(x, "t")
+
+    def nonleaf_view(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        return x, v(x * 2, "view", [3, 8])
+
+    def view_of_view(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        return x, v((x * 2).view(2, 2, 6), "transpose", 0, 2)
+
+    def view_after_inplace(v):        # its base changed in place: history regenerated
+        x = gt.randn(4, 6, requires_grad=True)
+        y = (x * 2).view(6, 4)
+        y.mul_(3)
+        return x, v(y, "t")
+
+    def of_a_no_grad_view(v):         # made in no_grad: the general path's bookkeeping
+        x = gt.randn(4, 6, requires_grad=True)
+        with gt.no_grad():
+            y = x.view(24)
+        return x, v(y, "view", [6, 4])
+
+    def real_of_complex(v):           # a view of another dtype
+        x = gt.randn(3, dtype=gt.complex64, requires_grad=True)
+        return x, v(x * 2, "view_as_real")
+
+    def no_grad_input(v):             # ADInplaceOrView's direct path alone
+        x = gt.randn(4, 6)
+        return x, v(x.t(), "view", [1, 6, 4])
+
+    def under_no_grad(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        with gt.no_grad():
+            return x, v(x, "transpose", 0, 1)
+
+    def under_anomaly(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        with gt.autograd.detect_anomaly():
+            return x, v(x * 2, "t")
+    return [leaf_t, nonleaf_view, view_of_view, view_after_inplace, of_a_no_grad_view,
+            real_of_complex, no_grad_input, under_no_grad, under_anomaly]
+
+
+_FUSED_CASES = ("leaf_t", "nonleaf_view", "view_of_view", "view_after_inplace")
+
+
+@pytest.mark.filterwarnings("ignore:Anomaly Detection")
+@pytest.mark.parametrize("case", _view_cases(), ids=lambda f: f.__name__)
+def test_views_record_the_history_the_dispatcher_path_records(case, monkeypatch):
+    """A view's method takes autograd's fused view path (its grad_fn, base and bookkeeping
+    made in one frame) where it applies; the history equals the one the dispatcher's general
+    autograd kernel records for the same call, and backward gives the same gradients."""
+    from glasstorch.autograd import recording
+    from glasstorch.dispatch.dispatcher import find
+    fused = []
+    real_alias = recording.make_alias
+    monkeypatch.setattr(recording, "make_alias", lambda *a: fused.append(a) or real_alias(*a))
+
+    def by_method(x, name, *args):
+        return getattr(x, name)(*args) if hasattr(x, name) else getattr(gt, name)(x, *args)
+
+    def by_dispatcher(x, name, *args):
+        overload = {"view": "aten::view", "t": "aten::t", "transpose": "aten::transpose.int",
+                    "view_as_real": "aten::view_as_real"}[name]
+        return find(overload).dispatch(x._keyset, x, *args)
+
+    results = []
+    for make in (by_method, by_dispatcher):
+        gt.manual_seed(0)
+        fused.clear()
+        leaf, out = case(make)
+        history = (_history_of(out), out._base is not None and out._base._shape, len(fused))
+        if out.requires_grad:
+            out.backward(gt.ones_like(out) * gt.arange(out.numel()).view(out.shape))
+        results.append(history + (leaf.grad is None or leaf.grad.tolist(),))
+    assert results[0][:2] == results[1][:2] and results[0][3] == results[1][3]
+    # the setup's own views count in both runs: the call itself is the difference
+    assert results[0][2] - results[1][2] == (case.__name__ in _FUSED_CASES)

@@ -12,7 +12,7 @@ import weakref
 from functools import partial
 
 from ..core.shape import has_internal_overlap
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, make_alias
 from ..dispatch.dispatcher import _LAST_BACKEND, _tracers, register_fallback, untraced
 from ..dispatch.keys import AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, DispatchKey
 from ..ops.inplace_or_view import check_view_write
@@ -204,10 +204,47 @@ def _direct_autograd(op, ks):
                 return autograd_kernel(op, ks, *args)
             return _history(op, args, below(*args))
         return below(*args)
+    meta = getattr(below, "view_meta", None)
+    returns = op.schema.returns
+    if meta is not None and positions == (0,) and len(returns) == 1 and \
+            returns[0].type == "Tensor":
+        return _view_with_history(op, below, meta, autograd_direct)
     return autograd_direct
 
 
 autograd_kernel.direct = _direct_autograd
+
+
+def _view_with_history(op, below, meta, general):
+    """`autograd_direct` for a view op of one Tensor argument and one output, made by the
+    registry's view kernel under the ADInplaceOrView bookkeeping (`below`, from
+    `_direct_views`): in the common case (grad mode on, self requiring grad, a view of the
+    same dtype, the derivative's node of a fixed class) the view, its base and its node
+    are made in this frame, with no dispatch, edge or meta loops between (views run some
+    60 times in a small transformer's forward). Other calls take `general`."""
+    def view_with_history(self, *args):
+        if not _state.enabled or not self._requires_grad:
+            return below(self, *args)
+        d = op.info.get("derivative")
+        if d is None or d.outputs is not None or self._view_creation is not None or \
+                self._vc is None or _state.inference or _anomaly.enabled:
+            return general(self, *args)
+        m = meta(self, *args)
+        if len(m) != 3:                        # a view of another dtype (view_as_real)
+            return general(self, *args)
+        out = make_alias(self, *m)
+        base = self._base                      # the bookkeeping's common case
+        out._base = self if base is None else base
+        fn = self.grad_fn                      # `_edges_and_meta` for the one input
+        edge = (fn, self._output_nr) if fn is not None and base is None else \
+            gradient_edge(self)
+        out.grad_fn = (d.recorder or _recorder_of(d))((self, *args), (edge,),
+                                                      [(self._shape, self.dtype)], out)
+        out._requires_grad = True              # `_history`'s one-output case
+        out._keyset |= AUTOGRAD_KEY_OF_DEVICE[out._storage.device.type]
+        out._grad_fn_version = out._vc.version
+        return out
+    return view_with_history
 
 
 def _record(op, ks, args):

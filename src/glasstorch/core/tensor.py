@@ -808,6 +808,32 @@ def new_cpu_tensor(shape: tuple, dtype: dt.dtype, stride: tuple, nbytes: int,
     return self
 
 
+def make_alias(self, shape, stride, offset, dtype=None):
+    """A view of `self` with new metadata (every view op's kernel makes its views here).
+    dtype: for views that reinterpret the elements (view_as_real, view_as_complex)."""
+    vc = self._vc
+    if vc is None:                          # an inference tensor's view: _make decides
+        out = Tensor._make(self._storage, offset, shape, stride,
+                           self.dtype if dtype is None else dtype, vc)
+    else:                                   # Tensor._make's work, inlined
+        out = _new_object(Tensor)
+        out._storage = storage = self._storage
+        out._offset = offset
+        out._shape = shape if shape.__class__ is tuple else tuple(shape)
+        out._stride = stride if stride.__class__ is tuple else tuple(stride)
+        out.dtype = self.dtype if dtype is None else dtype
+        out._keyset = TENSOR_KEYSETS[storage.device.type]
+        out._np = None
+        out._vc = vc
+        out._base = None
+        out._requires_grad = False
+        out.grad_fn = None
+    out._view_meta = (self, shape, stride, offset)
+    if self._keyset & MATH_BITS:            # views of a conj() view are conjugated too
+        out._keyset |= self._keyset & MATH_BITS
+    return out
+
+
 class _KeepAlive:
     """Builds an ndarray over a tensor's memory whose `.base` keeps the storage alive."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from ..core.grad_state import state as _grad_state
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, make_alias
 from ..dispatch.dispatcher import _LAST_BACKEND, _tracers
 
 
@@ -114,14 +114,22 @@ def _finish_views(op, self, out):
 def _direct_views(op, ks):
     """`view_bookkeeping_kernel` for `op` with key set `ks` below it, on a thread in its
     default state (no trace): the backend's view kernel called without a dispatch step, and
-    the common case's bookkeeping in the same frame (a view's whole path, after its
-    wrapper, is then this frame, the view kernel and its meta function)."""
+    the common case's bookkeeping in the same frame. Where that kernel is the registry's
+    (`registry._view_kernel`), its work, the meta function and `make_alias`, is done here:
+    a view's whole path, after its wrapper, is then this frame, the meta function and the
+    alias."""
     below = op._direct_kernel(ks)
     if below is None:
         return partial(view_bookkeeping_kernel, op, ks)
+    meta = getattr(below, "view_meta", None)    # the registry's view kernel: run it here
 
     def view_direct(self, *args):
-        out = below(self, *args)
+        if meta is None:
+            out = below(self, *args)
+        else:
+            m = meta(self, *args)
+            out = make_alias(self, *m) if m.__class__ is not list else \
+                [make_alias(self, *x) for x in m]
         if out.__class__ is not list and self._view_creation is None and \
                 not _grad_state.inference:
             out._base = self if self._base is None else self._base
@@ -131,6 +139,9 @@ def _direct_views(op, ks):
                     out._set_requires_grad(True)
             return out
         return _finish_views(op, self, out)
+    # autograd's fused path may make the view itself, with this bookkeeping (recording.py's
+    # `_view_with_history`)
+    view_direct.view_meta = meta
     return view_direct
 
 

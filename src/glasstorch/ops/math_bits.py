@@ -6,7 +6,7 @@ negative bit: the tensor's values are its storage's, conjugated (negated). A ten
 carries its key, so a call on it passes through this fallback, which hands the kernels below
 materialised copies; an in-place or out= op then writes its result back through the bit.
 Ops that understand the bits themselves are not resolved: view ops (their views keep the bits,
-registry._make_alias), copy_ (`copy_with_bits`), clone and _to_copy (copy_fresh).
+core.tensor.make_alias), copy_ (`copy_with_bits`), clone and _to_copy (copy_fresh).
 """
 from __future__ import annotations
 

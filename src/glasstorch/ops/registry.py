@@ -26,7 +26,7 @@ from ..core.device import CPU, META
 from ..core.grad_state import state as grad_state
 from ..core.shape import (_strides_cache as _STRIDES, check_no_partial_overlap,
                           contiguous_strides, has_internal_overlap)
-from ..core.tensor import Tensor, new_cpu_tensor
+from ..core.tensor import Tensor, make_alias, new_cpu_tensor
 from ..dispatch.dispatcher import Operator, define
 from ..dispatch.keys import MATH_BITS, TENSOR_KEYSETS, DispatchKey
 from ..dispatch.schema import parse_schema
@@ -375,44 +375,17 @@ def _meta_out_kernel(decl):
 
 # ---- view kernels ----------------------------------------------------------------------
 
-_new_object = object.__new__
-
-def _make_alias(self, shape, stride, offset, dtype=None):
-    """A view of `self` with new metadata (every view is made here). dtype: for views that
-    reinterpret the elements (view_as_real, view_as_complex)."""
-    vc = self._vc
-    if vc is None:                          # an inference tensor's view: _make decides
-        out = Tensor._make(self._storage, offset, shape, stride,
-                           self.dtype if dtype is None else dtype, vc)
-    else:                                   # Tensor._make's work, inlined
-        out = _new_object(Tensor)
-        out._storage = storage = self._storage
-        out._offset = offset
-        out._shape = shape if shape.__class__ is tuple else tuple(shape)
-        out._stride = stride if stride.__class__ is tuple else tuple(stride)
-        out.dtype = self.dtype if dtype is None else dtype
-        out._keyset = TENSOR_KEYSETS[storage.device.type]
-        out._np = None
-        out._vc = vc
-        out._base = None
-        out._requires_grad = False
-        out.grad_fn = None
-    out._view_meta = (self, shape, stride, offset)
-    if self._keyset & MATH_BITS:            # views of a conj() view are conjugated too
-        out._keyset |= self._keyset & MATH_BITS
-    return out
-
-
 def _view_kernel(decl):
     meta = decl.meta
 
     def kernel(self, *args):
         m = meta(self, *args)
         if isinstance(m, list):
-            return [_make_alias(self, *x) for x in m]
-        return _make_alias(self, *m)
+            return [make_alias(self, *x) for x in m]
+        return make_alias(self, *m)
     kernel.__qualname__ = f"{meta.__qualname__} (view)"
     kernel.__module__ = meta.__module__
+    kernel.view_meta = meta      # what it runs: autograd's fused view path runs it itself
     return kernel
 
 

@@ -177,8 +177,10 @@ native_layer_norm.impl("CPU")(layer_norm_cpu)
 
 
 def _vector_of(t, n: int, d: dt.dtype) -> bool:
-    """Whether `t` is None or a plain (n,) tensor of dtype `d`, its elements adjacent."""
-    return t is None or (t.__class__ is Tensor and t.dtype is d and t._shape == (n,)
+    """Whether `t` is None or an (n,) tensor of dtype `d`, its elements adjacent. Of any
+    class: LayerNorm's weight and bias are Parameters, and what reaches a CPU kernel is read
+    by its data alone."""
+    return t is None or (isinstance(t, Tensor) and t.dtype is d and t._shape == (n,)
                          and (t._stride == (1,) or n == 1))
 
 

@@ -8,16 +8,17 @@ always computes.
 """
 from __future__ import annotations
 
+from ...core.tensor import make_alias
 from ...dispatch.keys import CONJ_BIT, NEG_BIT
 from .. import math_bits  # noqa: F401  (the Conjugate and Negative keys' kernels)
-from ..registry import _make_alias, composite, export, view
+from ..registry import composite, export, view
 from .views import _alias_meta
 
 
 def _toggling(bit: int, name: str):
     """The kernel of a view that flips one of the bits."""
     def kernel(self):
-        out = _make_alias(self, self._shape, self._stride, self._offset)
+        out = make_alias(self, self._shape, self._stride, self._offset)
         out._keyset ^= bit
         return out
     kernel.__qualname__ = kernel.__name__ = name

@@ -98,7 +98,7 @@ def reshape(input, *shape):
     """A view when the strides allow one, otherwise a contiguous copy."""
     size, stride = _view_plan(input, as_shape(shape))   # cached: reshape runs in every layer
     if stride is not None:
-        return input.view(size)
+        return _view_method(input, *size)    # Tensor.view's path for a shape, one frame less
     return unsafe_view_op.functional(input.clone(memory_format=contiguous_format),
                                      infer_size(as_shape(shape), input.numel()))
 
