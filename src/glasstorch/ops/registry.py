@@ -28,7 +28,7 @@ from ..core.shape import (_strides_cache as _STRIDES, check_no_partial_overlap,
                           contiguous_strides, has_internal_overlap)
 from ..core.tensor import Tensor, make_alias, new_cpu_tensor
 from ..dispatch.dispatcher import Operator, define
-from ..dispatch.keys import MATH_BITS, TENSOR_KEYSETS, DispatchKey
+from ..dispatch.keys import DispatchKey
 from ..dispatch.schema import parse_schema
 from .inplace_or_view import bump_versions_kernel, view_bookkeeping_kernel
 from .wrappers import generate_wrapper, public
