@@ -39,12 +39,17 @@ class FunctionEvent:
         self.device_type = "CPU"
         self.is_async = False
         self.flops = 0
-        self.profiler_overhead_us = 0.0    # the profiler's own work in it, not in a child
-        self._overhead_within_us = 0.0     # ... and in its children, their children ...
+        self._overhead_within_us = 0.0     # the profiler's own work in it, children's too
 
     @property
     def key(self) -> str:
         return self.name
+
+    @property
+    def profiler_overhead_us(self) -> float:
+        """The profiler's own work inside this event and not inside a child, left out of
+        its times."""
+        return self._overhead_within_us - sum(c._overhead_within_us for c in self.cpu_children)
 
     @property
     def cpu_time_total(self) -> float:
@@ -409,8 +414,6 @@ def _attribute_bookkeeping(timeline, bookkeeping) -> None:
     tid = threading.get_ident()
     for t, seconds in bookkeeping:
         owner = timeline.innermost(tid, t)
-        if owner is not None:
-            owner.profiler_overhead_us += seconds * 1e6
         while owner is not None:
             owner._overhead_within_us += seconds * 1e6
             owner = owner.cpu_parent
