@@ -7,6 +7,8 @@ from __future__ import annotations
 import operator
 from math import prod
 
+from .dtype import type_in_messages
+
 
 class Size(tuple):
     """torch.Size: a tuple of ints that prints as `torch.Size([2, 3])`."""
@@ -242,34 +244,34 @@ def broadcast_shapes(*shapes) -> Size:
     return Size(out)
 
 
-def expand_strides(shape, strides, target) -> tuple:
-    """Strides that expand (shape, strides) to `target`, with expand's errors."""
+def expand_strides(shape, strides, target, dtype, device_type: str) -> tuple:
+    """Strides that expand (shape, strides) to `target`, with expand's errors (which name
+    the tensor's type: its `dtype` and `device_type`)."""
     ndim = len(target)
     if ndim < len(shape):
+        type_name = type_in_messages(dtype, device_type)
         raise RuntimeError(
-            f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(target)}): the number of "
+            f"expand({type_name}{{{list(shape)}}}, size={list(target)}): the number of "
             f"sizes provided ({ndim}) must be greater or equal to the number of dimensions in "
             f"the tensor ({len(shape)})")
-    out_shape, out_strides = [], []
+    out_shape, out_strides = [None] * ndim, [None] * ndim
     lead = ndim - len(shape)
-    for i, t in enumerate(target):
+    for i in range(ndim - 1, -1, -1):        # from the last: PyTorch reports the last mismatch
+        t = target[i]
         j = i - lead
         if j < 0:
             if t < 0:
                 raise RuntimeError(f"The expanded size of the tensor ({t}) isn't allowed in a "
                                    f"leading, non-existing dimension {i}")
-            out_shape.append(t)
-            out_strides.append(0)
+            out_shape[i], out_strides[i] = t, 0
             continue
         size, stride = shape[j], strides[j]
         if t == -1:
             t = size
         if size == t:
-            out_shape.append(t)
-            out_strides.append(stride)
+            out_shape[i], out_strides[i] = t, stride
         elif size == 1:
-            out_shape.append(t)
-            out_strides.append(0)
+            out_shape[i], out_strides[i] = t, 0
         else:
             raise RuntimeError(
                 f"The expanded size of the tensor ({t}) must match the existing size ({size}) "

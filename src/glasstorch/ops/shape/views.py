@@ -254,13 +254,8 @@ def moveaxis(input, source, destination):
 # ---- expand ----------------------------------------------------------------------------
 
 def _expand_meta(self, size, implicit=False):
-    size = tuple(size)
-    if len(size) < self.dim():
-        raise RuntimeError(
-            f"expand({self.type()}{{{list(self._shape)}}}, size={list(size)}): the number of "
-            f"sizes provided ({len(size)}) must be greater or equal to the number of dimensions"
-            f" in the tensor ({self.dim()})")
-    shape, stride = expand_strides(self._shape, self._stride, size)
+    shape, stride = expand_strides(self._shape, self._stride, tuple(size), self.dtype,
+                                   self._storage.device.type)
     return shape, stride, self._offset
 
 
