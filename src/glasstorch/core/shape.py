@@ -249,35 +249,46 @@ def expand_strides(shape, strides, target, dtype, device_type: str) -> tuple:
     the tensor's type: its `dtype` and `device_type`)."""
     ndim = len(target)
     if ndim < len(shape):
-        type_name = type_in_messages(dtype, device_type)
         raise RuntimeError(
-            f"expand({type_name}{{{list(shape)}}}, size={list(target)}): the number of "
-            f"sizes provided ({ndim}) must be greater or equal to the number of dimensions in "
-            f"the tensor ({len(shape)})")
-    out_shape, out_strides = [None] * ndim, [None] * ndim
+            f"expand({type_in_messages(dtype, device_type)}{{{list(shape)}}}, size="
+            f"{list(target)}): the number of sizes provided ({ndim}) must be greater or equal "
+            f"to the number of dimensions in the tensor ({len(shape)})")
+    out_shape, out_strides = [], []
     lead = ndim - len(shape)
-    for i in range(ndim - 1, -1, -1):        # from the last: PyTorch reports the last mismatch
-        t = target[i]
+    for i, t in enumerate(target):
         j = i - lead
         if j < 0:
             if t < 0:
+                _raise_expand_error(shape, target)
+            out_shape.append(t)
+            out_strides.append(0)
+            continue
+        size = shape[j]
+        if t == -1 or t == size:
+            out_shape.append(size)
+            out_strides.append(strides[j])
+        elif size == 1:
+            out_shape.append(t)
+            out_strides.append(0)
+        else:
+            _raise_expand_error(shape, target)
+    return tuple(out_shape), tuple(out_strides)
+
+
+def _raise_expand_error(shape, target):
+    """expand's error for the last dim that cannot expand, as PyTorch checks from the last."""
+    lead = len(target) - len(shape)
+    for i in range(len(target) - 1, -1, -1):
+        t = target[i]
+        if i < lead:
+            if t < 0:
                 raise RuntimeError(f"The expanded size of the tensor ({t}) isn't allowed in a "
                                    f"leading, non-existing dimension {i}")
-            out_shape[i], out_strides[i] = t, 0
-            continue
-        size, stride = shape[j], strides[j]
-        if t == -1:
-            t = size
-        if size == t:
-            out_shape[i], out_strides[i] = t, stride
-        elif size == 1:
-            out_shape[i], out_strides[i] = t, 0
-        else:
+        elif t != -1 and t != shape[i - lead] and shape[i - lead] != 1:
             raise RuntimeError(
-                f"The expanded size of the tensor ({t}) must match the existing size ({size}) "
-                f"at non-singleton dimension {i}.  Target sizes: {list(target)}.  Tensor sizes:"
-                f" {list(shape)}")
-    return tuple(out_shape), tuple(out_strides)
+                f"The expanded size of the tensor ({t}) must match the existing size "
+                f"({shape[i - lead]}) at non-singleton dimension {i}.  Target sizes: "
+                f"{list(target)}.  Tensor sizes: {list(shape)}")
 
 
 def infer_size(shape, numel: int) -> tuple:
