@@ -59,6 +59,7 @@ class _State(threading.local):
         self.modes: list = []              # TorchFunctionMode stack, top last
         self.subclasses_off = False        # DisableTorchFunctionSubclass
         self.all_off = False               # DisableTorchFunction
+        self.user = None                   # within builtin_code: the settings user code gets
 
 
 class _Anywhere:
@@ -577,6 +578,44 @@ class DisableTorchFunction:
     def __enter__(self):
         self._saved = (_state.subclasses_off, _state.all_off)
         _state.subclasses_off = _state.all_off = True
+        return self
+
+    def __exit__(self, *exc):
+        _state.subclasses_off, _state.all_off = self._saved
+
+
+class builtin_code:
+    """The protocol off in the block, for code that PyTorch writes in C++ and glasstorch in
+    Python: autograd's engine, its derivative formulas and its accumulation into .grad,
+    whose calls never reach a handler in PyTorch (a mode around backward sees none of them,
+    a subclass's handler is not asked, and the gradients come out as plain Tensors).
+    `user_code` gives the callbacks run inside (hooks, a custom Function's backward) the
+    settings from before the block. One switch per backward, none per op."""
+
+    __slots__ = ("_saved",)
+
+    def __enter__(self):
+        state = _state
+        self._saved = (state.subclasses_off, state.all_off, state.user)
+        state.user = (state.subclasses_off, state.all_off)
+        state.subclasses_off = state.all_off = True
+        return self
+
+    def __exit__(self, *exc):
+        _state.subclasses_off, _state.all_off, _state.user = self._saved
+
+
+class user_code:
+    """Within `builtin_code`, the settings from before it, for a user's callback (PyTorch
+    calls those from C++ as ordinary Python); elsewhere a no-op."""
+
+    __slots__ = ("_saved",)
+
+    def __enter__(self):
+        state = _state
+        self._saved = (state.subclasses_off, state.all_off)
+        if state.user is not None:
+            state.subclasses_off, state.all_off = state.user
         return self
 
     def __exit__(self, *exc):

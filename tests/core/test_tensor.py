@@ -18,6 +18,65 @@ def test_metadata_of_a_fresh_tensor():
     assert t.storage_offset() == 0 and t.is_contiguous()
 
 
+def _error_of(call):
+    try:
+        call()
+    except Exception as e:        # noqa: BLE001  (the type and text are what is compared)
+        return type(e).__name__, str(e)
+    return None
+
+
+@pytest.mark.parametrize("query", ["size", "stride"])
+@pytest.mark.parametrize("dim", [0, -1, 1, -2])
+def test_size_and_stride_of_a_dim_of_a_0_dim_tensor_are_torchs_index_error(query, dim):
+    torch = oracle_torch()
+    ours = _error_of(lambda: getattr(gt.tensor(3.0), query)(dim))
+    assert ours == _error_of(lambda: getattr(torch.tensor(3.0), query)(dim))
+    assert ours == ("IndexError", f"Dimension specified as {dim} but tensor has no dimensions")
+    assert gt.tensor(3.0).size() == () and gt.tensor(3.0).sum(0).item() == 3.0   # dims wrap
+
+
+_DTYPES = ["float32", "float64", "float16", "bfloat16", "complex64", "complex128", "int64",
+           "int32", "int16", "int8", "uint8", "bool", "uint16"]
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("dtype", _DTYPES)
+def test_expand_to_fewer_dims_names_the_tensors_type_as_torch(dtype, device):
+    """PyTorch names the type in C++ (CPUBoolType, MetaFloatType), and its Python layer
+    writes the legacy class's name for the eight scalar types that have one on CPU."""
+    torch = oracle_torch()
+
+    def error(T):
+        return _error_of(lambda: T.empty(2, 3, dtype=getattr(T, dtype), device=device)
+                         .expand(3))
+    assert error(gt) == error(torch)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
+@pytest.mark.parametrize("self_shape, src_shape, target", [
+    ((3,), (2, 3), None), ((3,), (2,), None), ((2, 1), (2, 3), None),
+    ((2, 3), None, (4, 3, 2)), ((3,), None, (-1, 4)), ((2, 3), None, (3,))])
+def test_broadcast_errors_of_copy_expand_and_addmm_are_torchs(dtype, self_shape, src_shape,
+                                                             target):
+    """copy_ checks as TensorIterator does; expand reports the last mismatching dim."""
+    torch = oracle_torch()
+
+    def error(T):
+        d = getattr(T, dtype)
+        if src_shape is not None:
+            return _error_of(lambda: T.zeros(self_shape, dtype=d).copy_(T.ones(src_shape,
+                                                                              dtype=d)))
+        return _error_of(lambda: T.zeros(self_shape, dtype=d).expand(target))
+    assert error(gt) == error(torch) and error(gt) is not None
+    if dtype != "bool":
+        def addmm(T):
+            d = getattr(T, dtype)
+            return _error_of(lambda: T.addmm(T.ones(2, 3, 4, dtype=d), T.ones(2, 2, dtype=d),
+                                             T.ones(2, 2, dtype=d)))
+        assert addmm(gt) == addmm(torch)
+
+
 def test_size_slicing_and_arithmetic_stay_sizes():
     s = gt.Size([2, 3, 4])
     assert isinstance(s[1:], gt.Size) and s[1:] == (3, 4)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import glasstorch as gt
-from oracle import assert_same, oracle_torch
+from oracle import assert_same, dispatch_module, oracle_torch
 
 
 def other(T):
@@ -279,6 +279,115 @@ def test_grad_of_a_subclass_is_not_rewrapped(T):
     s = T.ones(3).as_subclass(S).requires_grad_()
     (s * 2).sum().backward()
     assert type(s.grad) is T.Tensor and type(s * 2) is S
+
+
+# ---- backward: the engine's own calls reach no handler (C++ in PyTorch) -------------------
+
+BACKWARD_OPS = {
+    "view": lambda x: x.view(24), "reshape": lambda x: x.reshape(3, 8), "t": lambda x: x.t(),
+    "expand": lambda x: x[:1].expand(3, 6), "permute": lambda x: x.permute(1, 0),
+    "sum": lambda x: x.sum(0), "mean": lambda x: x.mean(), "mul": lambda x: x * x,
+    "split": lambda x: x.split(2, 1)[1], "exp": lambda x: x.exp()}
+BACKWARD_CALLS = {
+    "Tensor.backward": lambda T, x, y: y.backward(T.ones_like(y)),
+    "autograd.backward": lambda T, x, y: T.autograd.backward(y, T.ones_like(y)),
+    "autograd.grad": lambda T, x, y: T.autograd.grad(y, x, T.ones_like(y), create_graph=True),
+    "inputs=": lambda T, x, y: y.backward(T.ones_like(y), inputs=[x])}
+
+
+@pytest.mark.parametrize("call", sorted(BACKWARD_CALLS))
+@pytest.mark.parametrize("op", sorted(BACKWARD_OPS))
+def test_a_mode_around_backward_sees_the_call_and_not_the_formulas(op, call):
+    """backward and grad honour the protocol; the formulas and the accumulation run inside
+    the handler's call, with the mode off the stack, and reach it no more than PyTorch's."""
+    def logged(T):
+        x = T.tensor(np.arange(24.0).reshape(4, 6), requires_grad=True)
+        y = BACKWARD_OPS[op](x)
+        log = []
+        with logging_mode(T, log):
+            BACKWARD_CALLS[call](T, x, y)
+        return log, x.grad
+    ours, grad = logged(gt)
+    theirs, expected = logged(oracle_torch())
+    assert ours == theirs
+    if expected is not None:
+        assert_same(grad, expected)
+
+
+def test_a_node_called_directly_reaches_no_mode(T):
+    x = T.randn(4, 6, requires_grad=True)
+    for y in (x.t(), x * x, x.sum(0)):
+        node, grad, log = y.grad_fn, T.ones_like(y), []
+        with logging_mode(T, log):
+            node(grad)
+        assert log == [], node.name()
+
+
+def test_a_subclass_gradient_reaches_no_handler_in_the_formulas(T):
+    """A formula on a gradient of a subclass neither asks its handler nor keeps its class."""
+    seen = []
+
+    class S(T.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return super().__torch_function__(func, types, args, kwargs)
+    x = T.randn(3, 4, requires_grad=True)
+    y = (x * 2).view(12).t()
+    grad = T.ones(12).as_subclass(S)
+    seen.clear()
+    y.backward(grad)
+    assert not {"reshape", "view", "mul", "t", "detach", "clone", "copy_"} & set(seen), seen
+    assert type(x.grad) is T.Tensor and x.grad.tolist() == [[2.0] * 4] * 3
+
+
+def test_hooks_and_custom_backwards_reach_handlers_as_ordinary_code(T):
+    """What the engine calls back (tensor hooks, a custom Function's backward, saved-tensor
+    unpack hooks) is ordinary Python: a subclass's handler sees its calls."""
+    seen = []
+
+    class S(T.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return super().__torch_function__(func, types, args, kwargs)
+
+    class Triple(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.as_subclass(S).mul(3).as_subclass(T.Tensor)
+
+    def unpack(t):
+        t.as_subclass(S).neg()
+        return t
+    x = T.randn(3, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        y = Triple.apply(x.exp()).sin()
+    y.register_hook(lambda g: g.as_subclass(S).add(1).as_subclass(T.Tensor))
+    y.sum().backward()
+    assert seen.count("add") == 1 and seen.count("mul") == 1 and seen.count("neg") >= 1
+    expected = (1 + 1) * 3 * x.detach().exp() * x.detach().exp().cos()   # the hook adds 1
+    np.testing.assert_allclose(x.grad.tolist(), expected.tolist(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["view", "t", "permute", "sum", "mul"])
+def test_a_dispatch_mode_still_sees_the_formulas_aten_ops(op):
+    def logged(T):
+        class Log(dispatch_module(T).TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                log.append(str(func))
+                return func(*args, **(kwargs or {}))
+        x = T.tensor(np.arange(24.0).reshape(4, 6), requires_grad=True)
+        y = BACKWARD_OPS[op](x)
+        grad, log = T.ones_like(y), []
+        with Log():
+            T.autograd.grad(y, x, grad)
+        return log
+    assert logged(gt) == logged(oracle_torch())
 
 
 def test_as_subclass_shares_data_and_stays_in_the_graph(T):

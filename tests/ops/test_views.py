@@ -473,3 +473,91 @@ def test_views_record_the_history_the_dispatcher_path_records(case, monkeypatch)
     assert results[0][:2] == results[1][:2] and results[0][3] == results[1][3]
     # the setup's own views count in both runs: the call itself is the difference
     assert results[0][2] - results[1][2] == (case.__name__ in _FUSED_CASES)
+
+
+def _multi_view_cases():
+    """make(views_fn) -> (leaf, views): as `_view_cases`, for ops returning several views."""
+    def leaf_split(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        return x, v(x, "split", 2, 1)
+
+    def nonleaf_unbind(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        return x, v(x * 2, "unbind", 0)
+
+    def view_of_view_split_with_sizes(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        return x, v((x * 2).t(), "split_with_sizes", (1, 3, 2), 0)
+
+    def after_inplace_chunk(v):       # its base changed in place: history regenerated
+        x = gt.randn(4, 6, requires_grad=True)
+        y = (x * 2).view(6, 4)
+        y.mul_(3)
+        return x, v(y, "chunk", 3, 0)
+
+    def of_a_no_grad_view(v):         # made in no_grad: the general path's bookkeeping
+        x = gt.randn(4, 6, requires_grad=True)
+        with gt.no_grad():
+            y = x.view(24)
+        return x, v(y, "split", 5, 0)
+
+    def no_grad_input(v):
+        x = gt.randn(4, 6)
+        return x, v(x.t(), "unbind", 1)
+
+    def under_no_grad(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        with gt.no_grad():
+            return x, v(x, "split", 4, 1)
+
+    def under_anomaly(v):
+        x = gt.randn(4, 6, requires_grad=True)
+        with gt.autograd.detect_anomaly():
+            return x, v(x * 2, "unbind", 1)
+    return [leaf_split, nonleaf_unbind, view_of_view_split_with_sizes, after_inplace_chunk,
+            of_a_no_grad_view, no_grad_input, under_no_grad, under_anomaly]
+
+
+_MULTI_FUSED_CASES = ("leaf_split", "nonleaf_unbind", "view_of_view_split_with_sizes",
+                      "after_inplace_chunk")
+
+
+@pytest.mark.filterwarnings("ignore:Anomaly Detection")
+@pytest.mark.parametrize("case", _multi_view_cases(), ids=lambda f: f.__name__)
+def test_multi_output_views_record_the_history_the_dispatcher_path_records(case, monkeypatch):
+    """split, split_with_sizes, chunk and unbind take autograd's fused path for several
+    views where it applies; each view's history (node, output number, base, creation
+    record, keys) equals the one the dispatcher's general autograd kernel records, and
+    backward gives the same gradients."""
+    from glasstorch.autograd import recording
+    from glasstorch.dispatch.dispatcher import find
+    fused = []
+    real_alias = recording.make_alias
+    monkeypatch.setattr(recording, "make_alias", lambda *a: fused.append(a) or real_alias(*a))
+
+    def by_method(x, name, *args):
+        return getattr(x, name)(*args)
+
+    def by_dispatcher(x, name, *args):
+        if name == "chunk":       # chunk is split with the size rounded up, as PyTorch's
+            name, args = "split", (-(-x.shape[args[1]] // args[0]), args[1])
+        overload = {"split": "aten::split.Tensor", "unbind": "aten::unbind.int",
+                    "split_with_sizes": "aten::split_with_sizes"}[name]
+        return tuple(find(overload).dispatch(x._keyset, x, *args))
+
+    results = []
+    for make in (by_method, by_dispatcher):
+        gt.manual_seed(0)
+        fused.clear()
+        leaf, outs = case(make)
+        history = (tuple(_history_of(o) for o in outs),
+                   tuple(o._base is not None and (o._base._shape, o._vc is o._base._vc)
+                         for o in outs), len(fused))
+        if outs[0].requires_grad:
+            gt.autograd.backward([o for o in outs[::2]],
+                                 [gt.arange(o.numel(), dtype=o.dtype).view(o.shape) + k
+                                  for k, o in enumerate(outs[::2])])
+        results.append(history + (leaf.grad is None or leaf.grad.tolist(),))
+    assert results[0][:2] == results[1][:2] and results[0][3] == results[1][3]
+    assert results[0][2] - results[1][2] == (len(outs) if case.__name__ in _MULTI_FUSED_CASES
+                                             else 0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import weakref
 
+from .. import overrides
 from ..core.tensor import Tensor
 from . import recording  # noqa: F401  (registers the Autograd kernel)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
@@ -47,10 +48,23 @@ def _root_grads(tensors, grad_tensors):
     return out
 
 
+def _overridden(relevant: tuple) -> bool:
+    """Whether backward/grad go to __torch_function__ handlers, as PyTorch's (written in
+    Python) do: a mode is on, or a tensor's class overrides; then no handler sees the
+    engine's own calls, which run inside the handler's call (modes are off the stack there)."""
+    return (overrides.anywhere.modes or any(t.__class__ is not Tensor for t in relevant)) \
+        and overrides.has_torch_function(relevant)
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              inputs=None):
     """Accumulate d(tensors)/d(leaf) into each leaf's .grad."""
     tensors = _as_tuple(tensors)
+    relevant = tensors + _as_tuple(inputs)
+    if _overridden(relevant):
+        return overrides.handle_torch_function(
+            backward, relevant, tensors, grad_tensors=grad_tensors, retain_graph=retain_graph,
+            create_graph=create_graph, inputs=None if inputs is None else _as_tuple(inputs))
     grads = _root_grads(tensors, grad_tensors)
     retain = create_graph if retain_graph is None else retain_graph
     roots = [gradient_edge(t) for t in tensors]
@@ -59,7 +73,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         captured = run_backward(roots, grads, retain_graph=retain, create_graph=create_graph,
                                 capture=capture, accumulate=False)
         from .engine import _accumulate
-        with no_grad():
+        with no_grad(), overrides.builtin_code():
             for t, edge in zip(_as_tuple(inputs), capture):
                 g = captured.get(edge)
                 if g is not None:
@@ -72,9 +86,17 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False):
+    """Gradients of outputs with respect to inputs, returned (not accumulated into .grad).
+    `only_inputs` is PyTorch's deprecated argument, ignored as there."""
     outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    if _overridden(outputs + inputs):
+        return overrides.handle_torch_function(
+            grad, outputs + inputs, outputs, inputs, grad_outputs=grad_outputs,
+            retain_graph=retain_graph, create_graph=create_graph, only_inputs=only_inputs,
+            allow_unused=allow_unused, is_grads_batched=is_grads_batched,
+            materialize_grads=materialize_grads)
     if not inputs:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     grads = _root_grads(outputs, grad_outputs)
@@ -102,6 +124,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
                      inputs=None):
     """Accumulate the gradient of this tensor into the leaves' .grad."""
+    if (overrides.anywhere.modes or self.__class__ is not Tensor) and \
+            overrides.has_torch_function_unary(self):
+        return overrides.handle_torch_function(
+            _tensor_backward, (self,), self, gradient=gradient, retain_graph=retain_graph,
+            create_graph=create_graph, inputs=inputs)
     backward(self, gradient, retain_graph, create_graph, inputs)
 
 
@@ -142,6 +169,7 @@ def _retain_grad(self):
     self._retains_grad = True
 
 
+_tensor_backward.__name__, _tensor_backward.__qualname__ = "backward", "Tensor.backward"
 Tensor.backward = _tensor_backward
 Tensor.register_hook = _register_hook
 Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook

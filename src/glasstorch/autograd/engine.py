@@ -136,17 +136,21 @@ def _accumulated(old: Tensor, new: Tensor, create_graph: bool) -> Tensor:
 
 def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
     """Add `grad` into var.grad, which keeps the variable's layout and is never aliased."""
-    for hook in (var._hooks or ()):
-        new = hook(grad)
-        if new is not None:
-            grad = new
+    if var._hooks:
+        with overrides.user_code():
+            for hook in var._hooks:
+                new = hook(grad)
+                if new is not None:
+                    grad = new
     owned = _owned(grad, var) if var._grad is None and not create_graph else None
     if owned is not None:
         var._grad = owned             # the common case: nothing to compute, in any grad mode
     else:
         _accumulate_into(var, grad, create_graph)
-    for hook in (var._post_acc_hooks or ()):
-        hook(var)
+    if var._post_acc_hooks:
+        with overrides.user_code():
+            for hook in var._post_acc_hooks:
+                hook(var)
 
 
 def _accumulate_into(var: Tensor, grad: Tensor, create_graph: bool) -> None:
@@ -270,6 +274,8 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
     previous_mode = _grad_state.enabled
     _grad_state.enabled = bool(create_graph)
     previous_keep, _task.keep = _task.keep, keep
+    builtin = overrides.builtin_code()     # formulas reach no __torch_function__ (C++ in PyTorch)
+    builtin.__enter__()
     try:
         while ready:
             node = pop(ready)[2]
@@ -330,6 +336,7 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                     push(ready, (-nxt._sequence_nr, next(order), nxt))
             grads = outs = g = None    # hold no gradient past its node (see _owned)
     finally:
+        builtin.__exit__()
         _grad_state.enabled = previous_mode
         _task.keep = previous_keep
     return captured
@@ -373,6 +380,12 @@ def _grads_in(node, buf: dict) -> tuple:
     grads = [buf.get(i) for i in range(n)]
     if not node._has_grad_hooks():
         return tuple(grads)
+    with overrides.user_code():
+        return _hooked_grads(node, grads, n)
+
+
+def _hooked_grads(node, grads: list, n: int) -> tuple:
+    """The gradients after the node's tensor pre hooks, retain_grad's and its pre hooks."""
     for nr, hooks in node._tensor_pre_hooks.items():
         if nr < n and grads[nr] is not None:
             for hook in hooks:
@@ -414,8 +427,10 @@ def _run_node(node, grads: tuple) -> tuple:
                 g = g.to(meta[1])
             fixed.append(g)
         outs = tuple(fixed)
-    for hook in node._hooks:
-        new = hook(outs, grads)
-        if new is not None:
-            outs = tuple(new)
+    if node._hooks:
+        with overrides.user_code():
+            for hook in node._hooks:
+                new = hook(outs, grads)
+                if new is not None:
+                    outs = tuple(new)
     return outs

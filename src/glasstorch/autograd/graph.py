@@ -14,6 +14,7 @@ import threading
 import weakref
 from types import MappingProxyType
 
+from .. import overrides
 from ..core.tensor import Tensor
 from ..dispatch.keys import MATH_BITS
 from .saved_hooks import (disable_saved_tensors_hooks, hooks_open,  # noqa: F401 (public here)
@@ -82,7 +83,8 @@ class SavedTensor:
     def _unpack_hooked(self) -> Tensor:
         if self.vc is not None and self.vc.version != self.version:
             self._raise_modified(None, self.vc.version)
-        t = self.unpack_hook(self.packed)
+        with overrides.user_code():      # a user's hook, run inside the engine
+            t = self.unpack_hook(self.packed)
         if not isinstance(t, Tensor):
             raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
                             f"got result of type {type(t).__name__}")
@@ -159,7 +161,8 @@ class Node:
         """Free saved tensors (after a backward without retain_graph)."""
 
     def __call__(self, *grads):
-        return self.apply(grads)
+        with overrides.builtin_code():      # as the engine runs it (C++ in PyTorch)
+            return self.apply(grads)
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"

@@ -206,9 +206,11 @@ def _direct_autograd(op, ks):
         return below(*args)
     meta = getattr(below, "view_meta", None)
     returns = op.schema.returns
-    if meta is not None and positions == (0,) and len(returns) == 1 and \
-            returns[0].type == "Tensor":
-        return _view_with_history(op, below, meta, autograd_direct)
+    if meta is not None and positions == (0,) and len(returns) == 1:
+        if returns[0].type == "Tensor":
+            return _view_with_history(op, below, meta, autograd_direct)
+        if returns[0].type == "Tensor[]":
+            return _views_with_history(op, below, meta, autograd_direct)
     return autograd_direct
 
 
@@ -245,6 +247,41 @@ def _view_with_history(op, below, meta, general):
         out._grad_fn_version = out._vc.version
         return out
     return view_with_history
+
+
+def _views_with_history(op, below, meta, general):
+    """`_view_with_history` for a view op returning several views of its one Tensor
+    argument (split, split_with_sizes, unbind): the views, their base, their bookkeeping as
+    views returned together (ADInplaceOrView's `_finish_views`) and their one node made in
+    this frame, where the general path takes some fifteen (a transformer splits its q, k, v
+    in every block). The same calls as `_view_with_history` take `general`."""
+    def views_with_history(self, *args):
+        if not _state.enabled or not self._requires_grad:
+            return below(self, *args)
+        d = op.info.get("derivative")
+        if d is None or d.outputs is not None or self._view_creation is not None or \
+                self._vc is None or _state.inference or _anomaly.enabled:
+            return general(self, *args)
+        outs = [make_alias(self, *m) for m in meta(self, *args)]
+        base = self._base
+        root = self if base is None else base
+        fn = self.grad_fn
+        edge = (fn, self._output_nr) if fn is not None and base is None else \
+            gradient_edge(self)
+        node = (d.recorder or _recorder_of(d))((self, *args), (edge,),
+                                               [(self._shape, self.dtype)], outs)
+        name = d.node_name if d.node_name.__class__ is str else op.schema.name
+        creation = ("multi_output", name.removesuffix("Backward0"))   # `_view_creation`'s
+        grad_key = AUTOGRAD_KEY_OF_DEVICE[self._storage.device.type]
+        for nr, out in enumerate(outs):
+            out._base = root
+            out._view_creation = creation + (nr,)
+            out.grad_fn = node
+            out._output_nr = nr
+            out._requires_grad = True
+            out._keyset |= grad_key
+        return outs
+    return views_with_history
 
 
 def _record(op, ks, args):

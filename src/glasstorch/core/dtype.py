@@ -181,6 +181,23 @@ def from_numpy_dtype(np_dtype) -> dtype:
             "int16, int8, uint64, uint32, uint16, uint8, and bool.") from None
 
 
+# The scalar types whose CPU and CUDA tensors have a legacy Python type (torch.FloatTensor):
+# PyTorch's Python layer writes those into error messages in place of the C++ name.
+_LEGACY_TENSOR_NAMES = frozenset(("Byte", "Char", "Short", "Int", "Long", "Half", "Float",
+                                  "Double"))
+_DEVICE_KEY_NAMES = {"cpu": "CPU", "cuda": "CUDA", "meta": "Meta"}
+
+
+def type_in_messages(d: dtype, device_type: str) -> str:
+    """How PyTorch's messages name a tensor's type (`expand(torch.DoubleTensor{[2, 3]},
+    ...)`): the C++ name, `CPUBoolType`, `MetaFloatType`, which the Python layer turns into
+    the legacy type's name where one exists (CPU or CUDA, one of eight scalar types)."""
+    key = _DEVICE_KEY_NAMES.get(device_type, device_type.upper())
+    if d.cname in _LEGACY_TENSOR_NAMES and key in ("CPU", "CUDA"):
+        return f"torch.{'cuda.' if key == 'CUDA' else ''}{d.cname}Tensor"
+    return f"{key}{d.cname}Type"
+
+
 # ---- default dtype ------------------------------------------------------------------------
 
 _default_dtype = float32

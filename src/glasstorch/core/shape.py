@@ -7,6 +7,8 @@ from __future__ import annotations
 import operator
 from math import prod
 
+from .dtype import type_in_messages
+
 
 class Size(tuple):
     """torch.Size: a tuple of ints that prints as `torch.Size([2, 3])`."""
@@ -242,40 +244,51 @@ def broadcast_shapes(*shapes) -> Size:
     return Size(out)
 
 
-def expand_strides(shape, strides, target) -> tuple:
-    """Strides that expand (shape, strides) to `target`, with expand's errors."""
+def expand_strides(shape, strides, target, dtype, device_type: str) -> tuple:
+    """Strides that expand (shape, strides) to `target`, with expand's errors (which name
+    the tensor's type: its `dtype` and `device_type`)."""
     ndim = len(target)
     if ndim < len(shape):
         raise RuntimeError(
-            f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(target)}): the number of "
-            f"sizes provided ({ndim}) must be greater or equal to the number of dimensions in "
-            f"the tensor ({len(shape)})")
+            f"expand({type_in_messages(dtype, device_type)}{{{list(shape)}}}, size="
+            f"{list(target)}): the number of sizes provided ({ndim}) must be greater or equal "
+            f"to the number of dimensions in the tensor ({len(shape)})")
     out_shape, out_strides = [], []
     lead = ndim - len(shape)
     for i, t in enumerate(target):
         j = i - lead
         if j < 0:
             if t < 0:
-                raise RuntimeError(f"The expanded size of the tensor ({t}) isn't allowed in a "
-                                   f"leading, non-existing dimension {i}")
+                _raise_expand_error(shape, target)
             out_shape.append(t)
             out_strides.append(0)
             continue
-        size, stride = shape[j], strides[j]
-        if t == -1:
-            t = size
-        if size == t:
-            out_shape.append(t)
-            out_strides.append(stride)
+        size = shape[j]
+        if t == -1 or t == size:
+            out_shape.append(size)
+            out_strides.append(strides[j])
         elif size == 1:
             out_shape.append(t)
             out_strides.append(0)
         else:
-            raise RuntimeError(
-                f"The expanded size of the tensor ({t}) must match the existing size ({size}) "
-                f"at non-singleton dimension {i}.  Target sizes: {list(target)}.  Tensor sizes:"
-                f" {list(shape)}")
+            _raise_expand_error(shape, target)
     return tuple(out_shape), tuple(out_strides)
+
+
+def _raise_expand_error(shape, target):
+    """expand's error for the last dim that cannot expand, as PyTorch checks from the last."""
+    lead = len(target) - len(shape)
+    for i in range(len(target) - 1, -1, -1):
+        t = target[i]
+        if i < lead:
+            if t < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({t}) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+        elif t != -1 and t != shape[i - lead] and shape[i - lead] != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({t}) must match the existing size "
+                f"({shape[i - lead]}) at non-singleton dimension {i}.  Target sizes: "
+                f"{list(target)}.  Tensor sizes: {list(shape)}")
 
 
 def infer_size(shape, numel: int) -> tuple:

@@ -159,12 +159,12 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self._shape)
-        return self._shape[wrap_dim(dim, len(self._shape))]
+        return self._shape[wrap_dim(dim, len(self._shape), scalar_ok=False)]
 
     def stride(self, dim=None):
         if dim is None:
             return self._stride
-        return self._stride[wrap_dim(dim, len(self._shape))]
+        return self._stride[wrap_dim(dim, len(self._shape), scalar_ok=False)]
 
     def storage_offset(self) -> int:
         return self._offset

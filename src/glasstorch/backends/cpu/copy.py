@@ -8,12 +8,11 @@ import warnings
 import numpy as np
 
 from ...core import dtype as dt
-from ...core.shape import (channels_last_strides, check_no_partial_overlap, contiguous_strides,
-                           expand_strides, has_internal_overlap, is_non_overlapping_and_dense,
-                           iterator_strides)
+from ...core.shape import (broadcast_shapes2, channels_last_strides, check_no_partial_overlap,
+                           contiguous_strides, has_internal_overlap,
+                           is_non_overlapping_and_dense, iterator_strides)
 from ...core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
                             preserve_format)
-from ...core import dtype as dt
 from . import casts
 
 
@@ -63,7 +62,11 @@ def check_copy(self, src):
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not "
                         f"{type(src).__name__}")
-    expand_strides(src._shape, src._stride, self._shape)   # raises if not broadcastable
+    if src._shape != self._shape:          # TensorIterator's checks, as PyTorch's copy_
+        shape = broadcast_shapes2(self._shape, src._shape)
+        if shape != self._shape:
+            raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
     if src is self or _same_data(self, src):   # PyTorch's copy_ returns at once: nothing
         return                                  # to write (nor an overlap to refuse)
     if has_internal_overlap(self._shape, self._stride) and self.numel() > 1:

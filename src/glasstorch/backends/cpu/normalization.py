@@ -479,15 +479,18 @@ def _layer_norm_backward_native(g, input, n, mean, rstd, weight, bias, mask):
             or not _native_rows_apply((x, go, m, r, w), rows, n)):
         return None
     fn = native.function("normalization", "layer_norm_backward_" + native.suffix(x),
-                         "nnppppppppppni")
+                         "nnpppppppppni")
     if fn is None:
         return None
+    pointer = native.pointer
     dx = Tensor._empty(input._shape, input.dtype, CPU) if mask[0] else None
     dw = Tensor._empty(weight._shape, weight.dtype, CPU) if mask[1] and w is not None else None
     db = Tensor._empty(bias._shape, bias.dtype, CPU) if mask[2] and bias is not None else None
     chunks = -(-rows // _LAYER_NORM_GRAD_CHUNK)
-    parts = [None if t is None else np.empty((chunks - 1, n), x.dtype) for t in (dw, db)]
-    fn(rows, n, *map(_pointer, (go, x, m, r, w, *map(_optional, (dx, dw, db)), *parts)),
+    parts = np.empty((2, chunks - 1, n), x.dtype)      # the later chunks' column sums
+    fn(rows, n, pointer(go), pointer(x), pointer(m), pointer(r), _pointer(w),
+       None if dx is None else pointer(dx._array()), None if dw is None else pointer(dw._array()),
+       None if db is None else pointer(db._array()), pointer(parts),
        _LAYER_NORM_GRAD_CHUNK, native.threads(rows * n))
     return dx, dw, db
 

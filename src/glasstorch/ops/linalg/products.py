@@ -70,7 +70,7 @@ def _size0(shape) -> int:
 
 def _expand_input(self: Tensor, shape) -> None:
     """The broadcast of `self` (the added input) to the product's shape must exist."""
-    expand_strides(self._shape, self._stride, shape)
+    expand_strides(self._shape, self._stride, shape, self.dtype, self._storage.device.type)
 
 
 # ---- out= and in-place checks with PyTorch's texts --------------------------------------
@@ -572,7 +572,8 @@ def _addr_meta(self, vec1, vec2, beta=1, alpha=1):
     _check_1d("addr", "vec1", vec1)
     _check_1d("addr", "vec2", vec2)
     shape = (vec1._shape[0], vec2._shape[0])
-    _, self_strides = expand_strides(self._shape, self._stride, shape)
+    _, self_strides = expand_strides(self._shape, self._stride, shape, self.dtype,
+                                     self._storage.device.type)
     d = dt.promote_types(dt.promote_types(self.dtype, vec1.dtype), vec2.dtype)
     _addr_scalar(d, beta, "beta")
     _addr_scalar(d, alpha, "alpha")

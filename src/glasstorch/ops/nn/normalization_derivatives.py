@@ -77,7 +77,7 @@ def _layer_norm(grads, input, normalized_shape, weight, bias, result1, result2,
     g, g_mean, g_rstd = _three(grads)
     if (g is not None and g_mean is None and g_rstd is None and not _grad_state.enabled
             and input.is_cpu):
-        return normalization.native_layer_norm_backward.functional(
+        return normalization.native_layer_norm_backward.function(   # its plain CPU path
             g, input, normalized_shape, result1, result2, weight, bias, grad_input_mask)
     x, mean, rstd, w = _up(input), _up(result1), _up(result2), _up(weight)
     lead = x.dim() - len(normalized_shape)

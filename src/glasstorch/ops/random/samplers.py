@@ -198,7 +198,8 @@ def _check_bernoulli_tensor(self, p):
     if self.dtype.category == dt.COMPLEX:
         raise _not_implemented("bernoulli_", self.dtype)
     _probabilities("bernoulli_", p)
-    expand_strides(p._shape, p._stride, self._shape)      # p must broadcast to self
+    expand_strides(p._shape, p._stride, self._shape, p.dtype,    # p must broadcast to self
+                   p._storage.device.type)
     return (p,)
 
 

@@ -254,13 +254,8 @@ def moveaxis(input, source, destination):
 # ---- expand ----------------------------------------------------------------------------
 
 def _expand_meta(self, size, implicit=False):
-    size = tuple(size)
-    if len(size) < self.dim():
-        raise RuntimeError(
-            f"expand({self.type()}{{{list(self._shape)}}}, size={list(size)}): the number of "
-            f"sizes provided ({len(size)}) must be greater or equal to the number of dimensions"
-            f" in the tensor ({self.dim()})")
-    shape, stride = expand_strides(self._shape, self._stride, size)
+    shape, stride = expand_strides(self._shape, self._stride, tuple(size), self.dtype,
+                                   self._storage.device.type)
     return shape, stride, self._offset
 
 
@@ -548,8 +543,8 @@ def _split(tensor, split, dim):
     if isinstance(split, Tensor) and split.dim() == 0:
         split = int(split)
     if isinstance(split, (list, tuple, Size)):
-        return tuple(split_with_sizes_op.functional(tensor, as_shape((split,)), dim))
-    return tuple(split_op.functional(tensor, operator.index(split), dim))
+        return tuple(split_with_sizes_op.function(tensor, as_shape((split,)), dim))
+    return tuple(split_op.function(tensor, operator.index(split), dim))
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -568,7 +563,7 @@ _split_method.__doc__ = split.__doc__
 
 @composite(method=True)
 def split_with_sizes(input, split_sizes, dim=0):
-    return tuple(split_with_sizes_op.functional(input, as_shape((split_sizes,)), dim))
+    return tuple(split_with_sizes_op.function(input, as_shape((split_sizes,)), dim))
 
 
 export("split", split)
@@ -586,8 +581,8 @@ def chunk(input, chunks, dim=0):
     size = input._shape[d]
     split_size = -(-size // chunks)
     if split_size == 0 and size == 0:   # keep the number of (empty) chunks
-        return tuple(split_with_sizes_op.functional(input, (0,) * chunks, d))
-    return tuple(split_op.functional(input, split_size, d))
+        return tuple(split_with_sizes_op.function(input, (0,) * chunks, d))
+    return tuple(split_op.function(input, split_size, d))
 
 
 def _unbind_meta(self, dim=0):
@@ -605,7 +600,7 @@ unbind_op = view("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]", _unbind
 @composite(method=True)
 def unbind(input, dim=0):
     """A tuple of views, one per index along `dim`, with that dimension removed."""
-    return tuple(unbind_op.functional(input, dim))
+    return tuple(unbind_op.function(input, dim))
 
 
 def _split_indices(indices, size):
@@ -645,7 +640,7 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
         sizes = [small + 1] * extra + [small] * (n - extra)
         starts = [sum(sizes[:i]) for i in range(n)]
         bounds = [(s, s + k) for s, k in zip(starts, sizes)]
-    return tuple(slice_op.functional(input, d, s, e, 1) for s, e in bounds)
+    return tuple(slice_op.function(input, d, s, e, 1) for s, e in bounds)
 
 
 def _directional_split(name, min_dim, dim_of, doc):

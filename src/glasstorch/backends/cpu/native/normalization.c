@@ -47,18 +47,54 @@ void layer_norm_##SUF(int64_t rows, int64_t cols, const T* x, const T* w, const 
     }                                                                                  \
 }                                                                                      \
                                                                                        \
+/* The row's sum(a) and sum(a * xhat) in one pass, each the sum PAIRWISE_TERMS gives: for \
+   8 to 128 terms the same eight partial sums, added in the same order; otherwise the two \
+   sums apart. */                                                                      \
+static void sum_and_dot_normalized_##SUF(const T* a, const T* x, T mu, T rs, int64_t n,  \
+                                         T* sum, T* dot)                               \
+{                                                                                      \
+    if (n < 8 || n > 128) {                                                            \
+        *sum = gt_pairwise_sum_##T(a, n);                                              \
+        *dot = dot_normalized_##SUF(a, x, mu, rs, n);                                  \
+        return;                                                                        \
+    }                                                                                  \
+    T s[8], d[8];                                                                      \
+    int64_t i;                                                                         \
+    for (int j = 0; j < 8; j++) {                                                      \
+        s[j] = a[j];                                                                   \
+        d[j] = a[j] * ((x[j] - mu) * rs);                                              \
+    }                                                                                  \
+    for (i = 8; i < n - (n % 8); i += 8) {                                             \
+        _Pragma("omp simd")                                                            \
+        for (int j = 0; j < 8; j++) {                                                  \
+            s[j] += a[i + j];                                                          \
+            d[j] += a[i + j] * ((x[i + j] - mu) * rs);                                 \
+        }                                                                              \
+    }                                                                                  \
+    T rs_ = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));         \
+    T rd = ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));          \
+    for (; i < n; i++) {                                                               \
+        rs_ += a[i];                                                                   \
+        rd += a[i] * ((x[i] - mu) * rs);                                               \
+    }                                                                                  \
+    *sum = rs_;                                                                        \
+    *dot = rd;                                                                         \
+}                                                                                      \
+                                                                                       \
 /* With xhat = (x - mean) * rstd and gx = g * w (g without w): dx = ((gx - xhat *       \
    (sum(gx * xhat) / cols)) - sum(gx) / cols) * rstd; dw = column sums of g * xhat, db   \
    those of g. Any of dx, w, dw, db may be NULL. Rows go in chunks of `chunk`: the first \
-   chunk's column sums go into dw and db, chunk k's into row k - 1 of dw_parts and       \
-   db_parts ((rows / chunk rounded up - 1) x cols each), added to them in order last. */ \
+   chunk's column sums go into dw and db, chunk k's into row k - 1 of the dw and db      \
+   halves of `parts` (2 x (rows / chunk rounded up - 1) x cols), added to them in order  \
+   last. A row's two sums are one pass. */                                             \
 void layer_norm_backward_##SUF(int64_t rows, int64_t cols, const T* g, const T* x,     \
                                const T* mean, const T* rstd, const T* w, T* dx, T* dw,  \
-                               T* db, T* dw_parts, T* db_parts, int64_t chunk,          \
-                               int nthreads)                                           \
+                               T* db, T* parts, int64_t chunk, int nthreads)            \
 {                                                                                      \
     const T n = (T)cols;                                                               \
     int64_t chunks = (rows + chunk - 1) / chunk;                                       \
+    T* dw_parts = parts;                                                               \
+    T* db_parts = parts + (chunks > 1 ? (chunks - 1) * cols : 0);                      \
     _Pragma("omp parallel for num_threads(nthreads)")                                  \
     for (int64_t k = 0; k < chunks; k++) {                                             \
         T* pw = dw ? (k ? dw_parts + (k - 1) * cols : dw) : NULL;                      \
@@ -87,8 +123,10 @@ void layer_norm_backward_##SUF(int64_t rows, int64_t cols, const T* g, const T* 
             } else {                                                                   \
                 memcpy(o, gr, (size_t)cols * sizeof(T));                               \
             }                                                                          \
-            T a = gt_pairwise_sum_##T(o, cols) / n;                                    \
-            T bx = dot_normalized_##SUF(o, xr, mu, rs, cols) / n;                      \
+            T a, bx;                                                                   \
+            sum_and_dot_normalized_##SUF(o, xr, mu, rs, cols, &a, &bx);                \
+            a /= n;                                                                    \
+            bx /= n;                                                                   \
             _Pragma("omp simd")                                                        \
             for (int64_t j = 0; j < cols; j++)                                         \
                 o[j] = ((o[j] - ((xr[j] - mu) * rs) * bx) - a) * rs;                   \
