@@ -111,6 +111,31 @@ def test_graph_structure_and_names_like_torch():
     assert not (a > 0).requires_grad
 
 
+def test_calling_a_node_returns_what_torchs_returns():
+    """A node called directly gives its inputs' gradients: the one Tensor of a node with one
+    input (split's, sum's), a tuple otherwise (mul's, add's), as PyTorch's."""
+    torch = oracle_torch()
+
+    def results(T):
+        x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        a, _ = T.ones(2, 3, requires_grad=True).split(2, 1)
+        calls = [(x * 2).grad_fn(T.ones(3)), (x + x).grad_fn(T.ones(3)),
+                 a.grad_fn(T.ones(2, 2), T.ones(2, 1)), x.sum().grad_fn(T.tensor(1.0)),
+                 (x * x).grad_fn(T.ones(3))]
+        return [r if isinstance(r, tuple) else (r,) for r in calls], \
+            [type(r) is tuple for r in calls]
+    ours, ours_kinds = results(gt)
+    theirs, their_kinds = results(torch)
+    assert ours_kinds == their_kinds == [True, True, False, False, True]
+    for mine, other in zip(ours, theirs):
+        assert len(mine) == len(other)
+        for m, o in zip(mine, other):
+            assert (m is None) == (o is None)
+            if m is not None:
+                assert m.requires_grad == o.requires_grad
+                np.testing.assert_array_equal(m.detach().numpy(), o.detach().numpy())
+
+
 def test_engine_runs_later_nodes_first():
     a = gt.ones(2, requires_grad=True)
     b = a * 2

@@ -77,6 +77,22 @@ def test_broadcast_errors_of_copy_expand_and_addmm_are_torchs(dtype, self_shape,
         assert addmm(gt) == addmm(torch)
 
 
+@pytest.mark.parametrize("shape, target", [
+    ((1, 3), (-2, 3)), ((1,), (-5,)), ((1, 1), (2, -7)), ((1, 3), (4, -2, 3)),
+    ((3,), (-2, 3)), ((3,), (-1, 3)), ((1, 3), (-2, 4)), ((0, 3), (-2, 3))])
+def test_expand_to_a_negative_size_raises_as_torch(shape, target):
+    """A size below -1 where the tensor's size is 1 passes PyTorch's dim checks and fails
+    its element count (numel: integer multiplication overflow); a mismatch elsewhere and a
+    leading -1 are reported first. Before, glasstorch made a tensor of negative shape."""
+    torch = oracle_torch()
+    ours, theirs = (_error_of(lambda T=T: T.ones(*shape).expand(*target)) for T in (gt, torch))
+    assert ours is not None and ours[0] == theirs[0] == "RuntimeError"
+    if "numel" in theirs[1]:
+        assert ours[1].endswith("(numel: integer multiplication overflow)")
+    else:
+        assert ours == theirs
+
+
 def test_size_slicing_and_arithmetic_stay_sizes():
     s = gt.Size([2, 3, 4])
     assert isinstance(s[1:], gt.Size) and s[1:] == (3, 4)

@@ -161,8 +161,11 @@ class Node:
         """Free saved tensors (after a backward without retain_graph)."""
 
     def __call__(self, *grads):
-        with overrides.builtin_code():      # as the engine runs it (C++ in PyTorch)
-            return self.apply(grads)
+        """The gradients for the node's inputs, as the engine computes them (C++ in PyTorch):
+        a tuple, or the one gradient of a node with one input (PyTorch's return)."""
+        with overrides.builtin_code():
+            out = self.apply(grads)
+        return out[0] if len(out) == 1 else out
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"

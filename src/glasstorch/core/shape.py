@@ -267,7 +267,7 @@ def expand_strides(shape, strides, target, dtype, device_type: str) -> tuple:
         if t == -1 or t == size:
             out_shape.append(size)
             out_strides.append(strides[j])
-        elif size == 1:
+        elif size == 1 and t >= 0:
             out_shape.append(t)
             out_strides.append(0)
         else:
@@ -276,12 +276,13 @@ def expand_strides(shape, strides, target, dtype, device_type: str) -> tuple:
 
 
 def _raise_expand_error(shape, target):
-    """expand's error for the last dim that cannot expand, as PyTorch checks from the last."""
+    """expand's error for the last dim that cannot expand, as PyTorch checks from the last;
+    else for a negative size where the tensor's size is 1."""
     lead = len(target) - len(shape)
     for i in range(len(target) - 1, -1, -1):
         t = target[i]
         if i < lead:
-            if t < 0:
+            if t == -1:
                 raise RuntimeError(f"The expanded size of the tensor ({t}) isn't allowed in a "
                                    f"leading, non-existing dimension {i}")
         elif t != -1 and t != shape[i - lead] and shape[i - lead] != 1:
@@ -289,6 +290,10 @@ def _raise_expand_error(shape, target):
                 f"The expanded size of the tensor ({t}) must match the existing size "
                 f"({shape[i - lead]}) at non-singleton dimension {i}.  Target sizes: "
                 f"{list(target)}.  Tensor sizes: {list(shape)}")
+    # a negative size for a size-1 dim passes PyTorch's checks and fails its element count
+    i = next(i for i in range(len(target)) if target[i] < -1)
+    raise RuntimeError(f"The expanded size of the tensor ({target[i]}) at dimension {i} is "
+                       f"negative (numel: integer multiplication overflow)")
 
 
 def infer_size(shape, numel: int) -> tuple:
