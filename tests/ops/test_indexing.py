@@ -436,3 +436,35 @@ INDEX_FUNCTION_ERRORS = [
 def test_index_function_errors_match_torch(expr):
     same_error(lambda L: eval(expr, {"L": L, "x": L.tensor(np.arange(12.0, dtype=np.float32)
                                                            .reshape(3, 4))}))
+
+
+_SLICE_INDICES = [
+    slice(0, 11, 1), (slice(0, 11, 1), slice(None)), (slice(None), slice(0, 11, 1)),
+    (slice(None), slice(0, 100)), slice(0, 100), (slice(0, 11),), (0, slice(0, 11)),
+    slice(0, 11), (slice(None, 11),), slice(None), slice(0, None), slice(None, None, 1),
+    (Ellipsis, slice(None, 5)), (None, slice(0, 11)), slice(2, None), slice(None, None, 2),
+    slice(-11, None), slice(0, 2 ** 70), slice(None, -100), (slice(-20, 11),),
+    (slice(None, -1),), (slice(1, 5, 2), slice(3, None))]
+
+
+@pytest.mark.parametrize("index", _SLICE_INDICES, ids=repr)
+def test_slicing_calls_the_ops_torchs_does(index):
+    """Within an index tuple a slice covering its dim is no op (a full `x[:, :, :T]` is one
+    alias), a lone slice index always one aten::slice; slices reach aten::slice with
+    PyTorch's arguments (None as 0 or the largest int64, ints clamped to int64), so a
+    dispatch mode, an FX trace or an export sees the calls torch's does."""
+    from torch.utils._python_dispatch import TorchDispatchMode as TorchMode
+    from glasstorch.utils._python_dispatch import TorchDispatchMode as OurMode
+
+    def seen(T, mode_class):
+        calls = []
+
+        class Log(mode_class):
+            def __torch_dispatch__(self, func, types, args, kwargs=None):
+                calls.append((str(func).replace("aten.", ""), tuple(args[1:])))
+                return func(*args, **(kwargs or {}))
+        m = T.arange(121.0).reshape(11, 11).requires_grad_()
+        with Log():
+            r = m[index]
+        return calls, tuple(r.shape), r.stride(), type(r.grad_fn).__name__, r.tolist()
+    assert seen(gt, OurMode) == seen(torch, TorchMode)

@@ -427,7 +427,23 @@ def _select_at(result, dim, value, position, ndim):
     return select.functional(result, dim, value)
 
 
-def _slice_at(result, dim, s: slice, ndim):
+_INT64_MAX = (1 << 63) - 1
+
+
+def _bound(value, default: int):
+    """A slice's start or stop as PyTorch passes it to aten::slice: None as `default`
+    (0, or the largest int64 for a stop), ints clamped to int64."""
+    if value is None:
+        return default
+    if value.__class__ is int:
+        return min(max(value, -_INT64_MAX - 1), _INT64_MAX)
+    return value
+
+
+def _slice_at(result, dim, s: slice, ndim, whole_is_self=True):
+    """result[..., s] along `dim` (aten::slice with PyTorch's arguments); within an index
+    tuple (`whole_is_self`), a slice that starts at 0 and reaches the end with step 1 is
+    no op at all, as in PyTorch (a lone slice index is always one)."""
     step = 1 if s.step is None else s.step
     if step == 0:
         raise ValueError("slice step cannot be zero")
@@ -435,10 +451,11 @@ def _slice_at(result, dim, s: slice, ndim):
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if dim >= len(result._shape):
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    if s.stop is None and step == 1 and (s.start is None or s.start.__class__ is int and
-                                         s.start == 0):
+    start, stop = _bound(s.start, 0), _bound(s.stop, _INT64_MAX)
+    if whole_is_self and step.__class__ is int and step == 1 and start.__class__ is int and \
+            start == 0 and stop.__class__ is int and stop >= result._shape[dim]:
         return result
-    return slice_op.functional(result, dim, s.start, s.stop, step)
+    return slice_op.functional(result, dim, start, stop, step)
 
 
 def apply_indices(self: Tensor, index: tuple):
@@ -510,6 +527,8 @@ def getitem(self, index):
         if not -size <= index < size:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
         return select.functional(self, 0, index)
+    if index.__class__ is slice:
+        return _slice_at(self, 0, index, 1, whole_is_self=False)
     result, advanced = apply_indices(self, _as_tuple(index))
     if advanced is not None:
         return index_op.functional(result, advanced)
