@@ -824,3 +824,32 @@ def test_special_functions_are_accurate(name):
         at_inf, at_minus_inf = AT_INFINITIES[name]
         stated = np.select([x == math.inf, x == -math.inf], [at_inf, at_minus_inf], math.nan)
         np.testing.assert_array_equal(actual[~finite], stated[~finite].astype(x.dtype))
+
+
+_COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
+_EDGE_VALUES = [0.0, -0.0, 1.0, 0.1, 16777217.0, float("inf"), float("-inf"), float("nan"),
+                -3.5, 1e-45]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", _COMPARE)
+def test_comparisons_of_float_tensors_with_numbers_and_tensors_equal_torchs(op, dtype):
+    """The plain-float fast path of the comparisons (a float tensor against a number, a
+    tensor of its shape or one of its trailing dims, an expanded value) gives torch's bools,
+    the number rounded to the tensor's dtype first; other calls take the general kernel."""
+    torch = oracle_torch()
+    values = np.array(_EDGE_VALUES * 3, dtype=dtype).reshape(3, 10)
+    others = [0, 1, 16777217, 0.1, -0.0, float("nan"), float("inf"), True,
+              values[::-1].copy(), values[0].copy(), values.T.copy().T]
+
+    def results(T):
+        a = T.from_numpy(values.copy()).requires_grad_()
+        expanded = T.tensor(0.1, dtype=getattr(T, dtype)).expand(3, 10)
+        out = []
+        for b in others:
+            b = T.from_numpy(b) if isinstance(b, np.ndarray) else b
+            for x, y in ((a, b), (expanded, b)):
+                r = getattr(T, op)(x, y)
+                out.append((r.dtype == T.bool, r.requires_grad, r.tolist()))
+        return out
+    assert results(gt) == results(torch)

@@ -113,15 +113,17 @@ class OpDeclaration:
         if "CPU" in self.impls:
             self.impl("CPU")(self.impls["CPU"])
 
-    def plain_float_ufunc(self, ufunc, *defaults) -> None:
+    def plain_float_ufunc(self, ufunc, *defaults, result_dtype=None) -> None:
         """Say that on two float32 (or float64) tensors of one row-major shape, or such a
         tensor and a Python int or float, with the other arguments at `defaults`, this op's
-        CPU kernel computes exactly `ufunc(a, b, out=o)` (a `fast_path`)."""
+        CPU kernel computes exactly `ufunc(a, b, out=o)` into an output of their dtype, or
+        of `result_dtype` (bool, for a comparison) (a `fast_path`)."""
         if self.kind != "structured" or len(self.schema.arguments) != 2 + len(defaults) \
                 or len(defaults) > 1:
             raise ValueError(f"{self.name}: a plain ufunc needs a structured op of two "
                              f"operands and at most one other argument, {len(defaults)} given")
-        self.fast_path(lambda general: _plain_float_kernel(general, ufunc, defaults))
+        self.fast_path(lambda general: _plain_float_kernel(general, ufunc, defaults,
+                                                           result_dtype))
 
     def __repr__(self):
         return f"<OpDeclaration {self.name} ({self.kind})>"
@@ -188,7 +190,7 @@ def _trailing_row_major(t: Tensor, shape: tuple) -> bool:
         t._stride == contiguous_strides(t._shape)
 
 
-def _plain_float_kernel(general, ufunc, defaults):
+def _plain_float_kernel(general, ufunc, defaults, result_dtype):
     """A functional CPU kernel that runs `ufunc` directly on the calls
     `OpDeclaration.plain_float_ufunc` describes, and `general` on every other call."""
     from ..backends.cpu.parallel import GRAIN      # larger outputs are split across threads
@@ -218,8 +220,9 @@ def _plain_float_kernel(general, ufunc, defaults):
                     b = d.np.type(other)
                 else:
                     return general(self, other, *rest)
-                out = (empty(shape, d, CPU, row_major) if grad_state.inference else
-                       new_cpu_tensor(shape, d, row_major, n * d.itemsize, True))
+                rd = result_dtype or d
+                out = (empty(shape, rd, CPU, row_major) if grad_state.inference else
+                       new_cpu_tensor(shape, rd, row_major, n * rd.itemsize, True))
                 ufunc(self._np if self._np is not None else self._array(), b,
                       out=out._np if out._np is not None else out._array())
                 return out

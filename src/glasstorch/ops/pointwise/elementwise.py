@@ -577,6 +577,10 @@ for _name, _aliases in _COMPARISONS.items():
                                 _compare_meta, getattr(cpu, _name), aliases=_aliases,
                                 scalar="other",
                                 doc=f"{_name} of the promoted operands, as a bool tensor.")
+    # `mask == 0`, `x > y` on float tensors skip the meta function and promotion
+    for _decl in (globals()[_name], globals()[_name].overload("Scalar")):
+        _decl.plain_float_ufunc(getattr(np, _aliases[0] if _aliases else "equal"),
+                                result_dtype=dt.bool)
 
 
 # ---- composites --------------------------------------------------------------------------
