@@ -468,3 +468,22 @@ def test_slicing_calls_the_ops_torchs_does(index):
             r = m[index]
         return calls, tuple(r.shape), r.stride(), type(r.grad_fn).__name__, r.tolist()
     assert seen(gt, OurMode) == seen(torch, TorchMode)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("value", [float("-inf"), float("nan"), 3, 2 ** 40, -0.0, 1e38, 0.1])
+def test_masked_fill_of_floats_by_numbers_equals_torch(dtype, value):
+    """masked_fill's direct path (a float tensor, a Python number: one copyto under the mask)
+    and masked_fill_ give torch's values, with masks of the shape and broadcast ones."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3, 5)).astype(dtype)
+    masks = [rng.random((4, 3, 5)) < 0.5, np.tril(np.ones((3, 5), bool)), rng.random(5) < 0.5]
+
+    def filled(T):
+        out = []
+        for m in masks:
+            a, mk = T.from_numpy(x.copy()), T.from_numpy(m)
+            out.append(a.masked_fill(mk, value).numpy().tobytes())
+            out.append(a.masked_fill_(mk, value).numpy().tobytes())
+        return out
+    assert filled(gt) == filled(torch)

@@ -151,11 +151,19 @@ def take_cpu(out, self, index):
     assign_array(out._array(), self._array().reshape(-1)[idx])
 
 
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def masked_fill_cpu(out, self, mask, value):
-    arr = out._array()
+    arr, m = out._array(), mask._array()
     if out is not self:
-        assign_array(arr, np.broadcast_to(self._array(), arr.shape))
-    copyto_where(arr, _scalar(value), np.broadcast_to(mask._array(), arr.shape))
+        src = self._array()
+        assign_array(arr, src if src.shape == arr.shape else np.broadcast_to(src, arr.shape))
+    if arr.dtype in _FLOATS and (value.__class__ is float or value.__class__ is int) and \
+            arr.__class__ is m.__class__:
+        np.copyto(arr, value, where=m)    # fits (checked before): no cast to silence
+    else:
+        copyto_where(arr, _scalar(value), np.broadcast_to(m, arr.shape))
 
 
 def masked_select_cpu(self, mask):
