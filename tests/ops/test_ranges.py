@@ -315,3 +315,23 @@ def test_eye_accepts_m_none_and_meta():
     assert gt.eye(2, m=None).shape == (2, 2)
     m = gt.eye(4, 2, device="meta", dtype=gt.float64)
     assert m.shape == (4, 2) and m.device.type == "meta"
+
+
+@pytest.mark.parametrize("args", [(32,), (0, 32), (0, 0), (0, 32, 3), (-7, 5, 2), (5, 5, 7),
+                                  (3, 1), (0, 10, -1), (2 ** 62, 2 ** 62 + 3), (True, 4)])
+@pytest.mark.parametrize("kwargs", [{}, {"dtype": "long"}, {"dtype": "long", "device": "cpu"},
+                                    {"dtype": "float32"}])
+def test_arange_of_ints_equals_torch(args, kwargs):
+    """Python-int aranges (the direct int64 path, and the general one for the rest): values,
+    dtype and errors as torch's."""
+    from oracle import oracle_torch
+    torch = oracle_torch()
+
+    def result(T):
+        kw = {k: getattr(T, v) if k == "dtype" else v for k, v in kwargs.items()}
+        try:
+            t = T.arange(*args, **kw)
+        except Exception as e:                  # noqa: BLE001  (compared by type and text)
+            return type(e).__name__, str(e)
+        return str(t.dtype), t.tolist()
+    assert result(gt) == result(torch)

@@ -100,8 +100,31 @@ def _step_dtype(fn: str, dtype, out, values) -> dt.dtype:
     return dtype
 
 
+_SMALL_INT = 1 << 62
+
+
+def _int64_range(start, end, step, dtype, device):
+    """A new CPU int64 arange of Python ints (nanoGPT's `arange(0, t, dtype=long,
+    device=device)` every step) without the general checks' conversions: None where the
+    call is another kind (or its bounds could overflow, or its step is not positive)."""
+    if end is None:
+        start, end = 0, start
+    if not (start.__class__ is int and end.__class__ is int and step.__class__ is int
+            and (dtype is None or dtype is dt.int64) and 0 < step
+            and -_SMALL_INT < start <= end < _SMALL_INT):
+        return None
+    device = as_device(device)
+    if device.type != "cpu":
+        return None
+    t = Tensor._empty(((end - start + step - 1) // step,), dt.int64, device)
+    np.copyto(t._array(), np.arange(start, end, step, dtype=np.int64))
+    return t
+
+
 def _arange(start, end, step, out, dtype, device) -> Tensor:
     """arange's values in a new tensor on `device`, or in `out` (end None: start is the end)."""
+    if out is None and (t := _int64_range(start, end, step, dtype, device)) is not None:
+        return t
     if end is None:
         start, end = 0, start
         names = (("start", 1), ("end", 1), ("step", 3))
