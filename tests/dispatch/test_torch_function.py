@@ -323,15 +323,20 @@ def test_a_node_called_directly_reaches_no_mode(T):
         assert log == [], node.name()
 
 
-def test_a_subclass_gradient_reaches_no_handler_in_the_formulas(T):
-    """A formula on a gradient of a subclass neither asks its handler nor keeps its class."""
-    seen = []
-
+def _logging_subclass(T, seen: list):
+    """A Tensor subclass whose handler writes the name of each call it sees into `seen`."""
     class S(T.Tensor):
         @classmethod
         def __torch_function__(cls, func, types, args=(), kwargs=None):
             seen.append(func.__name__)
             return super().__torch_function__(func, types, args, kwargs)
+    return S
+
+
+def test_a_subclass_gradient_reaches_no_handler_in_the_formulas(T):
+    """A formula on a gradient of a subclass neither asks its handler nor keeps its class."""
+    seen = []
+    S = _logging_subclass(T, seen)
     x = T.randn(3, 4, requires_grad=True)
     y = (x * 2).view(12).t()
     grad = T.ones(12).as_subclass(S)
@@ -345,12 +350,7 @@ def test_hooks_and_custom_backwards_reach_handlers_as_ordinary_code(T):
     """What the engine calls back (tensor hooks, a custom Function's backward, saved-tensor
     unpack hooks) is ordinary Python: a subclass's handler sees its calls."""
     seen = []
-
-    class S(T.Tensor):
-        @classmethod
-        def __torch_function__(cls, func, types, args=(), kwargs=None):
-            seen.append(func.__name__)
-            return super().__torch_function__(func, types, args, kwargs)
+    S = _logging_subclass(T, seen)
 
     class Triple(T.autograd.Function):
         @staticmethod

@@ -217,6 +217,17 @@ def _direct_autograd(op, ks):
 autograd_kernel.direct = _direct_autograd
 
 
+def _fusable_derivative(op, self):
+    """The view op's derivative where the fused view paths below may record it (its node
+    of a fixed class, self not a view made under no_grad, an ordinary tensor, neither
+    inference nor anomaly mode), else None: the general path then runs."""
+    d = op.info.get("derivative")
+    if d is None or d.outputs is not None or self._view_creation is not None or \
+            self._vc is None or _state.inference or _anomaly.enabled:
+        return None
+    return d
+
+
 def _view_with_history(op, below, meta, general):
     """`autograd_direct` for a view op of one Tensor argument and one output, made by the
     registry's view kernel under the ADInplaceOrView bookkeeping (`below`, from
@@ -227,9 +238,8 @@ def _view_with_history(op, below, meta, general):
     def view_with_history(self, *args):
         if not _state.enabled or not self._requires_grad:
             return below(self, *args)
-        d = op.info.get("derivative")
-        if d is None or d.outputs is not None or self._view_creation is not None or \
-                self._vc is None or _state.inference or _anomaly.enabled:
+        d = _fusable_derivative(op, self)
+        if d is None:
             return general(self, *args)
         m = meta(self, *args)
         if len(m) != 3:                        # a view of another dtype (view_as_real)
@@ -258,9 +268,8 @@ def _views_with_history(op, below, meta, general):
     def views_with_history(self, *args):
         if not _state.enabled or not self._requires_grad:
             return below(self, *args)
-        d = op.info.get("derivative")
-        if d is None or d.outputs is not None or self._view_creation is not None or \
-                self._vc is None or _state.inference or _anomaly.enabled:
+        d = _fusable_derivative(op, self)
+        if d is None:
             return general(self, *args)
         outs = [make_alias(self, *m) for m in meta(self, *args)]
         base = self._base
