@@ -75,6 +75,31 @@ def test_set_default_device_moves_factories():
     assert gt.zeros(1).device == gt.device("cpu")
 
 
+def test_a_device_as_a_context_manager_sets_the_default_in_its_block():
+    """`with torch.device('meta'):` (PyTorch 2's way to build a model without memory):
+    factories and modules given no device use it, blocks nest, the default comes back
+    after, also after an error; compared with torch's."""
+    from oracle import oracle_torch
+    torch = oracle_torch()
+
+    def devices(T):
+        seen = []
+        with T.device("meta") as d:
+            seen += [str(d), str(T.arange(5).device), str(T.zeros(2).device),
+                     str(T.get_default_device()), str(T.nn.Linear(2, 3).weight.device)]
+            with T.device("cpu"):
+                seen.append(str(T.ones(1).device))
+            seen.append(str(T.ones(1).device))
+        try:
+            with T.device("meta"):
+                raise KeyError
+        except KeyError:
+            pass
+        return seen + [str(T.ones(1).device), str(T.get_default_device())]
+    assert devices(gt) == devices(torch)
+    assert devices(gt)[:2] == ["meta", "meta"] and devices(gt)[-1] == "cpu"
+
+
 def test_a_broken_cupy_install_means_no_cuda_with_a_clear_reason(monkeypatch):
     import sys
     import types

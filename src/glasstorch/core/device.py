@@ -61,12 +61,25 @@ class device:
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    def __enter__(self):
+        """`with torch.device('meta'):` factories given no device make their tensors on
+        this one in the block (torch.set_default_device's, restored after; nests)."""
+        global default_device
+        _entered.append(default_device)
+        default_device = self
+        return self
+
+    def __exit__(self, *exc):
+        global default_device
+        default_device = _entered.pop()
+
 
 CPU = device("cpu")
 META = device("meta")
 
 
 default_device = CPU  # where factories put tensors given no device (set_default_device)
+_entered: list = []   # the default devices that `with device(...)` blocks replaced
 
 # Accelerators plug in here: glasstorch.backends registers one object per device type when it
 # is imported, so core/ and memory/ reach a GPU's runtime, allocator and arrays without
