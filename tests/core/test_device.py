@@ -137,3 +137,17 @@ def test_a_broken_cupy_install_means_no_cuda_with_a_clear_reason(monkeypatch):
     finally:
         monkeypatch.undo()
         runtime.use_cupy(None)
+
+
+def test_device_selection_idioms_run_as_on_a_machine_without_mps():
+    """`'cuda' if ... else 'mps' if torch.backends.mps.is_available() else 'cpu'` runs
+    (MPS neither built nor available, as torch's Linux build says); `mkldnn`'s switch can be
+    set (glasstorch calls no oneDNN, so it is not available)."""
+    from oracle import oracle_torch
+    torch = oracle_torch()
+    for T in (gt, torch):
+        assert (T.backends.mps.is_available(), T.backends.mps.is_built()) == (False, False)
+    assert gt.backends.mkldnn.is_available() is False
+    before = gt.backends.mkldnn.enabled
+    gt.backends.mkldnn.enabled = False
+    gt.backends.mkldnn.enabled = before

@@ -1,11 +1,12 @@
 """Backends: where kernels run. `cpu` (NumPy) is always there; `cuda` (CuPy) is imported
 the first time a CUDA tensor or query needs it. As `torch.backends`, this package also has
-the switches scripts set: `cudnn.benchmark`, `cuda.matmul.allow_tf32`.
+the switches and queries scripts use: `cudnn.benchmark`, `cuda.matmul.allow_tf32`,
+`mps.is_available()`, `mkldnn.enabled`.
 
 Importing this package registers the CUDA backend with core/device.py's registry, through
 which storages and tensors reach the GPU without importing this layer."""
 from ..core.device import register_device_backend
-from . import cudnn  # noqa: F401
+from . import cudnn, mkldnn, mps  # noqa: F401
 
 
 class _CudaBackend:
