@@ -1,6 +1,7 @@
 """Loss functions of glasstorch.nn.functional against PyTorch: values, dtypes, shapes and
 grad_fn names for every reduction, float64 gradients (compared with torch and gradcheck),
 stability at large logits, non-contiguous inputs, errors and warnings."""
+import math
 import warnings
 
 import numpy as np
@@ -598,3 +599,24 @@ def test_nll_loss_backward_op_matches_pytorch(case, reduction):
         got = getattr(gt.ops.aten, op)(*gargs, reduction, -100, total_g)
         want = getattr(torch.ops.aten, op)(*targs, reduction, -100, total_t)
         assert_same(got, want, rtol=1e-6 if dtype == "float32" else 1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("native_on", [True, False])
+def test_a_zero_reduced_nll_loss_is_positive_zero_as_torchs(native_on, monkeypatch):
+    """PyTorch subtracts the picked log-probabilities from 0, so a reduced loss of zero is
+    +0.0 ('none' keeps each row's -0.0); both glasstorch paths give the same signs."""
+    from glasstorch.backends.cpu import native
+    torch = oracle_torch()
+    monkeypatch.setattr(native, "ENABLED", native_on)
+
+    def losses(T):
+        F = T.nn.functional
+        x, t = T.zeros(2, 3), T.tensor([0, 1])
+        values = [F.nll_loss(x, t), F.nll_loss(x, t, reduction="sum"),
+                  F.nll_loss(x, t, weight=T.ones(3)), F.nll_loss(x, t, weight=T.ones(3),
+                                                                 reduction="sum"),
+                  F.cross_entropy(T.tensor([[0.0, 100.0]]), T.tensor([1])),
+                  F.nll_loss(T.zeros(2, 3, 4), T.zeros(2, 4, dtype=T.long))]
+        signs = [math.copysign(1.0, v.item()) for v in values]
+        return signs + [math.copysign(1.0, v) for v in F.nll_loss(x, t, reduction="none").tolist()]
+    assert losses(gt) == losses(torch)

@@ -344,11 +344,11 @@ def nll_kernel(outs, self, target, weight, reduction, ignore_index):
     total = w.sum() if reduction != NONE else 0     # PyTorch leaves it 0 when not reducing
     if reduction == NONE:
         store(outs[0], loss)
-    elif reduction == SUM:
-        store(outs[0], loss.sum())
+    elif reduction == SUM:              # + 0: a zero loss is +0, as PyTorch's (it subtracts
+        store(outs[0], loss.sum() + 0)  # the terms from 0), not the terms' -0
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
-            store(outs[0], loss.sum() / total)       # all ignored: 0/0 = nan, as PyTorch
+            store(outs[0], loss.sum() / total + 0)   # all ignored: 0/0 = nan, as PyTorch
     store(outs[1], total)
 
 

@@ -45,7 +45,8 @@ void nll_forward_reduced_##SUF(int64_t n, int64_t c, const T* x, const int64_t* 
     if (*bad >= 0)                                                                     \
         return;                                                                        \
     T terms = gt_pairwise_sum_##T(scratch, n), weights = gt_pairwise_sum_##T(scratch + n, n); \
-    *loss = mean ? terms / weights : terms;                                            \
+    /* + 0: a zero loss is +0 (PyTorch subtracts the terms from 0), not the terms' -0 */  \
+    *loss = (mean ? terms / weights : terms) + (T)0;                                   \
     *total = weights;                                                                  \
 }                                                                                      \
                                                                                        \
