@@ -295,3 +295,20 @@ def test_pickle_and_copy_keep_values_dtype_strides_and_flags():
     assert copy.copy(g).requires_grad and copy.deepcopy(g).requires_grad
     with pytest.raises(RuntimeError, match="meta"):
         pickle.dumps(gt.empty(2, device="meta"))
+
+
+@pytest.mark.parametrize("element", [2, 5, 2.0, True, "t2", "t12", "a", "list", "np"])
+def test_in_a_tensor_is_torchs(element):
+    """`x in t` compares elementwise (numbers and tensors, broadcast) and refuses the rest
+    with PyTorch's error."""
+    torch = oracle_torch()
+
+    def result(T):
+        made = {"t2": lambda: T.tensor(2), "t12": lambda: T.tensor([1, 2]),
+                "list": lambda: [1], "np": lambda: np.int64(1)}
+        e = made[element]() if element in made else element
+        try:
+            return e in T.tensor([1, 2])
+        except Exception as ex:       # noqa: BLE001  (compared by type and text)
+            return type(ex).__name__, str(ex)
+    assert result(gt) == result(torch)

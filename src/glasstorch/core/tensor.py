@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from math import prod
+from numbers import Number
 
 import numpy as np
 
@@ -527,6 +528,14 @@ class Tensor:
         if not self._shape:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
+
+    def __contains__(self, element) -> bool:
+        """`element in t`: whether any element equals it (a number or a tensor, compared
+        elementwise with broadcasting), as PyTorch's."""
+        if not isinstance(element, (Tensor, Number)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                               f"passed in a {type(element)}.")
+        return bool((self == element).any())
 
     def __bool__(self) -> bool:
         n = prod(self._shape)
