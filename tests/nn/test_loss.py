@@ -616,7 +616,11 @@ def test_a_zero_reduced_nll_loss_is_positive_zero_as_torchs(native_on, monkeypat
                   F.nll_loss(x, t, weight=T.ones(3)), F.nll_loss(x, t, weight=T.ones(3),
                                                                  reduction="sum"),
                   F.cross_entropy(T.tensor([[0.0, 100.0]]), T.tensor([1])),
-                  F.nll_loss(T.zeros(2, 3, 4), T.zeros(2, 4, dtype=T.long))]
+                  F.nll_loss(T.zeros(2, 3, 4), T.zeros(2, 4, dtype=T.long)),
+                  F.nll_loss(T.zeros(16, 3, dtype=T.float16), T.zeros(16, dtype=T.long)),
+                  F.nll_loss(T.zeros(16, 3, dtype=T.bfloat16), T.zeros(16, dtype=T.long),
+                             reduction="sum"),
+                  F.nll_loss(T.zeros(16, 3), T.zeros(16, dtype=T.long))]
         signs = [math.copysign(1.0, v.item()) for v in values]
         return signs + [math.copysign(1.0, v) for v in F.nll_loss(x, t, reduction="none").tolist()]
     assert losses(gt) == losses(torch)
