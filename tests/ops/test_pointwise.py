@@ -853,3 +853,35 @@ def test_comparisons_of_float_tensors_with_numbers_and_tensors_equal_torchs(op, 
                 out.append((r.dtype == T.bool, r.requires_grad, r.tolist()))
         return out
     assert results(gt) == results(torch)
+
+
+@pytest.mark.parametrize("case", ["float", "int_from_float", "view", "bool", "bfloat16", "empty",
+                                  "map", "map_broadcast_error", "map_dtype_error", "grad", "meta"])
+def test_apply_and_map_are_torchs(case):
+    """Tensor.apply_/map_ call a Python function per element and write in place, as
+    PyTorch's: values, dtype conversion, views, the version counter left as it was, and
+    the errors (requires grad, map_'s other of another type or shape)."""
+    torch = oracle_torch()
+
+    def run(T):
+        base = T.arange(6.0).reshape(2, 3)
+        t = {"int_from_float": T.ones(2, dtype=T.int64), "bool": T.ones(2, 2, dtype=T.bool),
+             "bfloat16": T.ones(2, dtype=T.bfloat16), "empty": T.ones(0),
+             "grad": T.ones(2, requires_grad=True), "meta": T.ones(2, device="meta"),
+             "map": T.arange(6).reshape(2, 3)}.get(case, base)
+        try:
+            if case == "view":
+                base.t()[0].apply_(lambda v: v * 10)
+            elif case.startswith("map"):
+                other = {"map": T.tensor([10, 20, 30]), "map_broadcast_error": T.ones(3, 3),
+                         "map_dtype_error": T.ones(3, dtype=T.int64)}[case]
+                t.map_(other, lambda a, b: a + b)
+            else:
+                t.apply_({"int_from_float": lambda v: v * 2.7, "bool": lambda v: not v,
+                          "bfloat16": lambda v: v / 3}.get(case, lambda v: v * 2))
+        except Exception as e:        # noqa: BLE001  (compared by type and text)
+            return type(e).__name__, str(e)
+        if t.device.type == "meta":
+            return str(t.device)
+        return t.tolist(), str(t.dtype), t._version, base.tolist()
+    assert run(gt) == run(torch)
