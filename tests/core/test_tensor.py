@@ -312,3 +312,55 @@ def test_in_a_tensor_is_torchs(element):
         except Exception as ex:       # noqa: BLE001  (compared by type and text)
             return type(ex).__name__, str(ex)
     assert result(gt) == result(torch)
+
+
+def _layouts(T):
+    cl = T.channels_last
+    return {"contiguous": T.ones(2, 3, 4), "channels_last": T.ones(2, 3, 4, 5).to(memory_format=cl),
+            "transposed": T.ones(2, 3).t(), "permuted": T.ones(2, 3, 4).permute(2, 0, 1),
+            "size_1": T.ones(2, 1, 4), "size_1_transposed": T.ones(1, 3).t(),
+            "expanded": T.ones(3, 1).expand(3, 4), "scalar": T.tensor(1.0),
+            "equal_strides": T.empty_strided((2, 2), (1, 1)),
+            "size_1_channels": T.ones(2, 1, 4, 5).to(memory_format=cl), "vector": T.ones(5),
+            "stepped": T.ones(4, 6)[:, ::2], "permuted_4d": T.ones(2, 3, 4, 5).permute(3, 1, 0, 2),
+            "empty_channels_last": T.ones(0, 3, 2, 2).to(memory_format=cl)}
+
+
+@pytest.mark.parametrize("name", sorted(_layouts(gt)))
+def test_dim_order_and_its_ambiguity_checks_are_torchs(name):
+    """dim_order sorts dims by stride as PyTorch's elementwise ops order an output's, and
+    its ambiguity checks (True, or memory formats of which exactly one must hold) refuse
+    with PyTorch's two errors."""
+    torch = oracle_torch()
+
+    def orders(T):
+        t = _layouts(T)[name]
+        checks = (False, True, [T.contiguous_format], [T.channels_last],
+                  [T.contiguous_format, T.channels_last])
+        return [_error_of(lambda c=c: t.dim_order(ambiguity_check=c)) or
+                t.dim_order(ambiguity_check=c) for c in checks]
+    assert orders(gt) == orders(torch)
+
+
+@pytest.mark.parametrize("shape, fmt, transpose", [
+    ((2, 3), "contiguous_format", (0, 1)), ((2, 3, 4, 5), "contiguous_format", (2, 3)),
+    ((2, 1, 4, 5), "channels_last", None), ((0, 3, 2, 2), "channels_last", None),
+    ((2, 0, 2, 2), "channels_last", None), ((2, 3, 4, 5), "channels_last", None),
+    ((2, 1, 4, 5, 6), "channels_last_3d", None), ((2, 3, 4, 1), "channels_last", None)])
+def test_to_and_contiguous_with_a_memory_format_are_torchs(shape, fmt, transpose):
+    """to(memory_format=) returns the tensor itself where PyTorch's suggest_memory_format
+    names that format (a transposed matrix under contiguous_format), else a copy in it;
+    channels-last strides multiply sizes as they are (0 too), and an empty tensor is
+    channels-last contiguous only with such strides, as in PyTorch."""
+    torch = oracle_torch()
+
+    def layout(T):
+        x = T.ones(*shape)
+        if transpose:
+            x = x.transpose(*transpose)
+        f = getattr(T, fmt)
+        y, z = x.to(memory_format=f), x.contiguous(memory_format=f)
+        e = T.empty(shape, memory_format=f) if fmt != "contiguous_format" else x
+        return (y is x, y.stride(), z is x, z.stride(), x.is_contiguous(memory_format=f),
+                e.stride(), e.is_contiguous(memory_format=f))
+    assert layout(gt) == layout(torch)

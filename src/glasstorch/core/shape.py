@@ -77,7 +77,8 @@ def _compute_contiguous_strides(shape) -> tuple:
 
 
 def channels_last_strides(shape) -> tuple:
-    """NHWC physical order for an NCHW (or NCDHW) logical shape."""
+    """NHWC physical order for an NCHW (or NCDHW) logical shape. Sizes multiply as they
+    are, 0 included, as PyTorch's (its contiguous strides count a 0 as 1)."""
     if len(shape) == 4:
         order = (1, 3, 2, 0)
     elif len(shape) == 5:
@@ -89,7 +90,7 @@ def channels_last_strides(shape) -> tuple:
     acc = 1
     for d in order:
         strides[d] = acc
-        acc *= max(shape[d], 1)
+        acc *= shape[d]
     return tuple(strides)
 
 
@@ -107,11 +108,11 @@ def is_contiguous(shape, strides) -> bool:
 
 
 def is_channels_last(shape, strides) -> bool:
-    """Strides match NHWC order (C, W, H, N from fastest), size-1 dimensions ignored."""
+    """Strides match NHWC order (C, W, H, N from fastest), size-1 dimensions ignored; as
+    PyTorch's, also when the tensor is empty (unlike contiguity, which every empty tensor
+    has)."""
     if len(shape) not in (4, 5):
         return False
-    if 0 in shape:
-        return True
     order = (1, 3, 2, 0) if len(shape) == 4 else (1, 4, 3, 2, 0)
     expected = 1
     for d in order:

@@ -237,6 +237,29 @@ class Tensor:
             return is_channels_last(self._shape, self._stride)
         raise RuntimeError(f"Unsupported memory format {memory_format}")
 
+    def dim_order(self, *, ambiguity_check=False) -> tuple:
+        """The dims from outermost to innermost in memory, as PyTorch's: sorted by stride
+        (ties by size; stride-0 dims keep their place). `ambiguity_check` (True, or memory
+        formats of which exactly one must hold) refuses a tensor with more than one such
+        order (size-1 dims, equal or zero strides)."""
+        if not isinstance(ambiguity_check, bool) and not (
+                isinstance(ambiguity_check, list)
+                and all(isinstance(f, memory_format) for f in ambiguity_check)):
+            raise TypeError("The ambiguity_check argument must be a bool or a list of memory "
+                            "formats.")
+        shape, stride = self._shape, self._stride
+        formats = [] if isinstance(ambiguity_check, bool) else ambiguity_check
+        checked = ambiguity_check is not False
+        if checked and (1 in shape or any(a == b for a, b in zip(stride, stride[1:]))) and \
+                sum(self.is_contiguous(memory_format=f) for f in formats) != 1:
+            raise RuntimeError("The tensor does not have unique dim order, or cannot map to "
+                               "exact one of the given memory formats.")
+        order, ambiguous = _memory_order(shape, stride, self.is_contiguous(),
+                                         is_channels_last(shape, stride), checked)
+        if ambiguous:
+            raise RuntimeError("The tensor does not have unique dim order.")
+        return tuple(order)
+
     def is_floating_point(self) -> bool:
         return self.dtype.category == dt.FLOAT
 
@@ -782,6 +805,38 @@ def _rebuild_tensor(values: np.ndarray, dtype_name: str, stride: tuple,
     t._array()[...] = values
     t._keyset |= math_bits & MATH_BITS
     return t.requires_grad_(requires_grad) if requires_grad else t
+
+
+def _memory_order(shape, stride, contiguous: bool, channels_last: bool,
+                  check: bool) -> tuple:
+    """(the dims ordered outermost to innermost by stride, whether that order is ambiguous
+    (looked at when `check`)), as PyTorch orders an elementwise output's dims: an insertion
+    sort from the innermost, where a stride-0 dim compares with nothing and, of two equal
+    strides, the longer dim goes outside; ambiguous where two neighbours end up unordered."""
+    n = len(shape)
+    if n < 2 or (contiguous and not channels_last):
+        return list(range(n)), False
+    if channels_last and not contiguous:
+        return [0, *range(2, n), 1], False
+
+    def outer(a, b):          # 1: dim a goes outside dim b, -1: inside, 0: no order
+        if stride[a] == 0 or stride[b] == 0:
+            return 0
+        if stride[a] != stride[b]:
+            return 1 if stride[a] > stride[b] else -1
+        return 1 if shape[a] > shape[b] else 0
+    perm = list(range(n - 1, -1, -1))          # innermost first while sorting
+    for i in range(1, n):
+        j = i
+        for k in range(i - 1, -1, -1):
+            order = outer(perm[k], perm[j])
+            if order > 0:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+            elif order < 0:
+                break
+    ambiguous = check and any(outer(a, b) != -1 for a, b in zip(perm, perm[1:]))
+    return perm[::-1], ambiguous
 
 
 def new_cpu_tensor(shape: tuple, dtype: dt.dtype, stride: tuple, nbytes: int,
