@@ -433,9 +433,16 @@ def iterator_strides(shape, operands) -> tuple:
 
 def _dimension_order(shape, operands) -> list:
     """Dimensions from innermost to outermost, as TensorIterator's reorder_dimensions sorts
-    them: a dimension moves inside another when the first operand that can tell them apart
-    has a smaller stride there (or an equal stride and a smaller size). Broadcast dimensions
-    (stride 0) tell nothing; a size-1 dimension that is not broadcast keeps its stride."""
+    them (`_stride_comparison`)."""
+    return _insertion_sorted(len(shape), _stride_comparison(shape, operands))
+
+
+def _stride_comparison(shape, operands):
+    """should_swap(d0, d1): 1 where dimension d0 goes outside d1, -1 where it stays inside,
+    0 where the operands cannot tell: a dimension moves inside another when the first
+    operand that can tell them apart has a smaller stride there (or an equal stride and a
+    smaller size). Broadcast dimensions (stride 0) tell nothing; a size-1 dimension that
+    is not broadcast keeps its stride."""
     n = len(shape)
     strides = []
     for s, st in operands:
@@ -443,7 +450,7 @@ def _dimension_order(shape, operands) -> list:
         strides.append([0 if i < lead or (s[i - lead] == 1 and shape[i] != 1)
                         else st[i - lead] for i in range(n)])
 
-    def should_swap(d0, d1):      # 1: d0 goes outside d1; -1: keep; 0: undecided
+    def should_swap(d0, d1):
         for st in strides:
             s0, s1 = st[d0], st[d1]
             if s0 == 0 or s1 == 0:
@@ -453,7 +460,12 @@ def _dimension_order(shape, operands) -> list:
             if shape[d0] > shape[d1]:
                 return 1
         return 0
+    return should_swap
 
+
+def _insertion_sorted(n: int, should_swap) -> list:
+    """range(n) from innermost to outermost: an insertion sort that leaves dimensions the
+    comparison cannot order where they are."""
     perm = list(range(n - 1, -1, -1))
     for i in range(1, n):
         d1 = i
@@ -465,3 +477,20 @@ def _dimension_order(shape, operands) -> list:
             elif c < 0:
                 break
     return perm
+
+
+def memory_order(shape, strides, check: bool = False) -> tuple:
+    """(the dimensions from outermost to innermost in memory, whether that order is
+    ambiguous (looked at when `check`: two neighbours the strides cannot order)), as
+    PyTorch's Tensor.dim_order: row-major or channels-last when exactly one of those
+    holds, else the strides' order."""
+    n = len(shape)
+    contiguous, channels_last = is_contiguous(shape, strides), is_channels_last(shape, strides)
+    if n < 2 or (contiguous and not channels_last):
+        return list(range(n)), False
+    if channels_last and not contiguous:
+        return [0, *range(2, n), 1], False
+    should_swap = _stride_comparison(shape, [(shape, strides)])
+    perm = _insertion_sorted(n, should_swap)
+    ambiguous = check and any(should_swap(a, b) != -1 for a, b in zip(perm, perm[1:]))
+    return perm[::-1], ambiguous

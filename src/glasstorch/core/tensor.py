@@ -19,7 +19,7 @@ from . import dtype as dt
 from .device import CPU, device_backend
 from .grad_state import state as grad_state
 from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last, is_contiguous,
-                    wrap_dim)
+                    memory_order, wrap_dim)
 from . import storage as _storage
 from .shape import _strides_cache as _STRIDES
 from .storage import UntypedStorage
@@ -254,8 +254,7 @@ class Tensor:
                 sum(self.is_contiguous(memory_format=f) for f in formats) != 1:
             raise RuntimeError("The tensor does not have unique dim order, or cannot map to "
                                "exact one of the given memory formats.")
-        order, ambiguous = _memory_order(shape, stride, self.is_contiguous(),
-                                         is_channels_last(shape, stride), checked)
+        order, ambiguous = memory_order(shape, stride, checked)
         if ambiguous:
             raise RuntimeError("The tensor does not have unique dim order.")
         return tuple(order)
@@ -805,38 +804,6 @@ def _rebuild_tensor(values: np.ndarray, dtype_name: str, stride: tuple,
     t._array()[...] = values
     t._keyset |= math_bits & MATH_BITS
     return t.requires_grad_(requires_grad) if requires_grad else t
-
-
-def _memory_order(shape, stride, contiguous: bool, channels_last: bool,
-                  check: bool) -> tuple:
-    """(the dims ordered outermost to innermost by stride, whether that order is ambiguous
-    (looked at when `check`)), as PyTorch orders an elementwise output's dims: an insertion
-    sort from the innermost, where a stride-0 dim compares with nothing and, of two equal
-    strides, the longer dim goes outside; ambiguous where two neighbours end up unordered."""
-    n = len(shape)
-    if n < 2 or (contiguous and not channels_last):
-        return list(range(n)), False
-    if channels_last and not contiguous:
-        return [0, *range(2, n), 1], False
-
-    def outer(a, b):          # 1: dim a goes outside dim b, -1: inside, 0: no order
-        if stride[a] == 0 or stride[b] == 0:
-            return 0
-        if stride[a] != stride[b]:
-            return 1 if stride[a] > stride[b] else -1
-        return 1 if shape[a] > shape[b] else 0
-    perm = list(range(n - 1, -1, -1))          # innermost first while sorting
-    for i in range(1, n):
-        j = i
-        for k in range(i - 1, -1, -1):
-            order = outer(perm[k], perm[j])
-            if order > 0:
-                perm[k], perm[j] = perm[j], perm[k]
-                j = k
-            elif order < 0:
-                break
-    ambiguous = check and any(outer(a, b) != -1 for a, b in zip(perm, perm[1:]))
-    return perm[::-1], ambiguous
 
 
 def new_cpu_tensor(shape: tuple, dtype: dt.dtype, stride: tuple, nbytes: int,
