@@ -570,3 +570,29 @@ def test_layer_norm_zero_width_rows_match_torch(kernel_path):
         for got, want in zip(gt.native_layer_norm(gt.ones(shape), normalized, None, None, 1e-5),
                              T.native_layer_norm(T.ones(shape), normalized, None, None, 1e-5)):
             assert_same(got, want)
+
+
+@pytest.mark.parametrize("shape", [(2, 1, 4, 5), (2, 3, 4, 5), (2, 3, 1, 1), (2, 3, 4, 1),
+                                   (1, 3, 1, 5), (2, 1, 1, 5)])
+@pytest.mark.parametrize("layout", ["channels_last", "transposed", "contiguous"])
+def test_batch_and_group_norm_outputs_have_torchs_strides(shape, layout):
+    """group_norm lays its output out as PyTorch's suggest_memory_format names the input's
+    (a size-1 channel dim channels-last input stays channels-last), batch_norm as PyTorch's
+    does; values as torch's."""
+    torch = oracle_torch()
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal(shape).astype(np.float32)
+
+    def outputs(T):
+        x = T.from_numpy(values.copy())
+        if layout == "channels_last":
+            x = x.to(memory_format=T.channels_last)
+        elif layout == "transposed":
+            x = x.transpose(2, 3)
+        bn, gn = T.nn.BatchNorm2d(shape[1]), T.nn.GroupNorm(1, shape[1])
+        ys = [bn(x), bn.eval()(x), gn(x)]
+        return [y.stride() for y in ys], [y.detach().numpy() for y in ys]
+    (ours, ours_values), (theirs, their_values) = outputs(gt), outputs(torch)
+    assert ours == theirs
+    for a, b in zip(ours_values, their_values):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

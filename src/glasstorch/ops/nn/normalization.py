@@ -13,7 +13,8 @@ from math import prod
 
 from ...core.grad_state import grad_disabled
 from ...core import dtype as dt
-from ...core.shape import Size, channels_last_strides, contiguous_strides, is_contiguous
+from ...core.shape import (Size, channels_last_strides, contiguous_strides, is_contiguous,
+                           strides_like_channels_last)
 from ...core.device import META
 from ...core.tensor import Tensor
 from ..shape.joining import cat
@@ -130,8 +131,20 @@ def _suggests_channels_last(shape, stride) -> bool:
 
 
 def _layout_strides(input: Tensor) -> tuple:
+    """batch_norm's output strides: channels-last where the input orders channels fastest
+    and is not also contiguous (a (2, 1, 4, 5) channels-last input gives a contiguous
+    output, as in PyTorch)."""
     shape = input._shape
     if _suggests_channels_last(shape, input._stride):
+        return channels_last_strides(shape)
+    return contiguous_strides(shape)
+
+
+def _suggested_strides(input: Tensor) -> tuple:
+    """group_norm's output strides: those of PyTorch's suggest_memory_format for the input
+    (channels-last also where the input is contiguous too, as a (2, 1, 4, 5) one)."""
+    shape = input._shape
+    if strides_like_channels_last(shape, input._stride):
         return channels_last_strides(shape)
     return contiguous_strides(shape)
 
@@ -324,7 +337,7 @@ def _group_norm_meta(input, weight, bias, N, C, HxW, group, eps):
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input._shape)} and "
                            f"num_groups={group}")
-    return (TensorSpec(input._shape, input.dtype, _layout_strides(input)),
+    return (TensorSpec(input._shape, input.dtype, _suggested_strides(input)),
             TensorSpec(Size((N, group)), stats, contiguous_strides((N, group))),
             TensorSpec(Size((N, group)), stats, contiguous_strides((N, group))))
 
