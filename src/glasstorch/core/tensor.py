@@ -19,7 +19,7 @@ from . import dtype as dt
 from .device import CPU, device_backend
 from .grad_state import state as grad_state
 from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last, is_contiguous,
-                    memory_order, wrap_dim)
+                    memory_order, strides_like_channels_last, wrap_dim)
 from . import storage as _storage
 from .shape import _strides_cache as _STRIDES
 from .storage import UntypedStorage
@@ -57,6 +57,15 @@ contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
+
+
+def suggest_memory_format(shape, strides) -> memory_format:
+    """PyTorch's suggest_memory_format: channels-last for a 4-D (5-D: channels_last_3d)
+    layout whose strides order channels fastest, else contiguous, whatever the actual
+    layout (a transposed matrix suggests contiguous_format)."""
+    if strides_like_channels_last(shape, strides):
+        return channels_last if len(shape) == 4 else channels_last_3d
+    return contiguous_format
 
 
 class layout:

@@ -7,11 +7,10 @@ import functools
 
 from ...core import dtype as dt
 from ...core.device import as_device
-from ...core.shape import has_internal_overlap, strides_like_channels_last
+from ...core.shape import has_internal_overlap
 from ...dispatch.dispatcher import define
 from ...dispatch.keys import BACKEND_MASK, MATH_BITS
-from ...core.tensor import (Tensor, channels_last, channels_last_3d, contiguous_format,
-                            preserve_format)
+from ...core.tensor import Tensor, contiguous_format, preserve_format, suggest_memory_format
 from ..registry import composite, export, kernel_op
 from ...backends.cpu.casts import check_conversion
 from ...backends.cpu.copy import (assign_array, check_copy, check_fill_fits, check_fill_value,
@@ -221,14 +220,6 @@ def _parse_to_args(self, args, kwargs):
         memory_format
 
 
-def _suggested_format(t: Tensor):
-    """PyTorch's suggest_memory_format: channels-last for a 4-D/5-D tensor whose strides
-    order channels fastest, else contiguous (whatever t's actual layout)."""
-    if t.dim() in (4, 5) and strides_like_channels_last(t._shape, t._stride):
-        return channels_last if t.dim() == 4 else channels_last_3d
-    return contiguous_format
-
-
 def to(self, *args, **kwargs):
     """Convert dtype and/or device: to(dtype), to(device, dtype), to(other); self if no-op
     (a memory format counts as met where PyTorch's suggest_memory_format names it: a
@@ -238,7 +229,7 @@ def to(self, *args, **kwargs):
     same_device = device is None or device == self.device or (
         device.type == self.device.type and device.index is None)
     if same_dtype and same_device and not copy and (
-            memory_format is preserve_format or _suggested_format(self) is memory_format):
+            memory_format is preserve_format or suggest_memory_format(self._shape, self._stride) is memory_format):
         return self
     return to_copy.functional(self, dtype, device, non_blocking,
                               None if memory_format is preserve_format else memory_format)

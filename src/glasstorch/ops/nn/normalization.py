@@ -13,10 +13,9 @@ from math import prod
 
 from ...core.grad_state import grad_disabled
 from ...core import dtype as dt
-from ...core.shape import (Size, channels_last_strides, contiguous_strides, is_contiguous,
-                           strides_like_channels_last)
+from ...core.shape import Size, channels_last_strides, contiguous_strides, is_contiguous
 from ...core.device import META
-from ...core.tensor import Tensor
+from ...core.tensor import Tensor, contiguous_format, suggest_memory_format
 from ..shape.joining import cat
 from ..linalg.products import addmm, einsum, matmul, mm
 from ..pointwise import elementwise
@@ -120,8 +119,9 @@ def _stats_dtype(input: Tensor, *params) -> dt.dtype:
 
 
 def _suggests_channels_last(shape, stride) -> bool:
-    """PyTorch's suggest_memory_format: a 4-D/5-D tensor whose strides order channels
-    fastest (dense or not) gives channels_last results."""
+    """batch_norm's layout rule: a 4-D/5-D tensor, not contiguous, whose strides order
+    channels fastest (dense or not) gives channels_last results. Stricter than
+    `suggest_memory_format` where a tensor is both (size-1 channels), as PyTorch's."""
     n = len(shape)
     if n not in (4, 5) or is_contiguous(shape, stride):
         return False
@@ -144,9 +144,9 @@ def _suggested_strides(input: Tensor) -> tuple:
     """group_norm's output strides: those of PyTorch's suggest_memory_format for the input
     (channels-last also where the input is contiguous too, as a (2, 1, 4, 5) one)."""
     shape = input._shape
-    if strides_like_channels_last(shape, input._stride):
-        return channels_last_strides(shape)
-    return contiguous_strides(shape)
+    if suggest_memory_format(shape, input._stride) is contiguous_format:
+        return contiguous_strides(shape)
+    return channels_last_strides(shape)
 
 
 # ---- layer norm --------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from ...core import dtype as dt
 from ...core.grad_state import state as _grad_state
 from ...core.shape import (Size, as_shape, broadcast_shapes2, channels_last_strides,
                           check_nonnegative, contiguous_strides, is_non_overlapping_and_dense,
-                          strides_like_channels_last, wrap_dim, wrap_dims)
-from ...core.tensor import Tensor, contiguous_format, preserve_format
+                          wrap_dim, wrap_dims)
+from ...core.tensor import Tensor, contiguous_format, preserve_format, suggest_memory_format
 from ..copying.copies import strides_for
 from ...backends.cpu.indexing import check_scalar_fits
 from ..pointwise.meta import pointwise_spec
@@ -94,7 +94,7 @@ def _check_out_cast(name, tensors, out):
 
 def _channels_last_like(t: Tensor) -> bool:
     """The input suggests a channels-last result (PyTorch's suggest_memory_format)."""
-    return t.dim() in (4, 5) and strides_like_channels_last(t._shape, t._stride)
+    return suggest_memory_format(t._shape, t._stride) is not contiguous_format
 
 
 def _cat_shape_error(ref, t, i, d):
