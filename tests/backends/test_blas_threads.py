@@ -1,5 +1,6 @@
 """BLAS's thread count around glasstorch's products: one thread inside `one_thread` and for
-mid-sized products, the configured count restored after."""
+mid-sized products, the configured count restored after. (Large products run on
+glasstorch's own threads: test_split_gemm.py.)"""
 import numpy as np
 import pytest
 
@@ -33,7 +34,6 @@ def test_one_thread_restores_after_an_error(two_threads):
 @pytest.mark.parametrize("m,k,n,expected", [
     (4, 4, 4, 2),                 # tiny: BLAS is on one thread anyway, the count untouched
     (64, 1568, 10, 1),            # mid-sized: one BLAS thread
-    (256, 256, 256, 2),           # large: BLAS's own threads
 ])
 def test_products_by_size(two_threads, monkeypatch, m, k, n, expected):
     """blas_matmul runs products under ONE_THREAD_MNK multiply-adds (and from 2^19) with one

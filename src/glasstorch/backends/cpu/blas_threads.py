@@ -30,8 +30,8 @@ def _loaded_blas_paths() -> list:
 
 
 @functools.lru_cache(maxsize=1)
-def _functions():
-    """(set, get) of the loaded BLAS's thread count, or (None, None)."""
+def _library_and_functions():
+    """(library, set, get): the loaded BLAS and its thread-count functions, or Nones."""
     import numpy  # noqa: F401  (loads its BLAS)
     for path in _loaded_blas_paths():
         try:
@@ -48,8 +48,18 @@ def _functions():
                     getter = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
                 if setter is not None and getter is not None:
                     getter.restype = ctypes.c_int
-                    return setter, getter
-    return None, None
+                    return lib, setter, getter
+    return None, None, None
+
+
+def _functions():
+    """(set, get) of the loaded BLAS's thread count, or (None, None)."""
+    return _library_and_functions()[1:]
+
+
+def blas_library():
+    """The BLAS NumPy loaded (a ctypes library), or None where it was not found."""
+    return _library_and_functions()[0]
 
 
 _configured = None   # the count set last (or found), restored after one_thread

@@ -9,8 +9,9 @@ of the addmm family needs care when the output is the input (in-place calls). Th
 kernels run on CuPy arrays (CUDA tensors: cuBLAS). The kernels registered for the product ops
 (`product_cpu`, `matmul_cpu`, `gemm_kernel`, ...) take tensors and call these on their arrays.
 
-Mid-sized products run with one BLAS thread (`blas_matmul`): BLAS's threads would spin next
-to the kernel pool's after them (blas_threads.py).
+Mid-sized products run with one BLAS thread and large ones on glasstorch's OpenMP team
+(`blas_matmul`): BLAS's own threads spin next to the kernel pool's after them, and wait for
+one another by yielding, which collapses on a shared machine (split_gemm.py).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ...core import dtype as dt
 from ...core.promotion import common_dtype, opmath
 from ...core.shape import wrap_dims
 from ...core.tensor import Tensor
+from . import split_gemm
 from .blas_threads import one_thread
 
 _FLOAT32 = np.dtype(np.float32)
@@ -44,22 +46,24 @@ from 2 * 262144): no thread count to change below it."""
 
 ONE_THREAD_MNK = 1 << 21
 """Products of fewer multiply-adds (~25 us on one core) run on the calling thread alone:
-BLAS's threads gain little there, and once woken they spin for ~0.1 s on the cores that the
-pool's kernels (relu, max_pool, convolution on 64x16x28x28) want next. Larger products keep
-BLAS's threads, which split them at less cost than the pool (the MLP step's quietest
-minimum 3.0 ms with them, 3.6 ms with the pool splitting its 128x784x256 products)."""
+more threads gain little there, and BLAS's, once woken, spin for ~0.1 s on the cores that
+the pool's kernels (relu, max_pool, convolution on 64x16x28x28) want next. Larger products
+are split across glasstorch's OpenMP team (split_gemm.py)."""
 
 
 def blas_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> None:
-    """np.matmul(a, b, out=o), on one BLAS thread for products under ONE_THREAD_MNK. The
-    CNN step's three 64x1568x10 products (about 1M multiply-adds each) no longer wake
-    OpenBLAS's threads."""
+    """np.matmul(a, b, out=o): products from ONE_THREAD_MNK multiply-adds on glasstorch's
+    threads (split_gemm; BLAS's own threads where it does not apply), smaller ones on one
+    BLAS thread (the CNN step's 64x1568x10 products no longer wake BLAS's threads)."""
     mnk = o.size * (a.shape[-1] if a.ndim else 1)
-    if mnk < _BLAS_SERIAL_MNK or mnk >= ONE_THREAD_MNK or o.__class__ is not np.ndarray:
+    if mnk < _BLAS_SERIAL_MNK or o.__class__ is not np.ndarray:
         np.matmul(a, b, out=o)
-        return
-    with one_thread():
-        np.matmul(a, b, out=o)
+    elif mnk >= ONE_THREAD_MNK:
+        if not split_gemm.matmul(a, b, o):
+            np.matmul(a, b, out=o)
+    else:
+        with one_thread():
+            np.matmul(a, b, out=o)
 
 
 def matmul_into(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:

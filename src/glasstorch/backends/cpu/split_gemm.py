@@ -1,0 +1,104 @@
+"""Matrix products run on glasstorch's own threads: cut into row (or column) blocks, each
+one single-threaded call of the BLAS NumPy loaded, the blocks shared out by the OpenMP team
+that runs the C kernels (native/gemm.c).
+
+Why not BLAS's own threads: OpenBLAS's threads wait for one another by yielding the core
+(`sched_yield`), and where another process holds a core, even at nice 19, every yield can
+hand it a whole time slice. With a niced `pytest` beside it on the 2-core VM, the bench's
+MLP step took 88 ms a step on two threads against 2.7 ms with one BLAS thread (and torch's,
+with MKL's threads, 46 ms). The OpenMP team sleeps between regions instead of yielding
+(`compiler/inductor/process.py`), but its barrier waits for every thread, and it collapsed
+too (40 ms). So the pool here (native/gemm.c) never waits for a thread that has not
+started: the caller claims pieces of the product with its helpers, and a helper that comes
+late finds none left. Under that load the MLP step now takes 2.9 ms (one thread: 2.7);
+on a quiet machine a product is within 5-10% of OpenBLAS's own threads (each thread packs
+the smaller operand whole, where OpenBLAS's threads share it).
+
+It applies to float32 and float64 NumPy arrays whose matrices are row- or column-major
+(a transposed weight is read as it lies), more than one thread, and the ILP64 OpenBLAS that
+NumPy's wheels carry; the caller (`linalg.blas_matmul`, for products large enough to split)
+sends everything else to `np.matmul` as before.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+
+import numpy as np
+
+from . import parallel
+from .blas_threads import blas_library, one_thread
+from .native import function, pointer
+
+_SUFFIX = {np.dtype(np.float32): ("f32", "s"), np.dtype(np.float64): ("f64", "d")}
+
+
+@functools.lru_cache(maxsize=None)
+def _entry(letter: str):
+    """The address of the loaded BLAS's ILP64 CBLAS gemm (`s` or `d`), or None."""
+    lib = blas_library()
+    fn = None if lib is None else getattr(lib, f"scipy_cblas_{letter}gemm64_", None)
+    return None if fn is None else ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def _operand(x: np.ndarray, rows: int, cols: int):
+    """(transposed, leading dimension) of a matrix x (shape rows x cols) as CBLAS reads it,
+    or None where its layout is neither row- nor column-major with a valid stride."""
+    item = x.itemsize
+    s0, s1 = x.strides[-2], x.strides[-1]
+    if s1 == item or cols == 1:
+        ld = s0 // item if rows > 1 else cols
+        if s0 % item == 0 and ld >= max(1, cols):
+            return 0, ld
+    if s0 == item or rows == 1:
+        ld = s1 // item if cols > 1 else rows
+        if s1 % item == 0 and ld >= max(1, rows):
+            return 1, ld
+    return None
+
+
+def _batch_stride(x: np.ndarray, batch: int):
+    """x's stride between products in elements (0 for a 2-d or broadcast operand), or None."""
+    if x.ndim == 2 or batch == 1:
+        return 0
+    stride = x.strides[0] // x.itemsize
+    return stride if stride >= 0 and x.strides[0] % x.itemsize == 0 else None
+
+
+def matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> bool:
+    """o[...] = a @ b on the team, for 2-d operands or a 3-d batch (either operand may be
+    2-d: broadcast); False, with nothing written, where this path does not apply."""
+    dtype = o.dtype
+    if (dtype not in _SUFFIX or a.dtype != dtype or b.dtype != dtype
+            or o.__class__ is not np.ndarray or a.__class__ is not np.ndarray
+            or b.__class__ is not np.ndarray or o.ndim not in (2, 3)
+            or a.ndim not in (2, o.ndim) or b.ndim not in (2, o.ndim)):
+        return False
+    m, n = o.shape[-2:]
+    k = a.shape[-1]
+    batch = o.shape[0] if o.ndim == 3 else 1
+    if (a.ndim == 3 and a.shape[0] != batch) or (b.ndim == 3 and b.shape[0] != batch):
+        return False
+    threads = parallel.openmp_threads() if not parallel.in_worker() else 1
+    suffix, letter = _SUFFIX[dtype]
+    entry = _entry(letter)
+    if threads == 1 or entry is None:
+        return False
+    layout_a, layout_b = _operand(a, m, k), _operand(b, k, n)
+    layout_o = _operand(o, m, n)
+    sa, sb, sc = _batch_stride(a, batch), _batch_stride(b, batch), _batch_stride(o, batch)
+    if (layout_a is None or layout_b is None or layout_o is None or layout_o[0]
+            or None in (sa, sb, sc) or (batch > 1 and sc < m * layout_o[1])
+            or m * n * k == 0 or np.may_share_memory(o, a)
+            or np.may_share_memory(o, b)):
+        return False
+    fn = function("gemm", "gemm_split_" + suffix, "piinnnnpnnpnnpnnni")
+    if fn is None:
+        return False
+    # Pieces a multiple of the thread count, so the static schedule shares them evenly.
+    blocks = threads // math.gcd(batch, threads)
+    with one_thread():
+        fn(entry, layout_a[0], layout_b[0], batch, m, n, k, pointer(a), layout_a[1], sa,
+           pointer(b), layout_b[1], sb, pointer(o), layout_o[1], sc, blocks, threads)
+    return True

@@ -1,0 +1,145 @@
+"""Large products on glasstorch's own threads (backends/cpu/split_gemm.py, native/gemm.c):
+the right values on any thread count, every layout the BLAS reads taken as it lies,
+everything else refused untouched, and calls from several Python threads at once each
+right."""
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import glasstorch as gt
+from glasstorch.backends.cpu import blas_threads, linalg, split_gemm
+from glasstorch.backends.cpu.native import function
+
+
+@pytest.fixture(autouse=True)
+def available():
+    if split_gemm._entry("s") is None:
+        pytest.skip("NumPy's BLAS is not the ILP64 OpenBLAS of NumPy's wheels")
+    if function("gemm", "gemm_split_f32", "piinnnnpnnpnnpnnni") is None:
+        pytest.skip("the C kernels do not build here")
+    before = gt.get_num_threads()
+    yield
+    gt.set_num_threads(before)
+
+
+def _split(a, b, threads):
+    gt.set_num_threads(threads)
+    o = np.full(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]),
+                np.nan, a.dtype)
+    assert split_gemm.matmul(a, b, o)
+    return o
+
+
+def _laid_out(rng, shape, dtype, transposed, pad):
+    """A matrix (or batch) of `shape`, stored row-major or transposed, with `pad` spare
+    columns in its leading dimension."""
+    rows, cols = shape[-2:]
+    stored = (cols, rows) if transposed else (rows, cols)
+    full = rng.standard_normal(shape[:-2] + (stored[0], stored[1] + pad)).astype(dtype)
+    x = full[..., :stored[1]]
+    return np.swapaxes(x, -1, -2) if transposed else x
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(1, 70),
+       batch=st.sampled_from([None, 1, 3, 4]), broadcast=st.sampled_from(["", "a", "b"]),
+       ta=st.booleans(), tb=st.booleans(), pad=st.integers(0, 3),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
+def test_values_on_any_thread_count(m, n, k, batch, broadcast, ta, tb, pad, dtype,
+                                             seed):
+    rng = np.random.default_rng(seed)
+    lead = () if batch is None else (batch,)
+    a = _laid_out(rng, (lead if broadcast != "a" else ()) + (m, k), dtype, ta, pad)
+    b = _laid_out(rng, (lead if broadcast != "b" else ()) + (k, n), dtype, tb, pad)
+    if a.ndim == 2 and b.ndim == 2 and lead:
+        b = _laid_out(rng, lead + (k, n), dtype, tb, pad)
+    exact = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+    eps = np.finfo(dtype).eps
+    for threads in (2, 3):
+        error = np.abs(_split(a, b, threads) - exact)
+        assert (error <= 2 * k * eps * scale + 1e-30).all()
+
+
+@pytest.mark.parametrize("shapes", [((128, 784), (784, 256)), ((8, 50, 64), (8, 64, 70))])
+def test_one_blas_call_per_piece(shapes):
+    """On these shapes each piece is computed as the unsplit product computes it: the bits
+    of one single-threaded BLAS call (not promised in general: OpenBLAS's small-matrix
+    kernels sum in another order)."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    with blas_threads.one_thread():
+        whole = np.matmul(a, b)
+    np.testing.assert_array_equal(_split(a, b, 2), whole)
+
+
+def _refused(a, b, o):
+    before = o.copy()
+    assert not split_gemm.matmul(a, b, o)
+    np.testing.assert_array_equal(o, before)
+
+
+def test_refuses_what_it_does_not_take():
+    gt.set_num_threads(2)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    o = np.zeros((64, 64), np.float32)
+    _refused(a.astype(np.complex64), a.astype(np.complex64), o.astype(np.complex64))
+    _refused(a.astype(np.int32), a.astype(np.int32), o.astype(np.int32))
+    _refused(a, a.astype(np.float64), o)                        # mixed dtypes
+    _refused(a[:, ::2], a[::2], o)                              # neither row- nor column-major
+    _refused(a, a, a)                                           # output overlaps an input
+    _refused(a[None, None], a, o[None, None])                   # 4-d
+    _refused(a, a, np.asfortranarray(o))                        # column-major output
+    _refused(a[:0], a, o[:0])                                   # empty
+    gt.set_num_threads(1)
+    _refused(a, a, o)                                           # one thread: np.matmul's
+
+
+def test_mm_and_linear_use_it_on_two_threads(monkeypatch):
+    """Products from ONE_THREAD_MNK multiply-adds go through split_gemm; NumPy's BLAS
+    threads are not called."""
+    gt.set_num_threads(2)
+    calls = []
+    real = split_gemm.matmul
+    monkeypatch.setattr(split_gemm, "matmul", lambda *args: calls.append(1) or real(*args))
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((128, 256), (256, 96), (96,)))
+    assert 128 * 256 * 96 >= linalg.ONE_THREAD_MNK
+    got = gt.mm(gt.from_numpy(a), gt.from_numpy(b)).numpy()
+    linear = gt.nn.functional.linear(gt.from_numpy(a), gt.from_numpy(np.ascontiguousarray(b.T)),
+                                     gt.from_numpy(c)).numpy()
+    assert len(calls) == 2
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(linear, a @ b + c, rtol=1e-5, atol=1e-4)
+
+
+def test_python_threads_at_once():
+    """Calls from several Python threads at once: one runs on the pool, the others on
+    their own threads; each gets its own product."""
+    gt.set_num_threads(2)
+    rng = np.random.default_rng(0)
+    pairs = [(rng.standard_normal((200, 150)).astype(np.float32),
+              rng.standard_normal((150, 120)).astype(np.float32)) for _ in range(4)]
+    results, errors = [None] * 4, []
+
+    def run(i):
+        try:
+            a, b = pairs[i]
+            for _ in range(20):
+                o = np.empty((200, 120), np.float32)
+                assert split_gemm.matmul(a, b, o)
+            results[i] = o
+        except Exception as e:                       # noqa: BLE001 (reported below)
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for (a, b), got in zip(pairs, results):
+        np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-4)
