@@ -3,6 +3,7 @@ by lowering the size threshold, against NumPy and PyTorch; and the thread-count 
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -249,9 +250,29 @@ def test_parallel_for_chunks_and_errors(threaded):
         parallel.parallel_for(5, lambda s, e: inner.append((threading.get_ident(), s, e)))
         if me != main:
             nested.append(inner == [(me, 0, 5)])
+        else:
+            time.sleep(0.01)                         # so that the workers start theirs
     for _ in range(20):
         parallel.parallel_for(3, record)             # a worker's nested call runs inline
     assert nested and all(nested)
+
+
+def test_parallel_for_does_not_wait_for_busy_workers(threaded):
+    """Chunks no worker has started run on the caller: a worker waiting for a core (here:
+    held by other work) does not hold the call up."""
+    release = threading.Event()
+    pool = parallel._get_pool()
+    blockers = [pool.submit(release.wait, 10) for _ in range(gt.get_num_threads())]
+    try:
+        main, seen = threading.get_ident(), []
+        start = time.perf_counter()
+        parallel.parallel_for(9, lambda s, e: seen.append((threading.get_ident(), s, e)))
+        assert time.perf_counter() - start < 5
+        assert sorted(seen) == [(main, 0, 3), (main, 3, 6), (main, 6, 9)]
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
 
 
 def test_one_thread_runs_inline(threaded):

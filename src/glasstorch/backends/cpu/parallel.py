@@ -153,8 +153,10 @@ def threads_for(work: int, factor: int = 1) -> int:
 def parallel_for(n: int, fn, grain: int = 1, factor: int = 1) -> list:
     """Call fn(start, stop) over disjoint chunks covering range(n), in parallel when the
     work (`n * grain` elements) is large (see threads_for's `factor`); returns the chunks'
-    results in order. The caller runs the first chunk itself; an exception from any chunk
-    is raised once all have finished (so none is still writing when the caller sees it)."""
+    results in order. The caller runs the first chunk itself, then any chunk no worker has
+    started (on a busy machine a worker can wait long for a core: the caller does not wait
+    for it); an exception from any chunk is raised once all have finished (so none is
+    still writing when the caller sees it)."""
     k = min(threads_for(n * grain, factor), n)
     if k <= 1:
         return [fn(0, n)]
@@ -168,9 +170,9 @@ def parallel_for(n: int, fn, grain: int = 1, factor: int = 1) -> list:
         results.append(fn(bounds[0], bounds[1]))
     except BaseException as e:            # wait for the other chunks before raising
         error = e
-    for f in futures:
+    for i, f in enumerate(futures, 1):
         try:
-            results.append(f.result())
+            results.append(fn(bounds[i], bounds[i + 1]) if f.cancel() else f.result())
         except BaseException as e:
             error = error or e
     if error is not None:
