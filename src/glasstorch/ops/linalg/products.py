@@ -343,7 +343,7 @@ def _row_major_output(shape: tuple, d: dt.dtype) -> Tensor:
 
 def _plain_float_matmul(general):
     """matmul's fast path (`OpDeclaration.fast_path`): two matrices of one dtype, float32
-    or float64, whose inner sizes agree: `np.matmul` into a row-major output, the call
+    or float64, whose inner sizes agree: `blas_matmul` into a row-major output, the call
     `matmul_cpu` makes for them after the meta function's walk through matmul's cases."""
 
     def kernel(self, other):
@@ -352,9 +352,9 @@ def _plain_float_matmul(general):
             if d in PLAIN_FLOATS and other.dtype is d and len(self._shape) == 2 and \
                     len(other._shape) == 2 and self._shape[1] == other._shape[0]:
                 out = _row_major_output((self._shape[0], other._shape[1]), d)
-                np.matmul(self._np if self._np is not None else self._array(),
-                          other._np if other._np is not None else other._array(),
-                          out=out._np if out._np is not None else out._array())
+                cpu.blas_matmul(self._np if self._np is not None else self._array(),
+                                other._np if other._np is not None else other._array(),
+                                out._np if out._np is not None else out._array())
                 return out
         return general(self, other)
     return kernel
