@@ -143,3 +143,15 @@ def test_python_threads_at_once():
     assert not errors
     for (a, b), got in zip(pairs, results):
         np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_back_to_back_products_on_changing_thread_counts():
+    """Hundreds of jobs in a row, the team's size changing between them: helpers that come
+    late to one job never take a piece of the next."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 48)).astype(np.float32)
+    b = rng.standard_normal((48, 40)).astype(np.float32)
+    want = a @ b
+    for i in range(300):
+        got = _split(a, b, 2 + i % 3)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

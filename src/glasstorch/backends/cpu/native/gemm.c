@@ -37,8 +37,8 @@ static _Atomic int64_t finished;      /* pieces of the current job done */
 static _Atomic int sleepers;
 static piece_fn job_fn;
 static const void* job_ctx;
-static int64_t job_pieces;
-static int job_helpers;               /* helpers taking part: the caller's threads - 1 */
+static _Atomic int64_t job_pieces;    /* atomic: a late helper may read it as it changes */
+static _Atomic int job_helpers;       /* helpers taking part: the caller's threads - 1 */
 static int started;                   /* helpers created (under job_lock) */
 
 static int64_t now_ns(void)
