@@ -15,8 +15,8 @@ on a quiet machine a product is within 5-10% of OpenBLAS's own threads (each thr
 the smaller operand whole, where OpenBLAS's threads share it).
 
 It applies to float32 and float64 NumPy arrays whose matrices are row- or column-major
-(a transposed weight is read as it lies), more than one thread, and the ILP64 OpenBLAS that
-NumPy's wheels carry; the caller (`linalg.blas_matmul`, for products large enough to split)
+(a transposed weight is read as it lies), more than one thread, and an ILP64 OpenBLAS (the
+one NumPy's wheels carry, or NumPy 1's `openblas64_`); the caller (`linalg.blas_matmul`, for products large enough to split)
 sends everything else to `np.matmul` as before.
 """
 from __future__ import annotations
@@ -38,8 +38,11 @@ _SUFFIX = {np.dtype(np.float32): ("f32", "s"), np.dtype(np.float64): ("f64", "d"
 def _entry(letter: str):
     """The address of the loaded BLAS's ILP64 CBLAS gemm (`s` or `d`), or None."""
     lib = blas_library()
-    fn = None if lib is None else getattr(lib, f"scipy_cblas_{letter}gemm64_", None)
-    return None if fn is None else ctypes.cast(fn, ctypes.c_void_p).value
+    for name in (f"scipy_cblas_{letter}gemm64_", f"cblas_{letter}gemm64_"):
+        fn = None if lib is None else getattr(lib, name, None)
+        if fn is not None:
+            return ctypes.cast(fn, ctypes.c_void_p).value
+    return None
 
 
 def _operand(x: np.ndarray, rows: int, cols: int):
