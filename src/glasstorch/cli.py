@@ -36,9 +36,11 @@ def _blas() -> str:
 
 def _blas_threads() -> str:
     from .backends.cpu.blas_threads import get_blas_threads
+    from .backends.cpu.split_gemm import available
     count = get_blas_threads()
     if count is not None:
-        return f"{count} (set with glasstorch.set_num_threads)"
+        split = "; large products split on glasstorch's threads" if available() else ""
+        return f"{count} (set with glasstorch.set_num_threads){split}"
     if importlib.util.find_spec("threadpoolctl") is not None:
         from threadpoolctl import threadpool_info
         counts = sorted({p["num_threads"] for p in threadpool_info()

@@ -16,7 +16,7 @@ from glasstorch.backends.cpu.native import function
 
 @pytest.fixture(autouse=True)
 def available():
-    if split_gemm._entry("s") is None:
+    if not split_gemm.available():
         pytest.skip("NumPy's BLAS is not the ILP64 OpenBLAS of NumPy's wheels")
     if function("gemm", "gemm_split_f32", "piinnnnpnnpnnpnnni") is None:
         pytest.skip("the C kernels do not build here")

@@ -45,6 +45,12 @@ def _entry(letter: str):
     return None
 
 
+def available() -> bool:
+    """Whether large products can be split here: the BLAS's ILP64 gemm was found (whether
+    the C kernel builds shows at the first product)."""
+    return _entry("s") is not None
+
+
 def _operand(x: np.ndarray, rows: int, cols: int):
     """(transposed, leading dimension) of a matrix x (shape rows x cols) as CBLAS reads it,
     or None where its layout is neither row- nor column-major with a valid stride."""
