@@ -95,6 +95,8 @@ def test_refuses_what_it_does_not_take():
     _refused(a[None, None], a, o[None, None])                   # 4-d
     _refused(a, a, np.asfortranarray(o))                        # column-major output
     _refused(a[:0], a, o[:0])                                   # empty
+    _refused(a, a, o[:32])                                      # shapes that do not fit
+    _refused(a[:, :32], a, o)
     gt.set_num_threads(1)
     _refused(a, a, o)                                           # one thread: np.matmul's
 

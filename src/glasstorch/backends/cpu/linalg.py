@@ -9,8 +9,8 @@ of the addmm family needs care when the output is the input (in-place calls). Th
 kernels run on CuPy arrays (CUDA tensors: cuBLAS). The kernels registered for the product ops
 (`product_cpu`, `matmul_cpu`, `gemm_kernel`, ...) take tensors and call these on their arrays.
 
-Mid-sized products run with one BLAS thread and large ones on glasstorch's OpenMP team
-(`blas_matmul`): BLAS's own threads spin next to the kernel pool's after them, and wait for
+Mid-sized products run with one BLAS thread and large ones on threads glasstorch starts
+itself (`blas_matmul`): BLAS's own threads spin next to the kernel pool's after them, and wait for
 one another by yielding, which collapses on a shared machine (split_gemm.py).
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ ONE_THREAD_MNK = 1 << 21
 """Products of fewer multiply-adds (~25 us on one core) run on the calling thread alone:
 more threads gain little there, and BLAS's, once woken, spin for ~0.1 s on the cores that
 the pool's kernels (relu, max_pool, convolution on 64x16x28x28) want next. Larger products
-are split across glasstorch's OpenMP team (split_gemm.py)."""
+are split across glasstorch's own threads (split_gemm.py)."""
 
 
 def blas_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> None:

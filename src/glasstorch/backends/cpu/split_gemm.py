@@ -1,23 +1,23 @@
 """Matrix products run on glasstorch's own threads: cut into row (or column) blocks, each
-one single-threaded call of the BLAS NumPy loaded, the blocks shared out by the OpenMP team
-that runs the C kernels (native/gemm.c).
+one single-threaded call of the BLAS NumPy loaded, the blocks claimed by the calling thread
+and a pool of helper threads (native/gemm.c).
 
 Why not BLAS's own threads: OpenBLAS's threads wait for one another by yielding the core
 (`sched_yield`), and where another process holds a core, even at nice 19, every yield can
 hand it a whole time slice. With a niced `pytest` beside it on the 2-core VM, the bench's
 MLP step took 88 ms a step on two threads against 2.7 ms with one BLAS thread (and torch's,
 with MKL's threads, 46 ms). The OpenMP team sleeps between regions instead of yielding
-(`compiler/inductor/process.py`), but its barrier waits for every thread, and it collapsed
-too (40 ms). So the pool here (native/gemm.c) never waits for a thread that has not
+(`compiler/inductor/process.py`), but its barrier waits for every thread, and run there
+the blocks still collapsed (40 ms). So the pool here never waits for a thread that has not
 started: the caller claims pieces of the product with its helpers, and a helper that comes
-late finds none left. Under that load the MLP step now takes 2.9 ms (one thread: 2.7);
+late finds none left. Under that load the MLP step now takes 2.8 ms (one thread: 2.8);
 on a quiet machine a product is within 5-10% of OpenBLAS's own threads (each thread packs
 the smaller operand whole, where OpenBLAS's threads share it).
 
 It applies to float32 and float64 NumPy arrays whose matrices are row- or column-major
 (a transposed weight is read as it lies), more than one thread, and an ILP64 OpenBLAS (the
-one NumPy's wheels carry, or NumPy 1's `openblas64_`); the caller (`linalg.blas_matmul`, for products large enough to split)
-sends everything else to `np.matmul` as before.
+one NumPy's wheels carry, or NumPy 1's `openblas64_`); the caller (`linalg.blas_matmul`,
+for products large enough to split) sends everything else to `np.matmul` as before.
 """
 from __future__ import annotations
 
@@ -76,8 +76,9 @@ def _batch_stride(x: np.ndarray, batch: int):
 
 
 def matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> bool:
-    """o[...] = a @ b on the team, for 2-d operands or a 3-d batch (either operand may be
-    2-d: broadcast); False, with nothing written, where this path does not apply."""
+    """o[...] = a @ b on glasstorch's threads, for 2-d operands or a 3-d batch (either
+    operand may be 2-d: broadcast); False, with nothing written, where this path does not
+    apply (shapes that do not fit included: np.matmul then raises)."""
     dtype = o.dtype
     if (dtype not in _SUFFIX or a.dtype != dtype or b.dtype != dtype
             or o.__class__ is not np.ndarray or a.__class__ is not np.ndarray
@@ -87,7 +88,8 @@ def matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> bool:
     m, n = o.shape[-2:]
     k = a.shape[-1]
     batch = o.shape[0] if o.ndim == 3 else 1
-    if (a.ndim == 3 and a.shape[0] != batch) or (b.ndim == 3 and b.shape[0] != batch):
+    if ((a.ndim == 3 and a.shape[0] != batch) or (b.ndim == 3 and b.shape[0] != batch)
+            or a.shape[-2] != m or b.shape[-2:] != (k, n)):
         return False
     threads = parallel.openmp_threads() if not parallel.in_worker() else 1
     suffix, letter = _SUFFIX[dtype]
@@ -105,7 +107,7 @@ def matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> bool:
     fn = function("gemm", "gemm_split_" + suffix, "piinnnnpnnpnnpnnni")
     if fn is None:
         return False
-    # Pieces a multiple of the thread count, so the static schedule shares them evenly.
+    # Pieces a multiple of the thread count, so that the threads' shares come out even.
     blocks = threads // math.gcd(batch, threads)
     with one_thread():
         fn(entry, layout_a[0], layout_b[0], batch, m, n, k, pointer(a), layout_a[1], sa,

@@ -1,14 +1,15 @@
 /* Matrix products split across threads that glasstorch starts itself, each block one
    single-threaded call of the BLAS NumPy loaded (backends/cpu/split_gemm.py says why).
 
-   The pool: the caller never waits for a thread that has not started. A job is `chunks`
+   The pool: the caller never waits for a thread that has not started. A job is `pieces`
    numbered pieces that the caller and the helpers claim one at a time; the caller works
    through them too, and when none is left it waits only for the pieces other threads
    claimed and are running. A helper that wakes late, because another process held its
    core, finds nothing left and sleeps again: the product then takes the one-thread time,
    not a time slice per rendezvous as OpenMP's barrier and OpenBLAS's yielding threads do.
-   Helpers spin for SPIN_NS after their last piece (a training step's next product comes
-   within that), then sleep on a condition variable. One job runs at a time; a call made
+   Helpers keep looking for the next job for SPIN_NS after their last one (a training
+   step's next product comes within that), yielding the core at each look, then sleep on a
+   condition variable. One job runs at a time; a call made
    while one runs (another Python thread, or a piece's own work) runs all its pieces on its
    own thread. Claims carry the job's generation in the same atomic word, so a late
    helper's claim on a finished job fails instead of taking a piece of the next. */
@@ -48,19 +49,16 @@ static int64_t now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Claim and run pieces of generation `gen` until none is left; returns how many ran. */
-static int64_t work(uint32_t gen)
+/* Claim and run pieces of generation `gen` until none is left. */
+static void work(uint32_t gen)
 {
-    int64_t ran = 0;
     for (;;) {
         uint64_t c = atomic_load(&claim);
         if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= job_pieces) break;
         if (!atomic_compare_exchange_weak(&claim, &c, c + 1)) continue;
         job_fn(job_ctx, (int64_t)(c & 0xffffffffu));   /* the job stays while a piece runs */
         atomic_fetch_add(&finished, 1);
-        ran++;
     }
-    return ran;
 }
 
 static void* helper(void* arg)
