@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import glasstorch as gt
 from glasstorch.backends.cpu import blas_threads, linalg, split_gemm
 from glasstorch.backends.cpu.native import function
+from oracle import assert_same, oracle_torch
 
 
 @pytest.fixture(autouse=True)
@@ -157,3 +158,31 @@ def test_back_to_back_products_on_changing_thread_counts():
     for i in range(300):
         got = _split(a, b, 2 + i % 3)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_products_and_gradients_against_torch(dtype, monkeypatch):
+    """mm, matmul of a transposed weight, bmm and addmm on two threads, where every product
+    (the gradients' too) is split: values, dtypes and strides as PyTorch's."""
+    torch = oracle_torch()
+    gt.set_num_threads(2)
+    calls = []
+    real = split_gemm.matmul
+    monkeypatch.setattr(split_gemm, "matmul", lambda *args: calls.append(1) or real(*args))
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s).astype(dtype)
+              for s in ((128, 256), (96, 256), (6, 64, 48), (6, 48, 80), (96,))]
+    ours = [gt.from_numpy(a.copy()).requires_grad_() for a in arrays]
+    theirs = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
+    tol = 1e-5 if dtype == "float32" else 1e-12
+
+    def run(T, x, w, p, q, c):
+        outs = [T.mm(x, w.t()), x @ w.t(), T.bmm(p, q), T.addmm(c, x, w.t())]
+        sum(o.sum() * (i + 1) for i, o in enumerate(outs)).backward()
+        return outs
+    got, want = run(gt, *ours), run(torch, *theirs)
+    assert calls
+    for g, w in zip(got, want):
+        assert_same(g, w, rtol=tol, atol=tol * 100)
+    for g, w in zip(ours, theirs):
+        assert_same(g.grad, w.grad, rtol=tol, atol=tol * 100)

@@ -52,6 +52,7 @@ def _library_and_functions():
     return None, None, None
 
 
+@functools.lru_cache(maxsize=1)
 def _functions():
     """(set, get) of the loaded BLAS's thread count, or (None, None)."""
     return _library_and_functions()[1:]

@@ -66,6 +66,13 @@ def blas_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> None:
             np.matmul(a, b, out=o)
 
 
+def blas_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b of two matrices as a new array, through blas_matmul (no dtype change)."""
+    out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
+    blas_matmul(a, b, out)
+    return out
+
+
 def matmul_into(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
     """o[...] = a @ b with NumPy's matmul rules for 1-d and batched operands."""
     if o.dtype not in _HALVES:

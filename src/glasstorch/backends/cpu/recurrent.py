@@ -25,7 +25,7 @@ import numpy as np
 
 from . import native
 from .activation import tanh_grad, threshold_grad
-from .linalg import blas_matmul
+from .linalg import blas_matmul, blas_product
 from .native import pointers, threads
 
 RNN_RELU, RNN_TANH, LSTM, GRU = 0, 1, 2, 3
@@ -84,14 +84,6 @@ def _previous(rows_out, start, bs, prev, initial):
     return np.concatenate((rows_out[p_start:p_start + p_bs], initial[p_bs:bs]))
 
 
-def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b as a new array, a whole sequence's product on glasstorch's threads
-    (`linalg.blas_matmul`)."""
-    out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
-    blas_matmul(a, b, out)
-    return out
-
-
 @functools.lru_cache(maxsize=64)
 def _sigmoid_by_tanh(mode: int, hidden: int, dtype) -> tuple:
     """(scale, offset): sigmoid gates as offset + scale tanh(scale x), with scale 1/2 and
@@ -125,10 +117,10 @@ def layer_forward(mode, x, w_ih, w_hh, b_ih, b_hh, w_hr, hx, cx, sizes, reverse,
     # 64x256: 17 us against 7 us)
     gated = mode == LSTM or mode == GRU
     if gated:
-        gi = _product(x, np.multiply(w_ih.T, scale, order="C"))
+        gi = blas_product(x, np.multiply(w_ih.T, scale, order="C"))
         w_hh_t = np.multiply(w_hh.T, scale, order="C")
     else:
-        gi = _product(x, w_ih.T)
+        gi = blas_product(x, w_ih.T)
         w_hh_t = np.ascontiguousarray(w_hh.T)
     if b_ih is not None:
         bias = b_ih + b_hh
