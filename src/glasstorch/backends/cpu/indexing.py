@@ -88,15 +88,19 @@ def add_at(arr, key, values) -> None:
     """np.add.at(arr, key, values): duplicate positions add up. On a CuPy array of a dtype
     CuPy's scatter-add lacks, complex numbers add as two real parts and narrow integers and
     bools add in int64 (wrapping, and saturating to True, as PyTorch's kernels do)."""
-    if arr.__class__ is np.ndarray or arr.dtype in _DEVICE_ADD_AT:
+    if arr.__class__ is np.ndarray:
         np.add.at(arr, key, values)
+        return
+    add = module_of(arr).add    # CuPy's own: np.add.at does not defer to CuPy for a tuple key
+    if arr.dtype in _DEVICE_ADD_AT:
+        add.at(arr, key, values)
     elif arr.dtype.kind == "c":
         values = arr.dtype.type(values) if np.isscalar(values) else values
-        np.add.at(arr.real, key, values.real)
-        np.add.at(arr.imag, key, values.imag)
+        add.at(arr.real, key, values.real)
+        add.at(arr.imag, key, values.imag)
     else:
         work = arr.astype(np.int64)
-        np.add.at(work, key, values if np.isscalar(values) else values.astype(np.int64))
+        add.at(work, key, values if np.isscalar(values) else values.astype(np.int64))
         assign_array(arr, work != 0 if arr.dtype == np.bool_ else work)
 
 
