@@ -80,7 +80,14 @@ def _sums(a: np.ndarray, b, axis: int, out=None) -> np.ndarray:
     if cpu and b is None and axis == 0:
         return np.add.reduce(a, axis=0, out=out)
     subscripts = ("ij" if b is None else "ij,ij") + ("->j" if axis == 0 else "->i")
-    return np.einsum(subscripts, a, *(() if b is None else (b,)), out=out)
+    operands = (a,) if b is None else (a, b)
+    if cpu:
+        return np.einsum(subscripts, *operands, out=out)
+    sums = np.einsum(subscripts, *operands)         # CuPy's einsum takes no out=
+    if out is None:
+        return sums
+    out[...] = sums
+    return out
 
 
 _VECDOT = getattr(np, "vecdot", None)          # NumPy >= 2
