@@ -882,6 +882,8 @@ class ndarray:
         if name not in _CUPY_NAMES or (method != "__call__"
                                        and method not in _UFUNC_METHODS.get(name, ())):
             return NotImplemented
+        if not _all(isinstance(x, (ndarray, _np.ndarray) + _SCALARS) for x in inputs):
+            return NotImplemented       # CuPy defers on any other operand: a tuple key of .at
         return _apply_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -1015,12 +1017,16 @@ class ufunc:
         return f"<ufunc '{self.__name__}'>"
 
 
+_REFUSED_KEYWORDS = {"einsum": {"out"}}     # NumPy's keywords that CuPy's function lacks
 _BOOL_ARRAY_RESULTS = frozenset(("array_equal", "array_equiv", "allclose"))  # 0-d in CuPy
 
 
 def _delegate(function, name, random=False):
     """cupy.<name>: NumPy's function on the views behind device arrays, results wrapped."""
     def call(*args, **kwargs):
+        refused = sorted(set(kwargs) & _REFUSED_KEYWORDS.get(name, set()))
+        if refused:
+            raise TypeError(f"Did not understand the following kwargs: {refused}")
         sources = []
         args = _unwrap(args, sources)
         kwargs = {k: _unwrap(v, sources) for k, v in kwargs.items()}
