@@ -45,7 +45,7 @@ _local = threading.local()      # this thread's open group: depth and queued cal
 
 
 def get_unique_id():
-    return tuple(b - 256 if b > 127 else b for b in os.urandom(128))
+    return os.urandom(128)          # bytes, as CuPy 14's (earlier CuPy gave a tuple of ints)
 
 
 def get_version():
@@ -90,6 +90,9 @@ def _reduce(arrays, op):
 
 class NcclCommunicator:
     def __init__(self, ndev, commId, rank):
+        if not isinstance(commId, bytes):
+            raise TypeError(f"Argument 'commId' has incorrect type (expected bytes, got "
+                            f"{type(commId).__name__})")
         if len(commId) != 128 or not 0 <= rank < ndev:
             raise ValueError("fake NCCL: bad unique id or rank")
         self._size, self._rank = ndev, rank

@@ -109,7 +109,7 @@ class Engine:
             uid = self._nccl.get_unique_id() if pg.rank() == 0 else None
             uid = pg._comm.bcast(uid, root=0)
             with runtime.DeviceGuard(index):
-                comm = self._nccl.NcclCommunicator(pg.size(), tuple(uid), pg.rank())
+                comm = self._nccl.NcclCommunicator(pg.size(), uid, pg.rank())
             self._comms[index] = (comm, glasstorch.cuda.Stream(index))
         return self._comms[index]
 
