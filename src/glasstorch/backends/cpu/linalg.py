@@ -77,6 +77,8 @@ def matmul_into(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
     """o[...] = a @ b with NumPy's matmul rules for 1-d and batched operands."""
     if o.dtype not in _HALVES:
         blas_matmul(a, b, o)
+    elif o.dtype == np.float16 and o.__class__ is not np.ndarray:
+        np.matmul(a, b, out=o)      # cuBLAS: tensor cores, float32 sums, as PyTorch on a GPU
     else:
         np.copyto(o, np.matmul(a.astype(_FLOAT32), b.astype(_FLOAT32)), casting="unsafe")
 
