@@ -250,7 +250,10 @@ def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
     `out` is large (one-pass arithmetic: ARITHMETIC_FACTOR times larger). Operands broadcast
     against `out` and are sliced like it. Small outputs (every op on small tensors comes
     here) cost one comparison before the ufunc runs."""
-    if (out.size < GRAIN or out.__class__ is not np.ndarray
+    if out.__class__ is not np.ndarray:
+        _device_ufunc(fn, args, out, kwargs)
+        return
+    if (out.size < GRAIN
             or threads_for(out.size, ARITHMETIC_FACTOR if fn in _ARITHMETIC else 1) == 1
             or _alias_hazard(args, out)):
         fn(*args, out=out, **kwargs)
@@ -278,6 +281,15 @@ def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
            **kwargs)
 
     parallel_for(o.shape[ax], chunk, o.size // max(o.shape[ax], 1))
+
+
+def _device_ufunc(fn, args, out, kwargs) -> None:
+    """fn(*args, out=out) on CuPy arrays: glasstorch's vectorised CUDA C where it applies
+    (large contiguous float operands), else CuPy's kernel."""
+    from ..cuda import elementwise
+    if (out.size < elementwise.MIN_ELEMENTS or not kwargs.keys() <= {"dtype", "casting"}
+            or not elementwise.launch(fn, args, out, **kwargs)):
+        fn(*args, out=out, **kwargs)
 
 
 def chunked(fn, arrays, block: int | None = None) -> None:
