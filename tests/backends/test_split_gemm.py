@@ -19,7 +19,7 @@ from oracle import assert_same, oracle_torch
 def available():
     if not split_gemm.available():
         pytest.skip("NumPy's BLAS is not the ILP64 OpenBLAS of NumPy's wheels")
-    if function("gemm", "gemm_split_f32", "piinnnnpnnpnnpnnni") is None:
+    if function("gemm", "gemm_split_f32", "piinnnnpnnpnnpnnnip") is None:
         pytest.skip("the C kernels do not build here")
     before = gt.get_num_threads()
     yield

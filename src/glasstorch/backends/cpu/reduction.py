@@ -116,15 +116,15 @@ def _native_total(a: np.ndarray):
     (native/reduction.c: 8 elements a vector lane in the array's dtype, float64 above),
     shaped (1,) * ndim, the same bits on any thread count; None where it does not apply.
     On float32 sums that cancel it errs less than _float32_total and NumPy's pairwise sum
-    (tests/backends/test_native_reduction.py), and on 2 threads it runs at memory speed,
-    without the pool's handoff (10M float32: 0.95 against 1.17 ms under load)."""
+    (tests/backends/test_native_reduction.py). Its chunks go to glasstorch's own threads
+    (native/pool.c), which join as they come, where OpenMP's sleeping team came too late."""
     if not native.dense(a):
         return None
-    fn = native.function("reduction", "total_" + native.suffix(a), "nppi")
+    fn = native.function("reduction", "total_" + native.suffix(a), "nppip")
     if fn is None:
         return None
     out = np.empty((1,) * a.ndim, a.dtype)
-    fn(a.size, native.pointer(a), native.pointer(out), native.threads(a.size))
+    fn(a.size, native.pointer(a), native.pointer(out), native.threads(a.size), native.runner())
     return out
 
 

@@ -1,6 +1,6 @@
 """Matrix products run on glasstorch's own threads: cut into row (or column) blocks, each
 one single-threaded call of the BLAS NumPy loaded, the blocks claimed by the calling thread
-and a pool of helper threads (native/gemm.c).
+and the helper threads of glasstorch's pool (native/gemm.c, native/pool.c).
 
 Why not BLAS's own threads: OpenBLAS's threads wait for one another by yielding the core
 (`sched_yield`), and where another process holds a core, even at nice 19, every yield can
@@ -29,7 +29,7 @@ import numpy as np
 
 from . import parallel
 from .blas_threads import blas_library, one_thread
-from .native import function, pointer
+from .native import function, pointer, runner
 
 _SUFFIX = {np.dtype(np.float32): ("f32", "s"), np.dtype(np.float64): ("f64", "d")}
 
@@ -104,12 +104,13 @@ def matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> bool:
             or m * n * k == 0 or np.may_share_memory(o, a)
             or np.may_share_memory(o, b)):
         return False
-    fn = function("gemm", "gemm_split_" + suffix, "piinnnnpnnpnnpnnni")
-    if fn is None:
+    fn = function("gemm", "gemm_split_" + suffix, "piinnnnpnnpnnpnnnip")
+    pool = runner()
+    if fn is None or pool is None:
         return False
     # Pieces a multiple of the thread count, so that the threads' shares come out even.
     blocks = threads // math.gcd(batch, threads)
     with one_thread():
         fn(entry, layout_a[0], layout_b[0], batch, m, n, k, pointer(a), layout_a[1], sa,
-           pointer(b), layout_b[1], sb, pointer(o), layout_o[1], sc, blocks, threads)
+           pointer(b), layout_b[1], sb, pointer(o), layout_o[1], sc, blocks, threads, pool)
     return True

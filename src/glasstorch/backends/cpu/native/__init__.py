@@ -44,7 +44,7 @@ def _library(name: str):
         source = "".join([codegen.PRELUDE,
                           codegen.vector_math_declarations() if vector_math else "",
                           (here / "elementwise.h").read_text(), (here / "pairwise.h").read_text(),
-                          (here / f"{name}.c").read_text()])
+                          (here / "pool.h").read_text(), (here / f"{name}.c").read_text()])
         with process.kernel_library_load():
             return build.load(source, extra_libs=build.libs(vector_math))
     except (build.BuildError, OSError) as e:     # the compiler failed, or the disk cache
@@ -70,6 +70,19 @@ def function(library_name: str, name: str, signature: str):
     letter each: n int64, p pointer, i int, d double), built on first use; None where
     native kernels are off or cannot be built."""
     return _function(library_name, name, signature) if ENABLED else None
+
+
+@functools.lru_cache(maxsize=None)
+def _runner():
+    lib = _library("pool")
+    return None if lib is None else ctypes.cast(lib.gt_run_pieces, ctypes.c_void_p).value
+
+
+def runner():
+    """The address of the thread pool's gt_run_pieces (pool.c), which kernels that split
+    their work on glasstorch's own threads take as their `runner` argument; None where
+    native kernels are off or cannot be built."""
+    return _runner() if ENABLED else None
 
 
 def describe() -> str:
