@@ -260,6 +260,20 @@ def test_addbmm_rounds_bfloat16_after_every_batch_as_pytorch():
         np.testing.assert_array_equal(got.cpu().float().numpy(), expected.float().numpy())
 
 
+@pytest.mark.parametrize("shapes", [((64, 48), (48, 40)), ((3, 64, 48), (3, 48, 40)),
+                                    ((64, 48), (48,)), ((2, 3, 16, 8), (8, 5))])
+def test_float16_products_on_the_gpu_are_the_float32_product_rounded(shapes):
+    """On a GPU float16 products go to cuBLAS in float16 (float32 sums on tensor cores, as
+    PyTorch's): within float16's rounding of the float32 product, in float16."""
+    a, b = (_values(s, gt.float32, i).to(gt.float16) for i, s in enumerate(shapes))
+    got = gt.matmul(_gpu(a), _gpu(b))
+    expected = gt.matmul(a.float(), b.float())
+    assert got.dtype is gt.float16 and got.device.type == "cuda"
+    assert tuple(got.shape) == tuple(expected.shape)
+    np.testing.assert_allclose(got.cpu().float().numpy(), expected.numpy(), rtol=2e-3,
+                               atol=2e-2)
+
+
 def test_einsum_runs_on_the_gpu_and_keeps_pytorchs_views():
     x, y = _values((3, 3), gt.float32), _values((3, 4), gt.float32, 1)
     _same(gt.einsum("ij,jk->ik", _gpu(x), _gpu(y)), gt.einsum("ij,jk->ik", x, y), 1e-5)

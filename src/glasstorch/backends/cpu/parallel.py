@@ -249,7 +249,7 @@ def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
     """fn(*args, out=out, **kwargs) for an elementwise ufunc, split across threads when
     `out` is large (one-pass arithmetic: ARITHMETIC_FACTOR times larger). Operands broadcast
     against `out` and are sliced like it. Small outputs (every op on small tensors comes
-    here) cost one comparison before the ufunc runs."""
+    here) cost two comparisons before the ufunc runs; a CuPy `out` goes to _device_ufunc."""
     if out.__class__ is not np.ndarray:
         _device_ufunc(fn, args, out, kwargs)
         return
