@@ -144,27 +144,35 @@ class CachingAllocator:
     # ---- statistics -------------------------------------------------------------------
     def reset_stats(self):
         self.stats = {name: {pool: Stat() for pool in POOL_NAMES} for name in STATS}
-        rows = {pool: {name: self.stats[name][pool] for name in STATS} for pool in POOL_NAMES}
-        self._rows = {True: (rows["all"], rows["small_pool"]),
-                      False: (rows["all"], rows["large_pool"])}
+        self._pairs = {small: {name: (pools["all"], pools[own])
+                               for name, pools in self.stats.items()}
+                       for small, own in ((True, "small_pool"), (False, "large_pool"))}
         self.oversize_allocations = Stat()
         self.oversize_segments = Stat()
         self.num_alloc_retries = self.num_ooms = self.num_sync_all_streams = 0
         self.num_device_alloc = self.num_device_free = 0
 
     def _update(self, pool, changes):
-        """Apply (stat name, delta) changes to the 'all' entries and to the pool's own."""
-        for row in self._rows[pool.is_small]:
-            for name, n in changes:
-                st = row[name]
-                if n >= 0:          # Stat.increase / Stat.decrease, inlined: this is hot
-                    current = st.current = st.current + n
-                    st.allocated += n
-                    if current > st.peak:
-                        st.peak = current
-                else:
-                    st.current += n
-                    st.freed -= n
+        """Apply (stat name, delta) changes to the 'all' entries and to the pool's own
+        (Stat.increase / Stat.decrease inlined, for both: every malloc and free comes here
+        three or four times)."""
+        pairs = self._pairs[pool.is_small]
+        for name, n in changes:
+            every, own = pairs[name]
+            if n >= 0:
+                current = every.current = every.current + n
+                every.allocated += n
+                if current > every.peak:
+                    every.peak = current
+                current = own.current = own.current + n
+                own.allocated += n
+                if current > own.peak:
+                    own.peak = current
+            else:
+                every.current += n
+                every.freed -= n
+                own.current += n
+                own.freed -= n
 
     def memory_stats(self) -> dict:
         """A flat dict with PyTorch's keys, sorted (torch.cuda.memory_stats)."""
@@ -329,16 +337,19 @@ class CachingAllocator:
             rest.size -= size
             pool.insert(rest, sidx)
             if already_split:       # an inactive split block shrinks by `size`
-                self._update(pool, (("inactive_split_bytes", -size),))
+                changes = [("inactive_split_bytes", -size)]
             else:                   # a fresh inactive split block appears
-                self._update(pool, (("inactive_split_bytes", rest.size), ("inactive_split", 1)))
+                changes = [("inactive_split_bytes", rest.size), ("inactive_split", 1)]
         elif already_split:         # an inactive split block becomes active
-            self._update(pool, (("inactive_split_bytes", -block.size), ("inactive_split", -1)))
+            changes = [("inactive_split_bytes", -block.size), ("inactive_split", -1)]
+        else:
+            changes = []
         block.allocated = True
         block.requested_size = requested
         self.active.add(block)
-        self._update(pool, (("allocation", 1), ("allocated_bytes", block.size), ("active", 1),
-                            ("active_bytes", block.size), ("requested_bytes", requested)))
+        changes += (("allocation", 1), ("allocated_bytes", block.size), ("active", 1),
+                    ("active_bytes", block.size), ("requested_bytes", requested))
+        self._update(pool, changes)
         if block.size >= self.conf.max_split_size:
             self.oversize_allocations.increase(1)
         return block
@@ -361,17 +372,17 @@ class CachingAllocator:
         if not block.allocated:
             raise RuntimeError(f"invalid free of {block!r}: it is not allocated")
         block.allocated = False
-        pool = block.pool
-        self._update(pool, (("allocation", -1), ("allocated_bytes", -block.size)))
+        freed = [("allocation", -1), ("allocated_bytes", -block.size)]
         if block.size >= self.conf.max_split_size:
             self.oversize_allocations.decrease(1)
         if block.stream_uses:
             # Other streams may still read it: reusable once their events complete.
+            self._update(block.pool, freed)
             block.events = [self.backend.record_event(s) for s in block.stream_uses]
             block.stream_uses = set()
             self.pending.append(block)
         else:
-            self._free_block(block)
+            self._free_block(block, freed)
 
     def record_stream(self, block: Block, stream) -> None:
         """Mark `block` as used on `stream` too (ignored for its own stream)."""
@@ -395,7 +406,9 @@ class CachingAllocator:
         dst.size += subsumed
         return subsumed
 
-    def _free_block(self, block):
+    def _free_block(self, block, changes=None):
+        """Cache a freed block, merged with free neighbours; `changes`: statistics the
+        caller still owes, applied with this block's."""
         pool = block.pool
         sidx = self._stream_index(block.stream)
         size, requested = block.size, block.requested_size
@@ -411,7 +424,8 @@ class CachingAllocator:
         if block.is_split():
             split_blocks += 1
             split_bytes += block.size
-        changes = [("active", -1), ("active_bytes", -size), ("requested_bytes", -requested)]
+        changes = [] if changes is None else changes
+        changes += (("active", -1), ("active_bytes", -size), ("requested_bytes", -requested))
         if split_blocks:
             changes.append(("inactive_split", split_blocks))
         if split_bytes:
