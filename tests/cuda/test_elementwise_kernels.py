@@ -123,6 +123,16 @@ def test_cases_the_kernels_leave_to_cupy(emulated):
     assert emulated == ["gt_elementwise_multiply_float32_ts", "gt_elementwise_add_float32_ts"]
 
 
+def test_numbers_the_output_dtype_cannot_hold_go_to_cupy(emulated):
+    out = gt.ones(N, device="cuda")._array()
+    assert not elementwise.launch(np.add, (out, 10 ** 400), out)
+    assert not elementwise.launch(np.add, (out, True), out)
+    assert not elementwise.launch(np.add, (out, np.float64(0.5)), out)     # NumPy: float64
+    assert elementwise.launch(np.add, (out, np.float64(0.5)), out, dtype=np.float32)
+    assert elementwise.launch(np.add, (out, 10 ** 30), out)
+    assert emulated == ["gt_elementwise_add_float32_ts"] * 2
+
+
 def test_an_output_overlapping_an_operand_goes_to_cupy(emulated):
     from glasstorch.backends.cpu import parallel
     buf = gt.arange(float(N + 8), device="cuda")

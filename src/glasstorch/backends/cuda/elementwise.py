@@ -98,12 +98,14 @@ def _operand(x, out, loop_is_out_dtype: bool):
     array, or None when the kernels do not apply. A Python number is weak (NumPy 2 and CuPy
     compute in the array's dtype); so is any scalar when the call names out's dtype as the
     loop's (`dtype=`)."""
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        return "s", out.dtype.type(x)
-    if isinstance(x, np.generic):
-        if x.dtype == out.dtype or (loop_is_out_dtype and x.dtype.kind in "fiu"):
+    if isinstance(x, (int, float, np.generic)) and not isinstance(x, (bool, np.bool_)):
+        if isinstance(x, np.generic) and not (
+                x.dtype == out.dtype or (loop_is_out_dtype and x.dtype.kind in "fiu")):
+            return None
+        try:
             return "s", out.dtype.type(x)
-        return None
+        except OverflowError:       # an integer beyond float: CuPy's error, not ours
+            return None
     if (getattr(x, "dtype", None) != out.dtype or x.shape != out.shape
             or not x.flags.c_contiguous or x.data.ptr % _ALIGNMENT
             or x.data.device_id != out.data.device_id):
@@ -123,7 +125,8 @@ def launch(fn, args, out, dtype=None, casting=None) -> bool:
             or (dtype is not None and np.dtype(dtype) != out.dtype)
             or out.size < MIN_ELEMENTS or out.size % vector[2]
             or not out.flags.c_contiguous or out.data.ptr % _ALIGNMENT
-            or not runtime.runs_cuda_c()):
+            or not runtime.runs_cuda_c()
+            or out.data.device_id != runtime.cupy().cuda.runtime.getDevice()):
         return False
     operands = [_operand(x, out, dtype is not None) for x in args]
     if None in operands or all(kind == "s" for kind, _ in operands):
