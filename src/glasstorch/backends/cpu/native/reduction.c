@@ -57,11 +57,11 @@ SUM_ROWS(double, f64)
    a lane, and the lanes added to double lanes that run through a chunk of blocks; a
    chunk's lanes are summed pairwise, and the chunks' sums in order. Chunks hold at least
    64 blocks and there are at most TOTAL_CHUNKS of them (their size follows from n alone),
-   so the threads, which take whole chunks, change nothing in the result; the chunks go to
-   glasstorch's thread pool (pool.c), whose caller starts at once and whose helpers join
-   as they come: OpenMP's team, sleeping between regions, woke too late to help much
-   (10M float32 on 2 threads: 0.65-0.9 ms against PyTorch's 0.5). The last partial block runs
-   on a zero-padded copy. (Measured on 2 cores, 10M float32: 8 elements a lane
+   so the threads, which take whole chunks, change nothing in the result. The chunks go to
+   glasstorch's thread pool (pool.c) in runs of TOTAL_RUN, each read as one stream; its
+   caller starts at once and its helpers join as they come (10M float32 on 2 threads on a
+   noisy host, medians: 884 us on OpenMP's team, which sleeps between regions; 770 on the
+   pool; PyTorch's 583). The last partial block runs on a zero-padded copy. (Measured on 2 cores, 10M float32: 8 elements a lane
    run at memory speed, 4 up to 1.5x slower on a loaded core, all in double ~1.5x. Mean
    error over 20 float32 sums of 1M elements that cancel (normal, lognormal - 20): 1.00
    with 8 a lane, 0.97 with 4, 1.27 for reduction.py's einsum rows, 2.01 for ATen's sum,
