@@ -283,10 +283,17 @@ def ufunc(fn, args, out: np.ndarray, **kwargs) -> None:
     parallel_for(o.shape[ax], chunk, o.size // max(o.shape[ax], 1))
 
 
+_elementwise = None     # backends.cuda.elementwise, imported at the first GPU call
+
+
 def _device_ufunc(fn, args, out, kwargs) -> None:
     """fn(*args, out=out) on CuPy arrays: glasstorch's vectorised CUDA C where it applies
     (large contiguous float operands), else CuPy's kernel."""
-    from ..cuda import elementwise
+    global _elementwise
+    if _elementwise is None:
+        from ..cuda import elementwise
+        _elementwise = elementwise
+    elementwise = _elementwise
     if (out.size < elementwise.MIN_ELEMENTS or not kwargs.keys() <= {"dtype", "casting"}
             or not elementwise.launch(fn, args, out, **kwargs)):
         fn(*args, out=out, **kwargs)
