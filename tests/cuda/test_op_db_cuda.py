@@ -47,6 +47,10 @@ SKIP_BFLOAT16["native_layer_norm"] = ("PyTorch's CUDA kernel returns float32 mea
                                       "for bfloat16 input, its CPU oracle bfloat16 ones "
                                       "(tests/cuda/test_fused_ops.py checks the CUDA rule)")
 
+if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 13):
+    SKIP_BFLOAT16["uniform"] = ("PyTorch before 2.13 draws other bfloat16 uniform_ values for "
+                                "the same seed (seen with 2.11); glasstorch follows 2.13")
+
 
 def _to_gpu(x):
     """The same values over the same strides, in GPU memory."""

@@ -247,6 +247,51 @@ def test_max_unpool_and_indices_on_the_gpu():
     _same(got, gt.nn.functional.max_unpool2d(values, indices, 2))
 
 
+def _bfloat16_steps(a, b, mode):
+    """PyTorch's bfloat16 rounded division of two tensors over float32 values: the quotient
+    (trunc), or every step of c10's div_floor_floating (floor), rounded to bfloat16."""
+    import ml_dtypes
+
+    def r(x):
+        return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+    with np.errstate(all="ignore"):
+        if mode == "trunc":
+            return np.trunc(r(a / b))
+        mod = r(np.fmod(a, b))
+        q = r(r(a - mod) / b)
+        q = np.where((mod != 0) & ((b < 0) != (mod < 0)), r(q - 1), q)
+        floor = np.floor(q)
+        floor = np.where(q - floor > 0.5, floor + 1, floor)
+        result = np.where(q != 0, floor, np.copysign(np.zeros_like(q), a / b))
+        return np.where(b == 0, a / b, result)
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_bfloat16_rounded_division_rounds_its_steps_as_pytorch(mode):
+    specials = [0.0, -0.0, 1.0, -1.0, 3.5, np.inf, -np.inf, np.nan, 300.0, -376.0, -37.0]
+    a = np.concatenate([np.arange(-400, 400, dtype=np.float32) / 8, specials]).astype(np.float32)
+    b = np.array([3.125, 1.5, 0.69921875, -0.69921875, 2.296875, 0.0, -1.0], np.float32)
+    import ml_dtypes
+    a, b = (v.astype(ml_dtypes.bfloat16).astype(np.float32)     # exact bfloat16 values
+            for v in np.meshgrid(a, b, indexing="ij"))
+    expected = _bfloat16_steps(a, b, mode)
+    # the cases that tell the rounding apart: -37 / 0.699 is -52.92, -53 in bfloat16;
+    # -376 - fmod(-376, 3.125) rounds to -378 in bfloat16, and -378 / 3.125 to -121
+    assert gt.div(gt.tensor([-37.0, -376.0], dtype=gt.bfloat16),
+                  gt.tensor([0.69921875, 3.125], dtype=gt.bfloat16),
+                  rounding_mode=mode).tolist() == ([-53.0, -120.0] if mode == "trunc"
+                                                   else [-53.0, -122.0])
+    for device in ("cpu", "cuda"):
+        x, y = (gt.tensor(v).to(gt.bfloat16).to(device) for v in (a, b))
+        got = gt.div(x, y, rounding_mode=mode).cpu().float().numpy()
+        np.testing.assert_array_equal(got, expected, err_msg=device)
+        assert (np.signbit(got) == np.signbit(expected))[~np.isnan(expected)].all()
+    torch = pytest.importorskip("torch")
+    oracle = torch.div(torch.from_numpy(a).bfloat16(), torch.from_numpy(b).bfloat16(),
+                       rounding_mode=mode)
+    np.testing.assert_array_equal(oracle.float().numpy(), expected)
+
+
 # ---- linear algebra --------------------------------------------------------------------------
 
 def test_addbmm_rounds_bfloat16_after_every_batch_as_pytorch():
@@ -258,6 +303,32 @@ def test_addbmm_rounds_bfloat16_after_every_batch_as_pytorch():
         got = gt.addbmm(*(t.to(gt.bfloat16).to(device) for t in (m, b1, b2)), beta=0.5,
                         alpha=2)
         np.testing.assert_array_equal(got.cpu().float().numpy(), expected.float().numpy())
+
+
+@pytest.mark.parametrize("dtype", [gt.bfloat16, gt.float16])
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.3, 2.7), (0, 1.3)])
+def test_addr_of_16_bit_floats_rounds_every_step_as_pytorch(dtype, beta, alpha):
+    """PyTorch computes `beta * c + alpha * v1 * v2` in the tensors' dtype: beta, alpha and
+    every product and sum rounded to it (about a third of the elements differ from one
+    rounding of the float32 result)."""
+    import ml_dtypes
+    np_dtype = ml_dtypes.bfloat16 if dtype is gt.bfloat16 else np.float16
+
+    def r(x):
+        return np.asarray(x, np.float32).astype(np_dtype).astype(np.float32)
+    rng = np.random.default_rng(7)
+    c, v1, v2 = (r(rng.standard_normal(s)) for s in ((12, 40), 12, 40))
+    product = r(r(r(alpha) * v1[:, None]) * v2[None, :])
+    expected = r(r(r(beta) * c) + product) if beta else product
+    for device in ("cpu", "cuda"):
+        got = gt.addr(*(gt.tensor(t).to(dtype).to(device) for t in (c, v1, v2)), beta=beta,
+                      alpha=alpha)
+        np.testing.assert_array_equal(got.cpu().float().numpy(), expected, err_msg=device)
+    torch = pytest.importorskip("torch")
+    t_dtype = getattr(torch, str(dtype).split(".")[1])
+    oracle = torch.addr(*(torch.from_numpy(t).to(t_dtype) for t in (c, v1, v2)), beta=beta,
+                        alpha=alpha)
+    np.testing.assert_array_equal(oracle.float().numpy(), expected)
 
 
 @pytest.mark.parametrize("shapes", [((64, 48), (48, 40)), ((3, 64, 48), (3, 48, 40)),

@@ -33,3 +33,14 @@ def asarray(x, dtype=None, like=None):
     if like is not None and is_device_array(like):
         return module_of(like).asarray(x, dtype)
     return np.asarray(x, dtype)
+
+
+def round_through(x, d):
+    """Values of an opmath array (float32) rounded to the precision of d (float16 or
+    bfloat16) and kept in x's dtype: one step of PyTorch's arithmetic in d. A GPU's bfloat16
+    goes through bit patterns (CuPy has no bfloat16)."""
+    if is_device_array(x) and d.name == "bfloat16":
+        from .cuda import bfloat16
+        xp = module_of(x)
+        return bfloat16.to_float32(xp, bfloat16.from_float32(xp, x)).astype(x.dtype, copy=False)
+    return x.astype(d.np).astype(x.dtype)

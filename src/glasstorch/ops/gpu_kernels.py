@@ -151,6 +151,10 @@ def _shared_structured(decl, cpu_impl):
                               if a.type.startswith("Tensor") or (
                                   a.type.startswith("Scalar") and a.name in _SCALAR_OPERANDS))
     exact_scalars = decl.name in ("mul", "div")
+    # a kernel whose steps round to a float16/bfloat16 op's dtype is told that dtype when its
+    # operands arrive widened to float32
+    steps_in_bfloat16 = {"steps_in": dt.bfloat16} if getattr(cpu_impl, "takes_steps_in",
+                                                               False) else {}
 
     def kernel(out, *args):
         device = (out[0] if isinstance(out, tuple) else out)._storage.device
@@ -170,7 +174,8 @@ def _shared_structured(decl, cpu_impl):
             for i in operand_positions:
                 if i < len(args):
                     args[i] = _bfloat16_number(args[i])
-        cpu_impl(wide if isinstance(out, tuple) else wide[0], *args)
+        cpu_impl(wide if isinstance(out, tuple) else wide[0], *args,
+                 **(steps_in_bfloat16 if computes_in_bfloat16 else {}))
         for o, w in zip(outs, wide):
             if w is not o:
                 copy_between(o, w)              # rounds to bfloat16 once, to nearest even

@@ -24,6 +24,7 @@ from ...core import dtype as dt
 from ...core.promotion import common_dtype, opmath
 from ...core.shape import wrap_dims
 from ...core.tensor import Tensor
+from ..arrays import round_through
 from . import split_gemm
 from .blas_threads import one_thread
 
@@ -180,18 +181,23 @@ def outer_into(o: np.ndarray, v1: np.ndarray, v2: np.ndarray, cd) -> None:
 
 
 def addr_into(o: np.ndarray, c: np.ndarray, v1: np.ndarray, v2: np.ndarray, beta, alpha,
-              cd) -> None:
-    """o = beta * c + alpha * outer(v1, v2) in dtype `cd`; for bool, `and`/`or` instead."""
+              cd, steps: dt.dtype | None = None) -> None:
+    """o = beta * c + alpha * outer(v1, v2) in dtype `cd`; for bool, `and`/`or` instead.
+    `steps` (float16 or bfloat16): each operation, and beta and alpha, rounded to it, as
+    PyTorch's addr computes `beta * c + alpha * v1 * v2` in the tensors' own dtype."""
     if cd == np.bool_:
         r = np.logical_and(v1[:, None], v2[None, :]) if alpha else np.zeros_like(o, dtype=bool)
         if beta:
             r = np.logical_or(r, c)
         np.copyto(o, r, casting="unsafe")
         return
-    alpha, beta = _np_scalar(alpha, cd), _np_scalar(beta, cd)
-    r = np.multiply(np.multiply(v1[:, None], alpha, dtype=cd), v2[None, :], dtype=cd)
+
+    def step(x):
+        return x if steps is None else round_through(x, steps)
+    alpha, beta = step(_np_scalar(alpha, cd)), step(_np_scalar(beta, cd))
+    r = np.multiply(step(np.multiply(v1[:, None], alpha, dtype=cd)), v2[None, :], dtype=cd)
     if beta != 0:
-        r = np.add(np.multiply(c, beta, dtype=cd), r, dtype=cd)
+        r = np.add(step(np.multiply(c, beta, dtype=cd)), step(r), dtype=cd)
     np.copyto(o, r, casting="unsafe")
 
 
@@ -317,10 +323,15 @@ def outer_cpu(out, self, vec2):
     outer_into(out._array(), self._array(), vec2._array(), cd)
 
 
-def addr_cpu(out, self, vec1, vec2, beta=1, alpha=1):
+def addr_cpu(out, self, vec1, vec2, beta=1, alpha=1, *, steps_in=None):
+    """`steps_in`: see backends/cpu/pointwise.div (bfloat16 operands widened on a GPU)."""
     d = dt.promote_types(dt.promote_types(self.dtype, vec1.dtype), vec2.dtype)
+    steps = steps_in or (d if d in (dt.float16, dt.bfloat16) else None)
     addr_into(out._array(), self._array(), vec1._array(), vec2._array(),
-                  scalar_as(beta, d), scalar_as(alpha, d), np.dtype(opmath(d)))
+              scalar_as(beta, d), scalar_as(alpha, d), np.dtype(opmath(d)), steps)
+
+
+addr_cpu.takes_steps_in = True
 
 
 def inner_cpu(out, self, other):

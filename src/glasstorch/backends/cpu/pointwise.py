@@ -21,6 +21,7 @@ import numpy as np
 from ...core import dtype as dt
 from ...core.tensor import Tensor
 from ...core.promotion import common_dtype, float_dtype, opmath
+from ..arrays import round_through
 from . import parallel, special
 
 # ---- dtype groups a kernel supports (PyTorch's AT_DISPATCH lists) -----------------------
@@ -264,7 +265,9 @@ def _trunc_divide_ints(a, b):
     return q + (inexact & (np.less(a, 0) != np.less(b, 0))).astype(q.dtype)
 
 
-def div(out, self, other, rounding_mode=None):
+def div(out, self, other, rounding_mode=None, *, steps_in=None):
+    """`steps_in`: the dtype the operands stand for when they arrive widened (bfloat16 on a
+    GPU, ops/gpu_kernels.py), whose rounding the steps of a rounded division follow."""
     if rounding_mode is None:
         d = float_dtype(self, other)
         parallel.ufunc(np.true_divide, _exact_second((self, other), d), out._array(),
@@ -283,11 +286,40 @@ def div(out, self, other, rounding_mode=None):
             assign(out, _trunc_divide_ints(a, b))
         return
     a, b = _exact_second((self, other), d)
-    if rounding_mode == "floor":
+    # A float16/bfloat16 division of two tensors: PyTorch's kernels compute in the tensors'
+    # own dtype, rounding between steps (a CPU-scalar divisor keeps its float32 value).
+    steps = steps_in or d
+    stepwise = steps in REDUCED and isinstance(other, Tensor) and other.dim()
+    if rounding_mode == "trunc":
+        q = np.true_divide(a, b, dtype=cd)
+        assign(out, np.trunc(round_through(q, steps) if stepwise else q))
+    elif stepwise and steps is dt.bfloat16:
+        assign(out, _bfloat16_floor_divide(as_type(a, cd), as_type(b, cd)))
+    else:
         # NumPy's float floor_divide is Python's algorithm, which PyTorch also uses
         np.floor_divide(a, b, out=out._array(), dtype=cd, casting="unsafe")
-    else:
-        assign(out, np.trunc(np.true_divide(a, b, dtype=cd)))
+
+
+div.takes_steps_in = True
+
+
+def _bfloat16_floor_divide(a, b):
+    """c10's div_floor_floating over float32 values of bfloat16 tensors, each step rounded to
+    bfloat16 as PyTorch's BFloat16 arithmetic rounds it: -376 // 3.125 is -122 there, where
+    the exact floor of -120.32 is -121. (float16 rounds differently per CPU vector path in
+    PyTorch, and takes the exact algorithm here.)"""
+    def r(x):
+        return round_through(x, dt.bfloat16)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mod = r(np.fmod(a, b))
+        q = r(np.true_divide(r(np.subtract(a, mod)), b))
+        fix = np.not_equal(mod, 0) & (np.less(b, 0) != np.less(mod, 0))
+        q = np.where(fix, r(np.subtract(q, 1)), q)
+        floor = np.floor(q)
+        floor = np.where(np.subtract(q, floor) > 0.5, floor + 1, floor)
+        zero = np.copysign(np.zeros_like(q), np.true_divide(a, b))
+        result = np.where(np.not_equal(q, 0), floor, zero)
+        return np.where(np.equal(b, 0), np.true_divide(a, b), result)
 
 
 def floor_divide(out, self, other):
