@@ -590,6 +590,29 @@ def test_nan_handling_of_maximum_fmax_clamp():
     same(gt.clamp(ga, gb, gb), torch.clamp(a, b, b))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [37, 1 << 20])        # serial, and over the thread threshold
+def test_clamp_between_numbers_is_pytorchs_formula(dtype, n):
+    """Number bounds take the C kernel: `x < lo ? lo : x`, then `r > hi ? hi : r` (NaN stays,
+    a value equal to a bound is kept: -0.0 at 0, lo > hi gives hi), in place too."""
+    rng = np.random.default_rng(n)
+    x = np.concatenate([[0.0, -0.0, np.nan, np.inf, -np.inf, 1.0, -1.0, 0.5],
+                        rng.uniform(-3, 3, n - 8)]).astype(dtype)
+    for lo, hi in ((0, 1), (-0.0, 0.0), (0.25, None), (None, -0.0), (2, -2), (-1e30, 1e30),
+                   (-(2 ** 53), 3), (0.1, 0.7)):
+        expected = x.copy()
+        if lo is not None:
+            expected = np.where(expected < dtype(lo), dtype(lo), expected)
+        if hi is not None:
+            expected = np.where(expected > dtype(hi), dtype(hi), expected)
+        got = gt.clamp(gt.from_numpy(x.copy()), lo, hi).numpy()
+        np.testing.assert_array_equal(got, expected)
+        assert np.array_equal(np.signbit(got), np.signbit(expected))
+        inplace = gt.from_numpy(x.copy())
+        assert inplace.clamp_(lo, hi) is inplace
+        np.testing.assert_array_equal(inplace.numpy(), expected)
+
+
 def test_clamp_errors_and_bounds():
     x = gt.tensor([1, 2], dtype=gt.uint8)
     with pytest.raises(RuntimeError, match="^torch.clamp: At least one of 'min' or 'max' must "

@@ -15,6 +15,7 @@ device arrays, not host arrays), and ufunc keywords stay within what CuPy's ufun
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from ...core import dtype as dt
 from ...core.tensor import Tensor
 from ...core.promotion import common_dtype, float_dtype, opmath
 from ..arrays import round_through
-from . import parallel, special
+from . import native, parallel, special
 
 # ---- dtype groups a kernel supports (PyTorch's AT_DISPATCH lists) -----------------------
 
@@ -529,6 +530,8 @@ def _check_clamp_dtype(d, min, max):
 
 
 def clamp(out, self, min=None, max=None):
+    if _clamp_native(out, self, min, max):
+        return
     if min is not None and max is not None and isinstance(min, Tensor) != isinstance(max, Tensor):
         # a 0-d tensor bound beside a number is taken as a number (PyTorch's clamp.Scalar)
         min, max = (b.item() if isinstance(b, Tensor) else b for b in (min, max))
@@ -542,6 +545,31 @@ def clamp(out, self, min=None, max=None):
     if max is not None:
         r = _bounded(np.minimum, r, bounds.pop(0))
     assign(out, r)
+
+
+def _plain_bound(b) -> bool:
+    """A clamp bound the C kernel takes as a double exactly: none, a float that is not NaN,
+    an int within 2**53."""
+    return b is None or (b.__class__ is float and b == b) or (
+        b.__class__ is int and -2 ** 53 <= b <= 2 ** 53)
+
+
+def _clamp_native(out, self, lo, hi) -> bool:
+    """clamp of a dense float32/float64 tensor between numbers (not NaN) by the C kernel,
+    with the semantics below: one pass where the NumPy form makes four to six, each with
+    an array of its own (16K float32 elements between 0 and 1: 34 -> 8 us)."""
+    if (self.__class__ is not Tensor or out.dtype is not self.dtype
+            or not _plain_bound(lo) or not _plain_bound(hi)):
+        return False
+    x, o = self._array(), out._array()
+    if not native.dense(x, o) or o.shape != x.shape:
+        return False
+    fn = native.function("activation", "clamp_" + native.suffix(x), "nppddi")
+    if fn is None:
+        return False
+    fn(x.size, native.pointer(x), native.pointer(o), -math.inf if lo is None else lo,
+       math.inf if hi is None else hi, native.threads(x.size))
+    return True
 
 
 def _bounded(ufunc, x, bound):

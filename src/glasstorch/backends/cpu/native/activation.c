@@ -127,3 +127,22 @@ void threshold_backward_##SUF(int64_t n, const T* g, const T* x, T* out,        
 
 THRESHOLD_BACKWARD(float, f32)
 THRESHOLD_BACKWARD(double, f64)
+
+/* clamp between numbers (pointwise.py's clamp): PyTorch's x < lo ? lo : x, then
+   r > hi ? hi : r, with a missing bound as an infinity; a NaN x stays NaN, an x equal
+   to a bound is kept (-0.0 at a bound of 0), and lo > hi gives hi. The bounds are not
+   NaN (the caller's check). */
+#define CLAMP(T, SUF)                                                                  \
+void clamp_##SUF(int64_t n, const T* x, T* out, double lo, double hi, int nthreads)  \
+{                                                                                      \
+    const T l = (T)lo, h = (T)hi;                                                      \
+    _Pragma("omp parallel for simd num_threads(nthreads)")                             \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+        T v = x[i];                                                                    \
+        v = v < l ? l : v;                                                             \
+        out[i] = v > h ? h : v;                                                        \
+    }                                                                                  \
+}
+
+CLAMP(float, f32)
+CLAMP(double, f64)
