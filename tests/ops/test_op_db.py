@@ -1,15 +1,16 @@
 """PyTorch's operator database (OpInfo `op_db`) walked against glasstorch.
 
 For every OpInfo whose function glasstorch has, each of its first sample inputs (made by
-PyTorch, converted through NumPy with their strides) runs through both libraries: outputs
-must agree in values, dtype and shape, and in float64 the gradients of a weighted sum of
-the outputs must agree too. A sample PyTorch itself rejects is skipped. Entries glasstorch
-lacks are listed in NOT_IN_GLASSTORCH with the reason (a test keeps that list exact);
-entries known to differ are in SKIP with the reason. Which of
-several tied elements an index output names is left to each library's algorithm (TIES):
-there only the values are compared, and the indices by shape and dtype. Samples holding
-±inf or nan, where PyTorch's answer can depend on the CPU, are left out but for entries
-exact there (EXACT_AT_SPECIAL_VALUES).
+PyTorch, converted through NumPy with their strides) runs through both libraries, in
+float32, int64, bool and bfloat16 (FORWARD_DTYPES; SKIP_BFLOAT16 leaves out the bfloat16
+samples of a few entries): outputs must agree in values, dtype and shape, and in float64
+the gradients of a weighted sum of the outputs must agree too. A sample PyTorch itself
+rejects is skipped. Entries glasstorch lacks are listed in NOT_IN_GLASSTORCH with the
+reason (a test keeps that list exact); entries known to differ are in SKIP with the
+reason. Which of several tied elements an index output names is left to each library's
+algorithm (TIES): there only the values are compared, and the indices by shape and dtype.
+Samples holding ±inf or nan, where PyTorch's answer can depend on the CPU, are left out but
+for entries exact there (EXACT_AT_SPECIAL_VALUES).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ torch = pytest.importorskip("torch")
 cmi = pytest.importorskip("torch.testing._internal.common_methods_invocations")
 
 SAMPLES = 6          # samples per dtype and entry: enough variety, a fast suite
+FORWARD_DTYPES = (torch.float32, torch.int64, torch.bool, torch.bfloat16)
 GRAD_SAMPLES = 3
 
 # "name" or "name.variant" -> why the entry is not compared.
@@ -40,6 +42,12 @@ SKIP: dict[str, str] = {
                                                        "distance_function argument",
     "nn.functional.batch_norm": "a sample is a 1-D empty input, which torch passes through "
                                 "and glasstorch refuses as not (N, C, *)",
+}
+
+# Entries compared without their bfloat16 samples, and why.
+SKIP_BFLOAT16: dict[str, str] = {
+    "matrix_exp": "PyTorch's bfloat16 matrix_exp is wrong (NaN for these samples, inf for "
+                  "exp(2 * I)); glasstorch's is the float32 one rounded",
 }
 
 # Entries compared forward only, and why their gradients are not compared here.
@@ -358,8 +366,8 @@ def test_forward(info):
     if _key(info) in SKIP or info.name in SKIP:
         pytest.skip(SKIP.get(_key(info)) or SKIP[info.name])
     target = _target(info)
-    if not sum(_run_forward(info, target, dtype)
-               for dtype in (torch.float32, torch.int64, torch.bool)):
+    if not sum(_run_forward(info, target, dtype) for dtype in FORWARD_DTYPES
+               if not (dtype == torch.bfloat16 and _key(info) in SKIP_BFLOAT16)):
         pytest.skip("no sample that torch runs and glasstorch can receive")
 
 

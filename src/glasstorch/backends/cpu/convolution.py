@@ -14,7 +14,7 @@ from ...core import dtype as dt
 from ...core.promotion import opmath
 from ...core.shape import channels_last_strides, is_channels_last, is_contiguous
 from ...core.tensor import Tensor
-from ..arrays import module_of
+from ..arrays import module_of, round_through
 from . import native, parallel
 from .blas_threads import one_thread
 from .copy import assign_array
@@ -381,10 +381,12 @@ def copy_rows(cols, a, win, perm) -> None:
         np.copyto(cols, src)
 
 
-def col2im_into(res, cols, kernel, stride, padding, dilation) -> None:
+def col2im_into(res, cols, kernel, stride, padding, dilation, steps=None) -> None:
     """res[..., i*s + k*d - p] += cols[..., k, i] for every kernel offset k and input
     position i that lands inside res (..., *out): the adjoint of `columns`, added straight
-    into the cropped output (no padded buffer)."""
+    into the cropped output (no padded buffer). `steps` (float16 or bfloat16): each sum
+    rounded to it, in the order of the kernel offsets (PyTorch's col2im into a tensor of
+    that dtype)."""
     nd = len(kernel)
     in_sizes, out_sizes = cols.shape[-nd:], res.shape[-nd:]
     for k in np.ndindex(*kernel):
@@ -398,7 +400,11 @@ def col2im_into(res, cols, kernel, stride, padding, dilation) -> None:
             dst.append(slice(lo * s + off, (hi - 1) * s + off + 1, s))
             src.append(slice(lo, hi))
         else:
-            res[(Ellipsis,) + tuple(dst)] += cols[(Ellipsis,) + k + tuple(src)]
+            key = (Ellipsis,) + tuple(dst)
+            if steps is None:
+                res[key] += cols[(Ellipsis,) + k + tuple(src)]
+            else:
+                res[key] = round_through(res[key] + cols[(Ellipsis,) + k + tuple(src)], steps)
 
 
 _BLOCK_BYTES = 1 << 21     # columns per matmul of about this size stay in cache
@@ -519,6 +525,32 @@ def _conv_transpose_forward(res, x, w, stride, padding, dilation, groups) -> Non
     for_blocks(batch_blocks(x.shape[0], sample, x), run, x.size * math.prod(w.shape[1:]), x)
 
 
+def _conv_transpose_slow(res, x, w, b, stride, padding, dilation, groups, d) -> None:
+    """res (N, g*Og, *out) = the transposed convolution of float16/bfloat16 x and w (+ b)
+    as PyTorch's slow_conv_transpose2d/3d computes it in d (NaiveConvolutionTranspose2d/3d
+    .cpp): per group the product w^T @ x rounded to d as its columns, col2im/col2vol adding
+    them into the zeroed output with every sum rounded, then the bias added and rounded."""
+    n, g, kernel = x.shape[0], groups, tuple(w.shape[2:])
+    cg, og = w.shape[0] // g, w.shape[1]
+    wt = w.reshape(g, cg, -1).transpose(0, 2, 1)               # (g, Og*K, Cg)
+    cols = round_through(np.matmul(wt, x.reshape(n, g, cg, -1)), d)
+    cols = cols.reshape((n, g * og) + kernel + tuple(x.shape[2:]))
+    res.fill(0)
+    col2im_into(res, cols, kernel, stride, padding, dilation, steps=d)
+    if b is not None:
+        res[...] = round_through(res + b.reshape((-1,) + (1,) * len(kernel)), d)
+
+
+def _slow_transpose(input, transposed, stride, output_padding) -> bool:
+    """Whether PyTorch runs a float16/bfloat16 transposed convolution by its slow kernels on
+    every CPU: when an output padding reaches its stride (ConvParams::is_output_padding_big;
+    oneDNN, which computes in float32, takes the others where the CPU has its bfloat16
+    instructions)."""
+    return (transposed and input.dtype in (dt.float16, dt.bfloat16)
+            and input._array().__class__ is np.ndarray
+            and any(p >= s for p, s in zip(output_padding, stride)))
+
+
 def compute_target(t: Tensor, ct) -> np.ndarray:
     """t's array when a kernel may write its result there directly (its dtype is the
     compute dtype and it is C-contiguous), else a new array to copy from."""
@@ -543,7 +575,9 @@ def convolution_cpu(out, input, weight, bias, stride, padding, dilation, transpo
     x, w = compute_array(input, ct), compute_array(weight, ct)
     res = compute_target(out, ct)
     b = None if bias is None else compute_array(bias, ct)
-    if transposed:
+    if _slow_transpose(input, transposed, stride, output_padding):
+        _conv_transpose_slow(res, x, w, b, stride, padding, dilation, groups, input.dtype)
+    elif transposed:
         _conv_transpose_forward(res, x, w, stride, padding, dilation, groups)
         if b is not None:
             res += b.reshape((-1,) + (1,) * (len(shape) - 2))

@@ -11,8 +11,10 @@ import numpy as np
 from . import native
 from .. import arrays
 from .linalg import ONE_THREAD_MNK, blas_matmul
+from ..arrays import round_through
 from ...core import dtype as dt
 from ...core.device import CPU
+from ...core.shape import is_channels_last, is_contiguous
 from ...core.tensor import Tensor
 
 
@@ -167,6 +169,10 @@ def channel_shape(input) -> tuple:
 
 def batch_norm_cpu(outs, input, weight, bias, running_mean, running_var, training, momentum,
                     eps):
+    if input.dtype is dt.bfloat16 and input._array().__class__ is np.ndarray:
+        _batch_norm_bfloat16(outs, input, weight, bias, running_mean, running_var, training,
+                        momentum, eps)
+        return
     compute = _compute(outs[1].dtype if training else input.dtype)
     compute = np.promote_types(compute, _compute(input.dtype))
     x = compute_array(input, compute)
@@ -191,6 +197,112 @@ def batch_norm_cpu(outs, input, weight, bias, running_mean, running_var, trainin
         with np.errstate(all="ignore"):
             y = (x - mean) / np.sqrt(compute_array(running_var, compute).reshape(cshape) + eps)
     _store(outs[0], _affine(y, weight, bias, cshape, compute))
+
+
+def _batch_norm_bfloat16(outs, input, weight, bias, running_mean, running_var, training, momentum,
+                    eps):
+    """native_batch_norm of a bfloat16 input as PyTorch's CPU kernels compute it
+    (aten/src/ATen/native/Normalization.cpp, native/cpu/batch_norm_kernel.cpp): float
+    arithmetic whose statistics, with parameters of the input's dtype, are rounded to it
+    where PyTorch stores them, and two paths:
+
+    - a (channels-last) contiguous input: the mean in float is rounded to the saved mean,
+      the squares about the unrounded mean summed in float and rounded, divided by n in the
+      dtype, 1/sqrt(var + eps) rounded to the saved invstd; the output is the float
+      x * alpha + beta of alpha = invstd * weight, beta = bias - mean * alpha, rounded once;
+    - any other input: the saved mean rounded first, the squares about it summed in float,
+      and the output ((x - mean) * invstd) * weight + bias with every step rounded.
+
+    With float32 parameters (the mixed-dtype mode) nothing but the output is rounded. The
+    rounding is where the output differs, by far more than an ulp, where x is near the mean.
+    (PyTorch's float16 kernel has the same code, but its variance sums come out otherwise
+    than float32 sums of these terms: float16 keeps the float32 computation here.)"""
+    d = input.dtype
+    stats = outs[1].dtype
+    mixed = stats is not d
+    cshape = channel_shape(input)
+    x = compute_array(input, np.dtype(np.float32))
+    f32 = np.float32
+
+    def r(a):                                   # a step of PyTorch's arithmetic in d
+        return round_through(np.asarray(a, f32), d)
+
+    def p(a):                                   # a value stored in the parameters' dtype
+        return np.asarray(a, f32) if mixed else r(a)
+
+    def param(t, fill):
+        return np.full(input._shape[1], fill, f32) if t is None else compute_array(t, f32)
+    dense = is_contiguous(input._shape, input._stride) or \
+        is_channels_last(input._shape, input._stride)
+    axes = (0,) + tuple(range(2, x.ndim))
+    n = x.size // x.shape[1]
+    with np.errstate(all="ignore"):
+        if training:
+            if dense:
+                mean_f = np.add.reduce(x, axis=axes, dtype=f32) / f32(n)
+                centred = x - mean_f.reshape(cshape)
+                var_sum = p(np.add.reduce(centred * centred, axis=axes, dtype=f32))
+                mean = p(mean_f)
+                var = var_sum / f32(n) if mixed else r(var_sum / r(n))
+            else:
+                mean = p(np.add.reduce(x, axis=axes, dtype=np.float64) / n)
+                centred = x - mean.reshape(cshape)
+                var_sum = np.add.reduce(centred * centred, axis=axes, dtype=f32)
+                var = var_sum / f32(n)
+            # InvStd: 1 / sqrt(var + eps) in double, 0 where both are 0
+            invstd = np.where((var == 0) & (eps == 0), f32(0),
+                              (1 / np.sqrt(var.astype(np.float64) + eps)).astype(f32))
+            invstd = p(invstd)
+            _store(outs[1], mean)
+            _store(outs[2], invstd)
+            _batch_norm_running_stats(running_mean, running_var, mean, var_sum, momentum, n,
+                                      dense, p)
+        else:
+            mean = compute_array(running_mean, f32)
+            rv = compute_array(running_var, f32)
+            if dense:
+                invstd = f32(1) / np.sqrt(rv + f32(eps))
+            else:                               # 1 / at::sqrt(running_var + eps)
+                invstd = p(f32(1) / p(np.sqrt(p(rv + f32(eps)))))
+        w, b = param(weight, 1), param(bias, 0)
+        if dense:
+            alpha = invstd * w
+            beta = b - mean * alpha
+            y = x * alpha.reshape(cshape) + beta.reshape(cshape)
+        else:
+            step = (lambda a: a) if mixed else r
+            y = step(x - mean.reshape(cshape))
+            y = step(step(y * invstd.reshape(cshape)) * w.reshape(cshape))
+            y = y + b.reshape(cshape)
+    _store(outs[0], y)
+
+
+def _batch_norm_running_stats(running_mean, running_var, mean, var_sum, momentum, n, dense,
+                              r) -> None:
+    """The running statistics' update of _batch_norm_bfloat16 as PyTorch writes it: on the dense
+    path `momentum * mean + (1 - momentum) * running` in the parameters' dtype (`r` rounds
+    to it: each product and sum, and the unbiased variance's division); elsewhere in
+    double, rounded once."""
+    with np.errstate(all="ignore"):
+        if dense:
+            m = r(momentum)
+            keep = r(1 - m)
+            unbiased = r(var_sum / r(n - 1)) if running_var is not None else None
+            new_mean = r(r(m * mean) + r(keep * compute_array(running_mean, np.float32))) \
+                if running_mean is not None else None
+            new_var = r(m * unbiased + r(keep * compute_array(running_var, np.float32))) \
+                if running_var is not None else None
+        else:
+            unbiased = (var_sum / np.float32(n - 1)).astype(np.float64)
+            new_mean = None if running_mean is None else (
+                momentum * mean.astype(np.float64)
+                + (1 - momentum) * compute_array(running_mean, np.float64))
+            new_var = None if running_var is None else (
+                momentum * unbiased + (1 - momentum) * compute_array(running_var, np.float64))
+    for t, v in ((running_mean, new_mean), (running_var, new_var)):
+        if t is not None:
+            np.copyto(t._array(), v.astype(np.float32).reshape(t._array().shape),
+                      casting="unsafe")
 
 
 def group_norm_cpu(outs, input, weight, bias, N, C, HxW, group, eps):

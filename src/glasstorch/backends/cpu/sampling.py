@@ -167,7 +167,7 @@ def upsample_kernel(kind, nd, weighted):
         align_corners, scales = _split(rest, weighted)
         a = self._array()
         plan = _upsample_plan(kind, a.ndim, a.shape[2:], output_size, align_corners, scales,
-                              self.dtype)
+                              self.dtype, forward=True)
         if weighted:
             a = _compute(a, self.dtype)
         assign_array(out._array(), gather_axes(a, plan))
@@ -293,11 +293,20 @@ def _guard(real, n_in):
     return idx, lam
 
 
-def _linear_taps(n_in, n_out, align_corners, scale, ct, wt):
+def _linear_taps(n_in, n_out, align_corners, scale, ct, wt, rounding="both"):
+    """The two taps of each output along one axis. The weights are rounded to `wt` (the
+    tensors' dtype) as PyTorch stores them: "both" each from its float value; "lambda1"
+    lambda1 first and lambda0 as 1 minus the rounded lambda1, rounded again (its linear and
+    trilinear forward kernels: HelperInterpLinear keeps the weights in the tensors' dtype);
+    "none" not at all (its bilinear forward kernel keeps float weights)."""
     if n_out == n_in:
         return None
     idx0, lam1 = _guard(_source_index(n_in, n_out, align_corners, scale, ct, False), n_in)
     idx1 = idx0 + (idx0 < n_in - 1)
+    if rounding == "none":
+        return [(idx0, ct(1) - lam1), (idx1, lam1)]
+    if rounding == "lambda1":
+        lam1 = lam1.astype(wt).astype(ct)
     lam0 = ct(1) - lam1
     return [(idx0, lam0.astype(wt).astype(ct)), (idx1, lam1.astype(wt).astype(ct))]
 
@@ -326,8 +335,11 @@ def _cubic_taps(n_in, n_out, align_corners, scale, ct, wt):
             for k, w in enumerate(weights)]
 
 
-def _upsample_plan(kind, ndim, in_sizes, out_sizes, align_corners, scales, d: dt.dtype):
+def _upsample_plan(kind, ndim, in_sizes, out_sizes, align_corners, scales, d: dt.dtype,
+                   forward: bool = False):
     ct = opmath(d).type
+    # the linear modes' forward weights as PyTorch's CPU kernels round them (_linear_taps)
+    rounding = ("none" if len(in_sizes) == 2 else "lambda1") if forward else "both"
     per_axis = []
     for n_in, n_out, s in zip(in_sizes, out_sizes, scales):
         if kind in ("nearest", "_nearest_exact"):
@@ -335,7 +347,7 @@ def _upsample_plan(kind, ndim, in_sizes, out_sizes, align_corners, scales, d: dt
         elif kind == "bicubic":
             per_axis.append(_cubic_taps(n_in, n_out, align_corners, s, ct, d.np))
         else:
-            per_axis.append(_linear_taps(n_in, n_out, align_corners, s, ct, d.np))
+            per_axis.append(_linear_taps(n_in, n_out, align_corners, s, ct, d.np, rounding))
     return _spatial_plan(ndim, per_axis)
 
 
