@@ -464,6 +464,24 @@ def test_tanh_and_sigmoid_backward_ops_match_torch(name, dtype):
     assert_same(op(gg[0], gy), getattr(torch.ops.aten, name)(tg[0], ty), rtol=tol, atol=tol)
 
 
+@needs_compiler
+@pytest.mark.parametrize("name", ["tanh_backward", "sigmoid_backward"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [37, 1 << 20])       # serial, and over the thread threshold
+def test_tanh_and_sigmoid_backward_c_kernels_round_as_the_numpy_passes(name, dtype, n):
+    """Dense float32/float64 operands take one pass of C (activation.c): the same roundings,
+    in the same order, as the NumPy form (g * (1 - y * y); g * (1 - y) * y), bit for bit."""
+    from glasstorch.backends.cpu import activation as kernels
+    from glasstorch.ops.nn import activation
+    rng = np.random.default_rng(n)
+    y = np.tanh(rng.standard_normal(n) * 2).astype(dtype)
+    g = rng.standard_normal(n).astype(dtype)
+    y[:4], g[4:7] = (np.nan, 1.0, -1.0, 0.0), (np.nan, np.inf, -np.inf)
+    numpy_form = {"tanh_backward": kernels.tanh_grad, "sigmoid_backward": kernels.sigmoid_grad}
+    got = getattr(activation, name)(gt.from_numpy(g), gt.from_numpy(y)).numpy()
+    np.testing.assert_array_equal(got, numpy_form[name](g, y))
+
+
 @pytest.mark.parametrize("name", ["tanh_backward", "sigmoid_backward"])
 def test_tanh_and_sigmoid_backward_ops_gradcheck_on_strided_inputs(name):
     """The backward ops' own derivatives, in float64, on transposed and stepped inputs."""

@@ -362,6 +362,27 @@ def sigmoid_grad(g, y, out=None):
     return np.multiply(r, y, out=r)
 
 
+def _from_output_native(kernel: str):
+    """`native_fn` for tanh_grad/sigmoid_grad: the C kernel `kernel` (activation.c) over
+    dense float32/float64 g, y and out, one pass where the NumPy form makes three
+    (minGPT's 64x11x192 float32 tanh_backward: 33 -> 22 us)."""
+    def native_fn(g, y, out) -> bool:
+        if not native.dense(g, y, out):
+            return False
+        fn = native.function("activation", f"{kernel}_{native.suffix(y)}", "npppi")
+        if fn is None:
+            return False
+        fn(y.size, native.pointer(g), native.pointer(y), native.pointer(out),
+           native.threads(y.size))
+        return True
+    native_fn.__name__ = f"{kernel}_native"
+    return native_fn
+
+
+tanh_grad_native = _from_output_native("tanh_backward")
+sigmoid_grad_native = _from_output_native("sigmoid_backward")
+
+
 def threshold_grad(g, x, threshold, out=None):
     """g where x > threshold, else 0 (a NaN x passes g on, as PyTorch's `x <= threshold ?
     0 : g`), into `out` when given."""

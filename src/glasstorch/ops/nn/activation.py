@@ -34,7 +34,8 @@ from ...backends.cpu.activation import (_celu, _elu, _gelu, _hardshrink, _hardsi
     _hardswish, _hardtanh, _leaky_relu, _log_sigmoid, _mish, _relu, _silu, _softplus,
     _softshrink, _threshold, activation_kernel, backward_kernel, gelu_grad, gelu_grad_native,
     gelu_native, glu_cpu, native_dropout_into, prelu_kernel_cpu, rrelu_with_noise_into,
-    sigmoid_grad, tanh_grad, threshold_grad, threshold_grad_native)
+    sigmoid_grad, sigmoid_grad_native, tanh_grad, tanh_grad_native, threshold_grad,
+    threshold_grad_native)
 
 _POINTWISE = ("pointwise",)
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -190,20 +191,22 @@ gelu_backward.impl("CPU")(
                     native_fn=gelu_grad_native))
 
 
-def _gradient_from_output(name, part, doc):
+def _gradient_from_output(name, part, native_fn, doc):
     """PyTorch's `name(grad_output, output)`: a function's gradient computed from its
-    forward output (tanh, sigmoid), one CPU kernel `part`."""
+    forward output (tanh, sigmoid), one CPU kernel `part` (its C form `native_fn`)."""
     op = structured(f"{name}(Tensor grad_output, Tensor output) -> Tensor",
                     _backward_meta(name), method=False, function=False, inplace=False,
                     tags=_POINTWISE, doc=doc)
-    op.impl("CPU")(backward_kernel(name, f"{name}_cpu", FLOATING, part))
+    op.impl("CPU")(backward_kernel(name, f"{name}_cpu", FLOATING, part, native_fn=native_fn))
     return op
 
 
 tanh_backward = _gradient_from_output(
-    "tanh_backward", tanh_grad, "grad_output * (1 - output^2): tanh's gradient from its output.")
+    "tanh_backward", tanh_grad, tanh_grad_native,
+    "grad_output * (1 - output^2): tanh's gradient from its output.")
 sigmoid_backward = _gradient_from_output(
-    "sigmoid_backward", sigmoid_grad, "grad_output * (1 - output) * output: sigmoid's gradient.")
+    "sigmoid_backward", sigmoid_grad, sigmoid_grad_native,
+    "grad_output * (1 - output) * output: sigmoid's gradient.")
 
 threshold_backward = structured(
     "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",

@@ -146,3 +146,27 @@ void clamp_##SUF(int64_t n, const T* x, T* out, double lo, double hi, int nthrea
 
 CLAMP(float, f32)
 CLAMP(double, f64)
+
+/* tanh's and sigmoid's gradients from their outputs y (activation.py's tanh_grad,
+   sigmoid_grad): g * (1 - y * y) and g * (1 - y) * y, each product and difference rounded
+   in that order, as the NumPy passes and PyTorch's kernels round them. */
+#define FROM_OUTPUT_BACKWARD(T, SUF)                                                   \
+void tanh_backward_##SUF(int64_t n, const T* g, const T* y, T* out, int nthreads)      \
+{                                                                                      \
+    _Pragma("omp parallel for simd num_threads(nthreads)")                             \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+        const T r = (T)1 - y[i] * y[i];                                                \
+        out[i] = g[i] * r;                                                             \
+    }                                                                                  \
+}                                                                                      \
+void sigmoid_backward_##SUF(int64_t n, const T* g, const T* y, T* out, int nthreads)   \
+{                                                                                      \
+    _Pragma("omp parallel for simd num_threads(nthreads)")                             \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+        const T r = g[i] * ((T)1 - y[i]);                                              \
+        out[i] = r * y[i];                                                             \
+    }                                                                                  \
+}
+
+FROM_OUTPUT_BACKWARD(float, f32)
+FROM_OUTPUT_BACKWARD(double, f64)
