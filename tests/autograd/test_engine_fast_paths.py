@@ -194,3 +194,38 @@ def test_a_registered_add_kernel_is_called_for_the_buffer_sums(monkeypatch):
     x, y = _fan_out(gt, "float64", [1.0, 2.0])
     y.backward()
     assert spy.calls == 2
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "channels_last"])
+def test_a_first_grad_copied_from_a_view_is_fresh_in_the_variables_layout(layout):
+    """x.sum()'s gradient reaches x expanded from one number: x.grad is a fresh dense copy
+    in x's layout (empty_like(x).copy_), made directly on a plain thread, as torch's."""
+    base = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    x = gt.from_numpy(base.copy())
+    tx = torch.from_numpy(base.copy())
+    if layout == "transposed":
+        x, tx = x.transpose(1, 3), tx.transpose(1, 3)
+    elif layout == "channels_last":
+        x, tx = (t.contiguous(memory_format=lib.channels_last)
+                 for t, lib in ((x, gt), (tx, torch)))
+    x = x.detach().requires_grad_()
+    tx = tx.detach().requires_grad_()
+    (x * 3).sum().backward()          # MulBackward's product: stolen
+    stolen = x.grad
+    x.grad = None
+    x.sum().backward()
+    tx.sum().backward()
+    assert x.grad.stride() == tx.grad.stride() == x.stride()
+    assert x.grad.tolist() == tx.grad.tolist() and stolen.tolist() == (tx.grad * 3).tolist()
+    assert x.grad.untyped_storage().nbytes() == 24 * 4      # its own memory, not a view
+
+
+def test_a_mode_sees_the_first_grads_copy_as_torch_does():
+    x = gt.ones(3, requires_grad=True)
+    tx = torch.ones(3, requires_grad=True)
+    with op_log() as log:
+        x.sum().backward()
+    with op_log(torch) as tlog:
+        tx.sum().backward()
+    assert log.seen == tlog.seen         # ones_like, expand, new_empty_strided, copy_
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]

@@ -25,8 +25,8 @@ from ..dispatch import dispatcher
 from ..dispatch.dispatcher import PLAIN_CPU_KEYSET, _tracers
 from ..dispatch.keys import (AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, TENSOR_KEYSETS,
                              threads_off_default)
-from ..ops.copying.copies import fill_
-from ..ops.creation.factories import ones_like, ones_like_op
+from ..ops.copying.copies import copy_, fill_
+from ..ops.creation.factories import new_empty_strided_op, ones_like, ones_like_op
 from ..ops.pointwise.elementwise import add
 from ..profiler import _recorder
 from . import grad_mode
@@ -161,12 +161,38 @@ def _accumulate_into(var: Tensor, grad: Tensor, create_graph: bool) -> None:
             elif grad.__class__ is not Tensor:     # a subclass makes its own copy
                 var._grad = grad.detach().clone()
             else:
-                from ..ops.creation.factories import empty_like
-                var._grad = empty_like(var).copy_(grad.detach())
+                var._grad = _fresh_grad(var, grad)
         elif create_graph or var._grad._requires_grad:
             var._grad = var._grad + grad
         else:
             var._grad.add_(grad.detach() if grad._requires_grad else grad)
+
+
+def _copy_is_builtin() -> bool:
+    return _only_own_kernels("new_empty_strided, copy_",
+                             (new_empty_strided_op, copy_.functional))
+
+
+def _fresh_grad(var: Tensor, grad: Tensor) -> Tensor:
+    """var.grad's first value where the gradient cannot be stolen (a sum's expanded
+    gradient, a view something else holds), as PyTorch's clone_obey_contract makes it: a
+    copy in var's strides when var is dense (new_empty_strided, copy_), else a contiguous
+    clone. Made directly for a plain dense CPU variable and gradient of one dtype on a
+    thread in its default state, where those ops would run only glasstorch's kernels: the
+    same tensor without their dispatch (x.sum().backward() on 16 floats: 30 -> 21 us)."""
+    dense = is_non_overlapping_and_dense(var._shape, var._stride)
+    if not dense:
+        return grad.detach().clone(memory_format=contiguous_format)
+    if (var._keyset == _PLAIN_CPU_GRAD and grad._keyset == PLAIN_CPU_KEYSET
+            and var.__class__ is Tensor and grad.__class__ is Tensor
+            and grad.dtype is var.dtype and grad._shape == var._shape and _plain_thread()
+            and _copy_is_builtin()):
+        fresh = Tensor._empty(var._shape, var.dtype, stride=var._stride)
+        np.copyto(fresh._array(), grad._array())
+        return fresh
+    grad = grad.detach()
+    return grad.new_empty_strided(var._shape, var._stride, dtype=var.dtype,
+                                  device=var.device).copy_(grad)
 
 
 # References to a gradient nobody else holds, when `_owned` asks: the engine's local,
