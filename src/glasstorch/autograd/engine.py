@@ -20,13 +20,14 @@ from ..backends.cpu import parallel
 from ..core import dtype as dt
 from ..core.grad_state import state as _grad_state
 from ..core.shape import is_non_overlapping_and_dense
-from ..core.tensor import Tensor, contiguous_format
+from ..core.tensor import Tensor, contiguous_format, strided
 from ..dispatch import dispatcher
 from ..dispatch.dispatcher import PLAIN_CPU_KEYSET, _tracers
 from ..dispatch.keys import (AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, TENSOR_KEYSETS,
                              threads_off_default)
 from ..ops.copying.copies import copy_, fill_
-from ..ops.creation.factories import new_empty_strided_op, ones_like, ones_like_op
+from ..ops.creation.factories import (empty_like, new_empty_strided_op, ones_like,
+                                      ones_like_op)
 from ..ops.pointwise.elementwise import add
 from ..profiler import _recorder
 from . import grad_mode
@@ -177,11 +178,13 @@ def _fresh_grad(var: Tensor, grad: Tensor) -> Tensor:
     """var.grad's first value where the gradient cannot be stolen (a sum's expanded
     gradient, a view something else holds), as PyTorch's clone_obey_contract makes it: a
     copy in var's strides when var is dense (new_empty_strided, copy_), else a contiguous
-    clone. Made directly for a plain dense CPU variable and gradient of one dtype on a
-    thread in its default state, where those ops would run only glasstorch's kernels: the
-    same tensor without their dispatch (x.sum().backward() on 16 floats: 30 -> 21 us)."""
-    dense = is_non_overlapping_and_dense(var._shape, var._stride)
-    if not dense:
+    clone; a sparse one in var's layout (empty_like, copy_). Made directly for a plain
+    dense CPU variable and gradient of one dtype on a thread in its default state, where
+    those ops would run only glasstorch's kernels: the same tensor without their dispatch
+    (x.sum().backward() on 16 floats: 30 -> 21 us)."""
+    if var.layout is not strided or grad.layout is not strided:
+        return empty_like(var).copy_(grad.detach())     # a sparse gradient or variable
+    if not is_non_overlapping_and_dense(var._shape, var._stride):
         return grad.detach().clone(memory_format=contiguous_format)
     if (var._keyset == _PLAIN_CPU_GRAD and grad._keyset == PLAIN_CPU_KEYSET
             and var.__class__ is Tensor and grad.__class__ is Tensor
