@@ -267,7 +267,7 @@ def _checked(impl, policy: _Policy, structured: bool, operands=()):
     promotion."""
     first = 1 if structured else 0
 
-    def kernel(*args, **steps_in):      # steps_in: see backends/cpu/pointwise.div
+    def kernel(*args, **widened):       # steps_in=: see backends/cpu/pointwise.div
         half = False
         for a in args[first:]:
             if isinstance(a, Tensor):
@@ -278,7 +278,7 @@ def _checked(impl, policy: _Policy, structured: bool, operands=()):
                     half = True
         if half and _complex_operand(args[first:], operands):
             return policy.call(impl, structured, args, operands)
-        return impl(*args, **steps_in)
+        return impl(*args, **widened)
     kernel.__qualname__ = impl.__qualname__
     kernel.__module__ = impl.__module__
     kernel.takes_steps_in = getattr(impl, "takes_steps_in", False)

@@ -8,7 +8,8 @@ Three kinds, chosen per op:
   `__array_function__`), so `np.add(a, b, out=o)` on CuPy arrays launches CuPy's kernel.
   This is DESIGN's "kernels that are the same over any array module are written once".
   bfloat16 operands (bit patterns on the GPU: CuPy has no bfloat16) are widened to
-  float32 first and the result rounded once, which is how PyTorch computes bfloat16 too;
+  float32 first and the result rounded once, which is how PyTorch computes bfloat16 too
+  (a kernel that rounds between steps, as a few of PyTorch's do, is told `steps_in`);
 - **host**: the op runs on the CPU on copies of its operands, and the results are copied
   back, with a warning naming the op the first time. This keeps every op usable on a GPU
   while it waits for a kernel; `host_fallback_ops()` lists them.
