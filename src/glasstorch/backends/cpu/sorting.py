@@ -20,13 +20,18 @@ def _keys(a: np.ndarray, d: dt.dtype) -> np.ndarray:
     return a.astype(_FLOAT32) if d is dt.float16 or d is dt.bfloat16 else a
 
 
+def _reversed(a, axis: int):
+    """a's view reversed along `axis` (np.flip's result, without its argument checks)."""
+    return a[(slice(None),) * axis + (slice(None, None, -1),)]
+
+
 def _argsort(keys: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     """Stable order along `axis` (NaN largest); descending keeps ties in input order."""
     if not descending:
         return np.argsort(keys, axis=axis, kind="stable")
     n = keys.shape[axis]
-    order = np.argsort(np.flip(keys, axis), axis=axis, kind="stable")
-    return (n - 1) - np.flip(order, axis)
+    order = np.argsort(_reversed(keys, axis), axis=axis, kind="stable")
+    return (n - 1) - _reversed(order, axis)
 
 
 def _rows(t: Tensor, dim: int):
