@@ -267,7 +267,7 @@ def _checked(impl, policy: _Policy, structured: bool, operands=()):
     promotion."""
     first = 1 if structured else 0
 
-    def kernel(*args, **widened):       # steps_in=: see backends/cpu/pointwise.div
+    def kernel(*args):
         half = False
         for a in args[first:]:
             if isinstance(a, Tensor):
@@ -278,10 +278,10 @@ def _checked(impl, policy: _Policy, structured: bool, operands=()):
                     half = True
         if half and _complex_operand(args[first:], operands):
             return policy.call(impl, structured, args, operands)
-        return impl(*args, **widened)
+        return impl(*args)
     kernel.__qualname__ = impl.__qualname__
     kernel.__module__ = impl.__module__
-    kernel.takes_steps_in = getattr(impl, "takes_steps_in", False)
+    kernel.unchecked = impl          # what gpu_kernels' widened bfloat16 calls may reach
     kernel.partial_dtype_policy = policy
     return kernel
 

@@ -147,15 +147,21 @@ def _bfloat16_number(x):
 _SCALAR_OPERANDS = ("other", "min", "max")
 
 
+def _stepped(impl):
+    """The kernel under `impl` (through dtype_support's wrapper, `unchecked`) that rounds its
+    steps to a float16/bfloat16 op's dtype (`takes_steps_in`, as PyTorch's addr and rounded
+    div do), told that dtype when its operands arrive widened to float32; else None."""
+    while impl is not None and not getattr(impl, "takes_steps_in", False):
+        impl = getattr(impl, "unchecked", None)
+    return impl
+
+
 def _shared_structured(decl, cpu_impl):
     operand_positions = tuple(i for i, a in enumerate(decl.schema.arguments)
                               if a.type.startswith("Tensor") or (
                                   a.type.startswith("Scalar") and a.name in _SCALAR_OPERANDS))
     exact_scalars = decl.name in ("mul", "div")
-    # a kernel whose steps round to a float16/bfloat16 op's dtype is told that dtype when its
-    # operands arrive widened to float32
-    steps_in_bfloat16 = {"steps_in": dt.bfloat16} if getattr(cpu_impl, "takes_steps_in",
-                                                               False) else {}
+    stepped = _stepped(cpu_impl)
 
     def kernel(out, *args):
         device = (out[0] if isinstance(out, tuple) else out)._storage.device
@@ -175,8 +181,10 @@ def _shared_structured(decl, cpu_impl):
             for i in operand_positions:
                 if i < len(args):
                     args[i] = _bfloat16_number(args[i])
-        cpu_impl(wide if isinstance(out, tuple) else wide[0], *args,
-                 **(steps_in_bfloat16 if computes_in_bfloat16 else {}))
+        if computes_in_bfloat16 and stepped is not None:
+            stepped(wide if isinstance(out, tuple) else wide[0], *args, steps_in=dt.bfloat16)
+        else:
+            cpu_impl(wide if isinstance(out, tuple) else wide[0], *args)
         for o, w in zip(outs, wide):
             if w is not o:
                 copy_between(o, w)              # rounds to bfloat16 once, to nearest even

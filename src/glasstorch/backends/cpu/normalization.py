@@ -171,7 +171,7 @@ def batch_norm_cpu(outs, input, weight, bias, running_mean, running_var, trainin
                     eps):
     if input.dtype is dt.bfloat16 and input._array().__class__ is np.ndarray:
         _batch_norm_bfloat16(outs, input, weight, bias, running_mean, running_var, training,
-                        momentum, eps)
+                             momentum, eps)
         return
     compute = _compute(outs[1].dtype if training else input.dtype)
     compute = np.promote_types(compute, _compute(input.dtype))
@@ -199,8 +199,8 @@ def batch_norm_cpu(outs, input, weight, bias, running_mean, running_var, trainin
     _store(outs[0], _affine(y, weight, bias, cshape, compute))
 
 
-def _batch_norm_bfloat16(outs, input, weight, bias, running_mean, running_var, training, momentum,
-                    eps):
+def _batch_norm_bfloat16(outs, input, weight, bias, running_mean, running_var, training,
+                         momentum, eps):
     """native_batch_norm of a bfloat16 input as PyTorch's CPU kernels compute it
     (aten/src/ATen/native/Normalization.cpp, native/cpu/batch_norm_kernel.cpp): float
     arithmetic whose statistics, with parameters of the input's dtype, are rounded to it

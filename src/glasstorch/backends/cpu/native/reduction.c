@@ -61,11 +61,12 @@ SUM_ROWS(double, f64)
    glasstorch's thread pool (pool.c) in runs of TOTAL_RUN, each read as one stream; its
    caller starts at once and its helpers join as they come (10M float32 on 2 threads on a
    noisy host, medians: 884 us on OpenMP's team, which sleeps between regions; 770 on the
-   pool; PyTorch's 583). The last partial block runs on a zero-padded copy. (Measured on 2 cores, 10M float32: 8 elements a lane
-   run at memory speed, 4 up to 1.5x slower on a loaded core, all in double ~1.5x. Mean
-   error over 20 float32 sums of 1M elements that cancel (normal, lognormal - 20): 1.00
-   with 8 a lane, 0.97 with 4, 1.27 for reduction.py's einsum rows, 2.01 for ATen's sum,
-   2.34 for NumPy's pairwise sum; all in double rounds correctly.) */
+   pool; PyTorch's 583). The last partial block runs on a zero-padded copy. (Measured on 2
+   cores, 10M float32: 8 elements a lane run at memory speed, 4 up to 1.5x slower on a
+   loaded core, all in double ~1.5x. Mean error over 20 float32 sums of 1M elements that
+   cancel (normal, lognormal - 20): 1.00 with 8 a lane, 0.97 with 4, 1.27 for
+   reduction.py's einsum rows, 2.01 for ATen's sum, 2.34 for NumPy's pairwise sum; all in
+   double rounds correctly.) */
 #define TOTAL_LANES 64
 #define TOTAL_BLOCK (8 * TOTAL_LANES)
 #define TOTAL_CHUNKS 256
