@@ -33,19 +33,28 @@ def _root_grads(tensors, grad_tensors):
         raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
     out = []
     for i, (t, g) in enumerate(zip(tensors, grads)):
-        if not t._requires_grad:
+        if g is None:
+            g = _implicit_root(t, i)
+        elif not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not "
                                "have a grad_fn")
-        if g is None:
-            if t.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = implicit_gradient(t)
         elif g._shape != t._shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"torch.Size({list(g._shape)}) and output[{i}] has a shape "
                                f"of torch.Size({list(t._shape)}).")
         out.append(g)
     return out
+
+
+def _implicit_root(t: Tensor, i: int) -> Tensor:
+    """The gradient backward() starts root `t` (element `i` of its tensors) from when none is
+    given: ones for a one-element tensor that requires grad."""
+    if not t._requires_grad:
+        raise RuntimeError(f"element {i} of tensors does not require grad and does not "
+                           "have a grad_fn")
+    if t.numel() != 1:
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+    return implicit_gradient(t)
 
 
 def _overridden(relevant: tuple) -> bool:
@@ -129,6 +138,14 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
         return overrides.handle_torch_function(
             _tensor_backward, (self,), self, gradient=gradient, retain_graph=retain_graph,
             create_graph=create_graph, inputs=inputs)
+    if gradient is None and inputs is None and self.__class__ is Tensor:
+        # `loss.backward()`: backward()'s work for one plain tensor, without its argument
+        # handling (x.sum().backward() on 16 floats: -1.3 us of 21)
+        grads = [_implicit_root(self, 0)]
+        run_backward([gradient_edge(self)], grads,
+                     retain_graph=create_graph if retain_graph is None else retain_graph,
+                     create_graph=create_graph)
+        return
     backward(self, gradient, retain_graph, create_graph, inputs)
 
 
