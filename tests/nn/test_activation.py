@@ -552,6 +552,32 @@ def test_threshold_backward_c_kernel_is_used_and_thread_independent(monkeypatch)
     assert calls == ["threshold_backward_f32"] * 2
 
 
+@needs_compiler
+def test_relu_c_kernel_is_used_and_thread_independent(monkeypatch):
+    """relu of a dense float tensor (in place too) goes through native/activation.c's clamp
+    (spied), gives the NumPy path's values on 1 and 3 threads, and leaves other dtypes and
+    strided tensors to NumPy."""
+    from glasstorch.backends.cpu import native
+    from native_paths import spy_kernels, threaded_kernels
+    x = gt.from_numpy(np.random.default_rng(4).standard_normal((37, 41)).astype(np.float32))
+    x[0, :3] = gt.tensor([-0.0, float("nan"), -float("inf")])
+    monkeypatch.setattr(native, "ENABLED", False)
+    want = gt.relu(x).numpy()
+    calls = spy_kernels(monkeypatch, "activation")
+    with threaded_kernels(monkeypatch, 3):
+        got = gt.relu(x).numpy()
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_equal(got, want)
+    y = x.double()
+    y.relu_()
+    np.testing.assert_array_equal(y.numpy(), want.astype(np.float64))
+    assert calls == ["clamp_f32", "clamp_f64"]
+    gt.relu(x.to(gt.bfloat16))
+    gt.relu(x.to(gt.int32))
+    gt.relu(x.t())
+    assert calls == ["clamp_f32", "clamp_f64"]
+
+
 def test_gelu_and_relu_second_order_gradients_match_torch():
     torch = oracle_torch()
     x = np.random.default_rng(1).standard_normal(12) * 2

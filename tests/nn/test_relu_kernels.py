@@ -62,7 +62,7 @@ def _threshold_reference(g, x, threshold):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("n", [67, 600_000])
-def test_relu_special_values(dtype, n):
+def test_relu_special_values(dtype, n, kernel_path):
     x = _values(dtype, n)
     expected = _relu_reference(x)
     _assert_exact(gt.relu(x), expected)
@@ -88,7 +88,7 @@ def test_relu_strided_layouts_match_torch(dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_relu_inplace(dtype):
+def test_relu_inplace(dtype, kernel_path):
     for make in (lambda: _values(dtype, 2 * 67), lambda: _values(dtype, 2 * 67)[1::2]):
         x = make()
         expected = _relu_reference(x)

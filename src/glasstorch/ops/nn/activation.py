@@ -33,9 +33,9 @@ from ..wrappers import generate_wrapper
 from ...backends.cpu.activation import (_celu, _elu, _gelu, _hardshrink, _hardsigmoid,
     _hardswish, _hardtanh, _leaky_relu, _log_sigmoid, _mish, _relu, _silu, _softplus,
     _softshrink, _threshold, activation_kernel, backward_kernel, gelu_grad, gelu_grad_native,
-    gelu_native, glu_cpu, native_dropout_into, prelu_kernel_cpu, rrelu_with_noise_into,
-    sigmoid_grad, sigmoid_grad_native, tanh_grad, tanh_grad_native, threshold_grad,
-    threshold_grad_native)
+    gelu_native, glu_cpu, native_dropout_into, prelu_kernel_cpu, relu_native,
+    rrelu_with_noise_into, sigmoid_grad, sigmoid_grad_native, tanh_grad, tanh_grad_native,
+    threshold_grad, threshold_grad_native)
 
 _POINTWISE = ("pointwise",)
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -123,7 +123,7 @@ def _softshrink_meta(self, lambd=0.5):
 _INTEGER_OR_FLOAT = INTS | FLOATING
 
 relu = _pointwise("relu(Tensor self) -> Tensor", _relu, "clamp_min_cpu", _INTEGER_OR_FLOAT,
-                  _relu_meta, into=True, block=None, out=False,
+                  _relu_meta, into=True, block=None, out=False, native_fn=relu_native,
                   doc="max(input, 0); relu'(0) is 0.")
 leaky_relu = _pointwise("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
                         _leaky_relu, "leaky_relu_cpu", function=False, method=False,
