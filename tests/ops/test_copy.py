@@ -77,6 +77,28 @@ def test_to_returns_self_when_nothing_changes():
     b = a.to(gt.float64)
     assert b.dtype is gt.float64 and b.tolist() == [1.0, 1.0]
     assert a.to(gt.zeros(1, dtype=gt.int64)).dtype is gt.int64
+    assert a.to(gt.device("cpu")) is a and a.type_as(a) is a and a.double().double() is not a
+    assert a.to("meta").device.type == "meta" and a.to(gt.device("meta")).device.type == "meta"
+
+
+def test_shortcut_conversions_still_reach_modes_and_subclasses():
+    """x.float(), x.type_as(y) and x.to(dtype or device) skip to()'s parsing, not the
+    __torch_function__ protocol."""
+    from glasstorch.overrides import TorchFunctionMode
+    seen = []
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+    a = gt.ones(2)
+    with Watch():
+        assert a.float() is a and a.type_as(a) is a and a.to("cpu") is a
+    assert seen == ["float", "type_as", "to"]
+
+    class Sub(gt.Tensor):
+        pass
+    assert type(a.as_subclass(Sub).float()) is Sub
 
 
 @pytest.mark.parametrize("method,dtype", [("float", "float32"), ("double", "float64"),

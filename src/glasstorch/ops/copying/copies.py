@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from ...core import dtype as dt
-from ...core.device import as_device
+from ...core.device import as_device, device as Device
 from ...core.shape import has_internal_overlap
 from ...dispatch.dispatcher import define
 from ...dispatch.keys import BACKEND_MASK, MATH_BITS
@@ -224,6 +224,13 @@ def to(self, *args, **kwargs):
     """Convert dtype and/or device: to(dtype), to(device, dtype), to(other); self if no-op
     (a memory format counts as met where PyTorch's suggest_memory_format names it: a
     transposed matrix stays itself under contiguous_format, as in PyTorch)."""
+    if not kwargs and len(args) == 1:          # x.to(torch.float32), x.to(device), unparsed
+        target = args[0]
+        if target.__class__ is dt.dtype:
+            return _to_dtype(self, target)
+        if target.__class__ is str and target == self.device.type or target.__class__ is \
+                Device and target.index is None and target.type == self.device.type:
+            return self                        # a batch's x.to(device) when it is there
     dtype, device, non_blocking, copy, memory_format = _parse_to_args(self, args, dict(kwargs))
     same_dtype = dtype is None or dtype is self.dtype
     same_device = device is None or device == self.device or (
@@ -238,8 +245,18 @@ def to(self, *args, **kwargs):
 export("to", to, method=True, function=False)
 
 
+def _to_dtype(self, dtype):
+    """self.to(dtype): self where it has that dtype already (x.float() on a float tensor,
+    x.type_as(y), as common as the conversions themselves), else a converted copy."""
+    if dtype is self.dtype:
+        return self
+    return to_copy.functional(self, dtype, None, False, None)
+
+
 def _caster(dtype_):
     def cast(self, memory_format=preserve_format):
+        if memory_format is preserve_format:
+            return _to_dtype(self, dtype_)
         return self.to(dtype_, memory_format=memory_format)
     cast.__name__ = cast.__qualname__ = dtype_.name
     cast.__doc__ = f"self.to({dtype_!r})"
@@ -256,7 +273,7 @@ for _name, _dtype in (("float", dt.float32), ("double", dt.float64), ("half", dt
 
 def type_as(self, other):
     """self converted to other's dtype."""
-    return self.to(other.dtype)
+    return _to_dtype(self, other.dtype)
 
 
 def cpu(self, memory_format=preserve_format):
