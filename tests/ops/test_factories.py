@@ -124,3 +124,37 @@ def test_legacy_constructor_tells_data_from_sizes_like_torch():
         targs = tuple(T.Size(a) if isinstance(a, gt.Size) else a for a in args)
         ours, theirs = gt.Tensor(*args), T.Tensor(*targs)
         assert tuple(ours.shape) == tuple(theirs.shape) and ours.dtype is gt.float32
+
+
+def test_cpu_factories_called_directly_are_still_seen_and_follow_the_default_device():
+    """zeros, ones, empty, full and the *_like / new_* factories call their CPU kernel
+    directly on a plain thread; a dispatch mode still sees the ATen op, a default device
+    elsewhere still decides, and every dtype still gets exact zeros and ones."""
+    from glasstorch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+    x = gt.ones(2, 3)
+    with Seen() as seen:
+        gt.zeros(2), gt.ones(2), gt.empty(2), gt.full((2,), 3.0), gt.ones_like(x)
+        x.new_zeros(4)
+    assert seen.ops == ["aten.zeros.default", "aten.ones.default",
+                        "aten.empty.memory_format", "aten.full.default",
+                        "aten.ones_like.default", "aten.new_zeros.default"]
+    gt.set_default_device("meta")
+    try:
+        assert gt.zeros(2).device.type == "meta" and gt.ones(2).is_meta
+        assert gt.zeros(2, device="cpu").device.type == "cpu"
+    finally:
+        gt.set_default_device(None)
+    for d in (gt.bool, gt.int8, gt.uint8, gt.float16, gt.bfloat16, gt.complex64, gt.float64):
+        assert gt.ones(3, dtype=d).tolist() == [1, 1, 1] and gt.zeros(2, dtype=d).tolist() == [0, 0]
+        assert gt.ones_like(x, dtype=d).tolist() == [[1] * 3] * 2
+    assert gt.ones_like(x.t()).stride() == x.t().stride()
+    assert not gt.zeros_like(gt.ones(2, requires_grad=True)).requires_grad

@@ -20,12 +20,14 @@ import warnings
 import numpy as np
 
 from ...core import dtype as dt
-from ...core.device import CPU, as_device
+from ...core import device as _devices
+from ...core.device import CPU, as_device, device as Device
 from ...core.shape import Size, as_shape, check_nonnegative, contiguous_strides, check_in_bounds
 from ...core.storage import UntypedStorage
 from ...core.tensor import Tensor, contiguous_format, preserve_format
-from ...dispatch.dispatcher import define
-from ...dispatch.keys import BACKEND_MASK, BACKEND_OF_DEVICE, DispatchKey
+from ...dispatch.dispatcher import (PLAIN_CPU_GRAD_KEYSET, PLAIN_CPU_KEYSET, _tracers,
+                                    define)
+from ...dispatch.keys import BACKEND_MASK, BACKEND_OF_DEVICE, DispatchKey, threads_off_default
 from ..copying.copies import assign_array, fill_ as fill_op, strides_for
 from ..registry import export
 
@@ -56,8 +58,41 @@ def factory_op(schema_text: str, kernel):
     return op
 
 
+def _cpu_kernel(op, device):
+    """The kernel a call of factory `op` reaches on the CPU (its `plain_cpu`: BackendSelect
+    adds the CPU's key), where `device` is the CPU (given, or the default) and the thread is
+    in its default state (no mode, trace or autocast): called directly, the same tensor
+    without the dispatcher's two layers (zeros(16): 4.7 -> 2.6 us). None otherwise."""
+    if device is None:
+        if _devices.default_device is not CPU:
+            return None
+    elif device is not CPU and not (device.__class__ is str and device == "cpu") and not (
+            device.__class__ is Device and device.type == "cpu" and device.index is None):
+        return None
+    if threads_off_default[0] or _tracers:
+        return None
+    return op.plain_cpu
+
+
+def _like_kernel(op, input, device):
+    """`_cpu_kernel` for a *_like or new_* call on `input`: its kernel for a plain CPU input
+    and no other device asked for, on a thread in its default state; else None."""
+    if device is not None or threads_off_default[0] or _tracers:
+        return None
+    keys = input._keyset
+    return op.plain_cpu if keys == PLAIN_CPU_KEYSET else \
+        op.plain_cpu_grad if keys == PLAIN_CPU_GRAD_KEYSET else None
+
+
 def _fill_fresh(t: Tensor, value) -> Tensor:
-    """Fill a tensor this factory just made: straight to the backend, no version bump."""
+    """Fill a tensor this factory just made: straight to the backend, no version bump; by
+    NumPy's fill for zeros and ones of a plain CPU tensor of an ordinary dtype (every one
+    holds 0 and 1 exactly) where no dispatch trace watches the backend's fill_ (ones(16):
+    -0.7 us)."""
+    if value.__class__ is int and (value == 0 or value == 1) and \
+            t._keyset == PLAIN_CPU_KEYSET and t.dtype.family is None and not _tracers:
+        t._array().fill(value)
+        return t
     return fill_op.functional.redispatch(t._keyset & BACKEND_MASK, t, value)
 
 
@@ -234,8 +269,13 @@ def empty(*sizes, size=None, out=None, dtype=None, layout=None, device=None,
     shape = _size_arg("empty", sizes, size)
     if out is not None:
         return _factory_out(out, shape, dtype)
-    t = empty_op.dispatch(BACKEND_SELECT, shape, dtype, layout, as_device(device), pin_memory,
-                          _format(memory_format, contiguous_format))
+    kernel = _cpu_kernel(empty_op, device)
+    if kernel is not None:
+        t = kernel(shape, dtype, layout, CPU, pin_memory, _format(memory_format,
+                                                                   contiguous_format))
+    else:
+        t = empty_op.dispatch(BACKEND_SELECT, shape, dtype, layout, as_device(device),
+                              pin_memory, _format(memory_format, contiguous_format))
     return _finish(t, requires_grad)
 
 
@@ -266,8 +306,12 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
     if out is not None:
         t = _factory_out(out, shape, _full_dtype(fill_value) if dtype is None else dtype)
         return _finish(_fill_fresh(t, fill_value), requires_grad)
-    t = full_op.dispatch(BACKEND_SELECT, shape, fill_value, dtype, layout, as_device(device),
-                         pin_memory)
+    kernel = _cpu_kernel(full_op, device)
+    if kernel is not None:
+        t = kernel(shape, fill_value, dtype, layout, CPU, pin_memory)
+    else:
+        t = full_op.dispatch(BACKEND_SELECT, shape, fill_value, dtype, layout,
+                             as_device(device), pin_memory)
     return _finish(t, requires_grad)
 
 
@@ -277,7 +321,12 @@ def _filled(name, op, value):
         shape = _size_arg(name, sizes, size)
         if out is not None:
             return _finish(_fill_fresh(_factory_out(out, shape, dtype), value), requires_grad)
-        t = op.dispatch(BACKEND_SELECT, shape, dtype, layout, as_device(device), pin_memory)
+        kernel = _cpu_kernel(op, device)
+        if kernel is not None:
+            t = kernel(shape, dtype, layout, CPU, pin_memory)
+        else:
+            t = op.dispatch(BACKEND_SELECT, shape, dtype, layout, as_device(device),
+                            pin_memory)
         return _finish(t, requires_grad)
     factory.__name__ = factory.__qualname__ = name
     factory.__doc__ = f"A tensor of {name}."
@@ -293,8 +342,14 @@ ones = _filled("ones", ones_op, 1)
 def _like(name, op):
     def like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
              memory_format=preserve_format):
-        t = op.dispatch(like_keyset(name, input), input, dtype, layout, device, False,
-                        _format(memory_format, preserve_format))
+        keys = like_keyset(name, input)
+        kernel = _like_kernel(op, input, device)
+        if kernel is not None:
+            t = kernel(input, dtype, layout, None, False, _format(memory_format,
+                                                                   preserve_format))
+        else:
+            t = op.dispatch(keys, input, dtype, layout, device, False,
+                            _format(memory_format, preserve_format))
         return _finish(t, requires_grad)
     like.__name__ = like.__qualname__ = name
     return like
@@ -316,8 +371,12 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None,
 def _new(name, op):
     def method(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
                pin_memory=False):
-        t = op.dispatch(self._keyset, self, _size_arg(name, size), dtype, layout, device,
-                        pin_memory)
+        shape = _size_arg(name, size)
+        kernel = _like_kernel(op, self, device)
+        if kernel is not None:
+            t = kernel(self, shape, dtype, layout, None, pin_memory)
+        else:
+            t = op.dispatch(self._keyset, self, shape, dtype, layout, device, pin_memory)
         return _finish(t, requires_grad)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"{name.removeprefix('new_')}(...) with self's dtype and device by default."
