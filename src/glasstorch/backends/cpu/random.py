@@ -2,8 +2,8 @@
 MT19937 words, so that a seeded program draws PyTorch's numbers.
 
 Each transform takes the engine's words in bulk (`gen._random(n)`: 32-bit words,
-`gen._random64(n)`: two words each, high first) and computes, in NumPy, what PyTorch's
-serial CPU kernels compute one element at a time:
+`gen._random64(n)`: two words each, high first) and computes what PyTorch's serial CPU
+kernels compute one element at a time:
 
 - uniform: float32 (and float16/bfloat16, computed in float32) keep the low 24 bits of one
   word, float64 the low 53 bits of a 64-bit value; x * (to - from) + from, and a value that
@@ -17,8 +17,18 @@ serial CPU kernels compute one element at a time:
 
 Values are produced in the order PyTorch's TensorIterator visits the elements (by memory
 order: the dimension with the smallest stride innermost), so an in-place sample into a
-transposed view matches too. A few of PyTorch's paths use vectorized log/sin/cos (float32
-`randn` of 16+ elements): those can differ in the last bit.
+transposed view matches too.
+
+uniform and normal of float32 and float64 run as one C pass each (native/random.c), written
+straight into a contiguous CPU tensor; elsewhere (float16/bfloat16, no compiler,
+GLASSTORCH_NATIVE=0) NumPy formulas do the same steps. The uniforms are the same bits on
+both paths. The normals are PyTorch's bits on the C path: its float32 blocks evaluate log,
+sin and cos with Cephes' polynomials (PyTorch's AVX2 kernel, which AVX512 CPUs run too),
+which random.c follows step for step, fused multiply-adds included; its other normals call
+libm's scalar log/log1p, sin and cos, as random.c does. The NumPy formulas round float32
+log/sin/cos from NumPy's float64 ones and use NumPy's vector float64 functions, so they
+differ from PyTorch (and from C) in the last bit or two: about 17% of float32 block values,
+0.2% of float64 block values, a few % of the other float64 normals.
 """
 from __future__ import annotations
 
@@ -30,12 +40,15 @@ from ...core import dtype as dt
 from ...core.shape import has_internal_overlap
 from ...core.tensor import Tensor
 from ..arrays import asarray, is_device_array
+from . import native
 
 
 _DIGITS = {dt.float16: 11, dt.bfloat16: 8, dt.float32: 24, dt.float64: 53}
 _TWO_PI = 2.0 * math.pi
 _LOW24 = np.uint64((1 << 24) - 1)
 _LOW53 = np.uint64((1 << 53) - 1)
+_SUFFIX = {dt.float32: "f32", dt.float64: "f64"}     # the dtypes of random.c's kernels
+_NO_WORDS = np.empty(0, np.uint64)
 
 
 def _compute(real: dt.dtype):
@@ -95,6 +108,27 @@ def _count(t: Tensor) -> int:
     return t.numel() * (2 if t.dtype.category == dt.COMPLEX else 1)
 
 
+def _kernel(name: str, real: dt.dtype, signature: str):
+    """random.c's kernel `name` for `real`, or None: float16/bfloat16, or no C kernels."""
+    if real not in _SUFFIX:
+        return None
+    return native.function("random", f"{name}_{_SUFFIX[real]}", signature)
+
+
+def _host_flat(t: Tensor):
+    """t's own memory as one flat array of its real dtype (a complex tensor's parts
+    interleaved), for a C kernel to write in visiting order: where t is a C-contiguous,
+    writable CPU tensor; else None."""
+    a = t._array()
+    if a.__class__ is not np.ndarray:
+        return None
+    flags = a.flags
+    if not (flags.c_contiguous and flags.writeable):
+        return None
+    flat = a.reshape(-1)
+    return flat.view(t.dtype.to_real().np) if t.dtype.category == dt.COMPLEX else flat
+
+
 # ---- fused multiply-add: PyTorch's build contracts `x * scale + shift` into one rounding ----
 
 _SPLIT = 134217729.0          # 2**27 + 1: Dekker's splitter for float64
@@ -145,6 +179,16 @@ def uniform01(gen, shape, real: dt.dtype) -> np.ndarray:
 
 def fill_uniform(gen, t: Tensor, from_: float, to: float) -> None:
     real = t.dtype.to_real()
+    fn = _kernel("uniform", real, "nppddi")
+    if fn is not None:          # one C pass, the NumPy formula's roundings, into t if it can
+        out = _host_flat(t)
+        n = _count(t)
+        values = np.empty(n, real.np) if out is None else out
+        words = gen._random(2 * n if real is dt.float64 else n)
+        fn(n, native.pointer(words), native.pointer(values), from_, to, native.threads(n))
+        if out is None:
+            _write(t, _place(t, values))
+        return
     cd = _compute(real)
     lo, hi = cd(from_), cd(to)
     x = uniform01(gen, (_count(t),), real)
@@ -163,7 +207,7 @@ def _box_muller_16(u: np.ndarray, mean, std, cd) -> np.ndarray:
         theta = _TWO_PI * u2
         return np.concatenate([fma(radius * np.cos(theta), std, mean, cd),
                                fma(radius * np.sin(theta), std, mean, cd)], axis=1)
-    # float32 throughout; log/cos/sin rounded from float64 (PyTorch's are 1-ulp vector ones)
+    # float32 throughout; log/cos/sin rounded from float64 (PyTorch's are Cephes' polynomials)
     log = np.log(u1.astype(np.float64)).astype(np.float32)
     radius = np.sqrt(np.float32(-2.0) * log)
     theta = (np.float32(_TWO_PI) * u2).astype(np.float64)
@@ -190,42 +234,86 @@ def _normal_blocks(gen, n: int, mean: float, std: float, real: dt.dtype) -> np.n
     return out
 
 
-def normal_doubles(gen, n: int) -> np.ndarray:
-    """n N(0, 1) doubles from PyTorch's normal_distribution<double>: the cached sine half
-    first, then pairs (cos, sin) of fresh Box-Muller draws; an unused sine is cached."""
-    out = np.empty(n, np.float64)
-    start = 0
-    if n and gen._next_double_normal is not None:
-        out[0], gen._next_double_normal, start = gen._next_double_normal, None, 1
+# How much more a normal_fill element costs than a simple elementwise one (Cephes' float
+# polynomials; libm's scalar log, sin and cos), for the element count that splits the C
+# kernel across threads.
+_FILL_COST = {dt.float32: 4, dt.float64: 64}
+
+
+def _normal_blocks_native(gen, out: np.ndarray, mean: float, std: float, real) -> bool:
+    """_normal_blocks by C (native/random.c), into `out` (16 or more contiguous values of
+    `real`); False where the kernel does not apply."""
+    fn = _kernel("normal_fill", real, "nppddi")
+    if fn is None:
+        return False
+    n = out.size
+    words = gen._random((2 if real is dt.float64 else 1) * (n + 16 if n % 16 else n))
+    fn(n, native.pointer(words), native.pointer(out), mean, std,
+       native.threads(n * _FILL_COST[real]))
+    return True
+
+
+def normal_doubles(gen, n: int, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
+    """n values of PyTorch's normal_distribution<double>(mean, std), each z * std + mean
+    rounded once: z is the cached sine half first, then (cos, sin) of fresh Box-Muller
+    draws; an unused sine is cached."""
+    cached = gen._next_double_normal
+    start = 0 if cached is None or not n else 1
     pairs = (n - start + 1) // 2
-    if pairs:
-        u = uniform_double(gen, 2 * pairs).reshape(pairs, 2)
-        radius = np.sqrt(-2.0 * np.log1p(-u[:, 1]))
-        theta = _TWO_PI * u[:, 0]
-        both = np.stack([radius * np.cos(theta), radius * np.sin(theta)], axis=1).reshape(-1)
-        out[start:] = both[:n - start]
-        if (n - start) % 2:
-            gen._next_double_normal = float(both[-1])
+    fn = native.function("random", "normal_doubles", "npidddp")
+    if fn is not None:          # one C call; out[n] gets the last pair's sine
+        words = gen._random(4 * pairs) if pairs else _NO_WORDS
+        out = np.empty(n + 1, np.float64)
+        fn(n, native.pointer(words), start, cached or 0.0, mean, std, native.pointer(out))
+        sine, out = out[n], out[:n]
+    else:
+        out = np.empty(n, np.float64)
+        if start:
+            out[0] = cached
+        if pairs:
+            u = uniform_double(gen, 2 * pairs).reshape(pairs, 2)
+            radius = np.sqrt(-2.0 * np.log1p(-u[:, 1]))
+            theta = _TWO_PI * u[:, 0]
+            both = np.stack([radius * np.cos(theta), radius * np.sin(theta)],
+                            axis=1).reshape(-1)
+            out[start:] = both[:n - start]
+            sine = both[-1]
+        out = fma(out, std, mean, np.float64)
+    if start:
+        gen._next_double_normal = None
+    if (n - start) % 2:
+        gen._next_double_normal = float(sine)
     return out
 
 
-def normal_flat(gen, t: Tensor, mean: float, std: float) -> np.ndarray:
-    """t's normal samples in visiting order (a complex tensor's parts: std / sqrt(2))."""
+def normal_flat(gen, t: Tensor, mean: float, std: float, out=None) -> np.ndarray:
+    """t's normal samples in visiting order (a complex tensor's parts: std / sqrt(2)), in
+    `out` where given (`_host_flat(t)`: t's own memory)."""
     real = t.dtype.to_real()
     if t.dtype.category == dt.COMPLEX:
         std = std / math.sqrt(2.0)
     n = _count(t)
     if n >= 16 and t.is_contiguous():
-        return _normal_blocks(gen, n, mean, std, real).astype(real.np)
-    return fma(normal_doubles(gen, n), std, mean, np.float64).astype(real.np)
+        values = np.empty(n, real.np) if out is None else out
+        if _normal_blocks_native(gen, values, mean, std, real):
+            return values
+        values = _normal_blocks(gen, n, mean, std, real).astype(real.np)
+    else:
+        values = normal_doubles(gen, n, mean, std).astype(real.np)
+    if out is not None:
+        out[...] = values
+    return values
 
 
 def fill_normal(gen, t: Tensor, mean: float, std: float) -> None:
-    _write(t, _place(t, normal_flat(gen, t, mean, std)))
+    out = _host_flat(t)
+    values = normal_flat(gen, t, mean, std, out)
+    if out is None:
+        _write(t, _place(t, values))
 
 
 def fill_log_normal(gen, t: Tensor, mean: float, std: float) -> None:
-    values = np.exp(fma(normal_doubles(gen, t.numel()), std, mean, np.float64))
+    values = np.exp(normal_doubles(gen, t.numel(), mean, std))
     _write(t, _place(t, values.astype(t.dtype.np)))
 
 
