@@ -226,6 +226,7 @@ class LazyCapture(TorchDispatchMode):
         self.divergence = None       # (this call's op key, a cached one) where traces part
         self.compiled_new_graph = False
         self._fake_mode = None
+        self.runs = None               # a list to keep a LastRun per flush in (replay.py)
 
     @property
     def fake_mode(self) -> FakeTensorMode:
@@ -425,12 +426,7 @@ class LazyCapture(TorchDispatchMode):
         seg = self.segment
         offset, shape, stride, dtype = geometry = description[-1]
         if what == "fresh":            # a new DeferredStorage, with `_remember` inlined
-            storage = _new_storage(DeferredStorage)
-            storage.device = description[2]
-            storage._nbytes = description[1]
-            storage.resizable = True
-            storage._allocator = None
-            _set_buf(storage, None)
+            storage = fresh_storage(description[1], description[2], DeferredStorage)
             key = id(storage)
             _owner_of_storage[key] = self
             seg.deferred.pop(key, None)              # a dead storage's id, reused
@@ -527,6 +523,7 @@ class LazyCapture(TorchDispatchMode):
         self.flushing = True
         try:
             if break_reason is not None:   # may raise (fullgraph): the segment stays pending
+                self.runs = None           # a call with a break is not replayed (replay.py)
                 self.on_break(GraphBreak(break_reason, user_frame()), bool(self.segment.ops))
             seg, self.segment = self.segment, _Segment(self.root)
             self._fake_mode = None
@@ -539,8 +536,8 @@ class LazyCapture(TorchDispatchMode):
 
     def _run(self, seg: _Segment) -> None:
         try:
-            node, plan = self._compiled_backward(seg) if self.compile_backward else \
-                (None, None)
+            node, plan, region = self._compiled_backward(seg) if self.compile_backward else \
+                (None, None, None)
         finally:                       # the inputs are plain again even if a backend failed
             live = _release(seg)
         outputs = tuple((ref, geometry) for _, ref, geometry in live)
@@ -559,6 +556,8 @@ class LazyCapture(TorchDispatchMode):
         if node is not None:
             node._saved = [SavedTensor(seg.inputs[ref[1]]) for ref in plan.saved_inputs]
             node._saved += _saved_values(plan.saved_refs, live, results)
+        if self.runs is not None:
+            self.runs.append(LastRun(seg, live, compiled, plan, region))
 
     def _compiled_backward(self, seg: _Segment):
         """(node, plan): when the segment recorded autograd nodes, the region's compiled
@@ -566,24 +565,24 @@ class LazyCapture(TorchDispatchMode):
         node's saved values are filled after the forward ran. (None, None) when there is no
         region or its backward stays eager."""
         if self.segment.sequence_start == seg.sequence_start + 1:
-            return None, None             # no autograd node was numbered since it began
+            return None, None, None       # no autograd node was numbered since it began
         region = aot_autograd.find_region(seg)
         if region is None:
-            return None, None
+            return None, None, None
         if isinstance(region, str):
             aot_autograd.log_eager(region)
-            return None, None
+            return None, None, region
         plan = seg.node.compiled.get(region.key)
         if plan is None:
             self.compiled_new_graph = True
             plan = seg.node.compiled[region.key] = self._plan_joint(seg, region)
         if isinstance(plan, str):        # the reason its backward stays eager
             aot_autograd.log_eager(plan)
-            return None, None
+            return None, None, plan
         node = aot_autograd.CompiledFunctionBackward(plan, region.edges)
         for k, t in enumerate(region.outputs):
             t.grad_fn, t._output_nr = node, k
-        return node, plan
+        return node, plan, region
 
     def _plan_joint(self, seg: _Segment, region):
         """Trace the region's backward after its forward, partition the joint graph and
@@ -625,6 +624,37 @@ class LazyCapture(TorchDispatchMode):
             for key in set(seg.deferred) - deferred_before:
                 del seg.deferred[key]
                 _owner_of_storage.pop(key, None)
+
+
+class LastRun:
+    """What one flush ran, for a replay plan (replay.py): the graph's inputs, the storages
+    its outputs filled, the compiled forward, and the compiled backward's plan with its
+    region (or why the backward stays eager, or None without one)."""
+
+    __slots__ = ("inputs", "live", "compiled", "plan", "region_outputs", "edge_inputs",
+                 "random", "eager_backward")
+
+    def __init__(self, seg: _Segment, live, compiled, plan, region):
+        self.inputs = list(seg.inputs)
+        self.live = live
+        self.compiled = compiled
+        self.plan = plan
+        self.random = seg.random
+        self.eager_backward = isinstance(region, str)
+        has_region = plan is not None and region is not None and not self.eager_backward
+        self.region_outputs = list(region.outputs) if has_region else []
+        self.edge_inputs = tuple(region.edge_inputs) if has_region else ()
+
+
+def fresh_storage(nbytes: int, device, cls=UntypedStorage):
+    """A storage of `nbytes` on `device` with no memory yet (`_fill` gives it a result's)."""
+    storage = _new_storage(cls)
+    storage.device = device
+    storage._nbytes = nbytes
+    storage.resizable = True
+    storage._allocator = None
+    _set_buf(storage, None)
+    return storage
 
 
 def _build_forward(seg: _Segment, live: list, plan) -> GraphModule:

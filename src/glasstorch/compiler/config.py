@@ -8,6 +8,8 @@ tensor sizes makes every size dynamic for the function from then on (one more ca
 as PyTorch's automatic dynamic shapes), instead of one entry per size.
 `suppress_errors`: a backend that fails to compile a graph logs the error and the graph runs
 eagerly instead of the error propagating.
+`replay_pure_calls`: a call whose Python was shown pure replays the compiled graph without
+running that Python (replay.py); False keeps every call on lazy capture.
 """
 import sys
 import types
@@ -15,6 +17,7 @@ import types
 recompile_limit = 8
 automatic_dynamic_shapes = True
 suppress_errors = False
+replay_pure_calls = True
 verbose = False
 
 

@@ -5,7 +5,9 @@ its guard snapshot (guards.py) and picks the entry whose guards it passes; when 
 new entry is made (a recompile, logged with the failed guard), up to
 `config.recompile_limit`, past which the call warns once and runs eagerly. The call then runs
 the user's Python under a `LazyCapture` (capture.py); each segment it flushes is compiled by
-the backend once per entry and structure, and reused afterwards.
+the backend once per entry and structure, and reused afterwards. A later call of an entry
+is watched once for a replay plan (replay.py): when its Python proves pure, calls whose
+replay guards hold run the compiled graph without it.
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from ..nn.modules.module import Module
 from ..utils._python_dispatch import _disable_current_modes, _get_current_dispatch_mode_stack
 from . import config, guards, logs
 from .backends import lookup_backend
+from ..profiler import _recorder
+from . import replay
 from .capture import _PACKAGE_DIR, LazyCapture, TraceNode, describe_divergence
 from .exc import BackendCompilerFailed, Unsupported
 
@@ -36,6 +40,7 @@ class _State(threading.local):
 
 
 _state = _State()
+_REPLAY_WATCHES = 3       # calls of one cache entry watched for a replay plan, at most
 _all_compiled = weakref.WeakSet()  # every live _CompiledFunction, for reset()
 
 
@@ -59,7 +64,7 @@ class _CacheEntry:
     it, whose nodes hold the compiled graphs."""
 
     __slots__ = ("snapshot", "fingerprint", "sizes_free", "trace", "calls", "retraces",
-                 "eager", "layouts")
+                 "eager", "layouts", "replay", "replay_watches")
 
     def __init__(self, snapshot: tuple, fingerprint: tuple, sizes_free: tuple | None):
         self.snapshot = snapshot
@@ -74,6 +79,8 @@ class _CacheEntry:
         self.calls = 0              # calls that ran under this entry
         self.retraces = 0           # later calls whose trace needed a new graph
         self.eager = False          # past the limit: calls under this entry run eagerly
+        self.replay = None          # a ReplayPlan: calls whose guards hold skip the Python
+        self.replay_watches = 0     # calls watched for one (a few at most: see _watch)
 
 
 class _CompiledFunction:
@@ -119,18 +126,65 @@ class _CompiledFunction:
         entry = self._entry_for(args, kwargs)
         if entry is None or entry.eager:
             return self.fn(*args, **kwargs)
+        if entry.replay is not None:
+            if entry.replay.holds() and _state.explain is None and not _recorder.collectors:
+                entry.calls += 1
+                return entry.replay.run(args, kwargs)
+            entry.replay = None       # something it read changed: watch a later call anew
         new_layout = entry.layouts is not None and _new_layout(entry, args, kwargs)
         capture = LazyCapture(entry.trace, self._compile_segment, self._on_break,
                               getattr(self.backend, "compiles_backward", False))
+        watch = self._watch(entry, args, kwargs)
+        if watch is not None:
+            capture.runs = []
+        before = [v for _, v in replay.versions(self.module)] if watch is not None else None
         _state.capture = capture
         try:
             with capture:
-                result = self.fn(*args, **kwargs)
+                if watch is None:
+                    result = self.fn(*args, **kwargs)
+                else:
+                    with watch:
+                        result = self.fn(*args, **kwargs)
         finally:
             _state.capture = None
             capture.flush()
             self._count_retrace(entry, capture, new_layout)
+        if watch is not None:
+            entry.replay = self._replay_plan(capture, watch, before, result, args, kwargs)
         return result
+
+    def _watch(self, entry, args, kwargs):
+        """A Watch for this call when it may show the function pure (replay.py): a later
+        call of a cache entry whose trace was compiled, without dynamic sizes, while nothing
+        else profiles the thread; at most _REPLAY_WATCHES calls an entry."""
+        if (not config.replay_pure_calls or entry.calls == 0 or entry.layouts is not None
+                or entry.replay_watches >= _REPLAY_WATCHES or sys.getprofile() is not None
+                or _state.explain is not None or _recorder.collectors):
+            return None
+        entry.replay_watches += 1
+        return replay.Watch(args, kwargs, self.module)
+
+    def _replay_plan(self, capture, watch, before, result, args, kwargs):
+        """The replay plan of a watched call, or None (the reason logged under `recompiles`
+        is for the curious: such calls stay on lazy capture, which is always right)."""
+        if capture.runs is None or len(capture.runs) != 1 or capture.compiled_new_graph:
+            reason = "it did not replay one cached graph"
+        elif [v for _, v in replay.versions(self.module)] != before:
+            reason = "it changed a module's attributes or hooks"
+        else:
+            try:
+                plan = replay.make_plan(capture.runs[0], result, args, kwargs, self.module,
+                                        watch)
+            except replay.NotReplayable as e:
+                reason = str(e)
+            else:
+                logs.artifact_logger("recompiles").debug(
+                    "%s replays its compiled graph without running its Python", self.name)
+                return plan
+        logs.artifact_logger("recompiles").debug(
+            "%s keeps running its Python under capture: %s", self.name, reason)
+        return None
 
     def _count_retrace(self, entry, capture, new_layout: bool):
         """A later call under the same guards whose trace differs (a Python number that

@@ -3,7 +3,7 @@ them.
 
 A guard snapshot is a tuple of checks, each `(source, kind, expected)`: every tensor argument
 (its dtype, device, sizes, strides, requires_grad), every Python scalar passed in (its value),
-the global state (grad mode, autocast), and, for a module's forward, each module's training
+the global state (grad mode, the default dtype, autocast), and, for a module's forward, each module's training
 flag and the identity and metadata of each parameter and buffer (a replaced or added one
 fails). A call that fails every entry's guards makes a new entry: a recompile. Each call compares
 only its `fingerprint` (the same checks without their names) with each entry's; the named
@@ -15,6 +15,7 @@ they name the reason (in PyTorch's words where it has them).
 """
 from __future__ import annotations
 
+from ..core import dtype as dt
 from ..core.grad_state import state as _grad_state
 from ..core.tensor import Tensor
 from ..amp.autocast_mode import get_autocast_dtype, is_autocast_enabled
@@ -26,7 +27,8 @@ _SCALARS = (bool, int, float, complex, str, type(None))
 def snapshot(args: tuple, kwargs: dict, names: list, module: Module | None,
              dynamic_all: bool) -> tuple:
     """The guard checks for one call (see the module docstring)."""
-    checks = [("", "grad_mode", _grad_state.enabled)]
+    checks = [("", "grad_mode", _grad_state.enabled),
+              ("", "default_dtype", dt.get_default_dtype())]
     for device_type in ("cpu", "cuda"):
         state = is_autocast_enabled(device_type)
         checks.append(("", f"autocast_{device_type}",
@@ -53,7 +55,7 @@ def fingerprint(args: tuple, kwargs: dict, module: Module | None, dynamic_all: b
     fingerprints are equal exactly when their snapshots are. It is what every call compares
     (one tuple comparison per cache entry); the snapshot, with its names, is built only when
     no entry fits (to name the failed guard and make the new entry)."""
-    key = [_grad_state.enabled, len(args), tuple(kwargs)]
+    key = [_grad_state.enabled, dt.get_default_dtype(), len(args), tuple(kwargs)]
     for device_type in ("cpu", "cuda"):
         state = is_autocast_enabled(device_type)
         key.append((state, get_autocast_dtype(device_type)) if state else False)
@@ -178,7 +180,7 @@ def _describe(source: str, kind: str, want, got) -> str:
         return f"{source} == {want[1]!r}"
     if kind == "grad_mode":
         return f"GLOBAL_STATE changed: grad_mode (expected {want}, actual {got})"
-    if kind.startswith("autocast_"):
+    if kind.startswith("autocast_") or kind == "default_dtype":
         return f"GLOBAL_STATE changed: {kind} (expected {want}, actual {got})"
     if kind == "training":
         return f"{source}.training == {want}"

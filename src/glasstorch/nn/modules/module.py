@@ -49,6 +49,14 @@ class _Handle(RemovableHandle):
             d.pop(self.id, None)
 
 
+_UNSET = object()
+
+
+def _touch(module) -> None:
+    """Move the module's attribute counter (`Module._attr_version`)."""
+    module.__dict__["_attr_version"] = module._attr_version + 1
+
+
 def _add_hook(hooks: OrderedDict, fn, prepend: bool = False, extra=()) -> _Handle:
     handle = _Handle(hooks, *extra)
     hooks[handle.id] = fn
@@ -272,6 +280,10 @@ class Module:
 
     dump_patches = False
     _version = 1
+    # Moved by every change of the module's attributes and every hook registered on it: the
+    # compiler replays a compiled module's graph without its Python only while the counters
+    # of its modules stand still (compiler/replay.py).
+    _attr_version = 0
     training: bool
     call_super_init = False
     forward = _forward_unimplemented
@@ -441,6 +453,8 @@ class Module:
 
     def __setattr__(self, name: str, value) -> None:
         d = self.__dict__
+        if d.get(name, _UNSET) is not value:
+            _touch(self)
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             if params is None:
@@ -486,6 +500,7 @@ class Module:
 
     def __delattr__(self, name: str) -> None:
         d = self.__dict__
+        _touch(self)
         if name in d.get("_parameters", ()):
             del d["_parameters"][name]
         elif name in d.get("_buffers", ()):
@@ -914,6 +929,7 @@ class Module:
                                   with_kwargs: bool = False) -> RemovableHandle:
         """hook(module, args) -> None | new args (or (module, args, kwargs) -> None |
         (args, kwargs) with with_kwargs) before forward."""
+        _touch(self)
         handle = _add_hook(self._forward_pre_hooks, hook, prepend,
                            (self._forward_pre_hooks_with_kwargs,))
         if with_kwargs:
@@ -924,6 +940,7 @@ class Module:
                               always_call: bool = False) -> RemovableHandle:
         """hook(module, args, output) -> None | new output after forward (always_call: even
         when forward raises)."""
+        _touch(self)
         handle = _add_hook(self._forward_hooks, hook, prepend,
                            (self._forward_hooks_with_kwargs,
                             self._forward_hooks_always_called))
@@ -935,10 +952,12 @@ class Module:
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """hook(module, grad_output) -> None | new grad_output before the input grads."""
+        _touch(self)
         return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """hook(module, grad_input, grad_output) -> None | new grad_input."""
+        _touch(self)
         if self._is_full_backward_hook is False:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
@@ -949,6 +968,7 @@ class Module:
         """Legacy hook(module, grad_input, grad_output) on the output's grad_fn: it sees that
         node's gradients, which are the module's only when forward is a single op. Prefer
         register_full_backward_hook."""
+        _touch(self)
         if self._is_full_backward_hook is True:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
