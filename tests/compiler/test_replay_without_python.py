@@ -348,3 +348,41 @@ def test_a_mutable_object_read_through_a_module_keeps_the_python_running():
         assert gt.equal(cf(v), gt.full((2,), 2.0))
     finally:
         del os.environ["GLASSTORCH_TEST_FLAG"]
+
+
+def test_a_config_object_is_guarded_attribute_by_attribute():
+    """nanoGPT keeps a dataclass config on its model and reads it in forward: replayed, and
+    a changed or added attribute is seen."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Config:
+        scale: float = 2.0
+        tanh: bool = False
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config = Config()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, v):
+            y = self.fc(v) * self.config.scale
+            y = y.tanh() if self.config.tanh else y
+            return y.view(-1, 2)
+    net = Net()
+    compiled = gt.compile(net)
+    v = gt.randn(3, 4)
+    assert _replaying(compiled, v)
+    out = compiled(v)
+    assert gt.allclose(out, net(v)) and out.shape == (6, 2)
+    out.sum().backward()
+    assert net.fc.weight.grad is not None
+    net.config.scale = 5.0
+    assert gt.allclose(compiled(v), net(v))
+    assert _replaying(compiled, v)
+    net.config.tanh = True
+    assert gt.allclose(compiled(v), net(v))
+    assert _replaying(compiled, v)
+    net.config.extra = [1]           # an attribute added (a list: not guardable) is seen too
+    assert gt.allclose(compiled(v), net(v))

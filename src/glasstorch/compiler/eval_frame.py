@@ -40,7 +40,7 @@ class _State(threading.local):
 
 
 _state = _State()
-_REPLAY_WATCHES = 3       # calls of one cache entry watched for a replay plan, at most
+_REPLAY_WATCHES = 3       # watched calls of one cache entry that may find it impure
 _all_compiled = weakref.WeakSet()  # every live _CompiledFunction, for reset()
 
 
@@ -80,7 +80,7 @@ class _CacheEntry:
         self.retraces = 0           # later calls whose trace needed a new graph
         self.eager = False          # past the limit: calls under this entry run eagerly
         self.replay = None          # a ReplayPlan: calls whose guards hold skip the Python
-        self.replay_watches = 0     # calls watched for one (a few at most: see _watch)
+        self.replay_watches = 0     # watched calls that made none (a few at most: _watch)
 
 
 class _CompiledFunction:
@@ -152,17 +152,18 @@ class _CompiledFunction:
             self._count_retrace(entry, capture, new_layout)
         if watch is not None:
             entry.replay = self._replay_plan(capture, watch, before, result, args, kwargs)
+            entry.replay_watches += entry.replay is None
         return result
 
     def _watch(self, entry, args, kwargs):
         """A Watch for this call when it may show the function pure (replay.py): a later
         call of a cache entry whose trace was compiled, without dynamic sizes, while nothing
-        else profiles the thread; at most _REPLAY_WATCHES calls an entry."""
+        else profiles the thread, until _REPLAY_WATCHES watched calls of the entry found it
+        impure."""
         if (not config.replay_pure_calls or entry.calls == 0 or entry.layouts is not None
                 or entry.replay_watches >= _REPLAY_WATCHES or sys.getprofile() is not None
                 or _state.explain is not None or _recorder.collectors):
             return None
-        entry.replay_watches += 1
         return replay.Watch(args, kwargs, self.module)
 
     def _replay_plan(self, capture, watch, before, result, args, kwargs):

@@ -157,11 +157,13 @@ def _readable(value) -> bool:
 
 class _Guards:
     """Identity checks: `(mapping, key, value)` read with .get and `(object, name, value)`
-    read with getattr, each expected to give `value` again."""
+    read with getattr, each expected to give `value` again; and `(mapping, keys)`, whose
+    keys must stay those."""
 
     def __init__(self):
         self.items: list = []
         self.attrs: list = []
+        self.keys: list = []
         self._seen: set = set()
 
     def item(self, mapping: dict, key, value) -> None:
@@ -174,7 +176,15 @@ class _Guards:
             self._seen.add((id(obj), name))
             self.attrs.append((obj, name, value))
 
+    def key_set(self, mapping: dict) -> None:
+        if id(mapping) not in self._seen:
+            self._seen.add(id(mapping))
+            self.keys.append((mapping, tuple(mapping)))
+
     def hold(self) -> bool:
+        for mapping, keys in self.keys:
+            if len(mapping) != len(keys) or tuple(mapping) != keys:
+                return False
         for mapping, key, value in self.items:
             if mapping.get(key, _MISSING) is not value:
                 return False
@@ -196,7 +206,34 @@ def _guard_chain(guards: _Guards, value, attrs: tuple, what: str) -> None:
         guards.attr(value, name, nxt)
         value, what = nxt, f"{what}.{name}"
     if not _readable(value):
-        raise NotReplayable(f"{what} is a {type(value).__name__}, which may change")
+        guard_plain_object(guards, value, what)
+
+
+def guard_plain_object(guards: _Guards, value, what: str) -> None:
+    """Guard a configuration object (a dataclass instance, a namespace) by its class, its
+    attributes' names and their values, which must be guardable themselves; NotReplayable
+    for anything else (a list, a dict, an object with its own attribute lookup)."""
+    cls = type(value)
+    attributes = getattr(value, "__dict__", None)
+    if (attributes.__class__ is not dict or isinstance(value, (Module, Tensor))
+            or cls.__getattribute__ is not object.__getattribute__
+            or hasattr(cls, "__getattr__") or not all(map(_readable, attributes.values()))):
+        raise NotReplayable(f"{what} is a {cls.__name__}, which may change")
+    guards.attr(value, "__class__", cls)
+    guards.key_set(attributes)
+    for key, item in attributes.items():
+        guards.item(attributes, key, item)
+    _guard_class(guards, cls)
+
+
+def _guard_class(guards: _Guards, cls) -> None:
+    """Guard the attributes a user's class defines (its methods too), up to glasstorch's and
+    Python's own classes."""
+    for klass in cls.__mro__:
+        if klass is object or klass is Module or klass.__module__.startswith("glasstorch"):
+            break
+        for key, item in klass.__dict__.items():
+            guards.item(klass.__dict__, key, item)
 
 
 class Watch:
@@ -330,15 +367,10 @@ def module_guards(module: Module | None, guards: _Guards) -> None:
                     raise NotReplayable(f"{type(sub).__name__} has a hook")
                 continue
             if not _readable(value):
-                raise NotReplayable(f"{type(sub).__name__}.{key} holds a "
-                                    f"{type(value).__name__}, which may change")
-        for cls in type(sub).__mro__:
-            if cls is Module or cls.__module__.startswith("glasstorch"):
-                break
-            classes.add(cls)
+                guard_plain_object(guards, value, f"{type(sub).__name__}.{key}")
+        classes.add(type(sub))
     for cls in classes:
-        for key, value in cls.__dict__.items():
-            guards.item(cls.__dict__, key, value)
+        _guard_class(guards, cls)
 
 
 class ReplayPlan:
@@ -446,10 +478,8 @@ def make_plan(run, result, args: tuple, kwargs: dict, module, watch: Watch) -> R
             raise NotReplayable("the result is not the graph's output")
         k = storages[id(t._storage)]
         geometry = (t._offset, t._shape, t._stride, t.dtype)
-        if t._base is None:
-            if geometry != run.live[k][2]:
-                raise NotReplayable("the result is a view the replay cannot make")
-            return (k, geometry, None)
+        if t._base is None:              # the output, or an alias of it autograd does not
+            return (k, geometry, None)   # track as a view (aten._unsafe_view's)
         if t._view_meta is None:
             raise NotReplayable("the result is a view the replay cannot make")
         return (k, geometry, path(t._view_meta[0]))
