@@ -9,6 +9,12 @@ accumulate in float32. Ufunc methods are called directly (not np.sum/np.max) so 
 NumPy's floating-point warnings are attributed to this module and silenced like every
 kernel's.
 
+A float32/float64 sum or mean over a tensor's trailing dims, and a max or min (with or
+without its index) over its last dim, run in C where that pays (native/reduction.c, `_rows`):
+one call for all the rows, into the output's own array, where NumPy's reduce sets its loop
+up again for each row and the result is copied into the output after. The results are
+NumPy's (but for the sign of a zero max, `_row_extremes`).
+
 The kernels also run on CuPy arrays (CUDA tensors). CuPy's ufuncs reduce and accumulate
 only with add and multiply, so other reductions of a device array go through the array's
 own methods (`_device_reduce`), and its scans through `_device_scan`; device arrays never
@@ -24,6 +30,7 @@ from ...core import dtype as dt
 from . import native, parallel
 
 _FLOAT32 = np.dtype(np.float32)
+_INT64 = np.dtype(np.int64)
 
 
 def axes(ndim: int, dim, all_if_empty: bool = True):
@@ -154,6 +161,128 @@ def _native_sum(a: np.ndarray, ax, out=None):
     return out
 
 
+_ROW_SUFFIX = {_FLOAT32: "f32", np.dtype(np.float64): "f64"}
+
+# Where the C row kernels pay, measured on whole op calls (2 cores, float32): a C call costs
+# ~2 us (ctypes, the checks), NumPy's reduce ~1 us plus ~20 ns (a sum) to ~60 ns (a max) of
+# loop set-up a row, and store's copy. So a sum or mean runs in C from rows of 2 elements
+# (NumPy copies rows of one, 3x as fast); a max or min with its indices from one row (it
+# replaces two NumPy calls); a max or min alone from _ROW_EXTREMES_MIN rows (256 rows of
+# 64: 23 -> 10 us); an argmax or argmin alone from _ROW_ARGS_MIN rows (np.argmax spends
+# little on a row until its rows outgrow the cache: 256 rows of 64 take 9 us in NumPy and
+# 10 in C, 16K rows of 64 710 and 230).
+_ROW_EXTREMES_MIN = 16
+_ROW_ARGS_MIN = 4096
+
+
+def _rows(a: np.ndarray, ax, whole_below: int):
+    """(rows, n, step): `a` reduced over its axes `ax` (None: all of them) as rows of n > 0
+    contiguous elements, `step` elements apart, for the C row kernels (native/reduction.c);
+    None where they do not apply: not a float32/float64 NumPy array, not its trailing axes,
+    rows not contiguous or leading axes that do not collapse into one stride, or every axis
+    from `whole_below` elements on (where `reduce` splits the work across threads or sums it
+    by _native_total)."""
+    if a.__class__ is not np.ndarray or a.dtype not in _ROW_SUFFIX:
+        return None
+    if ax is None or len(ax) == a.ndim:
+        if a.size >= whole_below or not a.size or not a.flags.c_contiguous:
+            return None
+        return 1, a.size, a.size
+    lead = a.ndim - len(ax)
+    if not ax or min(ax) != lead:
+        return None
+    n = a.shape[lead] if len(ax) == 1 else prod(a.shape[lead:])
+    if not n:
+        return None
+    step = n if a.flags.c_contiguous else _row_step(a, lead)
+    return None if step is None else (a.size // n, n, step)
+
+
+def _row_step(a: np.ndarray, lead: int):
+    """The elements between the rows of `a`'s axes from `lead` on, where each row is
+    contiguous and the leading axes step through memory by one stride (a slice such as
+    `logits[:, -1]`); else None."""
+    shape, strides = a.shape, a.strides
+    span = a.itemsize
+    for d in range(a.ndim - 1, lead - 1, -1):          # a row's axes, innermost first
+        if shape[d] != 1 and strides[d] != span:
+            return None
+        span *= shape[d]
+    step = None
+    for d in range(lead - 1, -1, -1):                  # the leading axes
+        if shape[d] == 1:
+            continue
+        if step is None:
+            step = span = strides[d]
+        elif strides[d] != span:
+            return None
+        span *= shape[d]
+    if step is None:                                   # a single row
+        return span // a.itemsize
+    return step // a.itemsize if step % a.itemsize == 0 else None
+
+
+def _target(out, dtype: np.dtype, a: np.ndarray):
+    """(array, whether it is out's own) for a C kernel's results: out's array where the
+    kernel may write into it (C-contiguous, of `dtype`, not overlapping `a`), else a new one
+    that `store` copies into out."""
+    dst = out._array()
+    if dst.dtype == dtype and dst.flags.c_contiguous and not np.may_share_memory(a, dst):
+        return dst, True
+    return np.empty(dst.size, dtype), False
+
+
+def _row_sums(out, a: np.ndarray, ax, mean: bool) -> bool:
+    """Whether the C kernel summed `a` over its trailing axes `ax` (None: all) into out, each
+    row's sum NumPy's pairwise one, divided by the row's length for a mean as mean_kernel
+    divides (in a's dtype)."""
+    rows = _rows(a, ax, min(_NATIVE_TOTAL_MIN, parallel.GRAIN))
+    if rows is None or rows[1] < 2:
+        return False
+    fn = native.function("reduction", "sum_trailing_" + _ROW_SUFFIX[a.dtype], "nnnppii")
+    if fn is None:
+        return False
+    dst, own = _target(out, a.dtype, a)
+    fn(*rows, native.pointer(a), native.pointer(dst), mean, native.threads(a.size))
+    if not own:
+        store(out, dst)
+    return True
+
+
+def _row_extremes(values, indices, a: np.ndarray, dim: int, take_min: bool) -> bool:
+    """Whether the C kernel wrote the max (min) of `a` over its last dim into the tensor
+    `values` and the index of its first occurrence into `indices` (either may be None),
+    as np.maximum.reduce and np.argmax give them: NaN propagates and is the index, ties give
+    the first index, and a zero max held as both -0.0 and 0.0 is the row's last zero, as
+    NumPy's loop keeps the later of two equal elements. `dim` is the dim reduced (a NumPy
+    axis)."""
+    if dim != a.ndim - 1:
+        return False
+    rows = _rows(a, (dim,), parallel.GRAIN)
+    if rows is None or rows[1] >= 1 << 31:             # the kernel's lane indices: int32
+        return False
+    if values is None:
+        if rows[0] < _ROW_ARGS_MIN:
+            return False
+    elif indices is None and (rows[0] < _ROW_EXTREMES_MIN or rows[1] < 2):
+        return False
+    fn = native.function("reduction", "extreme_trailing_" + _ROW_SUFFIX[a.dtype], "nnnpppii")
+    if fn is None:
+        return False
+    v = i = None
+    if values is not None:
+        v, own_v = _target(values, a.dtype, a)
+    if indices is not None:
+        i, own_i = _target(indices, _INT64, a)
+    fn(*rows, native.pointer(a), None if v is None else native.pointer(v),
+       None if i is None else native.pointer(i), take_min, native.threads(a.size))
+    if v is not None and not own_v:
+        store(values, v)
+    if i is not None and not own_i:
+        store(indices, i)
+    return True
+
+
 def reduce(ufunc, a: np.ndarray, ax, dtype=None) -> np.ndarray:
     """ufunc.reduce(a, axis=ax, dtype=dtype, keepdims=True), split across threads when `a`
     is large: along a kept axis (each output element computed as NumPy alone would), or,
@@ -217,11 +346,16 @@ def _ufunc_reduce(ufunc, out, self, dim, keepdim, dtype):
 
 def sum_kernel(out, self, dim=None, keepdim=False, dtype=None):
     if dim and (dtype is None or dtype is out.dtype) and out.dtype is self.dtype:
-        # a float sum over leading dims (a bias's gradient) straight into out, in C
-        a, dst = self._array(), out._array()
-        if a.__class__ is np.ndarray and not np.may_share_memory(a, dst) and _native_sum(
-                a, axes(a.ndim, dim), dst) is not None:
-            return
+        # a float sum over trailing dims, or over leading dims (a bias's gradient) straight
+        # into out, in C
+        a = self._array()
+        if a.__class__ is np.ndarray:
+            ax = axes(a.ndim, dim)
+            if _row_sums(out, a, ax, False):
+                return
+            dst = out._array()
+            if not np.may_share_memory(a, dst) and _native_sum(a, ax, dst) is not None:
+                return
     _ufunc_reduce(np.add, out, self, dim, keepdim, dtype)
 
 
@@ -251,6 +385,8 @@ def mean_kernel(out, self, dim=None, keepdim=False, dtype=None):
     d = self.dtype if dtype is None else dtype
     a = operand(self, d)
     ax = axes(a.ndim, dim)
+    if d is self.dtype and _row_sums(out, a, ax, True):
+        return
     total = reduce(np.add, a, ax, acc_dtype(d))
     store(out, total / _reduced_count(a.shape, ax))
 
@@ -281,8 +417,11 @@ def min_all_kernel(out, self):
 
 
 def _values_indices(ufunc, arg, outs, self, dim):
-    a = _as_1d(_ordered(self))
+    a = _as_1d(self._array())
     d = dim % a.ndim
+    if _row_extremes(outs[0], outs[1], a, d, ufunc is np.minimum):
+        return
+    a = _as_1d(_ordered(self))
     store(outs[0], ufunc.reduce(a, axis=d, keepdims=True) if a.__class__ is np.ndarray
           else _device_reduce(ufunc, a, d))                   # NaN propagates...
     store(outs[1], arg(a, axis=d, keepdims=True))             # ...and is the first arg
@@ -297,13 +436,17 @@ def min_dim_kernel(outs, self, dim, keepdim=False):
 
 
 def amax_kernel(out, self, dim=(), keepdim=False):
-    a = _ordered(self)
-    store(out, reduce(np.maximum, a, axes(a.ndim, dim)))
+    a = self._array()
+    ax = axes(a.ndim, dim)
+    if ax is None or len(ax) != 1 or not _row_extremes(out, None, a, ax[0], False):
+        store(out, reduce(np.maximum, _ordered(self), ax))
 
 
 def amin_kernel(out, self, dim=(), keepdim=False):
-    a = _ordered(self)
-    store(out, reduce(np.minimum, a, axes(a.ndim, dim)))
+    a = self._array()
+    ax = axes(a.ndim, dim)
+    if ax is None or len(ax) != 1 or not _row_extremes(out, None, a, ax[0], True):
+        store(out, reduce(np.minimum, _ordered(self), ax))
 
 
 def aminmax_kernel(outs, self, dim=None, keepdim=False):
@@ -318,6 +461,10 @@ def aminmax_kernel(outs, self, dim=None, keepdim=False):
 
 
 def _arg_kernel(arg, out, self, dim, keepdim):
+    if dim is not None:
+        a = _as_1d(self._array())
+        if _row_extremes(None, out, a, dim % a.ndim, arg is np.argmin):
+            return
     a = _ordered(self)
     if dim is None:
         store(out, arg(a))                      # over the flattened (row-major) elements

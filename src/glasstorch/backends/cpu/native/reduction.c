@@ -1,8 +1,10 @@
-/* Sums (reduction.py). sum_rows: the column sums of a row-major (rows, cols) array, which
-   are a tensor's sum over its leading dims (a bias's gradient), added row after row as
-   NumPy's add.reduce over axis 0 adds them (for cols > 1), so the results are NumPy's bit
-   for bit. total: the sum of a whole vector, in vector lanes of T within fixed blocks and
-   in double above them, in an order that does not depend on the thread count. */
+/* Reductions (reduction.py). sum_rows: the column sums of a row-major (rows, cols) array,
+   which are a tensor's sum over its leading dims (a bias's gradient), added row after row
+   as NumPy's add.reduce over axis 0 adds them (for cols > 1), so the results are NumPy's
+   bit for bit. total: the sum of a whole vector, in vector lanes of T within fixed blocks
+   and in double above them, in an order that does not depend on the thread count.
+   sum_trailing and extreme_trailing (at the end): sums, means, maxima and minima (with
+   their indices) over a tensor's trailing dims, a row at a time. */
 
 /* Columns in chunks of W whose partial sums stay in vector registers down the rows. */
 #define SUM_COLUMNS(T, SUFFIX, W)                                                       \
@@ -139,3 +141,163 @@ void total_##SUFFIX(int64_t n, const T* x, T* out, int nthreads, void* runner)  
 
 TOTAL(float, f32)
 TOTAL(double, f64)
+
+/* Reductions over trailing dims: each row of a (rows, n) array, n >= 1, rows lda elements
+   apart, reduced on one thread (the rows split across threads, so the bits do not depend
+   on their count). sum_trailing: the row's sum as np.add.reduce gives it (NumPy's pairwise
+   sum added to the identity, 0.0, which makes a sum of -0.0 0.0), divided by n for a mean
+   as mean_kernel's `total / count` divides (in T).
+   extreme_trailing: a row's max (or min) into `values`, the index of its first max into
+   `indices` (either may be NULL), as np.maximum.reduce and np.argmax give them: NaN
+   propagates (the row's first NaN and its index), ties give the first index, and a max of
+   0 held as both -0.0 and 0.0 is the row's last zero, as NumPy's loop keeps the later of
+   two equal elements ([0.0, -0.0] -> -0.0, [-0.0, 0.0] -> 0.0; on longer rows NumPy's
+   vector loop takes its lanes in an order of its own, which depends on the CPU's vector
+   width). */
+#define SUM_TRAILING(T, SUFFIX)                                                         \
+void sum_trailing_##SUFFIX(int64_t rows, int64_t n, int64_t lda, const T* a, T* out,    \
+                           int mean, int nthreads)                                      \
+{                                                                                       \
+    const T count = (T)n;                                                               \
+    _Pragma("omp parallel for num_threads(nthreads) if(nthreads > 1)")                  \
+    for (int64_t r = 0; r < rows; r++) {                                                \
+        const T s = (T)0 + gt_pairwise_sum_##T(a + r * lda, n);                         \
+        out[r] = mean ? s / count : s;                                                  \
+    }                                                                                   \
+}
+
+SUM_TRAILING(float, f32)
+SUM_TRAILING(double, f64)
+
+/* Whether v beats the extreme so far, m: never where either is NaN (an unordered compare),
+   so that the vector loops are x86's maxps and minps; NaN is looked for apart. */
+#define MAX_BEATS(v, m) ((v) > (m))
+#define MIN_BEATS(v, m) ((v) < (m))
+
+/* A row's extreme over its elements other than NaN, and whether it holds NaN (*nan): from
+   2 * W elements on in W lanes (two 64-byte vectors, whose dependency chains overlap),
+   then the lanes pairwise and the rest in order. */
+#define ROW_EXTREME(T, SUFFIX, W, NAME, BEATS)                                          \
+static inline T NAME##_row_##SUFFIX(const T* x, int64_t n, int* nan)                    \
+{                                                                                       \
+    T m = x[0];                                                                         \
+    int64_t i = 1;                                                                      \
+    int bad = x[0] != x[0];                                                             \
+    if (n >= 2 * W) {                                                                   \
+        T acc[W];                                                                       \
+        for (int j = 0; j < W; j++) acc[j] = x[j];                                      \
+        for (i = W; i + W <= n; i += W) {                                               \
+            _Pragma("omp simd reduction(|:bad)")                                        \
+            for (int j = 0; j < W; j++) {                                               \
+                acc[j] = BEATS(x[i + j], acc[j]) ? x[i + j] : acc[j];                   \
+                bad |= x[i + j] != x[i + j];                                            \
+            }                                                                           \
+        }                                                                               \
+        for (int j = 0; j < W; j++) bad |= acc[j] != acc[j];                            \
+        for (int w = W / 2; w > 0; w /= 2) {                                            \
+            _Pragma("omp simd")                                                         \
+            for (int j = 0; j < w; j++)                                                 \
+                acc[j] = BEATS(acc[j + w], acc[j]) ? acc[j + w] : acc[j];               \
+        }                                                                               \
+        m = acc[0];                                                                     \
+    }                                                                                   \
+    for (; i < n; i++) {                                                                \
+        m = BEATS(x[i], m) ? x[i] : m;                                                  \
+        bad |= x[i] != x[i];                                                            \
+    }                                                                                   \
+    *nan = bad;                                                                         \
+    return m;                                                                           \
+}
+
+/* The same, with the index of the extreme's first occurrence (*at): each lane also keeps
+   the index (an IT, as wide as T) of its own first extreme, chosen by a mask (a select
+   there became masked stores to memory), and the lowest of those among the lanes that
+   hold the row's extreme is the row's. */
+#define ROW_ARG_EXTREME(T, IT, SUFFIX, W, NAME, BEATS)                                  \
+static inline T NAME##_arg_row_##SUFFIX(const T* x, int64_t n, int64_t* at, int* nan)   \
+{                                                                                       \
+    T m = x[0];                                                                         \
+    int64_t i = 1, k = 0;                                                               \
+    int bad = x[0] != x[0];                                                             \
+    if (n >= 2 * W) {                                                                   \
+        T acc[W], tree[W];                                                              \
+        IT where[W];                                                                    \
+        for (int j = 0; j < W; j++) {                                                   \
+            acc[j] = x[j];                                                              \
+            where[j] = j;                                                               \
+        }                                                                               \
+        for (i = W; i + W <= n; i += W) {                                               \
+            const IT base = (IT)i;                                                      \
+            _Pragma("omp simd reduction(|:bad)")                                        \
+            for (int j = 0; j < W; j++) {                                               \
+                const T v = x[i + j];                                                   \
+                const IT take = -(IT)BEATS(v, acc[j]);                                  \
+                where[j] ^= (where[j] ^ (base + j)) & take;                             \
+                acc[j] = BEATS(v, acc[j]) ? v : acc[j];                                 \
+                bad |= v != v;                                                          \
+            }                                                                           \
+        }                                                                               \
+        for (int j = 0; j < W; j++) {                                                   \
+            bad |= acc[j] != acc[j];                                                    \
+            tree[j] = acc[j];                                                           \
+        }                                                                               \
+        for (int w = W / 2; w > 0; w /= 2) {                                            \
+            _Pragma("omp simd")                                                         \
+            for (int j = 0; j < w; j++)                                                 \
+                tree[j] = BEATS(tree[j + w], tree[j]) ? tree[j + w] : tree[j];          \
+        }                                                                               \
+        m = tree[0];                                                                    \
+        IT first = (IT)i;                                                               \
+        _Pragma("omp simd reduction(min:first)")                                        \
+        for (int j = 0; j < W; j++)                                                     \
+            first = acc[j] == m && where[j] < first ? where[j] : first;                 \
+        k = first;                                                                      \
+    }                                                                                   \
+    for (; i < n; i++) {                                                                \
+        if (BEATS(x[i], m)) {                                                           \
+            m = x[i];                                                                   \
+            k = i;                                                                      \
+        }                                                                               \
+        bad |= x[i] != x[i];                                                            \
+    }                                                                                   \
+    *at = k;                                                                            \
+    *nan = bad;                                                                         \
+    return m;                                                                           \
+}
+
+/* IT, a lane's index, is as wide as T, so that the indices fill vectors as the elements do
+   (int32_t for float: rows shorter than 2^31 elements, reduction.py). */
+#define EXTREME_TRAILING(T, IT, SUFFIX, W)                                              \
+ROW_EXTREME(T, SUFFIX, W, max, MAX_BEATS)                                               \
+ROW_EXTREME(T, SUFFIX, W, min, MIN_BEATS)                                               \
+ROW_ARG_EXTREME(T, IT, SUFFIX, W, max, MAX_BEATS)                                       \
+ROW_ARG_EXTREME(T, IT, SUFFIX, W, min, MIN_BEATS)                                       \
+void extreme_trailing_##SUFFIX(int64_t rows, int64_t n, int64_t lda, const T* a,        \
+                               T* values, int64_t* indices, int take_min, int nthreads) \
+{                                                                                       \
+    _Pragma("omp parallel for num_threads(nthreads) if(nthreads > 1)")                  \
+    for (int64_t r = 0; r < rows; r++) {                                                \
+        const T* x = a + r * lda;                                                       \
+        int64_t at = 0;                                                                 \
+        int nan;                                                                        \
+        T m;                                                                            \
+        if (indices != NULL)                                                            \
+            m = take_min ? min_arg_row_##SUFFIX(x, n, &at, &nan)                        \
+                         : max_arg_row_##SUFFIX(x, n, &at, &nan);                       \
+        else                                                                            \
+            m = take_min ? min_row_##SUFFIX(x, n, &nan) : max_row_##SUFFIX(x, n, &nan); \
+        if (nan) {                                                                      \
+            for (at = 0; x[at] == x[at]; at++) {}                                       \
+            m = x[at];                                                                  \
+        } else if (m == 0) {                                                            \
+            int64_t last = n - 1;                                                       \
+            while (x[last] != 0) last--;                                                \
+            m = x[last];                                                                \
+        }                                                                               \
+        if (values != NULL) values[r] = m;                                              \
+        if (indices != NULL) indices[r] = at;                                           \
+    }                                                                                   \
+}
+
+EXTREME_TRAILING(float, int32_t, f32, 32)
+EXTREME_TRAILING(double, int64_t, f64, 16)
