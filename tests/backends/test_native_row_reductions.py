@@ -43,7 +43,13 @@ def _rows(shape, dtype, seed=0, specials=True) -> np.ndarray:
         flat[:, 0] = np.where(rng.random(flat.shape[0]) < 0.1, -0.0, flat[:, 0])
         if flat.shape[0] > 2:
             flat[-1] = -0.0
-    return a.astype(dtype)
+    a = a.astype(dtype)
+    if a.size:                                # a row with zeros of both signs: all -0.0
+        flat = a.reshape(-1, shape[-1])
+        zeros = flat == 0
+        mixed = (zeros & np.signbit(flat)).any(1) & (zeros & ~np.signbit(flat)).any(1)
+        flat[mixed] = np.where(zeros[mixed], -0.0, flat[mixed])
+    return a
 
 
 def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
