@@ -386,3 +386,16 @@ def test_a_config_object_is_guarded_attribute_by_attribute():
     assert _replaying(compiled, v)
     net.config.extra = [1]           # an attribute added (a list: not guardable) is seen too
     assert gt.allclose(compiled(v), net(v))
+
+
+def test_an_argument_written_in_place_is_written_on_every_replayed_call():
+    def bump(x, y):
+        x.add_(1)
+        return x * y
+    cb = gt.compile(bump)
+    x, y = gt.zeros(3), gt.full((3,), 2.0)
+    assert _replaying(cb, x, y)
+    before = (x.clone(), x._version)
+    out = cb(x, y)
+    assert gt.equal(x, before[0] + 1) and x._version == before[1] + 1
+    assert gt.equal(out, (before[0] + 1) * 2)
