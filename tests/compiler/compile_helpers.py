@@ -25,3 +25,17 @@ def same(compiled, eager):
     assert compiled.shape == eager.shape
     assert compiled.stride() == eager.stride()
     assert gt.equal(compiled, eager)
+
+
+def training_losses(model, parameters, data, optimizer_class, lr) -> list:
+    """The losses of a cross-entropy training run of `model` over `data` ((x, y) batches)
+    with `optimizer_class(parameters, lr=lr)`, one step a batch."""
+    optimizer = optimizer_class(parameters, lr=lr)
+    losses = []
+    for x, y in data:
+        optimizer.zero_grad()
+        loss = gt.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses

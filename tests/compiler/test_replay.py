@@ -7,7 +7,7 @@ import pytest
 
 import glasstorch as gt
 
-from compile_helpers import CountingBackend
+from compile_helpers import CountingBackend, training_losses
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
@@ -219,7 +219,7 @@ def test_the_bench_mlp_trains_as_eager_for_twenty_steps():
     """The compiled model of bench/compiled.py's `c_mlp` (GELU + LayerNorm, Adam), its
     forward and backward compiled by inductor, against eager over 20 steps."""
     import copy
-    nn, F = gt.nn, gt.nn.functional
+    nn = gt.nn
     gt.manual_seed(0)
     model = nn.Sequential(nn.Linear(20, 16), nn.GELU(), nn.LayerNorm(16),
                           nn.Linear(16, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4))
@@ -227,16 +227,8 @@ def test_the_bench_mlp_trains_as_eager_for_twenty_steps():
     compiled = gt.compile(twin)
     gt.manual_seed(1)
     data = [(gt.randn(8, 20), gt.randint(0, 4, (8,))) for _ in range(20)]
-    losses = {}
-    for name, net, params in (("eager", model, model), ("compiled", compiled, twin)):
-        optimizer = gt.optim.Adam(params.parameters(), lr=1e-3)
-        losses[name] = []
-        for x, y in data:
-            optimizer.zero_grad()
-            loss = F.cross_entropy(net(x), y)
-            loss.backward()
-            optimizer.step()
-            losses[name].append(loss.item())
+    losses = {name: training_losses(net, params.parameters(), data, gt.optim.Adam, 1e-3)
+              for name, net, params in (("eager", model, model), ("compiled", compiled, twin))}
     assert gt.allclose(gt.tensor(losses["compiled"]), gt.tensor(losses["eager"]),
                        rtol=1e-5, atol=1e-6)
     for p, q in zip(twin.parameters(), model.parameters()):

@@ -12,6 +12,8 @@ import pytest
 import glasstorch as gt
 from glasstorch.compiler import config
 
+from compile_helpers import training_losses
+
 nn, F = gt.nn, gt.nn.functional
 SCALE = 2.0
 
@@ -101,14 +103,8 @@ def test_twenty_training_steps_replayed_equal_lazy_capture_bit_for_bit():
     for name, model, params in (("replayed", replayed, net), ("lazy", lazy, twin)):
         config.replay_pure_calls = name == "replayed"
         try:
-            optimizer = gt.optim.AdamW(params.parameters(), lr=1e-2)
-            losses[name] = []
-            for x, y in data:
-                optimizer.zero_grad()
-                loss = F.cross_entropy(model(x), y)
-                loss.backward()
-                optimizer.step()
-                losses[name].append(loss.item())
+            losses[name] = training_losses(model, params.parameters(), data,
+                                           gt.optim.AdamW, 1e-2)
         finally:
             config.replay_pure_calls = True
     assert _entry(replayed).replay is not None and _entry(lazy).replay is None

@@ -130,21 +130,12 @@ def test_cpu_factories_called_directly_are_still_seen_and_follow_the_default_dev
     """zeros, ones, empty, full and the *_like / new_* factories call their CPU kernel
     directly on a plain thread; a dispatch mode still sees the ATen op, a default device
     elsewhere still decides, and every dtype still gets exact zeros and ones."""
-    from glasstorch.utils._python_dispatch import TorchDispatchMode
-
-    class Seen(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.ops = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops.append(str(func))
-            return func(*args, **(kwargs or {}))
+    from oracle import op_log
     x = gt.ones(2, 3)
-    with Seen() as seen:
+    with op_log() as log:
         gt.zeros(2), gt.ones(2), gt.empty(2), gt.full((2,), 3.0), gt.ones_like(x)
         x.new_zeros(4)
-    assert seen.ops == ["aten.zeros.default", "aten.ones.default",
+    assert log.seen == ["aten.zeros.default", "aten.ones.default",
                         "aten.empty.memory_format", "aten.full.default",
                         "aten.ones_like.default", "aten.new_zeros.default"]
     gt.set_default_device("meta")
