@@ -395,3 +395,23 @@ def test_an_argument_written_in_place_is_written_on_every_replayed_call():
     out = cb(x, y)
     assert gt.equal(x, before[0] + 1) and x._version == before[1] + 1
     assert gt.equal(out, (before[0] + 1) * 2)
+
+
+def test_a_callable_object_among_the_attributes_keeps_the_python_running():
+    """A call made from C (a partial's) is not seen by the watch: such attributes are not
+    replayed."""
+    import functools
+    seen = []
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.note = functools.partial(seen.append, 1)
+
+        def forward(self, v):
+            self.note()
+            return v * 2
+    compiled = gt.compile(Net())
+    for _ in range(4):
+        compiled(gt.ones(2))
+    assert _entry(compiled).replay is None and len(seen) == 4

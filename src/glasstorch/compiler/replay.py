@@ -216,6 +216,7 @@ def guard_plain_object(guards: _Guards, value, what: str) -> None:
     cls = type(value)
     attributes = getattr(value, "__dict__", None)
     if (attributes.__class__ is not dict or isinstance(value, (Module, Tensor))
+            or callable(value)          # a partial's or other C call runs unwatched
             or cls.__getattribute__ is not object.__getattribute__
             or hasattr(cls, "__getattr__") or not all(map(_readable, attributes.values()))):
         raise NotReplayable(f"{what} is a {cls.__name__}, which may change")
