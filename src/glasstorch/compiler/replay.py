@@ -55,11 +55,12 @@ from .aot_autograd import CompiledFunctionBackward
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MISSING = object()
 
-# What the user's code may call in C: builtins that neither write nor read mutable state.
+# What the user's code may call in C: builtins that neither write nor read mutable state
+# (not map, filter or sorted: the functions they call from C would go unwatched).
 _PURE_BUILTINS = frozenset(id(f) for f in (
     len, isinstance, issubclass, range, enumerate, zip, min, max, abs, round, divmod, int,
     float, bool, tuple, list, dict, iter, next, getattr, hasattr, super, type, sum, any, all,
-    reversed, sorted, map, filter, slice, str, repr, hash, pow, callable))
+    reversed, slice, str, repr, hash, pow, callable))
 _READ_METHODS = {dict: {"get", "items", "keys", "values", "__getitem__", "__contains__"},
                  list: {"index", "count", "__getitem__", "__contains__"}}
 _IMMUTABLE = (int, float, bool, complex, str, bytes, type(None), dt.dtype, device, range,
