@@ -297,6 +297,30 @@ def test_pickle_and_copy_keep_values_dtype_strides_and_flags():
         pickle.dumps(gt.empty(2, device="meta"))
 
 
+@pytest.mark.parametrize("lib", ["glasstorch", "torch"])
+def test_deepcopy_shares_copied_storages_and_refuses_non_leaves_as_torch(lib):
+    """Tensors over one storage deep-copy onto one new storage (at their offsets, not as
+    views), a plain tensor's version becomes 1 (PyTorch's set_), a Parameter's stays 0, a
+    conj() view's copy holds the conjugated values, the user's attributes are copied deeply,
+    and a non-leaf is refused."""
+    import copy
+    T = gt if lib == "glasstorch" else oracle_torch()
+    t = T.arange(6.0).reshape(2, 3)
+    t.note = [1]
+    a, b = copy.deepcopy([t, t[1]])
+    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    assert a.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
+    assert b._base is None and b.storage_offset() == 3 and b.tolist() == [3.0, 4.0, 5.0]
+    assert (a._version, b._version) == (1, 1) and a.note == [1] and a.note is not t.note
+    assert copy.deepcopy(T.nn.Parameter(T.ones(2)))._version == 0
+    z = copy.deepcopy(T.tensor([1 + 2j, 3j]).conj())
+    assert not z.is_conj() and z.tolist() == [1 - 2j, -3j]
+    x = T.ones(2, requires_grad=True)
+    assert copy.deepcopy(x).requires_grad
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(x * 2)
+
+
 @pytest.mark.parametrize("element", [2, 5, 2.0, True, "t2", "t12", "a", "list", "np"])
 def test_in_a_tensor_is_torchs(element):
     """`x in t` compares elementwise (numbers and tensors, broadcast) and refuses the rest

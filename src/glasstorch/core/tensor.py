@@ -6,6 +6,7 @@ by the op declarations in `glasstorch.ops`, so that each op is written once.
 """
 from __future__ import annotations
 
+import copy
 import warnings
 from math import prod
 from numbers import Number
@@ -26,6 +27,10 @@ from .storage import UntypedStorage
 
 
 _TORCH_FUNCTION = _tf.TORCH_FUNCTION_BIT
+_DEEPCOPY_NON_LEAF = (
+    "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+    "at the moment.  If you were attempting to deepcopy a module, this may be because of a "
+    "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
 _BYTE_STRIDES: dict = {}   # (element strides, itemsize) -> byte strides, for _array()
 _CPU_KEYSET = TENSOR_KEYSETS["cpu"]
 _new_object = object.__new__
@@ -626,15 +631,33 @@ class Tensor:
         return (_rebuild_tensor, args)
 
     def __deepcopy__(self, memo):
+        """As PyTorch's: leaves only; tensors that share a storage share its copy (at the
+        same offsets and strides, not as views), which a plain tensor takes as `set_` does
+        (its version becomes 1); the gradient and the user's attributes are deep-copied."""
+        if self.grad_fn is not None:
+            raise RuntimeError(_DEEPCOPY_NON_LEAF)
         if id(self) in memo:
             return memo[id(self)]
-        new = self.detach().clone()
+        if self.__class__ is Tensor and self._sparse is None and self._vc is not None \
+                and self._storage.device.type != "meta":
+            storage = memo.get(id(self._storage))
+            if storage is None:
+                storage = memo[id(self._storage)] = self._storage.clone()
+                memo.setdefault(id(memo), []).append(self._storage)   # copy's keep-alive
+            new = Tensor._make(storage, self._offset, self._shape, self._stride, self.dtype)
+            new._vc.version = 1
+            if self._keyset & MATH_BITS:     # a conj() or neg view: its values, resolved
+                new = new.conj_physical() if self.is_conj() else new
+                new = new.neg() if self.is_neg() else new
+        else:
+            new = self.detach().clone()
         new._set_requires_grad(self._requires_grad)
+        memo[id(self)] = new
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
-        new.__dict__.update((k, v) for k, v in self.__dict__.items()
-                            if not hasattr(Tensor, k))      # user attributes, not autograd's
-        memo[id(self)] = new
+        attributes = {k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)}
+        if attributes:                                    # the user's, not autograd's
+            new.__dict__.update(copy.deepcopy(attributes, memo))
         return new
 
     @property
