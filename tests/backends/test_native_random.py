@@ -66,7 +66,9 @@ EXACT = [
     "(lib.randn(3, dtype=lib.float64), lib.randn(1, dtype=lib.float64),"
     " lib.randn(40, dtype=lib.float64), lib.randn(2, dtype=lib.float64))[-1]",
     "lib.empty(1001).uniform_(-3.0, 5.0)", "lib.empty(1001, dtype=lib.float64).uniform_(-3, 5)",
-    "lib.empty(40, 50).t().uniform_(-2, 2)", "lib.rand(3, 7, dtype=lib.float64)"]
+    "lib.empty(40, 50).t().uniform_(-2, 2)", "lib.rand(3, 7, dtype=lib.float64)",
+    "lib.empty(301, dtype=lib.float64).log_normal_(0.5, 1.5)",
+    "lib.empty(7, 3).log_normal_(-1.0, 0.25)"]
 
 
 def _pytorch_avx2_normal(torch) -> bool:

@@ -253,18 +253,21 @@ def _normal_blocks_native(gen, out: np.ndarray, mean: float, std: float, real) -
     return True
 
 
-def normal_doubles(gen, n: int, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
+def normal_doubles(gen, n: int, mean: float = 0.0, std: float = 1.0,
+                   log_normal: bool = False) -> np.ndarray:
     """n values of PyTorch's normal_distribution<double>(mean, std), each z * std + mean
-    rounded once: z is the cached sine half first, then (cos, sin) of fresh Box-Muller
-    draws; an unused sine is cached."""
+    rounded once (with `log_normal`, its lognormal_distribution: the exp of that): z is the
+    cached sine half first, then (cos, sin) of fresh Box-Muller draws; an unused sine is
+    cached."""
     cached = gen._next_double_normal
     start = 0 if cached is None or not n else 1
     pairs = (n - start + 1) // 2
-    fn = native.function("random", "normal_doubles", "npidddp")
+    fn = native.function("random", "normal_doubles", "npidddpi")
     if fn is not None:          # one C call; out[n] gets the last pair's sine
         words = gen._random(4 * pairs) if pairs else _NO_WORDS
         out = np.empty(n + 1, np.float64)
-        fn(n, native.pointer(words), start, cached or 0.0, mean, std, native.pointer(out))
+        fn(n, native.pointer(words), start, cached or 0.0, mean, std, native.pointer(out),
+           log_normal)
         sine, out = out[n], out[:n]
     else:
         out = np.empty(n, np.float64)
@@ -279,6 +282,8 @@ def normal_doubles(gen, n: int, mean: float = 0.0, std: float = 1.0) -> np.ndarr
             out[start:] = both[:n - start]
             sine = both[-1]
         out = fma(out, std, mean, np.float64)
+        if log_normal:
+            out = np.exp(out)
     if start:
         gen._next_double_normal = None
     if (n - start) % 2:
@@ -313,7 +318,7 @@ def fill_normal(gen, t: Tensor, mean: float, std: float) -> None:
 
 
 def fill_log_normal(gen, t: Tensor, mean: float, std: float) -> None:
-    values = np.exp(normal_doubles(gen, t.numel(), mean, std))
+    values = normal_doubles(gen, t.numel(), mean, std, log_normal=True)
     _write(t, _place(t, values.astype(t.dtype.np)))
 
 

@@ -139,26 +139,33 @@ void normal_fill_##SUF(int64_t n, const uint64_t* words, T* out, double mean,   
 NORMAL_FILL(float, f32, 1)
 NORMAL_FILL(double, f64, 2)
 
-/* n values of PyTorch's normal_distribution<double>(mean, std), each fma(z, std, mean):
-   z is `first` (the generator's cached sine) when has_first, then the cosine and sine of
-   each Box-Muller pair, four words a pair (u1 of the angle, then u2 of the radius).
-   out[n] gets the last pair's sine, which the caller caches when it went unused. */
+/* n values of PyTorch's normal_distribution<double>(mean, std), each fma(z, std, mean),
+   or its lognormal_distribution's exp of that (log_normal): z is `first` (the generator's
+   cached sine) when has_first, then the cosine and sine of each Box-Muller pair, four
+   words a pair (u1 of the angle, then u2 of the radius). out[n] gets the last pair's sine,
+   which the caller caches when it went unused. */
+static inline double normal_or_log(double z, double mean, double std, int log_normal)
+{
+    const double v = fma(z, std, mean);
+    return log_normal ? exp(v) : v;
+}
+
 void normal_doubles(int64_t n, const uint64_t* words, int has_first, double first,
-                    double mean, double std, double* out)
+                    double mean, double std, double* out, int log_normal)
 {
     const double two_pi = 2.0 * 3.14159265358979323846;
     double sine = 0.0;
     int64_t i = 0;
     if (has_first && n > 0)
-        out[i++] = fma(first, std, mean);
+        out[i++] = normal_or_log(first, mean, std, log_normal);
     for (; i < n; i += 2, words += 4) {
         const double u1 = uniform_word_f64(words), u2 = uniform_word_f64(words + 2);
         const double radius = sqrt(-2.0 * log1p(-u2));
         const double theta = two_pi * u1;
         sine = radius * sin(theta);
-        out[i] = fma(radius * cos(theta), std, mean);
+        out[i] = normal_or_log(radius * cos(theta), mean, std, log_normal);
         if (i + 1 < n)
-            out[i + 1] = fma(sine, std, mean);
+            out[i + 1] = normal_or_log(sine, mean, std, log_normal);
     }
     out[n] = sine;
 }
