@@ -1,8 +1,9 @@
 """Random sampling: in-place samplers, sampling functions on tensors, random factories.
 
 Every sampler draws from a `glasstorch.Generator` (the default one unless `generator=` is
-given) through NumPy. Samples are made in a fresh buffer and written through the tensor's
-strided view, so a view is filled in place and nothing outside it changes.
+given). Samples are made in a fresh buffer and written through the tensor's strided view
+(uniform and normal samples straight into a contiguous tensor), so a view is filled in place
+and nothing outside it changes.
 
 - In-place samplers (`uniform_`, `normal_`, `bernoulli_`, `random_`, `exponential_`,
   `geometric_`, `log_normal_`, `cauchy_`) are dispatcher ops that mutate argument 0, so the
@@ -18,8 +19,9 @@ strided view, so a view is filled in place and nothing outside it changes.
 Floating samples keep as many random bits as the dtype has mantissa digits, so `rand` is in
 [0, 1) for every dtype; float16/bfloat16 are computed in float32 and rounded.
 
-The draws are NumPy code in backends/cpu/random.py; the samplers' kernels, which pick the
-generator, stay here. CUDA tensors draw the same way, on the host, from their GPU's generator
+The draws are backends/cpu/random.py's transforms of the generator's words (C for uniform
+and normal samples of float32/float64, NumPy for the rest); the samplers' kernels, which
+pick the generator, stay here. CUDA tensors draw the same way, on the host, from their GPU's generator
 (its NumPy stream), and the samples are copied to the GPU: the numbers do not depend on
 whether a sampler runs here or on the host path. multinomial and poisson take the host path.
 """
