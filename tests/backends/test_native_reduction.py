@@ -180,3 +180,11 @@ def test_one_column_left_is_summed_pairwise_as_numpy(shape, small_sums, monkeypa
     dims = tuple(range(len(shape) - 1))
     got = gt.from_numpy(a).sum(dims).numpy()
     assert calls == [] and np.array_equal(got, np.add.reduce(a, axis=dims))
+
+
+@needs_compiler
+def test_a_column_of_negative_zeros_sums_to_positive_zero(monkeypatch):
+    """NumPy and PyTorch start a sum from +0.0; the C column sums end with + 0.0 to agree."""
+    calls = spy_kernels(monkeypatch, "reduction")
+    x = gt.full((64, 40), -0.0)
+    assert not np.signbit(x.sum(0).numpy()).any() and calls

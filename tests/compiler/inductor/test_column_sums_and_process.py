@@ -101,3 +101,18 @@ def test_a_parallel_kernel_loads_libgomp_with_the_passive_policy():
     assert result.returncode == 0, result.stderr
     assert "OMP_WAIT_POLICY = 'PASSIVE'" in result.stderr
     assert "8388608.0" in result.stdout and "left None" in result.stdout
+
+
+@needs_cc
+def test_sums_of_negative_zeros_are_positive_zero_as_eager():
+    """Eager's sums (NumPy's and PyTorch's) start from +0.0, so a row or column of -0.0
+    sums to +0.0: the generated row (pairwise), column and whole-tensor sums do too."""
+    import numpy as np
+
+    def sums(x):
+        return x.sum(-1) * 1.0, x.sum(0) * 1.0, x.sum() * 1.0, x.mean(-1) * 1.0, x.mean(0)
+    for shape in ((4, 8), (3, 300)):
+        x = torch.full(shape, -0.0)
+        for got, want in zip(compiled(sums, x)(x), sums(x)):
+            assert not np.signbit(want.numpy()).any()
+            assert not np.signbit(got.numpy()).any()

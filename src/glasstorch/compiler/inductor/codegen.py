@@ -353,7 +353,7 @@ class CKernelBuilder:
             array = f"acc{self.count}_col"
             self.count += 1
             start = len(self.lines)
-            zero = c_literal(-0.0, red.acc_dtype)
+            zero = c_literal(0, red.acc_dtype)   # +0.0, as eager's sums start
             self.line(f"{ctype}* {array} = ({ctype}*)malloc({count} * sizeof({ctype}));")
             self.line(f"for (int64_t i = 0; i < {count}; i++) {array}[i] = {zero};")
             self._loops(self.inner_loops, None, None)
@@ -536,10 +536,12 @@ class CKernelBuilder:
                     self.last_inlined[1].dtype is red.acc_dtype:
                 self.rows[self.last_inlined[0]] = row       # the row holds that value
             self.row_sums[row] = acc
-            self.line(f"{ctype} {acc} = gt_pairwise_sum_{ctype}({row}, {red.count});")
+            # eager's sums (NumPy's, PyTorch's) start from +0.0: a row of -0.0 sums to +0.0
+            self.line(f"{ctype} {acc} = ({ctype})0 + gt_pairwise_sum_{ctype}({row}, "
+                      f"{red.count});")
             copied = text.split("[")[0] if text == f"{text.split('[')[0]}[{var}]" else None
             return acc, copied
-        zero = c_literal(-0.0 if red.acc_dtype.category == 2 else 0, red.acc_dtype)
+        zero = c_literal(0, red.acc_dtype)       # +0.0, as eager's sums start
         self.line(f"{ctype} {acc} = {zero};")
         if order == "sequential":
             self._loops(self.inner_loops, None, None)

@@ -18,7 +18,7 @@ static inline void sum_columns_##SUFFIX##_##W(int64_t rows, int64_t cols, const 
         _Pragma("omp simd")                                                             \
         for (int64_t c = 0; c < W; c++) acc[c] += row[c];                               \
     }                                                                                   \
-    for (int64_t c = 0; c < W; c++) out[c] = acc[c];                                    \
+    for (int64_t c = 0; c < W; c++) out[c] = acc[c] + (T)0;   /* a -0.0 column: +0.0 */ \
 }
 
 /* Chunks of 64 columns (split across threads), or of 16 where there are fewer than 64, or
