@@ -186,18 +186,23 @@ def test_two_norms_by_the_c_kernel_equal_vector_norm(dtype, monkeypatch):
     from glasstorch.backends.cpu import native
     from native_paths import spy_kernels
     built = native.function("norm", "norm2_f32", "npp") is not None
-    calls = spy_kernels(monkeypatch, "norm")
     rng = np.random.default_rng(5)
     big = rng.standard_normal(100_003) * 1e17
     a = [gt.tensor(x.astype(dtype)) for x in (
         big, rng.standard_normal((129, 7)), np.array([3e-30, 4e-30, 1e-45]),
         np.array([1.0, np.inf, 2.0]), np.array([np.nan, 1.0]), rng.standard_normal(8))]
     a.append(gt.tensor(rng.standard_normal((6, 5)).astype(dtype)).t())
-    for g, t in zip(gt._foreach_norm(a), a):
-        w = gt.linalg.vector_norm(t)
+    monkeypatch.setattr(native, "ENABLED", False)      # vector_norm's NumPy kernel
+    want = [gt.linalg.vector_norm(t) for t in a]
+    calls = spy_kernels(monkeypatch, "norm")
+    for g, w in zip(gt._foreach_norm(a), want):
         assert g.dtype == w.dtype and np.array_equal(g.numpy(), w.numpy(), equal_nan=True)
     if built:
         assert calls == ["norm2_" + ("f32" if dtype == np.float32 else "f64")] * 6
+        calls.clear()
+        for t, w in zip(a, want):                      # and x.norm() / vector_norm itself
+            assert np.array_equal(t.norm().numpy(), w.numpy(), equal_nan=True)
+        assert len(calls) == 6
 
 
 # ---- in place: aliasing, version counters, grad ------------------------------------------
