@@ -127,17 +127,18 @@ def test_legacy_constructor_tells_data_from_sizes_like_torch():
 
 
 def test_cpu_factories_called_directly_are_still_seen_and_follow_the_default_device():
-    """zeros, ones, empty, full and the *_like / new_* factories call their CPU kernel
-    directly on a plain thread; a dispatch mode still sees the ATen op, a default device
+    """zeros, ones, empty, full, arange and the *_like / new_* factories call their CPU
+    kernel directly on a plain thread; a dispatch mode still sees the ATen op, a default device
     elsewhere still decides, and every dtype still gets exact zeros and ones."""
     from oracle import op_log
     x = gt.ones(2, 3)
     with op_log() as log:
         gt.zeros(2), gt.ones(2), gt.empty(2), gt.full((2,), 3.0), gt.ones_like(x)
-        x.new_zeros(4)
+        x.new_zeros(4), gt.arange(3), gt.arange(1, 3)
     assert log.seen == ["aten.zeros.default", "aten.ones.default",
                         "aten.empty.memory_format", "aten.full.default",
-                        "aten.ones_like.default", "aten.new_zeros.default"]
+                        "aten.ones_like.default", "aten.new_zeros.default",
+                        "aten.arange.default", "aten.arange.start"]
     gt.set_default_device("meta")
     try:
         assert gt.zeros(2).device.type == "meta" and gt.ones(2).is_meta

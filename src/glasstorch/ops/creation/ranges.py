@@ -23,9 +23,9 @@ import operator
 import numpy as np
 
 from ...core import dtype as dt
-from ...core.device import as_device
+from ...core.device import CPU, as_device
 from ...core.tensor import Tensor
-from .factories import BACKEND_SELECT, OPTIONS, _finish, factory_op
+from .factories import BACKEND_SELECT, OPTIONS, _cpu_kernel, _finish, factory_op
 from ..registry import export, warn_user
 from ...backends.cpu.ranges import (CONVERT_NAME, _number, accumulate_args, accumulated,
     converted, linspace_values, logspace_values, single_power, write)
@@ -179,15 +179,17 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     """
     if out is not None:
         return _finish(_arange(start, end, step, out, dtype, device), requires_grad)
-    device = as_device(device)
     if end is None:
-        t = arange_op.dispatch(BACKEND_SELECT, start, dtype, layout, device, pin_memory)
+        op, args = arange_op, (start,)
     elif step.__class__ is int and step == 1:
-        t = arange_start_op.dispatch(BACKEND_SELECT, start, end, dtype, layout, device,
-                                     pin_memory)
+        op, args = arange_start_op, (start, end)
     else:
-        t = arange_start_step_op.dispatch(BACKEND_SELECT, start, end, step, dtype, layout,
-                                          device, pin_memory)
+        op, args = arange_start_step_op, (start, end, step)
+    kernel = _cpu_kernel(op, device)            # the CPU kernel, called directly
+    if kernel is not None:
+        t = kernel(*args, dtype, layout, CPU, pin_memory)
+    else:
+        t = op.dispatch(BACKEND_SELECT, *args, dtype, layout, as_device(device), pin_memory)
     return _finish(t, requires_grad)
 
 
