@@ -415,3 +415,24 @@ def test_a_callable_object_among_the_attributes_keeps_the_python_running():
     for _ in range(4):
         compiled(gt.ones(2))
     assert _entry(compiled).replay is None and len(seen) == 4
+
+
+def test_classes_made_twice_by_a_factory_replay_and_their_closures_are_guarded():
+    """A model class made inside a function (the bench's GPTs, nanoGPT's build) made twice
+    has two forward functions of one code: the one running is told apart by its cells."""
+    def build(scale):
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, 3)
+
+            def forward(self, v):
+                return self.fc(v) * scale
+        return Scaled()
+    first, second = build(2.0), build(3.0)
+    v = gt.randn(2, 3)
+    c1, c2 = gt.compile(first), gt.compile(second)
+    assert _replaying(c1, v) and _replaying(c2, v)
+    assert gt.allclose(c1(v), first(v)) and gt.allclose(c2(v), second(v))
+    type(second).forward.__closure__[0].cell_contents = 5.0
+    assert gt.allclose(c2(v), second.fc(v) * 5.0) and gt.allclose(c1(v), first.fc(v) * 2.0)

@@ -302,22 +302,27 @@ class Watch:
             else:
                 self.guards.item(f_globals, name, value)
             _guard_chain(self.guards, value, attrs, f"{code.co_name} reads {name}")
-        function = _function_of(code)
-        if function is not None:
+        functions = _functions_of(code)
+        for function in functions:
             for value in (function.__defaults__ or ()) + tuple(
                     (function.__kwdefaults__ or {}).values()):
                 if not _readable(value):
                     raise NotReplayable(f"{code.co_name} has a {type(value).__name__} "
                                         "default, which may change")
         if cells_read:
-            if function is None or function.__closure__ is None:
+            # the function running is one whose cells hold what the frame sees (a class
+            # made by a factory called twice has two); all such are guarded
+            seen = frame.f_locals
+            running = [f for f in functions if f.__closure__ is not None and all(
+                _contents(cell) is seen.get(name, _MISSING)
+                for name, cell in zip(code.co_freevars, f.__closure__))]
+            if not running:
                 raise NotReplayable(f"the closure of {code.co_name} cannot be told apart")
-            cells = dict(zip(code.co_freevars, function.__closure__))
             for name, attrs in cells_read:
-                cell = cells[name]
-                value = cell.cell_contents
-                self.guards.attr(cell, "cell_contents", value)
-                _guard_chain(self.guards, value, attrs, f"{code.co_name} reads {name}")
+                for function in running:
+                    cell = function.__closure__[code.co_freevars.index(name)]
+                    self.guards.attr(cell, "cell_contents", cell.cell_contents)
+                _guard_chain(self.guards, seen[name], attrs, f"{code.co_name} reads {name}")
 
     def _c_call(self, fn) -> None:
         if id(fn) in _PURE_BUILTINS:
@@ -337,18 +342,20 @@ def _version(t: Tensor) -> int:
     return t._vc.version if t._vc is not None else 0
 
 
-def _function_of(code):
-    """The one function object running `code` (for its closure cells and defaults), None
-    for a comprehension's (made anew each time, from its caller's variables); NotReplayable
-    where several share the code."""
+def _functions_of(code) -> list:
+    """The function objects running `code` (for their closure cells and defaults); none
+    for a comprehension's (made anew each time, from its caller's variables)."""
     if code.co_name in _COMPREHENSIONS:
-        return None
-    functions = [f for f in gc.get_referrers(code)
-                 if isinstance(f, types.FunctionType) and f.__code__ is code]
-    if len(functions) != 1:
-        raise NotReplayable(f"{code.co_name} is one of {len(functions)} functions of the "
-                            "same code, which the replay cannot tell apart")
-    return functions[0]
+        return []
+    return [f for f in gc.get_referrers(code)
+            if isinstance(f, types.FunctionType) and f.__code__ is code]
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:                       # an empty cell
+        return _MISSING
 
 
 def module_guards(module: Module | None, guards: _Guards) -> None:
