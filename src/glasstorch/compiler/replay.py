@@ -8,7 +8,7 @@ same graph every time, and it changes nothing but tensors, through operators. Fo
 call the compiled graph alone gives the same result, so later calls run it directly:
 PyTorch's Dynamo does the same after reading the bytecode once.
 
-Purity is shown by watching one call that replayed a cached trace (`watch`, with
+Purity is shown by watching one call that replayed a cached trace (`Watch`, with
 `sys.setprofile`): every Python function of the user's that runs is read (its bytecode must
 store no attribute, global, subscript or closure cell, and import nothing), every builtin it
 calls must be on a list of side-effect-free ones, and every glasstorch function it calls
@@ -18,7 +18,10 @@ flags, grad mode, autocast) becomes guards of the replay:
 
 - the globals and closure cells each of its functions reads, by identity, with the module
   attributes read through them (`F.gelu`): only modules, functions, classes and immutable
-  values may be read there (a list or an object someone could change is refused);
+  values may be read there, or configuration objects (a dataclass instance of such
+  values), guarded attribute by attribute (a list, a dict, a callable object is refused);
+  a function whose code several function objects share (a class made twice by a
+  factory) is told apart by the cells its frame sees;
 - its modules' own attributes: they may hold only such values too, and every write of one
   (Module.__setattr__, a hook registered) moves the module's counter (`_attr_version`),
   which the replay checks for each module; no module hook may be registered, globally or
@@ -50,7 +53,9 @@ from ..nn.modules import module as _module
 from ..nn.modules.module import Module
 from ..utils._python_dispatch import _disable_current_modes
 from .. import overrides
+from ..dispatch.keys import exclude_keys
 from .aot_autograd import CompiledFunctionBackward
+from .capture import _PYTHON_AND_ABOVE, _fill, _saved_values, fresh_storage
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MISSING = object()
@@ -390,7 +395,7 @@ class ReplayPlan:
         self.sources = sources      # per graph input: ('arg', i), ('kwarg', k) or a tensor
         self.bumps = bumps          # (input, count): the in-place writes the graph makes
         self.compiled = compiled
-        self.live = live            # per graph output filling a storage: (nbytes, device, ref, geometry)
+        self.live = live            # per output filling a storage: nbytes, device, ref, geometry
         self.returned = returned    # the result: None, ('one', out) or (type, [out | None])
         self.region = region        # (edge input indices, region outputs as output paths)
         self.plan = plan            # the JointPlan of the compiled backward, or None
@@ -401,12 +406,10 @@ class ReplayPlan:
         for attributes, version in self.versions:
             if attributes.get("_attr_version", 0) != version:
                 return False
-        return (self.guards.hold() and not _tracers and not overrides.anywhere.modes and not any(
-                    getattr(_module, name) for name in _GLOBAL_HOOKS))
+        return (self.guards.hold() and not _tracers and not overrides.anywhere.modes
+                and not any(getattr(_module, name) for name in _GLOBAL_HOOKS))
 
     def run(self, args: tuple, kwargs: dict):
-        from .capture import _PYTHON_AND_ABOVE, _fill, _saved_values, fresh_storage
-        from ..dispatch.keys import exclude_keys
         inputs = [args[s[1]] if s[0] == "arg" else kwargs[s[1]] if s[0] == "kwarg" else s[1]
                   for s in self.sources]
         in_inputs = {id(t._storage) for t in inputs}
