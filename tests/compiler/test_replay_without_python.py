@@ -69,16 +69,19 @@ def test_a_pure_module_replays_without_its_python_and_equals_lazy_capture():
     compiled, lazy = gt.compile(model), gt.compile(lazy_model)
     x = gt.randn(2, 3, 8)
     assert _replaying(compiled, x)
+    with _calls_of(Block.forward.__code__) as ran:
+        out = compiled(x)
+    assert ran == [0]
     config.replay_pure_calls = False
     try:
         for _ in range(3):
             lazy(x)
         assert _entry(lazy).replay is None
         with _calls_of(Block.forward.__code__) as ran:
-            out = compiled(x)
-        assert ran == [0]
-        with _calls_of(Block.forward.__code__) as ran:
             want = lazy(x)
+        assert ran == [1]
+        with _calls_of(Block.forward.__code__) as ran:
+            compiled(x)                      # the switch turns an existing replay off too
         assert ran == [1]
     finally:
         config.replay_pure_calls = True

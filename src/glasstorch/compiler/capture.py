@@ -560,10 +560,11 @@ class LazyCapture(TorchDispatchMode):
             self.runs.append(LastRun(seg, live, compiled, plan, region))
 
     def _compiled_backward(self, seg: _Segment):
-        """(node, plan): when the segment recorded autograd nodes, the region's compiled
-        backward, installed as its outputs' grad_fn (the recorded nodes are dropped); the
-        node's saved values are filled after the forward ran. (None, None) when there is no
-        region or its backward stays eager."""
+        """(node, plan, region): when the segment recorded autograd nodes, the region's
+        compiled backward, installed as its outputs' grad_fn (the recorded nodes are
+        dropped); the node's saved values are filled after the forward ran. (None, None,
+        None) when there is no region; (None, None, the reason) when its backward stays
+        eager."""
         if self.segment.sequence_start == seg.sequence_start + 1:
             return None, None, None       # no autograd node was numbered since it began
         region = aot_autograd.find_region(seg)

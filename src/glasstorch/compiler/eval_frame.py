@@ -127,10 +127,11 @@ class _CompiledFunction:
         if entry is None or entry.eager:
             return self.fn(*args, **kwargs)
         if entry.replay is not None:
-            if entry.replay.holds() and _state.explain is None and not _recorder.collectors:
+            if (config.replay_pure_calls and entry.replay.holds() and _state.explain is None
+                    and not _recorder.collectors):
                 entry.calls += 1
                 return entry.replay.run(args, kwargs)
-            entry.replay = None       # something it read changed: watch a later call anew
+            entry.replay = None       # something it read changed (or replays are off)
         new_layout = entry.layouts is not None and _new_layout(entry, args, kwargs)
         capture = LazyCapture(entry.trace, self._compile_segment, self._on_break,
                               getattr(self.backend, "compiles_backward", False))

@@ -3,9 +3,9 @@ them.
 
 A guard snapshot is a tuple of checks, each `(source, kind, expected)`: every tensor argument
 (its dtype, device, sizes, strides, requires_grad), every Python scalar passed in (its value),
-the global state (grad mode, the default dtype, autocast), and, for a module's forward, each module's training
-flag and the identity and metadata of each parameter and buffer (a replaced or added one
-fails). A call that fails every entry's guards makes a new entry: a recompile. Each call compares
+the global state (grad mode, the default dtype, autocast), and, for a module's forward, each
+module's training flag and the identity and metadata of each parameter and buffer (a
+replaced or added one fails). A call that fails every entry's guards makes a new entry: a recompile. Each call compares
 only its `fingerprint` (the same checks without their names) with each entry's; the named
 snapshot is built when no entry fits.
 

@@ -13,7 +13,7 @@ from .. import arrays
 from ...core import dtype as dt
 from ...core.promotion import opmath
 from ...core.shape import wrap_dim
-from .pointwise import FLOATING, REDUCED, assign, check_dtype, scalar
+from .pointwise import FLOATING, REDUCED, assign, check_dtype, clamp_arrays_native, scalar
 from .random import fma, uniform_double
 
 
@@ -209,16 +209,10 @@ def _normal_cdf_float32(x: np.ndarray) -> tuple:
 
 
 def relu_native(x, out) -> bool:
-    """ReLU by the C clamp kernel (native/activation.c, `x < 0 ? 0 : x`, the semantics of
-    `_relu`), where x and out are dense float32/float64 arrays: one pass in C where the NumPy
-    clip is split across the Python pool's threads (the CNN step's 64x16x28x28: 110 -> 68 us)."""
-    if not native.dense(x, out):
-        return False
-    fn = native.function("activation", "clamp_" + native.suffix(x), "nppddi")
-    if fn is None:
-        return False
-    fn(x.size, native.pointer(x), native.pointer(out), 0.0, math.inf, native.threads(x.size))
-    return True
+    """ReLU by the C clamp kernel (`x < 0 ? 0 : x`, the semantics of `_relu`), where x and
+    out are dense float32/float64 arrays: one pass in C where the NumPy clip is split across
+    the Python pool's threads (the CNN step's 64x16x28x28: 110 -> 68 us)."""
+    return clamp_arrays_native(x, out, 0.0, math.inf)
 
 
 def gelu_native(x, out, approximate="none") -> bool:

@@ -561,14 +561,19 @@ def _clamp_native(out, self, lo, hi) -> bool:
     if (self.__class__ is not Tensor or out.dtype is not self.dtype
             or not _plain_bound(lo) or not _plain_bound(hi)):
         return False
-    x, o = self._array(), out._array()
+    return clamp_arrays_native(self._array(), out._array(), -math.inf if lo is None else lo,
+                               math.inf if hi is None else hi)
+
+
+def clamp_arrays_native(x, o, lo: float, hi: float) -> bool:
+    """o = x clamped to [lo, hi] (numbers, not NaN) by native/activation.c's clamp, where x
+    and o are dense float32/float64 arrays of one shape; False where it does not apply."""
     if not native.dense(x, o) or o.shape != x.shape:
         return False
     fn = native.function("activation", "clamp_" + native.suffix(x), "nppddi")
     if fn is None:
         return False
-    fn(x.size, native.pointer(x), native.pointer(o), -math.inf if lo is None else lo,
-       math.inf if hi is None else hi, native.threads(x.size))
+    fn(x.size, native.pointer(x), native.pointer(o), lo, hi, native.threads(x.size))
     return True
 
 

@@ -161,8 +161,6 @@ def _native_sum(a: np.ndarray, ax, out=None):
     return out
 
 
-_ROW_SUFFIX = {_FLOAT32: "f32", np.dtype(np.float64): "f64"}
-
 # Where the C row kernels pay, measured on whole op calls (2 cores, float32): a C call costs
 # ~2 us (ctypes, the checks), NumPy's reduce ~1 us plus ~20 ns (a sum) to ~60 ns (a max) of
 # loop set-up a row, and store's copy. So a sum or mean runs in C from rows of 2 elements
@@ -182,7 +180,7 @@ def _rows(a: np.ndarray, ax, whole_below: int):
     rows not contiguous or leading axes that do not collapse into one stride, or every axis
     from `whole_below` elements on (where `reduce` splits the work across threads or sums it
     by _native_total)."""
-    if a.__class__ is not np.ndarray or a.dtype not in _ROW_SUFFIX:
+    if a.__class__ is not np.ndarray or a.dtype not in native.FLOAT_SUFFIX:
         return None
     if ax is None or len(ax) == a.ndim:
         if a.size >= whole_below or not a.size or not a.flags.c_contiguous:
@@ -239,7 +237,7 @@ def _row_sums(out, a: np.ndarray, ax, mean: bool) -> bool:
     rows = _rows(a, ax, min(_NATIVE_TOTAL_MIN, parallel.GRAIN))
     if rows is None or rows[1] < 2:
         return False
-    fn = native.function("reduction", "sum_trailing_" + _ROW_SUFFIX[a.dtype], "nnnppii")
+    fn = native.function("reduction", "sum_trailing_" + native.suffix(a), "nnnppii")
     if fn is None:
         return False
     dst, own = _target(out, a.dtype, a)
@@ -266,7 +264,7 @@ def _row_extremes(values, indices, a: np.ndarray, dim: int, take_min: bool) -> b
             return False
     elif indices is None and (rows[0] < _ROW_EXTREMES_MIN or rows[1] < 2):
         return False
-    fn = native.function("reduction", "extreme_trailing_" + _ROW_SUFFIX[a.dtype], "nnnpppii")
+    fn = native.function("reduction", "extreme_trailing_" + native.suffix(a), "nnnpppii")
     if fn is None:
         return False
     v = i = None

@@ -23,9 +23,9 @@ import operator
 import numpy as np
 
 from ...core import dtype as dt
-from ...core.device import CPU, as_device
+from ...core.device import as_device
 from ...core.tensor import Tensor
-from .factories import BACKEND_SELECT, OPTIONS, _cpu_kernel, _finish, factory_op
+from .factories import OPTIONS, _finish, backend_call, factory_op
 from ..registry import export, warn_user
 from ...backends.cpu.ranges import (CONVERT_NAME, _number, accumulate_args, accumulated,
     converted, linspace_values, logspace_values, single_power, write)
@@ -185,12 +185,8 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         op, args = arange_start_op, (start, end)
     else:
         op, args = arange_start_step_op, (start, end, step)
-    kernel = _cpu_kernel(op, device)            # the CPU kernel, called directly
-    if kernel is not None:
-        t = kernel(*args, dtype, layout, CPU, pin_memory)
-    else:
-        t = op.dispatch(BACKEND_SELECT, *args, dtype, layout, as_device(device), pin_memory)
-    return _finish(t, requires_grad)
+    return _finish(backend_call(op, device, args + (dtype, layout), (pin_memory,)),
+                   requires_grad)
 
 
 def _range(start, end, step, out, dtype, device) -> Tensor:
@@ -235,8 +231,7 @@ def range(start, end, step=1, *, out=None, dtype=None, layout=None,  # noqa: A00
               " which produces values in [start, end).")
     if out is not None:
         return _finish(_range(start, end, step, out, dtype, device), requires_grad)
-    t = range_op.dispatch(BACKEND_SELECT, start, end, step, dtype, layout, as_device(device),
-                          pin_memory)
+    t = backend_call(range_op, device, (start, end, step, dtype, layout), (pin_memory,))
     return _finish(t, requires_grad)
 
 
@@ -305,8 +300,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     """
     if out is not None:
         return _finish(_linspace(start, end, steps, out, dtype, device), requires_grad)
-    t = linspace_op.dispatch(BACKEND_SELECT, start, end, steps, dtype, layout,
-                             as_device(device), pin_memory)
+    t = backend_call(linspace_op, device, (start, end, steps, dtype, layout), (pin_memory,))
     return _finish(t, requires_grad)
 
 
@@ -340,8 +334,8 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     """
     if out is not None:
         return _finish(_logspace(start, end, steps, base, out, dtype, device), requires_grad)
-    t = logspace_op.dispatch(BACKEND_SELECT, start, end, steps, base, dtype, layout,
-                             as_device(device), pin_memory)
+    t = backend_call(logspace_op, device, (start, end, steps, base, dtype, layout),
+                     (pin_memory,))
     return _finish(t, requires_grad)
 
 
@@ -386,10 +380,9 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     if out is not None:
         return _finish(_eye(n, m, out, dtype, device), requires_grad)
     if m is None:
-        t = eye_op.dispatch(BACKEND_SELECT, n, dtype, layout, as_device(device), pin_memory)
+        t = backend_call(eye_op, device, (n, dtype, layout), (pin_memory,))
     else:
-        t = eye_m_op.dispatch(BACKEND_SELECT, n, m, dtype, layout, as_device(device),
-                              pin_memory)
+        t = backend_call(eye_m_op, device, (n, m, dtype, layout), (pin_memory,))
     return _finish(t, requires_grad)
 
 

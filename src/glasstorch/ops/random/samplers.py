@@ -37,8 +37,8 @@ from ...core.shape import broadcast_shapes2, expand_strides
 from ...core.tensor import Tensor, preserve_format
 from ...dispatch.keys import BACKEND_MASK
 from ...random import Generator, default_generator
-from ..creation.factories import (BACKEND_SELECT, OPTIONS, _finish, _size_arg, empty_like_kernel,
-                        factory_op, like_keyset)
+from ..creation.factories import (OPTIONS, _finish, _size_arg, backend_call,
+                                  empty_like_kernel, factory_op, like_keyset)
 from ..registry import export, kernel_op, resize_output
 from ...backends.cpu.ranges import LIMITS, converted, write
 from ..creation.ranges import check_out_dtype, fmt, store_values, warn_user
@@ -612,8 +612,8 @@ def normal(mean, std=_NO_STD, size=None, *, generator=None, out=None, dtype=None
                             "(2, 3)); otherwise mean or std must be a Tensor")
         shape = _size_arg("normal", (size,))
         if out is None:
-            t = normal_float_float_op.dispatch(BACKEND_SELECT, mean, std, shape, generator,
-                                               dtype, layout, as_device(device), pin_memory)
+            t = backend_call(normal_float_float_op, device,
+                             (mean, std, shape, generator, dtype, layout), (pin_memory,))
             return _finish(t, requires_grad)
         std = _check_std_float(std)
         t, fresh = _factory_tensor(shape, dtype, device, out)
@@ -751,11 +751,9 @@ normal_float_float_op = factory_op(
 
 def _dispatch_new(ops, generator, positional, dtype, layout, device, pin_memory):
     """Call a random factory's overload (the `.generator` one when a generator is given)."""
-    device = as_device(device)
     if generator is None:
-        return ops[0].dispatch(BACKEND_SELECT, *positional, dtype, layout, device, pin_memory)
-    return ops[1].dispatch(BACKEND_SELECT, *positional, generator, dtype, layout, device,
-                           pin_memory)
+        return backend_call(ops[0], device, (*positional, dtype, layout), (pin_memory,))
+    return backend_call(ops[1], device, (*positional, generator, dtype, layout), (pin_memory,))
 
 
 def _dispatch_like(ops, name, generator, positional, dtype, layout, device, memory_format):

@@ -142,12 +142,13 @@ def dense(*arrays) -> bool:
     """Whether the arrays are C-contiguous NumPy arrays of one float dtype, float32 or
     float64 (the kernels' element types)."""
     d = arrays[0].dtype
-    return (d in _FLOAT_SUFFIX and all(a.__class__ is np.ndarray and a.dtype == d
+    return (d in FLOAT_SUFFIX and all(a.__class__ is np.ndarray and a.dtype == d
                                        and a.flags.c_contiguous for a in arrays))
 
 
-_FLOAT_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+# The kernels' element types and the suffix of their C functions' names.
+FLOAT_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
 def suffix(a: np.ndarray) -> str:
-    return _FLOAT_SUFFIX[a.dtype]
+    return FLOAT_SUFFIX[a.dtype]
