@@ -8,6 +8,7 @@ import platform
 import numpy as np
 
 from glasstorch import cli
+from glasstorch.backends.cpu import linalg, split_gemm
 
 
 def load_average() -> str:
@@ -82,8 +83,9 @@ def numpy_blas() -> dict:
 
 
 def blas_summary(torch) -> str:
-    """Both libraries' BLAS: NumPy's OpenBLAS kernel (and OPENBLAS_CORETYPE if set), and
-    the BLAS PyTorch was built with."""
+    """Both libraries' BLAS: NumPy's OpenBLAS kernel (and OPENBLAS_CORETYPE if set),
+    whether glasstorch's own AVX-512 kernel takes its products, and the BLAS PyTorch was
+    built with."""
     blas = numpy_blas()
     ours = cli._blas()
     if blas["core"]:
@@ -95,6 +97,9 @@ def blas_summary(torch) -> str:
                    if part.startswith("BLAS_INFO=")), "unknown")
     capability = next((line.split(":", 1)[1].strip() for line in config.splitlines()
                        if "CPU capability usage" in line), "unknown")
+    if split_gemm.own_kernel_available():
+        ours += (f"; glasstorch's products from {linalg.OWN_KERNEL_MNK:,} multiply-adds: "
+                 "its own AVX-512 kernel")
     return f"NumPy: {ours}; torch: {theirs} (CPU capability {capability})"
 
 

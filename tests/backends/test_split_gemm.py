@@ -1,4 +1,5 @@
-"""Large products on glasstorch's own threads (backends/cpu/split_gemm.py, native/gemm.c):
+"""Large products on glasstorch's own threads as single-threaded BLAS calls
+(backends/cpu/split_gemm.py, native/gemm.c; the path where the own kernel was not built):
 the right values on any thread count, every layout the BLAS reads taken as it lies,
 everything else refused untouched, and calls from several Python threads at once each
 right."""
@@ -17,7 +18,9 @@ from oracle import assert_same, oracle_torch
 
 
 @pytest.fixture(autouse=True)
-def available():
+def available(monkeypatch):
+    # The BLAS path, as on a CPU without AVX-512 (test_own_gemm.py tests the own kernel).
+    monkeypatch.setattr(split_gemm, "own_matmul", lambda a, b, o: False)
     if not split_gemm.available():
         pytest.skip("NumPy's BLAS is not the ILP64 OpenBLAS of NumPy's wheels")
     if function("gemm", "gemm_split_f32", "piinnnnpnnpnnpnnnip") is None:

@@ -9,9 +9,11 @@ of the addmm family needs care when the output is the input (in-place calls). Th
 kernels run on CuPy arrays (CUDA tensors: cuBLAS). The kernels registered for the product ops
 (`product_cpu`, `matmul_cpu`, `gemm_kernel`, ...) take tensors and call these on their arrays.
 
-Mid-sized products run with one BLAS thread and large ones on threads glasstorch starts
-itself (`blas_matmul`): BLAS's own threads spin next to the kernel pool's after them, and wait for
-one another by yielding, which collapses on a shared machine (split_gemm.py).
+float32 and float64 products from OWN_KERNEL_MNK multiply-adds run on glasstorch's own
+kernel where the CPU has AVX-512 (split_gemm.own_matmul). Otherwise mid-sized products run
+with one BLAS thread and large ones on threads glasstorch starts itself (`blas_matmul`):
+BLAS's own threads spin next to the kernel pool's after them, and wait for one another by
+yielding, which collapses on a shared machine (split_gemm.py).
 """
 from __future__ import annotations
 
@@ -52,11 +54,19 @@ the pool's kernels (relu, max_pool, convolution on 64x16x28x28) want next. Large
 are split across glasstorch's own threads (split_gemm.py)."""
 
 
+OWN_KERNEL_MNK = 1 << 19
+"""Products from this many multiply-adds run on glasstorch's own kernel where it was built
+(split_gemm.own_matmul: AVX-512); smaller ones cost less through np.matmul's call."""
+
+
 def blas_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> None:
-    """np.matmul(a, b, out=o): products from ONE_THREAD_MNK multiply-adds on glasstorch's
+    """np.matmul(a, b, out=o): from OWN_KERNEL_MNK multiply-adds on glasstorch's own kernel
+    where it applies; else products from ONE_THREAD_MNK multiply-adds on glasstorch's
     threads (split_gemm; BLAS's own threads where it does not apply), smaller ones on one
     BLAS thread (the CNN step's 64x1568x10 products no longer wake BLAS's threads)."""
     mnk = o.size * (a.shape[-1] if a.ndim else 1)
+    if mnk >= OWN_KERNEL_MNK and split_gemm.own_matmul(a, b, o):
+        return
     if mnk < _BLAS_SERIAL_MNK or o.__class__ is not np.ndarray:
         np.matmul(a, b, out=o)
     elif mnk >= ONE_THREAD_MNK:
