@@ -1,5 +1,6 @@
 """glasstorch's own matrix-product kernel (native/gemm.c's gemm_own_*, AVX-512 CPUs):
-values within a float64 reference's rounding bound for any shape, strides and batch; the
+values within a float64 reference's rounding bound for any shape, strides and batch (up to
+two batch dims, broadcasting as np.matmul); the
 same bits on any thread count; NaN and infinity as IEEE arithmetic gives them; layouts it
 does not take refused untouched; and the products (and gradients) of mm, linear and bmm
 through it equal to PyTorch's."""
@@ -76,6 +77,34 @@ def test_values_and_bits_on_any_thread_count(m, n, k, batch, broadcast, la, lb, 
         np.testing.assert_array_equal(_own(a, b, threads), one)
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [((8, 4, 32, 16), (8, 4, 16, 32)),
+                                              ((8, 1, 32, 16), (1, 4, 16, 32)),
+                                              ((3, 4, 20, 16), (16, 40)),
+                                              ((20, 16), (3, 4, 16, 40)),
+                                              ((3, 1, 5, 7), (1, 4, 7, 9))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_two_batch_dims_broadcast_as_numpy(a_shape, b_shape, dtype):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    one = _own(a, b, 1)
+    _within_rounding(one, a, b)
+    np.testing.assert_array_equal(_own(a, b, 2), one)
+
+
+def test_attention_heads_views():
+    """Query and key as the heads views attention makes (B, H, T, hs over (B, T, H, hs)),
+    into an output whose batch dims are not dense."""
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((8, 32, 4, 16)).astype(np.float32).transpose(0, 2, 1, 3)
+    k = rng.standard_normal((8, 32, 4, 16)).astype(np.float32).transpose(0, 2, 1, 3)
+    gt.set_num_threads(2)
+    o = np.empty((8, 32, 4, 32), np.float32).transpose(0, 2, 1, 3)
+    assert split_gemm.own_matmul(q, k.swapaxes(-1, -2), o)
+    _within_rounding(o, q, k.swapaxes(-1, -2))
+    np.testing.assert_array_equal(o, _own(q, k.swapaxes(-1, -2), 1))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m, k, n", [(1, 1, 1), (300, 600, 70), (70, 300, 2100),
                                      (5, 1000, 3), (3, 5, 4200), (129, 257, 33)])
@@ -122,12 +151,12 @@ def test_refuses_what_it_does_not_take():
     _refused(a.astype(np.float16), a.astype(np.float16), o.astype(np.float16))
     _refused(a, a.astype(np.float64), o)                        # mixed dtypes
     _refused(a, a, a)                                           # output overlaps an input
-    _refused(a[None, None], a, o[None, None])                   # 4-d
     _refused(a, a, np.asfortranarray(o))                        # column-major output
     _refused(a[:, :0], a[:0], o)                                # k == 0: np.matmul's zeros
     _refused(a, a, o[:32])                                      # shapes that do not fit
     _refused(a[:, :32], a, o)
     _refused(a[None].repeat(2, 0), a[None].repeat(3, 0), o[None].repeat(3, 0))
+    _refused(a[None, None, None], a, o[None, None, None])       # 5-d
 
 
 def test_zero_inner_size_gives_zeros_through_blas_matmul():

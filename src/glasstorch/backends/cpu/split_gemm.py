@@ -95,7 +95,8 @@ def _own_kernels() -> dict:
     probe.restype = ctypes.c_int
     if not probe():
         return {}
-    kernels = {dtype: function("gemm", "gemm_own_" + suffix, "nnnnpnnnpnnnpnnnip")
+    kernels = {dtype: function("gemm", "gemm_own_" + suffix,
+                                "nnnnnpnnnnpnnnnpnnnnip")
                for dtype, (suffix, _) in _SUFFIX.items()}
     for fn in kernels.values():
         fn.restype = ctypes.c_int
@@ -112,45 +113,65 @@ OWN_PARALLEL_MNK = 1 << 19
 threads: below it the pool's rendezvous costs about what the second thread saves."""
 
 
+def _batch_strides(x: np.ndarray, lead: tuple):
+    """x's strides in bytes over the output's two batch dims `lead` (a 3-d output's padded
+    with a leading 1): 0 where x broadcasts (a 2-d operand, or a dim of size 1), None where
+    its batch shape does not fit."""
+    if x.ndim == 2:
+        return 0, 0
+    shape, strides = x.shape[:-2], x.strides[:-2]
+    if len(shape) == 1:
+        shape, strides = (1,) + shape, (0,) + strides
+    out = []
+    for size, stride, want in zip(shape, strides, lead):
+        if size == want:
+            out.append(stride if want > 1 else 0)
+        elif size == 1:
+            out.append(0)
+        else:
+            return None
+    return out
+
+
 def own_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> bool:
     """o[...] = a @ b with glasstorch's own kernel, for float32/float64 operands of any
-    strides (2-d, or a 3-d batch where either operand may be 2-d) into a row-major `o` that
-    overlaps neither; False, with nothing written, where it does not apply or the kernel
-    was not built (a CPU without AVX-512)."""
+    strides (2-d, or batches with up to two batch dims, which broadcast as np.matmul's) into
+    an `o` whose rows are dense and which overlaps neither; False, with nothing written,
+    where it does not apply or the kernel was not built (a CPU without AVX-512)."""
     fn = _own_kernels().get(o.dtype) if native.ENABLED else None
     if (fn is None or a.dtype != o.dtype or b.dtype != o.dtype
             or o.__class__ is not np.ndarray or a.__class__ is not np.ndarray
-            or b.__class__ is not np.ndarray):
-        return False
-    nd = o.ndim
-    if nd == 2 and a.ndim == 2 and b.ndim == 2:
-        batch, sa, sb, sc = 1, 0, 0, 0
-    elif nd == 3 and a.ndim in (2, 3) and b.ndim in (2, 3):
-        batch = o.shape[0]
-        if (a.ndim == 3 and a.shape[0] != batch) or (b.ndim == 3 and b.shape[0] != batch):
-            return False
-        sa = a.strides[0] if a.ndim == 3 else 0
-        sb = b.strides[0] if b.ndim == 3 else 0
-        sc = o.strides[0]
-    else:
+            or b.__class__ is not np.ndarray or not 2 <= o.ndim <= 4
+            or a.ndim not in (2, o.ndim) or b.ndim not in (2, o.ndim)):
         return False
     m, n = o.shape[-2:]
     k = a.shape[-1]
+    if o.ndim == 2:
+        lead, sa, sb, sc = (1, 1), (0, 0), (0, 0), (0, 0)
+    else:
+        lead = (1,) * (4 - o.ndim) + o.shape[:-2]
+        sa, sb = _batch_strides(a, lead), _batch_strides(b, lead)
+        sc = _batch_strides(o, lead)
+        if sa is None or sb is None:
+            return False
     item = o.itemsize
     ars, acs = a.strides[-2:]
     brs, bcs = b.strides[-2:]
     ldc = o.strides[-2]
+    batch = lead[0] * lead[1]
     if (a.shape[-2] != m or b.shape[-2] != k or b.shape[-1] != n or m * n * k == 0
             or o.strides[-1] != item
-            or (ars | acs | brs | bcs | ldc | sa | sb | sc) % item
+            or (ars | acs | brs | bcs | ldc | sa[0] | sa[1] | sb[0] | sb[1] | sc[0] | sc[1])
+            % item
             or np.may_share_memory(o, a) or np.may_share_memory(o, b)):
         return False
     threads = (1 if batch * m * n * k < OWN_PARALLEL_MNK or parallel.in_worker()
                else parallel.openmp_threads())
     pool = runner() if threads > 1 else None
-    if fn(batch, m, n, k, pointer(a), ars // item, acs // item, sa // item,
-          pointer(b), brs // item, bcs // item, sb // item, pointer(o), ldc // item,
-          sc // item, threads // math.gcd(batch, threads), threads if pool else 1, pool):
+    if fn(lead[0], lead[1], m, n, k, pointer(a), ars // item, acs // item, sa[0] // item,
+          sa[1] // item, pointer(b), brs // item, bcs // item, sb[0] // item, sb[1] // item,
+          pointer(o), ldc // item, sc[0] // item, sc[1] // item,
+          threads // math.gcd(batch, threads), threads if pool else 1, pool):
         raise MemoryError("glasstorch's matrix product could not allocate memory for packing "
                           "its operands")
     return True

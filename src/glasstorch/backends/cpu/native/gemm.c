@@ -226,7 +226,8 @@ static void NAME##_one(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars,
 typedef struct {                                                                         \
     int by_rows;                                                                         \
     _Atomic int failed;          /* a piece could not allocate its packing buffer */     \
-    int64_t m, n, k, per, pieces, ars, acs, sa, brs, bcs, sb, ldc, sc;                   \
+    int64_t m, n, k, per, pieces, inner;                                                 \
+    int64_t ars, acs, sa, sa2, brs, bcs, sb, sb2, ldc, sc, sc2;                          \
     const T *a, *b;                                                                      \
     T* c;                                                                                \
 } NAME##_job;                                                                            \
@@ -237,9 +238,10 @@ static void NAME##_piece(const void* ctx, int64_t t)                            
     const int64_t p = t / j->pieces, lo = (t % j->pieces) * j->per;                      \
     const int64_t extent = j->by_rows ? j->m : j->n;                                     \
     const int64_t len = extent - lo < j->per ? extent - lo : j->per;                     \
-    const T* a = j->a + p * j->sa;                                                       \
-    const T* b = j->b + p * j->sb;                                                       \
-    T* c = j->c + p * j->sc;                                                             \
+    const int64_t p1 = p / j->inner, p2 = p % j->inner;                                  \
+    const T* a = j->a + p1 * j->sa + p2 * j->sa2;                                        \
+    const T* b = j->b + p1 * j->sb + p2 * j->sb2;                                        \
+    T* c = j->c + p1 * j->sc + p2 * j->sc2;                                              \
     const int64_t rows = j->by_rows ? len : j->m, cols = j->by_rows ? j->n : len;        \
     const int64_t mc = rows < GEMM_MC ? rows : GEMM_MC, nc = cols < GEMM_NC ? cols : GEMM_NC; \
     const int64_t kc = j->k < GEMM_KC ? j->k : GEMM_KC;                                  \
@@ -258,18 +260,20 @@ static void NAME##_piece(const void* ctx, int64_t t)                            
                    c + lo, j->ldc, pack, pack + a_size);                                 \
 }                                                                                        \
                                                                                          \
-/* C[b] = A[b] @ B[b] for `batch` products (m x n x k, k > 0): A's element (i, p) at      \
-   a + i*ars + p*acs, B's (p, j) at b + p*brs + j*bcs, C's rows ldc apart with dense      \
-   columns; sa, sb, sc: batch strides (0: a broadcast operand). Each product is cut into  \
-   `blocks` pieces along C's rows or, when C is wider than tall, its columns, run on      \
-   `nthreads` threads of the pool (`runner`). Returns 0, or -1 where memory for packing \
-   ran out (C is then partly written). */                                                \
-int NAME(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, int64_t ars,       \
-          int64_t acs, int64_t sa, const T* b, int64_t brs, int64_t bcs, int64_t sb,     \
-          T* c, int64_t ldc, int64_t sc, int64_t blocks, int nthreads, void* runner)     \
+/* C[b1, b2] = A[b1, b2] @ B[b1, b2] for outer x inner products (m x n x k, k > 0): A's  \
+   element (i, p) at a + i*ars + p*acs, B's (p, j) at b + p*brs + j*bcs, C's rows ldc    \
+   apart with dense columns; sa/sa2, sb/sb2, sc/sc2: the two batch dims' strides (0: a   \
+   broadcast operand). Each product is cut into `blocks` pieces along C's rows or, when C \
+   is wider than tall, its columns, run on `nthreads` threads of the pool (`runner`).    \
+   Returns 0, or -1 where memory for packing ran out (C is then partly written). */      \
+int NAME(int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k, const T* a,      \
+         int64_t ars, int64_t acs, int64_t sa, int64_t sa2, const T* b, int64_t brs,     \
+         int64_t bcs, int64_t sb, int64_t sb2, T* c, int64_t ldc, int64_t sc,            \
+         int64_t sc2, int64_t blocks, int nthreads, void* runner)                        \
 {                                                                                        \
-    NAME##_job j = {m >= n, 0, m, n, k, 0, 0, ars, acs, sa, brs, bcs, sb, ldc, sc,        \
-                    a, b, c};                                                            \
+    NAME##_job j = {m >= n, 0, m, n, k, 0, 0, inner, ars, acs, sa, sa2, brs, bcs, sb,    \
+                    sb2, ldc, sc, sc2, a, b, c};                                         \
+    const int64_t batch = outer * inner;                                                 \
     const int64_t extent = j.by_rows ? m : n;                                            \
     const int64_t grain = j.by_rows ? GEMM_MR : NAME##_NR;                               \
     j.per = (extent + blocks - 1) / blocks;                                              \
