@@ -220,3 +220,26 @@ def test_products_and_gradients_against_torch(dtype, monkeypatch):
         assert_same(g, w, rtol=tol, atol=tol * 100)
     for g, w in zip(ours, theirs):
         assert_same(g.grad, w.grad, rtol=tol, atol=tol * 100)
+
+
+def test_convolution_products_take_it(monkeypatch):
+    """conv2d's forward and both gradients multiply their columns on the own kernel, and
+    give PyTorch's values."""
+    torch = oracle_torch()
+    gt.set_num_threads(2)
+    calls = []
+    real = split_gemm.own_matmul
+    monkeypatch.setattr(split_gemm, "own_matmul", lambda *args: calls.append(1) or real(*args))
+    rng = np.random.default_rng(5)
+    x, w, b = (rng.standard_normal(s).astype(np.float32)
+               for s in ((16, 8, 20, 20), (32, 8, 3, 3), (32,)))
+    ours = [gt.from_numpy(v.copy()).requires_grad_() for v in (x, w, b)]
+    theirs = [torch.from_numpy(v.copy()).requires_grad_() for v in (x, w, b)]
+    y = gt.nn.functional.conv2d(*ours, padding=1)
+    want = torch.nn.functional.conv2d(*theirs, padding=1)
+    y.square().sum().backward()
+    want.square().sum().backward()
+    assert len(calls) >= 3
+    assert_same(y, want, rtol=1e-4, atol=1e-4)
+    for g, t in zip(ours, theirs):
+        assert_same(g.grad, t.grad, rtol=1e-4, atol=1e-3)

@@ -358,6 +358,20 @@ def test_parallel_tasks_caller_runs_what_a_busy_worker_has_not_taken():
         gt.set_num_threads(before)
 
 
+def test_parallel_tasks_never_split_again():
+    """Every task, the caller's included, runs as a worker's (its products and C kernels on
+    one thread); the caller is itself again afterwards."""
+    before = gt.get_num_threads()
+    gt.set_num_threads(2)
+    try:
+        assert not parallel.in_worker()
+        seen = parallel.parallel_tasks(8, lambda i: parallel.in_worker(), parallel.GRAIN)
+        assert seen == [True] * 8
+        assert not parallel.in_worker()
+    finally:
+        gt.set_num_threads(before)
+
+
 
 def test_cheap_work_splits_only_when_larger(monkeypatch):
     """One-pass arithmetic splits from ARITHMETIC_FACTOR * GRAIN elements, a reduction from

@@ -15,7 +15,7 @@ from ...core.promotion import opmath
 from ...core.shape import channels_last_strides, is_channels_last, is_contiguous
 from ...core.tensor import Tensor
 from ..arrays import module_of, round_through
-from . import native, parallel
+from . import linalg, native, parallel
 from .blas_threads import one_thread
 from .copy import assign_array
 from .linalg import ONE_THREAD_MNK
@@ -452,11 +452,11 @@ def matmul_to_batch(dst, wm, cols, bias=None, order="first") -> None:
     (B, g, R, L) for order "sample"), in the batch-first layout (+ bias (g, Og, 1))."""
     if order == "sample":
         r = dst.reshape(cols.shape[:2] + (wm.shape[1], -1))
-        np.matmul(wm, cols, out=r)
+        linalg.matmul(wm, cols, out=r)
         if bias is not None:
             np.add(r, bias, out=r)
         return
-    r = to_batch_first(np.matmul(wm, cols), dst.shape[0], order)
+    r = to_batch_first(linalg.matmul(wm, cols), dst.shape[0], order)
     d = dst.reshape(r.shape)
     if bias is None:
         np.copyto(d, r)
@@ -471,7 +471,7 @@ def matmul_col2im(dst, wt, a, kernel, sizes, stride, padding, dilation,
     batch-last buffer then moved to dst, or in dst)."""
     g, rows = wt.shape[:2]
     b = dst.shape[0]
-    r = np.matmul(wt, a)
+    r = linalg.matmul(wt, a)
     cols = (r if order == "sample" else to_batch_first(r, b, order)).reshape(
         (b, g * rows // math.prod(kernel)) + tuple(kernel) + tuple(sizes))
     if order == "last":
@@ -488,8 +488,8 @@ def matmul_nt(a, b):
     larger of M and N as BLAS's row count (OpenBLAS runs such products 25-50% faster that
     way: 32x144 by K=12544 1.8 -> 1.3 ms, one thread)."""
     if b.shape[1] > a.shape[1]:
-        return np.matmul(b, a.transpose(0, 2, 1)).transpose(0, 2, 1)
-    return np.matmul(a, b.transpose(0, 2, 1))
+        return linalg.matmul(b, a.transpose(0, 2, 1)).transpose(0, 2, 1)
+    return linalg.matmul(a, b.transpose(0, 2, 1))
 
 
 def _conv_forward(res, x, w, stride, padding, dilation, groups, bias=None) -> None:
@@ -677,7 +677,7 @@ def _conv_backward(gx, gy, x, w, stride, padding, dilation, groups, transposed,
                 cols = columns(x[b], kernel, stride, dilation, padding, gy.shape[2:], order)
                 if order == "sample":     # per sample, then summed over the block
                     cols = cols.reshape(len(cols), g, rows, positions)
-                    return np.matmul(gp, cols.swapaxes(-1, -2)).sum(0)
+                    return linalg.matmul(gp, cols.swapaxes(-1, -2)).sum(0)
                 return matmul_nt(gp, cols.reshape(g, rows, -1))
         macs = gy.size * rows
     parts = for_blocks(batch_blocks(n, sample, x), run,

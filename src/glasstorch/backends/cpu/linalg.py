@@ -77,6 +77,23 @@ def blas_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> None:
             np.matmul(a, b, out=o)
 
 
+def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """np.matmul(a, b, out=out), returning the result: on glasstorch's own kernel where it
+    applies (float32/float64 NumPy arrays, from OWN_KERNEL_MNK multiply-adds), for the
+    kernels that multiply arrays of their own making (convolution's columns)."""
+    if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim >= 2
+            and b.ndim >= 2 and a.dtype == b.dtype and (out is None or out.dtype == a.dtype)):
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        lead = a.shape[:-2] if b.ndim == 2 else b.shape[:-2] if a.ndim == 2 else None
+        if lead is None and a.ndim == b.ndim:
+            lead = tuple(max(x, y) for x, y in zip(a.shape[:-2], b.shape[:-2]))
+        if lead is not None and math.prod(lead) * m * n * k >= OWN_KERNEL_MNK:
+            o = np.empty(lead + (m, n), a.dtype) if out is None else out
+            if o.shape == lead + (m, n) and split_gemm.own_matmul(a, b, o):
+                return o
+    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+
+
 def blas_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b of two matrices as a new array, through blas_matmul (no dtype change)."""
     out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))

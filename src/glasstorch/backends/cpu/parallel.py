@@ -213,7 +213,12 @@ def parallel_tasks(n: int, fn, work: int) -> list:
     pool = _get_pool()
     for _ in range(k - 1):
         pool.submit(loop)
-    loop()
+    was_worker = in_worker()
+    _worker.active = True          # the caller's tasks do not split again either
+    try:
+        loop()
+    finally:
+        _worker.active = was_worker
     finished.wait()
     if errors:
         raise errors[0]
