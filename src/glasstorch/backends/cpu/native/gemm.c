@@ -155,6 +155,27 @@ static inline void NAME##_micro(int64_t kc, const T* restrict a, const T* restri
     }                                                                                    \
 }                                                                                        \
                                                                                          \
+/* The same for a panel's first W columns only (n <= W): a ragged last panel (vocabulary \
+   65 wide, say) costs half the multiply-adds. */                                        \
+static inline void NAME##_micro_half(int64_t kc, const T* restrict a, const T* restrict b, \
+                                     T* restrict c, int64_t ldc, int m, int n, int add)  \
+{                                                                                        \
+    VEC acc[GEMM_MR];                                                                    \
+    for (int i = 0; i < GEMM_MR; i++) acc[i] = ZERO();                                   \
+    for (int64_t p = 0; p < kc; p++) {                                                   \
+        const VEC b0 = LOADU(b);                                                         \
+        for (int i = 0; i < GEMM_MR; i++) acc[i] = FMA(SET1(a[i]), b0, acc[i]);          \
+        a += GEMM_MR;                                                                    \
+        b += 2 * W;                                                                      \
+    }                                                                                    \
+    const MASK_T m0 = n >= W ? (MASK_T)~0u : (MASK_T)((1u << n) - 1);                    \
+    for (int i = 0; i < m; i++) {                                                        \
+        T* ci = c + i * ldc;                                                             \
+        if (add) acc[i] = ADD(MASK_LOADU(m0, ci), acc[i]);                               \
+        MASK_STOREU(ci, m0, acc[i]);                                                     \
+    }                                                                                    \
+}                                                                                        \
+                                                                                         \
 /* Rows [0, mc) and columns [0, kc) of A (strides rs, cs) as MR-row panels, k-major. */   \
 static void NAME##_pack_a(int64_t mc, int64_t kc, const T* a, int64_t rs, int64_t cs,    \
                           T* restrict out)                                               \
@@ -213,11 +234,10 @@ static void NAME##_one(int64_t m, int64_t n, int64_t k, const T* a, int64_t ars,
                 NAME##_pack_a(mc, kc, a + i0 * ars + p0 * acs, ars, acs, ap);            \
                 for (int64_t jr = 0; jr < nc; jr += NAME##_NR)                           \
                     for (int64_t ir = 0; ir < mc; ir += GEMM_MR)                         \
-                        NAME##_micro(kc, ap + ir * kc, bp + jr * kc,                     \
-                                     c + (i0 + ir) * ldc + j0 + jr, ldc,                 \
-                                     (int)(mc - ir < GEMM_MR ? mc - ir : GEMM_MR),       \
-                                     (int)(nc - jr < NAME##_NR ? nc - jr : NAME##_NR),   \
-                                     p0 > 0);                                            \
+                        (nc - jr <= W ? NAME##_micro_half : NAME##_micro)(               \
+                            kc, ap + ir * kc, bp + jr * kc, c + (i0 + ir) * ldc + j0 + jr, \
+                            ldc, (int)(mc - ir < GEMM_MR ? mc - ir : GEMM_MR),           \
+                            (int)(nc - jr < NAME##_NR ? nc - jr : NAME##_NR), p0 > 0);   \
             }                                                                            \
         }                                                                                \
     }                                                                                    \
