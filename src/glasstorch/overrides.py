@@ -590,7 +590,8 @@ class builtin_code:
     whose calls never reach a handler in PyTorch (a mode around backward sees none of them,
     a subclass's handler is not asked, and the gradients come out as plain Tensors).
     `user_code` gives the callbacks run inside (hooks, a custom Function's backward) the
-    settings from before the block. One switch per backward, none per op."""
+    settings from before the block. One switch per backward, none per op (the engine's
+    `run_backward` makes the same switch inline: change both)."""
 
     __slots__ = ("_saved",)
 

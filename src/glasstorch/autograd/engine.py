@@ -19,8 +19,9 @@ from .. import overrides
 from ..backends.cpu import parallel
 from ..core import dtype as dt
 from ..core.grad_state import state as _grad_state
-from ..core.shape import is_non_overlapping_and_dense
-from ..core.tensor import Tensor, contiguous_format, strided
+from ..core.shape import _strides_cache as _STRIDES
+from ..core.shape import contiguous_strides, is_non_overlapping_and_dense
+from ..core.tensor import Tensor, contiguous_format, new_cpu_tensor, strided
 from ..dispatch import dispatcher
 from ..dispatch.dispatcher import PLAIN_CPU_KEYSET, _tracers
 from ..dispatch.keys import (AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, TENSOR_KEYSETS,
@@ -77,11 +78,20 @@ def implicit_gradient(t: Tensor) -> Tensor:
     directly for a plain CPU tensor on a thread in its default state when ones_like runs
     only glasstorch's kernels (what it would do there), so that modes, traces and
     registered kernels still see the call everywhere else."""
+    known = _own_kernels.get("ones_like")      # `_ones_like_is_builtin`'s cache, inlined
     if (t.__class__ is Tensor and t._keyset == _PLAIN_CPU_GRAD and not threads_off_default[0]
-            and not _tracers
-            and not overrides.anywhere.modes and _ones_like_is_builtin()):
-        g = Tensor._empty(t._shape, t.dtype)
-        g._array().fill(1)
+            and not _tracers and not overrides.anywhere.modes
+            and (known[1] if known is not None and known[0] == dispatcher.generation
+                 else _ones_like_is_builtin())):
+        shape, dtype = t._shape, t.dtype
+        if _grad_state.inference:               # an inference tensor, as ones_like's
+            g = Tensor._empty(shape, dtype)
+        else:                                   # `Tensor._empty`'s work, for a known layout
+            stride = _STRIDES.get(shape)
+            g = new_cpu_tensor(shape, dtype,
+                               contiguous_strides(shape) if stride is None else stride,
+                               math.prod(shape) * dtype.itemsize, True)
+        (g._np if g._np is not None else g._array()).fill(1)
         return g
     return ones_like(t, memory_format=contiguous_format)
 
@@ -229,7 +239,7 @@ def _owned(grad: Tensor, var: Tensor):
     if not (grad.__class__ is Tensor and not grad._requires_grad and grad.dtype is var.dtype
             and grad._stride == var._stride and grad._shape == var._shape
             and grad._offset == 0
-            and grad._storage._nbytes == grad.numel() * grad.dtype.itemsize
+            and grad._storage._nbytes == math.prod(grad._shape) * grad.dtype.itemsize
             and _engine_only(grad, _ENGINE_REFS)):
         return None
     if grad._base is None:
@@ -287,27 +297,48 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
     captured: dict = {}
     order = itertools.count()
     ready: list = []
-    for (node, nr), g in zip(roots, root_grads):
-        if node is None:
-            continue
-        buf = buffers.get(node)
-        if buf is None:
-            buffers[node] = {nr: g}
-        else:
-            buf[nr] = _add(buf.get(nr), g)
-    for node in buffers:
-        if node not in deps:
-            heapq.heappush(ready, (-node._sequence_nr, next(order), node))
+    # The node to run next when it is the only one ready (a chain's common case), kept out
+    # of the queue: pushed there, it would be the next one popped all the same.
+    single = None
+    if len(roots) == 1 and len(root_grads) == 1:      # `loss.backward()`: the loops below
+        node, nr = roots[0]
+        if node is not None:
+            buffers[node] = {nr: root_grads[0]}
+            if node not in deps:
+                single = node
+    else:
+        for (node, nr), g in zip(roots, root_grads):
+            if node is None:
+                continue
+            buf = buffers.get(node)
+            if buf is None:
+                buffers[node] = {nr: g}
+            else:
+                buf[nr] = _add(buf.get(nr), g)
+        for node in buffers:
+            if node not in deps:
+                heapq.heappush(ready, (-node._sequence_nr, next(order), node))
+        if len(ready) == 1:
+            single = ready.pop()[2]
 
     pop, push = heapq.heappop, heapq.heappush
     previous_mode = _grad_state.enabled
     _grad_state.enabled = bool(create_graph)
     previous_keep, _task.keep = _task.keep, keep
-    builtin = overrides.builtin_code()     # formulas reach no __torch_function__ (C++ in PyTorch)
-    builtin.__enter__()
+    # formulas reach no __torch_function__ (C++ in PyTorch): `overrides.builtin_code`'s
+    # switch, inlined (its object and two calls are a tenth of a tiny backward's loop)
+    protocol = overrides._state
+    previous_protocol = (protocol.subclasses_off, protocol.all_off, protocol.user)
+    protocol.user = previous_protocol[:2]
+    protocol.subclasses_off = protocol.all_off = True
     try:
-        while ready:
-            node = pop(ready)[2]
+        while True:
+            if single is not None:
+                node, single = single, None
+            elif ready:
+                node = pop(ready)[2]
+            else:
+                break
             buf = buffers.pop(node, None) or {}
             if targets is not None and node in targets:
                 for cn, cnr in capture:
@@ -327,23 +358,20 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                     else:
                         _accumulate(node.variable, grad, create_graph)
                 continue
-            if len(buf) == 1 and 0 in buf and not node._hooked:
+            if len(buf) == 1 and not node._hooked and 0 in buf:
                 grads = (buf[0],)           # the common case: one output, no hooks
-                skip = grads[0] is None
+                buf = None
+                if grads[0] is None:
+                    outs = ()
+                elif (node._casts_own_grads and not _anomaly.enabled
+                      and not _recorder.collectors):
+                    outs = node.apply(grads)    # the commonest: a formula node
+                else:
+                    outs = _evaluate(node, grads)
             else:
                 grads = _grads_in(node, buf)
-                skip = all(g is None for g in grads)
-            buf = None
-            if skip:
-                outs = ()
-            elif (node._casts_own_grads and not node._hooked and not _anomaly.enabled
-                  and not _recorder.collectors):
-                outs = node.apply(grads)    # the common case: a formula node without hooks
-            elif _recorder.collectors:      # a profile records: name the node's work
-                with _recorder.span(_EVALUATE + node.name()), _recorder.span(node.name()):
-                    outs = _run_node(node, grads)
-            else:
-                outs = _run_node(node, grads)
+                buf = None
+                outs = () if all(g is None for g in grads) else _evaluate(node, grads)
             if not retain_graph:
                 node.release()
             count = len(outs)
@@ -362,10 +390,16 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                 n = deps[nxt] - 1
                 deps[nxt] = n
                 if n == 0:
-                    push(ready, (-nxt._sequence_nr, next(order), nxt))
+                    if not ready and single is None:
+                        single = nxt                # the only one ready so far
+                    else:
+                        if single is not None:      # queued first, as it became ready first
+                            push(ready, (-single._sequence_nr, next(order), single))
+                            single = None
+                        push(ready, (-nxt._sequence_nr, next(order), nxt))
             grads = outs = g = None    # hold no gradient past its node (see _owned)
     finally:
-        builtin.__exit__()
+        protocol.subclasses_off, protocol.all_off, protocol.user = previous_protocol
         _grad_state.enabled = previous_mode
         _task.keep = previous_keep
     return captured
@@ -376,20 +410,25 @@ def _dependencies(roots, keep) -> dict:
     into it: the gradients it waits for. Nodes nothing leads into are absent."""
     deps: dict = {}
     get = deps.get
-    seen = set()
     stack = []
+    starts = set()
     for node, _ in roots:
-        if node is not None and node not in seen:
-            seen.add(node)
+        if node is not None and node not in starts:
+            starts.add(node)
             stack.append(node)
+    # A node is walked once: a root at the start, any other node when its first edge is
+    # counted (its count is then new).
     while stack:
         for nxt, _ in stack.pop().next_functions:
             if nxt is None or (keep is not None and nxt not in keep):
                 continue
-            deps[nxt] = get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+            n = get(nxt)
+            if n is None:
+                deps[nxt] = 1
+                if nxt not in starts:
+                    stack.append(nxt)
+            else:
+                deps[nxt] = n + 1
     return deps
 
 
@@ -432,6 +471,15 @@ def _hooked_grads(node, grads: list, n: int) -> tuple:
         if new is not None:
             grads = list(new)
     return tuple(grads)
+
+
+def _evaluate(node, grads: tuple) -> tuple:
+    """The node's gradients for its inputs, outside the loop's commonest case: within the
+    profiler's spans for the node while a profile records."""
+    if _recorder.collectors:
+        with _recorder.span(_EVALUATE + node.name()), _recorder.span(node.name()):
+            return _run_node(node, grads)
+    return _run_node(node, grads)
 
 
 def _run_node(node, grads: tuple) -> tuple:

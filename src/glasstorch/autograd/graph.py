@@ -175,8 +175,9 @@ class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient into `variable.grad`."""
 
     def __init__(self, variable: Tensor):
-        super().__init__()
-        self._sequence_nr = ACCUMULATE_GRAD_SEQUENCE_NR
+        next(_sequence.counter)      # Node.__init__, inlined (a leaf's every new graph
+        self._sequence_nr = ACCUMULATE_GRAD_SEQUENCE_NR      # makes one): a number is taken
+        self.next_functions = ()
         self.variable = variable
 
     def apply(self, grads: tuple) -> tuple:
@@ -204,6 +205,14 @@ class FormulaNode(Node):
         out = self._formula(grads[0] if len(grads) == 1 else grads, self._saved)
         if not isinstance(out, tuple):
             out = (out,)
+        metas = self._input_meta
+        if out.__class__ is tuple and len(out) <= len(metas):
+            for g, meta in zip(out, metas):
+                if g is not None and meta is not None and (g._shape != meta[0]
+                                                           or g.dtype is not meta[1]):
+                    break
+            else:
+                return out          # the common case: every gradient as its input is
         result = []
         for g, meta in zip(out, self._input_meta):
             if g is not None and meta is not None:

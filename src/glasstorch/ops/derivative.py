@@ -31,16 +31,18 @@ class Derivative:
     `needs` maps a saved argument to the Tensor inputs (by position among them) whose
     gradients use it: it is saved only when one of those requires grad, as PyTorch saves per
     input, so an in-place write to an argument no wanted gradient reads is no error.
-    `recorder` is the autograd layer's straight-line code making a node, made on first use."""
+    `recorder` is the autograd layer's straight-line code making a node, and `history` its
+    code recording a call of the operator, both made on first use."""
 
     __slots__ = ("node_name", "node_class", "formula", "plan", "inplace_node_name", "outputs",
-                 "saves_result", "needs", "recorder")
+                 "saves_result", "needs", "recorder", "history")
 
     def __init__(self, node_name, formula, schema, inplace_node_name=None, outputs=None,
                  needs=None):
         self.node_name = node_name
         self.node_class = None
         self.recorder = None
+        self.history = None
         self.inplace_node_name = inplace_node_name
         self.outputs = outputs
         self.needs = needs
