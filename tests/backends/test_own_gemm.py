@@ -25,6 +25,11 @@ def available():
     gt.set_num_threads(before)
 
 
+def _panel(dtype) -> int:
+    """The kernel's panel width: the narrowest C rows it takes."""
+    return 128 // np.dtype(dtype).itemsize
+
+
 def _own(a, b, threads):
     gt.set_num_threads(threads)
     shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
@@ -60,13 +65,15 @@ def _within_rounding(got, a, b):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(m=st.integers(1, 40), n=st.integers(1, 70), k=st.integers(1, 300),
+@given(m=st.integers(1, 40), extra=st.integers(0, 70), k=st.integers(1, 300),
        batch=st.sampled_from([None, 1, 3]), broadcast=st.sampled_from(["", "a", "b"]),
        la=st.sampled_from(LAYOUTS), lb=st.sampled_from(LAYOUTS),
        dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
-def test_values_and_bits_on_any_thread_count(m, n, k, batch, broadcast, la, lb, dtype, seed):
+def test_values_and_bits_on_any_thread_count(m, extra, k, batch, broadcast, la, lb, dtype,
+                                             seed):
     """k up to 300 crosses the kernel's 256-long stretches of k; m and n its 8-row and
-    32- (float64: 16-) column tiles."""
+    32- (float64: 16-) column tiles, from one tile wide (narrower rows stay with BLAS)."""
+    n = _panel(dtype) + extra
     rng = np.random.default_rng(seed)
     lead = () if batch is None else (batch,)
     a = _laid_out(rng, (lead if broadcast != "a" else ()) + (m, k), dtype, la)
@@ -80,8 +87,9 @@ def test_values_and_bits_on_any_thread_count(m, n, k, batch, broadcast, la, lb, 
 @pytest.mark.parametrize("a_shape, b_shape", [((8, 4, 32, 16), (8, 4, 16, 32)),
                                               ((8, 1, 32, 16), (1, 4, 16, 32)),
                                               ((3, 4, 20, 16), (16, 40)),
+                                              ((1, 32, 144), (16, 1, 144, 196)),
                                               ((20, 16), (3, 4, 16, 40)),
-                                              ((3, 1, 5, 7), (1, 4, 7, 9))])
+                                              ((3, 1, 5, 7), (1, 4, 7, 40))])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_two_batch_dims_broadcast_as_numpy(a_shape, b_shape, dtype):
     rng = np.random.default_rng(2)
@@ -106,8 +114,8 @@ def test_attention_heads_views():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("m, k, n", [(1, 1, 1), (300, 600, 70), (70, 300, 2100),
-                                     (5, 1000, 3), (3, 5, 4200), (129, 257, 33)])
+@pytest.mark.parametrize("m, k, n", [(1, 1, 32), (300, 600, 70), (70, 300, 2100),
+                                     (5, 1000, 33), (3, 5, 4200), (129, 257, 33)])
 def test_large_and_ragged_shapes(dtype, m, k, n):
     """Past the kernel's blocks: 144 rows, 256 of k, 2048 columns."""
     rng = np.random.default_rng(1)
@@ -155,6 +163,8 @@ def test_refuses_what_it_does_not_take():
     _refused(a[:, :0], a[:0], o)                                # k == 0: np.matmul's zeros
     _refused(a, a, o[:32])                                      # shapes that do not fit
     _refused(a[:, :32], a, o)
+    _refused(a, a[:, :31], o[:, :31])                           # rows narrower than a panel
+    _refused(a.astype(np.float64), a[:, :15].astype(np.float64), o[:, :15].astype(np.float64))
     _refused(a[None].repeat(2, 0), a[None].repeat(3, 0), o[None].repeat(3, 0))
     _refused(a[None, None, None], a, o[None, None, None])       # 5-d
 

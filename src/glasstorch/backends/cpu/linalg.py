@@ -84,10 +84,10 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.nd
     if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim >= 2
             and b.ndim >= 2 and a.dtype == b.dtype and (out is None or out.dtype == a.dtype)):
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        lead = a.shape[:-2] if b.ndim == 2 else b.shape[:-2] if a.ndim == 2 else None
-        if lead is None and a.ndim == b.ndim:
-            lead = tuple(max(x, y) for x, y in zip(a.shape[:-2], b.shape[:-2]))
-        if lead is not None and math.prod(lead) * m * n * k >= OWN_KERNEL_MNK:
+        ndim = max(a.ndim, b.ndim)
+        lead = tuple(max(x, y) for x, y in zip((1,) * (ndim - a.ndim) + a.shape[:-2],
+                                                (1,) * (ndim - b.ndim) + b.shape[:-2]))
+        if math.prod(lead) * m * n * k >= OWN_KERNEL_MNK:
             o = np.empty(lead + (m, n), a.dtype) if out is None else out
             if o.shape == lead + (m, n) and split_gemm.own_matmul(a, b, o):
                 return o

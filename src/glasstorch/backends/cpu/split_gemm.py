@@ -113,15 +113,21 @@ OWN_PARALLEL_MNK = 1 << 19
 threads: below it the pool's rendezvous costs about what the second thread saves."""
 
 
+_OWN_MIN_ROW_BYTES = 128
+"""Products whose C rows are narrower than the kernel's panel (32 float32, 16 float64
+columns) stay with the BLAS: the kernel packs all of A for them, as much work as the
+product itself (256x512 @ 512x16 took 48 us on one thread against OpenBLAS's 42, x 4:
+48 against 27)."""
+
+
 def _batch_strides(x: np.ndarray, lead: tuple):
-    """x's strides in bytes over the output's two batch dims `lead` (a 3-d output's padded
-    with a leading 1): 0 where x broadcasts (a 2-d operand, or a dim of size 1), None where
-    its batch shape does not fit."""
+    """x's strides in bytes over the output's two batch dims `lead` (fewer dims padded with
+    leading 1s, as NumPy broadcasts): 0 where x broadcasts (a dim of size 1, or one it
+    lacks), None where its batch shape does not fit."""
     if x.ndim == 2:
         return 0, 0
-    shape, strides = x.shape[:-2], x.strides[:-2]
-    if len(shape) == 1:
-        shape, strides = (1,) + shape, (0,) + strides
+    pad = 4 - x.ndim
+    shape, strides = (1,) * pad + x.shape[:-2], (0,) * pad + x.strides[:-2]
     out = []
     for size, stride, want in zip(shape, strides, lead):
         if size == want:
@@ -136,13 +142,14 @@ def _batch_strides(x: np.ndarray, lead: tuple):
 def own_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> bool:
     """o[...] = a @ b with glasstorch's own kernel, for float32/float64 operands of any
     strides (2-d, or batches with up to two batch dims, which broadcast as np.matmul's) into
-    an `o` whose rows are dense and which overlaps neither; False, with nothing written,
-    where it does not apply or the kernel was not built (a CPU without AVX-512)."""
+    an `o` whose rows are dense, at least a panel wide, and which overlaps neither; False,
+    with nothing written, where it does not apply or the kernel was not built (a CPU without
+    AVX-512)."""
     fn = _own_kernels().get(o.dtype) if native.ENABLED else None
     if (fn is None or a.dtype != o.dtype or b.dtype != o.dtype
             or o.__class__ is not np.ndarray or a.__class__ is not np.ndarray
             or b.__class__ is not np.ndarray or not 2 <= o.ndim <= 4
-            or a.ndim not in (2, o.ndim) or b.ndim not in (2, o.ndim)):
+            or not 2 <= a.ndim <= o.ndim or not 2 <= b.ndim <= o.ndim):
         return False
     m, n = o.shape[-2:]
     k = a.shape[-1]
@@ -160,7 +167,7 @@ def own_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> bool:
     ldc = o.strides[-2]
     batch = lead[0] * lead[1]
     if (a.shape[-2] != m or b.shape[-2] != k or b.shape[-1] != n or m * n * k == 0
-            or o.strides[-1] != item
+            or n * item < _OWN_MIN_ROW_BYTES or o.strides[-1] != item
             or (ars | acs | brs | bcs | ldc | sa[0] | sa[1] | sb[0] | sb[1] | sc[0] | sc[1])
             % item
             or np.may_share_memory(o, a) or np.may_share_memory(o, b)):
