@@ -439,3 +439,28 @@ def test_classes_made_twice_by_a_factory_replay_and_their_closures_are_guarded()
     assert gt.allclose(c1(v), first(v)) and gt.allclose(c2(v), second(v))
     type(second).forward.__closure__[0].cell_contents = 5.0
     assert gt.allclose(c2(v), second.fc(v) * 5.0) and gt.allclose(c1(v), first.fc(v) * 2.0)
+
+
+def test_replayed_outputs_are_freed_when_dropped():
+    """A replayed call's outputs (a view of one among them) hold their memory only while
+    the caller does: no reference cycle keeps them until the garbage collector runs."""
+    import gc
+    import weakref
+
+    def f(x, r):
+        y = F.layer_norm(x + r, (64,))
+        return y, y[:, :8]
+    compiled = gt.compile(f)
+    x, r = gt.randn(32, 64), gt.randn(32, 64)
+    assert _replaying(compiled, x, r)
+    gc.disable()
+    try:
+        before = gt.memory.memory_allocated("cpu")
+        y, view = compiled(x, r)
+        assert gt.allclose(y, f(x, r)[0]) and view._base is y
+        storage = weakref.ref(y._storage)
+        del y, view
+        assert storage() is None
+        assert gt.memory.memory_allocated("cpu") == before
+    finally:
+        gc.enable()

@@ -44,7 +44,11 @@ RECYCLE_MAX_BYTES = 16 << 20    # about this many bytes of them in all
 # Freed blocks larger than glibc's mmap threshold (which glibc would unmap) are kept, up to
 # this many bytes of them (glibc keeps as much free heap: host_malloc.TRIM_THRESHOLD), unless
 # GLASSTORCH_KEEP_FREED_MEMORY=0 asks for freed memory to go back to the system.
-RECYCLE_LARGE_FROM = MMAP_THRESHOLD
+# The bound sits a little under the threshold: the request is nbytes + ALIGNMENT and malloc
+# adds its header, so a tensor of exactly 32 MiB (8192x1024 float32) is mapped afresh too
+# (compiled layer_norm over one took 3 ms a call, or 250 when the VM was slow to hand out
+# pages, for its 528 page faults).
+RECYCLE_LARGE_FROM = MMAP_THRESHOLD - 2 * ALIGNMENT
 RECYCLE_LARGE_MAX_BYTES = (256 << 20) if os.environ.get(
     "GLASSTORCH_KEEP_FREED_MEMORY", "1") != "0" else 0
 addressof = ctypes.addressof
