@@ -4,7 +4,6 @@ two batch dims, broadcasting as np.matmul); the
 same bits on any thread count; NaN and infinity as IEEE arithmetic gives them; layouts it
 does not take refused untouched; and the products (and gradients) of mm, linear and bmm
 through it equal to PyTorch's."""
-import threading
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 import glasstorch as gt
 from glasstorch.backends.cpu import linalg, split_gemm
 from oracle import assert_same, oracle_torch
+from product_helpers import products_from_python_threads
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +23,15 @@ def available():
     before = gt.get_num_threads()
     yield
     gt.set_num_threads(before)
+
+
+@pytest.fixture
+def own_calls(monkeypatch) -> list:
+    """The calls of split_gemm.own_matmul in the test (one entry each)."""
+    calls = []
+    real = split_gemm.own_matmul
+    monkeypatch.setattr(split_gemm, "own_matmul", lambda *args: calls.append(1) or real(*args))
+    return calls
 
 
 def _panel(dtype) -> int:
@@ -177,40 +186,19 @@ def test_zero_inner_size_gives_zeros_through_blas_matmul():
 
 
 def test_python_threads_at_once():
+    """Calls from several Python threads at once: each gets its own product, the bits of
+    one thread's."""
     gt.set_num_threads(2)
-    rng = np.random.default_rng(0)
-    pairs = [(rng.standard_normal((200, 150)).astype(np.float32),
-              rng.standard_normal((150, 120)).astype(np.float32)) for _ in range(4)]
-    results, errors = [None] * 4, []
-
-    def run(i):
-        try:
-            a, b = pairs[i]
-            for _ in range(20):
-                o = np.empty((200, 120), np.float32)
-                assert split_gemm.own_matmul(a, b, o)
-            results[i] = o
-        except Exception as e:                       # noqa: BLE001 (reported below)
-            errors.append(e)
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
-    for (a, b), got in zip(pairs, results):
+    for a, b, got in products_from_python_threads(split_gemm.own_matmul):
         np.testing.assert_array_equal(got, _own(a, b, 1))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_products_and_gradients_against_torch(dtype, monkeypatch):
+def test_products_and_gradients_against_torch(dtype, own_calls):
     """mm, linear, bmm and addmm from OWN_KERNEL_MNK multiply-adds, forward and backward,
     go through the own kernel: values, dtypes and strides as PyTorch's."""
     torch = oracle_torch()
     gt.set_num_threads(2)
-    calls = []
-    real = split_gemm.own_matmul
-    monkeypatch.setattr(split_gemm, "own_matmul", lambda *args: calls.append(1) or real(*args))
     rng = np.random.default_rng(3)
     arrays = [rng.standard_normal(s).astype(dtype)
               for s in ((128, 256), (96, 256), (6, 64, 48), (6, 48, 80), (96,))]
@@ -225,21 +213,18 @@ def test_products_and_gradients_against_torch(dtype, monkeypatch):
         sum(o.sum() * (i + 1) for i, o in enumerate(outs)).backward()
         return outs
     got, want = run(gt, *ours), run(torch, *theirs)
-    assert len(calls) >= 9       # mm, linear, addmm and their two gradients each
+    assert len(own_calls) >= 9   # mm, linear, addmm and their two gradients each
     for g, w in zip(got, want):
         assert_same(g, w, rtol=tol, atol=tol * 100)
     for g, w in zip(ours, theirs):
         assert_same(g.grad, w.grad, rtol=tol, atol=tol * 100)
 
 
-def test_convolution_products_take_it(monkeypatch):
+def test_convolution_products_take_it(own_calls):
     """conv2d's forward and both gradients multiply their columns on the own kernel, and
     give PyTorch's values."""
     torch = oracle_torch()
     gt.set_num_threads(2)
-    calls = []
-    real = split_gemm.own_matmul
-    monkeypatch.setattr(split_gemm, "own_matmul", lambda *args: calls.append(1) or real(*args))
     rng = np.random.default_rng(5)
     x, w, b = (rng.standard_normal(s).astype(np.float32)
                for s in ((16, 8, 20, 20), (32, 8, 3, 3), (32,)))
@@ -249,7 +234,7 @@ def test_convolution_products_take_it(monkeypatch):
     want = torch.nn.functional.conv2d(*theirs, padding=1)
     y.square().sum().backward()
     want.square().sum().backward()
-    assert len(calls) >= 3
+    assert len(own_calls) >= 3
     assert_same(y, want, rtol=1e-4, atol=1e-4)
     for g, t in zip(ours, theirs):
         assert_same(g.grad, t.grad, rtol=1e-4, atol=1e-3)

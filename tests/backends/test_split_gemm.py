@@ -4,7 +4,6 @@ the right values on any thread count, every layout the BLAS reads taken as it li
 everything else refused untouched, and calls from several Python threads at once each
 right."""
 import math
-import threading
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ import glasstorch as gt
 from glasstorch.backends.cpu import blas_threads, linalg, split_gemm
 from glasstorch.backends.cpu.native import function
 from oracle import assert_same, oracle_torch
+from product_helpers import products_from_python_threads
 
 
 @pytest.fixture(autouse=True)
@@ -144,27 +144,7 @@ def test_python_threads_at_once():
     """Calls from several Python threads at once: one runs on the pool, the others on
     their own threads; each gets its own product."""
     gt.set_num_threads(2)
-    rng = np.random.default_rng(0)
-    pairs = [(rng.standard_normal((200, 150)).astype(np.float32),
-              rng.standard_normal((150, 120)).astype(np.float32)) for _ in range(4)]
-    results, errors = [None] * 4, []
-
-    def run(i):
-        try:
-            a, b = pairs[i]
-            for _ in range(20):
-                o = np.empty((200, 120), np.float32)
-                assert split_gemm.matmul(a, b, o)
-            results[i] = o
-        except Exception as e:                       # noqa: BLE001 (reported below)
-            errors.append(e)
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
-    for (a, b), got in zip(pairs, results):
+    for a, b, got in products_from_python_threads(split_gemm.matmul):
         np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-4)
 
 
