@@ -83,10 +83,17 @@ def test_in_place_gelu_reads_each_element_before_writing_it(monkeypatch):
 def test_results_do_not_depend_on_threads_or_position(monkeypatch):
     monkeypatch.setattr(native, "ENABLED", True)
     x = gt.from_numpy(_values(np.float32, n=200_000))
-    serial = GF.gelu(x).numpy()
+    g = gt.from_numpy(_values(np.float32, n=200_000)[::-1].copy())
+    before = gt.get_num_threads()
+    gt.set_num_threads(1)
+    try:
+        serial, serial_grad = GF.gelu(x).numpy(), gelu_backward(g, x).numpy()
+    finally:
+        gt.set_num_threads(before)
     with threaded_kernels(monkeypatch):
-        assert native.threads(x.numel()) == 3
+        assert native.threads(x.numel()) == 3 and native.pool_threads(x.numel()) == 3
         assert_equal_with_nan(GF.gelu(x).numpy(), serial)
+        assert_equal_with_nan(gelu_backward(g, x).numpy(), serial_grad)
         # and an element's result does not depend on where it falls in a vector
         for i in (0, 5, 17, 33):
             assert_equal_with_nan(GF.gelu(x[i:i + 3]).numpy(), serial[i:i + 3])

@@ -219,11 +219,11 @@ def gelu_native(x, out, approximate="none") -> bool:
     """GELU by the C kernel, where x and out are dense float32/float64 arrays."""
     if not native.dense(x, out):
         return False
-    fn = native.function("activation", "gelu_" + native.suffix(x), "nppii")
+    fn = native.function("activation", "gelu_" + native.suffix(x), "nppiip")
     if fn is None:
         return False
     fn(x.size, native.pointer(x), native.pointer(out), approximate == "tanh",
-       native.threads(x.size))
+       native.pool_threads(x.size), native.runner())
     return True
 
 
@@ -231,11 +231,11 @@ def gelu_grad_native(g, x, out, approximate="none") -> bool:
     """GELU's gradient by the C kernel, where g, x and out are dense float32/float64 arrays."""
     if not native.dense(g, x, out):
         return False
-    fn = native.function("activation", "gelu_backward_" + native.suffix(x), "npppii")
+    fn = native.function("activation", "gelu_backward_" + native.suffix(x), "npppiip")
     if fn is None:
         return False
     fn(x.size, native.pointer(g), native.pointer(x), native.pointer(out),
-       approximate == "tanh", native.threads(x.size))
+       approximate == "tanh", native.pool_threads(x.size), native.runner())
     return True
 
 

@@ -114,6 +114,21 @@ def threads(n: int) -> int:
     return parallel.openmp_threads()
 
 
+POOL_THRESHOLD = 1 << 15
+"""Elements from which a costly elementwise kernel (GELU and its gradient: ~0.3 ns an
+element) splits across glasstorch's pool (pool.c), whose helpers join as they come and
+cost a few microseconds where an OpenMP region costs far more on a busy core: PyTorch
+splits such ops from 32K elements too."""
+
+
+def pool_threads(n: int) -> int:
+    """Threads for `n` elements of a kernel that splits on the pool: 1 below
+    POOL_THRESHOLD, on the pool's own workers and in a forked child."""
+    if n < POOL_THRESHOLD or parallel.in_worker():
+        return 1
+    return parallel.openmp_threads()
+
+
 def address(a: np.ndarray) -> int:
     """a's data address, an integer (for pointer arithmetic: a row of it)."""
     return a.__array_interface__["data"][0]

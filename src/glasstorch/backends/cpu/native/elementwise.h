@@ -7,14 +7,37 @@
 
 #define LANES 16
 
-/* void NAME(int64_t n, const T* x, T* out, int param, int nthreads): BLOCK(x, out, param) */
+/* Elements per piece when a kernel runs on glasstorch's pool (pool.c): whole blocks. */
+#define POOL_PIECE (LANES * 1024)
+
+/* void NAME(int64_t n, const T* x, T* out, int param, int nthreads, void* runner):
+   BLOCK(x, out, param) over every block. With a `runner` (pool.c's gt_run_pieces) and more
+   than one thread the blocks go to the pool in pieces of POOL_PIECE elements, the caller
+   starting at once; otherwise to an OpenMP team of nthreads. */
 #define UNARY_KERNEL(NAME, T, BLOCK)                                                   \
-void NAME(int64_t n, const T* x, T* out, int param, int nthreads)                      \
+typedef struct { int64_t n; const T* x; T* out; int param; } NAME##_job;              \
+                                                                                       \
+static void NAME##_piece(const void* ctx, int64_t p)                                   \
+{                                                                                      \
+    const NAME##_job* j = (const NAME##_job*)ctx;                                      \
+    const int64_t full = j->n - j->n % LANES;                                          \
+    const int64_t end = (p + 1) * POOL_PIECE < full ? (p + 1) * POOL_PIECE : full;     \
+    for (int64_t i = p * POOL_PIECE; i < end; i += LANES)                              \
+        BLOCK(j->x + i, j->out + i, j->param);                                         \
+}                                                                                      \
+                                                                                       \
+void NAME(int64_t n, const T* x, T* out, int param, int nthreads, void* runner)        \
 {                                                                                      \
     int64_t full = n - n % LANES;                                                      \
-    _Pragma("omp parallel for num_threads(nthreads)")                                  \
-    for (int64_t i = 0; i < full; i += LANES)                                          \
-        BLOCK(x + i, out + i, param);                                                  \
+    if (runner != NULL && nthreads > 1) {                                              \
+        const NAME##_job j = {n, x, out, param};                                       \
+        ((run_pieces_fn)runner)(NAME##_piece, &j, (full + POOL_PIECE - 1) / POOL_PIECE, \
+                                nthreads);                                             \
+    } else {                                                                           \
+        _Pragma("omp parallel for num_threads(nthreads)")                              \
+        for (int64_t i = 0; i < full; i += LANES)                                      \
+            BLOCK(x + i, out + i, param);                                              \
+    }                                                                                  \
     if (full < n) {                                                                    \
         T xs[LANES] = {0}, os[LANES];                                                  \
         memcpy(xs, x + full, (size_t)(n - full) * sizeof(T));                          \
@@ -23,14 +46,33 @@ void NAME(int64_t n, const T* x, T* out, int param, int nthreads)               
     }                                                                                  \
 }
 
-/* void NAME(int64_t n, const T* a, const T* b, T* out, int param, int nthreads) */
+/* void NAME(int64_t n, const T* a, const T* b, T* out, int param, int nthreads,
+   void* runner): as UNARY_KERNEL, over two inputs */
 #define BINARY_KERNEL(NAME, T, BLOCK)                                                  \
-void NAME(int64_t n, const T* a, const T* b, T* out, int param, int nthreads)          \
+typedef struct { int64_t n; const T *a, *b; T* out; int param; } NAME##_job;          \
+                                                                                       \
+static void NAME##_piece(const void* ctx, int64_t p)                                   \
+{                                                                                      \
+    const NAME##_job* j = (const NAME##_job*)ctx;                                      \
+    const int64_t full = j->n - j->n % LANES;                                          \
+    const int64_t end = (p + 1) * POOL_PIECE < full ? (p + 1) * POOL_PIECE : full;     \
+    for (int64_t i = p * POOL_PIECE; i < end; i += LANES)                              \
+        BLOCK(j->a + i, j->b + i, j->out + i, j->param);                               \
+}                                                                                      \
+                                                                                       \
+void NAME(int64_t n, const T* a, const T* b, T* out, int param, int nthreads,          \
+          void* runner)                                                                \
 {                                                                                      \
     int64_t full = n - n % LANES;                                                      \
-    _Pragma("omp parallel for num_threads(nthreads)")                                  \
-    for (int64_t i = 0; i < full; i += LANES)                                          \
-        BLOCK(a + i, b + i, out + i, param);                                           \
+    if (runner != NULL && nthreads > 1) {                                              \
+        const NAME##_job j = {n, a, b, out, param};                                    \
+        ((run_pieces_fn)runner)(NAME##_piece, &j, (full + POOL_PIECE - 1) / POOL_PIECE, \
+                                nthreads);                                             \
+    } else {                                                                           \
+        _Pragma("omp parallel for num_threads(nthreads)")                              \
+        for (int64_t i = 0; i < full; i += LANES)                                      \
+            BLOCK(a + i, b + i, out + i, param);                                       \
+    }                                                                                  \
     if (full < n) {                                                                    \
         T as[LANES] = {0}, bs[LANES] = {0}, os[LANES];                                 \
         memcpy(as, a + full, (size_t)(n - full) * sizeof(T));                          \
