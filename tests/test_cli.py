@@ -49,6 +49,16 @@ def test_info_says_whether_the_c_kernels_run(env, says, monkeypatch):
     assert says in cli.collect_info()["backends"]["cpu"]["detail"]
 
 
+def test_info_says_what_multiplies_matrices(monkeypatch):
+    """The own kernel where it can be built (what split_gemm says after building it),
+    NumPy's BLAS with the C kernels off."""
+    from glasstorch.backends.cpu import native, split_gemm
+    says = cli.collect_info()["products"]
+    assert ("own AVX-512 kernel" in says) == split_gemm.own_kernel_available()
+    monkeypatch.setattr(native, "ENABLED", False)
+    assert cli.collect_info()["products"].startswith("NumPy's BLAS")
+
+
 def test_info_blas_comes_from_numpy_config():
     config = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
     assert cli.collect_info()["blas"].startswith(config["name"])

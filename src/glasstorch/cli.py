@@ -53,15 +53,31 @@ def _blas_threads() -> str:
     return "library default (install threadpoolctl to see the exact count)"
 
 
-def _cpu_model() -> str:
+def _cpuinfo(field: str) -> str | None:
+    """The first /proc/cpuinfo line's value for `field`, or None (not Linux, say)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.startswith(field):
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown"
+    return None
+
+
+def _cpu_model() -> str:
+    return _cpuinfo("model name") or platform.processor() or platform.machine() or "unknown"
+
+
+def _products() -> str:
+    """What multiplies float32/float64 matrices here, without building it: glasstorch's own
+    kernel needs the C kernels and an AVX-512 CPU (it is built for `-march=native`)."""
+    from .backends.cpu import linalg, native
+    from .compiler.inductor import build
+    if native.ENABLED and build.compiler() is not None and "avx512f" in (_cpuinfo("flags") or "").split():
+        return (f"float32/float64 from {linalg.OWN_KERNEL_MNK:,} multiply-adds on "
+                "glasstorch's own AVX-512 kernel (native/gemm.c); the rest on NumPy's BLAS")
+    return "NumPy's BLAS (glasstorch's own kernel needs the C kernels and an AVX-512 CPU)"
 
 
 def _cuda() -> tuple:
@@ -105,6 +121,7 @@ def collect_info() -> dict:
         "numpy": np.__version__,
         "blas": _blas(),
         "blas_threads": _blas_threads(),
+        "products": _products(),
         "ml_dtypes": getattr(ml_dtypes, "__version__", "unknown"),
         "backends": {
             "cpu": {"available": True, "detail": f"NumPy kernels; {native.describe()}"},
@@ -124,6 +141,7 @@ def format_info(info: dict) -> str:
                         "glasstorch.set_num_threads)"),
             ("NumPy", info["numpy"]),
             ("BLAS", info["blas"]), ("BLAS threads", info["blas_threads"]),
+            ("products", info["products"]),
             ("ml_dtypes", info["ml_dtypes"])]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
