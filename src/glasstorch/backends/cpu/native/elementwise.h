@@ -10,6 +10,13 @@
 /* Elements per piece when a kernel runs on glasstorch's pool (pool.c): whole blocks. */
 #define POOL_PIECE (LANES * 1024)
 
+/* Where piece p's whole blocks of n elements end (they start at p * POOL_PIECE). */
+static inline int64_t pool_piece_end(int64_t n, int64_t p)
+{
+    const int64_t full = n - n % LANES;
+    return (p + 1) * POOL_PIECE < full ? (p + 1) * POOL_PIECE : full;
+}
+
 /* void NAME(int64_t n, const T* x, T* out, int param, int nthreads, void* runner):
    BLOCK(x, out, param) over every block. With a `runner` (pool.c's gt_run_pieces) and more
    than one thread the blocks go to the pool in pieces of POOL_PIECE elements, the caller
@@ -20,8 +27,7 @@ typedef struct { int64_t n; const T* x; T* out; int param; } NAME##_job;        
 static void NAME##_piece(const void* ctx, int64_t p)                                   \
 {                                                                                      \
     const NAME##_job* j = (const NAME##_job*)ctx;                                      \
-    const int64_t full = j->n - j->n % LANES;                                          \
-    const int64_t end = (p + 1) * POOL_PIECE < full ? (p + 1) * POOL_PIECE : full;     \
+    const int64_t end = pool_piece_end(j->n, p);                                       \
     for (int64_t i = p * POOL_PIECE; i < end; i += LANES)                              \
         BLOCK(j->x + i, j->out + i, j->param);                                         \
 }                                                                                      \
@@ -54,8 +60,7 @@ typedef struct { int64_t n; const T *a, *b; T* out; int param; } NAME##_job;    
 static void NAME##_piece(const void* ctx, int64_t p)                                   \
 {                                                                                      \
     const NAME##_job* j = (const NAME##_job*)ctx;                                      \
-    const int64_t full = j->n - j->n % LANES;                                          \
-    const int64_t end = (p + 1) * POOL_PIECE < full ? (p + 1) * POOL_PIECE : full;     \
+    const int64_t end = pool_piece_end(j->n, p);                                       \
     for (int64_t i = p * POOL_PIECE; i < end; i += LANES)                              \
         BLOCK(j->a + i, j->b + i, j->out + i, j->param);                               \
 }                                                                                      \
