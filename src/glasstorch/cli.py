@@ -74,7 +74,8 @@ def _products() -> str:
     kernel needs the C kernels and an AVX-512 CPU (it is built for `-march=native`)."""
     from .backends.cpu import linalg, native
     from .compiler.inductor import build
-    if native.ENABLED and build.compiler() is not None and "avx512f" in (_cpuinfo("flags") or "").split():
+    flags = (_cpuinfo("flags") or "").split()
+    if native.ENABLED and build.compiler() is not None and "avx512f" in flags:
         return (f"float32/float64 from {linalg.OWN_KERNEL_MNK:,} multiply-adds on "
                 "glasstorch's own AVX-512 kernel (native/gemm.c); the rest on NumPy's BLAS")
     return "NumPy's BLAS (glasstorch's own kernel needs the C kernels and an AVX-512 CPU)"

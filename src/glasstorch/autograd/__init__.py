@@ -6,7 +6,6 @@ Autograd dispatch key); `backward`/`grad` walk those nodes (autograd/engine.py).
 from __future__ import annotations
 
 import weakref
-from math import prod
 
 from .. import overrides
 from ..core.tensor import Tensor
@@ -147,9 +146,8 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
         # `loss.backward()`: backward()'s work for one plain tensor, without its argument
         # handling (the tiny autograd step: -3 us of 43); not while a tool (the doctor)
         # wraps autograd.backward to see every backward
-        # (`_implicit_root`'s and `gradient_edge`'s common cases, inlined)
-        grads = [implicit_gradient(self) if self._requires_grad and prod(self._shape) == 1
-                 else _implicit_root(self, 0)]
+        # (`gradient_edge`'s common case, inlined)
+        grads = [_implicit_root(self, 0)]
         fn = self.grad_fn
         run_backward([(fn, self._output_nr) if fn is not None and self._base is None
                       else gradient_edge(self)], grads,

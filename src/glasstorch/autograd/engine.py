@@ -19,9 +19,8 @@ from .. import overrides
 from ..backends.cpu import parallel
 from ..core import dtype as dt
 from ..core.grad_state import state as _grad_state
-from ..core.shape import _strides_cache as _STRIDES
-from ..core.shape import contiguous_strides, is_non_overlapping_and_dense
-from ..core.tensor import Tensor, contiguous_format, new_cpu_tensor, strided
+from ..core.shape import is_non_overlapping_and_dense
+from ..core.tensor import Tensor, contiguous_format, strided
 from ..dispatch import dispatcher
 from ..dispatch.dispatcher import PLAIN_CPU_KEYSET, _tracers
 from ..dispatch.keys import (AUTOGRAD_KEY_OF_DEVICE, MATH_BITS, TENSOR_KEYSETS,
@@ -78,20 +77,10 @@ def implicit_gradient(t: Tensor) -> Tensor:
     directly for a plain CPU tensor on a thread in its default state when ones_like runs
     only glasstorch's kernels (what it would do there), so that modes, traces and
     registered kernels still see the call everywhere else."""
-    known = _own_kernels.get("ones_like")      # `_ones_like_is_builtin`'s cache, inlined
     if (t.__class__ is Tensor and t._keyset == _PLAIN_CPU_GRAD and not threads_off_default[0]
-            and not _tracers and not overrides.anywhere.modes
-            and (known[1] if known is not None and known[0] == dispatcher.generation
-                 else _ones_like_is_builtin())):
-        shape, dtype = t._shape, t.dtype
-        if _grad_state.inference:               # an inference tensor, as ones_like's
-            g = Tensor._empty(shape, dtype)
-        else:                                   # `Tensor._empty`'s work, for a known layout
-            stride = _STRIDES.get(shape)
-            g = new_cpu_tensor(shape, dtype,
-                               contiguous_strides(shape) if stride is None else stride,
-                               math.prod(shape) * dtype.itemsize, True)
-        (g._np if g._np is not None else g._array()).fill(1)
+            and not _tracers and not overrides.anywhere.modes and _ones_like_is_builtin()):
+        g = Tensor._empty(t._shape, t.dtype)
+        g._array().fill(1)
         return g
     return ones_like(t, memory_format=contiguous_format)
 

@@ -36,9 +36,8 @@ import math
 
 import numpy as np
 
-from . import parallel
+from . import native, parallel
 from .blas_threads import blas_library, one_thread
-from . import native
 from .native import function, pointer, runner
 
 _SUFFIX = {np.dtype(np.float32): ("f32", "s"), np.dtype(np.float64): ("f64", "d")}
@@ -172,8 +171,7 @@ def own_matmul(a: np.ndarray, b: np.ndarray, o: np.ndarray) -> bool:
             % item
             or np.may_share_memory(o, a) or np.may_share_memory(o, b)):
         return False
-    threads = (1 if batch * m * n * k < OWN_PARALLEL_MNK or parallel.in_worker()
-               else parallel.openmp_threads())
+    threads = native.pool_threads(batch * m * n * k, OWN_PARALLEL_MNK)
     pool = runner() if threads > 1 else None
     if fn(lead[0], lead[1], m, n, k, pointer(a), ars // item, acs // item, sa[0] // item,
           sa[1] // item, pointer(b), brs // item, bcs // item, sb[0] // item, sb[1] // item,

@@ -121,10 +121,10 @@ cost a few microseconds where an OpenMP region costs far more on a busy core: Py
 splits such ops from 32K elements too."""
 
 
-def pool_threads(n: int) -> int:
-    """Threads for `n` elements of a kernel that splits on the pool: 1 below
-    POOL_THRESHOLD, on the pool's own workers and in a forked child."""
-    if n < POOL_THRESHOLD or parallel.in_worker():
+def pool_threads(work: int, threshold: int = POOL_THRESHOLD) -> int:
+    """Threads for `work` (elements, or a product's multiply-adds) of a kernel that splits
+    on the pool: 1 below `threshold`, on the pool's own workers and in a forked child."""
+    if work < threshold or parallel.in_worker():
         return 1
     return parallel.openmp_threads()
 

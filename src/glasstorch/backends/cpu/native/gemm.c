@@ -24,7 +24,7 @@ typedef struct {                                                                
                                                                                          \
 static void NAME##_piece(const void* ctx, int64_t t)                                     \
 {                                                                                        \
-    NAME##_job* j = (NAME##_job*)ctx;                                                    \
+    const NAME##_job* j = (const NAME##_job*)ctx;                                        \
     const int64_t p = t / j->pieces, lo = (t % j->pieces) * j->per;                      \
     const int64_t extent = j->by_rows ? j->m : j->n;                                     \
     const int64_t len = extent - lo < j->per ? extent - lo : j->per;                     \
@@ -254,7 +254,7 @@ typedef struct {                                                                
                                                                                          \
 static void NAME##_piece(const void* ctx, int64_t t)                                     \
 {                                                                                        \
-    const NAME##_job* j = (const NAME##_job*)ctx;                                        \
+    NAME##_job* j = (NAME##_job*)ctx;                                                    \
     const int64_t p = t / j->pieces, lo = (t % j->pieces) * j->per;                      \
     const int64_t extent = j->by_rows ? j->m : j->n;                                     \
     const int64_t len = extent - lo < j->per ? extent - lo : j->per;                     \
