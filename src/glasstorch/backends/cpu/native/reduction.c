@@ -74,7 +74,7 @@ SUM_ROWS(double, f64)
 #define TOTAL_CHUNKS 256
 #define TOTAL_RUN 16
 
-#define TOTAL(T, SUFFIX)                                                                \
+#define TOTAL_BLOCK_SUM(T, SUFFIX)                                                      \
 static inline void total_block_##SUFFIX(const T* x, double* lanes)                      \
 {                                                                                       \
     T acc[TOTAL_LANES];                                                                 \
@@ -85,8 +85,38 @@ static inline void total_block_##SUFFIX(const T* x, double* lanes)              
     }                                                                                   \
     _Pragma("omp simd")                                                                 \
     for (int c = 0; c < TOTAL_LANES; c++) lanes[c] += (double)acc[c];                   \
-}                                                                                       \
-                                                                                        \
+}
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+/* The same sums as TOTAL_BLOCK_SUM's, lane for lane, with the 64 float lanes held in four
+   registers: GCC's vectorisation of the loop above keeps them in memory and ran at 2/3 of
+   the memory's speed (10M float32, one core: 766 us against 521). */
+static inline __m256 upper_half(__m512 v)
+{
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+static inline void total_block_f32(const float* x, double* lanes)
+{
+    __m512 acc[4];
+    for (int v = 0; v < 4; v++) acc[v] = _mm512_loadu_ps(x + 16 * v);
+    for (int r = TOTAL_LANES; r < TOTAL_BLOCK; r += TOTAL_LANES)
+        for (int v = 0; v < 4; v++) acc[v] = _mm512_add_ps(acc[v], _mm512_loadu_ps(x + r + 16 * v));
+    for (int v = 0; v < 4; v++) {
+        double* l = lanes + 16 * v;
+        _mm512_storeu_pd(l, _mm512_add_pd(_mm512_loadu_pd(l),
+                                          _mm512_cvtps_pd(_mm512_castps512_ps256(acc[v]))));
+        _mm512_storeu_pd(l + 8, _mm512_add_pd(_mm512_loadu_pd(l + 8),
+                                              _mm512_cvtps_pd(upper_half(acc[v]))));
+    }
+}
+#else
+TOTAL_BLOCK_SUM(float, f32)
+#endif
+TOTAL_BLOCK_SUM(double, f64)
+
+#define TOTAL(T, SUFFIX)                                                                \
 typedef struct {                                                                        \
     const T* x;                                                                         \
     int64_t n, blocks, per, chunks;                                                     \
