@@ -7,10 +7,10 @@ tensors once it has run.
 """
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import threading
+from heapq import heappop, heappush
 from sys import getrefcount
 
 import numpy as np
@@ -277,6 +277,9 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
 
     capture: optional list of (node, input_nr) whose incoming gradient is returned instead
     of (or, with accumulate, as well as) being accumulated; only nodes on a path to them run.
+
+    A node's input buffer in `buffers` is the gradient itself while only its output 0 has
+    one (the common case: no dict per node), else a dict {output_nr: gradient}.
     """
     targets = {n for n, _ in capture} if capture else None
     keep = _needed([n for n, _ in roots], targets) if targets is not None else None
@@ -292,7 +295,9 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
     if len(roots) == 1 and len(root_grads) == 1:      # `loss.backward()`: the loops below
         node, nr = roots[0]
         if node is not None:
-            buffers[node] = {nr: root_grads[0]}
+            g = root_grads[0]
+            buffers[node] = g if nr == 0 and g is not None else {nr: g}
+            g = None
             if node not in deps:
                 single = node
     else:
@@ -304,13 +309,16 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                 buffers[node] = {nr: g}
             else:
                 buf[nr] = _add(buf.get(nr), g)
+        for node, buf in buffers.items():
+            if len(buf) == 1 and buf.get(0) is not None:
+                buffers[node] = buf[0]
+        buf = g = None
         for node in buffers:
             if node not in deps:
-                heapq.heappush(ready, (-node._sequence_nr, next(order), node))
+                heappush(ready, (-node._sequence_nr, next(order), node))
         if len(ready) == 1:
             single = ready.pop()[2]
 
-    pop, push = heapq.heappop, heapq.heappush
     previous_mode = _grad_state.enabled
     _grad_state.enabled = bool(create_graph)
     previous_keep, _task.keep = _task.keep, keep
@@ -320,16 +328,21 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
     previous_protocol = (protocol.subclasses_off, protocol.all_off, protocol.user)
     protocol.user = previous_protocol[:2]
     protocol.subclasses_off = protocol.all_off = True
+    # formula nodes are applied directly while neither anomaly mode nor a profile watches
+    # (read again after anything that may run user code)
+    plain = not _anomaly.enabled and not _recorder.collectors
     try:
         while True:
             if single is not None:
-                node, single = single, None
+                node = single
+                single = None
             elif ready:
-                node = pop(ready)[2]
+                node = heappop(ready)[2]
             else:
                 break
-            buf = buffers.pop(node, None) or {}
+            buf = buffers.pop(node, None)
             if targets is not None and node in targets:
+                buf = _as_dict(buf)
                 for cn, cnr in capture:
                     if cn is node:
                         captured[(cn, cnr)] = buf.get(cnr)
@@ -337,55 +350,58 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                     _release_children(node, deps, buffers, ready, order, keep)
                     continue
             if isinstance(node, AccumulateGrad):
-                grad = buf.pop(0, None)
+                grad = buf.pop(0, None) if buf.__class__ is dict else buf
                 if accumulate and grad is not None:
-                    del buf        # the engine's own references go, so a fresh grad is stolen
+                    buf = None     # the engine's own references go, so a fresh grad is stolen
                     if _recorder.collectors:
                         with _recorder.span(_EVALUATE + _ACCUMULATE_GRAD), \
                                 _recorder.span(_ACCUMULATE_GRAD):
                             _accumulate(node.variable, grad, create_graph)
                     else:
                         _accumulate(node.variable, grad, create_graph)
+                    grad = None
+                    plain = not _anomaly.enabled and not _recorder.collectors
                 continue
-            if len(buf) == 1 and not node._hooked and 0 in buf:
-                grads = (buf[0],)           # the common case: one output, no hooks
-                buf = None
-                if grads[0] is None:
+            if buf.__class__ is not dict and not node._hooked:
+                # the common case: one output, no hooks
+                if buf is None:
                     outs = ()
-                elif (node._casts_own_grads and not _anomaly.enabled
-                      and not _recorder.collectors):
+                elif node._casts_own_grads and plain:
+                    grads = (buf,)
+                    buf = None
                     outs = node.apply(grads)    # the commonest: a formula node
                 else:
+                    grads = (buf,)
+                    buf = None
                     outs = _evaluate(node, grads)
+                    plain = not _anomaly.enabled and not _recorder.collectors
             else:
-                grads = _grads_in(node, buf)
+                grads = _grads_in(node, _as_dict(buf))
                 buf = None
                 outs = () if all(g is None for g in grads) else _evaluate(node, grads)
+                plain = not _anomaly.enabled and not _recorder.collectors
             if not retain_graph:
                 node.release()
             count = len(outs)
             for i, (nxt, nr) in enumerate(node.next_functions):
-                if nxt is None or (keep is not None and nxt not in keep):
-                    continue
-                g = outs[i] if i < count else None
-                if g is not None:
-                    nb = buffers.get(nxt)
-                    if nb is None:
-                        buffers[nxt] = {nr: g}
+                if nxt is not None and (keep is None or nxt in keep):
+                    g = outs[i] if i < count else None
+                    if g is not None:
+                        if nr == 0 and nxt not in buffers:
+                            buffers[nxt] = g
+                        else:
+                            _buffer_add(buffers, nxt, nr, g, create_graph)
+                    n = deps[nxt]
+                    if n == 1:
+                        if not ready and single is None:
+                            single = nxt                # the only one ready so far
+                        else:
+                            if single is not None:      # queued first, as it became ready first
+                                heappush(ready, (-single._sequence_nr, next(order), single))
+                                single = None
+                            heappush(ready, (-nxt._sequence_nr, next(order), nxt))
                     else:
-                        old = nb.get(nr)
-                        nb[nr] = g if old is None else _accumulated(old, g, create_graph)
-                        old = None
-                n = deps[nxt] - 1
-                deps[nxt] = n
-                if n == 0:
-                    if not ready and single is None:
-                        single = nxt                # the only one ready so far
-                    else:
-                        if single is not None:      # queued first, as it became ready first
-                            push(ready, (-single._sequence_nr, next(order), single))
-                            single = None
-                        push(ready, (-nxt._sequence_nr, next(order), nxt))
+                        deps[nxt] = n - 1
             grads = outs = g = None    # hold no gradient past its node (see _owned)
     finally:
         protocol.subclasses_off, protocol.all_off, protocol.user = previous_protocol
@@ -394,17 +410,44 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
     return captured
 
 
+def _as_dict(buf) -> dict:
+    """A node's input buffer as {output_nr: gradient} (see run_backward)."""
+    if buf.__class__ is dict:
+        return buf
+    return {} if buf is None else {0: buf}
+
+
+def _buffer_add(buffers: dict, node, nr: int, g: Tensor, create_graph: bool) -> None:
+    """Add the gradient `g` for `node`'s output `nr` into its input buffer (see
+    run_backward), summing it with one already there."""
+    old = buffers.get(node)
+    if old is None:
+        buffers[node] = g if nr == 0 else {nr: g}
+    elif old.__class__ is dict:
+        prev = old.get(nr)
+        old[nr] = g if prev is None else _accumulated(prev, g, create_graph)
+    elif nr == 0:
+        buffers[node] = _accumulated(old, g, create_graph)
+    else:
+        buffers[node] = {0: old, nr: g}
+
+
 def _dependencies(roots, keep) -> dict:
     """For each node reached from the roots (within `keep` when given), how many edges lead
     into it: the gradients it waits for. Nodes nothing leads into are absent."""
     deps: dict = {}
     get = deps.get
-    stack = []
-    starts = set()
-    for node, _ in roots:
-        if node is not None and node not in starts:
-            starts.add(node)
-            stack.append(node)
+    if len(roots) == 1:               # `loss.backward()`: no other root for an edge to reach
+        node = roots[0][0]
+        stack = [] if node is None else [node]
+        starts = ()
+    else:
+        stack = []
+        starts = set()
+        for node, _ in roots:
+            if node is not None and node not in starts:
+                starts.add(node)
+                stack.append(node)
     # A node is walked once: a root at the start, any other node when its first edge is
     # counted (its count is then new).
     while stack:
@@ -427,7 +470,7 @@ def _release_children(node, deps, buffers, ready, order, keep):
             continue
         deps[nxt] -= 1
         if deps[nxt] == 0:
-            heapq.heappush(ready, (-nxt._sequence_nr, next(order), nxt))
+            heappush(ready, (-nxt._sequence_nr, next(order), nxt))
 
 
 def _grads_in(node, buf: dict) -> tuple:

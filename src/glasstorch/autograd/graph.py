@@ -203,16 +203,20 @@ class FormulaNode(Node):
         if self._released:
             raise RuntimeError(_SAVED_FREED)
         out = self._formula(grads[0] if len(grads) == 1 else grads, self._saved)
-        if not isinstance(out, tuple):
-            out = (out,)
         metas = self._input_meta
-        if out.__class__ is tuple and len(out) <= len(metas):
-            for g, meta in zip(out, metas):
-                if g is not None and meta is not None and (g._shape != meta[0]
-                                                           or g.dtype is not meta[1]):
-                    break
-            else:
-                return out          # the common case: every gradient as its input is
+        if out.__class__ is tuple:
+            if len(out) <= len(metas):
+                for g, meta in zip(out, metas):
+                    if g is not None and meta is not None and (g._shape != meta[0]
+                                                               or g.dtype is not meta[1]):
+                        break
+                else:
+                    return out      # the common case: every gradient as its input is
+        elif not isinstance(out, tuple):            # one gradient
+            if metas and (out is None or metas[0] is None or (
+                    out._shape == metas[0][0] and out.dtype is metas[0][1])):
+                return (out,)
+            out = (out,)
         result = []
         for g, meta in zip(out, self._input_meta):
             if g is not None and meta is not None:
