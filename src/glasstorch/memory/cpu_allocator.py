@@ -194,7 +194,6 @@ class CPUAllocator:
         if live > stats.peak_count:
             stats.peak_count = live
         stats.allocated_bytes -= nbytes
-        stats.total_freed_bytes += nbytes
         stats.free_count += 1
         if self.observer is not None and nbytes and buf is not None:
             self.observer("free", nbytes, data_pointer(buf))

@@ -28,18 +28,22 @@ class MemoryStats:
     """
 
     __slots__ = ("allocated_bytes", "peak_allocated_bytes", "allocation_count",
-                 "total_allocated_bytes", "total_freed_bytes", "free_count", "peak_count",
-                 "num_ooms")
+                 "total_allocated_bytes", "free_count", "peak_count", "num_ooms")
 
     def __init__(self):
         self.allocated_bytes = 0
         self.peak_allocated_bytes = 0
         self.allocation_count = 0
         self.total_allocated_bytes = 0
-        self.total_freed_bytes = 0
         self.free_count = 0
         self.peak_count = 0          # most live buffers at once, as of the last free
         self.num_ooms = 0
+
+    @property
+    def total_freed_bytes(self) -> int:
+        """Bytes freed in all (what was allocated less what is live: one counter fewer to
+        keep on every free)."""
+        return self.total_allocated_bytes - self.allocated_bytes
 
     @property
     def live_count(self) -> int:
@@ -52,7 +56,7 @@ class MemoryStats:
     def reset_accumulated(self) -> None:
         """allocated/freed totals and the counters back to 0 (reset_accumulated_memory_stats);
         the live buffers are counted as allocated again so current = allocated - freed."""
-        self.total_allocated_bytes, self.total_freed_bytes = self.allocated_bytes, 0
+        self.total_allocated_bytes = self.allocated_bytes
         self.allocation_count, self.free_count = self.live_count, 0
         self.num_ooms = 0
 
