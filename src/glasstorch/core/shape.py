@@ -254,6 +254,10 @@ def expand_strides(shape, strides, target, dtype, device_type: str) -> tuple:
             f"expand({type_in_messages(dtype, device_type)}{{{list(shape)}}}, size="
             f"{list(target)}): the number of sizes provided ({ndim}) must be greater or equal "
             f"to the number of dimensions in the tensor ({len(shape)})")
+    if not shape:           # a 0-d tensor (a total's gradient): every dim is new, stride 0
+        if ndim and min(target) < 0:
+            _raise_expand_error(shape, target)
+        return tuple(target), (0,) * ndim
     out_shape, out_strides = [], []
     lead = ndim - len(shape)
     for i, t in enumerate(target):
