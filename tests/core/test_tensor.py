@@ -79,11 +79,13 @@ def test_broadcast_errors_of_copy_expand_and_addmm_are_torchs(dtype, self_shape,
 
 @pytest.mark.parametrize("shape, target", [
     ((1, 3), (-2, 3)), ((1,), (-5,)), ((1, 1), (2, -7)), ((1, 3), (4, -2, 3)),
-    ((3,), (-2, 3)), ((3,), (-1, 3)), ((1, 3), (-2, 4)), ((0, 3), (-2, 3))])
+    ((3,), (-2, 3)), ((3,), (-1, 3)), ((1, 3), (-2, 4)), ((0, 3), (-2, 3)),
+    ((), (-1,)), ((), (2, -1)), ((), (3, -5))])
 def test_expand_to_a_negative_size_raises_as_torch(shape, target):
     """A size below -1 where the tensor's size is 1 passes PyTorch's dim checks and fails
     its element count (numel: integer multiplication overflow); a mismatch elsewhere and a
-    leading -1 are reported first. Before, glasstorch made a tensor of negative shape."""
+    leading -1 are reported first (except on a 0-d tensor, where any negative size fails the
+    count). Before, glasstorch made a tensor of negative shape."""
     torch = oracle_torch()
     ours, theirs = (_error_of(lambda T=T: T.ones(*shape).expand(*target)) for T in (gt, torch))
     assert ours is not None and ours[0] == theirs[0] == "RuntimeError"

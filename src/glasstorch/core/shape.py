@@ -255,8 +255,10 @@ def expand_strides(shape, strides, target, dtype, device_type: str) -> tuple:
             f"{list(target)}): the number of sizes provided ({ndim}) must be greater or equal "
             f"to the number of dimensions in the tensor ({len(shape)})")
     if not shape:           # a 0-d tensor (a total's gradient): every dim is new, stride 0
-        if ndim and min(target) < 0:
-            _raise_expand_error(shape, target)
+        if ndim and min(target) < 0:    # PyTorch fails its element count here, -1 or not
+            i = next(i for i in range(ndim) if target[i] < 0)
+            raise RuntimeError(f"The expanded size of the tensor ({target[i]}) at dimension "
+                               f"{i} is negative (numel: integer multiplication overflow)")
         return tuple(target), (0,) * ndim
     out_shape, out_strides = [], []
     lead = ndim - len(shape)
