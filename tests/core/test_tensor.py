@@ -87,7 +87,7 @@ def test_expand_to_a_negative_size_raises_as_torch(shape, target):
     leading -1 are reported first (except on a 0-d tensor, where any negative size fails the
     count). Before, glasstorch made a tensor of negative shape."""
     torch = oracle_torch()
-    ours, theirs = (_error_of(lambda T=T: T.ones(*shape).expand(*target)) for T in (gt, torch))
+    ours, theirs = (_error_of(lambda T=T: T.ones(shape).expand(*target)) for T in (gt, torch))
     assert ours is not None and ours[0] == theirs[0] == "RuntimeError"
     if "numel" in theirs[1]:
         assert ours[1].endswith("(numel: integer multiplication overflow)")
