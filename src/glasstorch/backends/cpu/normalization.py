@@ -14,8 +14,9 @@ from .linalg import ONE_THREAD_MNK, blas_matmul
 from ..arrays import round_through
 from ...core import dtype as dt
 from ...core.device import CPU
-from ...core.shape import is_channels_last, is_contiguous
-from ...core.tensor import Tensor
+from ...core.grad_state import state as _grad_state
+from ...core.shape import contiguous_strides, is_channels_last, is_contiguous
+from ...core.tensor import Tensor, new_cpu_tensor
 
 
 LOW = (dt.float16, dt.bfloat16)
@@ -130,6 +131,48 @@ def layer_norm_native(input, weight, bias, eps, outs, rows: int, n: int) -> bool
     fn(rows, n, native.pointer(x), _pointer(w), _pointer(b), eps, native.pointer(out),
        native.pointer(mean), native.pointer(rstd), native.threads(rows * n))
     return True
+
+
+_LAYER_NORM_C = {dt.float32: "layer_norm_f32", dt.float64: "layer_norm_f64"}   # by dtype
+
+
+def _array_of(t: Tensor) -> np.ndarray:
+    a = t._np                              # `Tensor._array`'s cache, read first
+    return a if a is not None else t._array()
+
+
+def layer_norm_last_dim(input: Tensor, weight, bias, eps):
+    """native_layer_norm's (output, mean, rstd) over the last dim by the C kernel, made here,
+    for the calls its fast path (ops/nn/normalization.py) has checked: `input` a row-major
+    float32/float64 Tensor of at least one row, `weight` and `bias` None or dense vectors
+    of its dtype and row length. None where the kernel is off or did not build: the
+    general kernel runs. It makes the outputs as `Tensor._empty` does
+    and reads the tensors' cached arrays, without `layer_norm_native`'s checks of them
+    (nanoGPT's F.layer_norm of (8, 32, 64) with grad: 17.4 -> 15.0 us a call)."""
+    d = input.dtype
+    fn = native.function("normalization", _LAYER_NORM_C[d], "nnpppdpppi")
+    if fn is None:
+        return None
+    shape = input._shape
+    x = _array_of(input)
+    if x.__class__ is not np.ndarray:
+        return None
+    n = shape[-1]
+    rows = x.size // n
+    stat_shape = shape[:-1] + (1,)
+    if _grad_state.inference:                      # inference tensors: `_empty` makes them
+        out, mean, rstd = (Tensor._empty(shape, d), Tensor._empty(stat_shape, d),
+                           Tensor._empty(stat_shape, d))
+    else:
+        size = d.itemsize
+        out = new_cpu_tensor(shape, d, input._stride, rows * n * size, True)
+        mean = new_cpu_tensor(stat_shape, d, contiguous_strides(stat_shape), rows * size, True)
+        rstd = new_cpu_tensor(stat_shape, d, mean._stride, rows * size, True)
+    pointer = native.pointer
+    fn(rows, n, pointer(x), None if weight is None else pointer(_array_of(weight)),
+       None if bias is None else pointer(_array_of(bias)), eps, pointer(_array_of(out)),
+       pointer(_array_of(mean)), pointer(_array_of(rstd)), native.threads(rows * n))
+    return out, mean, rstd
 
 
 def layer_norm_cpu(outs, input, normalized_shape, weight, bias, eps):
