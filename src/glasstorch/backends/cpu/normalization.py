@@ -136,9 +136,18 @@ def layer_norm_native(input, weight, bias, eps, outs, rows: int, n: int) -> bool
 _LAYER_NORM_C = {dt.float32: "layer_norm_f32", dt.float64: "layer_norm_f64"}   # by dtype
 
 
-def _array_of(t: Tensor) -> np.ndarray:
-    a = t._np                              # `Tensor._array`'s cache, read first
+def array_of(t: Tensor) -> np.ndarray:
+    """`t._array()`, its cache read first (the fast paths' inputs and fresh outputs)."""
+    a = t._np
     return a if a is not None else t._array()
+
+
+def fresh(shape: tuple, d) -> Tensor:
+    """A row-major CPU Tensor of `shape` (a tuple) and dtype `d`, as `Tensor._empty(shape,
+    d)` makes it, for fast paths that know its layout."""
+    if _grad_state.inference:                      # inference tensors: `_empty` makes them
+        return Tensor._empty(shape, d)
+    return new_cpu_tensor(shape, d, contiguous_strides(shape), prod(shape) * d.itemsize, True)
 
 
 def layer_norm_last_dim(input: Tensor, weight, bias, eps):
@@ -154,7 +163,7 @@ def layer_norm_last_dim(input: Tensor, weight, bias, eps):
     if fn is None:
         return None
     shape = input._shape
-    x = _array_of(input)
+    x = array_of(input)
     if x.__class__ is not np.ndarray:
         return None
     n = shape[-1]
@@ -169,9 +178,9 @@ def layer_norm_last_dim(input: Tensor, weight, bias, eps):
         mean = new_cpu_tensor(stat_shape, d, contiguous_strides(stat_shape), rows * size, True)
         rstd = new_cpu_tensor(stat_shape, d, mean._stride, rows * size, True)
     pointer = native.pointer
-    fn(rows, n, pointer(x), None if weight is None else pointer(_array_of(weight)),
-       None if bias is None else pointer(_array_of(bias)), eps, pointer(_array_of(out)),
-       pointer(_array_of(mean)), pointer(_array_of(rstd)), native.threads(rows * n))
+    fn(rows, n, pointer(x), None if weight is None else pointer(array_of(weight)),
+       None if bias is None else pointer(array_of(bias)), eps, pointer(array_of(out)),
+       pointer(array_of(mean)), pointer(array_of(rstd)), native.threads(rows * n))
     return out, mean, rstd
 
 
