@@ -200,8 +200,8 @@ def _rows_nll(general):
     or float64 input, N > 0, a dense (N,) int64 target, no class weights, a mean or a sum,
     as cross_entropy on a classifier's or a language model's logits calls it: the C kernel
     the general kernel runs there, on outputs made by `nll_reduced_rows`, without the meta
-    function's checks, which such a call passes (F.cross_entropy of (256, 65) with grad:
-    33.4 -> 30.3 us)."""
+    function's checks, which such a call passes (with _log_softmax's: F.cross_entropy of
+    (256, 65) with grad, 39.9 -> 26.3 us)."""
     def kernel(self, target, weight, reduction, ignore_index):
         if self.__class__ is Tensor and target.__class__ is Tensor and weight is None and \
                 self.dtype in PLAIN_FLOATS and target.dtype is dt.int64 and \
