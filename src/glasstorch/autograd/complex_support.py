@@ -20,6 +20,7 @@ for it.
 """
 from __future__ import annotations
 
+from ..core.dtype import COMPLEX
 from ..core.tensor import Tensor
 from ..dispatch.dispatcher import all_operators
 from ..dispatch.keys import DispatchKey
@@ -37,8 +38,7 @@ _AUTOGRAD_KEYS = (DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA, DispatchKey
 def _refusing_complex(name: str):
     message = f"{name} does not support automatic differentiation for outputs with complex dtype."
 
-    def kernel(op, ks, *args):
-        result = autograd_kernel(op, ks, *args)
+    def check(result):
         if recording_in_place():
             return result
         for out in result if isinstance(result, (tuple, list)) else (result,):
@@ -46,6 +46,24 @@ def _refusing_complex(name: str):
                 raise RuntimeError(message)
         return result
 
+    def kernel(op, ks, *args):
+        return check(autograd_kernel(op, ks, *args))
+
+    def direct(op, ks):
+        """`autograd_kernel.direct` followed by the check, as the dispatcher's direct kernel
+        (`Operator._direct_kernel`): every _softmax and _log_softmax with grad (attention,
+        cross_entropy) then records through the generated history. A real output passes
+        with two reads."""
+        below = autograd_kernel.direct(op, ks)
+
+        def refusing_direct(*args):
+            result = below(*args)
+            if result.__class__ is Tensor and result.dtype.category != COMPLEX:
+                return result
+            return check(result)
+        return refusing_direct
+
+    kernel.direct = direct
     return kernel
 
 
