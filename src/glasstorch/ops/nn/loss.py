@@ -137,6 +137,9 @@ def softmax(input, dim, dtype=None):
     return _softmax(_with_dtype("softmax", input, dtype), dim, False)
 
 
+_log_softmax_function = _log_softmax.function
+
+
 @composite(method=True)
 def log_softmax(input, dim, dtype=None):
     """log_softmax over `dim`; `dtype` casts the input first."""
@@ -218,6 +221,7 @@ def _rows_nll(general):
 
 
 nll_loss_forward.fast_path(_rows_nll)
+_nll_loss_forward_function = nll_loss_forward.function
 
 nll_loss2d_forward = structured(
     "nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "
@@ -248,19 +252,21 @@ nll_loss2d_backward = structured(
 nll_loss2d_backward.impl("CPU")(nll_backward_kernel)
 
 def nll_loss_nd(self, target, weight=None, reduction=MEAN, ignore_index=-100):
-    """nll_loss for any (N, C, d1, ..., dk) input: extra dims go through the 2-D kernel."""
-    if self.dim() < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {self.dim()})")
-    if self.dim() == 1 and target.dim() == 1 and target.numel() != 1:
+    """nll_loss for any (N, C, d1, ..., dk) input: extra dims go through the 2-D kernel.
+    (Every cross_entropy runs it: dims are read once, the op's function called directly.)"""
+    dim, target_dim = self.dim(), target.dim()
+    if dim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {dim})")
+    if dim == 1 and target_dim == 1 and target.numel() != 1:
         raise ValueError("For 1D input, 1D target must have size 1, but got target size: "
                          f"{target.numel()}")
-    batch = target._shape[0] if target.dim() else 0
-    if self.dim() != 1 and self._shape[0] != batch:
+    batch = target._shape[0] if target_dim else 0
+    if dim != 1 and self._shape[0] != batch:
         raise ValueError(f"Expected input batch_size ({self._shape[0]}) to match target "
                          f"batch_size ({batch}).")
-    if self.dim() <= 2:
-        return nll_loss_forward(self, target, weight, reduction, ignore_index)[0]
-    if self.dim() == 4:
+    if dim <= 2:
+        return _nll_loss_forward_function(self, target, weight, reduction, ignore_index)[0]
+    if dim == 4:
         return nll_loss2d_forward(self, target, weight, reduction, ignore_index)[0]
     n, c = self._shape[0], self._shape[1]
     expected = [n, *self._shape[2:]]
@@ -465,9 +471,10 @@ def cross_entropy_loss(self, target, weight=None, reduction=MEAN, ignore_index=-
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError("label_smoothing must be between 0.0 and 1.0. Got: "
                            f"{label_smoothing:g}")
-    cdim = 0 if self.dim() == 1 else 1
-    logp = log_softmax(self, cdim)
-    n_classes = self.shape[cdim] if self.dim() else 1
+    dim = self.dim()
+    cdim = 0 if dim == 1 else 1
+    logp = _log_softmax_function(_with_dtype("log_softmax", self, None), cdim, False)
+    n_classes = self._shape[cdim] if dim else 1
     if self._shape == target._shape:
         if target.dtype.category != dt.FLOAT:
             raise RuntimeError("Expected floating point type for target with class "
