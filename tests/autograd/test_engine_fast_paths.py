@@ -229,3 +229,100 @@ def test_a_mode_sees_the_first_grads_copy_as_torch_does():
         tx.sum().backward()
     assert log.seen == tlog.seen         # ones_like, expand, new_empty_strided, copy_
     assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+# ---- input buffers: a node's gradient itself for output 0, a dict otherwise -----------
+
+def _grads_through_split(lib, used, weights, retain_hook=False):
+    """Gradients of x through one SplitBackward0 node whose outputs in `used` reach the
+    loss, in the order listed (so a later output's gradient may arrive first), each
+    scaled by its weight."""
+    x = lib.arange(6.0, dtype=lib.float64).requires_grad_()
+    parts = x.split(2)
+    seen = []
+    if retain_hook:
+        parts[0].grad_fn.register_prehook(lambda grads: seen.append(
+            [None if g is None else g.tolist() for g in grads]))
+    loss = sum((parts[i] * w).sum() for i, w in zip(used, weights))
+    loss.backward()
+    return x.grad.tolist(), seen
+
+
+@pytest.mark.parametrize("used, weights", [
+    ((0,), (2.0,)), ((1,), (3.0,)), ((2, 0), (5.0, 7.0)), ((1, 0, 2), (1.0, 2.0, 3.0)),
+    ((0, 0, 1), (1.0, 4.0, 2.0)), ((2, 2), (1.5, 2.5))])
+def test_gradients_of_several_outputs_meet_in_one_buffer_as_torch(used, weights):
+    assert _grads_through_split(gt, used, weights) == \
+        _grads_through_split(torch, used, weights)
+
+
+def test_roots_into_one_node_and_a_root_without_gradient_as_torch():
+    def run(lib):
+        x = lib.arange(4.0, dtype=lib.float64).requires_grad_()
+        a, b = x.split(2)
+        lib.autograd.backward([a, b, a], [lib.ones(2, dtype=lib.float64) * 2,
+                                          lib.ones(2, dtype=lib.float64) * 3,
+                                          lib.ones(2, dtype=lib.float64)])
+        first = x.grad.tolist()
+        y = lib.arange(3.0, dtype=lib.float64).requires_grad_()
+        c, d = y.split(2)
+        g, = lib.autograd.grad([c.sum(), d], [y], [None, lib.ones(1, dtype=lib.float64)])
+        return first, g.tolist()
+    assert run(gt) == run(torch)
+
+
+def test_autograd_grad_captures_a_later_output_of_a_node_as_torch():
+    def run(lib):
+        x = lib.arange(6.0, dtype=lib.float64).requires_grad_()
+        a, b, c = x.split(2)
+        mid = c * 3
+        loss = (mid * mid).sum() + a.sum()
+        return [t.tolist() for t in lib.autograd.grad(loss, [mid, c, x])]
+    assert run(gt) == run(torch)
+
+
+def test_a_captured_tensor_on_the_path_to_another_still_passes_its_gradient_on():
+    """autograd.grad(z, [y, x]) and z.backward(inputs=[y, x]) with y made from x: y's node
+    runs after its gradient is captured (before, x's gradient was missing)."""
+    def run(lib):
+        x = lib.arange(3.0, dtype=lib.float64).requires_grad_()
+        y = x * 2
+        grads = [t.tolist() for t in lib.autograd.grad((y * y).sum(), [y, x])]
+        y = x * 3
+        y.retain_grad()
+        (y ** 2).sum().backward(inputs=[y, x])
+        return grads, y.grad.tolist(), x.grad.tolist()
+    assert run(gt) == run(torch)
+
+
+def _hooked_captures(lib):
+    """What autograd.grad and backward(inputs=) give where tensor hooks, retain_grad and a
+    node's pre hook meet a captured tensor, in PyTorch's engine order."""
+    out = []
+    x = lib.arange(3.0, dtype=lib.float64).requires_grad_()
+    y = x * 2
+    y.register_hook(lambda g: g * 10)           # y's node does not run: hooked capture
+    out.append(lib.autograd.grad((y * y).sum(), [y])[0].tolist())
+    y = x * 2
+    y.retain_grad()                             # ... and retain_grad's hook fills y.grad
+    out.append(lib.autograd.grad((y * y).sum(), [y])[0].tolist() + y.grad.tolist())
+    y = x * 2
+    y.retain_grad()
+    y.register_hook(lambda g: g * 10)           # y's node runs on to x: raw capture
+    out.append([t.tolist() for t in lib.autograd.grad((y * y).sum(), [y, x])] +
+               [y.grad.tolist()])
+    y = x * 2
+    y.grad_fn.register_prehook(lambda gs: (gs[0] * 100,))     # never applied to a capture
+    out.append(lib.autograd.grad((y * y).sum(), [y])[0].tolist())
+    y = x * 2
+    y.register_hook(lambda g: g * 10)
+    (y * y).sum().backward(inputs=[y, x])       # inputs= retains y's grad, after the hook
+    out.append((y.grad.tolist(), x.grad.tolist(), y.retains_grad))
+    x.grad = None
+    x.register_hook(lambda g: g + 1)            # a leaf's hook, at its AccumulateGrad
+    out.append(lib.autograd.grad((x * x).sum(), [x])[0].tolist())
+    return out
+
+
+def test_hooks_meet_captured_gradients_as_in_torch():
+    assert _hooked_captures(gt) == _hooked_captures(torch)

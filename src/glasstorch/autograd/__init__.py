@@ -78,20 +78,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     retain = create_graph if retain_graph is None else retain_graph
     roots = [gradient_edge(t) for t in tensors]
     capture = [gradient_edge(t) for t in _as_tuple(inputs)] or None
-    if capture is not None:
-        captured = run_backward(roots, grads, retain_graph=retain, create_graph=create_graph,
-                                capture=capture, accumulate=False)
-        from .engine import _accumulate
-        with no_grad(), overrides.builtin_code():
-            for t, edge in zip(_as_tuple(inputs), capture):
-                g = captured.get(edge)
-                if g is not None:
-                    if t.grad_fn is None:
-                        _accumulate(t, g, create_graph)
-                    else:
-                        t._grad = g if t._grad is None else t._grad + g
-        return
-    run_backward(roots, grads, retain_graph=retain, create_graph=create_graph)
+    # with inputs=, only the nodes on a path to them run; as in PyTorch, they run as
+    # always (a leaf's AccumulateGrad accumulates), and a non-leaf input retains its grad,
+    # which its node's retain_grad hook then fills, after the tensor's own hooks
+    for t in _as_tuple(inputs):
+        if t.grad_fn is not None:
+            t.retain_grad()
+    run_backward(roots, grads, retain_graph=retain, create_graph=create_graph,
+                 capture=capture)
 
 
 _unwrapped_backward = backward
@@ -115,7 +109,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     retain = create_graph if retain_graph is None else retain_graph
     capture = [gradient_edge(t) for t in inputs]
     captured = run_backward([gradient_edge(t) for t in outputs], grads, retain_graph=retain,
-                            create_graph=create_graph, capture=capture, accumulate=False)
+                            create_graph=create_graph, capture=capture, accumulate=False,
+                            through_captures=True)
     result = []
     for i, (t, edge) in enumerate(zip(inputs, capture)):
         g = captured.get(edge)

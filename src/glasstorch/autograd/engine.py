@@ -272,11 +272,17 @@ def task_needs(node) -> bool:
 
 
 def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
-                 capture=None, accumulate: bool = True):
+                 capture=None, accumulate: bool = True, through_captures: bool = False):
     """Propagate root_grads from the (node, input_nr) edges in `roots` through the graph.
 
-    capture: optional list of (node, input_nr) whose incoming gradient is returned instead
-    of (or, with accumulate, as well as) being accumulated; only nodes on a path to them run.
+    capture: optional list of (node, input_nr) whose incoming gradient is returned; only
+    nodes on a path to them run. With accumulate (backward(inputs=...)) captured nodes run
+    as any other: an AccumulateGrad accumulates, a non-leaf's retain_grad hook fills its
+    .grad. Without it a captured node is where the walk stops (aot_autograd tracing a
+    region's backward, which must not run what lies outside the region), unless
+    through_captures (autograd.grad, as PyTorch's engine): then a captured node runs on
+    when another capture lies beyond it, and at one that does not run, what is captured
+    is what its tensors' hooks and retain_grad's make of the gradient.
 
     A node's input buffer in `buffers` is the gradient itself while only its output 0 has
     one (the common case: no dict per node), else a dict {output_nr: gradient}.
@@ -343,10 +349,17 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
             buf = buffers.pop(node, None)
             if targets is not None and node in targets:
                 buf = _as_dict(buf)
+                # autograd.grad(loss, [y, x]) with y = f(x): y's node runs on (PyTorch's
+                # needed_)
+                runs = accumulate or through_captures and not isinstance(
+                    node, AccumulateGrad) and any(n is not None and n in keep
+                                                  for n, _ in node.next_functions)
+                seen = buf if runs or not through_captures else _tensor_hooked(node, buf)
                 for cn, cnr in capture:
                     if cn is node:
-                        captured[(cn, cnr)] = buf.get(cnr)
-                if isinstance(node, AccumulateGrad) or not accumulate:
+                        captured[(cn, cnr)] = seen.get(cnr)
+                seen = None
+                if not runs:
                     _release_children(node, deps, buffers, ready, order, keep)
                     continue
             if isinstance(node, AccumulateGrad):
@@ -486,6 +499,17 @@ def _grads_in(node, buf: dict) -> tuple:
 
 def _hooked_grads(node, grads: list, n: int) -> tuple:
     """The gradients after the node's tensor pre hooks, retain_grad's and its pre hooks."""
+    _tensor_hooks(node, grads, n)
+    for hook in node._pre_hooks:
+        new = hook(tuple(grads))
+        if new is not None:
+            grads = list(new)
+    return tuple(grads)
+
+
+def _tensor_hooks(node, grads: list, n: int) -> None:
+    """Apply the hooks of the tensors whose gradients `grads` are (register_hook's, then
+    retain_grad's) in place (PyTorch's call_tensor_pre_hooks)."""
     for nr, hooks in node._tensor_pre_hooks.items():
         if nr < n and grads[nr] is not None:
             for hook in hooks:
@@ -498,11 +522,29 @@ def _hooked_grads(node, grads: list, n: int) -> tuple:
     for nr, hook in node._retain_grad_hooks.items():
         if nr < n and grads[nr] is not None:
             hook(grads[nr])
-    for hook in node._pre_hooks:
-        new = hook(tuple(grads))
-        if new is not None:
-            grads = list(new)
-    return tuple(grads)
+
+
+def _tensor_hooked(node, buf: dict) -> dict:
+    """What autograd.grad captures at a node that will not run: the buffered gradients as
+    their tensors' hooks leave them (a leaf's own hooks at its AccumulateGrad), not the
+    node's pre hooks (PyTorch's order)."""
+    if isinstance(node, AccumulateGrad):
+        g, hooks = buf.get(0), node.variable._hooks
+        if g is None or not hooks:
+            return buf
+        with overrides.user_code():
+            for hook in hooks:
+                new = hook(g)
+                if new is not None:
+                    g = new
+        return {0: g}
+    if not node._hooked:
+        return buf
+    n = max(buf, default=-1) + 1
+    grads = [buf.get(i) for i in range(n)]
+    with overrides.user_code():
+        _tensor_hooks(node, grads, n)
+    return dict(enumerate(grads))
 
 
 def _evaluate(node, grads: tuple) -> tuple:
