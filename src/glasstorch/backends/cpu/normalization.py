@@ -640,29 +640,39 @@ def one_hot_cpu(self, num_classes=-1):
 _LAYER_NORM_GRAD_CHUNK = 128
 
 
+_LAYER_NORM_GRAD_C = {np.dtype(np.float32): "layer_norm_backward_f32",
+                      np.dtype(np.float64): "layer_norm_backward_f64"}
+
+
 def _layer_norm_backward_native(g, input, n, mean, rstd, weight, bias, mask):
     """native_layer_norm_backward's gradients by the C kernel, where it applies (else
-    None)."""
-    rows = input.numel() // n if n else 0
-    x, go, m, r, w = (_optional(t) for t in (input, g, mean, rstd, weight))
-    if (go.shape != x.shape or m.size != rows or r.size != rows
+    None). The arrays are the tensors' cached ones and the gradients are made as
+    `Tensor._empty` makes them (`fresh`): the backward of nanoGPT's layer norms, (8, 32,
+    64), 15.5 -> 13.4 us a node."""
+    rows = prod(input._shape) // n if n else 0
+    x, go, m, r = array_of(input), array_of(g), array_of(mean), array_of(rstd)
+    w = None if weight is None else array_of(weight)
+    if (not rows or go.shape != x.shape or m.size != rows or r.size != rows
             or (bias is not None and bias.dtype is not input.dtype)
-            or not _native_rows_apply((x, go, m, r, w), rows, n)):
+            or not (native.dense(x, go, m, r) if w is None else native.dense(x, go, m, r, w))):
         return None
-    fn = native.function("normalization", "layer_norm_backward_" + native.suffix(x),
-                         "nnpppppppppni")
+    fn = native.function("normalization", _LAYER_NORM_GRAD_C[x.dtype], "nnpppppppppni")
     if fn is None:
         return None
     pointer = native.pointer
-    dx = Tensor._empty(input._shape, input.dtype, CPU) if mask[0] else None
-    dw = Tensor._empty(weight._shape, weight.dtype, CPU) if mask[1] and w is not None else None
-    db = Tensor._empty(bias._shape, bias.dtype, CPU) if mask[2] and bias is not None else None
+    d = input.dtype
+    dx = fresh(input._shape, d) if mask[0] else None
+    dw = fresh(weight._shape, d) if mask[1] and w is not None else None
+    db = fresh(bias._shape, d) if mask[2] and bias is not None else None
     chunks = -(-rows // _LAYER_NORM_GRAD_CHUNK)
-    parts = np.empty((2, chunks - 1, n), x.dtype)      # the later chunks' column sums
-    fn(rows, n, pointer(go), pointer(x), pointer(m), pointer(r), _pointer(w),
-       None if dx is None else pointer(dx._array()), None if dw is None else pointer(dw._array()),
-       None if db is None else pointer(db._array()), pointer(parts),
-       _LAYER_NORM_GRAD_CHUNK, native.threads(rows * n))
+    # the later chunks' column sums (none to keep for one chunk)
+    parts = np.empty((2, chunks - 1, n), x.dtype) if chunks > 1 else None
+    fn(rows, n, pointer(go), pointer(x), pointer(m), pointer(r),
+       None if w is None else pointer(w), None if dx is None else pointer(array_of(dx)),
+       None if dw is None else pointer(array_of(dw)),
+       None if db is None else pointer(array_of(db)),
+       None if parts is None else pointer(parts), _LAYER_NORM_GRAD_CHUNK,
+       native.threads(rows * n))
     return dx, dw, db
 
 
