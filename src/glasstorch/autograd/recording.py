@@ -509,6 +509,7 @@ def _alias(t: Tensor) -> Tensor:
     """A history-free alias of `t` over the same storage and version counter, of the same
     class, with a subclass's own fields (a wrapper's inner tensors, a FakeTensor's device)."""
     alias = type(t)._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._vc)
+    alias._np = t._np        # the same elements: a kernel reading it in backward reuses the view
     if t.__class__ is not Tensor:
         alias.__dict__.update((k, v) for k, v in t.__dict__.items() if not hasattr(Tensor, k))
     if forward_ad_open and "_fw_tangent" in t.__dict__:   # a saved output keeps its tangent
