@@ -222,6 +222,31 @@ def softmax_last_dim(x: Tensor, log: bool):
     return out
 
 
+_SOFTMAX_GRAD_C = {dt.float32: "softmax_backward_f32", dt.float64: "softmax_backward_f64"}
+
+
+def softmax_backward_last_dim(grad: Tensor, y: Tensor, log: bool):
+    """The gradient of (log_)softmax over the last dim by native/softmax.c into an output
+    made here, for the calls the fast path of _softmax_backward_data and
+    _log_softmax_backward_data (ops/nn/loss.py) has checked: `grad` and the output `y`
+    row-major float32/float64 Tensors of one shape and dtype, at least one dim. None where
+    `_rows_native` would not run the kernel: the general kernel runs."""
+    shape = y._shape
+    n = shape[-1]
+    size = prod(shape)
+    if not size or (n < _NATIVE_MIN_ROW and size > n * _NATIVE_FEW_ROWS):
+        return None
+    fn = native.function("softmax", _SOFTMAX_GRAD_C[y.dtype], "nnpppii")
+    g, a = array_of(grad), array_of(y)
+    if fn is None or g.__class__ is not np.ndarray or a.__class__ is not np.ndarray:
+        return None
+    out = fresh(shape, y.dtype)
+    pointer = native.pointer
+    fn(size // n, n, pointer(g), pointer(a), pointer(array_of(out)), log,
+       native.threads(size))
+    return out
+
+
 def softmax_kernel(out, self, dim, half_to_float):
     if _rows_native("softmax", out, (self,), dim, False):
         return

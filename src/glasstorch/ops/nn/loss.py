@@ -16,6 +16,7 @@ from math import prod
 from ...core import dtype as dt
 from ...core.shape import broadcast_shapes2, contiguous_strides, wrap_dim
 from ...core.tensor import Tensor
+from ...backends.cpu.normalization import fresh
 from ..shape.joining import where
 from ..pointwise.meta import pointwise_spec
 from ...core.promotion import common_dtype
@@ -24,8 +25,8 @@ from ..autocast import FP32, autocast_policy
 from ...backends.cpu.loss import (MEAN, NONE, SUM, bce_kernel, bce_logits_kernel,
     ctc_backward_kernel, ctc_kernel, huber, log_softmax_backward_kernel, log_softmax_kernel,
     multi_margin_kernel, multilabel_kernel, nll_backward_kernel, nll_kernel, nll_reduced_rows,
-    pointwise_loss_kernel, smooth_l1, soft_margin, softmax_backward_kernel, softmax_kernel,
-    softmax_last_dim, squared_error)
+    pointwise_loss_kernel, smooth_l1, soft_margin, softmax_backward_kernel,
+    softmax_backward_last_dim, softmax_kernel, softmax_last_dim, squared_error)
 
 # The top-level functions (torch.kl_div, torch.ctc_loss, ...) default to reduction 0: PyTorch's
 # Python bindings read their schemas' `reduction=Mean` default as 0, so `torch.kl_div(x, y)`
@@ -122,6 +123,34 @@ _log_softmax_backward_data = structured(
     method=False, inplace=False,
     doc="The gradient of log_softmax: grad - exp(output) * sum(grad).")
 _log_softmax_backward_data.impl("CPU")(log_softmax_backward_kernel)
+
+
+def _last_dim_softmax_backward(log: bool):
+    """The fast path (`OpDeclaration.fast_path`) of _softmax_backward_data
+    (_log_softmax_backward_data): the gradient and the output row-major float32/float64
+    Tensors of one shape and dtype, reduced over their last dim: the C kernel the general
+    kernel runs there, on an output made by `softmax_backward_last_dim`, without the meta
+    function and the array checks."""
+    def fast_path(general):
+        def kernel(grad_output, output, dim, input_dtype):
+            d = output.dtype
+            if grad_output.__class__ is Tensor and output.__class__ is Tensor and \
+                    d in PLAIN_FLOATS and grad_output.dtype is d and input_dtype is d and \
+                    dim.__class__ is int:
+                shape = output._shape
+                if shape and grad_output._shape == shape and \
+                        (dim == -1 or dim == len(shape) - 1) and \
+                        output._stride == grad_output._stride == contiguous_strides(shape):
+                    out = softmax_backward_last_dim(grad_output, output, log)
+                    if out is not None:
+                        return out
+            return general(grad_output, output, dim, input_dtype)
+        return kernel
+    return fast_path
+
+
+_softmax_backward_data.fast_path(_last_dim_softmax_backward(False))
+_log_softmax_backward_data.fast_path(_last_dim_softmax_backward(True))
 
 
 def _with_dtype(name, input, dtype):
@@ -244,6 +273,25 @@ nll_loss_backward = structured(
     method=False, function=False, inplace=False, out=False,
     doc="nll_loss_forward's input gradient: -weight[t] * grad at each target's class.")
 nll_loss_backward.impl("CPU")(nll_backward_kernel)
+
+
+def _nll_backward_fast(general):
+    """nll_loss_backward's fast path (`OpDeclaration.fast_path`): for a float32/float64
+    Tensor self its meta function checks nothing and gives a row-major gradient of self's
+    shape and dtype, made here (`fresh`) for the kernel to fill, which does all the checks
+    (nll_loss_backward runs in every classifier's and language model's backward)."""
+    def kernel(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+        if self.__class__ is not Tensor or self.dtype not in PLAIN_FLOATS:
+            return general(grad_output, self, target, weight, reduction, ignore_index,
+                           total_weight)
+        out = fresh(self._shape, self.dtype)
+        nll_backward_kernel(out, grad_output, self, target, weight, reduction, ignore_index,
+                            total_weight)
+        return out
+    return kernel
+
+
+nll_loss_backward.fast_path(_nll_backward_fast)
 
 nll_loss2d_backward = structured(
     "nll_loss2d_backward" + _NLL_BACKWARD_ARGS, _nll_backward_meta,

@@ -76,8 +76,10 @@ def _nll_gradient(backward):
     """The derivative of an nll_loss forward op: its backward op, as PyTorch's
     (d/dx[t] = -w[t] * grad, divided by the total weight for 'mean'; ignored targets 0)."""
     def formula(grad, self, target, weight, reduction, ignore_index, result1):
+        # total_weight unpacks with history only where grad mode is on (create_graph)
+        total = result1.detach() if result1._requires_grad else result1
         return backward(_first(grad), self, target, None if weight is None else weight.detach(),
-                        reduction, ignore_index, result1.detach()), None, None
+                        reduction, ignore_index, total), None, None
     return formula
 
 
