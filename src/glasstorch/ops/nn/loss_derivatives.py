@@ -83,8 +83,10 @@ def _nll_gradient(backward):
     return formula
 
 
-derivative(loss.nll_loss_forward, "NllLossBackward0")(_nll_gradient(loss.nll_loss_backward))
-derivative(loss.nll_loss2d_forward, "NllLoss2DBackward0")(
+# total_weight is an output without history, as in PyTorch
+derivative(loss.nll_loss_forward, "NllLossBackward0", outputs=(0,))(
+    _nll_gradient(loss.nll_loss_backward))
+derivative(loss.nll_loss2d_forward, "NllLoss2DBackward0", outputs=(0,))(
     _nll_gradient(loss.nll_loss2d_backward))
 
 

@@ -71,7 +71,10 @@ def _channel_axes(dim: int) -> tuple:
     return (0,) + tuple(range(2, dim))
 
 
-@derivative(normalization.native_layer_norm, "NativeLayerNormBackward0")
+# mean and rstd (batch norm: save_mean and save_invstd) are outputs without history, as in
+# PyTorch, whose formulas read only the output's gradient; saved for the formula, they
+# unpack with this node as their history where it is differentiated again (create_graph)
+@derivative(normalization.native_layer_norm, "NativeLayerNormBackward0", outputs=(0,))
 def _layer_norm(grads, input, normalized_shape, weight, bias, result1, result2,
                 grad_input_mask):
     g, g_mean, g_rstd = _three(grads)
@@ -89,7 +92,7 @@ def _layer_norm(grads, input, normalized_shape, weight, bias, result1, result2,
     return dx, dw, db
 
 
-@derivative(normalization.native_batch_norm, "NativeBatchNormBackward0")
+@derivative(normalization.native_batch_norm, "NativeBatchNormBackward0", outputs=(0,))
 def _batch_norm(grads, input, weight, running_mean, running_var, training, eps, result1,
                 result2):
     g, g_mean, g_rstd = _three(grads)
