@@ -194,3 +194,17 @@ def test_the_generated_history_records_layer_norm_and_nll_loss_alone():
     sub = x.detach().as_subclass(_Sub).requires_grad_()
     assert _general_history_calls(lambda: gt.native_layer_norm(sub, (3,), None, None,
                                                                1e-5)) >= 1
+
+
+def test_batch_norm_statistics_have_no_history_and_double_backward_matches_torch():
+    (x, tx), (w, tw) = _pair((5, 3, 4), 14), _pair((3,), 15)
+    results = []
+    for lib, a, ww in ((gt, x, w), (torch, tx, tw)):
+        outs = lib.native_batch_norm(a, ww, None, None, None, True, 0.1, 1e-5)
+        assert [o.requires_grad for o in outs] == [True, False, False]
+        y = lib.nn.functional.batch_norm(a, None, None, ww, None, training=True)
+        (gx, gw) = lib.autograd.grad((y * y * y).sum(), (a, ww), create_graph=True)
+        ((gx * gx).sum() + (gw * gw).sum()).backward()
+        results.append([t.detach().numpy() for t in (gx, gw, a.grad, ww.grad)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-11)
