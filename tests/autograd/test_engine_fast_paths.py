@@ -256,6 +256,13 @@ def test_gradients_of_several_outputs_meet_in_one_buffer_as_torch(used, weights)
         _grads_through_split(torch, used, weights)
 
 
+@pytest.mark.parametrize("used, weights", [((1,), (3.0,)), ((2, 0), (5.0, 7.0))])
+def test_a_pre_hook_sees_every_output_slot_as_torch(used, weights):
+    ours = _grads_through_split(gt, used, weights, retain_hook=True)
+    theirs = _grads_through_split(torch, used, weights, retain_hook=True)
+    assert ours == theirs
+
+
 def test_roots_into_one_node_and_a_root_without_gradient_as_torch():
     def run(lib):
         x = lib.arange(4.0, dtype=lib.float64).requires_grad_()
@@ -326,3 +333,23 @@ def _hooked_captures(lib):
 
 def test_hooks_meet_captured_gradients_as_in_torch():
     assert _hooked_captures(gt) == _hooked_captures(torch)
+
+
+def test_a_pre_hook_gets_a_gradient_per_output_with_history_as_torch():
+    """max's indices and layer norm's mean and rstd have no history, so their nodes' pre
+    hooks see one gradient; unbind's see one per view, None where none came."""
+    def run(lib):
+        x = lib.tensor([[1., 5.], [3., 2.]], requires_grad=True)
+        seen = []
+        v, _ = x.max(0)
+        v.grad_fn.register_prehook(lambda gs: seen.append(len(gs)))
+        v.sum().backward()
+        o, _, _ = lib.native_layer_norm(x, (2,), None, None, 1e-5)
+        o.grad_fn.register_prehook(lambda gs: seen.append(len(gs)))
+        o.sum().backward()
+        a, b = x.unbind(1)
+        a.grad_fn.register_prehook(
+            lambda gs: seen.append([None if g is None else g.tolist() for g in gs]))
+        (b * 2).sum().backward()
+        return seen
+    assert run(gt) == run(torch)

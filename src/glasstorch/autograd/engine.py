@@ -487,9 +487,11 @@ def _release_children(node, deps, buffers, ready, order, keep):
 
 
 def _grads_in(node, buf: dict) -> tuple:
+    """The node's gradients by output (None for an output none reached; as many as the
+    node's forward had outputs, as PyTorch's pre hooks see them), after its hooks."""
     if len(buf) == 1 and 0 in buf and not node._has_grad_hooks():
         return (buf[0],)            # the common case: one output
-    n = max(buf, default=-1) + 1
+    n = max(max(buf, default=-1) + 1, node._num_outputs)
     grads = [buf.get(i) for i in range(n)]
     if not node._has_grad_hooks():
         return tuple(grads)
@@ -540,7 +542,7 @@ def _tensor_hooked(node, buf: dict) -> dict:
         return {0: g}
     if not node._hooked:
         return buf
-    n = max(buf, default=-1) + 1
+    n = max(max(buf, default=-1) + 1, node._num_outputs)
     grads = [buf.get(i) for i in range(n)]
     with overrides.user_code():
         _tensor_hooks(node, grads, n)

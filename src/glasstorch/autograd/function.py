@@ -196,6 +196,7 @@ def _connect(ctx, args, outs):
     ctx._input_meta = [(a._shape, a.dtype) for a in tensors]
     ctx._output_meta = [(o._shape, o.dtype, o.device) if isinstance(o, Tensor) else None
                         for o in outs]
+    ctx._num_outputs = len(outs)
     for nr, o in enumerate(outs):
         if not isinstance(o, Tensor):
             continue

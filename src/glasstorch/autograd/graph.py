@@ -115,6 +115,7 @@ class Node:
     _tensor_pre_hooks = MappingProxyType({})     # output_nr -> [hook]
     _retain_grad_hooks = MappingProxyType({})    # output_nr -> hook, run after the others
     _hooked = False     # True once any hook container is made: the engine's one check
+    _num_outputs = 1    # outputs of the forward call (set where a call made several)
 
     def __init__(self):
         self._sequence_nr = next(_sequence.counter)

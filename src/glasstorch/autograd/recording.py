@@ -288,6 +288,7 @@ def _views_with_history(op, below, meta, general):
         name = d.node_name if d.node_name.__class__ is str else op.schema.name
         creation = ("multi_output", name.removesuffix("Backward0"))   # `_view_creation`'s
         grad_key = AUTOGRAD_KEY_OF_DEVICE[self._storage.device.type]
+        node._num_outputs = len(outs)
         for nr, out in enumerate(outs):
             out._base = root
             out._view_creation = creation + (nr,)
@@ -343,6 +344,9 @@ def _history(op, args, result):
                 out.grad_fn = node
                 out._output_nr = nr
                 out._set_requires_grad(True)
+                # the gradients a pre hook sees: one per output up to the last with history
+                # (PyTorch's node has an input for each; max's indices add none)
+                node._num_outputs = nr + 1
     return result
 
 
@@ -443,7 +447,7 @@ def _history_of(d, op):
                  f"{names}= result",
                  f"if {refused}:",
                  "    return _history(op, args, result)"]
-        outputs = []
+        outputs = [f"node._num_outputs = {max(wanted, default=-1) + 1}"]   # see _history
         for nr in wanted:
             outputs += [f"r{nr}.grad_fn = node",
                         f"r{nr}._output_nr = {nr}" if nr else

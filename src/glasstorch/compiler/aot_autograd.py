@@ -69,6 +69,7 @@ class CompiledFunctionBackward(Node):
         with grad_mode.no_grad():
             out = self._run(grads)
         node = _NoDoubleBackward()
+        node._num_outputs = len(out)
         for nr, g in enumerate(out):
             if g is not None:
                 g.grad_fn, g._output_nr = node, nr

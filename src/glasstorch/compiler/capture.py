@@ -581,6 +581,7 @@ class LazyCapture(TorchDispatchMode):
             aot_autograd.log_eager(plan)
             return None, None, plan
         node = aot_autograd.CompiledFunctionBackward(plan, region.edges)
+        node._num_outputs = len(region.outputs)
         for k, t in enumerate(region.outputs):
             t.grad_fn, t._output_nr = node, k
         return node, plan, region

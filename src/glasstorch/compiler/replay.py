@@ -437,6 +437,7 @@ class ReplayPlan:
                 self.plan, tuple(gradient_edge(inputs[i]) for i in edge_inputs))
             node._saved = [SavedTensor(inputs[ref[1]]) for ref in self.plan.saved_inputs]
             node._saved += _saved_values(self.plan.saved_refs, live, results)
+            node._num_outputs = len(region_outputs)
             for nr, out in enumerate(region_outputs):
                 t = make(out)
                 t.grad_fn, t._output_nr = node, nr
