@@ -247,3 +247,21 @@ def test_cross_entropy_double_backward_matches_torch():
         grads.append((g.detach().numpy(), x.grad.numpy()))
     np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("reduction, grad_shape", [(0, (3,)), (0, ()), (0, (4, 1)), (1, (2,)),
+                                                   (2, (1, 1)), (1, (1,)), (0, (4,))])
+def test_nll_loss_backward_checks_grad_outputs_shape_as_torch(reduction, grad_shape):
+    """Before, a wrong grad_output reached NumPy's reshape and raised its ValueError."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        inp = lib.zeros(4, 3).log_softmax(-1)
+        try:
+            out = lib.ops.aten.nll_loss_backward(lib.ones(grad_shape), inp,
+                                                 lib.tensor([0, 1, 2, 0]), None, reduction,
+                                                 -100, lib.tensor(4.))
+            return tuple(out.shape)
+        except (RuntimeError, IndexError) as e:
+            return type(e).__name__, str(e)
+    assert run(gt) == run(torch)

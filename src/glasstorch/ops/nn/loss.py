@@ -10,7 +10,6 @@ PyTorch's enum: 0 none, 1 mean, 2 sum. nn.functional's wrappers are `nn/function
 """
 from __future__ import annotations
 
-import math
 from math import prod
 
 from ...core import dtype as dt
@@ -266,10 +265,30 @@ def _nll_backward_meta(grad_output, self, target, weight, reduction, ignore_inde
     return spec(self._shape, self.dtype)
 
 
+def _check_nll_grad_output(grad_output, self, reduction) -> None:
+    """nll_loss_backward's checks of grad_output's shape, PyTorch's errors."""
+    g = grad_output._shape
+    if reduction == NONE and len(self._shape) == 2:
+        if not g:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        n = self._shape[0]
+        if len(g) != 1 or g[0] != n:
+            raise RuntimeError(f"Expected a tensor of dimension 1 and tensor.size[0] == {n} "
+                               f"but got: dimension {len(g)} and tensor.size[0] = {g[0]}")
+    elif len(g) > 1 or prod(g) != 1:
+        raise RuntimeError(f"Expected a single element grad_output tensor, but got: {list(g)}")
+
+
+def _nll_checked_backward_meta(grad_output, self, target, weight, reduction, ignore_index,
+                               total_weight):
+    _check_nll_grad_output(grad_output, self, reduction)
+    return spec(self._shape, self.dtype)
+
+
 _NLL_BACKWARD_ARGS = ("(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, "
                       "int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor")
 nll_loss_backward = structured(
-    "nll_loss_backward" + _NLL_BACKWARD_ARGS, _nll_backward_meta,
+    "nll_loss_backward" + _NLL_BACKWARD_ARGS, _nll_checked_backward_meta,
     method=False, function=False, inplace=False, out=False,
     doc="nll_loss_forward's input gradient: -weight[t] * grad at each target's class.")
 nll_loss_backward.impl("CPU")(nll_backward_kernel)
@@ -284,6 +303,7 @@ def _nll_backward_fast(general):
         if self.__class__ is not Tensor or self.dtype not in PLAIN_FLOATS:
             return general(grad_output, self, target, weight, reduction, ignore_index,
                            total_weight)
+        _check_nll_grad_output(grad_output, self, reduction)
         out = fresh(self._shape, self.dtype)
         nll_backward_kernel(out, grad_output, self, target, weight, reduction, ignore_index,
                             total_weight)
