@@ -10,6 +10,7 @@ PyTorch's enum: 0 none, 1 mean, 2 sum. nn.functional's wrappers are `nn/function
 """
 from __future__ import annotations
 
+import math
 from math import prod
 
 from ...core import dtype as dt
