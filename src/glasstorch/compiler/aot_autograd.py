@@ -205,8 +205,16 @@ def find_region(seg):
             edges[key] = (edge, i)
     t = None                        # a local reference would count as a holder
     outputs = _external_outputs(candidates, nodes)
+    # the edges in the order of the inputs they reach: the walk's order follows the segment's
+    # map of tensor ids, where a dead tensor's id taken again keeps its old place (after a
+    # garbage collection a step would find its region in another order and compile again)
+    ordered = sorted(edges.values(), key=_input_index)
     return Region([t for t, _ in outputs], tuple(ref for _, ref in outputs),
-                  tuple(e for e, _ in edges.values()), tuple(i for _, i in edges.values()))
+                  tuple(e for e, _ in ordered), tuple(i for _, i in ordered))
+
+
+def _input_index(edge_and_index) -> int:
+    return edge_and_index[1]
 
 
 def _external_outputs(candidates: list, nodes: dict) -> list:
