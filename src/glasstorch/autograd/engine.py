@@ -137,11 +137,7 @@ def _accumulated(old: Tensor, new: Tensor, create_graph: bool) -> Tensor:
 def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
     """Add `grad` into var.grad, which keeps the variable's layout and is never aliased."""
     if var._hooks:
-        with overrides.user_code():
-            for hook in var._hooks:
-                new = hook(grad)
-                if new is not None:
-                    grad = new
+        grad = _leaf_hooked(var, grad)
     owned = _owned(grad, var) if var._grad is None and not create_graph else None
     if owned is not None:
         var._grad = owned             # the common case: nothing to compute, in any grad mode
@@ -151,6 +147,16 @@ def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
         with overrides.user_code():
             for hook in var._post_acc_hooks:
                 hook(var)
+
+
+def _leaf_hooked(var: Tensor, grad: Tensor) -> Tensor:
+    """`grad` as the leaf's own hooks (register_hook's, in order) leave it."""
+    with overrides.user_code():
+        for hook in var._hooks:
+            new = hook(grad)
+            if new is not None:
+                grad = new
+    return grad
 
 
 def _accumulate_into(var: Tensor, grad: Tensor, create_graph: bool) -> None:
@@ -531,15 +537,10 @@ def _tensor_hooked(node, buf: dict) -> dict:
     their tensors' hooks leave them (a leaf's own hooks at its AccumulateGrad), not the
     node's pre hooks (PyTorch's order)."""
     if isinstance(node, AccumulateGrad):
-        g, hooks = buf.get(0), node.variable._hooks
-        if g is None or not hooks:
+        g = buf.get(0)
+        if g is None or not node.variable._hooks:
             return buf
-        with overrides.user_code():
-            for hook in hooks:
-                new = hook(g)
-                if new is not None:
-                    g = new
-        return {0: g}
+        return {0: _leaf_hooked(node.variable, g)}
     if not node._hooked:
         return buf
     n = max(max(buf, default=-1) + 1, node._num_outputs)

@@ -507,7 +507,6 @@ def _node_class_of(d, args) -> type:
 
 
 forward_ad_open = False    # set by autograd.forward_ad while a dual level is open
-_make_tensor = Tensor._make
 
 
 def _alias(t: Tensor) -> Tensor:
@@ -530,12 +529,7 @@ class _SavedOutput(SavedTensor):
     __slots__ = ("node", "output_nr")
 
     def __init__(self, out: Tensor, output_nr: int):
-        if out.__class__ is Tensor and not forward_ad_open:    # `_alias`, inlined
-            alias = _make_tensor(out._storage, out._offset, out._shape, out._stride, out.dtype,
-                                 out._vc)
-            alias._np = out._np
-        else:
-            alias = _alias(out)
+        alias = _alias(out)
         if output_nr:                  # (0 is the class's default: no instance dict made)
             alias._output_nr = output_nr
         SavedTensor.__init__(self, alias)

@@ -256,9 +256,7 @@ def expand_strides(shape, strides, target, dtype, device_type: str) -> tuple:
             f"to the number of dimensions in the tensor ({len(shape)})")
     if not shape:           # a 0-d tensor (a total's gradient): every dim is new, stride 0
         if ndim and min(target) < 0:    # PyTorch fails its element count here, -1 or not
-            i = next(i for i in range(ndim) if target[i] < 0)
-            raise RuntimeError(f"The expanded size of the tensor ({target[i]}) at dimension "
-                               f"{i} is negative (numel: integer multiplication overflow)")
+            _raise_negative_size(target, next(i for i in range(ndim) if target[i] < 0))
         return tuple(target), (0,) * ndim
     out_shape, out_strides = [], []
     lead = ndim - len(shape)
@@ -298,7 +296,10 @@ def _raise_expand_error(shape, target):
                 f"({shape[i - lead]}) at non-singleton dimension {i}.  Target sizes: "
                 f"{list(target)}.  Tensor sizes: {list(shape)}")
     # a negative size for a size-1 dim passes PyTorch's checks and fails its element count
-    i = next(i for i in range(len(target)) if target[i] < -1)
+    _raise_negative_size(target, next(i for i in range(len(target)) if target[i] < -1))
+
+
+def _raise_negative_size(target, i: int):
     raise RuntimeError(f"The expanded size of the tensor ({target[i]}) at dimension {i} is "
                        f"negative (numel: integer multiplication overflow)")
 

@@ -174,6 +174,11 @@ _NATIVE_MIN_ROW = 16
 _NATIVE_FEW_ROWS = 256
 
 
+def _rows_stay_with_numpy(n: int, size: int) -> bool:
+    """Whether rows of `n` elements, `size` in all, are too short and many for the C kernels."""
+    return n < _NATIVE_MIN_ROW and size > n * _NATIVE_FEW_ROWS
+
+
 def _rows_native(name: str, out: Tensor, inputs, dim: int, log: bool) -> bool:
     """Run `name` of native/softmax.c (its (log-)softmax or gradient, each row of the
     last dim on one thread) where it applies, and say whether it did: the output and
@@ -185,8 +190,7 @@ def _rows_native(name: str, out: Tensor, inputs, dim: int, log: bool) -> bool:
         return False
     shape = o.shape or (1,)
     ax = dim % len(shape)
-    if ((shape[ax] < _NATIVE_MIN_ROW and o.size > shape[ax] * _NATIVE_FEW_ROWS)
-            or prod(shape[ax + 1:]) != 1
+    if (_rows_stay_with_numpy(shape[ax], o.size) or prod(shape[ax + 1:]) != 1
             or any(x.shape != o.shape or np.may_share_memory(x, o) for x in xs)):
         return False
     fn = native.function("softmax", f"{name}_{native.suffix(o)}", "nn" + "p" * (len(xs) + 1)
@@ -210,7 +214,7 @@ def softmax_last_dim(x: Tensor, log: bool):
     shape = x._shape
     n = shape[-1]
     size = prod(shape)
-    if not size or (n < _NATIVE_MIN_ROW and size > n * _NATIVE_FEW_ROWS):
+    if not size or _rows_stay_with_numpy(n, size):
         return None
     fn = native.function("softmax", _SOFTMAX_C[x.dtype], "nnppii")
     a = array_of(x)
@@ -234,7 +238,7 @@ def softmax_backward_last_dim(grad: Tensor, y: Tensor, log: bool):
     shape = y._shape
     n = shape[-1]
     size = prod(shape)
-    if not size or (n < _NATIVE_MIN_ROW and size > n * _NATIVE_FEW_ROWS):
+    if not size or _rows_stay_with_numpy(n, size):
         return None
     fn = native.function("softmax", _SOFTMAX_GRAD_C[y.dtype], "nnpppii")
     g, a = array_of(grad), array_of(y)
