@@ -32,7 +32,7 @@ from ..ops.pointwise.elementwise import add
 from ..profiler import _recorder
 from . import grad_mode
 from .anomaly_mode import check_nan, report_failure, state as _anomaly
-from .graph import AccumulateGrad
+from .graph import _SAVED_FREED, AccumulateGrad
 
 
 # The profiler's names for a node's work (PyTorch's): the engine's evaluation of the node,
@@ -386,9 +386,12 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                 if buf is None:
                     outs = ()
                 elif node._casts_own_grads and plain:
+                    # the commonest: a formula node (its apply, inlined)
+                    if node._released:
+                        raise RuntimeError(_SAVED_FREED)
                     grads = (buf,)
                     buf = None
-                    outs = node.apply(grads)    # the commonest: a formula node
+                    outs = node._formula(grads, node._saved, node._input_meta)
                 else:
                     grads = (buf,)
                     buf = None

@@ -106,7 +106,9 @@ class SavedTensor:
 class Node:
     """A backward function of the graph: maps output gradients to input gradients."""
 
-    _casts_own_grads = False     # True where apply() already gives each input's shape/dtype
+    # True where apply() already gives each input's shape/dtype: FormulaNode's, which the
+    # engine inlines
+    _casts_own_grads = False
 
     # Hooks are rare: until one is registered a node shares these empty, read-only defaults
     # (recording a node is on every op's path).
@@ -186,47 +188,27 @@ class AccumulateGrad(Node):
 
 
 class FormulaNode(Node):
-    """A node whose backward is a derivative formula declared beside its op: `formula(grad,
-    saved)` runs it on the saved values (autograd/recording.py makes one per derivative,
-    which unpacks what it saved and passes it by name)."""
+    """A node whose backward is a derivative formula declared beside its op: `formula(grads,
+    saved, input_meta)` runs it on the saved values and returns one gradient per input,
+    shaped and typed as the input (autograd/recording.py makes one per derivative, which
+    unpacks what it saved, passes it by name, and checks what the formula returned with
+    `conformed_gradients` only where it must)."""
 
     _casts_own_grads = True
+    _released = False              # True once release() let the saved values go
 
     def __init__(self, formula, saved: dict, input_meta: list, next_functions: tuple = ()):
+        # (the recorders' generated code makes their nodes as this does, inlined)
         self._sequence_nr = next(_sequence.counter)     # Node.__init__, inlined: a hot path
         self.next_functions = next_functions
         self._formula = formula
         self._saved = saved            # name -> SavedTensor | value
         self._input_meta = input_meta  # (shape, dtype) per differentiable input, or None
-        self._released = False
 
     def apply(self, grads: tuple) -> tuple:
         if self._released:
             raise RuntimeError(_SAVED_FREED)
-        out = self._formula(grads[0] if len(grads) == 1 else grads, self._saved)
-        metas = self._input_meta
-        if out.__class__ is tuple:
-            if len(out) <= len(metas):
-                for g, meta in zip(out, metas):
-                    if g is not None and meta is not None and (g._shape != meta[0]
-                                                               or g.dtype is not meta[1]):
-                        break
-                else:
-                    return out      # the common case: every gradient as its input is
-        elif not isinstance(out, tuple):            # one gradient
-            if metas and (out is None or metas[0] is None or (
-                    out._shape == metas[0][0] and out.dtype is metas[0][1])):
-                return (out,)
-            out = (out,)
-        result = []
-        for g, meta in zip(out, self._input_meta):
-            if g is not None and meta is not None:
-                if g._shape != meta[0]:
-                    g = sum_to_shape(g, meta[0])
-                if g.dtype is not meta[1]:       # the input's dtype, as PyTorch's engine
-                    g = g.to(meta[1])
-            result.append(g)
-        return tuple(result)
+        return self._formula(grads, self._saved, self._input_meta)
 
     def release(self) -> None:
         for v in self._saved.values():
@@ -246,6 +228,35 @@ class FormulaNode(Node):
                 v = saved[key]
                 return v.unpack() if isinstance(v, SavedTensor) else v
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+def conformed_gradients(out, metas: list) -> tuple:
+    """A formula's result `out` (one gradient, or a tuple of them) as one gradient per input
+    of `metas` ((shape, dtype) per differentiable input, or None): a broadcast gradient
+    summed back to its input's shape, one of another dtype cast to the input's (as
+    PyTorch's engine validates a node's outputs)."""
+    if out.__class__ is tuple:
+        if len(out) <= len(metas):
+            for g, meta in zip(out, metas):
+                if g is not None and meta is not None and (g._shape != meta[0]
+                                                           or g.dtype is not meta[1]):
+                    break
+            else:
+                return out      # the common case: every gradient as its input is
+    elif not isinstance(out, tuple):            # one gradient
+        if metas and (out is None or metas[0] is None or (
+                out._shape == metas[0][0] and out.dtype is metas[0][1])):
+            return (out,)
+        out = (out,)
+    result = []
+    for g, meta in zip(out, metas):
+        if g is not None and meta is not None:
+            if g._shape != meta[0]:
+                g = sum_to_shape(g, meta[0])
+            if g.dtype is not meta[1]:       # the input's dtype, as PyTorch's engine
+                g = g.to(meta[1])
+        result.append(g)
+    return tuple(result)
 
 
 _node_classes: dict = {}

@@ -32,10 +32,12 @@ class Derivative:
     gradients use it: it is saved only when one of those requires grad, as PyTorch saves per
     input, so an in-place write to an argument no wanted gradient reads is no error.
     `recorder` is the autograd layer's straight-line code making a node, and `history` its
-    code recording a call of the operator, both made on first use."""
+    code recording a call of the operator, both made on first use. `tensor_inputs` counts
+    the schema's Tensor arguments (the gradients a formula returns), None where one is a
+    list of tensors."""
 
     __slots__ = ("node_name", "node_class", "formula", "plan", "inplace_node_name", "outputs",
-                 "saves_result", "needs", "recorder", "history")
+                 "saves_result", "needs", "recorder", "history", "tensor_inputs")
 
     def __init__(self, node_name, formula, schema, inplace_node_name=None, outputs=None,
                  needs=None):
@@ -47,6 +49,8 @@ class Derivative:
         self.outputs = outputs
         self.needs = needs
         self.formula = formula
+        self.tensor_inputs = None if any(a.is_tensor_list for a in schema.arguments) else \
+            len(schema.tensor_positions)
         names = [a.name for a in schema.arguments]
         plan = []   # (saved name, what to keep, argument index), resolved once
         for name in tuple(inspect.signature(formula).parameters)[1:]:
