@@ -128,3 +128,20 @@ def test_a_formulas_gradient_is_summed_to_its_inputs_shape_and_cast_to_its_dtype
     for g, tg in ((x.grad, tx.grad), (y.grad, ty.grad)):
         assert g.shape == tg.shape and str(g.dtype) == str(tg.dtype)
         np.testing.assert_allclose(g.numpy(), tg.numpy())
+
+
+def test_a_nodes_saved_values_read_as_torchs_until_released():
+    x, tx = _both([1.0, -2.0])
+    w, tw = _both([3.0, 0.5])
+    for lib, a, b in ((gt, x, w), (torch, tx, tw)):
+        prod, e = a * b, a.exp()
+        assert prod.grad_fn._saved_self is not None
+        np.testing.assert_allclose(prod.grad_fn._saved_self.detach().numpy(), [1.0, -2.0])
+        np.testing.assert_allclose(prod.grad_fn._saved_other.detach().numpy(), [3.0, 0.5])
+        np.testing.assert_allclose(e.grad_fn._saved_result.detach().numpy(),
+                                   np.exp([1.0, -2.0]))
+        assert (a * 2).grad_fn._saved_other == 2
+        assert not hasattr(prod.grad_fn, "_saved_nothing_by_this_name")
+        (prod.sum() + e.sum()).backward()
+        with pytest.raises(RuntimeError, match="after they have already been freed"):
+            prod.grad_fn._saved_self

@@ -7,12 +7,14 @@ backward fail or produce NaN.
 """
 from __future__ import annotations
 
-import threading
 import traceback
 import warnings
 
 
-class _AnomalyState(threading.local):
+class _AnomalyState:
+    """Whether anomaly mode is on, for every thread at once, as PyTorch's (a process-wide
+    flag: a backward run by another thread checks too). Read on every recorded op."""
+
     def __init__(self):
         self.enabled = False
         self.check_nan = True
@@ -30,8 +32,8 @@ def is_anomaly_check_nan_enabled() -> bool:
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
-    """Turn anomaly detection on or off for the thread (torch.set_anomaly_enabled), outside
-    any block."""
+    """Turn anomaly detection on or off for every thread (torch.set_anomaly_enabled),
+    outside any block."""
     state.enabled, state.check_nan = bool(enabled), bool(check_nan)
 
 

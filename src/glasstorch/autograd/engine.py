@@ -331,15 +331,19 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
         if len(ready) == 1:
             single = ready.pop()[2]
 
-    previous_mode = _grad_state.enabled
-    _grad_state.enabled = bool(create_graph)
-    previous_keep, _task.keep = _task.keep, keep
+    # The thread's flags are switched in the thread-local objects' dicts: one lookup of
+    # the thread's dict each, where every attribute access would make one.
+    grad_mode_flags, task = _grad_state.__dict__, _task.__dict__
+    previous_mode = grad_mode_flags["enabled"]
+    grad_mode_flags["enabled"] = bool(create_graph)
+    previous_keep = task.get("keep")
+    task["keep"] = keep
     # formulas reach no __torch_function__ (C++ in PyTorch): `overrides.builtin_code`'s
     # switch, inlined (its object and two calls are a tenth of a tiny backward's loop)
-    protocol = overrides._state
-    previous_protocol = (protocol.subclasses_off, protocol.all_off, protocol.user)
-    protocol.user = previous_protocol[:2]
-    protocol.subclasses_off = protocol.all_off = True
+    protocol = overrides._state.__dict__
+    previous_protocol = (protocol["subclasses_off"], protocol["all_off"], protocol["user"])
+    protocol["user"] = previous_protocol[:2]
+    protocol["subclasses_off"] = protocol["all_off"] = True
     # formula nodes are applied directly while neither anomaly mode nor a profile watches
     # (read again after anything that may run user code)
     plain = not _anomaly.enabled and not _recorder.collectors
@@ -426,9 +430,9 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                         deps[nxt] = n - 1
             grads = outs = g = None    # hold no gradient past its node (see _owned)
     finally:
-        protocol.subclasses_off, protocol.all_off, protocol.user = previous_protocol
-        _grad_state.enabled = previous_mode
-        _task.keep = previous_keep
+        protocol["subclasses_off"], protocol["all_off"], protocol["user"] = previous_protocol
+        grad_mode_flags["enabled"] = previous_mode
+        task["keep"] = previous_keep
     return captured
 
 

@@ -9,7 +9,7 @@ import functools
 import threading
 import inspect
 
-from ..core.grad_state import state
+from ..core.grad_state import count_inference_thread, state
 
 
 def is_grad_enabled() -> bool:
@@ -106,6 +106,7 @@ class inference_mode(_DecoratorContextManager):
         from ..dispatch.keys import AUTOGRAD_MASK, DispatchKey, exclude_keys
         self._prev = (state.enabled, state.inference)
         if self.mode:
+            count_inference_thread(1)
             state.enabled, state.inference = False, True
             self._keys = exclude_keys(AUTOGRAD_MASK | (1 << DispatchKey.ADInplaceOrView))
             self._keys.__enter__()
@@ -117,6 +118,8 @@ class inference_mode(_DecoratorContextManager):
         if self._keys is not None:
             self._keys.__exit__(*exc)
         state.enabled, state.inference = self._prev
+        if self.mode:
+            count_inference_thread(-1)
 
     def clone(self):
         return inference_mode(self.mode)

@@ -217,17 +217,36 @@ class FormulaNode(Node):
                 self._saved = {}
                 return
 
-    def __getattr__(self, name):
-        # grad_fn._saved_self, _saved_other, ... as in PyTorch
-        if name.startswith("_saved_"):
-            saved = self.__dict__.get("_saved", {})
-            key = name[len("_saved_"):]
-            if self.__dict__.get("_released"):
-                raise RuntimeError(_SAVED_FREED)
-            if key in saved:
-                v = saved[key]
-                return v.unpack() if isinstance(v, SavedTensor) else v
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+class _SavedValue:
+    """`grad_fn._saved_<name>` (`_saved_self`, `_saved_other`, ...), as PyTorch's nodes show
+    what they saved: one descriptor per name on FormulaNode rather than a __getattr__, which
+    would keep CPython from specialising every other attribute read of a node (the engine
+    reads a dozen a node)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def __get__(self, node, owner=None):
+        if node is None:
+            return self
+        if node._released:
+            raise RuntimeError(_SAVED_FREED)
+        saved = node.__dict__.get("_saved", {})
+        if self.key not in saved:
+            raise AttributeError(f"'{type(node).__name__}' object has no attribute "
+                                 f"'_saved_{self.key}'")
+        v = saved[self.key]
+        return v.unpack() if isinstance(v, SavedTensor) else v
+
+
+def expose_saved(names) -> None:
+    """Give formula nodes `_saved_<name>` for each of `names` (what a derivative saves)."""
+    for name in names:
+        if "_saved_" + name not in FormulaNode.__dict__:
+            setattr(FormulaNode, "_saved_" + name, _SavedValue(name))
 
 
 def conformed_gradients(out, metas: list) -> tuple:

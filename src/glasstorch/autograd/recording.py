@@ -23,7 +23,8 @@ from . import grad_mode
 from .anomaly_mode import record_forward_stack, state as _anomaly
 from .engine import task_needs
 from .graph import (_SAVED_FREED, FormulaNode, Node, SavedTensor, _sequence, adopt_views,
-                    conformed_gradients, gradient_edge, node_class, real_view_of)
+                    conformed_gradients, expose_saved, gradient_edge, node_class,
+                    real_view_of)
 
 _state = grad_mode.state
 
@@ -400,6 +401,7 @@ def _recorder_of(d):
     for read it; other arguments as they are; `result<i>` as a _SavedOutput bound to the
     node; `<arg>_shape` and `<arg>_geometry` as metadata; `grad_input_mask` as one bool per
     input edge."""
+    expose_saved(name for name, _, _ in d.plan)
     lines = _node_lines(d, "tuple([node is not None for node, _ in edges])", "tuple(edges)")
     lines.append("return node")
     source = "def record(args, edges, meta, result):\n" + "".join(f"    {ln}\n" for ln in lines)

@@ -18,6 +18,27 @@ class _GradState(threading.local):
 state = _GradState()
 
 
+class _Inference:
+    """How many threads are in inference mode now: the hot paths (every op's output) read
+    this one global, and their thread's flag only where it is not zero (each read of a
+    thread-local flag looks up the thread's dict; overrides.anywhere does the same for
+    modes)."""
+
+    __slots__ = ("threads",)
+
+    def __init__(self):
+        self.threads = 0
+
+
+inference_anywhere = _Inference()
+_lock = threading.Lock()
+
+
+def count_inference_thread(delta: int) -> None:
+    with _lock:
+        inference_anywhere.threads += delta
+
+
 @contextlib.contextmanager
 def grad_disabled():
     """PyTorch's NoGradGuard, for code below autograd that calls ops it must not record (a

@@ -18,7 +18,7 @@ from ..dispatch.keys import (AUTOGRAD_KEY_OF_DEVICE, AUTOGRAD_MASK, CONJ_BIT, MA
                              TENSOR_KEYSETS, exclude_keys)
 from . import dtype as dt
 from .device import CPU, device_backend
-from .grad_state import state as grad_state
+from .grad_state import inference_anywhere, state as grad_state
 from .shape import (Size, check_in_bounds, contiguous_strides, is_channels_last, is_contiguous,
                     memory_order, strides_like_channels_last, wrap_dim)
 from . import storage as _storage
@@ -136,7 +136,7 @@ class Tensor:
         self._np = None
         if vc is not None:
             self._vc = vc
-        elif grad_state.inference:
+        elif inference_anywhere.threads and grad_state.inference:
             self._vc = None                 # made inside inference_mode: an inference tensor
             self._inference = True
         else:
@@ -161,7 +161,8 @@ class Tensor:
                 stride = tuple(stride)
             nbytes = 0 if 0 in shape else (
                 sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
-        if device is not CPU or cls is not Tensor or grad_state.inference:
+        if device is not CPU or cls is not Tensor or \
+                inference_anywhere.threads and grad_state.inference:
             return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
         return new_cpu_tensor(shape if shape.__class__ is tuple else tuple(shape), dtype, stride,
                               nbytes, stride is contiguous)

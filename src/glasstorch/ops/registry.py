@@ -23,7 +23,7 @@ from math import prod
 
 from ..core import dtype as dt
 from ..core.device import CPU, META
-from ..core.grad_state import state as grad_state
+from ..core.grad_state import inference_anywhere, state as grad_state
 from ..core.shape import (_strides_cache as _STRIDES, check_no_partial_overlap,
                           contiguous_strides, has_internal_overlap)
 from ..core.tensor import Tensor, make_alias, new_cpu_tensor
@@ -221,7 +221,8 @@ def _plain_float_kernel(general, ufunc, defaults, result_dtype):
                 else:
                     return general(self, other, *rest)
                 rd = result_dtype or d
-                out = (empty(shape, rd, CPU, row_major) if grad_state.inference else
+                out = (empty(shape, rd, CPU, row_major)
+                       if inference_anywhere.threads and grad_state.inference else
                        new_cpu_tensor(shape, rd, row_major, n * rd.itemsize, True))
                 ufunc(self._np if self._np is not None else self._array(), b,
                       out=out._np if out._np is not None else out._array())
