@@ -382,7 +382,9 @@ def test_complex_gradients_match_torch(case):
 
 
 def test_complex_and_polar_gradcheck():
-    r = gt.tensor(_data((3, 2), "float64") + 3, requires_grad=True)
+    # polar's gradient (PyTorch's formula, through sgn(result)) holds for abs > 0 only: a
+    # draw of data + 3 below zero failed about one run in a hundred
+    r = gt.tensor(np.abs(_data((3, 2), "float64")) + 1, requires_grad=True)
     i = gt.tensor(_data((2,), "float64"), requires_grad=True)
     assert gt.autograd.gradcheck(lambda a, b: gt.view_as_real(gt.complex(a, b)), (r, i))
     assert gt.autograd.gradcheck(lambda a, b: gt.view_as_real(gt.polar(a, b)), (r, i))

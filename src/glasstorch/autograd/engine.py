@@ -32,7 +32,7 @@ from ..ops.pointwise.elementwise import add
 from ..profiler import _recorder
 from . import grad_mode
 from .anomaly_mode import check_nan, report_failure, state as _anomaly
-from .graph import _SAVED_FREED, AccumulateGrad
+from .graph import AccumulateGrad
 
 
 # The profiler's names for a node's work (PyTorch's): the engine's evaluation of the node,
@@ -385,17 +385,18 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                     grad = None
                     plain = not _anomaly.enabled and not _recorder.collectors
                 continue
+            run = None
             if buf.__class__ is not dict and not node._hooked:
                 # the common case: one output, no hooks
                 if buf is None:
                     outs = ()
-                elif node._casts_own_grads and plain:
-                    # the commonest: a formula node (its apply, inlined)
-                    if node._released:
-                        raise RuntimeError(_SAVED_FREED)
+                elif plain and (run := node._formula) is not None:
+                    # the commonest: a formula node, run directly (its apply, inlined); its
+                    # run releases what it saved unless retain_graph. (Each node is of its
+                    # own class: every attribute of one read here is a lookup in its dict.)
                     grads = (buf,)
                     buf = None
-                    outs = node._formula(grads, node._saved, node._input_meta)
+                    outs = run(grads, node, retain_graph)
                 else:
                     grads = (buf,)
                     buf = None
@@ -406,7 +407,7 @@ def run_backward(roots, root_grads, *, retain_graph: bool, create_graph: bool,
                 buf = None
                 outs = () if all(g is None for g in grads) else _evaluate(node, grads)
                 plain = not _anomaly.enabled and not _recorder.collectors
-            if not retain_graph:
+            if run is None and not retain_graph:
                 node.release()
             count = len(outs)
             for i, (nxt, nr) in enumerate(node.next_functions):
@@ -580,7 +581,7 @@ def _run_node(node, grads: tuple) -> tuple:
             check_nan(node, outs)
     else:
         outs = node.apply(grads)
-    metas = None if node._casts_own_grads else getattr(node, "_input_meta", None)
+    metas = None if node._formula is not None else getattr(node, "_input_meta", None)
     if metas is not None:
         fixed = []
         for g, meta in zip(outs, metas):

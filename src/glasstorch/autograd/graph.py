@@ -106,9 +106,9 @@ class SavedTensor:
 class Node:
     """A backward function of the graph: maps output gradients to input gradients."""
 
-    # True where apply() already gives each input's shape/dtype: FormulaNode's, which the
-    # engine inlines
-    _casts_own_grads = False
+    # A formula node's run(grads, node, retain_graph), which the engine calls directly: its
+    # gradients come shaped and typed as its inputs
+    _formula = None
 
     # Hooks are rare: until one is registered a node shares these empty, read-only defaults
     # (recording a node is on every op's path).
@@ -189,13 +189,11 @@ class AccumulateGrad(Node):
 
 class FormulaNode(Node):
     """A node whose backward is a derivative formula declared beside its op: `formula(grads,
-    saved, input_meta)` runs it on the saved values and returns one gradient per input,
-    shaped and typed as the input (autograd/recording.py makes one per derivative, which
-    unpacks what it saved, passes it by name, and checks what the formula returned with
+    node, retain_graph)` runs it on the node's saved values and returns one gradient per
+    input, shaped and typed as the input; without retain_graph it then releases what the
+    node saved (autograd/recording.py makes one per derivative, which unpacks the saved
+    values, passes them by name, and checks what the formula returned with
     `conformed_gradients` only where it must)."""
-
-    _casts_own_grads = True
-    _released = False              # True once release() let the saved values go
 
     def __init__(self, formula, saved: dict, input_meta: list, next_functions: tuple = ()):
         # (the recorders' generated code makes their nodes as this does, inlined)
@@ -204,11 +202,10 @@ class FormulaNode(Node):
         self._formula = formula
         self._saved = saved            # name -> SavedTensor | value
         self._input_meta = input_meta  # (shape, dtype) per differentiable input, or None
+        self._released = False         # True once release() let the saved values go
 
     def apply(self, grads: tuple) -> tuple:
-        if self._released:
-            raise RuntimeError(_SAVED_FREED)
-        return self._formula(grads, self._saved, self._input_meta)
+        return self._formula(grads, self, True)
 
     def release(self) -> None:
         for v in self._saved.values():

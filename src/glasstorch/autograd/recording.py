@@ -409,19 +409,31 @@ def _recorder_of(d):
     # (by position where the formula takes them so, as the plan lists them: a faster call)
     positional = all(p.kind is p.POSITIONAL_OR_KEYWORD
                      for p in inspect.signature(d.formula).parameters.values())
-    lines, passed = [], []
+    # (its node is always of one class: its attributes are read as fast as a local's)
+    lines, passed = ["if node._released:",
+                     "    raise RuntimeError(_SAVED_FREED)",
+                     "saved = node._saved"], []
+    tensors = any(kind in ("value", "result") for _, kind, _ in d.plan)
+    if tensors:
+        lines.append("held = False")
     for k, (name, kind, _) in enumerate(d.plan):
         lines.append(f"v{k} = saved[{name!r}]")
         if kind in ("value", "result"):
-            lines.append(f"if isinstance(v{k}, SavedTensor): v{k} = v{k}.unpack()")
+            lines += [f"if isinstance(v{k}, SavedTensor):",
+                      f"    v{k} = v{k}.unpack()",
+                      "    held = True"]
         passed.append(f"v{k}" if positional else f"{name}=v{k}")
     lines.append(f"out = formula(grads[0] if len(grads) == 1 else grads, {', '.join(passed)})")
-    lines += _conforming_lines(d.tensor_inputs)
-    source += "def run(grads, saved, metas):\n" + "".join(f"    {ln}\n" for ln in lines)
+    if tensors:               # FormulaNode.release, inlined: only a node that saved tensors
+        lines += ["if held and not retain_graph:",
+                  "    node._released = True",
+                  "    node._saved = {}"]
+    lines += ["metas = node._input_meta"] + _conforming_lines(d.tensor_inputs)
+    source += "def run(grads, node, retain_graph):\n" + "".join(f"    {ln}\n" for ln in lines)
     namespace = {"Tensor": Tensor, "SavedTensor": SavedTensor, "_SavedOutput": _SavedOutput,
                  "_node_class_of": _node_class_of, "d": d, "formula": d.formula,
                  "conformed_gradients": conformed_gradients, "_new_object": object.__new__,
-                 "_sequence": _sequence,
+                 "_sequence": _sequence, "_SAVED_FREED": _SAVED_FREED,
                  "cls": _node_class_of(d, None) if isinstance(d.node_name, str) else None}
     name = d.node_name if isinstance(d.node_name, str) else "a derivative"
     exec(compile(source, f"<glasstorch.autograd recorder of {name}>", "exec"), namespace)
@@ -489,7 +501,8 @@ def _node_lines(d, mask: str, edges: str) -> list:
               f"node.next_functions = {edges}",
               "node._formula = run",
               f"node._saved = {{{', '.join(names)}}}",
-              "node._input_meta = meta"]
+              "node._input_meta = meta",
+              "node._released = False"]
     return lines + bound
 
 
@@ -654,9 +667,9 @@ def _check_inplace_target(self: Tensor):
                            "in-place operation.")
 
 
-def _zero_gradient(grads, saved, metas):
+def _zero_gradient(grads, node, retain_graph):
     from ..ops.creation.factories import zeros_like
-    return conformed_gradients((zeros_like(grads[0]),), metas)
+    return conformed_gradients((zeros_like(grads[0]),), node._input_meta)
 
 
 def _overwritten(self: Tensor, result: Tensor, node_name: str) -> Tensor:
