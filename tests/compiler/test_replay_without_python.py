@@ -464,3 +464,34 @@ def test_replayed_outputs_are_freed_when_dropped():
         assert gt.memory.memory_allocated("cpu") == before
     finally:
         gc.enable()
+
+
+COLLECTIONS = 0
+
+
+def _count_collections(phase, info):
+    global COLLECTIONS
+    COLLECTIONS += 1
+
+
+def test_a_collection_during_the_watched_call_does_not_keep_it_from_replaying():
+    """What the garbage collector runs inside the watched call (a gc callback storing a
+    global, as hypothesis's does; finalizers of cyclic garbage) is not the call's doing:
+    such a call replayed only when no collection happened to fall inside it."""
+    import gc
+    gt.manual_seed(0)
+    compiled = gt.compile(Block())
+    x = gt.randn(2, 3, 8)
+    compiled(x)                              # compiles
+    threshold, callbacks = gc.get_threshold(), list(gc.callbacks)
+    gc.callbacks.append(_count_collections)
+    gc.set_threshold(1)                      # a collection at nearly every allocation
+    try:
+        before = COLLECTIONS
+        compiled(x)                          # watched
+        assert COLLECTIONS > before
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(_count_collections)
+    assert _entry(compiled).replay is not None
+    assert gc.callbacks == callbacks             # the watch took its own callbacks away

@@ -258,14 +258,30 @@ class Watch:
         self._codes: dict = {}         # code -> True (user), False (glasstorch)
         self._read: set = set()
         self._previous = None
+        self._collecting = False
 
     def __enter__(self):
+        # What the garbage collector runs (gc.callbacks such as hypothesis's, finalizers of
+        # cyclic garbage) is not the call's doing: a replay leaves it to the collector. Our
+        # first and last callbacks bracket a collection.
+        gc.callbacks.insert(0, self._collection_starts)
+        gc.callbacks.append(self._collection_stops)
         self._previous = sys.getprofile()
         sys.setprofile(self._event)
         return self
 
     def __exit__(self, *exc):
         sys.setprofile(self._previous)
+        gc.callbacks.remove(self._collection_starts)
+        gc.callbacks.remove(self._collection_stops)
+
+    def _collection_starts(self, phase, info) -> None:
+        if phase == "start":
+            self._collecting = True
+
+    def _collection_stops(self, phase, info) -> None:
+        if phase == "stop":
+            self._collecting = False
 
     def _user(self, code) -> bool:
         known = self._codes.get(code)
@@ -274,7 +290,7 @@ class Watch:
         return known
 
     def _event(self, frame, event, arg):
-        if self.reason is not None:
+        if self.reason is not None or self._collecting or frame.f_code in _BRACKETS:
             return
         try:
             if event == "call":
@@ -340,6 +356,9 @@ class Watch:
         if fn.__name__ in _READ_METHODS.get(type(owner), ()):
             return
         raise NotReplayable(f"it calls {getattr(fn, '__qualname__', fn)!r}")
+
+
+_BRACKETS = (Watch._collection_starts.__code__, Watch._collection_stops.__code__)
 
 
 def _version(t: Tensor) -> int:
