@@ -814,3 +814,16 @@ def test_register_torch_dispatch_on_a_builtin_op(T):
                    ("mode", "aten.neg.default")]
     assert [to_numpy(t).tolist() for t in (y, z, w)] == [[-10.0, -10.0], [1.0, 1.0],
                                                           [-1.0, -1.0]]
+
+
+def test_a_library_nothing_holds_takes_its_kernels_with_it(T):
+    import gc
+    x = T.ones(3)
+    lib = T.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # overriding aten's own CPU kernel
+        lib.impl("mul.Tensor", lambda a, b: T.full_like(a, 7.0), "CPU")
+    assert (x * 2).tolist() == [7.0, 7.0, 7.0]
+    del lib
+    gc.collect()
+    assert (x * 2).tolist() == [2.0, 2.0, 2.0]

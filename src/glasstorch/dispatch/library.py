@@ -61,6 +61,7 @@ import threading
 import types
 import typing
 import warnings
+import weakref
 from collections import namedtuple
 
 from .._ops import OpOverload, overload_of
@@ -264,6 +265,10 @@ class Library:
         self.ns, self.kind, self.dispatch_key = ns, kind, dispatch_key
         self._op_defs: list = []
         self._undo: list = []
+        # As PyTorch's: a library nothing holds any more takes its registrations with it
+        # (keep it in a variable for as long as they should last); not at exit
+        self._undo_all = weakref.finalize(self, _undo_library, self._undo, self._op_defs)
+        self._undo_all.atexit = False
         if kind == "DEF":
             _def_libraries[ns] = self
 
@@ -426,17 +431,22 @@ class Library:
 
     def _destroy(self) -> None:
         """Undo every registration this library made and forget the ops it defined."""
-        for undo in reversed(self._undo):
-            undo()
-        self._undo.clear()
-        for name in self._op_defs:
-            dispatcher.undefine(name)
-            _custom_ops.pop(name, None)
-            for entry in [e for e in _python_impls if e[0] == name]:
-                _python_impls.discard(entry)
-        self._op_defs.clear()
+        _undo_library(self._undo, self._op_defs)
         if _def_libraries.get(self.ns) is self:
             del _def_libraries[self.ns]
+
+
+def _undo_library(undo: list, op_defs: list) -> None:
+    """Undo a library's registrations (`undo`, in reverse) and forget the ops it defined."""
+    for step in reversed(undo):
+        step()
+    undo.clear()
+    for name in op_defs:
+        dispatcher.undefine(name)
+        _custom_ops.pop(name, None)
+        for entry in [e for e in _python_impls if e[0] == name]:
+            _python_impls.discard(entry)
+    op_defs.clear()
 
 
 @contextlib.contextmanager
