@@ -218,8 +218,8 @@ class FormulaNode(Node):
 class _SavedValue:
     """`grad_fn._saved_<name>` (`_saved_self`, `_saved_other`, ...), as PyTorch's nodes show
     what they saved: one descriptor per name on FormulaNode rather than a __getattr__, which
-    would keep CPython from specialising every other attribute read of a node (the engine
-    reads a dozen a node)."""
+    would keep CPython from specialising any attribute read of a node (a node's run reads
+    several each backward)."""
 
     __slots__ = ("key",)
 

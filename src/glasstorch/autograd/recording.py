@@ -236,8 +236,8 @@ def _install_recording_kernel(op, d, below, general) -> bool:
     a functional op whose derivative `d` `_history_of` compiles: the check whether to
     record unrolled over its Tensor arguments, and the history's code in the same frame
     (one call fewer per recorded op: the tiny autograd step 28.0 -> 27.1 us). Made on the
-    op's first recording call, not when its kernels are (a thousand compilations would
-    add a second to the import). False where the op has none."""
+    op's first recording call, not when its kernels are (compiled for every derivative at
+    once they added about a second to the import). False where the op has none."""
     if op.info.get("mutated") or not op.tensor_positions:
         return False
     history = _history_lines(d, op)
@@ -409,7 +409,8 @@ def _recorder_of(d):
     # (by position where the formula takes them so, as the plan lists them: a faster call)
     positional = all(p.kind is p.POSITIONAL_OR_KEYWORD
                      for p in inspect.signature(d.formula).parameters.values())
-    # (its node is always of one class: its attributes are read as fast as a local's)
+    # (its nodes are of one class, a few where the name depends on the call: CPython
+    # specialises its reads of their attributes, which the engine's reads cannot be)
     lines, passed = ["if node._released:",
                      "    raise RuntimeError(_SAVED_FREED)",
                      "saved = node._saved"], []
