@@ -54,10 +54,10 @@ def test_inference_mode_in_one_thread_leaves_another_threads_tensors_ordinary(li
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
 
 
-def test_the_count_of_threads_in_inference_mode_returns_to_zero():
-    before = inference_anywhere.threads
+def test_the_count_of_open_inference_blocks_returns_to_zero():
+    before = inference_anywhere.blocks
     with gt.inference_mode():
-        assert inference_anywhere.threads == before + 1
+        assert inference_anywhere.blocks == before + 1
         with gt.inference_mode(False):
             assert not gt.is_inference_mode_enabled()
             assert not (gt.ones(2) * 2).is_inference()
@@ -65,7 +65,7 @@ def test_the_count_of_threads_in_inference_mode_returns_to_zero():
             with gt.inference_mode():
                 raise ValueError
         assert (gt.ones(2) * 2).is_inference()
-    assert inference_anywhere.threads == before
+    assert inference_anywhere.blocks == before
 
 
 def test_a_failing_backward_leaves_the_threads_flags_as_they_were():

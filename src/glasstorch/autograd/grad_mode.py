@@ -9,7 +9,7 @@ import functools
 import threading
 import inspect
 
-from ..core.grad_state import count_inference_thread, state
+from ..core.grad_state import count_inference_block, state
 
 
 def is_grad_enabled() -> bool:
@@ -106,10 +106,10 @@ class inference_mode(_DecoratorContextManager):
         from ..dispatch.keys import AUTOGRAD_MASK, DispatchKey, exclude_keys
         self._prev = (state.enabled, state.inference)
         if self.mode:
-            count_inference_thread(1)
             state.enabled, state.inference = False, True
             self._keys = exclude_keys(AUTOGRAD_MASK | (1 << DispatchKey.ADInplaceOrView))
             self._keys.__enter__()
+            count_inference_block(1)
         else:
             self._keys = None
             state.inference = False
@@ -119,7 +119,7 @@ class inference_mode(_DecoratorContextManager):
             self._keys.__exit__(*exc)
         state.enabled, state.inference = self._prev
         if self.mode:
-            count_inference_thread(-1)
+            count_inference_block(-1)
 
     def clone(self):
         return inference_mode(self.mode)

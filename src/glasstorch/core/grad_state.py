@@ -19,24 +19,25 @@ state = _GradState()
 
 
 class _Inference:
-    """How many threads are in inference mode now: the hot paths (every op's output) read
-    this one global, and their thread's flag only where it is not zero (each read of a
-    thread-local flag looks up the thread's dict; overrides.anywhere does the same for
-    modes)."""
+    """How many inference_mode blocks are open, on any thread: the hot paths (every op's
+    output) read this one global, and their thread's flag only where it is not zero (each
+    read of a thread-local flag looks up the thread's dict; overrides.anywhere does the
+    same for modes)."""
 
-    __slots__ = ("threads",)
+    __slots__ = ("blocks",)
 
     def __init__(self):
-        self.threads = 0
+        self.blocks = 0
 
 
 inference_anywhere = _Inference()
 _lock = threading.Lock()
 
 
-def count_inference_thread(delta: int) -> None:
+def count_inference_block(delta: int) -> None:
+    """An inference_mode block opening (+1) or closing (-1)."""
     with _lock:
-        inference_anywhere.threads += delta
+        inference_anywhere.blocks += delta
 
 
 @contextlib.contextmanager

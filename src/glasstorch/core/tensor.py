@@ -136,7 +136,7 @@ class Tensor:
         self._np = None
         if vc is not None:
             self._vc = vc
-        elif inference_anywhere.threads and grad_state.inference:
+        elif inference_anywhere.blocks and grad_state.inference:
             self._vc = None                 # made inside inference_mode: an inference tensor
             self._inference = True
         else:
@@ -162,7 +162,7 @@ class Tensor:
             nbytes = 0 if 0 in shape else (
                 sum((s - 1) * st for s, st in zip(shape, stride)) + 1) * dtype.itemsize
         if device is not CPU or cls is not Tensor or \
-                inference_anywhere.threads and grad_state.inference:
+                inference_anywhere.blocks and grad_state.inference:
             return cls._make(UntypedStorage._new(nbytes, device), 0, shape, stride, dtype)
         return new_cpu_tensor(shape if shape.__class__ is tuple else tuple(shape), dtype, stride,
                               nbytes, stride is contiguous)

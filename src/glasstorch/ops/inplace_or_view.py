@@ -89,7 +89,7 @@ def view_bookkeeping_kernel(op, ks, self, *args):
     else:
         out = op.redispatch(ks, self, *args)
     if out.__class__ is not list and self._view_creation is None and \
-            not (inference_anywhere.threads and _grad_state.inference):
+            not (inference_anywhere.blocks and _grad_state.inference):
         out._base = self if self._base is None else self._base      # the common cases:
         if not _grad_state.enabled:                                 # `_set_base`, inlined
             out._view_creation = _NO_GRAD
@@ -131,7 +131,7 @@ def _direct_views(op, ks):
             out = make_alias(self, *m) if m.__class__ is not list else \
                 [make_alias(self, *x) for x in m]
         if out.__class__ is not list and self._view_creation is None and \
-                not (inference_anywhere.threads and _grad_state.inference):
+                not (inference_anywhere.blocks and _grad_state.inference):
             out._base = self if self._base is None else self._base
             if not _grad_state.enabled:
                 out._view_creation = _NO_GRAD

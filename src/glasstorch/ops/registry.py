@@ -222,7 +222,7 @@ def _plain_float_kernel(general, ufunc, defaults, result_dtype):
                     return general(self, other, *rest)
                 rd = result_dtype or d
                 out = (empty(shape, rd, CPU, row_major)
-                       if inference_anywhere.threads and grad_state.inference else
+                       if inference_anywhere.blocks and grad_state.inference else
                        new_cpu_tensor(shape, rd, row_major, n * rd.itemsize, True))
                 ufunc(self._np if self._np is not None else self._array(), b,
                       out=out._np if out._np is not None else out._array())
